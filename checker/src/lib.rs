@@ -1,0 +1,1 @@
+//! checker (see ARCHITECTURE.md).

@@ -1,0 +1,82 @@
+//! The `Client` trait: one database session per worker, and the definite /
+//! indefinite classification of its errors.
+
+use nemesis::Node;
+use std::future::Future;
+use std::pin::Pin;
+use store::MicroOp;
+
+/// A boxed, sendable future (the traits here are used as trait objects).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Whether an error proves the transaction did not take effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Definitely not applied (e.g. serialization failure before commit) → `fail`.
+    Definite,
+    /// May have been applied (timeout, connection lost during commit, unknown) → `info`.
+    Indefinite,
+}
+
+/// A classified client error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ClientError {
+    /// Definite or indefinite.
+    pub kind: ErrorKind,
+    /// A short machine-readable tag recorded in the history's `error` field
+    /// (e.g. `serialization-failure`, `40001`, `timeout`).
+    pub code: String,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl ClientError {
+    /// A definite failure.
+    pub fn definite(code: impl Into<String>, message: impl Into<String>) -> ClientError {
+        ClientError {
+            kind: ErrorKind::Definite,
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An indefinite failure.
+    pub fn indefinite(code: impl Into<String>, message: impl Into<String>) -> ClientError {
+        ClientError {
+            kind: ErrorKind::Indefinite,
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// One session to a database, owned by one worker.
+pub trait Client: Send {
+    /// Runs one transaction; on success returns the micro-ops with reads
+    /// filled in. Never retries.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a dropped future may leave the transaction in any
+    /// state; the runner records it as `info` and opens a fresh client.
+    fn invoke<'a>(&'a mut self, txn: &'a [MicroOp])
+    -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>>;
+
+    /// Closes the session (best effort).
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
+}
+
+/// Opens clients of one database, and creates its schema.
+pub trait ClientFactory: Send + Sync {
+    /// Creates tables etc. once per test, before workers start.
+    ///
+    /// # Errors
+    /// A classified error; the runner aborts the test with exit code 4.
+    fn setup<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ClientError>>;
+
+    /// Opens a session to `node`.
+    ///
+    /// # Errors
+    /// A classified error (the node is unreachable, refused, …).
+    fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>>;
+}

@@ -1,0 +1,8 @@
+//! Database adapters: per-database clients ([`client::Client`]) and cluster
+//! lifecycles (`db::Db`).
+//!
+//! Key decision: error classification (definite → `fail`, indefinite → `info`)
+//! lives in each adapter, next to the SQL that produces the errors; anything
+//! not known to be definite is indefinite.
+
+pub mod client;

@@ -1,0 +1,19 @@
+//! Exit codes shared by every subcommand (ARCHITECTURE.md, "Shared conventions").
+
+use std::process::ExitCode;
+
+/// Valid / success; for `reproduce`: reproduced.
+pub const VALID: u8 = 0;
+/// Invalid: an anomaly the expected model forbids; for `reproduce`: not reproduced.
+pub const INVALID: u8 = 1;
+/// Unknown: the checker could not decide.
+pub const UNKNOWN: u8 = 2;
+/// Bad input, bad flag, harness failure.
+pub const ERROR: u8 = 3;
+/// Infrastructure: a node, SSH, or a database that would not start.
+pub const SETUP_FAILED: u8 = 4;
+
+/// Converts one of the constants above into a process exit code.
+pub fn code(c: u8) -> ExitCode {
+    ExitCode::from(c)
+}

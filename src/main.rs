@@ -1,0 +1,58 @@
+//! `harness`: a Jepsen-style test harness in one native binary.
+//!
+//! This crate is the wiring: the CLI, the runner, reports. Everything that can
+//! be a library lives in the member crates (see ARCHITECTURE.md).
+
+mod exit;
+mod history_cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// The version line: crate version and the git commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("HARNESS_GIT_COMMIT"),
+    ")"
+);
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "harness",
+    version = VERSION,
+    about = "Drive real databases, inject faults, record histories and prove isolation anomalies"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Inspect and convert history files.
+    #[command(subcommand)]
+    History(history_cmd::HistoryCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with success; usage errors are exit 3.
+            let code = if e.use_stderr() { exit::ERROR } else { exit::VALID };
+            let _ = e.print();
+            return exit::code(code);
+        }
+    };
+    let result = match cli.command {
+        Command::History(cmd) => history_cmd::run(cmd),
+    };
+    match result {
+        Ok(code) => exit::code(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit::code(exit::ERROR)
+        }
+    }
+}

@@ -1,0 +1,600 @@
+//! The history model: operations, micro-ops and a validated, paired `History`.
+//!
+//! Pure types: no IO, no clock, no async. Every reader in `format` produces
+//! these, every writer consumes them, and the checker reads only these.
+//!
+//! Key decision: a read micro-op keeps what was written (`nil`, a list or a
+//! scalar) as [`ReadValue`] instead of deciding list-vs-register at parse time,
+//! because `["r", k, null]` means different things in different workloads and
+//! op types; the checker interprets it, the store keeps it losslessly.
+
+use crate::data::Data;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+
+/// Position of an op in its history (Elle's `:index`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpIndex(pub u64);
+
+impl fmt::Display for OpIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A logical client id (Jepsen's integer `:process`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProcessId(pub u64);
+
+/// Who performed an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Process {
+    /// A client process (a database session).
+    Client(ProcessId),
+    /// The fault injector.
+    Nemesis,
+}
+
+impl fmt::Display for Process {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Process::Client(p) => write!(f, "{}", p.0),
+            Process::Nemesis => f.write_str("nemesis"),
+        }
+    }
+}
+
+/// Elle's op types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpType {
+    /// The request was about to be sent.
+    Invoke,
+    /// Definitely happened (committed).
+    Ok,
+    /// Definitely did not happen.
+    Fail,
+    /// May or may not have happened.
+    Info,
+}
+
+impl OpType {
+    /// Elle's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpType::Invoke => "invoke",
+            OpType::Ok => "ok",
+            OpType::Fail => "fail",
+            OpType::Info => "info",
+        }
+    }
+
+    /// Parses Elle's spelling; `None` for anything else.
+    pub fn parse(s: &str) -> Option<OpType> {
+        Some(match s {
+            "invoke" => OpType::Invoke,
+            "ok" => OpType::Ok,
+            "fail" => OpType::Fail,
+            "info" => OpType::Info,
+            _ => return None,
+        })
+    }
+
+    /// Whether this is a completion (`ok`, `fail` or `info`).
+    pub fn is_completion(self) -> bool {
+        self != OpType::Invoke
+    }
+}
+
+/// A scalar as found in keys and values: integer, string or EDN keyword.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Atom {
+    /// An integer (what harness itself generates).
+    Int(i64),
+    /// A string.
+    Str(Box<str>),
+    /// An EDN keyword, without the colon.
+    Keyword(Box<str>),
+}
+
+impl fmt::Display for Atom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Atom::Int(i) => write!(f, "{i}"),
+            Atom::Str(s) => write!(f, "{s:?}"),
+            Atom::Keyword(k) => write!(f, ":{k}"),
+        }
+    }
+}
+
+/// A key of the key-value model.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key(pub Atom);
+
+impl Key {
+    /// An integer key.
+    pub fn int(i: i64) -> Key {
+        Key(Atom::Int(i))
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A value written (register) or appended (list element).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Val(pub Atom);
+
+impl Val {
+    /// An integer value.
+    pub fn int(i: i64) -> Val {
+        Val(Atom::Int(i))
+    }
+}
+
+impl fmt::Display for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// What a read micro-op carries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ReadValue {
+    /// `null`/`nil`: not yet known (in an invocation or `info`), or the
+    /// initial nil state of a register (in an `ok` rw-register read).
+    Nil,
+    /// A list (list-append reads).
+    List(Vec<Val>),
+    /// A single value (rw-register reads).
+    Scalar(Val),
+}
+
+/// One step of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MicroOp {
+    /// `["append", k, v]`.
+    Append(Key, Val),
+    /// `["w", k, v]`.
+    Write(Key, Val),
+    /// `["r", k, value]`.
+    Read(Key, ReadValue),
+}
+
+impl MicroOp {
+    /// The key this micro-op touches.
+    pub fn key(&self) -> &Key {
+        match self {
+            MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _) => k,
+        }
+    }
+
+    /// Elle's function name: `append`, `w` or `r`.
+    pub fn f_name(&self) -> &'static str {
+        match self {
+            MicroOp::Append(..) => "append",
+            MicroOp::Write(..) => "w",
+            MicroOp::Read(..) => "r",
+        }
+    }
+
+    /// Whether `self` and `other` are the same step apart from a read's result
+    /// (an invocation and its completion have the same shape).
+    pub fn same_shape(&self, other: &MicroOp) -> bool {
+        match (self, other) {
+            (MicroOp::Append(k1, v1), MicroOp::Append(k2, v2))
+            | (MicroOp::Write(k1, v1), MicroOp::Write(k2, v2)) => k1 == k2 && v1 == v2,
+            (MicroOp::Read(k1, _), MicroOp::Read(k2, _)) => k1 == k2,
+            _ => false,
+        }
+    }
+}
+
+/// An op's function (`:f`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum F {
+    /// A client transaction.
+    Txn,
+    /// Nemesis: a partition begins (value: the grudge).
+    StartPartition,
+    /// Nemesis: partitions heal.
+    StopPartition,
+    /// Nemesis: database processes killed (value: nodes).
+    Kill,
+    /// Nemesis: database processes started again (value: nodes).
+    Start,
+    /// Nemesis: database processes paused (value: nodes).
+    Pause,
+    /// Nemesis: paused processes resumed (value: nodes).
+    Resume,
+    /// Nemesis: clocks skewed.
+    StartClock,
+    /// Nemesis: clocks reset.
+    StopClock,
+    /// Nemesis: packet loss begins.
+    StartLoss,
+    /// Nemesis: packet loss ends.
+    StopLoss,
+    /// Any other function, as found in a history written by another tool.
+    Other(Box<str>),
+}
+
+impl F {
+    /// The spelling in histories.
+    pub fn as_str(&self) -> &str {
+        match self {
+            F::Txn => "txn",
+            F::StartPartition => "start-partition",
+            F::StopPartition => "stop-partition",
+            F::Kill => "kill",
+            F::Start => "start",
+            F::Pause => "pause",
+            F::Resume => "resume",
+            F::StartClock => "start-clock",
+            F::StopClock => "stop-clock",
+            F::StartLoss => "start-loss",
+            F::StopLoss => "stop-loss",
+            F::Other(s) => s,
+        }
+    }
+
+    /// Parses a spelling; unknown names become [`F::Other`] so foreign
+    /// histories survive a round trip.
+    pub fn parse(s: &str) -> F {
+        match s {
+            "txn" => F::Txn,
+            "start-partition" => F::StartPartition,
+            "stop-partition" => F::StopPartition,
+            "kill" => F::Kill,
+            "start" => F::Start,
+            "pause" => F::Pause,
+            "resume" => F::Resume,
+            "start-clock" => F::StartClock,
+            "stop-clock" => F::StopClock,
+            "start-loss" => F::StartLoss,
+            "stop-loss" => F::StopLoss,
+            other => F::Other(other.into()),
+        }
+    }
+}
+
+/// An op's `:value`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpValue {
+    /// A transaction: a sequence of micro-ops.
+    Txn(Vec<MicroOp>),
+    /// Anything else (nemesis grudges and node lists, foreign values), kept as data.
+    Data(Data),
+}
+
+impl OpValue {
+    /// The micro-ops, if this is a transaction.
+    pub fn txn(&self) -> Option<&[MicroOp]> {
+        match self {
+            OpValue::Txn(m) => Some(m),
+            OpValue::Data(_) => None,
+        }
+    }
+}
+
+/// One event of a history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Op {
+    /// Position in the history.
+    pub index: OpIndex,
+    /// Nanoseconds since the test started; `None` when the source had no time.
+    pub time_ns: Option<i64>,
+    /// Invocation or completion kind.
+    pub op_type: OpType,
+    /// Who did it; `None` when the source had no `:process`.
+    pub process: Option<Process>,
+    /// The function; `None` when the source had no `:f` (Elle's list-append files).
+    pub f: Option<F>,
+    /// The transaction or other value.
+    pub value: OpValue,
+    /// The error a client reported, if any.
+    pub error: Option<Data>,
+    /// Fields this model does not name (`:node`, …), kept for lossless conversion.
+    pub extra: Vec<(String, Data)>,
+}
+
+impl Op {
+    /// A client transaction op (convenience for generators and tests).
+    pub fn txn(index: u64, op_type: OpType, process: u64, mops: Vec<MicroOp>) -> Op {
+        Op {
+            index: OpIndex(index),
+            time_ns: None,
+            op_type,
+            process: Some(Process::Client(ProcessId(process))),
+            f: Some(F::Txn),
+            value: OpValue::Txn(mops),
+            error: None,
+            extra: Vec::new(),
+        }
+    }
+
+    /// Whether this op was performed by the nemesis.
+    pub fn is_nemesis(&self) -> bool {
+        self.process == Some(Process::Nemesis)
+    }
+
+    /// Whether this is a client op (not the nemesis).
+    pub fn is_client(&self) -> bool {
+        !self.is_nemesis()
+    }
+}
+
+/// A structural problem in a sequence of ops, naming the op where it was found.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum HistoryError {
+    /// Op indices must strictly increase.
+    #[error("op {index}: index is not greater than the previous op's index {previous}")]
+    NonMonotonicIndex {
+        /// The offending op's index.
+        index: OpIndex,
+        /// The index before it.
+        previous: OpIndex,
+    },
+    /// A process invoked again while its previous invocation was still open.
+    #[error("op {index}: process {process} invoked while its invocation at op {open} is still open")]
+    DoubleInvoke {
+        /// The second invocation.
+        index: OpIndex,
+        /// The process.
+        process: Process,
+        /// The invocation still open.
+        open: OpIndex,
+    },
+    /// A completion whose `f` differs from its invocation's.
+    #[error("op {index}: completion f {completion_f:?} does not match invocation op {invoke}'s f {invoke_f:?}")]
+    FMismatch {
+        /// The completion.
+        index: OpIndex,
+        /// Its invocation.
+        invoke: OpIndex,
+        /// The invocation's f.
+        invoke_f: Option<String>,
+        /// The completion's f.
+        completion_f: Option<String>,
+    },
+    /// A completion whose value is not the same kind as its invocation's
+    /// (a transaction completed by a non-transaction, or different micro-ops).
+    #[error("op {index}: completion value does not match invocation op {invoke}: {reason}")]
+    ValueMismatch {
+        /// The completion.
+        index: OpIndex,
+        /// Its invocation.
+        invoke: OpIndex,
+        /// What differs.
+        reason: String,
+    },
+}
+
+/// Something odd but acceptable in a history.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HistoryWarning {
+    /// A process was used again after an `info` completion (seen in other
+    /// tools' histories; harness itself never does this).
+    ProcessReusedAfterInfo {
+        /// The invocation reusing the process.
+        index: OpIndex,
+        /// The process.
+        process: Process,
+    },
+    /// An invocation that never completed (treated as `info`).
+    Unmatched {
+        /// The invocation.
+        index: OpIndex,
+    },
+}
+
+impl fmt::Display for HistoryWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HistoryWarning::ProcessReusedAfterInfo { index, process } => write!(
+                f,
+                "op {index}: process {process} reused after an info completion"
+            ),
+            HistoryWarning::Unmatched { index } => {
+                write!(f, "op {index}: invocation never completed (treated as info)")
+            }
+        }
+    }
+}
+
+const NONE: u32 = u32::MAX;
+
+/// A validated history: ops in order, each invocation paired with its
+/// completion (by process, or by adjacency where `process` is missing).
+///
+/// Positions (`usize`) index [`History::ops`]; they equal op order, which is
+/// real-time order. Completions without an invocation stand for their own
+/// invocation (Elle's completion-only histories).
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    ops: Vec<Op>,
+    /// For each position: the paired op's position, or `NONE`.
+    partner: Vec<u32>,
+    warnings: Vec<HistoryWarning>,
+}
+
+impl History {
+    /// Validates and pairs `ops`.
+    ///
+    /// # Errors
+    /// A [`HistoryError`] naming the first op that breaks the rules.
+    pub fn new(ops: Vec<Op>) -> Result<History, HistoryError> {
+        let mut partner = vec![NONE; ops.len()];
+        let mut warnings = Vec::new();
+        // Open invocation per process; processes after `info`.
+        let mut open: HashMap<Process, usize> = HashMap::new();
+        let mut infod: HashSet<Process> = HashSet::new();
+        // Open invocations without a process, oldest first.
+        let mut anonymous: VecDeque<usize> = VecDeque::new();
+        for (pos, op) in ops.iter().enumerate() {
+            if pos > 0 && op.index <= ops[pos - 1].index {
+                return Err(HistoryError::NonMonotonicIndex {
+                    index: op.index,
+                    previous: ops[pos - 1].index,
+                });
+            }
+            match (op.op_type, op.process) {
+                (OpType::Invoke, Some(p)) => {
+                    if let Some(&o) = open.get(&p) {
+                        return Err(HistoryError::DoubleInvoke {
+                            index: op.index,
+                            process: p,
+                            open: ops[o].index,
+                        });
+                    }
+                    if infod.contains(&p) && p != Process::Nemesis {
+                        warnings.push(HistoryWarning::ProcessReusedAfterInfo {
+                            index: op.index,
+                            process: p,
+                        });
+                        infod.remove(&p);
+                    }
+                    open.insert(p, pos);
+                }
+                (OpType::Invoke, None) => anonymous.push_back(pos),
+                (t, Some(p)) => {
+                    if let Some(inv) = open.remove(&p) {
+                        check_pair(&ops[inv], op)?;
+                        partner[inv] = pos as u32;
+                        partner[pos] = inv as u32;
+                    }
+                    if t == OpType::Info {
+                        infod.insert(p);
+                    }
+                }
+                (_, None) => {
+                    // Adjacency: the oldest open invocation with the same f and shape.
+                    if let Some(i) = anonymous
+                        .iter()
+                        .position(|&inv| same_call(&ops[inv], op))
+                    {
+                        if let Some(inv) = anonymous.remove(i) {
+                            partner[inv] = pos as u32;
+                            partner[pos] = inv as u32;
+                        }
+                    }
+                }
+            }
+        }
+        let mut unmatched: Vec<usize> = open.into_values().chain(anonymous).collect();
+        unmatched.sort_unstable();
+        warnings.extend(
+            unmatched
+                .into_iter()
+                .map(|pos| HistoryWarning::Unmatched { index: ops[pos].index }),
+        );
+        Ok(History {
+            ops,
+            partner,
+            warnings,
+        })
+    }
+
+    /// All ops, in history order.
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// Consumes the history, returning its ops.
+    pub fn into_ops(self) -> Vec<Op> {
+        self.ops
+    }
+
+    /// Number of ops.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether there are no ops.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// The position of the op paired with the op at `pos` (its completion if
+    /// it is an invocation, its invocation if it is a completion).
+    pub fn partner(&self, pos: usize) -> Option<usize> {
+        match self.partner.get(pos) {
+            Some(&p) if p != NONE => Some(p as usize),
+            _ => None,
+        }
+    }
+
+    /// The completion of the invocation at `pos`, if it completed.
+    pub fn completion(&self, pos: usize) -> Option<&Op> {
+        let op = self.ops.get(pos)?;
+        if op.op_type != OpType::Invoke {
+            return None;
+        }
+        self.partner(pos).map(|p| &self.ops[p])
+    }
+
+    /// The invocation of the completion at `pos`; a completion without one is
+    /// its own invocation.
+    pub fn invocation(&self, pos: usize) -> Option<&Op> {
+        let op = self.ops.get(pos)?;
+        if op.op_type == OpType::Invoke {
+            return None;
+        }
+        Some(self.partner(pos).map_or(op, |p| &self.ops[p]))
+    }
+
+    /// Oddities found while pairing.
+    pub fn warnings(&self) -> &[HistoryWarning] {
+        &self.warnings
+    }
+}
+
+fn f_string(f: &Option<F>) -> Option<String> {
+    f.as_ref().map(|f| f.as_str().to_string())
+}
+
+fn check_pair(inv: &Op, comp: &Op) -> Result<(), HistoryError> {
+    if inv.f != comp.f {
+        return Err(HistoryError::FMismatch {
+            index: comp.index,
+            invoke: inv.index,
+            invoke_f: f_string(&inv.f),
+            completion_f: f_string(&comp.f),
+        });
+    }
+    if let (OpValue::Txn(a), OpValue::Txn(b)) = (&inv.value, &comp.value) {
+        // A failed or indeterminate completion may carry the invocation's
+        // value or none at all; an ok one must have the same steps.
+        if comp.op_type == OpType::Ok && a.len() != b.len() {
+            return Err(HistoryError::ValueMismatch {
+                index: comp.index,
+                invoke: inv.index,
+                reason: format!("{} micro-ops invoked, {} completed", a.len(), b.len()),
+            });
+        }
+        if let Some(i) = a.iter().zip(b).position(|(x, y)| !x.same_shape(y)) {
+            return Err(HistoryError::ValueMismatch {
+                index: comp.index,
+                invoke: inv.index,
+                reason: format!("micro-op {i} differs"),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn same_call(inv: &Op, comp: &Op) -> bool {
+    if inv.f != comp.f {
+        return false;
+    }
+    match (&inv.value, &comp.value) {
+        (OpValue::Txn(a), OpValue::Txn(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_shape(y))
+        }
+        (OpValue::Data(_), OpValue::Data(_)) => true,
+        _ => false,
+    }
+}
+
