@@ -6,3 +6,6 @@
 //! not known to be definite is indefinite.
 
 pub mod client;
+pub mod postgres;
+pub mod sql;
+pub mod sqlite;

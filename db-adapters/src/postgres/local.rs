@@ -1,0 +1,419 @@
+//! `--local`: a throwaway PostgreSQL cluster made with the installed server
+//! binaries, started and stopped by harness.
+//!
+//! The cluster lives in a fresh directory under the system temp dir (the run
+//! directory may sit somewhere the `postgres` user cannot traverse, e.g.
+//! under `/root`); the run directory gets a `postgres` link to it while it
+//! runs and a copy of the server log (`postgresql.log`) when it stops. As
+//! root, `initdb` and `pg_ctl` run as the `postgres` user through `runuser`
+//! (PostgreSQL refuses to run as root).
+//!
+//! Key decision: the cluster is always stopped — by [`LocalCluster::stop`],
+//! else by `Drop` (SIGQUIT to the postmaster's pid: immediate shutdown), and
+//! clusters orphaned by a harness that was SIGKILLed are stopped and removed
+//! at the start of the next `--local` run (each directory records the pid of
+//! the harness that made it).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::Command;
+
+/// Prefix of the directories made for local clusters (under the temp dir).
+const DIR_PREFIX: &str = "harness-pg-";
+/// File in a cluster directory holding the pid of the harness that owns it.
+const OWNER_FILE: &str = "harness.pid";
+
+/// Why a local cluster could not be made or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    /// No PostgreSQL server binaries on this machine.
+    #[error(
+        "PostgreSQL server binaries not found (looked for initdb and pg_ctl in $HARNESS_PG_BIN, /usr/lib/postgresql/*/bin and PATH); install the package `postgresql` (Debian/Ubuntu: apt-get install postgresql)"
+    )]
+    NotInstalled,
+    /// Running as root but there is no `postgres` user to run the server as.
+    #[error(
+        "running as root, but there is no `postgres` user to run PostgreSQL as (PostgreSQL refuses to run as root); install the package `postgresql` or run harness as an ordinary user"
+    )]
+    NoPostgresUser,
+    /// A command failed.
+    #[error("{what} failed: {detail}")]
+    Command {
+        /// The step (e.g. `initdb`).
+        what: String,
+        /// Exit status and output.
+        detail: String,
+    },
+    /// File system trouble.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LocalError {
+    let what = what.into();
+    move |source| LocalError::Io { what, source }
+}
+
+/// A running throwaway cluster.
+#[derive(Debug)]
+pub struct LocalCluster {
+    bin: PathBuf,
+    base: PathBuf,
+    port: u16,
+    pid: Option<u32>,
+    as_postgres: bool,
+    link: Option<PathBuf>,
+    run_dir: PathBuf,
+}
+
+/// The directory holding `initdb`, `pg_ctl` and `postgres`.
+///
+/// # Errors
+/// [`LocalError::NotInstalled`].
+pub fn find_bin_dir() -> Result<PathBuf, LocalError> {
+    let has = |d: &Path| d.join("initdb").is_file() && d.join("pg_ctl").is_file();
+    if let Some(d) = std::env::var_os("HARNESS_PG_BIN").map(PathBuf::from)
+        && has(&d)
+    {
+        return Ok(d);
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let v: u32 = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            has(&bin).then_some((v, bin))
+        })
+        .collect();
+    versions.sort();
+    if let Some((_, bin)) = versions.pop() {
+        return Ok(bin);
+    }
+    std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).find(|d| has(d)))
+        .ok_or(LocalError::NotInstalled)
+}
+
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+fn is_postgres_process(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| String::from_utf8_lossy(&c).contains("postgres"))
+}
+
+/// Sends a signal by pid with the `kill` utility (no unsafe code here).
+fn signal(pid: u32, sig: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn read_postmaster_pid(data: &Path) -> Option<u32> {
+    std::fs::read_to_string(data.join("postmaster.pid"))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Stops and removes clusters left behind by harness processes that no
+/// longer exist (a SIGKILLed run). Best effort.
+pub fn reap_orphans() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with(DIR_PREFIX) {
+            continue;
+        }
+        let dir = e.path();
+        let owner: Option<u32> = std::fs::read_to_string(dir.join(OWNER_FILE))
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        let Some(owner) = owner else { continue };
+        if pid_alive(owner) {
+            continue;
+        }
+        if let Some(pm) = read_postmaster_pid(&dir.join("data"))
+            && pid_alive(pm)
+            && is_postgres_process(pm)
+        {
+            tracing::warn!(
+                "stopping orphaned local PostgreSQL (pid {pm}) in {}",
+                dir.display()
+            );
+            signal(pm, "QUIT");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+fn free_port() -> Result<u16, LocalError> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(io("finding a free port"))?;
+    Ok(l.local_addr().map_err(io("finding a free port"))?.port())
+}
+
+impl LocalCluster {
+    /// Creates (`initdb`) and starts a cluster on a free loopback port, with
+    /// settings for speed (fsync off: tests crash processes, not machines).
+    /// Links it from `run_dir/postgres`.
+    ///
+    /// # Errors
+    /// [`LocalError`]: binaries missing, `initdb`/`pg_ctl` failed, IO.
+    pub async fn start(run_dir: &Path) -> Result<LocalCluster, LocalError> {
+        reap_orphans();
+        let bin = find_bin_dir()?;
+        let as_postgres = running_as_root();
+        if as_postgres && !user_exists("postgres") {
+            return Err(LocalError::NoPostgresUser);
+        }
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let base = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{stamp}", std::process::id()));
+        std::fs::create_dir_all(&base).map_err(io(format!("creating {}", base.display())))?;
+        std::fs::write(base.join(OWNER_FILE), std::process::id().to_string())
+            .map_err(io("writing the owner file"))?;
+        let mut cluster = LocalCluster {
+            bin,
+            base,
+            port: 0,
+            pid: None,
+            as_postgres,
+            link: None,
+            run_dir: run_dir.to_path_buf(),
+        };
+        if as_postgres {
+            cluster
+                .run(
+                    "chown",
+                    Path::new("chown"),
+                    &["postgres:postgres", &path_str(&cluster.base)],
+                    false,
+                )
+                .await?;
+        }
+        let data = path_str(&cluster.data_dir());
+        let initdb = cluster.bin.join("initdb");
+        cluster
+            .run(
+                "initdb",
+                &initdb,
+                &[
+                    "-D",
+                    &data,
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--no-locale",
+                    "--no-sync",
+                ],
+                as_postgres,
+            )
+            .await?;
+        let pg_ctl = cluster.bin.join("pg_ctl");
+        let log = path_str(&cluster.base.join("postgresql.log"));
+        let mut last_err = None;
+        for _attempt in 0..3 {
+            let port = free_port()?;
+            let opts = format!(
+                "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} \
+                 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+                 -c max_connections=300",
+                path_str(&cluster.base)
+            );
+            match cluster
+                .run(
+                    "pg_ctl start",
+                    &pg_ctl,
+                    &[
+                        "-D", &data, "-l", &log, "-w", "-t", "60", "-o", &opts, "start",
+                    ],
+                    as_postgres,
+                )
+                .await
+            {
+                Ok(()) => {
+                    cluster.port = port;
+                    cluster.pid = read_postmaster_pid(&cluster.data_dir());
+                    last_err = None;
+                    break;
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        if let Some(e) = last_err {
+            let tail =
+                std::fs::read_to_string(cluster.base.join("postgresql.log")).unwrap_or_default();
+            return Err(LocalError::Command {
+                what: "starting local PostgreSQL".into(),
+                detail: format!("{e}; server log:\n{tail}"),
+            });
+        }
+        let link = run_dir.join("postgres");
+        if std::os::unix::fs::symlink(&cluster.base, &link).is_ok() {
+            cluster.link = Some(link);
+        }
+        tracing::info!(
+            "local PostgreSQL started: port {}, postmaster pid {:?}, dir {}",
+            cluster.port,
+            cluster.pid,
+            cluster.base.display()
+        );
+        Ok(cluster)
+    }
+
+    /// The connection URL (user `postgres`, trust authentication).
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The postmaster's pid, as read from `postmaster.pid` at start.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The cluster's data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.base.join("data")
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`, then SIGQUIT if still up),
+    /// copies its log into the run directory and removes the cluster.
+    ///
+    /// # Errors
+    /// IO errors copying the log; a server that will not stop is killed.
+    pub async fn stop(mut self) -> Result<(), LocalError> {
+        if let Some(pid) = self.pid
+            && pid_alive(pid)
+        {
+            let pg_ctl = self.bin.join("pg_ctl");
+            let data = path_str(&self.data_dir());
+            let stopped = self
+                .run(
+                    "pg_ctl stop",
+                    &pg_ctl,
+                    &["-D", &data, "-m", "fast", "-w", "-t", "20", "stop"],
+                    self.as_postgres,
+                )
+                .await;
+            if let Err(e) = stopped {
+                tracing::warn!("{e}; sending SIGQUIT to postmaster {pid}");
+                signal(pid, "QUIT");
+            }
+        }
+        self.pid = None;
+        self.cleanup();
+        Ok(())
+    }
+
+    fn cleanup(&mut self) {
+        if let Some(link) = self.link.take() {
+            let _ = std::fs::remove_file(link);
+        }
+        let log = self.base.join("postgresql.log");
+        if log.exists() {
+            let _ = std::fs::copy(&log, self.run_dir.join("postgresql.log"));
+        }
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+
+    async fn run(
+        &self,
+        what: &str,
+        program: &Path,
+        args: &[&str],
+        as_postgres: bool,
+    ) -> Result<(), LocalError> {
+        let mut cmd = if as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        };
+        cmd.args(args)
+            .current_dir(std::env::temp_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
+            .await
+            .map_err(|_| LocalError::Command {
+                what: what.to_string(),
+                detail: "timed out after 90 s".into(),
+            })?
+            .map_err(io(format!("running {}", program.display())))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(LocalError::Command {
+                what: what.to_string(),
+                detail: format!(
+                    "{}: {}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout).trim(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            })
+        }
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid.take()
+            && pid_alive(pid)
+            && is_postgres_process(pid)
+        {
+            // Immediate shutdown: the postmaster takes its backends down.
+            signal(pid, "QUIT");
+            for _ in 0..100 {
+                if !pid_alive(pid) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.cleanup();
+    }
+}
+
+fn user_exists(name: &str) -> bool {
+    std::fs::read_to_string("/etc/passwd")
+        .is_ok_and(|p| p.lines().any(|l| l.split(':').next() == Some(name)))
+}
+
+fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
