@@ -4,8 +4,28 @@
 //! asks it for the next op given a [`Ctx`] (the test's logical time and which
 //! worker threads are free), and tells it about completions with
 //! [`Generator::update`]. Same seed + same completions ⇒ same invocations.
+//!
+//! Contract with the interpreter: a returned [`Next::Op`] is a commitment.
+//! The interpreter runs it on that thread (waiting until `at_ns` if that is
+//! in the future) and does not list the thread in [`Ctx::free_threads`] again
+//! until the completion has been passed to [`Generator::update`]. `Pending`
+//! means "ask again after the next completion or after a short wait".
+//!
+//! Combinators (Jepsen's names): [`mix`], [`stagger`] / [`rate`], [`delay`],
+//! [`limit`], [`time_limit`], [`synchronize`], [`phases`] (a barrier between
+//! phases), [`each_thread`], [`once`] / [`Sequence`], and final reads
+//! ([`final_reads`], [`then_final_reads`]). Randomness comes only from seeds.
 
-use store::{F, MicroOp, OpType};
+use store::{F, Key, MicroOp, OpType};
+
+mod combinators;
+mod timing;
+
+pub use combinators::{
+    EachThread, FinalReads, Limit, Mix, Phases, Sequence, Synchronize, each_thread, final_reads,
+    limit, mix, once, phases, synchronize, then_final_reads,
+};
+pub use timing::{Delay, Stagger, TimeLimit, delay, rate, stagger, time_limit};
 
 /// A worker thread slot (0..concurrency). The runner maps it to a process id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -69,6 +89,13 @@ pub trait Generator: Send {
 
     /// Learns about a completion. Most generators ignore it.
     fn update(&mut self, _ctx: &Ctx, _event: &Event) {}
+
+    /// Every key this generator (and those it wraps) has put into an
+    /// invocation so far, ascending and without duplicates. The final-read
+    /// phase reads each of them once ([`final_reads`], [`then_final_reads`]).
+    fn touched_keys(&self) -> Vec<Key> {
+        Vec::new()
+    }
 }
 
 impl<G: Generator + ?Sized> Generator for Box<G> {
@@ -78,4 +105,37 @@ impl<G: Generator + ?Sized> Generator for Box<G> {
     fn update(&mut self, ctx: &Ctx, event: &Event) {
         (**self).update(ctx, event)
     }
+    fn touched_keys(&self) -> Vec<Key> {
+        (**self).touched_keys()
+    }
+}
+
+impl Ctx {
+    /// A context at `time_ns` with threads `0..thread_count` all free (the
+    /// start of a test; convenient for drivers and tests).
+    pub fn all_free(time_ns: u64, thread_count: usize) -> Ctx {
+        Ctx {
+            time_ns,
+            free_threads: (0..thread_count).map(Thread).collect(),
+            thread_count,
+        }
+    }
+
+    /// The lowest free thread, if any.
+    pub fn first_free(&self) -> Option<Thread> {
+        self.free_threads.first().copied()
+    }
+
+    /// Whether every worker thread is idle (the barrier of [`Phases`]).
+    pub fn all_idle(&self) -> bool {
+        self.free_threads.len() >= self.thread_count
+    }
+}
+
+/// Merges sorted key lists into one sorted, deduplicated list.
+pub(crate) fn merge_keys(lists: impl IntoIterator<Item = Vec<Key>>) -> Vec<Key> {
+    let mut all: Vec<Key> = lists.into_iter().flatten().collect();
+    all.sort_unstable();
+    all.dedup();
+    all
 }

@@ -1,0 +1,184 @@
+//! Time-based combinators: scheduling ops with `at_ns` (stagger, delay,
+//! rate) and cutting a generator off after a duration (time limit).
+//!
+//! Time is only ever `Ctx::time_ns` and the `at_ns` of ops: these never read
+//! a clock.
+
+use super::{Ctx, Event, Generator, Next};
+use crate::WorkloadError;
+use crate::rng::{SeededRng, seeded};
+use rand::RngExt;
+use store::Key;
+
+/// Spaces ops by a uniformly random delay in `[0, 2·dt)`, globally across
+/// threads (Jepsen's `stagger`): on average one op every `dt_ns`.
+pub struct Stagger<G> {
+    dt_ns: u64,
+    next_at: Option<u64>,
+    rng: SeededRng,
+    inner: G,
+}
+
+/// `inner` with ops spaced by a uniform random delay in `[0, 2·dt_ns)`.
+pub fn stagger<G: Generator>(dt_ns: u64, seed: u64, inner: G) -> Stagger<G> {
+    Stagger {
+        dt_ns,
+        next_at: None,
+        rng: seeded(seed),
+        inner,
+    }
+}
+
+/// `inner` at about `ops_per_s` ops per second: `stagger(1/rate)`, as
+/// Jepsen's test assemblies do.
+///
+/// # Errors
+/// [`WorkloadError::Invalid`] when `ops_per_s` is not a positive finite number.
+pub fn rate<G: Generator>(
+    ops_per_s: f64,
+    seed: u64,
+    inner: G,
+) -> Result<Stagger<G>, WorkloadError> {
+    if !(ops_per_s.is_finite() && ops_per_s > 0.0) {
+        return Err(WorkloadError::Invalid {
+            field: "rate",
+            reason: format!("must be a positive number of ops per second, got {ops_per_s}"),
+        });
+    }
+    let dt_ns = (1e9 / ops_per_s).round().max(1.0) as u64;
+    Ok(stagger(dt_ns, seed, inner))
+}
+
+impl<G: Generator> Generator for Stagger<G> {
+    fn next(&mut self, ctx: &Ctx) -> Next {
+        match self.inner.next(ctx) {
+            Next::Op {
+                thread,
+                at_ns,
+                invocation,
+            } => {
+                let at_ns = at_ns.max(self.next_at.unwrap_or(ctx.time_ns));
+                let spread = self.dt_ns.saturating_mul(2);
+                let gap = if spread == 0 {
+                    0
+                } else {
+                    self.rng.random_range(0..spread)
+                };
+                self.next_at = Some(at_ns.saturating_add(gap));
+                Next::Op {
+                    thread,
+                    at_ns,
+                    invocation,
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn update(&mut self, ctx: &Ctx, event: &Event) {
+        self.inner.update(ctx, event);
+    }
+
+    fn touched_keys(&self) -> Vec<Key> {
+        self.inner.touched_keys()
+    }
+}
+
+/// Spaces ops exactly `dt_ns` apart, globally (Jepsen's `delay`).
+pub struct Delay<G> {
+    dt_ns: u64,
+    next_at: Option<u64>,
+    inner: G,
+}
+
+/// `inner` with ops at least `dt_ns` apart.
+pub fn delay<G: Generator>(dt_ns: u64, inner: G) -> Delay<G> {
+    Delay {
+        dt_ns,
+        next_at: None,
+        inner,
+    }
+}
+
+impl<G: Generator> Generator for Delay<G> {
+    fn next(&mut self, ctx: &Ctx) -> Next {
+        match self.inner.next(ctx) {
+            Next::Op {
+                thread,
+                at_ns,
+                invocation,
+            } => {
+                let at_ns = at_ns.max(self.next_at.unwrap_or(ctx.time_ns));
+                self.next_at = Some(at_ns.saturating_add(self.dt_ns));
+                Next::Op {
+                    thread,
+                    at_ns,
+                    invocation,
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn update(&mut self, ctx: &Ctx, event: &Event) {
+        self.inner.update(ctx, event);
+    }
+
+    fn touched_keys(&self) -> Vec<Key> {
+        self.inner.touched_keys()
+    }
+}
+
+/// Stops the inner generator `limit_ns` after it was first asked for an op
+/// (Jepsen's `time-limit`); an op scheduled at or after the deadline is
+/// dropped and ends the generator.
+pub struct TimeLimit<G> {
+    limit_ns: u64,
+    deadline_ns: Option<u64>,
+    done: bool,
+    inner: G,
+}
+
+/// `inner`, cut off `limit_ns` after its first use.
+pub fn time_limit<G: Generator>(limit_ns: u64, inner: G) -> TimeLimit<G> {
+    TimeLimit {
+        limit_ns,
+        deadline_ns: None,
+        done: false,
+        inner,
+    }
+}
+
+impl<G: Generator> Generator for TimeLimit<G> {
+    fn next(&mut self, ctx: &Ctx) -> Next {
+        if self.done {
+            return Next::Exhausted;
+        }
+        let deadline = *self
+            .deadline_ns
+            .get_or_insert(ctx.time_ns.saturating_add(self.limit_ns));
+        if ctx.time_ns >= deadline {
+            self.done = true;
+            return Next::Exhausted;
+        }
+        match self.inner.next(ctx) {
+            Next::Op { at_ns, .. } if at_ns >= deadline => {
+                self.done = true;
+                Next::Exhausted
+            }
+            Next::Exhausted => {
+                self.done = true;
+                Next::Exhausted
+            }
+            other => other,
+        }
+    }
+
+    fn update(&mut self, ctx: &Ctx, event: &Event) {
+        self.inner.update(ctx, event);
+    }
+
+    fn touched_keys(&self) -> Vec<Key> {
+        self.inner.touched_keys()
+    }
+}
