@@ -1,10 +1,35 @@
 //! The control plane: nodes, remote command execution, the local testbed, and
 //! faults with their schedule.
 //!
+//! - [`remote`]: the [`Remote`] trait (command with timeout, upload, download)
+//!   with an SSH implementation (the system `ssh` client over one
+//!   ControlMaster connection per node) and a local one.
+//! - [`testbed`]: N nodes as network namespaces with sshd on a private bridge.
+//! - [`process`]: the kill/start/pause/resume capability a database provides.
+//! - [`partition`]: grudges (who drops whom) and their builders.
+//! - [`fault`]: applying and healing faults on a cluster (iptables rules in a
+//!   harness-owned chain, process signals).
+//! - [`schedule`]: the seeded choice of faults and targets, and the nemesis
+//!   loop that records every fault as an op of process `nemesis`.
+//!
 //! Key decision: every fault is an explicit value that knows how to heal
 //! itself, and the heal path is idempotent, so healing can run at the end, on
 //! Ctrl-C, on error and at the start of the next run.
 
+pub mod fault;
 pub mod node;
+pub mod partition;
+pub mod process;
+pub mod remote;
+pub mod rng;
+pub mod schedule;
+pub mod testbed;
 
 pub use node::Node;
+pub use remote::{Remote, RemoteError};
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed, sendable future (the traits here are used as trait objects).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -1,0 +1,407 @@
+//! Applying and healing faults on a cluster.
+//!
+//! Partitions are iptables DROP rules inside each receiving node, all in a
+//! chain owned by harness ([`CHAIN`]) that `INPUT` jumps to first. Healing
+//! removes the jump and the chain and nothing else, so it never touches
+//! rules harness did not write, and it is idempotent (it runs at the start
+//! of every run to clear rules left by a crashed one). Kill and pause go
+//! through the database's [`Process`].
+
+use crate::Node;
+use crate::partition::{Grudge, grudge_data};
+use crate::process::{Process, ProcessError};
+use crate::remote::{Remote, RemoteError};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use store::{Data, F};
+use tokio::task::JoinSet;
+
+/// The iptables chain holding every partition rule harness writes.
+pub const CHAIN: &str = "harness-nemesis";
+
+/// One fault (its start; its stop is implied).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Drop packets as the grudge says.
+    Partition(Grudge),
+    /// SIGKILL the database on these nodes (stop: start them).
+    Kill(Vec<String>),
+    /// SIGSTOP the database on these nodes (stop: SIGCONT).
+    Pause(Vec<String>),
+}
+
+impl Fault {
+    /// The `f` of the op that starts it.
+    pub fn start_f(&self) -> F {
+        match self {
+            Fault::Partition(_) => F::StartPartition,
+            Fault::Kill(_) => F::Kill,
+            Fault::Pause(_) => F::Pause,
+        }
+    }
+
+    /// The `f` of the op that stops it.
+    pub fn stop_f(&self) -> F {
+        match self {
+            Fault::Partition(_) => F::StopPartition,
+            Fault::Kill(_) => F::Start,
+            Fault::Pause(_) => F::Resume,
+        }
+    }
+
+    /// The value of the op that starts it (grudge or node list).
+    pub fn start_value(&self) -> Data {
+        match self {
+            Fault::Partition(g) => grudge_data(g),
+            Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
+        }
+    }
+
+    /// The value of the op that stops it (`nil` for a heal, else node list).
+    pub fn stop_value(&self) -> Data {
+        match self {
+            Fault::Partition(_) => Data::Nil,
+            Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
+        }
+    }
+}
+
+/// Node names as a history value.
+pub fn nodes_data(nodes: &[String]) -> Data {
+    Data::Vec(nodes.iter().map(|n| Data::Str(n.clone())).collect())
+}
+
+/// A fault that could not be applied or healed.
+#[derive(Debug, thiserror::Error)]
+pub enum FaultError {
+    /// A command on a node failed.
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+    /// A process action failed.
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    /// A grudge or target names a node that is not in the test.
+    #[error("unknown node {0:?} in a fault")]
+    UnknownNode(String),
+    /// A node's host could not be resolved to an IP address.
+    #[error("node {node}: cannot resolve host {host}: {detail}")]
+    Resolve {
+        /// Node name.
+        node: String,
+        /// Its host.
+        host: String,
+        /// Resolver error.
+        detail: String,
+    },
+    /// The database has no process capability (kill/pause impossible).
+    #[error("the database cannot be killed or paused (no process control)")]
+    NoProcess,
+    /// iptables is missing on a node.
+    #[error("node {0}: iptables is not installed (on Debian: apt-get install -y iptables)")]
+    NoIptables(String),
+    /// Several nodes failed; all errors, in node order.
+    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    Many(Vec<FaultError>),
+}
+
+#[derive(Default, Debug)]
+struct Active {
+    partitioned: bool,
+    killed: BTreeSet<String>,
+    paused: BTreeSet<String>,
+}
+
+/// Applies faults to the nodes of one test and heals them.
+pub struct Nemesis {
+    remotes: Vec<Arc<dyn Remote>>,
+    process: Option<Arc<dyn Process>>,
+    active: Mutex<Active>,
+    command_timeout: Duration,
+}
+
+fn join_errors(mut errs: Vec<FaultError>) -> Result<(), FaultError> {
+    match errs.len() {
+        0 => Ok(()),
+        1 => Err(errs.remove(0)),
+        _ => Err(FaultError::Many(errs)),
+    }
+}
+
+/// The shell command that removes harness's partition rules (idempotent).
+pub fn heal_command() -> String {
+    format!(
+        "command -v iptables >/dev/null || exit 0; \
+         while iptables -w -D INPUT -j {CHAIN} 2>/dev/null; do :; done; \
+         iptables -w -F {CHAIN} 2>/dev/null; iptables -w -X {CHAIN} 2>/dev/null; true"
+    )
+}
+
+/// The shell command that makes `ips` dropped on arrival (idempotent setup of
+/// the chain and its jump).
+pub fn drop_command(ips: &[IpAddr]) -> String {
+    let list: Vec<String> = ips.iter().map(|i| i.to_string()).collect();
+    format!(
+        "command -v iptables >/dev/null || exit 127; \
+         iptables -w -N {CHAIN} 2>/dev/null; \
+         iptables -w -C INPUT -j {CHAIN} 2>/dev/null || iptables -w -I INPUT 1 -j {CHAIN}; \
+         iptables -w -A {CHAIN} -s {} -j DROP",
+        list.join(",")
+    )
+}
+
+impl Nemesis {
+    /// A nemesis over `remotes` (one per node); `process` enables kill/pause.
+    pub fn new(remotes: Vec<Arc<dyn Remote>>, process: Option<Arc<dyn Process>>) -> Nemesis {
+        Nemesis {
+            remotes,
+            process,
+            active: Mutex::new(Active::default()),
+            command_timeout: Duration::from_secs(20),
+        }
+    }
+
+    /// The nodes, in test order.
+    pub fn nodes(&self) -> Vec<Node> {
+        self.remotes.iter().map(|r| r.node().clone()).collect()
+    }
+
+    fn remote(&self, name: &str) -> Result<Arc<dyn Remote>, FaultError> {
+        self.remotes
+            .iter()
+            .find(|r| r.node().name == name)
+            .cloned()
+            .ok_or_else(|| FaultError::UnknownNode(name.to_string()))
+    }
+
+    async fn ip_of(&self, name: &str) -> Result<IpAddr, FaultError> {
+        let r = self.remote(name)?;
+        let node = r.node();
+        if let Ok(ip) = node.host.parse::<IpAddr>() {
+            return Ok(ip);
+        }
+        let resolve_err = |detail: String| FaultError::Resolve {
+            node: node.name.clone(),
+            host: node.host.clone(),
+            detail,
+        };
+        let addrs = tokio::net::lookup_host((node.host.as_str(), 0))
+            .await
+            .map_err(|e| resolve_err(e.to_string()))?;
+        let addrs: Vec<IpAddr> = addrs.map(|a| a.ip()).collect();
+        addrs
+            .iter()
+            .find(|a| a.is_ipv4())
+            .or(addrs.first())
+            .copied()
+            .ok_or_else(|| resolve_err("no address".to_string()))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Active> {
+        self.active.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts `fault` on every node it concerns, in parallel; returns once it
+    /// is in effect everywhere.
+    ///
+    /// # Errors
+    /// The errors of every node that failed (the fault is still recorded as
+    /// active, so a heal undoes what did apply).
+    pub async fn start(&self, fault: &Fault) -> Result<(), FaultError> {
+        match fault {
+            Fault::Partition(g) => self.partition(g).await,
+            Fault::Kill(nodes) => {
+                self.lock().killed.extend(nodes.iter().cloned());
+                self.each_process(nodes, Action::Kill).await
+            }
+            Fault::Pause(nodes) => {
+                self.lock().paused.extend(nodes.iter().cloned());
+                self.each_process(nodes, Action::Pause).await
+            }
+        }
+    }
+
+    /// Stops `fault`: heals partitions, starts killed nodes, resumes paused ones.
+    ///
+    /// # Errors
+    /// As [`Nemesis::start`].
+    pub async fn stop(&self, fault: &Fault) -> Result<(), FaultError> {
+        match fault {
+            Fault::Partition(_) => self.heal_partitions().await,
+            Fault::Kill(nodes) => {
+                let r = self.each_process(nodes, Action::Start).await;
+                if r.is_ok() {
+                    let mut a = self.lock();
+                    for n in nodes {
+                        a.killed.remove(n);
+                    }
+                }
+                r
+            }
+            Fault::Pause(nodes) => {
+                let r = self.each_process(nodes, Action::Resume).await;
+                if r.is_ok() {
+                    let mut a = self.lock();
+                    for n in nodes {
+                        a.paused.remove(n);
+                    }
+                }
+                r
+            }
+        }
+    }
+
+    async fn partition(&self, g: &Grudge) -> Result<(), FaultError> {
+        let mut plan: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
+        for (node, drops) in g {
+            self.remote(node)?;
+            let mut ips = Vec::new();
+            for d in drops {
+                ips.push(self.ip_of(d).await?);
+            }
+            if !ips.is_empty() {
+                plan.insert(node.clone(), ips);
+            }
+        }
+        self.lock().partitioned = true;
+        let mut set = JoinSet::new();
+        for (node, ips) in plan {
+            let r = self.remote(&node)?;
+            let cmd = drop_command(&ips);
+            let t = self.command_timeout;
+            set.spawn(async move {
+                let out = r.exec(&cmd, None, t).await?;
+                match out.status {
+                    0 => Ok(()),
+                    127 => Err(FaultError::NoIptables(r.node().name.clone())),
+                    s => Err(FaultError::Remote(RemoteError::Failed {
+                        node: r.node().name.clone(),
+                        cmd,
+                        status: s,
+                        stderr: out.stderr_str(),
+                    })),
+                }
+            });
+        }
+        collect(set).await
+    }
+
+    /// Removes every harness partition rule on every node (idempotent).
+    ///
+    /// # Errors
+    /// The nodes where the heal command could not run.
+    pub async fn heal_partitions(&self) -> Result<(), FaultError> {
+        let mut set = JoinSet::new();
+        for r in &self.remotes {
+            let r = r.clone();
+            let t = self.command_timeout;
+            set.spawn(async move {
+                r.run_timeout(&heal_command(), t).await?;
+                Ok(())
+            });
+        }
+        let res = collect(set).await;
+        if res.is_ok() {
+            self.lock().partitioned = false;
+        }
+        res
+    }
+
+    /// Heals everything: partitions on every node, resumes paused and starts
+    /// killed nodes. Tries every step even when one fails.
+    ///
+    /// # Errors
+    /// Every step that failed.
+    pub async fn heal_all(&self) -> Result<(), FaultError> {
+        let mut errs = Vec::new();
+        if let Err(e) = self.heal_partitions().await {
+            errs.push(e);
+        }
+        let (paused, killed) = {
+            let a = self.lock();
+            (
+                a.paused.iter().cloned().collect::<Vec<_>>(),
+                a.killed.iter().cloned().collect::<Vec<_>>(),
+            )
+        };
+        if !paused.is_empty() {
+            match self.stop(&Fault::Pause(paused)).await {
+                Ok(()) => {}
+                Err(e) => errs.push(e),
+            }
+        }
+        if !killed.is_empty() {
+            match self.stop(&Fault::Kill(killed)).await {
+                Ok(()) => {}
+                Err(e) => errs.push(e),
+            }
+        }
+        join_errors(errs)
+    }
+
+    /// Lines of `iptables -S` on each node that mention harness's chain
+    /// (empty everywhere after a heal).
+    ///
+    /// # Errors
+    /// A node where `iptables -S` could not run.
+    pub async fn harness_rules(&self) -> Result<BTreeMap<String, Vec<String>>, FaultError> {
+        let mut out = BTreeMap::new();
+        for r in &self.remotes {
+            let o = r
+                .run_timeout("iptables -w -S", self.command_timeout)
+                .await?;
+            let lines: Vec<String> = o
+                .stdout_str()
+                .lines()
+                .filter(|l| l.contains(CHAIN))
+                .map(str::to_string)
+                .collect();
+            out.insert(r.node().name.clone(), lines);
+        }
+        Ok(out)
+    }
+
+    async fn each_process(&self, nodes: &[String], action: Action) -> Result<(), FaultError> {
+        let process = self.process.clone().ok_or(FaultError::NoProcess)?;
+        let mut set = JoinSet::new();
+        for n in nodes {
+            let node = self.remote(n)?.node().clone();
+            let p = process.clone();
+            set.spawn(async move {
+                match action {
+                    Action::Kill => p.kill(&node).await,
+                    Action::Start => p.start(&node).await,
+                    Action::Pause => p.pause(&node).await,
+                    Action::Resume => p.resume(&node).await,
+                }
+                .map_err(FaultError::from)
+            });
+        }
+        collect(set).await
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Action {
+    Kill,
+    Start,
+    Pause,
+    Resume,
+}
+
+async fn collect(mut set: JoinSet<Result<(), FaultError>>) -> Result<(), FaultError> {
+    let mut errs = Vec::new();
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => errs.push(e),
+            Err(join) => errs.push(FaultError::Process(ProcessError {
+                node: "?".to_string(),
+                action: "fault",
+                message: format!("task failed: {join}"),
+            })),
+        }
+    }
+    join_errors(errs)
+}

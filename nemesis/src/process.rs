@@ -1,0 +1,47 @@
+//! The capability kill/pause faults act on: a database's processes on a node.
+//!
+//! Implemented by each database lifecycle (`db-adapters::db`), which knows
+//! its pid files and start commands. Every method is idempotent: killing a
+//! dead process or resuming a running one succeeds.
+
+use crate::{BoxFuture, Node};
+
+/// A failed process action, naming the node.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("node {node}: {action} failed: {message}")]
+pub struct ProcessError {
+    /// Node name.
+    pub node: String,
+    /// `kill`, `start`, `pause` or `resume`.
+    pub action: &'static str,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Kill/start/pause/resume of the database processes on one node.
+pub trait Process: Send + Sync {
+    /// SIGKILL of every database process on `node`; returns once they are gone.
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node.
+    fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>>;
+
+    /// Starts the database on `node` again (no-op when it runs); returns once
+    /// it has been started (not necessarily serving yet).
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node.
+    fn start<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>>;
+
+    /// SIGSTOP of the database processes on `node`.
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node.
+    fn pause<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>>;
+
+    /// SIGCONT of the database processes on `node`.
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node.
+    fn resume<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>>;
+}
