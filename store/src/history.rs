@@ -338,7 +338,9 @@ pub enum HistoryError {
         previous: OpIndex,
     },
     /// A process invoked again while its previous invocation was still open.
-    #[error("op {index}: process {process} invoked while its invocation at op {open} is still open")]
+    #[error(
+        "op {index}: process {process} invoked while its invocation at op {open} is still open"
+    )]
     DoubleInvoke {
         /// The second invocation.
         index: OpIndex,
@@ -348,7 +350,9 @@ pub enum HistoryError {
         open: OpIndex,
     },
     /// A completion whose `f` differs from its invocation's.
-    #[error("op {index}: completion f {completion_f:?} does not match invocation op {invoke}'s f {invoke_f:?}")]
+    #[error(
+        "op {index}: completion f {completion_f:?} does not match invocation op {invoke}'s f {invoke_f:?}"
+    )]
     FMismatch {
         /// The completion.
         index: OpIndex,
@@ -398,7 +402,10 @@ impl fmt::Display for HistoryWarning {
                 "op {index}: process {process} reused after an info completion"
             ),
             HistoryWarning::Unmatched { index } => {
-                write!(f, "op {index}: invocation never completed (treated as info)")
+                write!(
+                    f,
+                    "op {index}: invocation never completed (treated as info)"
+                )
             }
         }
     }
@@ -471,25 +478,20 @@ impl History {
                 }
                 (_, None) => {
                     // Adjacency: the oldest open invocation with the same f and shape.
-                    if let Some(i) = anonymous
-                        .iter()
-                        .position(|&inv| same_call(&ops[inv], op))
+                    if let Some(i) = anonymous.iter().position(|&inv| same_call(&ops[inv], op))
+                        && let Some(inv) = anonymous.remove(i)
                     {
-                        if let Some(inv) = anonymous.remove(i) {
-                            partner[inv] = pos as u32;
-                            partner[pos] = inv as u32;
-                        }
+                        partner[inv] = pos as u32;
+                        partner[pos] = inv as u32;
                     }
                 }
             }
         }
         let mut unmatched: Vec<usize> = open.into_values().chain(anonymous).collect();
         unmatched.sort_unstable();
-        warnings.extend(
-            unmatched
-                .into_iter()
-                .map(|pos| HistoryWarning::Unmatched { index: ops[pos].index }),
-        );
+        warnings.extend(unmatched.into_iter().map(|pos| HistoryWarning::Unmatched {
+            index: ops[pos].index,
+        }));
         Ok(History {
             ops,
             partner,
@@ -597,4 +599,3 @@ fn same_call(inv: &Op, comp: &Op) -> bool {
         _ => false,
     }
 }
-

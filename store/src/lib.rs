@@ -9,10 +9,14 @@
 //! checker, importers) can read histories without pulling in the runner.
 
 pub mod data;
+pub mod format;
 pub mod history;
+pub mod run;
 
 pub use data::Data;
+pub use format::{Format, FormatError, ReadOutcome, load_history, read_path, read_str, write_path};
 pub use history::{
     Atom, F, History, HistoryError, HistoryWarning, Key, MicroOp, Op, OpIndex, OpType, OpValue,
     Process, ProcessId, ReadValue, Val,
 };
+pub use run::{HistoryLog, RunDir, RunError};

@@ -1,0 +1,371 @@
+//! What the fields of an op mean, independent of the file syntax.
+//!
+//! Both readers end here: EDN builds a [`Data`] map per op and calls
+//! [`op_from_entries`]; the JSON reader parses the common fields directly (for
+//! speed) but uses the same rules for everything else through [`RawOp`], so
+//! the two formats cannot drift apart.
+
+use crate::data::Data;
+use crate::history::{
+    Atom, F, Key, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId, ReadValue, Val,
+};
+
+/// An op's fields as found, before defaults are applied.
+#[derive(Debug, Default)]
+pub(crate) struct RawOp {
+    pub index: Option<u64>,
+    pub time_ns: Option<i64>,
+    pub op_type: Option<OpType>,
+    pub process: Option<Process>,
+    pub f: Option<F>,
+    pub value: Option<RawValue>,
+    pub error: Option<Data>,
+    pub extra: Vec<(String, Data)>,
+    /// Names seen so far, to reject duplicates.
+    pub seen: u8,
+}
+
+/// A value parsed either straight into micro-ops (the fast path) or as data.
+#[derive(Debug)]
+pub(crate) enum RawValue {
+    Txn(Vec<MicroOp>),
+    Data(Data),
+}
+
+/// Bits of [`RawOp::seen`].
+pub(crate) const SEEN_INDEX: u8 = 1;
+pub(crate) const SEEN_TIME: u8 = 2;
+pub(crate) const SEEN_TYPE: u8 = 4;
+pub(crate) const SEEN_PROCESS: u8 = 8;
+pub(crate) const SEEN_F: u8 = 16;
+pub(crate) const SEEN_VALUE: u8 = 32;
+pub(crate) const SEEN_ERROR: u8 = 64;
+
+impl RawOp {
+    /// Marks field `bit` (named `name`) as seen; a second time is an error.
+    pub fn mark(&mut self, bit: u8, name: &str) -> Result<(), String> {
+        if self.seen & bit != 0 {
+            return Err(format!("duplicate field `{name}`"));
+        }
+        self.seen |= bit;
+        Ok(())
+    }
+
+    /// Sets the field called `name` from a data value.
+    pub fn set(&mut self, name: &str, v: Data) -> Result<(), String> {
+        match name {
+            "index" => {
+                self.mark(SEEN_INDEX, name)?;
+                self.index = index_from_data(&v)?;
+            }
+            "time" => {
+                self.mark(SEEN_TIME, name)?;
+                self.time_ns = time_from_data(&v)?;
+            }
+            "type" => {
+                self.mark(SEEN_TYPE, name)?;
+                self.op_type = Some(type_from_data(&v)?);
+            }
+            "process" => {
+                self.mark(SEEN_PROCESS, name)?;
+                self.process = process_from_data(&v)?;
+            }
+            "f" => {
+                self.mark(SEEN_F, name)?;
+                self.f = f_from_data(&v)?;
+            }
+            "value" => {
+                self.mark(SEEN_VALUE, name)?;
+                self.value = Some(RawValue::Data(v));
+            }
+            "error" => {
+                self.mark(SEEN_ERROR, name)?;
+                self.error = Some(v);
+            }
+            other => {
+                if self.extra.iter().any(|(k, _)| k == other) {
+                    return Err(format!("duplicate field `{other}`"));
+                }
+                self.extra.push((other.to_string(), v));
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies defaults and the value rules; `next_index` is used when the
+    /// op had no index (indices are then assigned in file order).
+    pub fn finish(self, next_index: u64) -> Result<Op, String> {
+        let op_type = self.op_type.ok_or("missing field `type`")?;
+        let value = match self.value {
+            None => OpValue::Data(Data::Nil),
+            Some(v) => value_for(self.f.as_ref(), v)?,
+        };
+        Ok(Op {
+            index: OpIndex(self.index.unwrap_or(next_index)),
+            time_ns: self.time_ns,
+            op_type,
+            process: self.process,
+            f: self.f,
+            value,
+            error: self.error,
+            extra: self.extra,
+        })
+    }
+}
+
+/// Builds an op from the entries of an op map (EDN, or JSON's slow path).
+pub(crate) fn op_from_entries(entries: Vec<(Data, Data)>, next_index: u64) -> Result<Op, String> {
+    let mut raw = RawOp::default();
+    for (k, v) in entries {
+        let name = match k {
+            Data::Keyword(s) | Data::Str(s) => s,
+            other => {
+                return Err(format!(
+                    "op field names must be keywords, found {}",
+                    kind(&other)
+                ));
+            }
+        };
+        raw.set(&name, v).map_err(|e| e.to_string())?;
+    }
+    raw.finish(next_index)
+}
+
+/// Builds an op from a whole op form (a map, or a tagged record such as
+/// `#jepsen.history.Op{…}`).
+pub(crate) fn op_from_data(d: Data, next_index: u64) -> Result<Op, String> {
+    match d {
+        Data::Map(entries) => op_from_entries(entries, next_index),
+        Data::Tagged(_, inner) => match *inner {
+            Data::Map(entries) => op_from_entries(entries, next_index),
+            other => Err(format!(
+                "expected an op map, found a tagged {}",
+                kind(&other)
+            )),
+        },
+        other => Err(format!("expected an op map, found {}", kind(&other))),
+    }
+}
+
+/// A short name of what kind of value `d` is, for error messages.
+pub(crate) fn kind(d: &Data) -> &'static str {
+    match d {
+        Data::Nil => "nil",
+        Data::Bool(_) => "a boolean",
+        Data::Int(_) => "an integer",
+        Data::Float(_) => "a float",
+        Data::Str(_) => "a string",
+        Data::Keyword(_) => "a keyword",
+        Data::Symbol(_) => "a symbol",
+        Data::Vec(_) => "a list",
+        Data::Set(_) => "a set",
+        Data::Map(_) => "a map",
+        Data::Tagged(..) => "a tagged value",
+    }
+}
+
+fn index_from_data(v: &Data) -> Result<Option<u64>, String> {
+    match v {
+        Data::Nil => Ok(None),
+        Data::Int(i) if *i >= 0 => Ok(Some(*i as u64)),
+        other => Err(format!(
+            "field `index`: expected a non-negative integer, found {}",
+            kind(other)
+        )),
+    }
+}
+
+/// Elle writes `-1` for an absent time; we keep `None`.
+pub(crate) fn time_from_int(i: i64) -> Option<i64> {
+    (i != -1).then_some(i)
+}
+
+fn time_from_data(v: &Data) -> Result<Option<i64>, String> {
+    match v {
+        Data::Nil => Ok(None),
+        Data::Int(i) => Ok(time_from_int(*i)),
+        other => Err(format!(
+            "field `time`: expected an integer (nanoseconds), found {}",
+            kind(other)
+        )),
+    }
+}
+
+pub(crate) fn type_from_name(s: &str) -> Result<OpType, String> {
+    OpType::parse(s).ok_or_else(|| {
+        format!("field `type`: unknown op type {s:?} (expected invoke, ok, fail or info)")
+    })
+}
+
+fn type_from_data(v: &Data) -> Result<OpType, String> {
+    match v {
+        Data::Str(s) | Data::Keyword(s) => type_from_name(s),
+        other => Err(format!(
+            "field `type`: expected invoke, ok, fail or info, found {}",
+            kind(other)
+        )),
+    }
+}
+
+pub(crate) fn process_from_int(i: i64) -> Result<Process, String> {
+    if i < 0 {
+        return Err(format!("field `process`: negative process {i}"));
+    }
+    Ok(Process::Client(ProcessId(i as u64)))
+}
+
+pub(crate) fn process_from_name(s: &str) -> Result<Process, String> {
+    if s == "nemesis" {
+        Ok(Process::Nemesis)
+    } else {
+        Err(format!(
+            "field `process`: expected an integer or nemesis, found {s:?}"
+        ))
+    }
+}
+
+fn process_from_data(v: &Data) -> Result<Option<Process>, String> {
+    match v {
+        Data::Nil => Ok(None),
+        Data::Int(i) => process_from_int(*i).map(Some),
+        Data::Str(s) | Data::Keyword(s) => process_from_name(s).map(Some),
+        other => Err(format!(
+            "field `process`: expected an integer or nemesis, found {}",
+            kind(other)
+        )),
+    }
+}
+
+fn f_from_data(v: &Data) -> Result<Option<F>, String> {
+    match v {
+        Data::Nil => Ok(None),
+        Data::Str(s) | Data::Keyword(s) => Ok(Some(F::parse(s))),
+        other => Err(format!("field `f`: expected a name, found {}", kind(other))),
+    }
+}
+
+/// The rule deciding what an op's value is: client ops (`f` absent or `txn`)
+/// carry a transaction or nil; every other `f` carries free-form data.
+fn value_for(f: Option<&F>, v: RawValue) -> Result<OpValue, String> {
+    let is_txn_f = matches!(f, None | Some(F::Txn));
+    match (is_txn_f, v) {
+        (true, RawValue::Txn(m)) => Ok(OpValue::Txn(m)),
+        (true, RawValue::Data(Data::Nil)) => Ok(OpValue::Data(Data::Nil)),
+        (true, RawValue::Data(d)) => txn_from_data(&d).map(OpValue::Txn),
+        (false, RawValue::Txn(m)) => Ok(OpValue::Data(txn_to_data(&m, false))),
+        (false, RawValue::Data(d)) => Ok(OpValue::Data(d)),
+    }
+}
+
+/// A transaction from a list of `[f k v]` micro-ops.
+pub(crate) fn txn_from_data(d: &Data) -> Result<Vec<MicroOp>, String> {
+    let Data::Vec(items) = d else {
+        return Err(format!(
+            "field `value`: expected a transaction (a list of [f, key, value] micro-ops), found {}",
+            kind(d)
+        ));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            micro_op_from_data(m).map_err(|e| format!("field `value`: micro-op {i}: {e}"))
+        })
+        .collect()
+}
+
+fn micro_op_from_data(d: &Data) -> Result<MicroOp, String> {
+    let Data::Vec(parts) = d else {
+        return Err(format!("expected [f, key, value], found {}", kind(d)));
+    };
+    let [f, k, v] = parts.as_slice() else {
+        return Err(format!(
+            "expected [f, key, value], found {} elements",
+            parts.len()
+        ));
+    };
+    let fname = match f {
+        Data::Str(s) | Data::Keyword(s) => s.as_str(),
+        other => {
+            return Err(format!(
+                "micro-op function must be a name, found {}",
+                kind(other)
+            ));
+        }
+    };
+    let key = Key(atom_from_data(k).map_err(|e| format!("key: {e}"))?);
+    match fname {
+        "append" => Ok(MicroOp::Append(
+            key,
+            Val(atom_from_data(v).map_err(|e| format!("value: {e}"))?),
+        )),
+        "w" => Ok(MicroOp::Write(
+            key,
+            Val(atom_from_data(v).map_err(|e| format!("value: {e}"))?),
+        )),
+        "r" => Ok(MicroOp::Read(key, read_value_from_data(v)?)),
+        other => Err(format!(
+            "unknown micro-op function {other:?} (expected append, r or w)"
+        )),
+    }
+}
+
+fn read_value_from_data(v: &Data) -> Result<ReadValue, String> {
+    match v {
+        Data::Nil => Ok(ReadValue::Nil),
+        Data::Vec(items) => items
+            .iter()
+            .map(|x| atom_from_data(x).map(Val))
+            .collect::<Result<Vec<_>, _>>()
+            .map(ReadValue::List)
+            .map_err(|e| format!("read list element: {e}")),
+        other => atom_from_data(other)
+            .map(|a| ReadValue::Scalar(Val(a)))
+            .map_err(|e| format!("read value: {e}")),
+    }
+}
+
+fn atom_from_data(d: &Data) -> Result<Atom, String> {
+    match d {
+        Data::Int(i) => Ok(Atom::Int(*i)),
+        Data::Str(s) => Ok(Atom::Str(s.as_str().into())),
+        Data::Keyword(s) => Ok(Atom::Keyword(s.as_str().into())),
+        other => Err(format!(
+            "expected an integer, string or keyword, found {}",
+            kind(other)
+        )),
+    }
+}
+
+pub(crate) fn atom_to_data(a: &Atom) -> Data {
+    match a {
+        Atom::Int(i) => Data::Int(*i),
+        Atom::Str(s) => Data::Str(s.to_string()),
+        Atom::Keyword(s) => Data::Keyword(s.to_string()),
+    }
+}
+
+/// Micro-ops as data; function names as keywords (EDN) or strings (JSON).
+pub(crate) fn txn_to_data(m: &[MicroOp], keyword_names: bool) -> Data {
+    Data::Vec(
+        m.iter()
+            .map(|mop| {
+                let name = mop.f_name().to_string();
+                let f = if keyword_names {
+                    Data::Keyword(name)
+                } else {
+                    Data::Str(name)
+                };
+                let v = match mop {
+                    MicroOp::Append(_, v) | MicroOp::Write(_, v) => atom_to_data(&v.0),
+                    MicroOp::Read(_, ReadValue::Nil) => Data::Nil,
+                    MicroOp::Read(_, ReadValue::Scalar(v)) => atom_to_data(&v.0),
+                    MicroOp::Read(_, ReadValue::List(l)) => {
+                        Data::Vec(l.iter().map(|v| atom_to_data(&v.0)).collect())
+                    }
+                };
+                Data::Vec(vec![f, atom_to_data(&mop.key().0), v])
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,847 @@
+//! JSON: a hand-rolled parser straight into [`Op`] and the writer.
+//!
+//! Key decision: no `serde_json::Value` per op. The common fields and the
+//! usual `[["append",k,v],["r",k,[…]]]` transaction shape are parsed directly;
+//! anything else goes through [`Data`] and the shared rules in `convert`.
+//!
+//! Data positions (keys, values, `error`, extra fields) use this encoding so
+//! that EDN survives a trip through JSON:
+//!
+//! | EDN / `Data`            | JSON                                     |
+//! |-------------------------|------------------------------------------|
+//! | keyword `:x`            | `":x"`                                   |
+//! | string starting with `:`, `#` or `\` | that string prefixed with `\` (`"\\:x"`) |
+//! | set `#{1 2}`            | `{"#set":[1,2]}`                         |
+//! | map with a key that is not a string or keyword | `{"#map":[[k,v],…]}` |
+//! | symbol `s`              | `{"#sym":"s"}`                           |
+//! | tagged `#t v`           | `{"#tag":["t",v]}`                       |
+//! | `##NaN`, `##Inf`, `##-Inf` | `{"#float":"NaN"}`, `"Infinity"`, `"-Infinity"` |
+//!
+//! `type`, `f`, `process` `"nemesis"` and micro-op names are plain strings.
+
+use super::convert::{RawOp, RawValue, SEEN_F, SEEN_TYPE, SEEN_VALUE, type_from_name};
+use super::edn::is_keyword_name;
+use super::source::PErr;
+use crate::data::Data;
+use crate::history::{Atom, F, Key, MicroOp, Op, OpValue, Process, ReadValue, Val};
+use std::borrow::Cow;
+
+/// Deepest nesting of JSON arrays/objects accepted.
+pub(crate) const MAX_DEPTH: u32 = 64;
+
+/// A JSON parser over one buffer.
+pub(crate) struct Json<'a> {
+    b: &'a [u8],
+    /// Current byte offset in `b`.
+    pub pos: usize,
+}
+
+fn show(c: u8) -> String {
+    if c.is_ascii_graphic() {
+        format!("`{}`", c as char)
+    } else {
+        format!("byte 0x{c:02x}")
+    }
+}
+
+impl<'a> Json<'a> {
+    pub fn new(b: &'a [u8]) -> Json<'a> {
+        Json { b, pos: 0 }
+    }
+
+    pub fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.pos >= self.b.len()
+    }
+
+    pub fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn bad<T>(&self, reason: impl Into<String>) -> Result<T, PErr> {
+        Err(PErr::Bad {
+            pos: self.pos,
+            reason: reason.into(),
+        })
+    }
+
+    fn expect(&mut self, c: u8, what: &str) -> Result<(), PErr> {
+        match self.peek() {
+            None => Err(PErr::Incomplete),
+            Some(x) if x == c => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(x) => self.bad(format!("expected {what}, found {}", show(x))),
+        }
+    }
+
+    /// A string, at its opening quote.
+    fn string(&mut self) -> Result<Cow<'a, str>, PErr> {
+        self.expect(b'"', "a string")?;
+        let start = self.pos;
+        let mut i = start;
+        // Fast path: no escapes.
+        loop {
+            match self.b.get(i) {
+                None => return Err(PErr::Incomplete),
+                Some(b'"') => {
+                    let s = std::str::from_utf8(&self.b[start..i]).map_err(|e| PErr::Bad {
+                        pos: start + e.valid_up_to(),
+                        reason: "invalid UTF-8 in string".into(),
+                    })?;
+                    self.pos = i + 1;
+                    return Ok(Cow::Borrowed(s));
+                }
+                Some(b'\\') => break,
+                Some(&c) if c < 0x20 => {
+                    self.pos = i;
+                    return self.bad("control character in string");
+                }
+                Some(_) => i += 1,
+            }
+        }
+        let mut out: Vec<u8> = self.b[start..i].to_vec();
+        loop {
+            match self.b.get(i) {
+                None => return Err(PErr::Incomplete),
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return String::from_utf8(out)
+                        .map(Cow::Owned)
+                        .map_err(|_| PErr::Bad {
+                            pos: start,
+                            reason: "invalid UTF-8 in string".into(),
+                        });
+                }
+                Some(b'\\') => {
+                    let Some(&e) = self.b.get(i + 1) else {
+                        return Err(PErr::Incomplete);
+                    };
+                    i += 2;
+                    let c = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let hi = self.hex4(i)?;
+                            i += 4;
+                            if (0xD800..0xDC00).contains(&hi) {
+                                match (self.b.get(i), self.b.get(i + 1)) {
+                                    (None, _) | (Some(b'\\'), None) => {
+                                        return Err(PErr::Incomplete);
+                                    }
+                                    (Some(b'\\'), Some(b'u')) => {}
+                                    _ => {
+                                        self.pos = i;
+                                        return self.bad("unpaired surrogate in \\u escape");
+                                    }
+                                }
+                                let lo = self.hex4(i + 2)?;
+                                if !(0xDC00..0xE000).contains(&lo) {
+                                    self.pos = i;
+                                    return self.bad("unpaired surrogate in \\u escape");
+                                }
+                                i += 6;
+                                let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                                char::from_u32(cp).unwrap_or('\u{FFFD}')
+                            } else {
+                                match char::from_u32(hi) {
+                                    Some(c) => c,
+                                    None => {
+                                        self.pos = i - 6;
+                                        return self.bad("unpaired surrogate in \\u escape");
+                                    }
+                                }
+                            }
+                        }
+                        other => {
+                            self.pos = i - 1;
+                            return self.bad(format!("invalid escape \\{}", other as char));
+                        }
+                    };
+                    let mut tmp = [0u8; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
+                }
+                Some(&c) if c < 0x20 => {
+                    self.pos = i;
+                    return self.bad("control character in string");
+                }
+                Some(&c) => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    fn hex4(&mut self, at: usize) -> Result<u32, PErr> {
+        let mut v = 0u32;
+        for k in 0..4 {
+            let Some(&c) = self.b.get(at + k) else {
+                return Err(PErr::Incomplete);
+            };
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                _ => {
+                    self.pos = at + k;
+                    return self.bad("invalid hex digit in \\u escape");
+                }
+            };
+            v = v * 16 + u32::from(d);
+        }
+        Ok(v)
+    }
+
+    fn digits(&mut self) -> Result<usize, PErr> {
+        let s = self.pos;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+        if self.pos == s {
+            return match self.peek() {
+                None => Err(PErr::Incomplete),
+                Some(c) => self.bad(format!("expected a digit, found {}", show(c))),
+            };
+        }
+        Ok(self.pos - s)
+    }
+
+    /// A number: `Int` when it is an integer that fits in 64 bits, else `Float`.
+    fn number(&mut self) -> Result<Data, PErr> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        let int_start = self.pos;
+        let n = self.digits()?;
+        if n > 1 && self.b.get(int_start) == Some(&b'0') {
+            self.pos = int_start;
+            return self.bad("leading zero in number");
+        }
+        let mut float = false;
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            self.digits()?;
+            float = true;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            self.digits()?;
+            float = true;
+        }
+        let text = &self.b[start..self.pos];
+        if !float {
+            let neg = text.first() == Some(&b'-');
+            let mut v: i64 = 0;
+            let mut ok = true;
+            for &d in &self.b[int_start..self.pos] {
+                let d = i64::from(d - b'0');
+                match v.checked_mul(10).and_then(|x| {
+                    if neg {
+                        x.checked_sub(d)
+                    } else {
+                        x.checked_add(d)
+                    }
+                }) {
+                    Some(x) => v = x,
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                return Ok(Data::Int(v));
+            }
+        }
+        // ASCII only, so this cannot fail; keep it total anyway.
+        let s = std::str::from_utf8(text).unwrap_or("");
+        match s.parse::<f64>() {
+            Ok(f) => Ok(Data::Float(f)),
+            Err(_) => {
+                self.pos = start;
+                self.bad("invalid number")
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Result<(), PErr> {
+        for (k, &c) in word.iter().enumerate() {
+            match self.b.get(self.pos + k) {
+                None => return Err(PErr::Incomplete),
+                Some(&x) if x == c => {}
+                Some(_) => return self.bad("invalid literal"),
+            }
+        }
+        self.pos += word.len();
+        Ok(())
+    }
+
+    /// Any JSON value, decoded with the data encoding of this module.
+    pub fn data(&mut self, depth: u32) -> Result<Data, PErr> {
+        if depth > MAX_DEPTH {
+            return self.bad(format!("nesting deeper than {MAX_DEPTH} levels"));
+        }
+        match self.peek() {
+            None => Err(PErr::Incomplete),
+            Some(b'"') => Ok(decode_str(self.string()?)),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b't') => self.literal(b"true").map(|_| Data::Bool(true)),
+            Some(b'f') => self.literal(b"false").map(|_| Data::Bool(false)),
+            Some(b'n') => self.literal(b"null").map(|_| Data::Nil),
+            Some(b'[') => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                self.ws();
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                    return Ok(Data::Vec(items));
+                }
+                loop {
+                    self.ws();
+                    items.push(self.data(depth + 1)?);
+                    self.ws();
+                    match self.peek() {
+                        Some(b',') => self.pos += 1,
+                        Some(b']') => {
+                            self.pos += 1;
+                            return Ok(Data::Vec(items));
+                        }
+                        None => return Err(PErr::Incomplete),
+                        Some(c) => {
+                            return self.bad(format!("expected `,` or `]`, found {}", show(c)));
+                        }
+                    }
+                }
+            }
+            Some(b'{') => self.object(depth),
+            Some(c) => self.bad(format!("expected a JSON value, found {}", show(c))),
+        }
+    }
+
+    fn object(&mut self, depth: u32) -> Result<Data, PErr> {
+        self.pos += 1;
+        let mut raw: Vec<(Cow<'a, str>, Data)> = Vec::new();
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(Data::Map(Vec::new()));
+        }
+        loop {
+            self.ws();
+            let k = self.string()?;
+            self.ws();
+            self.expect(b':', "`:`")?;
+            self.ws();
+            let v = self.data(depth + 1)?;
+            raw.push((k, v));
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    break;
+                }
+                None => return Err(PErr::Incomplete),
+                Some(c) => return self.bad(format!("expected `,` or `}}`, found {}", show(c))),
+            }
+        }
+        if raw.len() == 1
+            && let Some((k, v)) = raw.pop()
+        {
+            match decode_escape(&k, v) {
+                Ok(d) => return Ok(d),
+                Err(v) => raw.push((k, v)),
+            }
+        }
+        Ok(Data::Map(
+            raw.into_iter().map(|(k, v)| (decode_str(k), v)).collect(),
+        ))
+    }
+
+    /// One op object, at its `{`.
+    pub fn op(&mut self, next_index: u64) -> Result<Op, PErr> {
+        let start = self.pos;
+        self.expect(b'{', "an op object `{`")?;
+        let mut raw = RawOp::default();
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+        } else {
+            loop {
+                self.ws();
+                let key_pos = self.pos;
+                let k = self.string()?;
+                self.ws();
+                self.expect(b':', "`:`")?;
+                self.ws();
+                let val_pos = self.pos;
+                let at = |reason: String| PErr::Bad {
+                    pos: val_pos,
+                    reason,
+                };
+                match &*k {
+                    "type" if self.peek() == Some(b'"') => {
+                        raw.mark(SEEN_TYPE, "type").map_err(|r| PErr::Bad {
+                            pos: key_pos,
+                            reason: r,
+                        })?;
+                        let s = self.string()?;
+                        raw.op_type = Some(type_from_name(codec_name(&s)).map_err(at)?);
+                    }
+                    "f" if self.peek() == Some(b'"') => {
+                        raw.mark(SEEN_F, "f").map_err(|r| PErr::Bad {
+                            pos: key_pos,
+                            reason: r,
+                        })?;
+                        let s = self.string()?;
+                        raw.f = Some(F::parse(codec_name(&s)));
+                    }
+                    "value" => {
+                        raw.mark(SEEN_VALUE, "value").map_err(|r| PErr::Bad {
+                            pos: key_pos,
+                            reason: r,
+                        })?;
+                        let save = self.pos;
+                        let fast = if self.peek() == Some(b'[') {
+                            self.try_txn()
+                        } else {
+                            None
+                        };
+                        raw.value = Some(match fast {
+                            Some(m) => RawValue::Txn(m),
+                            None => {
+                                self.pos = save;
+                                RawValue::Data(self.data(2)?)
+                            }
+                        });
+                    }
+                    name => {
+                        let v = self.data(2)?;
+                        raw.set(name, v).map_err(at)?;
+                    }
+                }
+                self.ws();
+                match self.peek() {
+                    Some(b',') => self.pos += 1,
+                    Some(b'}') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    None => return Err(PErr::Incomplete),
+                    Some(c) => {
+                        return self.bad(format!("expected `,` or `}}`, found {}", show(c)));
+                    }
+                }
+            }
+        }
+        raw.finish(next_index)
+            .map_err(|reason| PErr::Bad { pos: start, reason })
+    }
+
+    /// The usual transaction shape, parsed without building `Data`; `None`
+    /// when the value is anything else (the caller re-parses it as data).
+    fn try_txn(&mut self) -> Option<Vec<MicroOp>> {
+        self.pos += 1;
+        let mut mops = Vec::new();
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Some(mops);
+        }
+        loop {
+            self.ws();
+            if self.peek() != Some(b'[') {
+                return None;
+            }
+            self.pos += 1;
+            self.ws();
+            let kind = match &*self.string().ok()? {
+                "append" => 0,
+                "w" => 1,
+                "r" => 2,
+                _ => return None,
+            };
+            self.ws();
+            self.expect(b',', "").ok()?;
+            self.ws();
+            let key = Key(self.atom()?);
+            self.ws();
+            self.expect(b',', "").ok()?;
+            self.ws();
+            let mop = match kind {
+                0 => MicroOp::Append(key, Val(self.atom()?)),
+                1 => MicroOp::Write(key, Val(self.atom()?)),
+                _ => match self.peek()? {
+                    b'n' => {
+                        self.literal(b"null").ok()?;
+                        MicroOp::Read(key, ReadValue::Nil)
+                    }
+                    b'[' => {
+                        self.pos += 1;
+                        let mut l = Vec::new();
+                        self.ws();
+                        if self.peek() == Some(b']') {
+                            self.pos += 1;
+                        } else {
+                            loop {
+                                self.ws();
+                                l.push(Val(self.atom()?));
+                                self.ws();
+                                match self.peek()? {
+                                    b',' => self.pos += 1,
+                                    b']' => {
+                                        self.pos += 1;
+                                        break;
+                                    }
+                                    _ => return None,
+                                }
+                            }
+                        }
+                        MicroOp::Read(key, ReadValue::List(l))
+                    }
+                    _ => MicroOp::Read(key, ReadValue::Scalar(Val(self.atom()?))),
+                },
+            };
+            self.ws();
+            self.expect(b']', "").ok()?;
+            mops.push(mop);
+            self.ws();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b']' => {
+                    self.pos += 1;
+                    return Some(mops);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn atom(&mut self) -> Option<Atom> {
+        match self.peek()? {
+            b'"' => match decode_str(self.string().ok()?) {
+                Data::Str(s) => Some(Atom::Str(s.into())),
+                Data::Keyword(s) => Some(Atom::Keyword(s.into())),
+                _ => None,
+            },
+            b'-' | b'0'..=b'9' => match self.number().ok()? {
+                Data::Int(i) => Some(Atom::Int(i)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// A name field (`type`, `f`): accepts `"ok"` and the keyword form `":ok"`.
+fn codec_name(s: &str) -> &str {
+    match s.strip_prefix(':') {
+        Some(rest) if is_keyword_name(rest) => rest,
+        _ => s.strip_prefix('\\').unwrap_or(s),
+    }
+}
+
+/// A JSON string in a data position: `":x"` is a keyword, `"\…"` an escaped string.
+fn decode_str(s: Cow<'_, str>) -> Data {
+    if let Some(rest) = s.strip_prefix(':')
+        && is_keyword_name(rest)
+    {
+        return Data::Keyword(rest.to_string());
+    }
+    if let Some(rest) = s.strip_prefix('\\') {
+        return Data::Str(rest.to_string());
+    }
+    Data::Str(s.into_owned())
+}
+
+/// `{"#set": …}` and friends; gives the value back when `k`/`v` is no escape.
+fn decode_escape(k: &str, v: Data) -> Result<Data, Data> {
+    match (k, v) {
+        ("#set", Data::Vec(items)) => Ok(Data::Set(items)),
+        ("#map", Data::Vec(items))
+            if items
+                .iter()
+                .all(|e| matches!(e, Data::Vec(p) if p.len() == 2)) =>
+        {
+            Ok(Data::Map(
+                items
+                    .into_iter()
+                    .filter_map(|e| match e {
+                        Data::Vec(mut p) => {
+                            let v = p.pop()?;
+                            let k = p.pop()?;
+                            Some((k, v))
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+            ))
+        }
+        ("#sym", Data::Str(s)) => Ok(Data::Symbol(s)),
+        ("#tag", Data::Vec(mut p)) if p.len() == 2 && matches!(p.first(), Some(Data::Str(_))) => {
+            let v = p.pop().unwrap_or(Data::Nil);
+            match p.pop() {
+                Some(Data::Str(t)) => Ok(Data::Tagged(t, Box::new(v))),
+                _ => Err(Data::Nil),
+            }
+        }
+        ("#float", Data::Str(s)) => match s.as_str() {
+            "NaN" => Ok(Data::Float(f64::NAN)),
+            "Infinity" => Ok(Data::Float(f64::INFINITY)),
+            "-Infinity" => Ok(Data::Float(f64::NEG_INFINITY)),
+            _ => Err(Data::Str(s)),
+        },
+        (_, v) => Err(v),
+    }
+}
+
+// ---------------------------------------------------------------- writing
+
+fn write_raw_str(out: &mut String, s: &str) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut last = 0;
+    for (i, &c) in bytes.iter().enumerate() {
+        let esc: Option<&str> = match c {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&s[last..i]);
+        match esc {
+            Some(e) => out.push_str(e),
+            None => {
+                out.push_str("\\u00");
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push(HEX[usize::from(c >> 4)] as char);
+                out.push(HEX[usize::from(c & 15)] as char);
+            }
+        }
+        last = i + 1;
+    }
+    out.push_str(&s[last..]);
+    out.push('"');
+}
+
+/// A string in a data position (see the module docs).
+fn write_str(out: &mut String, s: &str) {
+    if s.starts_with([':', '#', '\\']) {
+        let mut t = String::with_capacity(s.len() + 1);
+        t.push('\\');
+        t.push_str(s);
+        write_raw_str(out, &t);
+    } else {
+        write_raw_str(out, s);
+    }
+}
+
+fn write_keyword(out: &mut String, k: &str) {
+    let mut t = String::with_capacity(k.len() + 1);
+    t.push(':');
+    t.push_str(k);
+    write_raw_str(out, &t);
+}
+
+fn write_int(out: &mut String, i: i64) {
+    out.push_str(itoa::Buffer::new().format(i));
+}
+
+fn write_atom(out: &mut String, a: &Atom) {
+    match a {
+        Atom::Int(i) => write_int(out, *i),
+        Atom::Str(s) => write_str(out, s),
+        Atom::Keyword(k) => write_keyword(out, k),
+    }
+}
+
+/// Writes `d` as JSON with the data encoding of this module.
+pub(crate) fn write_data(out: &mut String, d: &Data) {
+    match d {
+        Data::Nil => out.push_str("null"),
+        Data::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Data::Int(i) => write_int(out, *i),
+        Data::Float(f) => {
+            if f.is_nan() {
+                out.push_str(r##"{"#float":"NaN"}"##);
+            } else if f.is_infinite() {
+                out.push_str(if *f > 0.0 {
+                    r##"{"#float":"Infinity"}"##
+                } else {
+                    r##"{"#float":"-Infinity"}"##
+                });
+            } else {
+                out.push_str(&float_text(*f));
+            }
+        }
+        Data::Str(s) => write_str(out, s),
+        Data::Keyword(k) => write_keyword(out, k),
+        Data::Symbol(s) => {
+            out.push_str(r##"{"#sym":"##);
+            write_raw_str(out, s);
+            out.push('}');
+        }
+        Data::Vec(items) => write_seq(out, items),
+        Data::Set(items) => {
+            out.push_str(r##"{"#set":"##);
+            write_seq(out, items);
+            out.push('}');
+        }
+        Data::Map(entries) => {
+            if entries
+                .iter()
+                .all(|(k, _)| matches!(k, Data::Str(_) | Data::Keyword(_)))
+            {
+                out.push('{');
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_data(out, k);
+                    out.push(':');
+                    write_data(out, v);
+                }
+                out.push('}');
+            } else {
+                out.push_str(r##"{"#map":["##);
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push('[');
+                    write_data(out, k);
+                    out.push(',');
+                    write_data(out, v);
+                    out.push(']');
+                }
+                out.push_str("]}");
+            }
+        }
+        Data::Tagged(t, v) => {
+            out.push_str(r##"{"#tag":["##);
+            write_raw_str(out, t);
+            out.push(',');
+            write_data(out, v);
+            out.push_str("]}");
+        }
+    }
+}
+
+/// A finite float in a form that reads back as a float (always has `.` or `e`).
+pub(crate) fn float_text(f: f64) -> String {
+    let s = format!("{f:?}");
+    if s.contains(['.', 'e', 'E']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+fn write_seq(out: &mut String, items: &[Data]) {
+    out.push('[');
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_data(out, x);
+    }
+    out.push(']');
+}
+
+fn write_txn(out: &mut String, m: &[MicroOp]) {
+    out.push('[');
+    for (i, mop) in m.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("[\"");
+        out.push_str(mop.f_name());
+        out.push_str("\",");
+        write_atom(out, &mop.key().0);
+        out.push(',');
+        match mop {
+            MicroOp::Append(_, v) | MicroOp::Write(_, v) => write_atom(out, &v.0),
+            MicroOp::Read(_, ReadValue::Nil) => out.push_str("null"),
+            MicroOp::Read(_, ReadValue::Scalar(v)) => write_atom(out, &v.0),
+            MicroOp::Read(_, ReadValue::List(l)) => {
+                out.push('[');
+                for (j, v) in l.iter().enumerate() {
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    write_atom(out, &v.0);
+                }
+                out.push(']');
+            }
+        }
+        out.push(']');
+    }
+    out.push(']');
+}
+
+/// Appends `op` as one JSON object (no newline).
+pub(crate) fn write_op(out: &mut String, op: &Op) {
+    out.push_str("{\"index\":");
+    out.push_str(itoa::Buffer::new().format(op.index.0));
+    if let Some(t) = op.time_ns {
+        out.push_str(",\"time\":");
+        write_int(out, t);
+    }
+    out.push_str(",\"type\":\"");
+    out.push_str(op.op_type.as_str());
+    out.push('"');
+    match op.process {
+        Some(Process::Client(p)) => {
+            out.push_str(",\"process\":");
+            out.push_str(itoa::Buffer::new().format(p.0));
+        }
+        Some(Process::Nemesis) => out.push_str(",\"process\":\"nemesis\""),
+        None => {}
+    }
+    if let Some(f) = &op.f {
+        out.push_str(",\"f\":");
+        let name = f.as_str();
+        if name.starts_with([':', '\\']) {
+            // Keep names that look like our encodings intact.
+            write_str(out, name);
+        } else {
+            write_raw_str(out, name);
+        }
+    }
+    out.push_str(",\"value\":");
+    match &op.value {
+        OpValue::Txn(m) => write_txn(out, m),
+        OpValue::Data(d) => write_data(out, d),
+    }
+    if let Some(e) = &op.error {
+        out.push_str(",\"error\":");
+        write_data(out, e);
+    }
+    for (k, v) in &op.extra {
+        out.push(',');
+        write_raw_str(out, k);
+        out.push(':');
+        write_data(out, v);
+    }
+    out.push('}');
+}

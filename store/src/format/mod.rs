@@ -1,0 +1,689 @@
+//! History files: JSON Lines (native), Elle/elle-cli JSON, Jepsen EDN.
+//!
+//! Reading streams: [`OpReader`] holds one op (plus one read chunk) at a
+//! time, never the whole file as text or as a tree. A file that ends inside
+//! its last op (a torn write: no newline at the end) yields the ops before it
+//! and a warning; anything else malformed is a [`FormatError`] with file,
+//! line, column and reason. Nothing in here panics on input.
+//!
+//! Conversions are lossless as parsed [`Op`]s: JSON ⇄ EDN keeps keywords,
+//! sets, symbols, tagged values and non-string map keys (see [`json`] for the
+//! JSON encoding of EDN-only values). Missing `index` values are assigned in
+//! file order (one more than the previous op's); `time` `-1` or absent is
+//! `time_ns: None` and is written back as absent.
+
+mod convert;
+mod edn;
+mod json;
+mod source;
+
+use crate::history::{History, Op};
+use source::{MAX_ITEM_BYTES, PErr, Source};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// A history file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// One JSON object per line (`.jsonl`), harness' native format.
+    JsonLines,
+    /// elle-cli / adya JSON: one array of op objects (`.json`). When read, one
+    /// op object per line without the array is accepted too.
+    ElleJson,
+    /// Jepsen EDN: one op map per line, or one vector of op maps (`.edn`).
+    Edn,
+}
+
+impl Format {
+    /// The format a file name's extension implies (`.jsonl`/`.ndjson`,
+    /// `.json`, `.edn`).
+    pub fn from_extension(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "jsonl" | "ndjson" => Some(Format::JsonLines),
+            "json" => Some(Format::ElleJson),
+            "edn" => Some(Format::Edn),
+            _ => None,
+        }
+    }
+
+    /// The usual extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::JsonLines => "jsonl",
+            Format::ElleJson => "json",
+            Format::Edn => "edn",
+        }
+    }
+
+    /// A human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::JsonLines => "JSON Lines",
+            Format::ElleJson => "Elle JSON",
+            Format::Edn => "EDN",
+        }
+    }
+
+    /// Guesses the format from the first bytes of a file; `None` when they
+    /// do not tell (empty file, `[]`, `{}`).
+    pub fn sniff(head: &[u8]) -> Option<Format> {
+        let mut i = 0;
+        let next = |i: &mut usize| -> Option<u8> {
+            while let Some(&c) = head.get(*i) {
+                if matches!(c, b' ' | b'\t' | b'\r' | b'\n') {
+                    *i += 1;
+                } else {
+                    return Some(c);
+                }
+            }
+            None
+        };
+        match next(&mut i)? {
+            b';' | b'#' | b':' | b'(' | b',' => Some(Format::Edn),
+            b'{' => {
+                i += 1;
+                match next(&mut i)? {
+                    b'"' => Some(Format::JsonLines),
+                    b'}' => None,
+                    _ => Some(Format::Edn),
+                }
+            }
+            b'[' => {
+                i += 1;
+                match next(&mut i)? {
+                    b'{' => {
+                        i += 1;
+                        match next(&mut i)? {
+                            b'"' => Some(Format::ElleJson),
+                            b'}' => None,
+                            _ => Some(Format::Edn),
+                        }
+                    }
+                    b']' => None,
+                    b'#' => Some(Format::Edn),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Malformed or unreadable history input, with its position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormatError {
+    /// The file, when reading one.
+    pub file: Option<PathBuf>,
+    /// 1-based line; 0 when the error is not about one place (IO, history rules).
+    pub line: u64,
+    /// 1-based column in bytes, where known.
+    pub column: Option<u64>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl FormatError {
+    fn new(file: Option<&Path>, line: u64, column: Option<u64>, reason: impl Into<String>) -> Self {
+        FormatError {
+            file: file.map(Path::to_path_buf),
+            line,
+            column,
+            reason: reason.into(),
+        }
+    }
+
+    fn io(file: Option<&Path>, e: &io::Error) -> Self {
+        FormatError::new(file, 0, None, e.to_string())
+    }
+}
+
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.file {
+            Some(p) => write!(f, "{}", p.display())?,
+            None => f.write_str("<input>")?,
+        }
+        if self.line > 0 {
+            write!(f, ":{}", self.line)?;
+            if let Some(c) = self.column {
+                write!(f, ":{c}")?;
+            }
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+/// The ops of a file and what was odd about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadOutcome {
+    /// The ops, in file order.
+    pub ops: Vec<Op>,
+    /// Non-fatal problems, each with its position (e.g. a torn last line).
+    pub warnings: Vec<String>,
+    /// The format the input was read as.
+    pub format: Format,
+}
+
+/// Syntax family chosen for reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Nothing read yet: decide between a sequence and an array of ops.
+    Start,
+    /// JSON objects, one per line.
+    Lines,
+    /// Inside a JSON array / EDN vector; `first`: no op read yet.
+    Array {
+        first: bool,
+    },
+    /// EDN forms one after another.
+    Forms,
+    /// After the closing `]`: only whitespace may follow.
+    Trailer,
+    Done,
+}
+
+/// A streaming reader of ops: an iterator of `Result<Op, FormatError>` that
+/// stops after the first error.
+pub struct OpReader<R> {
+    src: Source<R>,
+    format: Format,
+    file: Option<PathBuf>,
+    state: State,
+    next_index: u64,
+    warnings: Vec<String>,
+}
+
+impl OpReader<File> {
+    /// Opens `path`, choosing the format from its first bytes, else its extension.
+    ///
+    /// # Errors
+    /// The file cannot be opened or read.
+    pub fn open(path: &Path) -> Result<OpReader<File>, FormatError> {
+        let mut f = File::open(path).map_err(|e| FormatError::io(Some(path), &e))?;
+        let mut head = [0u8; 4096];
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(FormatError::io(Some(path), &e)),
+            }
+        }
+        let format = Format::sniff(&head[..n])
+            .or_else(|| Format::from_extension(path))
+            .unwrap_or(Format::JsonLines);
+        let f = File::open(path).map_err(|e| FormatError::io(Some(path), &e))?;
+        Ok(OpReader::new(f, format, Some(path.to_path_buf())))
+    }
+}
+
+impl<R: Read> OpReader<R> {
+    /// Reads `format` from `r`; `file` names the input in errors.
+    pub fn new(r: R, format: Format, file: Option<PathBuf>) -> OpReader<R> {
+        OpReader {
+            src: Source::new(r),
+            format,
+            file,
+            state: State::Start,
+            next_index: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The format being read.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Warnings so far (complete once the iterator has ended).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Consumes the reader, returning its warnings.
+    pub fn into_warnings(self) -> Vec<String> {
+        self.warnings
+    }
+
+    fn err_at(&self, off: usize, reason: impl Into<String>) -> FormatError {
+        let (line, col) = self.src.position(off);
+        FormatError::new(self.file.as_deref(), line, Some(col), reason)
+    }
+
+    fn fail(&mut self, e: FormatError) -> Option<Result<Op, FormatError>> {
+        self.state = State::Done;
+        Some(Err(e))
+    }
+
+    fn refill(&mut self) -> Result<(), FormatError> {
+        if self.src.avail().len() >= MAX_ITEM_BYTES {
+            return Err(self.err_at(
+                0,
+                format!(
+                    "an op (or line) longer than {} MiB: refusing to read further",
+                    MAX_ITEM_BYTES >> 20
+                ),
+            ));
+        }
+        self.src
+            .fill()
+            .map_err(|e| FormatError::io(self.file.as_deref(), &e))
+    }
+
+    /// The file ended inside an item: torn (warning) if there is no final
+    /// newline, else an error.
+    fn ended_inside(&mut self, what: &str) -> Option<Result<Op, FormatError>> {
+        let len = self.src.avail().len();
+        if !self.src.ends_with_newline() {
+            let (line, col) = self.src.position(0);
+            let name = self
+                .file
+                .as_deref()
+                .map_or_else(|| "<input>".to_string(), |p| p.display().to_string());
+            self.warnings.push(format!(
+                "{name}:{line}:{col}: torn last line ({len} bytes; the input ends inside {what}); ignored, using the ops before it"
+            ));
+            self.state = State::Done;
+            return None;
+        }
+        let e = self.err_at(len, format!("unexpected end of input inside {what}"));
+        self.fail(e)
+    }
+
+    fn accept(&mut self, op: Op) -> Option<Result<Op, FormatError>> {
+        self.next_index = op.index.0.saturating_add(1);
+        Some(Ok(op))
+    }
+
+    fn next_line(&mut self) -> Option<Result<Op, FormatError>> {
+        loop {
+            let a = self.src.avail();
+            let (line_len, has_nl) = match memchr::memchr(b'\n', a) {
+                Some(n) => (n, true),
+                None if !self.src.eof => {
+                    if let Err(e) = self.refill() {
+                        return self.fail(e);
+                    }
+                    continue;
+                }
+                None => (a.len(), false),
+            };
+            let line = &a[..line_len];
+            let mut p = json::Json::new(line);
+            p.ws();
+            if p.at_end() {
+                if !has_nl {
+                    self.state = State::Done;
+                    return None;
+                }
+                self.src.consume(line_len + 1);
+                continue;
+            }
+            if p.peek() != Some(b'{') {
+                let e = self.err_at(p.pos, "expected an op object `{` at the start of the line");
+                return self.fail(e);
+            }
+            return match p.op(self.next_index) {
+                Ok(op) => {
+                    p.ws();
+                    if !p.at_end() {
+                        let e = self.err_at(p.pos, "unexpected data after the op on this line");
+                        return self.fail(e);
+                    }
+                    self.src.consume(line_len + usize::from(has_nl));
+                    self.accept(op)
+                }
+                Err(PErr::Incomplete) if !has_nl => self.ended_inside("an op"),
+                Err(PErr::Incomplete) => {
+                    let e = self.err_at(
+                        line_len,
+                        "truncated op: the line ends before the JSON object is complete",
+                    );
+                    self.fail(e)
+                }
+                Err(PErr::Bad { pos, reason }) => {
+                    let e = self.err_at(pos, reason);
+                    self.fail(e)
+                }
+            };
+        }
+    }
+
+    /// Runs `parse` on the buffer, refilling and retrying while it needs more.
+    /// `Ok(None)`: the input ended inside the item.
+    fn item<T>(
+        &mut self,
+        mut parse: impl FnMut(&[u8]) -> (Result<T, PErr>, usize),
+    ) -> Result<Option<(T, usize)>, FormatError> {
+        loop {
+            let a = self.src.avail();
+            let (r, used) = parse(a);
+            match r {
+                Err(PErr::Bad { pos, reason }) => return Err(self.err_at(pos, reason)),
+                // An item ending exactly at the end of the buffer may go on
+                // (a token cut by the chunk boundary): read more and retry.
+                Ok(v) if used < a.len() || self.src.eof => return Ok(Some((v, used))),
+                _ if !self.src.eof => self.refill()?,
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    fn step(&mut self) -> Option<Result<Op, FormatError>> {
+        loop {
+            match self.state {
+                State::Done => return None,
+                State::Lines => return self.next_line(),
+                State::Start => {
+                    let is_edn = self.format == Format::Edn;
+                    // Find the first significant byte.
+                    let r = self.item(|a| {
+                        if is_edn {
+                            let mut p = edn::Edn::new(a);
+                            let r = p.skip(0).map(|_| p.peek());
+                            (r, p.pos)
+                        } else {
+                            let mut p = json::Json::new(a);
+                            p.ws();
+                            (Ok(p.peek()), p.pos)
+                        }
+                    });
+                    match r {
+                        Err(e) => return self.fail(e),
+                        Ok(None) => return self.ended_inside("a discarded form"),
+                        Ok(Some((first, used))) => {
+                            self.src.consume(used);
+                            self.state = match (first, is_edn) {
+                                (None, _) => State::Done,
+                                (Some(b'['), _) => {
+                                    self.src.consume(1);
+                                    State::Array { first: true }
+                                }
+                                (Some(_), true) => State::Forms,
+                                (Some(_), false) => State::Lines,
+                            };
+                        }
+                    }
+                }
+                State::Forms => {
+                    let next = self.next_index;
+                    let r = self.item(|a| {
+                        let mut p = edn::Edn::new(a);
+                        if let Err(e) = p.skip(0) {
+                            return (Err(e), p.pos);
+                        }
+                        if p.at_end() {
+                            return (Ok(None), p.pos);
+                        }
+                        let start = p.pos;
+                        let r = p.form(0).and_then(|d| {
+                            convert::op_from_data(d, next)
+                                .map(Some)
+                                .map_err(|reason| PErr::Bad { pos: start, reason })
+                        });
+                        (r, p.pos)
+                    });
+                    return match r {
+                        Err(e) => self.fail(e),
+                        Ok(None) => self.ended_inside("an op form"),
+                        Ok(Some((None, _))) => {
+                            self.state = State::Done;
+                            None
+                        }
+                        Ok(Some((Some(op), used))) => {
+                            self.src.consume(used);
+                            self.accept(op)
+                        }
+                    };
+                }
+                State::Array { first } => {
+                    let next = self.next_index;
+                    let is_edn = self.format == Format::Edn;
+                    let r = self.item(|a| {
+                        if is_edn {
+                            let mut p = edn::Edn::new(a);
+                            if let Err(e) = p.skip(1) {
+                                return (Err(e), p.pos);
+                            }
+                            match p.peek() {
+                                None => (Err(PErr::Incomplete), p.pos),
+                                Some(b']') => (Ok(None), p.pos + 1),
+                                Some(_) => {
+                                    let start = p.pos;
+                                    let r = p.form(1).and_then(|d| {
+                                        convert::op_from_data(d, next)
+                                            .map(Some)
+                                            .map_err(|reason| PErr::Bad { pos: start, reason })
+                                    });
+                                    (r, p.pos)
+                                }
+                            }
+                        } else {
+                            let mut p = json::Json::new(a);
+                            p.ws();
+                            if !first {
+                                match p.peek() {
+                                    None => return (Err(PErr::Incomplete), p.pos),
+                                    Some(b',') => {
+                                        p.pos += 1;
+                                        p.ws();
+                                    }
+                                    Some(b']') => return (Ok(None), p.pos + 1),
+                                    Some(_) => {
+                                        return (
+                                            Err(PErr::Bad {
+                                                pos: p.pos,
+                                                reason: "expected `,` or `]` after an op".into(),
+                                            }),
+                                            p.pos,
+                                        );
+                                    }
+                                }
+                            } else if p.peek() == Some(b']') {
+                                return (Ok(None), p.pos + 1);
+                            }
+                            match p.peek() {
+                                None => (Err(PErr::Incomplete), p.pos),
+                                Some(b'{') => {
+                                    let r = p.op(next).map(Some);
+                                    (r, p.pos)
+                                }
+                                Some(_) => (
+                                    Err(PErr::Bad {
+                                        pos: p.pos,
+                                        reason: "expected an op object `{`".into(),
+                                    }),
+                                    p.pos,
+                                ),
+                            }
+                        }
+                    });
+                    return match r {
+                        Err(e) => self.fail(e),
+                        Ok(None) => self.ended_inside("the array of ops"),
+                        Ok(Some((None, used))) => {
+                            self.src.consume(used);
+                            self.state = State::Trailer;
+                            continue;
+                        }
+                        Ok(Some((Some(op), used))) => {
+                            self.src.consume(used);
+                            self.state = State::Array { first: false };
+                            self.accept(op)
+                        }
+                    };
+                }
+                State::Trailer => {
+                    let is_edn = self.format == Format::Edn;
+                    let r = self.item(|a| {
+                        if is_edn {
+                            let mut p = edn::Edn::new(a);
+                            let r = p.skip(0).map(|_| p.at_end());
+                            (r, p.pos)
+                        } else {
+                            let mut p = json::Json::new(a);
+                            p.ws();
+                            (Ok(p.at_end()), p.pos)
+                        }
+                    });
+                    return match r {
+                        Err(e) => self.fail(e),
+                        Ok(Some((true, _))) => {
+                            self.state = State::Done;
+                            None
+                        }
+                        Ok(None) | Ok(Some((false, _))) => {
+                            let (line, col) = self.src.position(0);
+                            let e = FormatError::new(
+                                self.file.as_deref(),
+                                line,
+                                Some(col),
+                                "unexpected data after the closing `]`",
+                            );
+                            self.fail(e)
+                        }
+                    };
+                }
+            }
+        }
+    }
+}
+
+impl<R: Read> Iterator for OpReader<R> {
+    type Item = Result<Op, FormatError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step()
+    }
+}
+
+fn collect<R: Read>(mut r: OpReader<R>) -> Result<ReadOutcome, FormatError> {
+    let mut ops = Vec::new();
+    for op in r.by_ref() {
+        ops.push(op?);
+    }
+    Ok(ReadOutcome {
+        format: r.format,
+        ops,
+        warnings: r.warnings,
+    })
+}
+
+/// Reads a history file, detecting its format.
+///
+/// # Errors
+/// IO failure or malformed input (with file, line, column, reason).
+pub fn read_path(path: &Path) -> Result<ReadOutcome, FormatError> {
+    collect(OpReader::open(path)?)
+}
+
+/// Reads a history from text in `format` (`JsonLines` and `ElleJson` read
+/// the same: an array or a sequence of objects).
+///
+/// # Errors
+/// Malformed input.
+pub fn read_str(text: &str, format: Format) -> Result<ReadOutcome, FormatError> {
+    collect(OpReader::new(text.as_bytes(), format, None))
+}
+
+/// Reads a history from bytes in `format`.
+///
+/// # Errors
+/// Malformed input.
+pub fn read_bytes(bytes: &[u8], format: Format) -> Result<ReadOutcome, FormatError> {
+    collect(OpReader::new(bytes, format, None))
+}
+
+/// Reads and validates a history: [`read_path`] then [`History::new`].
+/// Warnings include the history's (unmatched invocations, reused processes).
+///
+/// # Errors
+/// Malformed input, or a history rule broken (the error names the op index).
+pub fn load_history(path: &Path) -> Result<(History, Vec<String>), FormatError> {
+    let out = read_path(path)?;
+    let mut warnings = out.warnings;
+    let h =
+        History::new(out.ops).map_err(|e| FormatError::new(Some(path), 0, None, e.to_string()))?;
+    warnings.extend(
+        h.warnings()
+            .iter()
+            .map(|w| format!("{}: {w}", path.display())),
+    );
+    Ok((h, warnings))
+}
+
+/// Writes `ops` to `path` in `format` (replacing the file).
+///
+/// # Errors
+/// IO failure.
+pub fn write_path(path: &Path, ops: &[Op], format: Format) -> Result<(), FormatError> {
+    let io = |e: io::Error| FormatError::io(Some(path), &e);
+    let f = File::create(path).map_err(io)?;
+    let mut w = io::BufWriter::with_capacity(1 << 20, f);
+    write_ops(&mut w, ops, format).map_err(io)?;
+    let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+    f.sync_all().map_err(io)
+}
+
+/// Writes `ops` in `format` to any writer.
+///
+/// # Errors
+/// IO failure.
+pub fn write_ops<W: Write>(w: &mut W, ops: &[Op], format: Format) -> io::Result<()> {
+    let mut line = String::with_capacity(256);
+    if format == Format::ElleJson {
+        w.write_all(b"[")?;
+    }
+    for (i, op) in ops.iter().enumerate() {
+        line.clear();
+        match format {
+            Format::JsonLines => json::write_op(&mut line, op),
+            Format::ElleJson => {
+                if i > 0 {
+                    line.push_str(",\n ");
+                }
+                json::write_op(&mut line, op);
+            }
+            Format::Edn => edn::write_op(&mut line, op),
+        }
+        if format != Format::ElleJson {
+            line.push('\n');
+        }
+        w.write_all(line.as_bytes())?;
+    }
+    if format == Format::ElleJson {
+        w.write_all(b"]\n")?;
+    }
+    Ok(())
+}
+
+/// `op` as one JSON Lines line, without the newline.
+pub fn to_json_line(op: &Op) -> String {
+    let mut s = String::with_capacity(128);
+    json::write_op(&mut s, op);
+    s
+}
+
+/// Appends `op` as JSON (no newline) to `out`.
+pub fn push_json_line(out: &mut String, op: &Op) {
+    json::write_op(out, op);
+}
+
+/// `op` as one EDN map.
+pub fn to_edn(op: &Op) -> String {
+    let mut s = String::with_capacity(128);
+    edn::write_op(&mut s, op);
+    s
+}

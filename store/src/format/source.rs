@@ -1,0 +1,113 @@
+//! A refillable byte buffer over a reader, with line/column bookkeeping.
+//!
+//! Parsers work on `avail()`; when one runs out of bytes mid-item it reports
+//! [`PErr::Incomplete`], the caller refills (reading at least as much again
+//! as is buffered, so re-parsing stays linear overall) and retries. Only the
+//! current item plus one read chunk is ever in memory.
+
+use std::io::{self, Read};
+
+/// Bytes read per refill, at least.
+pub(crate) const CHUNK: usize = 1 << 20;
+
+/// Largest single op (or line) accepted, in bytes.
+pub(crate) const MAX_ITEM_BYTES: usize = 64 << 20;
+
+/// A parse failure inside a buffer.
+#[derive(Debug)]
+pub(crate) enum PErr {
+    /// The buffer ended inside the item.
+    Incomplete,
+    /// Malformed input at byte `pos` of the buffer.
+    Bad { pos: usize, reason: String },
+}
+
+pub(crate) struct Source<R> {
+    r: R,
+    buf: Vec<u8>,
+    start: usize,
+    /// The reader is exhausted.
+    pub eof: bool,
+    /// 1-based line of `buf[start]`.
+    line: u64,
+    /// 0-based column (bytes) of `buf[start]`.
+    col: u64,
+}
+
+impl<R: Read> Source<R> {
+    pub fn new(r: R) -> Source<R> {
+        Source {
+            r,
+            buf: Vec::new(),
+            start: 0,
+            eof: false,
+            line: 1,
+            col: 0,
+        }
+    }
+
+    pub fn avail(&self) -> &[u8] {
+        self.buf.get(self.start..).unwrap_or(&[])
+    }
+
+    /// Reads more; sets `eof` when the reader has nothing left.
+    pub fn fill(&mut self) -> io::Result<()> {
+        if self.eof {
+            return Ok(());
+        }
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let want = CHUNK.max(self.buf.len());
+        let old = self.buf.len();
+        self.buf.resize(old + want, 0);
+        let n = loop {
+            match self.r.read(&mut self.buf[old..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf.truncate(old);
+                    return Err(e);
+                }
+            }
+        };
+        self.buf.truncate(old + n);
+        if n == 0 {
+            self.eof = true;
+        }
+        Ok(())
+    }
+
+    /// Marks `n` bytes of `avail()` as used.
+    pub fn consume(&mut self, n: usize) {
+        let n = n.min(self.avail().len());
+        let used = &self.buf[self.start..self.start + n];
+        match memchr::memrchr(b'\n', used) {
+            Some(last) => {
+                self.line += memchr::memchr_iter(b'\n', used).count() as u64;
+                self.col = (n - last - 1) as u64;
+            }
+            None => self.col += n as u64,
+        }
+        self.start += n;
+    }
+
+    /// Line (1-based) and column (1-based, in bytes) of `avail()[off]`.
+    pub fn position(&self, off: usize) -> (u64, u64) {
+        let a = self.avail();
+        let before = a.get(..off).unwrap_or(a);
+        match memchr::memrchr(b'\n', before) {
+            Some(last) => (
+                self.line + memchr::memchr_iter(b'\n', before).count() as u64,
+                (before.len() - last) as u64,
+            ),
+            None => (self.line, self.col + before.len() as u64 + 1),
+        }
+    }
+
+    /// Whether the data read so far ends with a newline (meaningful at EOF).
+    pub fn ends_with_newline(&self) -> bool {
+        self.buf.last().is_none_or(|&b| b == b'\n')
+    }
+}

@@ -1,0 +1,352 @@
+//! The run store on disk and the durable, append-only history log.
+//!
+//! Layout: `<store_root>/runs/<test-name>/<YYYYMMDDTHHMMSS.mmm>/` (UTC), and
+//! `<store_root>/runs/latest` → `<test-name>/<timestamp>` (relative symlink,
+//! replaced atomically by renaming a fresh link over it).
+//!
+//! Key decision: [`HistoryLog::append`] hands each op to the OS with one
+//! `write(2)` of the whole line (no userspace buffer outlives the call), so a
+//! crash of the harness loses nothing that `append` returned for; a
+//! background thread `fdatasync`s the file about once a second while there
+//! is unsynced data, and [`HistoryLog::finish`] syncs at the end, so a machine
+//! crash loses at most about a second. A crash mid-write leaves a torn last
+//! line, which the readers report as a warning.
+
+use crate::format;
+use crate::history::{Op, OpIndex};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How often unsynced history data is fsync'd.
+pub const SYNC_INTERVAL_MS: u64 = 1000;
+
+/// A failure of the run store.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A filesystem operation failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// A test name that cannot be a directory name.
+    #[error("invalid test name {0:?}: use letters, digits, `-`, `_`, `.`; not `latest`")]
+    InvalidTestName(String),
+    /// `RunDir::open` on something that is not a directory.
+    #[error("{}: not a run directory", .0.display())]
+    NotARunDir(PathBuf),
+    /// The background fsync failed; data since the last good sync may not be durable.
+    #[error("{}: background fsync failed: {message}", path.display())]
+    Sync {
+        /// The log file.
+        path: PathBuf,
+        /// The OS error.
+        message: String,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
+    move |source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One run's directory.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+/// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// `YYYYMMDDTHHMMSS.mmm` (UTC) for milliseconds since the epoch.
+pub fn timestamp_name(unix_ms: i64) -> String {
+    let secs = unix_ms.div_euclid(1000);
+    let ms = unix_ms.rem_euclid(1000);
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}{mo:02}{d:02}T{:02}{:02}{:02}.{ms:03}",
+        s / 3600,
+        (s / 60) % 60,
+        s % 60
+    )
+}
+
+fn valid_test_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 200
+        && name != "latest"
+        && name != "."
+        && name != ".."
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
+}
+
+impl RunDir {
+    /// Creates `<store_root>/runs/<test_name>/<timestamp>/` and points
+    /// `<store_root>/runs/latest` at it.
+    ///
+    /// # Errors
+    /// An invalid test name, or a filesystem failure.
+    pub fn create(store_root: &Path, test_name: &str) -> Result<RunDir, RunError> {
+        if !valid_test_name(test_name) {
+            return Err(RunError::InvalidTestName(test_name.to_string()));
+        }
+        let runs = store_root.join("runs");
+        let test_dir = runs.join(test_name);
+        fs::create_dir_all(&test_dir).map_err(io_err(&test_dir))?;
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        // Two runs in the same millisecond: take the next free millisecond.
+        let mut ms = now_ms;
+        let (ts, path) = loop {
+            let ts = timestamp_name(ms);
+            let path = test_dir.join(&ts);
+            match fs::create_dir(&path) {
+                Ok(()) => break (ts, path),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && ms < now_ms + 10_000 => {
+                    ms += 1;
+                }
+                Err(e) => return Err(io_err(&path)(e)),
+            }
+        };
+        let target = Path::new(test_name).join(&ts);
+        let tmp = runs.join(format!(".latest.{}.{ts}", std::process::id()));
+        let _ = fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&target, &tmp).map_err(io_err(&tmp))?;
+        let latest = runs.join("latest");
+        fs::rename(&tmp, &latest).map_err(io_err(&latest))?;
+        Ok(RunDir { path })
+    }
+
+    /// An existing run directory.
+    ///
+    /// # Errors
+    /// `path` is not a directory.
+    pub fn open(path: &Path) -> Result<RunDir, RunError> {
+        let md = fs::metadata(path).map_err(io_err(path))?;
+        if !md.is_dir() {
+            return Err(RunError::NotARunDir(path.to_path_buf()));
+        }
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `history.jsonl`: the durable history.
+    pub fn history_path(&self) -> PathBuf {
+        self.path.join("history.jsonl")
+    }
+
+    /// `history.edn`: export for Jepsen/Elle tools.
+    pub fn history_edn_path(&self) -> PathBuf {
+        self.path.join("history.edn")
+    }
+
+    /// `results.json`: the checker's result.
+    pub fn results_path(&self) -> PathBuf {
+        self.path.join("results.json")
+    }
+
+    /// `test.json`: configuration, seed, versions, command line.
+    pub fn test_json_path(&self) -> PathBuf {
+        self.path.join("test.json")
+    }
+
+    /// `harness.log`: the tracing log of the run.
+    pub fn log_path(&self) -> PathBuf {
+        self.path.join("harness.log")
+    }
+
+    /// `elle/`: explanations and graphs per anomaly type.
+    pub fn elle_dir(&self) -> PathBuf {
+        self.path.join("elle")
+    }
+
+    /// `nodes/<node>/`: log files collected from a node.
+    pub fn node_dir(&self, node: &str) -> PathBuf {
+        self.path.join("nodes").join(node)
+    }
+}
+
+/// The background syncer of a [`HistoryLog`].
+struct Syncer {
+    stop: mpsc::Sender<()>,
+    handle: thread::JoinHandle<()>,
+}
+
+/// The append-only history log of a run (`history.jsonl`).
+pub struct HistoryLog {
+    file: File,
+    path: PathBuf,
+    next: u64,
+    line: String,
+    dirty: Arc<AtomicBool>,
+    sync_error: Arc<Mutex<Option<String>>>,
+    syncer: Option<Syncer>,
+}
+
+impl HistoryLog {
+    /// Creates (or truncates) the log at `path` and starts its syncer.
+    ///
+    /// # Errors
+    /// The file cannot be created.
+    pub fn create(path: &Path) -> Result<HistoryLog, RunError> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        let dirty = Arc::new(AtomicBool::new(false));
+        let sync_error = Arc::new(Mutex::new(None));
+        let syncer = {
+            let file = file.try_clone().map_err(io_err(path))?;
+            let dirty = Arc::clone(&dirty);
+            let sync_error = Arc::clone(&sync_error);
+            let (stop, rx) = mpsc::channel::<()>();
+            let handle = thread::Builder::new()
+                .name("history-fsync".into())
+                .spawn(move || {
+                    while let Err(mpsc::RecvTimeoutError::Timeout) =
+                        rx.recv_timeout(Duration::from_millis(SYNC_INTERVAL_MS))
+                    {
+                        if dirty.swap(false, Ordering::AcqRel)
+                            && let Err(e) = file.sync_data()
+                            && let Ok(mut g) = sync_error.lock()
+                        {
+                            *g = Some(e.to_string());
+                        }
+                    }
+                })
+                .map_err(io_err(path))?;
+            Syncer { stop, handle }
+        };
+        Ok(HistoryLog {
+            file,
+            path: path.to_path_buf(),
+            next: 0,
+            line: String::with_capacity(512),
+            dirty,
+            sync_error,
+            syncer: Some(syncer),
+        })
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The index the next appended op will get.
+    pub fn next_index(&self) -> OpIndex {
+        OpIndex(self.next)
+    }
+
+    fn check_sync_error(&self) -> Result<(), RunError> {
+        let msg = self.sync_error.lock().ok().and_then(|mut g| g.take());
+        match msg {
+            Some(message) => Err(RunError::Sync {
+                path: self.path.clone(),
+                message,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Gives `op` the next index (0, 1, 2, …) and writes it as one JSON line
+    /// with a single `write(2)`; when this returns, the OS has the line.
+    ///
+    /// # Errors
+    /// The write failed (the index is not used up), or an earlier background
+    /// fsync failed.
+    pub fn append(&mut self, mut op: Op) -> Result<OpIndex, RunError> {
+        self.check_sync_error()?;
+        let index = OpIndex(self.next);
+        op.index = index;
+        self.line.clear();
+        format::push_json_line(&mut self.line, &op);
+        self.line.push('\n');
+        // `write_all` only loops on a short write, which regular files do
+        // not do short of a full disk.
+        self.file
+            .write_all(self.line.as_bytes())
+            .map_err(io_err(&self.path))?;
+        self.dirty.store(true, Ordering::Release);
+        self.next += 1;
+        Ok(index)
+    }
+
+    /// Forces everything appended so far to stable storage now.
+    ///
+    /// # Errors
+    /// fsync failed.
+    pub fn sync(&mut self) -> Result<(), RunError> {
+        self.check_sync_error()?;
+        self.dirty.store(false, Ordering::Release);
+        self.file.sync_data().map_err(io_err(&self.path))
+    }
+
+    fn stop_syncer(&mut self) {
+        if let Some(s) = self.syncer.take() {
+            let _ = s.stop.send(());
+            let _ = s.handle.join();
+        }
+    }
+
+    /// Stops the syncer, fsyncs and closes the log.
+    ///
+    /// # Errors
+    /// The final fsync (or an earlier background one) failed.
+    pub fn finish(mut self) -> Result<(), RunError> {
+        self.stop_syncer();
+        self.check_sync_error()?;
+        self.file.sync_all().map_err(io_err(&self.path))
+    }
+}
+
+impl Drop for HistoryLog {
+    fn drop(&mut self) {
+        self.stop_syncer();
+        let _ = self.file.sync_data();
+    }
+}
+
+impl std::fmt::Debug for HistoryLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryLog")
+            .field("path", &self.path)
+            .field("next", &self.next)
+            .finish()
+    }
+}
