@@ -1,0 +1,684 @@
+//! `harness run`: one test, end to end — generate transactions, run them
+//! against a database from concurrent clients, record the history, check
+//! it, print the verdict.
+//!
+//! Results go to `<store>/<test-name>/<timestamp>/` (`test.json`,
+//! `history.jsonl`, `results.json`, `harness.log`, plus database files) with
+//! `<store>/latest` pointing at the newest run.
+//!
+//! Exit codes: 0 valid, 1 invalid, 2 unknown, 3 harness error or bad flag,
+//! 4 setup failed (the database could not be started or reached).
+//!
+//! `--db sim`: the simulator's behaviour is `--isolation` (serializable,
+//! snapshot-isolation, repeatable-read, read-committed, read-uncommitted)
+//! unless `--sim-bug` names a bug mode (e.g. `retry-reapply`,
+//! `lost-update`), which then replaces it.
+
+use crate::exit;
+use crate::runner::{self, HistorySink, NoNemesis, RunnerConfig, progress};
+use anyhow::{Context as _, bail};
+use checker::model::ConsistencyModel;
+use checker::result::Valid;
+use db_adapters::client::ClientFactory;
+use db_adapters::postgres::PgFactory;
+use db_adapters::postgres::local::LocalCluster;
+use db_adapters::sql::{DataModel, Isolation};
+use db_adapters::sqlite::SqliteFactory;
+use nemesis::Node;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use store::{MicroOp, OpIndex, OpType, OpValue};
+use workloads::{WorkloadConfig, WorkloadKind};
+
+/// Version of the `test.json` layout.
+const TEST_JSON_SCHEMA_VERSION: u32 = 1;
+
+/// Which database to test.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DbKind {
+    /// Embedded SQLite (compiled in; the default).
+    Sqlite,
+    /// The in-memory simulator with selectable isolation and bugs.
+    Sim,
+    /// PostgreSQL (`--url` to a server, or `--local` for a throwaway cluster).
+    Postgres,
+}
+
+impl DbKind {
+    fn name(self) -> &'static str {
+        match self {
+            DbKind::Sqlite => "sqlite",
+            DbKind::Sim => "sim",
+            DbKind::Postgres => "postgres",
+        }
+    }
+}
+
+/// `harness run` flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Database: sqlite (embedded), sim, postgres.
+    #[arg(long, value_enum, default_value = "sqlite")]
+    pub db: DbKind,
+    /// Workload: list-append (append) or rw-register (wr).
+    #[arg(long, short = 'w', default_value = "list-append")]
+    pub workload: String,
+    /// Isolation level the database is asked for (each database documents
+    /// the levels it accepts).
+    #[arg(long, short = 'i', default_value = "serializable")]
+    pub isolation: String,
+    /// Model the history must satisfy; defaults from --isolation
+    /// (serializable → strict-serializable on a single node).
+    #[arg(long)]
+    pub expected_consistency_model: Option<String>,
+    /// Worker count: N, or Nn for N per node.
+    #[arg(long, default_value = "10")]
+    pub concurrency: String,
+    /// Target rate in transactions per second over all workers (default: as
+    /// fast as the database answers).
+    #[arg(long, short = 'r')]
+    pub rate: Option<f64>,
+    /// Length of the main phase (e.g. 30s, 2m).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub time_limit: Duration,
+    /// Stop the main phase after this many transactions.
+    #[arg(long)]
+    pub ops: Option<u64>,
+    /// Seed of every random choice (default: from the clock; recorded in test.json).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// PostgreSQL URL of an existing server (postgres://user@host:port/db).
+    #[arg(long, conflicts_with = "local")]
+    pub url: Option<String>,
+    /// Create a throwaway PostgreSQL cluster with the installed binaries.
+    #[arg(long)]
+    pub local: bool,
+    /// Directory of stored runs.
+    #[arg(long, default_value = "runs")]
+    pub store: PathBuf,
+    /// Test name (default: <db>-<workload>-<isolation>).
+    #[arg(long)]
+    pub test_name: Option<String>,
+    /// Active keys at a time (Elle: 10).
+    #[arg(long)]
+    pub key_count: Option<usize>,
+    /// Writes to a key before it retires (32).
+    #[arg(long)]
+    pub max_writes_per_key: Option<u64>,
+    /// Fewest micro-ops per transaction (1).
+    #[arg(long)]
+    pub min_txn_length: Option<usize>,
+    /// Most micro-ops per transaction (4).
+    #[arg(long)]
+    pub max_txn_length: Option<usize>,
+    /// Probability that a micro-op is a read (0.5).
+    #[arg(long)]
+    pub read_ratio: Option<f64>,
+    /// Per-transaction timeout; a transaction without an answer by then is `info`.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub op_timeout: Duration,
+    /// Wait between healing faults and the final reads.
+    #[arg(long, alias = "final-recovery-time", default_value = "0s", value_parser = humantime::parse_duration)]
+    pub recovery_time: Duration,
+    /// Simulator bug mode (with --db sim), replacing --isolation.
+    #[arg(long)]
+    pub sim_bug: Option<String>,
+    /// Time the checker may spend searching for cycles before giving `unknown`.
+    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
+    pub check_time_limit: Duration,
+}
+
+/// The validated configuration of a run.
+struct Plan {
+    db: DbKind,
+    workload: WorkloadKind,
+    isolation: Isolation,
+    expected: ConsistencyModel,
+    wcfg: WorkloadConfig,
+    concurrency: usize,
+    nodes: Vec<Node>,
+    seed: u64,
+    test_name: String,
+}
+
+fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
+    let workload = WorkloadKind::parse(&args.workload).map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
+    let isolation = Isolation::parse(&args.isolation).map_err(|e| anyhow::anyhow!("--isolation: {e}"))?;
+    let nodes = vec![Node::local()];
+    let expected = match &args.expected_consistency_model {
+        Some(m) => ConsistencyModel::parse(m)
+            .map_err(|e| anyhow::anyhow!("--expected-consistency-model: {e}"))?,
+        None => default_model(isolation, nodes.len()),
+    };
+    let mut wcfg = WorkloadConfig::default();
+    if let Some(v) = args.key_count {
+        wcfg.key_count = v;
+    }
+    if let Some(v) = args.max_writes_per_key {
+        wcfg.max_writes_per_key = v;
+    }
+    if let Some(v) = args.min_txn_length {
+        wcfg.min_txn_length = v;
+    }
+    if let Some(v) = args.max_txn_length {
+        wcfg.max_txn_length = v;
+    }
+    if let Some(v) = args.read_ratio {
+        wcfg.read_ratio = v;
+    }
+    wcfg.validate()?;
+    let concurrency = parse_concurrency(&args.concurrency, nodes.len())?;
+    if let Some(r) = args.rate
+        && !(r.is_finite() && r > 0.0)
+    {
+        bail!("--rate must be a positive number of transactions per second, got {r}");
+    }
+    if args.op_timeout.is_zero() {
+        bail!("--op-timeout must be greater than zero");
+    }
+    if args.time_limit.is_zero() {
+        bail!("--time-limit must be greater than zero");
+    }
+    match args.db {
+        DbKind::Postgres => {
+            if args.url.is_none() && !args.local {
+                bail!("--db postgres needs --url postgres://… or --local");
+            }
+        }
+        _ => {
+            if args.url.is_some() || args.local {
+                bail!("--url and --local apply to --db postgres only");
+            }
+        }
+    }
+    if args.sim_bug.is_some() && args.db != DbKind::Sim {
+        bail!("--sim-bug applies to --db sim only");
+    }
+    if args.db == DbKind::Sqlite {
+        // Reject before anything is created (exit 3).
+        SqliteFactory::new("unused", isolation, DataModel::ListAppend, Duration::from_secs(1))?;
+    }
+    if args.db == DbKind::Sim {
+        sim_mode(args, isolation)?;
+    }
+    let seed = args.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    });
+    let test_name = match &args.test_name {
+        Some(n) => {
+            if n.is_empty() || n.contains('/') || n == "." || n == ".." || n == "latest" {
+                bail!("--test-name {n:?}: must be a non-empty name without '/'");
+            }
+            n.clone()
+        }
+        None => {
+            let level = args.sim_bug.clone().unwrap_or_else(|| isolation.name().to_string());
+            format!("{}-{}-{}", args.db.name(), workload.name(), level)
+        }
+    };
+    Ok(Plan {
+        db: args.db,
+        workload,
+        isolation,
+        expected,
+        wcfg,
+        concurrency,
+        nodes,
+        seed,
+        test_name,
+    })
+}
+
+/// ARCHITECTURE.md "Expected model": what `--isolation` claims.
+fn default_model(isolation: Isolation, node_count: usize) -> ConsistencyModel {
+    match isolation {
+        Isolation::Serializable if node_count == 1 => ConsistencyModel::StrictSerializable,
+        Isolation::Serializable => ConsistencyModel::Serializable,
+        Isolation::SnapshotIsolation => ConsistencyModel::SnapshotIsolation,
+        Isolation::RepeatableRead => ConsistencyModel::RepeatableRead,
+        Isolation::ReadCommitted => ConsistencyModel::ReadCommitted,
+        Isolation::ReadUncommitted => ConsistencyModel::ReadUncommitted,
+    }
+}
+
+fn parse_concurrency(s: &str, nodes: usize) -> anyhow::Result<usize> {
+    let (num, per_node) = match s.strip_suffix('n') {
+        Some(n) => (n, true),
+        None => (s, false),
+    };
+    let n: usize = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--concurrency {s:?}: expected N or Nn (N per node)"))?;
+    let n = if per_node { n * nodes } else { n };
+    if n == 0 || n > 10_000 {
+        bail!("--concurrency {s:?}: must be between 1 and 10000 workers");
+    }
+    Ok(n)
+}
+
+fn sim_mode(args: &RunArgs, isolation: Isolation) -> anyhow::Result<db_adapters::sim::SimMode> {
+    let name = args.sim_bug.clone().unwrap_or_else(|| isolation.name().to_string());
+    db_adapters::sim::SimMode::parse(&name).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e}",
+            if args.sim_bug.is_some() { "--sim-bug" } else { "--isolation (for --db sim)" }
+        )
+    })
+}
+
+fn data_model(w: WorkloadKind) -> DataModel {
+    match w {
+        WorkloadKind::ListAppend => DataModel::ListAppend,
+        WorkloadKind::RwRegister => DataModel::RwRegister,
+    }
+}
+
+fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {
+    match w {
+        WorkloadKind::ListAppend => checker::analysis::Workload::ListAppend,
+        WorkloadKind::RwRegister => checker::analysis::Workload::RwRegister,
+    }
+}
+
+impl HistorySink for store::run::HistoryLog {
+    fn append(&mut self, op: store::Op) -> anyhow::Result<OpIndex> {
+        Ok(store::run::HistoryLog::append(self, op)?)
+    }
+}
+
+/// Runs `harness run`, returning the exit code.
+pub fn run(args: RunArgs) -> anyhow::Result<u8> {
+    let plan = plan(&args)?;
+    let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
+        .with_context(|| format!("creating a run directory under {}", args.store.display()))?;
+    init_tracing(&run_dir.log_path());
+    let started_at = SystemTime::now();
+    let mut meta = test_json(&args, &plan, &run_dir, started_at);
+    write_json(&run_dir.test_json_path(), &meta)?;
+    tracing::info!("run directory {}", run_dir.path().display());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let outcome = rt.block_on(execute(&args, &plan, &run_dir));
+    let ended_at = SystemTime::now();
+    meta["end_time"] = json!(humantime::format_rfc3339_millis(ended_at).to_string());
+    let code = match outcome {
+        Ok(Outcome::SetupFailed(msg)) => {
+            meta["setup_error"] = json!(msg);
+            write_json(&run_dir.test_json_path(), &meta)?;
+            eprintln!("error: setup failed: {msg}");
+            eprintln!("run directory: {}", run_dir.path().display());
+            return Ok(exit::SETUP_FAILED);
+        }
+        Ok(Outcome::Ran(summary)) => summary,
+        Err(e) => {
+            meta["error"] = json!(format!("{e:#}"));
+            write_json(&run_dir.test_json_path(), &meta)?;
+            eprintln!("run directory: {}", run_dir.path().display());
+            return Err(e);
+        }
+    };
+    meta["summary"] = serde_json::to_value(&code).unwrap_or_default();
+    write_json(&run_dir.test_json_path(), &meta)?;
+    let verdict = check_and_report(&args, &plan, &run_dir)?;
+    meta["verdict"] = json!(verdict.as_str());
+    write_json(&run_dir.test_json_path(), &meta)?;
+    Ok(match verdict {
+        Valid::True => exit::VALID,
+        Valid::False => exit::INVALID,
+        Valid::Unknown => exit::UNKNOWN,
+    })
+}
+
+enum Outcome {
+    SetupFailed(String),
+    Ran(runner::RunSummary),
+}
+
+async fn execute(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir) -> anyhow::Result<Outcome> {
+    let model = data_model(plan.workload);
+    let mut cluster: Option<LocalCluster> = None;
+    let factory: Arc<dyn ClientFactory> = match plan.db {
+        DbKind::Sqlite => Arc::new(SqliteFactory::new(
+            run_dir.path().join("sqlite.db"),
+            plan.isolation,
+            model,
+            // Below the op timeout, so a busy wait ends as a definite fail.
+            (args.op_timeout / 2).min(Duration::from_secs(2)),
+        )?),
+        DbKind::Sim => Arc::new(db_adapters::sim::SimFactory::new(
+            sim_mode(args, plan.isolation)?,
+            plan.seed,
+        )),
+        DbKind::Postgres => {
+            let url = match (&args.url, args.local) {
+                (Some(u), _) => u.clone(),
+                (None, _) => match LocalCluster::start(run_dir.path()).await {
+                    Ok(c) => {
+                        let url = c.url();
+                        cluster = Some(c);
+                        url
+                    }
+                    Err(e) => return Ok(Outcome::SetupFailed(format!("local PostgreSQL: {e}"))),
+                },
+            };
+            Arc::new(PgFactory::new(&url, plan.isolation, model)?)
+        }
+    };
+    let outcome = run_with(args, plan, run_dir, factory).await;
+    if let Some(c) = cluster
+        && let Err(e) = c.stop().await
+    {
+        tracing::warn!("stopping local PostgreSQL: {e}");
+    }
+    outcome
+}
+
+async fn run_with(
+    args: &RunArgs,
+    plan: &Plan,
+    run_dir: &store::run::RunDir,
+    factory: Arc<dyn ClientFactory>,
+) -> anyhow::Result<Outcome> {
+    for node in &plan.nodes {
+        let setup = tokio::time::timeout(Duration::from_secs(30), factory.setup(node)).await;
+        match setup {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return Ok(Outcome::SetupFailed(format!(
+                    "{} on node {} ({}): {}",
+                    plan.db.name(),
+                    node.name,
+                    node.host,
+                    e.message
+                )));
+            }
+            Err(_) => {
+                return Ok(Outcome::SetupFailed(format!(
+                    "{} on node {}: schema setup timed out after 30 s",
+                    plan.db.name(),
+                    node.name
+                )));
+            }
+        }
+    }
+    let mut main = workloads::for_workload(plan.workload, &plan.wcfg, plan.seed)?;
+    if let Some(r) = args.rate {
+        main = Box::new(workloads::generator::rate(r, plan.seed ^ 0x5eed, main)?);
+    }
+    let mut log = store::run::HistoryLog::create(&run_dir.history_path())
+        .with_context(|| format!("creating {}", run_dir.history_path().display()))?;
+    let (trigger, stop) = runner::stop_signal();
+    let signals = tokio::spawn(watch_signals(trigger, args.op_timeout));
+    let counters = Arc::new(progress::Counters::default());
+    let limit = Some(args.time_limit);
+    let progress = progress::Progress::start(counters.clone(), limit);
+    let cfg = RunnerConfig {
+        concurrency: plan.concurrency,
+        nodes: plan.nodes.clone(),
+        time_limit: limit,
+        ops_limit: args.ops,
+        op_timeout: args.op_timeout,
+        recovery_time: args.recovery_time,
+        final_read_batch: plan.wcfg.final_read_batch,
+        final_reads: true,
+    };
+    tracing::info!(
+        "running {} against {} at {} with {} workers, seed {}",
+        plan.workload,
+        plan.db.name(),
+        plan.isolation,
+        plan.concurrency,
+        plan.seed
+    );
+    let result = runner::run(&cfg, main, factory, &mut log, &mut NoNemesis, stop, counters).await;
+    progress.finish().await;
+    signals.abort();
+    let finished = log.finish();
+    let summary = result?;
+    finished.context("closing the history log")?;
+    tracing::info!("run finished: {summary:?}");
+    Ok(Outcome::Ran(summary))
+}
+
+/// First SIGINT/SIGTERM: stop issuing and finish normally (in-flight ops
+/// wait up to the op timeout). Second: exit at once (the history on disk is
+/// complete up to that point).
+async fn watch_signals(trigger: runner::StopTrigger, op_timeout: Duration) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return;
+    };
+    let Ok(mut int) = signal(SignalKind::interrupt()) else {
+        return;
+    };
+    let mut count = 0;
+    loop {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        count += 1;
+        if count == 1 {
+            eprintln!(
+                "\nstopping: no new transactions; waiting up to {op_timeout:?} for those in flight, then checking (signal again to exit now)"
+            );
+            tracing::warn!("stop requested by signal");
+            trigger.stop();
+        } else {
+            eprintln!("exiting now; history.jsonl holds everything recorded so far");
+            std::process::exit(130);
+        }
+    }
+}
+
+fn check_and_report(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir) -> anyhow::Result<Valid> {
+    let history = store::format::load_history(&run_dir.history_path())
+        .with_context(|| format!("reading back {}", run_dir.history_path().display()))?;
+    let committed = history
+        .ops()
+        .iter()
+        .filter(|o| o.op_type == OpType::Ok && matches!(&o.value, OpValue::Txn(m) if !m.is_empty()))
+        .count();
+    let writes_ok = history
+        .ops()
+        .iter()
+        .filter(|o| o.op_type == OpType::Ok)
+        .filter_map(|o| o.value.txn())
+        .flatten()
+        .filter(|m| !matches!(m, MicroOp::Read(..)))
+        .count();
+    let deadline = std::time::Instant::now() + args.check_time_limit;
+    let opts = checker::CheckOptions {
+        workload: checker_workload(plan.workload),
+        models: vec![plan.expected],
+        anomalies: Vec::new(),
+        wfr_keys: false,
+        sequential_keys: false,
+        linearizable_keys: false,
+        budget: checker::budget::Budget::until(Box::new(move || std::time::Instant::now() >= deadline)),
+    };
+    let checked_at = std::time::Instant::now();
+    let result = checker::check(&history, &opts);
+    tracing::info!("checked {} ops in {:?}", history.len(), checked_at.elapsed());
+    let mut json = result.to_json();
+    let mut valid = result.valid;
+    if committed == 0 && valid == Valid::True {
+        valid = Valid::Unknown;
+        json["valid?"] = json!("unknown");
+        json["reason"] = json!("no transaction committed");
+    }
+    write_json(&run_dir.results_path(), &json)?;
+    let counts = count_types(&history);
+    println!(
+        "{} transactions: {} ok ({} writes), {} fail, {} info",
+        counts.0, committed, writes_ok, counts.1, counts.2
+    );
+    match valid {
+        Valid::True => println!(
+            "valid: no anomaly forbidden by {} was found",
+            plan.expected.name()
+        ),
+        Valid::False => {
+            let names: Vec<&str> = result.anomaly_types.iter().map(|a| a.name()).collect();
+            println!(
+                "INVALID: {} (expected {}; not {})",
+                names.join(", "),
+                plan.expected.name(),
+                result.not.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            );
+            for (t, cases) in &result.anomalies {
+                if let Some(first) = cases.first() {
+                    println!("\n{} ({} found), e.g.:", t.name(), cases.len());
+                    println!("{}", checker::explain::render_text(first, &history));
+                }
+            }
+        }
+        Valid::Unknown => {
+            if committed == 0 {
+                println!("unknown: no transaction committed, so nothing could be checked");
+            } else {
+                let names: Vec<&str> = result.anomaly_types.iter().map(|a| a.name()).collect();
+                println!("unknown: the checker could not decide ({})", names.join(", "));
+            }
+        }
+    }
+    println!("run directory: {}", run_dir.path().display());
+    Ok(valid)
+}
+
+/// (invocations, fails, infos) of client transactions.
+fn count_types(history: &store::History) -> (usize, usize, usize) {
+    let mut c = (0, 0, 0);
+    for op in history.ops().iter().filter(|o| o.is_client()) {
+        match op.op_type {
+            OpType::Invoke => c.0 += 1,
+            OpType::Fail => c.1 += 1,
+            OpType::Info => c.2 += 1,
+            OpType::Ok => {}
+        }
+    }
+    c
+}
+
+fn test_json(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir, started: SystemTime) -> serde_json::Value {
+    json!({
+        "schema_version": TEST_JSON_SCHEMA_VERSION,
+        "name": plan.test_name,
+        "seed": plan.seed,
+        "nodes": plan.nodes.iter().map(|n| json!({"name": n.name, "host": n.host})).collect::<Vec<_>>(),
+        "harness": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "commit": env!("HARNESS_GIT_COMMIT"),
+        },
+        "command_line": std::env::args().collect::<Vec<_>>(),
+        "start_time": humantime::format_rfc3339_millis(started).to_string(),
+        "end_time": null,
+        "run_dir": run_dir.path().display().to_string(),
+        "config": {
+            "db": plan.db.name(),
+            "workload": plan.workload.name(),
+            "isolation": plan.isolation.name(),
+            "sim_bug": args.sim_bug,
+            "expected_consistency_model": plan.expected.name(),
+            "concurrency": plan.concurrency,
+            "rate": args.rate,
+            "time_limit_s": args.time_limit.as_secs_f64(),
+            "ops": args.ops,
+            "op_timeout_s": args.op_timeout.as_secs_f64(),
+            "recovery_time_s": args.recovery_time.as_secs_f64(),
+            "url": args.url.as_deref().map(redact_url),
+            "local": args.local,
+            "key_count": plan.wcfg.key_count,
+            "max_writes_per_key": plan.wcfg.max_writes_per_key,
+            "min_txn_length": plan.wcfg.min_txn_length,
+            "max_txn_length": plan.wcfg.max_txn_length,
+            "read_ratio": plan.wcfg.read_ratio,
+            "final_read_batch": plan.wcfg.final_read_batch,
+            "check_time_limit_s": args.check_time_limit.as_secs_f64(),
+        },
+    })
+}
+
+/// Drops a password from `scheme://user:password@host`.
+fn redact_url(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://")
+        && let Some((cred, host)) = rest.split_once('@')
+        && let Some((user, _)) = cred.split_once(':')
+    {
+        return format!("{scheme}://{user}:***@{host}");
+    }
+    url.to_string()
+}
+
+fn write_json(path: &Path, v: &serde_json::Value) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(v)?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text + "\n").with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Logs to `harness.log` (info and up, or `RUST_LOG`) and to stderr (warn and up).
+fn init_tracing(log_path: &Path) {
+    use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+    use tracing_subscriber::prelude::*;
+    let file = match std::fs::OpenOptions::new().create(true).append(true).open(log_path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("warning: cannot open {}: {e}", log_path.display());
+            return;
+        }
+    };
+    let file_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::sync::Mutex::new(file))
+                .with_ansi(false)
+                .with_filter(file_filter),
+        )
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(LevelFilter::WARN),
+        )
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrency_accepts_n_and_per_node() {
+        assert_eq!(parse_concurrency("10", 1).ok(), Some(10));
+        assert_eq!(parse_concurrency("3n", 5).ok(), Some(15));
+        assert!(parse_concurrency("0", 1).is_err());
+        assert!(parse_concurrency("x", 1).is_err());
+    }
+
+    #[test]
+    fn expected_model_follows_isolation() {
+        assert_eq!(
+            default_model(Isolation::Serializable, 1),
+            ConsistencyModel::StrictSerializable
+        );
+        assert_eq!(default_model(Isolation::Serializable, 3), ConsistencyModel::Serializable);
+        assert_eq!(
+            default_model(Isolation::ReadCommitted, 1),
+            ConsistencyModel::ReadCommitted
+        );
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact_url("postgres://u:pw@h:5/db"), "postgres://u:***@h:5/db");
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+    }
+}

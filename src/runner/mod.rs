@@ -1,0 +1,537 @@
+//! The run loop: the interpreter, its workers, the phases of a test.
+//!
+//! The interpreter is the only thing that touches time: it asks the
+//! generator for ops (`Generator::next` with the logical time and the free
+//! threads), logs each invocation to the durable history *before* handing it
+//! to the worker of that thread, and logs each completion (then feeds it back
+//! with `Generator::update`) before that thread can be given another op.
+//!
+//! Phases: main (until the generator is exhausted, `--time-limit` or
+//! `--ops`) → heal ([`Nemesis::heal`]) → `--recovery-time` → one final read
+//! of every key the main phase touched. A stop request (Ctrl-C, SIGTERM)
+//! ends the main phase: in-flight ops finish or time out (→ `info`), faults
+//! are healed, the recovery wait and final reads are skipped.
+//!
+//! Key decisions: no retries anywhere (a worker reports exactly one
+//! completion per job); a thread whose op ended `info` continues as process
+//! `old + concurrency` with a fresh connection; per-op timeouts live in the
+//! worker, so draining in-flight ops is bounded by the op timeout.
+
+pub mod progress;
+mod worker;
+
+use anyhow::Context as _;
+use db_adapters::client::{BoxFuture, ClientFactory};
+use nemesis::Node;
+use progress::Counters;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use store::{Data, F, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId};
+use tokio::sync::{mpsc, watch};
+use workloads::generator::{Ctx, Event, Generator, Next, Thread, final_reads};
+
+/// Where the runner writes ops: the durable history log (one implementation
+/// wraps `store::run::HistoryLog`). `append` assigns the index and hands the
+/// line to the OS before returning.
+pub trait HistorySink: Send {
+    /// Appends `op` (its `index` is assigned here).
+    ///
+    /// # Errors
+    /// The history could not be written; the run is aborted.
+    fn append(&mut self, op: Op) -> anyhow::Result<OpIndex>;
+}
+
+/// Records the nemesis's own ops (process `nemesis`) in the history.
+// Called by the fault injectors of the nemesis issue; unused until then.
+#[allow(dead_code)]
+pub trait NemesisLog: Send {
+    /// Appends one nemesis op (`invoke`, or `info` for its completion).
+    ///
+    /// # Errors
+    /// The history could not be written.
+    fn record(&mut self, op_type: OpType, f: F, value: Data) -> anyhow::Result<OpIndex>;
+}
+
+/// The fault injector as the runner sees it: the hook between the main phase
+/// and the recovery wait. Faults are the nemesis issue's; until then tests
+/// run with [`NoNemesis`].
+pub trait Nemesis: Send {
+    /// Heals every fault this nemesis may have started (network, paused or
+    /// killed processes, clocks), logging what it does as `nemesis` ops.
+    /// Called after the main phase, on a stop request, and after an error.
+    fn heal<'a>(&'a mut self, _log: &'a mut dyn NemesisLog) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// No faults.
+pub struct NoNemesis;
+
+impl Nemesis for NoNemesis {}
+
+/// What the runner needs to know besides the generator and database.
+#[derive(Clone, Debug)]
+pub struct RunnerConfig {
+    /// Worker threads (each pinned to `nodes[i % nodes.len()]`).
+    pub concurrency: usize,
+    /// The database nodes.
+    pub nodes: Vec<Node>,
+    /// End of the main phase, from the start of the test.
+    pub time_limit: Option<Duration>,
+    /// Maximum number of main-phase invocations.
+    pub ops_limit: Option<u64>,
+    /// Per-op timeout (→ `info`).
+    pub op_timeout: Duration,
+    /// Wait between healing and the final reads.
+    pub recovery_time: Duration,
+    /// Keys per final-read transaction.
+    pub final_read_batch: usize,
+    /// Whether to run the final reads at all.
+    pub final_reads: bool,
+}
+
+/// A request to stop issuing ops (Ctrl-C, SIGTERM).
+#[derive(Clone)]
+pub struct StopSignal {
+    rx: watch::Receiver<bool>,
+}
+
+/// Raises a [`StopSignal`].
+pub struct StopTrigger {
+    tx: watch::Sender<bool>,
+}
+
+/// A connected trigger and signal.
+pub fn stop_signal() -> (StopTrigger, StopSignal) {
+    let (tx, rx) = watch::channel(false);
+    (StopTrigger { tx }, StopSignal { rx })
+}
+
+impl StopTrigger {
+    /// Asks the runner to stop.
+    pub fn stop(&self) {
+        let _ = self.tx.send(true);
+    }
+}
+
+impl StopSignal {
+    /// Whether stopping was requested.
+    pub fn is_set(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// Resolves once stopping is requested.
+    pub async fn wait(&mut self) {
+        let _ = self.rx.wait_for(|s| *s).await;
+    }
+}
+
+/// Why the main phase ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseEnd {
+    /// The generator had nothing more.
+    Exhausted,
+    /// `--time-limit` reached.
+    TimeLimit,
+    /// `--ops` reached.
+    OpsLimit,
+    /// A stop was requested.
+    Stopped,
+}
+
+/// What happened in a run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunSummary {
+    /// Why the main phase ended.
+    pub main_phase_end: PhaseEnd,
+    /// Op counts (main and final phases).
+    pub counts: progress::Snapshot,
+    /// Whether the final reads ran to the end.
+    pub final_reads_done: bool,
+    /// Wall time of the whole run loop.
+    pub elapsed_s: f64,
+}
+
+/// Runs a test: main phase, heal, recovery, final reads.
+///
+/// # Errors
+/// A history write failed or a generator broke its contract. Faults are
+/// healed before the error is returned.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    cfg: &RunnerConfig,
+    main: Box<dyn Generator>,
+    factory: Arc<dyn ClientFactory>,
+    log: &mut dyn HistorySink,
+    nemesis: &mut dyn Nemesis,
+    stop: StopSignal,
+    counters: Arc<Counters>,
+) -> anyhow::Result<RunSummary> {
+    anyhow::ensure!(cfg.concurrency > 0, "concurrency must be at least 1");
+    anyhow::ensure!(!cfg.nodes.is_empty(), "no nodes to run against");
+    let started = Instant::now();
+    let mut interp = Interpreter::start(cfg, factory, log, stop, counters, started);
+    let mut main = main;
+    let outcome = interp.phase(&mut main, true).await;
+    let drained = interp.drain(&mut *main).await;
+    let healed = {
+        let mut nlog = NemesisSink {
+            log: &mut *interp.log,
+            started,
+        };
+        nemesis.heal(&mut nlog).await
+    };
+    let main_end = outcome?;
+    drained?;
+    healed.context("healing faults")?;
+    let mut final_done = false;
+    if cfg.final_reads && main_end != PhaseEnd::Stopped {
+        if !cfg.recovery_time.is_zero() {
+            tracing::info!("waiting {:?} for recovery", cfg.recovery_time);
+            let mut stop = interp.stop.clone();
+            tokio::select! {
+                _ = tokio::time::sleep(cfg.recovery_time) => {}
+                _ = stop.wait() => {}
+            }
+        }
+        if !interp.stop.is_set() {
+            let keys = main.touched_keys();
+            tracing::info!("final reads of {} keys", keys.len());
+            let mut reads: Box<dyn Generator> =
+                Box::new(final_reads(&keys, cfg.final_read_batch.max(1)));
+            let end = interp.phase(&mut reads, false).await;
+            interp.drain(&mut *reads).await?;
+            final_done = end? == PhaseEnd::Exhausted;
+        }
+    }
+    let counts = interp.counters.snapshot();
+    interp.shutdown().await;
+    Ok(RunSummary {
+        main_phase_end: main_end,
+        counts,
+        final_reads_done: final_done,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[allow(dead_code)] // read through `NemesisLog::record`, see above
+struct NemesisSink<'a> {
+    log: &'a mut dyn HistorySink,
+    started: Instant,
+}
+
+impl NemesisLog for NemesisSink<'_> {
+    fn record(&mut self, op_type: OpType, f: F, value: Data) -> anyhow::Result<OpIndex> {
+        self.log.append(Op {
+            index: OpIndex(0),
+            time_ns: Some(nanos_since(self.started)),
+            op_type,
+            process: Some(Process::Nemesis),
+            f: Some(f),
+            value: OpValue::Data(value),
+            error: None,
+            extra: Vec::new(),
+        })
+    }
+}
+
+fn nanos_since(t: Instant) -> i64 {
+    i64::try_from(t.elapsed().as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// How long the interpreter waits for a completion before asking a
+/// `Pending` generator again (it may be waiting for time to pass).
+const PENDING_TICK: Duration = Duration::from_millis(5);
+
+struct Interpreter<'l> {
+    n: usize,
+    cfg: RunnerConfig,
+    log: &'l mut dyn HistorySink,
+    stop: StopSignal,
+    counters: Arc<Counters>,
+    started: Instant,
+    free: BTreeSet<usize>,
+    /// Threads whose worker never reported back within the drain deadline.
+    lost: BTreeSet<usize>,
+    process: Vec<u64>,
+    /// The invocation in flight per thread.
+    in_flight: Vec<Option<Vec<MicroOp>>>,
+    jobs: Vec<mpsc::Sender<worker::Job>>,
+    done: mpsc::Receiver<worker::Done>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+    main_invoked: u64,
+}
+
+impl<'l> Interpreter<'l> {
+    fn start(
+        cfg: &RunnerConfig,
+        factory: Arc<dyn ClientFactory>,
+        log: &'l mut dyn HistorySink,
+        stop: StopSignal,
+        counters: Arc<Counters>,
+        started: Instant,
+    ) -> Interpreter<'l> {
+        let n = cfg.concurrency;
+        let (done_tx, done) = mpsc::channel(n * 2);
+        let mut jobs = Vec::with_capacity(n);
+        let mut workers = Vec::with_capacity(n);
+        for t in 0..n {
+            let (tx, rx) = mpsc::channel(1);
+            jobs.push(tx);
+            let spec = worker::WorkerSpec {
+                thread: t,
+                node: cfg.nodes[t % cfg.nodes.len()].clone(),
+                factory: factory.clone(),
+                op_timeout: cfg.op_timeout,
+            };
+            workers.push(tokio::spawn(worker::run(spec, rx, done_tx.clone())));
+        }
+        Interpreter {
+            n,
+            cfg: cfg.clone(),
+            log,
+            stop,
+            counters,
+            started,
+            free: (0..n).collect(),
+            lost: BTreeSet::new(),
+            process: (0..n as u64).collect(),
+            in_flight: vec![None; n],
+            jobs,
+            done,
+            workers,
+            main_invoked: 0,
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn ctx(&self) -> Ctx {
+        Ctx {
+            time_ns: self.now_ns(),
+            free_threads: self.free.iter().map(|&t| Thread(t)).collect(),
+            thread_count: self.n,
+        }
+    }
+
+    fn deadline(&self, limited: bool) -> Option<Instant> {
+        if limited {
+            self.cfg.time_limit.map(|l| self.started + l)
+        } else {
+            None
+        }
+    }
+
+    /// Runs `gen` until it is exhausted, stopped or (for the main phase) a
+    /// limit is reached. Ops still in flight are left for [`Self::drain`].
+    async fn phase(&mut self, generator: &mut Box<dyn Generator>, main: bool) -> anyhow::Result<PhaseEnd> {
+        let deadline = self.deadline(main);
+        loop {
+            while let Ok(d) = self.done.try_recv() {
+                self.complete(d, &mut **generator)?;
+            }
+            if self.stop.is_set() {
+                return Ok(PhaseEnd::Stopped);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(PhaseEnd::TimeLimit);
+            }
+            if main && self.cfg.ops_limit.is_some_and(|l| self.main_invoked >= l) {
+                return Ok(PhaseEnd::OpsLimit);
+            }
+            let ctx = self.ctx();
+            match generator.next(&ctx) {
+                Next::Op {
+                    thread,
+                    at_ns,
+                    invocation,
+                } => {
+                    anyhow::ensure!(
+                        self.free.contains(&thread.0),
+                        "generator bug: op for thread {} which is not free",
+                        thread.0
+                    );
+                    if at_ns > ctx.time_ns {
+                        let at = self.started + Duration::from_nanos(at_ns);
+                        let wake = deadline.map_or(at, |d| d.min(at));
+                        if !self.wait_until(wake, false, &mut **generator).await? || Instant::now() < at {
+                            // Stopped or past the deadline before the op's time:
+                            // the op is dropped unsent (and unlogged).
+                            continue;
+                        }
+                    }
+                    if invocation.f != F::Txn {
+                        anyhow::bail!(
+                            "generator produced f {:?}; client workers run only txn",
+                            invocation.f.as_str()
+                        );
+                    }
+                    self.invoke(thread.0, invocation.value)?;
+                    if main {
+                        self.main_invoked += 1;
+                    }
+                }
+                Next::Pending => {
+                    let tick = Instant::now() + PENDING_TICK;
+                    let wake = deadline.map_or(tick, |d| d.min(tick));
+                    self.wait_until(wake, true, &mut **generator).await?;
+                }
+                Next::Exhausted => return Ok(PhaseEnd::Exhausted),
+            }
+        }
+    }
+
+    /// Waits until `t` (or, with `on_completion`, until the first completion),
+    /// logging completions as they arrive. Returns false if a stop was
+    /// requested meanwhile.
+    async fn wait_until(
+        &mut self,
+        t: Instant,
+        on_completion: bool,
+        generator: &mut dyn Generator,
+    ) -> anyhow::Result<bool> {
+        let mut stop = self.stop.clone();
+        loop {
+            if stop.is_set() {
+                return Ok(false);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(t.into()) => return Ok(true),
+                d = self.done.recv() => match d {
+                    Some(d) => {
+                        self.complete(d, generator)?;
+                        // A completion may free a thread a pending generator
+                        // was waiting for: let it be asked again.
+                        if on_completion {
+                            return Ok(true);
+                        }
+                    }
+                    None => anyhow::bail!("all workers exited"),
+                },
+                _ = stop.wait() => return Ok(false),
+            }
+        }
+    }
+
+    fn invoke(&mut self, thread: usize, mops: Vec<MicroOp>) -> anyhow::Result<()> {
+        let process = self.process[thread];
+        // Logged (handed to the OS) before the request can be sent.
+        self.log.append(Op {
+            index: OpIndex(0),
+            time_ns: Some(nanos_since(self.started)),
+            op_type: OpType::Invoke,
+            process: Some(Process::Client(ProcessId(process))),
+            f: Some(F::Txn),
+            value: OpValue::Txn(mops.clone()),
+            error: None,
+            extra: Vec::new(),
+        })?;
+        self.free.remove(&thread);
+        self.in_flight[thread] = Some(mops.clone());
+        self.counters.invoked.fetch_add(1, Ordering::Relaxed);
+        self.jobs[thread]
+            .try_send(worker::Job { process, mops })
+            .map_err(|_| anyhow::anyhow!("worker {thread} is not accepting jobs"))?;
+        Ok(())
+    }
+
+    fn complete(&mut self, d: worker::Done, generator: &mut dyn Generator) -> anyhow::Result<()> {
+        let thread = d.thread;
+        if self.in_flight[thread].take().is_none() {
+            // A late report from a worker already given up on.
+            return Ok(());
+        }
+        let process = self.process[thread];
+        let time = i64::try_from(d.at.saturating_duration_since(self.started).as_nanos())
+            .unwrap_or(i64::MAX);
+        let error = d.error.map(|(code, msg)| {
+            Data::Vec(vec![Data::Str(code), Data::Str(msg)])
+        });
+        self.log.append(Op {
+            index: OpIndex(0),
+            time_ns: Some(time),
+            op_type: d.op_type,
+            process: Some(Process::Client(ProcessId(process))),
+            f: Some(F::Txn),
+            value: OpValue::Txn(d.value.clone()),
+            error,
+            extra: Vec::new(),
+        })?;
+        let counter = match d.op_type {
+            OpType::Ok => &self.counters.ok,
+            OpType::Fail => &self.counters.fail,
+            _ => &self.counters.info,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let ctx = self.ctx();
+        generator.update(
+            &ctx,
+            &Event {
+                thread: Thread(thread),
+                op_type: d.op_type,
+                value: d.value,
+                time_ns: u64::try_from(time).unwrap_or(0),
+            },
+        );
+        if d.op_type == OpType::Info {
+            self.process[thread] += self.n as u64;
+        }
+        self.free.insert(thread);
+        Ok(())
+    }
+
+    /// Waits for every in-flight op. Workers time ops out themselves; a
+    /// worker silent well past that is recorded `info` and retired.
+    async fn drain(&mut self, generator: &mut dyn Generator) -> anyhow::Result<()> {
+        let limit = Instant::now() + self.cfg.op_timeout * 2 + Duration::from_secs(1);
+        while self.in_flight.iter().any(Option::is_some) {
+            tokio::select! {
+                d = self.done.recv() => match d {
+                    Some(d) => self.complete(d, generator)?,
+                    None => break,
+                },
+                _ = tokio::time::sleep_until(limit.into()) => break,
+            }
+        }
+        for t in 0..self.n {
+            if let Some(mops) = self.in_flight[t].take() {
+                tracing::warn!("worker {t} did not complete its op; recording info and retiring it");
+                let process = self.process[t];
+                self.log.append(Op {
+                    index: OpIndex(0),
+                    time_ns: Some(nanos_since(self.started)),
+                    op_type: OpType::Info,
+                    process: Some(Process::Client(ProcessId(process))),
+                    f: Some(F::Txn),
+                    value: OpValue::Txn(mops),
+                    error: Some(Data::Vec(vec![
+                        Data::Str("worker-unresponsive".into()),
+                        Data::Str("no completion from the worker".into()),
+                    ])),
+                    extra: Vec::new(),
+                })?;
+                self.counters.info.fetch_add(1, Ordering::Relaxed);
+                self.process[t] += self.n as u64;
+                self.lost.insert(t);
+                self.free.remove(&t);
+            }
+        }
+        Ok(())
+    }
+
+    async fn shutdown(self) {
+        drop(self.jobs);
+        for (t, w) in self.workers.into_iter().enumerate() {
+            if self.lost.contains(&t) {
+                w.abort();
+            } else if tokio::time::timeout(Duration::from_secs(5), w).await.is_err() {
+                tracing::warn!("worker {t} did not shut down");
+            }
+        }
+    }
+}

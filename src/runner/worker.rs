@@ -1,0 +1,145 @@
+//! Workers: one task per thread slot, pinned to a node, owning one client.
+//!
+//! A worker never decides what to do: it runs the job the interpreter sends,
+//! with the per-op timeout, and reports the completion. A job for a new
+//! process (after an `info`) gets a fresh connection.
+
+use db_adapters::client::{Client, ClientFactory, ErrorKind};
+use nemesis::Node;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use store::{MicroOp, OpType};
+use tokio::sync::mpsc;
+
+/// One invocation for a worker.
+pub struct Job {
+    /// The process the invocation was logged under.
+    pub process: u64,
+    /// The micro-ops (reads unfilled).
+    pub mops: Vec<MicroOp>,
+}
+
+/// A worker's report of a finished job.
+pub struct Done {
+    /// The worker's thread slot.
+    pub thread: usize,
+    /// `Ok`, `Fail` or `Info`.
+    pub op_type: OpType,
+    /// The completed micro-ops (`ok`), or the invocation's (`fail`/`info`).
+    pub value: Vec<MicroOp>,
+    /// The error code and message, for `fail`/`info`.
+    pub error: Option<(String, String)>,
+    /// When the completion happened.
+    pub at: Instant,
+}
+
+/// What a worker needs to run.
+pub struct WorkerSpec {
+    /// Thread slot.
+    pub thread: usize,
+    /// The node it talks to.
+    pub node: Node,
+    /// Opens its clients.
+    pub factory: Arc<dyn ClientFactory>,
+    /// Per-op timeout (also bounds opening a connection).
+    pub op_timeout: Duration,
+}
+
+/// Runs jobs until the job channel closes.
+pub async fn run(spec: WorkerSpec, mut jobs: mpsc::Receiver<Job>, done: mpsc::Sender<Done>) {
+    let mut client: Option<Box<dyn Client>> = None;
+    let mut client_process: Option<u64> = None;
+    while let Some(job) = jobs.recv().await {
+        if client_process != Some(job.process)
+            && let Some(old) = client.take()
+        {
+            tokio::spawn(old.close());
+        }
+        client_process = Some(job.process);
+        let report = execute(&spec, &mut client, &job).await;
+        if done.send(report).await.is_err() {
+            break;
+        }
+    }
+    if let Some(c) = client.take() {
+        c.close().await;
+    }
+}
+
+async fn execute(spec: &WorkerSpec, client: &mut Option<Box<dyn Client>>, job: &Job) -> Done {
+    let thread = spec.thread;
+    let finish = |op_type, value, error| Done {
+        thread,
+        op_type,
+        value,
+        error,
+        at: Instant::now(),
+    };
+    if client.is_none() {
+        match tokio::time::timeout(spec.op_timeout, spec.factory.open(&spec.node)).await {
+            Ok(Ok(c)) => *client = Some(c),
+            // No request of this transaction was sent: definitely not applied.
+            Ok(Err(e)) => {
+                return finish(
+                    OpType::Fail,
+                    job.mops.clone(),
+                    Some(("no-client".into(), e.message)),
+                );
+            }
+            Err(_) => {
+                return finish(
+                    OpType::Fail,
+                    job.mops.clone(),
+                    Some(("no-client".into(), "timed out opening a connection".into())),
+                );
+            }
+        }
+    }
+    let Some(c) = client.as_mut() else {
+        return finish(
+            OpType::Fail,
+            job.mops.clone(),
+            Some(("no-client".into(), "no client".into())),
+        );
+    };
+    let outcome = tokio::time::timeout(spec.op_timeout, c.invoke(&job.mops)).await;
+    match outcome {
+        Ok(Ok(value)) => {
+            if value.len() == job.mops.len()
+                && value.iter().zip(&job.mops).all(|(a, b)| a.same_shape(b))
+            {
+                finish(OpType::Ok, value, None)
+            } else {
+                // A client bug; the transaction may have committed.
+                *client = None;
+                finish(
+                    OpType::Info,
+                    job.mops.clone(),
+                    Some((
+                        "invalid-completion".into(),
+                        "the client returned micro-ops that do not match the invocation".into(),
+                    )),
+                )
+            }
+        }
+        Ok(Err(e)) => {
+            let t = match e.kind {
+                ErrorKind::Definite => OpType::Fail,
+                ErrorKind::Indefinite => OpType::Info,
+            };
+            finish(t, job.mops.clone(), Some((e.code, e.message)))
+        }
+        Err(_) => {
+            // The dropped future may have left the session mid-transaction.
+            *client = None;
+            finish(
+                OpType::Info,
+                job.mops.clone(),
+                Some((
+                    "timeout".into(),
+                    format!("no completion within {:?}", spec.op_timeout),
+                )),
+            )
+        }
+    }
+}
