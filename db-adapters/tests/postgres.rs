@@ -1,0 +1,137 @@
+//! The PostgreSQL client against a throwaway local cluster (needs the
+//! `postgresql` package; CI installs it).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use db_adapters::client::{ClientFactory, ErrorKind};
+use db_adapters::postgres::PgFactory;
+use db_adapters::postgres::local::LocalCluster;
+use db_adapters::sql::{DataModel, Isolation};
+use nemesis::Node;
+use std::time::Duration;
+use store::{Key, MicroOp, ReadValue, Val};
+
+fn read(k: i64) -> MicroOp {
+    MicroOp::Read(Key::int(k), ReadValue::Nil)
+}
+
+fn append(k: i64, v: i64) -> MicroOp {
+    MicroOp::Append(Key::int(k), Val::int(v))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_cluster_appends_reads_serialization_failures_and_death() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = LocalCluster::start(dir.path())
+        .await
+        .expect("local cluster");
+    assert!(
+        dir.path().join("postgres").exists(),
+        "run dir links the cluster"
+    );
+    let pid = cluster.pid().expect("postmaster pid");
+    let node = Node::local();
+    let f = PgFactory::new(
+        &cluster.url(),
+        Isolation::Serializable,
+        DataModel::ListAppend,
+    )
+    .unwrap();
+    f.setup(&node).await.unwrap();
+
+    // Appends and reads, across all three tables.
+    let mut a = f.open(&node).await.unwrap();
+    a.invoke(&[append(1, 1), append(2, 1), append(3, 1)])
+        .await
+        .unwrap();
+    let out = a
+        .invoke(&[append(1, 2), read(1), read(2), read(99)])
+        .await
+        .unwrap();
+    assert_eq!(
+        out[1],
+        MicroOp::Read(Key::int(1), ReadValue::List(vec![Val::int(1), Val::int(2)]))
+    );
+    assert_eq!(
+        out[2],
+        MicroOp::Read(Key::int(2), ReadValue::List(vec![Val::int(1)]))
+    );
+    assert_eq!(out[3], MicroOp::Read(Key::int(99), ReadValue::List(vec![])));
+
+    // Write skew under SERIALIZABLE: run the two halves interleaved by hand
+    // through two raw sessions, then check the adapter maps 40001 to fail.
+    let (c1, conn1) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn1);
+    c1.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+        .await
+        .unwrap();
+    c1.query("SELECT val FROM txn0", &[]).await.unwrap();
+    c1.query("SELECT val FROM txn1", &[]).await.unwrap();
+    c1.query("SELECT val FROM txn2", &[]).await.unwrap();
+    // The adapter's transaction reads key 1000 and appends to key 2 (which
+    // the raw session read) …
+    let mut b = f.open(&node).await.unwrap();
+    b.invoke(&[read(1000), append(2, 2)]).await.unwrap();
+    // … so the raw session cannot also write key 1000 (read by the other).
+    let t = db_adapters::sql::TxnTables::default().table_of(1000);
+    let r = c1
+        .execute(
+            &format!("INSERT INTO txn{t} (id, val) VALUES (1000, '1')"),
+            &[],
+        )
+        .await
+        .and(c1.batch_execute("COMMIT").await.map(|_| 0));
+    let e = r.expect_err("write skew must abort one side");
+    assert_eq!(e.code().map(|c| c.code()), Some("40001"));
+    let classified = db_adapters::sql::classify_pg(&e, db_adapters::sql::TxnPhase::Commit);
+    assert_eq!(classified.kind, ErrorKind::Definite);
+
+    // Kill the postmaster: ops now end in definite or indefinite errors,
+    // never hang, and the client does not panic.
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    let mut saw_error = false;
+    for i in 0..5 {
+        let r = tokio::time::timeout(Duration::from_secs(10), a.invoke(&[append(1, 100 + i)]))
+            .await
+            .expect("no hang after the server died");
+        if r.is_err() {
+            saw_error = true;
+        }
+    }
+    assert!(saw_error, "ops against a dead server must fail");
+    cluster.stop().await.unwrap();
+    assert!(
+        dir.path().join("postgresql.log").exists(),
+        "server log kept"
+    );
+    assert!(!dir.path().join("postgres").exists(), "link removed");
+}
+
+#[tokio::test]
+async fn unreachable_server_is_a_definite_setup_error() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres?connect_timeout=2");
+    let f = PgFactory::new(&url, Isolation::Serializable, DataModel::ListAppend).unwrap();
+    let e = f.setup(&Node::local()).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Definite);
+    assert!(e.message.contains("connect"), "{}", e.message);
+}
+
+#[test]
+fn bad_urls_are_rejected() {
+    let e = PgFactory::new(
+        "postgres://[::1",
+        Isolation::Serializable,
+        DataModel::ListAppend,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("invalid PostgreSQL URL"), "{e}");
+}
