@@ -5,6 +5,8 @@
 
 mod exit;
 mod history_cmd;
+mod report;
+mod serve;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -33,6 +35,8 @@ enum Command {
     /// Inspect and convert history files.
     #[command(subcommand)]
     History(history_cmd::HistoryCommand),
+    /// Browse stored runs in a web browser (read-only).
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::History(cmd) => history_cmd::run(cmd),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(code) => exit::code(code),

@@ -1,0 +1,71 @@
+//! Reports written into a run directory after checking: `timeline.html`,
+//! latency and rate plots (PNG + SVG), and the checker's output for
+//! Jepsen/Elle tools (`results.edn`, `history.edn`, `elle/`).
+//!
+//! Key decision: everything is derived from the `History` and the
+//! `CheckResult` alone (no database, no network), so `harness analyze` can
+//! regenerate any run's reports from its stored files.
+
+pub mod plots;
+pub mod spans;
+pub mod timeline;
+
+#[cfg(test)]
+mod tests;
+
+use anyhow::Context;
+use std::fs;
+use std::path::Path;
+use store::History;
+
+/// Escapes text for HTML element content and attribute values.
+pub fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The test name from `test.json` (loosely), else the directory names.
+pub fn run_title(run_dir: &Path) -> String {
+    let from_json = fs::read(run_dir.join("test.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| {
+            ["test_name", "name"]
+                .iter()
+                .find_map(|k| v.get(k).and_then(|x| x.as_str()).map(str::to_string))
+        });
+    let dirs: Vec<String> = run_dir
+        .components()
+        .rev()
+        .take(2)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    match from_json {
+        Some(name) => format!("{name} {}", dirs.first().cloned().unwrap_or_default()),
+        None => dirs.into_iter().rev().collect::<Vec<_>>().join("/"),
+    }
+}
+
+/// Writes `timeline.html` and the plots (`latency-raw`, `latency-quantiles`,
+/// `rate`, each `.png` and `.svg`) into `run_dir`.
+///
+/// # Errors
+/// When a file cannot be written.
+pub fn write_perf_reports(run_dir: &Path, history: &History) -> anyhow::Result<()> {
+    let extract = spans::extract(history);
+    let html = timeline::render(history, &extract, &run_title(run_dir));
+    let path = run_dir.join("timeline.html");
+    fs::write(&path, html).with_context(|| format!("writing {}", path.display()))?;
+    plots::write_all(run_dir, &extract)?;
+    Ok(())
+}

@@ -1,0 +1,435 @@
+//! Performance plots, each as PNG and SVG: `latency-raw` (latency of every
+//! op over time, by outcome), `latency-quantiles` (ok latency quantiles per
+//! time bucket) and `rate` (throughput per time bucket, by outcome). Fault
+//! windows are shaded in all of them.
+//!
+//! Key decision: plotters without its system font stack (no fontconfig or
+//! freetype): text is drawn with ab_glyph from DejaVu Sans bundled in
+//! `assets/fonts/` and registered once as "sans-serif". SVGs cap the number
+//! of scatter points (evenly sampled) so they stay small at 100k ops.
+
+use super::spans::{Extract, FaultKind, Outcome, Span};
+use anyhow::{Context, anyhow};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// Width and height of every plot, in pixels.
+pub const PLOT_SIZE: (u32, u32) = (1000, 480);
+/// Scatter points drawn in an SVG at most (PNGs draw all of them).
+const SVG_MAX_POINTS: usize = 20_000;
+/// Time buckets of the quantile and rate plots.
+const BUCKETS: usize = 60;
+
+static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+static FONT_REGISTERED: OnceLock<bool> = OnceLock::new();
+
+fn register_font() -> anyhow::Result<()> {
+    let ok = *FONT_REGISTERED.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(anyhow!("the bundled DejaVu Sans font could not be loaded"))
+    }
+}
+
+fn outcome_color(o: Outcome) -> RGBColor {
+    match o {
+        Outcome::Ok => RGBColor(60, 160, 60),
+        Outcome::Fail => RGBColor(214, 60, 50),
+        Outcome::Info => RGBColor(235, 150, 20),
+    }
+}
+
+fn fault_color(k: FaultKind) -> RGBColor {
+    let (r, g, b) = k.rgb();
+    RGBColor(r, g, b)
+}
+
+/// Which plot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlotKind {
+    /// Latency of every op against its start time, by outcome.
+    LatencyRaw,
+    /// Quantiles of ok latency per time bucket.
+    LatencyQuantiles,
+    /// Operations per second per time bucket, by outcome.
+    Rate,
+}
+
+impl PlotKind {
+    /// All plots.
+    pub const ALL: [PlotKind; 3] = [
+        PlotKind::LatencyRaw,
+        PlotKind::LatencyQuantiles,
+        PlotKind::Rate,
+    ];
+
+    /// The file stem (`latency-raw`, …).
+    pub fn stem(self) -> &'static str {
+        match self {
+            PlotKind::LatencyRaw => "latency-raw",
+            PlotKind::LatencyQuantiles => "latency-quantiles",
+            PlotKind::Rate => "rate",
+        }
+    }
+}
+
+/// Client spans in seconds (or op positions when times are synthetic).
+struct Series<'a> {
+    spans: Vec<&'a Span>,
+    windows: Vec<(FaultKind, f64, f64)>,
+    t_end: f64,
+    scale: f64,
+    x_label: &'static str,
+}
+
+impl<'a> Series<'a> {
+    fn new(extract: &'a Extract) -> Series<'a> {
+        let scale = if extract.synthetic_time { 1.0 } else { 1e9 };
+        let t0 = extract.t_min_ns;
+        let spans: Vec<&Span> = extract
+            .spans
+            .iter()
+            .filter(|s| s.process != Some(store::Process::Nemesis))
+            .collect();
+        let windows = extract
+            .windows
+            .iter()
+            .map(|w| {
+                (
+                    w.kind,
+                    (w.start_ns - t0) as f64 / scale,
+                    (w.end_ns - t0) as f64 / scale,
+                )
+            })
+            .collect();
+        let t_end = ((extract.t_max_ns - t0) as f64 / scale).max(1e-9);
+        Series {
+            spans,
+            windows,
+            t_end,
+            scale,
+            x_label: if extract.synthetic_time {
+                "op position"
+            } else {
+                "time (s)"
+            },
+        }
+    }
+
+    fn x(&self, s: &Span, t0: i64) -> f64 {
+        (s.start_ns - t0) as f64 / self.scale
+    }
+
+    /// Latency in ms (op positions when synthetic).
+    fn latency(&self, s: &Span) -> f64 {
+        if self.scale == 1.0 {
+            s.latency_ns() as f64
+        } else {
+            s.latency_ns() as f64 / 1e6
+        }
+    }
+
+    fn y_label(&self) -> &'static str {
+        if self.scale == 1.0 {
+            "latency (ops)"
+        } else {
+            "latency (ms)"
+        }
+    }
+}
+
+/// Writes `<stem>.png` and `<stem>.svg` of every plot into `dir`.
+///
+/// # Errors
+/// When the font cannot be loaded or a file cannot be written.
+pub fn write_all(dir: &Path, extract: &Extract) -> anyhow::Result<()> {
+    register_font()?;
+    for kind in PlotKind::ALL {
+        let png = dir.join(format!("{}.png", kind.stem()));
+        draw(
+            BitMapBackend::new(&png, PLOT_SIZE).into_drawing_area(),
+            kind,
+            extract,
+            usize::MAX,
+        )
+        .with_context(|| format!("drawing {}", png.display()))?;
+        let svg = dir.join(format!("{}.svg", kind.stem()));
+        draw(
+            SVGBackend::new(&svg, PLOT_SIZE).into_drawing_area(),
+            kind,
+            extract,
+            SVG_MAX_POINTS,
+        )
+        .with_context(|| format!("drawing {}", svg.display()))?;
+    }
+    Ok(())
+}
+
+/// Renders one plot as an SVG string (for tests and the web UI).
+///
+/// # Errors
+/// When the font cannot be loaded or drawing fails.
+pub fn svg_string(kind: PlotKind, extract: &Extract) -> anyhow::Result<String> {
+    register_font()?;
+    let mut out = String::new();
+    draw(
+        SVGBackend::with_string(&mut out, PLOT_SIZE).into_drawing_area(),
+        kind,
+        extract,
+        SVG_MAX_POINTS,
+    )?;
+    Ok(out)
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    kind: PlotKind,
+    extract: &Extract,
+    max_points: usize,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let series = Series::new(extract);
+    let r = match kind {
+        PlotKind::LatencyRaw => latency_raw(&root, &series, extract.t_min_ns, max_points),
+        PlotKind::LatencyQuantiles => latency_quantiles(&root, &series, extract.t_min_ns),
+        PlotKind::Rate => rate(&root, &series, extract.t_min_ns),
+    };
+    r.map_err(|e| anyhow!("{e}"))?;
+    root.present().map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}
+
+type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+/// Shades fault windows over `[y0, y1]`, labelling the first window of each kind.
+fn shade<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    series: &Series<'_>,
+    y0: f64,
+    y1: f64,
+) -> DrawResult<DB> {
+    let mut labelled: Vec<FaultKind> = Vec::new();
+    for &(k, a, b) in &series.windows {
+        let color = fault_color(k);
+        let rect = Rectangle::new([(a, y0), (b.max(a), y1)], color.mix(0.22).filled());
+        let anno = chart.draw_series(std::iter::once(rect))?;
+        if !labelled.contains(&k) {
+            labelled.push(k);
+            anno.label(k.name()).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.mix(0.4).filled())
+            });
+        }
+    }
+    Ok(())
+}
+
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> DrawResult<DB> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 14))
+        .draw()
+}
+
+fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for v in values {
+        let v = v.max(1e-3);
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return (0.1, 10.0);
+    }
+    (lo / 1.5, (hi * 1.5).max(lo * 10.0))
+}
+
+fn latency_raw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    series: &Series<'_>,
+    t0: i64,
+    max_points: usize,
+) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let (ylo, yhi) = log_range(series.spans.iter().map(|s| series.latency(s)));
+    let sampled = series.spans.len() > max_points;
+    let title = if sampled {
+        format!(
+            "latency (every op, {max_points} of {} shown)",
+            series.spans.len()
+        )
+    } else {
+        "latency (every op)".to_string()
+    };
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..series.t_end, (ylo..yhi).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc(series.x_label)
+        .y_desc(series.y_label())
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 15))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    shade(&mut chart, series, ylo, yhi)?;
+    let step = series.spans.len().div_ceil(max_points.max(1)).max(1);
+    for o in Outcome::ALL {
+        let color = outcome_color(o);
+        let points = series
+            .spans
+            .iter()
+            .step_by(step)
+            .filter(|s| s.outcome == o)
+            .map(|s| {
+                Circle::new(
+                    (series.x(s, t0), series.latency(s).max(1e-3)),
+                    2,
+                    color.mix(0.7).filled(),
+                )
+            });
+        chart
+            .draw_series(points)?
+            .label(o.name())
+            .legend(move |(x, y)| Circle::new((x + 6, y), 4, color.filled()));
+    }
+    legend(&mut chart)
+}
+
+/// Per bucket: (bucket centre, spans in it).
+fn buckets<'a>(series: &Series<'a>, t0: i64) -> (f64, Vec<(f64, Vec<&'a Span>)>) {
+    let width = series.t_end / BUCKETS as f64;
+    let mut out: Vec<(f64, Vec<&Span>)> = (0..BUCKETS)
+        .map(|b| ((b as f64 + 0.5) * width, Vec::new()))
+        .collect();
+    for s in &series.spans {
+        let b = ((series.x(s, t0) / width) as usize).min(BUCKETS - 1);
+        out[b].1.push(s);
+    }
+    (width, out)
+}
+
+fn latency_quantiles<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    series: &Series<'_>,
+    t0: i64,
+) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    const QUANTILES: [(f64, &str, RGBColor); 4] = [
+        (0.5, "p50", RGBColor(40, 110, 200)),
+        (0.95, "p95", RGBColor(60, 160, 60)),
+        (0.99, "p99", RGBColor(235, 150, 20)),
+        (1.0, "max", RGBColor(214, 60, 50)),
+    ];
+    let (_, bs) = buckets(series, t0);
+    // Quantiles of ok ops per bucket.
+    let mut lines: Vec<Vec<(f64, f64)>> = vec![Vec::new(); QUANTILES.len()];
+    for (mid, spans) in &bs {
+        let mut lat: Vec<f64> = spans
+            .iter()
+            .filter(|s| s.outcome == Outcome::Ok)
+            .map(|s| series.latency(s).max(1e-3))
+            .collect();
+        if lat.is_empty() {
+            continue;
+        }
+        lat.sort_by(f64::total_cmp);
+        for (qi, (q, _, _)) in QUANTILES.iter().enumerate() {
+            let idx = ((lat.len() - 1) as f64 * q).round() as usize;
+            lines[qi].push((*mid, lat[idx.min(lat.len() - 1)]));
+        }
+    }
+    let (ylo, yhi) = log_range(lines.iter().flatten().map(|p| p.1));
+    let mut chart = ChartBuilder::on(root)
+        .caption("latency quantiles (ok ops)", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..series.t_end, (ylo..yhi).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc(series.x_label)
+        .y_desc(series.y_label())
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 15))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    shade(&mut chart, series, ylo, yhi)?;
+    for ((_, name, color), line) in QUANTILES.iter().zip(lines) {
+        let color = *color;
+        chart
+            .draw_series(LineSeries::new(line, color.stroke_width(2)))?
+            .label(*name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+            });
+    }
+    legend(&mut chart)
+}
+
+fn rate<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    series: &Series<'_>,
+    t0: i64,
+) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let (width, bs) = buckets(series, t0);
+    let mut lines: Vec<Vec<(f64, f64)>> = vec![Vec::new(); Outcome::ALL.len()];
+    for (mid, spans) in &bs {
+        for (oi, o) in Outcome::ALL.iter().enumerate() {
+            let n = spans.iter().filter(|s| s.outcome == *o).count();
+            lines[oi].push((*mid, n as f64 / width));
+        }
+    }
+    let ymax = lines
+        .iter()
+        .flatten()
+        .map(|p| p.1)
+        .fold(0.0f64, f64::max)
+        .max(1.0)
+        * 1.15;
+    let y_desc = if series.scale == 1.0 {
+        "ops per op position"
+    } else {
+        "throughput (ops/s)"
+    };
+    let mut chart = ChartBuilder::on(root)
+        .caption("throughput by outcome", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..series.t_end, 0f64..ymax)?;
+    chart
+        .configure_mesh()
+        .x_desc(series.x_label)
+        .y_desc(y_desc)
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 15))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    shade(&mut chart, series, 0.0, ymax)?;
+    for (o, line) in Outcome::ALL.iter().zip(lines) {
+        let color = outcome_color(*o);
+        chart
+            .draw_series(LineSeries::new(line, color.stroke_width(2)))?
+            .label(o.name())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+            });
+    }
+    legend(&mut chart)
+}

@@ -1,0 +1,340 @@
+//! What the timeline and the plots draw, extracted once from a `History`:
+//! one [`Span`] per operation (invocation → completion) and one
+//! [`FaultWindow`] per nemesis fault (start → stop).
+//!
+//! Key decision: histories from other tools may lack `time`; then every op
+//! gets its position as its time (one "tick" per op) and `synthetic_time` is
+//! set, so the pictures still show order and overlap instead of failing.
+
+use store::{F, History, OpType, OpValue, Process};
+
+/// How an operation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// Definitely happened.
+    Ok,
+    /// Definitely did not happen.
+    Fail,
+    /// Unknown (timeout, connection lost, or never completed).
+    Info,
+}
+
+impl Outcome {
+    /// The history spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Fail => "fail",
+            Outcome::Info => "info",
+        }
+    }
+
+    /// All outcomes, in drawing order.
+    pub const ALL: [Outcome; 3] = [Outcome::Ok, Outcome::Fail, Outcome::Info];
+}
+
+/// One operation from invocation to completion.
+#[derive(Clone, Debug)]
+pub struct Span {
+    /// Position of the invocation (or of a completion-only op) in the history.
+    pub invoke_pos: usize,
+    /// Position of the completion, if any.
+    pub complete_pos: Option<usize>,
+    /// The process (`None` when the history did not say).
+    pub process: Option<Process>,
+    /// Start time, ns since the test start (or synthetic).
+    pub start_ns: i64,
+    /// End time; for an op that never completed, the end of the history.
+    pub end_ns: i64,
+    /// How it ended; an invocation that never completed counts as `info`.
+    pub outcome: Outcome,
+    /// Whether the op never completed.
+    pub pending: bool,
+}
+
+impl Span {
+    /// Latency in nanoseconds.
+    pub fn latency_ns(&self) -> i64 {
+        (self.end_ns - self.start_ns).max(0)
+    }
+}
+
+/// The kind of a fault, from the nemesis op's `f`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FaultKind {
+    /// `start-partition` … `stop-partition`.
+    Partition,
+    /// `kill` … `start`.
+    Kill,
+    /// `pause` … `resume`.
+    Pause,
+    /// `start-clock` … `stop-clock`.
+    Clock,
+    /// `start-loss` … `stop-loss`.
+    Loss,
+}
+
+impl FaultKind {
+    /// A short label.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Partition => "partition",
+            FaultKind::Kill => "kill",
+            FaultKind::Pause => "pause",
+            FaultKind::Clock => "clock",
+            FaultKind::Loss => "loss",
+        }
+    }
+
+    /// Shading colour (RGB) used by the timeline and the plots alike.
+    pub fn rgb(self) -> (u8, u8, u8) {
+        match self {
+            FaultKind::Partition => (120, 120, 220),
+            FaultKind::Kill => (220, 110, 110),
+            FaultKind::Pause => (220, 180, 80),
+            FaultKind::Clock => (110, 190, 190),
+            FaultKind::Loss => (170, 110, 200),
+        }
+    }
+
+    /// `Some((kind, true))` for a fault start, `Some((kind, false))` for its stop.
+    fn classify(f: &F) -> Option<(FaultKind, bool)> {
+        Some(match f {
+            F::StartPartition => (FaultKind::Partition, true),
+            F::StopPartition => (FaultKind::Partition, false),
+            F::Kill => (FaultKind::Kill, true),
+            F::Start => (FaultKind::Kill, false),
+            F::Pause => (FaultKind::Pause, true),
+            F::Resume => (FaultKind::Pause, false),
+            F::StartClock => (FaultKind::Clock, true),
+            F::StopClock => (FaultKind::Clock, false),
+            F::StartLoss => (FaultKind::Loss, true),
+            F::StopLoss => (FaultKind::Loss, false),
+            _ => return None,
+        })
+    }
+}
+
+/// A period during which a fault was active.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultWindow {
+    /// What kind of fault.
+    pub kind: FaultKind,
+    /// When the fault began (its start op's invocation).
+    pub start_ns: i64,
+    /// When it was healed (its stop op's completion), or the end of the history.
+    pub end_ns: i64,
+    /// Whether a stop op closed it.
+    pub healed: bool,
+    /// The start op's value, compactly (e.g. the grudge).
+    pub detail: String,
+}
+
+/// Everything drawn, in history order.
+#[derive(Clone, Debug, Default)]
+pub struct Extract {
+    /// Client and nemesis operations (nemesis ops are spans too).
+    pub spans: Vec<Span>,
+    /// Fault windows.
+    pub windows: Vec<FaultWindow>,
+    /// First and last time in the history.
+    pub t_min_ns: i64,
+    /// Last time in the history.
+    pub t_max_ns: i64,
+    /// Times are op positions, not nanoseconds.
+    pub synthetic_time: bool,
+}
+
+/// The time of every op: its `time`, or its position when any op lacks one.
+fn op_times(history: &History) -> (Vec<i64>, bool) {
+    let ops = history.ops();
+    if ops.iter().all(|o| o.time_ns.is_some()) {
+        (ops.iter().map(|o| o.time_ns.unwrap_or(0)).collect(), false)
+    } else {
+        ((0..ops.len() as i64).collect(), true)
+    }
+}
+
+/// Extracts spans and fault windows from `history`.
+pub fn extract(history: &History) -> Extract {
+    let ops = history.ops();
+    let (times, synthetic_time) = op_times(history);
+    let t_min_ns = times.iter().copied().min().unwrap_or(0);
+    let t_max_ns = times.iter().copied().max().unwrap_or(0);
+    let mut spans = Vec::with_capacity(ops.len() / 2 + 1);
+    let mut windows: Vec<FaultWindow> = Vec::new();
+    // Index into `windows` of the open window per kind.
+    let mut open: Vec<(FaultKind, usize)> = Vec::new();
+    for (pos, op) in ops.iter().enumerate() {
+        let partner = history.partner(pos);
+        let is_start = op.op_type == OpType::Invoke || partner.is_none();
+        if !is_start {
+            continue;
+        }
+        let complete_pos = if op.op_type == OpType::Invoke {
+            partner
+        } else {
+            Some(pos)
+        };
+        let (end_ns, outcome, pending) = match complete_pos.map(|c| (c, &ops[c])) {
+            Some((c, comp)) => (
+                times[c],
+                match comp.op_type {
+                    OpType::Ok => Outcome::Ok,
+                    OpType::Fail => Outcome::Fail,
+                    _ => Outcome::Info,
+                },
+                false,
+            ),
+            None => (t_max_ns, Outcome::Info, true),
+        };
+        spans.push(Span {
+            invoke_pos: pos,
+            complete_pos,
+            process: op.process,
+            start_ns: times[pos],
+            end_ns: end_ns.max(times[pos]),
+            outcome,
+            pending,
+        });
+        if op.is_nemesis() {
+            let Some((kind, starts)) = op.f.as_ref().and_then(FaultKind::classify) else {
+                continue;
+            };
+            let slot = open.iter().position(|(k, _)| *k == kind);
+            match (starts, slot) {
+                (true, None) => {
+                    open.push((kind, windows.len()));
+                    windows.push(FaultWindow {
+                        kind,
+                        start_ns: times[pos],
+                        end_ns: t_max_ns,
+                        healed: false,
+                        detail: value_text(&op.value, 200),
+                    });
+                }
+                // A second start while one is open extends the open window.
+                (true, Some(_)) => {}
+                (false, Some(i)) => {
+                    let (_, w) = open.remove(i);
+                    windows[w].end_ns = end_ns.max(windows[w].start_ns);
+                    windows[w].healed = true;
+                }
+                (false, None) => {}
+            }
+        }
+    }
+    Extract {
+        spans,
+        windows,
+        t_min_ns,
+        t_max_ns,
+        synthetic_time,
+    }
+}
+
+/// An op's value as compact text (`[[append 3 7] [r 4 [1 7]]]`), cut at `max` chars.
+pub fn value_text(value: &OpValue, max: usize) -> String {
+    let mut s = String::new();
+    match value {
+        OpValue::Txn(mops) => {
+            s.push('[');
+            for (i, m) in mops.iter().enumerate() {
+                if i > 0 {
+                    s.push(' ');
+                }
+                if s.len() > max {
+                    break;
+                }
+                match m {
+                    store::MicroOp::Append(k, v) => s.push_str(&format!("[append {k} {v}]")),
+                    store::MicroOp::Write(k, v) => s.push_str(&format!("[w {k} {v}]")),
+                    store::MicroOp::Read(k, r) => {
+                        s.push_str(&format!("[r {k} "));
+                        match r {
+                            store::ReadValue::Nil => s.push_str("nil"),
+                            store::ReadValue::Scalar(v) => s.push_str(&v.to_string()),
+                            store::ReadValue::List(l) => {
+                                s.push('[');
+                                for (j, v) in l.iter().enumerate() {
+                                    if j > 0 {
+                                        s.push(' ');
+                                    }
+                                    if s.len() > max {
+                                        break;
+                                    }
+                                    s.push_str(&v.to_string());
+                                }
+                                s.push(']');
+                            }
+                        }
+                        s.push(']');
+                    }
+                }
+            }
+            s.push(']');
+        }
+        OpValue::Data(d) => data_text(d, &mut s, max),
+    }
+    truncate(s, max)
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}
+
+/// Compact EDN-ish text of a data tree.
+pub fn data_text(d: &store::Data, s: &mut String, max: usize) {
+    use store::Data;
+    if s.len() > max {
+        return;
+    }
+    match d {
+        Data::Nil => s.push_str("nil"),
+        Data::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
+        Data::Int(i) => s.push_str(&i.to_string()),
+        Data::Float(f) => s.push_str(&f.to_string()),
+        Data::Str(x) => s.push_str(&format!("{x:?}")),
+        Data::Keyword(k) => {
+            s.push(':');
+            s.push_str(k);
+        }
+        Data::Symbol(x) => s.push_str(x),
+        Data::Vec(v) | Data::Set(v) => {
+            s.push_str(if matches!(d, Data::Set(_)) { "#{" } else { "[" });
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    s.push(' ');
+                }
+                data_text(x, s, max);
+            }
+            s.push(if matches!(d, Data::Set(_)) { '}' } else { ']' });
+        }
+        Data::Map(m) => {
+            s.push('{');
+            for (i, (k, v)) in m.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(", ");
+                }
+                data_text(k, s, max);
+                s.push(' ');
+                data_text(v, s, max);
+            }
+            s.push('}');
+        }
+        Data::Tagged(t, inner) => {
+            s.push('#');
+            s.push_str(t);
+            s.push(' ');
+            data_text(inner, s, max);
+        }
+    }
+}

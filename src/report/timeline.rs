@@ -1,0 +1,351 @@
+//! `timeline.html`: one lane per process, each op a bar from invocation to
+//! completion coloured by outcome, fault windows shaded, details on hover.
+//!
+//! Key decision: the page is self-contained (inline CSS/JS, no network) and
+//! draws on a `<canvas>` from column-oriented JSON embedded in the page
+//! (start times and op indices delta-encoded, values cut to a length budget),
+//! so a 100k-op history stays a few MB and pans/zooms smoothly; only bars in
+//! view are drawn, found by binary search per lane.
+
+use super::spans::{Extract, Outcome, Span, value_text};
+use serde::Serialize;
+use store::{History, OpType, Process};
+
+/// Total bytes of op text the page may embed; per-op text is cut to fit.
+const VALUE_TEXT_BUDGET_BYTES: usize = 8_000_000;
+
+#[derive(Serialize)]
+struct TimelineData<'a> {
+    title: &'a str,
+    /// Whether times are op positions rather than nanoseconds.
+    synthetic: bool,
+    lanes: Vec<String>,
+    /// Lane index per span.
+    ln: Vec<u32>,
+    /// Start time per span (ns from the first op), delta-encoded.
+    s: Vec<i64>,
+    /// Duration per span (ns).
+    d: Vec<i64>,
+    /// Outcome per span: `o`k, `f`ail, `i`nfo, `p`ending (never completed).
+    o: String,
+    /// Invocation index per span, delta-encoded.
+    i: Vec<i64>,
+    /// Completion index per span, minus the invocation index (-1 when none).
+    c: Vec<i64>,
+    /// `f` per span, as an index into `fs`.
+    f: Vec<u32>,
+    fs: Vec<String>,
+    /// Op text per span (the completion's value when it has one).
+    v: Vec<String>,
+    /// Fault windows: `[kind, start, end, healed, detail]`.
+    w: Vec<(String, i64, i64, bool, String)>,
+}
+
+fn lane_name(p: Option<Process>) -> String {
+    match p {
+        Some(p) => p.to_string(),
+        None => "?".to_string(),
+    }
+}
+
+fn lane_order(p: Option<Process>) -> (u8, u64) {
+    match p {
+        Some(Process::Nemesis) => (0, 0),
+        Some(Process::Client(id)) => (1, id.0),
+        None => (2, 0),
+    }
+}
+
+/// Renders the timeline page for `history`.
+pub fn render(history: &History, extract: &Extract, title: &str) -> String {
+    let ops = history.ops();
+    let spans: &[Span] = &extract.spans;
+    let mut procs: Vec<Option<Process>> = spans.iter().map(|s| s.process).collect();
+    procs.sort_by_key(|p| lane_order(*p));
+    procs.dedup();
+    let lanes: Vec<String> = procs.iter().map(|p| lane_name(*p)).collect();
+    let value_max = (VALUE_TEXT_BUDGET_BYTES / spans.len().max(1)).clamp(40, 400);
+    let mut fs: Vec<String> = Vec::new();
+    let mut data = TimelineData {
+        title,
+        synthetic: extract.synthetic_time,
+        lanes,
+        ln: Vec::with_capacity(spans.len()),
+        s: Vec::with_capacity(spans.len()),
+        d: Vec::with_capacity(spans.len()),
+        o: String::with_capacity(spans.len()),
+        i: Vec::with_capacity(spans.len()),
+        c: Vec::with_capacity(spans.len()),
+        f: Vec::with_capacity(spans.len()),
+        fs: Vec::new(),
+        v: Vec::with_capacity(spans.len()),
+        w: Vec::new(),
+    };
+    let mut prev_start = 0i64;
+    let mut prev_index = 0i64;
+    for span in spans {
+        let lane = procs
+            .binary_search_by_key(&lane_order(span.process), |p| lane_order(*p))
+            .unwrap_or(0);
+        data.ln.push(lane as u32);
+        let start = span.start_ns - extract.t_min_ns;
+        data.s.push(start - prev_start);
+        prev_start = start;
+        data.d.push(span.latency_ns());
+        data.o.push(if span.pending {
+            'p'
+        } else {
+            match span.outcome {
+                Outcome::Ok => 'o',
+                Outcome::Fail => 'f',
+                Outcome::Info => 'i',
+            }
+        });
+        let inv = &ops[span.invoke_pos];
+        let index = inv.index.0 as i64;
+        data.i.push(index - prev_index);
+        prev_index = index;
+        let comp = span.complete_pos.map(|c| &ops[c]);
+        data.c.push(comp.map_or(-1, |c| c.index.0 as i64 - index));
+        let f = inv.f.as_ref().map_or("", |f| f.as_str());
+        let fi = match fs.iter().position(|x| x == f) {
+            Some(i) => i,
+            None => {
+                fs.push(f.to_string());
+                fs.len() - 1
+            }
+        };
+        data.f.push(fi as u32);
+        // An ok completion carries what was read; otherwise show what was asked.
+        let shown = match comp {
+            Some(c) if c.op_type == OpType::Ok => c,
+            _ => inv,
+        };
+        let mut text = value_text(&shown.value, value_max);
+        if let Some(err) = comp.and_then(|c| c.error.as_ref()) {
+            let mut e = String::new();
+            super::spans::data_text(err, &mut e, 80);
+            text.push_str(" error: ");
+            text.push_str(&e);
+        }
+        data.v.push(text);
+    }
+    data.fs = fs;
+    data.w = extract
+        .windows
+        .iter()
+        .map(|w| {
+            (
+                w.kind.name().to_string(),
+                w.start_ns - extract.t_min_ns,
+                w.end_ns - extract.t_min_ns,
+                w.healed,
+                w.detail.clone(),
+            )
+        })
+        .collect();
+    let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".to_string());
+    // `<` appears only inside JSON strings; escaping it keeps `</script>` out.
+    let json = json.replace('<', "\\u003c");
+    let mut html = String::with_capacity(json.len() + PAGE_HEAD.len() + PAGE_TAIL.len() + 256);
+    html.push_str(PAGE_HEAD);
+    html.push_str("<title>");
+    html.push_str(&super::html_escape(title));
+    html.push_str(" — timeline</title>\n</head>\n<body>\n<h1>");
+    html.push_str(&super::html_escape(title));
+    html.push_str("</h1>\n<script type=\"application/json\" id=\"data\">");
+    html.push_str(&json);
+    html.push_str("</script>\n");
+    html.push_str(PAGE_TAIL);
+    html
+}
+
+const PAGE_HEAD: &str = r##"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body { font: 13px system-ui, sans-serif; margin: 12px; color: #222; }
+h1 { font-size: 18px; margin: 0 0 6px 0; }
+#bar { display: flex; gap: 16px; align-items: center; flex-wrap: wrap; margin-bottom: 6px; }
+.key { display: inline-block; width: 12px; height: 12px; vertical-align: middle; margin-right: 3px; border: 1px solid #0003; }
+#wrap { position: relative; border: 1px solid #ccc; overflow-x: hidden; }
+canvas { display: block; cursor: crosshair; }
+#tip { position: fixed; pointer-events: none; background: #fffff4; border: 1px solid #888; padding: 5px 7px; max-width: 600px;
+  font: 12px ui-monospace, monospace; white-space: pre-wrap; word-break: break-all; display: none; box-shadow: 2px 2px 6px #0003; z-index: 5; }
+#errors { color: #b00; }
+button { font-size: 12px; }
+table.faults { border-collapse: collapse; margin-top: 10px; }
+table.faults td, table.faults th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
+</style>
+"##;
+
+const PAGE_TAIL: &str = r##"<div id="bar">
+  <span><span class="key" style="background:#5cb85c"></span>ok</span>
+  <span><span class="key" style="background:#e0534a"></span>fail</span>
+  <span><span class="key" style="background:#f0a830"></span>info</span>
+  <span><span class="key" style="background:#bbbbbb"></span>never completed</span>
+  <span id="faultkeys"></span>
+  <button id="reset">reset zoom</button>
+  <span>wheel: zoom · drag: pan</span>
+  <span id="status">loading…</span>
+</div>
+<div id="errors"></div>
+<div id="wrap"><canvas id="cv"></canvas></div>
+<div id="tip"></div>
+<div id="summary"></div>
+<script>
+"use strict";
+window.addEventListener("error", function (e) {
+  document.getElementById("errors").textContent += "error: " + e.message + "\n";
+});
+(function () {
+  const t0ms = performance.now();
+  const D = JSON.parse(document.getElementById("data").textContent);
+  const n = D.ln.length;
+  const S = new Float64Array(n), E = new Float64Array(n), I = new Float64Array(n);
+  let acc = 0, iacc = 0, tmax = 0;
+  for (let k = 0; k < n; k++) {
+    acc += D.s[k]; S[k] = acc; E[k] = acc + D.d[k]; iacc += D.i[k]; I[k] = iacc;
+    if (E[k] > tmax) tmax = E[k];
+  }
+  for (const w of D.w) if (w[2] > tmax) tmax = w[2];
+  if (tmax <= 0) tmax = 1;
+  const lanes = D.lanes.map(() => []);
+  for (let k = 0; k < n; k++) lanes[D.ln[k]].push(k);
+  const COLORS = { o: "#5cb85c", f: "#e0534a", i: "#f0a830", p: "#bbbbbb" };
+  const OUT = { o: "ok", f: "fail", i: "info", p: "never completed (info)" };
+  const FAULT = { partition: "120,120,220", kill: "220,110,110", pause: "220,180,80", clock: "110,190,190", loss: "170,110,200" };
+  const kinds = Array.from(new Set(D.w.map(w => w[0])));
+  document.getElementById("faultkeys").innerHTML = kinds.map(k =>
+    '<span><span class="key" style="background:rgba(' + FAULT[k] + ',0.35)"></span>' + k + '</span>').join(" ");
+  const cv = document.getElementById("cv"), wrap = document.getElementById("wrap"), tip = document.getElementById("tip");
+  const ctx = cv.getContext("2d");
+  const LABEL = 90, AXIS = 24;
+  const rowH = Math.max(3, Math.min(22, Math.floor(720 / Math.max(1, lanes.length))));
+  let v0 = 0, v1 = tmax * 1.01;
+  function unit(t) {
+    if (D.synthetic) return Math.round(t) + " op";
+    const span = v1 - v0;
+    if (span > 5e9) return (t / 1e9).toFixed(1) + " s";
+    if (span > 5e6) return (t / 1e6).toFixed(1) + " ms";
+    return (t / 1e3).toFixed(1) + " µs";
+  }
+  function dur(ns) {
+    if (D.synthetic) return ns + " op";
+    if (ns >= 1e9) return (ns / 1e9).toFixed(3) + " s";
+    if (ns >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
+    return (ns / 1e3).toFixed(1) + " µs";
+  }
+  function size() {
+    const dpr = window.devicePixelRatio || 1;
+    const w = wrap.clientWidth, h = AXIS + lanes.length * rowH + 4;
+    cv.width = w * dpr; cv.height = h * dpr; cv.style.width = w + "px"; cv.style.height = h + "px";
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  }
+  function plotW() { return cv.clientWidth - LABEL - 4; }
+  function x(t) { return LABEL + (t - v0) / (v1 - v0) * plotW(); }
+  function tAt(px) { return v0 + (px - LABEL) / plotW() * (v1 - v0); }
+  // First index in lane list `L` whose end >= t (ends increase along a lane).
+  function firstEnding(L, t) {
+    let lo = 0, hi = L.length;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (E[L[m]] < t) lo = m + 1; else hi = m; }
+    return lo;
+  }
+  function draw() {
+    const W = cv.clientWidth, H = cv.clientHeight;
+    ctx.clearRect(0, 0, W, H);
+    ctx.font = "11px sans-serif";
+    for (const w of D.w) {
+      const a = Math.max(LABEL, x(w[1])), b = Math.min(W, x(w[2]));
+      if (b < LABEL || a > W) continue;
+      ctx.fillStyle = "rgba(" + FAULT[w[0]] + ",0.22)";
+      ctx.fillRect(a, AXIS, Math.max(1, b - a), H - AXIS);
+      ctx.fillStyle = "rgba(" + FAULT[w[0]] + ",0.9)";
+      ctx.fillText(w[0], a + 2, AXIS + 10);
+    }
+    ctx.strokeStyle = "#999"; ctx.fillStyle = "#333";
+    const ticks = 8;
+    for (let k = 0; k <= ticks; k++) {
+      const t = v0 + (v1 - v0) * k / ticks, px = x(t);
+      ctx.fillRect(px, AXIS - 5, 1, 5);
+      ctx.fillText(unit(t), Math.min(px + 2, W - 60), 12);
+    }
+    for (let l = 0; l < lanes.length; l++) {
+      const y = AXIS + l * rowH;
+      if (l % 2 === 0) { ctx.fillStyle = "rgba(0,0,0,0.03)"; ctx.fillRect(LABEL, y, W - LABEL, rowH); }
+      if (rowH >= 9) { ctx.fillStyle = "#333"; ctx.fillText(D.lanes[l], 4, y + rowH - 3); }
+      const L = lanes[l];
+      const pad = rowH >= 6 ? 1 : 0;
+      for (let j = firstEnding(L, v0); j < L.length; j++) {
+        const k = L[j];
+        if (S[k] > v1) break;
+        const a = Math.max(LABEL, x(S[k])), b = x(E[k]);
+        ctx.fillStyle = COLORS[D.o[k]];
+        ctx.fillRect(a, y + pad, Math.max(1, b - a), rowH - 2 * pad);
+      }
+    }
+  }
+  function spanAt(px, py) {
+    const l = Math.floor((py - AXIS) / rowH);
+    if (l < 0 || l >= lanes.length || px < LABEL) return -1;
+    const L = lanes[l], t = tAt(px), slack = 3 / plotW() * (v1 - v0);
+    let j = firstEnding(L, t - slack);
+    if (j < L.length && S[L[j]] <= t + slack) return L[j];
+    return -1;
+  }
+  cv.addEventListener("mousemove", function (ev) {
+    const r = cv.getBoundingClientRect();
+    if (drag) {
+      const dt = (ev.clientX - drag.x) / plotW() * (drag.v1 - drag.v0);
+      v0 = drag.v0 - dt; v1 = drag.v1 - dt; draw(); tip.style.display = "none"; return;
+    }
+    const k = spanAt(ev.clientX - r.left, ev.clientY - r.top);
+    if (k < 0) { tip.style.display = "none"; return; }
+    const c = D.c[k] >= 0 ? I[k] + D.c[k] : null;
+    tip.textContent = "process " + D.lanes[D.ln[k]] + "  f " + D.fs[D.f[k]] + "  " + OUT[D.o[k]] +
+      "\nindex " + I[k] + (c === null ? "" : " → " + c) +
+      "\nstart " + unit(S[k]) + "  latency " + dur(D.d[k]) +
+      "\n" + D.v[k];
+    tip.style.display = "block";
+    tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 420) + "px";
+    tip.style.top = (ev.clientY + 14) + "px";
+  });
+  cv.addEventListener("mouseleave", function () { tip.style.display = "none"; drag = null; });
+  let drag = null;
+  cv.addEventListener("mousedown", function (ev) { drag = { x: ev.clientX, v0: v0, v1: v1 }; });
+  window.addEventListener("mouseup", function () { drag = null; });
+  cv.addEventListener("wheel", function (ev) {
+    ev.preventDefault();
+    const r = cv.getBoundingClientRect(), t = tAt(ev.clientX - r.left);
+    const f = ev.deltaY > 0 ? 1.25 : 0.8;
+    const nv0 = t - (t - v0) * f, nv1 = t + (v1 - t) * f;
+    if (nv1 - nv0 < 1) return;
+    v0 = nv0; v1 = nv1; draw();
+  }, { passive: false });
+  document.getElementById("reset").addEventListener("click", function () { v0 = 0; v1 = tmax * 1.01; draw(); });
+  window.addEventListener("resize", function () { size(); draw(); });
+  const counts = { o: 0, f: 0, i: 0, p: 0 };
+  for (let k = 0; k < n; k++) counts[D.o[k]]++;
+  let html = "<p>" + n + " ops on " + lanes.length + " lanes: " + counts.o + " ok, " + counts.f + " fail, " +
+    counts.i + " info, " + counts.p + " never completed.</p>";
+  if (D.w.length) {
+    html += '<table class="faults"><tr><th>fault</th><th>from</th><th>to</th><th>detail</th></tr>';
+    for (const w of D.w) {
+      const tr = document.createElement("tr");
+      for (const cell of [w[0], unit(w[1]), w[3] ? unit(w[2]) : "not healed", w[4]]) {
+        const td = document.createElement("td"); td.textContent = cell; tr.appendChild(td);
+      }
+      html += tr.outerHTML;
+    }
+    html += "</table>";
+  }
+  document.getElementById("summary").innerHTML = html;
+  size(); draw();
+  document.getElementById("status").textContent = "rendered " + n + " ops in " + Math.round(performance.now() - t0ms) + " ms";
+})();
+</script>
+</body>
+</html>
+"##;
