@@ -1,0 +1,103 @@
+//! Process (session) and real-time edges (elle.md §2.5).
+//!
+//! Real-time edges are a transitive reduction computed in one pass over the
+//! history, keeping a buffer of committed transactions not yet implied by a
+//! later one: O(history length × concurrency).
+
+use crate::explain::Step;
+use crate::graph::EdgeList;
+use crate::rels::{Rel, Rels};
+use crate::txn::{Status, Txns};
+use store::History;
+
+const NO: u32 = u32::MAX;
+
+/// Process edges: between consecutive committed transactions of each process.
+pub fn process_edges(txns: &Txns<'_>) -> EdgeList {
+    let mut last: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
+    let mut el = EdgeList::default();
+    let mut by_pos: Vec<u32> = (0..txns.len() as u32).collect();
+    by_pos.sort_unstable_by_key(|&t| txns.txns[t as usize].pos);
+    for t in by_pos {
+        let tx = &txns.txns[t as usize];
+        if tx.status != Status::Ok {
+            continue;
+        }
+        let Some(p) = tx.process else { continue };
+        if let Some(prev) = last.insert(p, t) {
+            el.add(prev, t, Rels::PROCESS);
+        }
+    }
+    el
+}
+
+/// Events of the history in order: (position, txn, is_invocation).
+pub(crate) fn events(txns: &Txns<'_>, history_len: usize) -> Vec<(u32, bool)> {
+    // Slot per history position: txn id and whether it is its invocation.
+    let mut slot: Vec<(u32, bool)> = vec![(NO, false); history_len];
+    for (t, tx) in txns.txns.iter().enumerate() {
+        slot[tx.inv as usize] = (t as u32, true);
+        if tx.pos != tx.inv {
+            slot[tx.pos as usize] = (t as u32, false);
+        }
+    }
+    slot
+}
+
+/// Real-time edges (transitive reduction): `a → b` when `a` committed before
+/// `b` was invoked. Only committed transactions are sources; any transaction
+/// can be a target (aborted ones are skipped: they have no other edges).
+pub fn realtime_edges(txns: &Txns<'_>, history: &History) -> EdgeList {
+    let slot = events(txns, history.len());
+    let mut el = EdgeList::default();
+    // Buffer of (insertion sequence, txn). An entry present when a txn was
+    // invoked got an edge into it, so it is implied once that txn commits.
+    let mut buffer: Vec<(u32, u32)> = Vec::new();
+    let mut inv_seq: Vec<u32> = vec![0; txns.len()];
+    for (pos, &(t, is_inv)) in slot.iter().enumerate() {
+        if t == NO {
+            continue;
+        }
+        let seq = pos as u32;
+        let tx = &txns.txns[t as usize];
+        if is_inv {
+            if tx.status != Status::Fail {
+                for &(_, b) in &buffer {
+                    el.add(b, t, Rels::REALTIME);
+                }
+            }
+            inv_seq[t as usize] = seq;
+            if tx.pos as usize != pos {
+                continue;
+            }
+        }
+        if tx.status == Status::Ok {
+            let s = inv_seq[t as usize];
+            buffer.retain(|&(ins, _)| ins >= s);
+            buffer.push((seq, t));
+        }
+    }
+    el
+}
+
+/// Explains a process or realtime step.
+pub fn explain(txns: &Txns<'_>, history: &History, a: u32, b: u32, rel: Rel) -> Option<Step> {
+    let ta = &txns.txns[a as usize];
+    let tb = &txns.txns[b as usize];
+    let ops = history.ops();
+    let mut s = Step::bare(rel, ops[ta.pos as usize].index, ops[tb.pos as usize].index);
+    match rel {
+        Rel::Process => s.process = ta.process,
+        Rel::Realtime => {
+            let ac = &ops[ta.pos as usize];
+            let bi = &ops[tb.inv as usize];
+            s.realtime = Some((ac.index, bi.index));
+            s.dt_ns = match (ac.time_ns, bi.time_ns) {
+                (Some(x), Some(y)) => Some(y - x),
+                _ => None,
+            };
+        }
+        _ => return None,
+    }
+    Some(s)
+}

@@ -1,0 +1,188 @@
+//! Preprocessing: the client transactions of a history with their commit
+//! state (committed `ok`, aborted `fail`, indeterminate `info` — including
+//! invocations that never completed), and dense integer ids for keys.
+//!
+//! Key decision: everything downstream works on dense `u32` ids (transaction
+//! = position in [`Txns::txns`], key = interned id) so hot loops index `Vec`s
+//! instead of hashing.
+
+use rustc_hash::FxHashMap;
+use store::{Atom, F, History, MicroOp, Op, OpIndex, OpType, OpValue, Process};
+
+/// Commit state of an observed transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Definitely committed.
+    Ok,
+    /// Definitely aborted.
+    Fail,
+    /// Unknown (timeout, crash, never completed).
+    Info,
+}
+
+/// One client transaction.
+#[derive(Clone, Debug)]
+pub struct Txn<'h> {
+    /// Commit state.
+    pub status: Status,
+    /// Position (in `History::ops`) of the completion, or of the invocation
+    /// if it never completed. This op stands for the transaction.
+    pub pos: u32,
+    /// Position of the invocation (equal to `pos` for completion-only histories).
+    pub inv: u32,
+    /// The client process, if known.
+    pub process: Option<u64>,
+    /// The micro-ops (the completion's, or the invocation's when the
+    /// completion carries none).
+    pub mops: &'h [MicroOp],
+    /// Start of this transaction's entries in [`Txns::mop_keys`].
+    pub mop_start: u32,
+}
+
+/// The transactions of a history plus interned keys.
+#[derive(Debug, Default)]
+pub struct Txns<'h> {
+    /// Client transactions in order of their representative op.
+    pub txns: Vec<Txn<'h>>,
+    /// Interned key id of every micro-op, flattened (see [`Txn::mop_start`]).
+    pub mop_keys: Vec<u32>,
+    /// Key id → the key.
+    pub keys: Vec<&'h Atom>,
+    /// Oddities noticed (ops skipped and why).
+    pub warnings: Vec<String>,
+}
+
+impl<'h> Txns<'h> {
+    /// Extracts the client transactions of `history`.
+    pub fn new(history: &'h History) -> Txns<'h> {
+        let ops = history.ops();
+        let mut out = Txns::default();
+        let mut key_ids: FxHashMap<&'h Atom, u32> = FxHashMap::default();
+        for (pos, op) in ops.iter().enumerate() {
+            if !is_client_txn(op) {
+                continue;
+            }
+            let (status, inv) = match op.op_type {
+                OpType::Ok => (Status::Ok, history.partner(pos).unwrap_or(pos)),
+                OpType::Fail => (Status::Fail, history.partner(pos).unwrap_or(pos)),
+                OpType::Info => (Status::Info, history.partner(pos).unwrap_or(pos)),
+                OpType::Invoke => {
+                    if history.partner(pos).is_some() {
+                        continue;
+                    }
+                    (Status::Info, pos)
+                }
+            };
+            let mops: &'h [MicroOp] = match (&op.value, &ops[inv].value) {
+                (OpValue::Txn(m), _) if op.op_type != OpType::Info || !m.is_empty() => m,
+                (_, OpValue::Txn(m)) => m,
+                (OpValue::Txn(m), _) => m,
+                _ => {
+                    out.warnings.push(format!(
+                        "op {}: a transaction completion without micro-ops; ignored",
+                        op.index
+                    ));
+                    continue;
+                }
+            };
+            let process = match op.process {
+                Some(Process::Client(p)) => Some(p.0),
+                _ => None,
+            };
+            let mop_start = out.mop_keys.len() as u32;
+            for m in mops {
+                let k = &m.key().0;
+                let next = key_ids.len() as u32;
+                let id = *key_ids.entry(k).or_insert(next);
+                if id == next {
+                    out.keys.push(k);
+                }
+                out.mop_keys.push(id);
+            }
+            out.txns.push(Txn {
+                status,
+                pos: pos as u32,
+                inv: inv as u32,
+                process,
+                mops,
+                mop_start,
+            });
+        }
+        out
+    }
+
+    /// Key id of micro-op `i` of transaction `t`.
+    #[inline]
+    pub fn key_of(&self, t: u32, i: usize) -> u32 {
+        self.mop_keys[self.txns[t as usize].mop_start as usize + i]
+    }
+
+    /// The op that stands for transaction `t`.
+    pub fn op<'a>(&self, history: &'a History, t: u32) -> &'a Op {
+        &history.ops()[self.txns[t as usize].pos as usize]
+    }
+
+    /// The op index that stands for transaction `t`.
+    pub fn op_index(&self, history: &History, t: u32) -> OpIndex {
+        self.op(history, t).index
+    }
+
+    /// Number of transactions.
+    pub fn len(&self) -> usize {
+        self.txns.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.txns.is_empty()
+    }
+}
+
+/// Whether `op` is a client transaction op (nemesis and foreign functions are
+/// not; a missing `f` with a transaction value is, as in Elle's files).
+pub fn is_client_txn(op: &Op) -> bool {
+    if op.is_nemesis() {
+        return false;
+    }
+    match &op.f {
+        Some(F::Txn) => true,
+        None => matches!(op.value, OpValue::Txn(_)) || op.op_type != OpType::Invoke,
+        Some(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::{Key, ReadValue, Val};
+
+    #[test]
+    fn statuses_and_unmatched_invocations() {
+        let a = |v| MicroOp::Append(Key::int(1), Val::int(v));
+        let r = MicroOp::Read(Key::int(1), ReadValue::Nil);
+        let ops = vec![
+            Op::txn(0, OpType::Invoke, 0, vec![a(1)]),
+            Op::txn(1, OpType::Invoke, 1, vec![a(2)]),
+            Op::txn(2, OpType::Ok, 0, vec![a(1)]),
+            Op::txn(3, OpType::Fail, 1, vec![a(2)]),
+            Op::txn(4, OpType::Invoke, 2, vec![r.clone()]),
+            Op::txn(5, OpType::Invoke, 3, vec![r]),
+            Op::txn(6, OpType::Info, 2, vec![]),
+        ];
+        let h = History::new(ops).unwrap_or_default();
+        let t = Txns::new(&h);
+        let st: Vec<_> = t.txns.iter().map(|x| (x.status, x.pos, x.inv)).collect();
+        assert_eq!(
+            st,
+            vec![
+                (Status::Ok, 2, 0),
+                (Status::Fail, 3, 1),
+                (Status::Info, 5, 5),
+                (Status::Info, 6, 4)
+            ]
+        );
+        // The info completion without micro-ops borrows the invocation's.
+        assert_eq!(t.txns[3].mops.len(), 1);
+        assert_eq!(t.keys.len(), 1);
+    }
+}
