@@ -642,31 +642,75 @@ pub fn write_path(path: &Path, ops: &[Op], format: Format) -> Result<(), FormatE
 /// # Errors
 /// IO failure.
 pub fn write_ops<W: Write>(w: &mut W, ops: &[Op], format: Format) -> io::Result<()> {
-    let mut line = String::with_capacity(256);
-    if format == Format::ElleJson {
-        w.write_all(b"[")?;
+    let mut ow = OpWriter::new(w, format);
+    for op in ops {
+        ow.write(op)?;
     }
-    for (i, op) in ops.iter().enumerate() {
-        line.clear();
-        match format {
-            Format::JsonLines => json::write_op(&mut line, op),
+    ow.finish().map(|_| ())
+}
+
+/// A streaming writer of ops in one format (for conversions that never
+/// hold the whole history).
+pub struct OpWriter<W: Write> {
+    w: W,
+    format: Format,
+    line: String,
+    count: u64,
+}
+
+impl<W: Write> OpWriter<W> {
+    /// Writes to `w` in `format`.
+    pub fn new(w: W, format: Format) -> OpWriter<W> {
+        OpWriter {
+            w,
+            format,
+            line: String::with_capacity(256),
+            count: 0,
+        }
+    }
+
+    /// Writes one op.
+    ///
+    /// # Errors
+    /// IO failure.
+    pub fn write(&mut self, op: &Op) -> io::Result<()> {
+        self.line.clear();
+        match self.format {
+            Format::JsonLines => json::write_op(&mut self.line, op),
             Format::ElleJson => {
-                if i > 0 {
-                    line.push_str(",\n ");
-                }
-                json::write_op(&mut line, op);
+                self.line
+                    .push_str(if self.count == 0 { "[" } else { ",\n " });
+                json::write_op(&mut self.line, op);
             }
-            Format::Edn => edn::write_op(&mut line, op),
+            Format::Edn => edn::write_op(&mut self.line, op),
         }
-        if format != Format::ElleJson {
-            line.push('\n');
+        if self.format != Format::ElleJson {
+            self.line.push('\n');
         }
-        w.write_all(line.as_bytes())?;
+        self.count += 1;
+        self.w.write_all(self.line.as_bytes())
     }
-    if format == Format::ElleJson {
-        w.write_all(b"]\n")?;
+
+    /// Ops written so far.
+    pub fn count(&self) -> u64 {
+        self.count
     }
-    Ok(())
+
+    /// Closes the array (Elle JSON) and flushes; returns the writer.
+    ///
+    /// # Errors
+    /// IO failure.
+    pub fn finish(mut self) -> io::Result<W> {
+        if self.format == Format::ElleJson {
+            self.w.write_all(if self.count == 0 {
+                &b"[]\n"[..]
+            } else {
+                &b"]\n"[..]
+            })?;
+        }
+        self.w.flush()?;
+        Ok(self.w)
+    }
 }
 
 /// `op` as one JSON Lines line, without the newline.

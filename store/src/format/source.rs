@@ -59,7 +59,13 @@ impl<R: Read> Source<R> {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        let want = CHUNK.max(self.buf.len());
+        // Doubling keeps re-parsing linear; the cap lets the caller notice an
+        // item over the limit without reading (much) more than the limit.
+        let want = CHUNK.max(self.buf.len()).min(
+            (MAX_ITEM_BYTES + 1)
+                .saturating_sub(self.buf.len())
+                .max(CHUNK),
+        );
         let old = self.buf.len();
         self.buf.resize(old + want, 0);
         let n = loop {
