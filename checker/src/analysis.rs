@@ -6,7 +6,7 @@ use crate::anomaly::{AnomalyType, Variant};
 use crate::budget::Budget;
 use crate::cycle::{self, Cycle};
 use crate::explain::{Anomaly, Evidence, Step};
-use crate::graph::{EdgeList, Graph, tarjan};
+use crate::graph::{EdgeList, Graph, induced, tarjan};
 use crate::list_append::ListAppend;
 use crate::order;
 use crate::rels::{Rel, Rels};
@@ -163,7 +163,9 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Analysis {
         Variant::Process => &[Variant::Plain, Variant::Process],
         Variant::Plain => &[Variant::Plain],
     };
-    let (cycles, timeouts) = cycle::search(&graph, mask, &opts.search, variants, opts.budget);
+    let sccs = tarjan(&graph, mask).nontrivial();
+    let (cycles, timeouts) =
+        cycle::search(&graph, mask, &sccs, &opts.search, variants, opts.budget);
     let explain = |a: u32, b: u32, rel: Rel| -> Step {
         let s = match (rel, &index) {
             (Rel::Process | Rel::Realtime, _) => order::explain(&txns, history, a, b, rel),
@@ -201,7 +203,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Analysis {
                 },
             });
     }
-    cycle_exists(&graph, &txns, history, opts, &mut out);
+    cycle_exists(&graph, mask, &sccs, &txns, history, opts, &mut out);
     out.anomalies.retain(|_, v| !v.is_empty());
     out
 }
@@ -210,7 +212,28 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Analysis {
 /// such type in `search`, whether the subgraph of the relations that model
 /// forbids cycles in has a nontrivial SCC (one case per SCC).
 fn cycle_exists(
+    full: &Graph,
+    mask: Rels,
+    sccs: &[Vec<u32>],
+    txns: &Txns<'_>,
+    history: &History,
+    opts: &AnalyzeOptions<'_>,
+    out: &mut Analysis,
+) {
+    if !opts.search.iter().any(|a| a.is_cycle_exists()) {
+        return;
+    }
+    // Every cycle lies within one SCC of the full graph: work per SCC.
+    let mut scratch = vec![crate::graph::NO_NODE; full.node_count()];
+    for scc in sccs {
+        let sub = induced(full, scc, mask, &mut scratch);
+        cycle_exists_in(&sub, scc, txns, history, opts, out);
+    }
+}
+
+fn cycle_exists_in(
     graph: &Graph,
+    scc: &[u32],
     txns: &Txns<'_>,
     history: &History,
     opts: &AnalyzeOptions<'_>,
@@ -308,7 +331,7 @@ fn cycle_exists(
                     scc: c
                         .iter()
                         .take(64)
-                        .map(|&t| txns.op_index(history, t))
+                        .map(|&t| txns.op_index(history, scc[t as usize]))
                         .collect(),
                 },
             })

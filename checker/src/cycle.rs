@@ -170,6 +170,7 @@ struct Exhausted;
 pub fn search(
     g: &Graph,
     mask: Rels,
+    sccs: &[Vec<u32>],
     wanted: &BTreeSet<AnomalyType>,
     variants: &[Variant],
     budget: &Budget,
@@ -183,11 +184,10 @@ pub fn search(
     if all_specs.is_empty() {
         return (cycles, timeouts);
     }
-    let sccs = tarjan(g, mask).nontrivial();
     let mut scratch = vec![NO_NODE; g.node_count()];
     let mut searcher = Searcher::default();
     for scc in sccs {
-        let sub = induced(g, &scc, mask, &mut scratch);
+        let sub = induced(g, scc, mask, &mut scratch);
         let mut found: Vec<AnomalyType> = Vec::new();
         for (si, spec) in all_specs.iter().enumerate() {
             if found.iter().any(|f| implies(*f, spec.kind)) {

@@ -71,8 +71,18 @@ impl<'h> ListAppend<'h> {
         let key = |k: u32| Key(txns.keys[k as usize].clone());
 
         // 1. Appends.
-        let mut elems: FxHashMap<(u32, &'h Atom), u32> = FxHashMap::default();
-        let mut elem: Vec<Elem<'h>> = Vec::new();
+        let (n_appends, n_reads) =
+            txns.txns
+                .iter()
+                .flat_map(|t| t.mops)
+                .fold((0, 0), |(a, r), m| match m {
+                    MicroOp::Append(..) => (a + 1, r),
+                    MicroOp::Read(..) => (a, r + 1),
+                    MicroOp::Write(..) => (a, r),
+                });
+        let mut elems: FxHashMap<(u32, &'h Atom), u32> =
+            FxHashMap::with_capacity_and_hasher(n_appends, Default::default());
+        let mut elem: Vec<Elem<'h>> = Vec::with_capacity(n_appends);
         let mut seen_keys: Vec<u32> = Vec::new();
         for (t, tx) in txns.txns.iter().enumerate() {
             seen_keys.clear();
@@ -157,6 +167,9 @@ impl<'h> ListAppend<'h> {
         let mut order: Vec<u32> = Vec::new();
         // Raw position in the longest read from which reads need a careful look.
         let mut suspicious_from: Vec<usize> = vec![usize::MAX; nkeys];
+        // Element id at each raw position of each key's longest read.
+        let mut raw_off: Vec<usize> = Vec::with_capacity(nkeys + 1);
+        let mut raw_ids: Vec<u32> = Vec::new();
         let mut appends_per_key: Vec<u32> = vec![0; nkeys];
         let mut single: Vec<u32> = vec![NO; nkeys];
         for (id, e) in elem.iter().enumerate() {
@@ -165,6 +178,7 @@ impl<'h> ListAppend<'h> {
         }
         for k in 0..nkeys {
             order_off.push(order.len());
+            raw_off.push(raw_ids.len());
             let l = longest_list(k);
             if l.is_empty() {
                 if appends_per_key[k] == 1
@@ -178,7 +192,9 @@ impl<'h> ListAppend<'h> {
             }
             let base = order.len();
             for (raw, v) in l.iter().enumerate() {
-                match lookup(k as u32, v) {
+                let found = lookup(k as u32, v);
+                raw_ids.push(found.unwrap_or(NO));
+                match found {
                     Some(id) => {
                         let e = &mut elem[id as usize];
                         if e.pos != NO {
@@ -199,6 +215,7 @@ impl<'h> ListAppend<'h> {
             }
         }
         order_off.push(order.len());
+        raw_off.push(raw_ids.len());
         let index = ListAppend {
             elems,
             elem,
@@ -207,7 +224,7 @@ impl<'h> ListAppend<'h> {
         };
 
         // 4. Reads: non-cycle anomalies, and the (key, version, reader) index.
-        let mut readers: Vec<(u32, u32, u32)> = Vec::new();
+        let mut readers: Vec<(u32, u32, u32)> = Vec::with_capacity(n_reads);
         let mut incompatible_reported = vec![false; nkeys];
         let mut stamp: Vec<u32> = vec![0; index.elem.len()];
         let mut stamp_gen = 0u32;
@@ -226,15 +243,28 @@ impl<'h> ListAppend<'h> {
                 };
                 let k = txns.key_of(t, i);
                 let ku = k as usize;
-                let version = index.version_of(k, r);
+                let l = longest_list(ku);
+                let prefix = r.len() <= l.len() && r.iter().zip(l).all(|(a, b)| a == b);
+                // The last element's id: from the longest read when this read is
+                // a prefix of it (no hashing), else looked up.
+                let last_id = match r.last() {
+                    None => NO,
+                    Some(_) if prefix => raw_ids[raw_off[ku] + r.len() - 1],
+                    Some(v) => index.elems.get(&(k, &v.0)).copied().unwrap_or(NO),
+                };
+                let version = if r.is_empty() {
+                    0
+                } else if last_id != NO && index.elem[last_id as usize].pos != NO {
+                    index.elem[last_id as usize].pos + 1
+                } else {
+                    NO
+                };
                 if version != NO {
                     readers.push((k, version, t));
                 }
                 if !ok {
                     continue;
                 }
-                let l = longest_list(ku);
-                let prefix = r.len() <= l.len() && r.iter().zip(l).all(|(a, b)| a == b);
                 if !prefix && !incompatible_reported[ku] {
                     incompatible_reported[ku] = true;
                     anomalies.push(Anomaly {
@@ -303,9 +333,9 @@ impl<'h> ListAppend<'h> {
                 }
                 // G1b: the last element is another transaction's intermediate append.
                 if let Some(last) = r.last()
-                    && let Some(id) = index.elems.get(&(k, &last.0))
+                    && last_id != NO
                 {
-                    let e = index.elem[*id as usize];
+                    let e = index.elem[last_id as usize];
                     if e.intermediate && e.writer != t {
                         anomalies.push(Anomaly {
                             kind: AnomalyType::G1b,

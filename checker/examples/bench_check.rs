@@ -1,0 +1,76 @@
+//! Times loading and checking a history file against strict-serializable:
+//! `bench_check FILE [list-append|rw-register]`. Prints phase times and the
+//! anomaly types found.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use checker::analysis::{AnalyzeOptions, Workload, analyze};
+use checker::budget::Budget;
+use checker::model::{ConsistencyModel, anomalies_to_search};
+use std::time::Instant;
+
+/// CPU seconds (user + system) used so far by this process, from /proc.
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Peak resident set so far, in MB.
+fn peak_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let path = std::path::PathBuf::from(&args[1]);
+    let t0 = Instant::now();
+    let (history, _warnings) = store::load_history(&path).unwrap();
+    let t_load = t0.elapsed();
+    let (c_load, m_load) = (cpu_s(), peak_mb());
+    let workload = match args.get(2).map(String::as_str) {
+        Some("rw-register") => Workload::RwRegister,
+        Some("list-append") => Workload::ListAppend,
+        _ => Workload::detect(&history).unwrap(),
+    };
+    let t1 = Instant::now();
+    let search = anomalies_to_search(&[ConsistencyModel::StrictSerializable], &[]);
+    let budget = Budget::unlimited();
+    let opts = AnalyzeOptions {
+        workload,
+        search,
+        wfr_keys: false,
+        sequential_keys: false,
+        linearizable_keys: false,
+        budget: &budget,
+    };
+    let a = analyze(&history, &opts);
+    let t_check = t1.elapsed();
+    let c_check = cpu_s() - c_load;
+    let types: Vec<String> = a
+        .anomalies
+        .iter()
+        .map(|(k, v)| format!("{}×{}", k.name(), v.len()))
+        .collect();
+    println!(
+        "ops={} load: {:.3}s wall {:.2}s cpu, peak {:.0} MB | analyze: {:.3}s wall {:.2}s cpu | total {:.3}s wall, peak {:.0} MB | anomalies=[{}]",
+        history.len(),
+        t_load.as_secs_f64(),
+        c_load,
+        m_load,
+        t_check.as_secs_f64(),
+        c_check,
+        t0.elapsed().as_secs_f64(),
+        peak_mb(),
+        types.join(" ")
+    );
+}
