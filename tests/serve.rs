@@ -68,7 +68,7 @@ fn run_page_shows_config_verdict_explanation_graphs_and_files() {
     let escaped = EXPLANATION.replace('<', "&lt;").replace('>', "&gt;");
     assert!(body.contains(&escaped), "{body}");
     assert!(
-        body.contains("src=\"elle/G1c-0.svg\""),
+        body.contains("src=\"elle/G1c/0.svg\""),
         "cycle graph inline"
     );
     assert!(body.contains("nodes/n1/postgres.log"), "node logs listed");
@@ -141,4 +141,19 @@ fn serve_is_read_only() {
             .join("pg-append/20261122T040000.000/results.json")
             .exists()
     );
+}
+
+#[test]
+fn serve_refuses_a_missing_store() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let missing = dir.path().join("no-such-store");
+    let (code, _, err) = report_support::harness(&[
+        "serve",
+        "--port",
+        "0",
+        "--store",
+        &missing.to_string_lossy(),
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("no-such-store"), "{err}");
 }

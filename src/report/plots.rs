@@ -85,6 +85,11 @@ struct Series<'a> {
     t_end: f64,
     scale: f64,
     x_label: &'static str,
+    /// Nanoseconds per latency unit, and the unit's axis label. The unit is
+    /// the largest in which the fastest op still takes ≥ 1, because plotters'
+    /// log axis labels nothing below 1.
+    lat_div: f64,
+    lat_label: &'static str,
 }
 
 impl<'a> Series<'a> {
@@ -108,7 +113,24 @@ impl<'a> Series<'a> {
             })
             .collect();
         let t_end = ((extract.t_max_ns - t0) as f64 / scale).max(1e-9);
+        let fastest = spans
+            .iter()
+            .map(|s| s.latency_ns())
+            .filter(|&l| l > 0)
+            .min()
+            .unwrap_or(1_000_000);
+        let (lat_div, lat_label) = if extract.synthetic_time {
+            (1.0, "latency (ops)")
+        } else if fastest >= 1_000_000 {
+            (1e6, "latency (ms)")
+        } else if fastest >= 1_000 {
+            (1e3, "latency (µs)")
+        } else {
+            (1.0, "latency (ns)")
+        };
         Series {
+            lat_div,
+            lat_label,
             spans,
             windows,
             t_end,
@@ -125,21 +147,13 @@ impl<'a> Series<'a> {
         (s.start_ns - t0) as f64 / self.scale
     }
 
-    /// Latency in ms (op positions when synthetic).
+    /// Latency in the series' unit.
     fn latency(&self, s: &Span) -> f64 {
-        if self.scale == 1.0 {
-            s.latency_ns() as f64
-        } else {
-            s.latency_ns() as f64 / 1e6
-        }
+        s.latency_ns() as f64 / self.lat_div
     }
 
     fn y_label(&self) -> &'static str {
-        if self.scale == 1.0 {
-            "latency (ops)"
-        } else {
-            "latency (ms)"
-        }
+        self.lat_label
     }
 }
 
@@ -170,10 +184,11 @@ pub fn write_all(dir: &Path, extract: &Extract) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Renders one plot as an SVG string (for tests and the web UI).
+/// Renders one plot as an SVG string (for tests).
 ///
 /// # Errors
 /// When the font cannot be loaded or drawing fails.
+#[cfg(test)]
 pub fn svg_string(kind: PlotKind, extract: &Extract) -> anyhow::Result<String> {
     register_font()?;
     let mut out = String::new();
@@ -252,7 +267,59 @@ fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     if !lo.is_finite() {
         return (0.1, 10.0);
     }
-    (lo / 1.5, (hi * 1.5).max(lo * 10.0))
+    // A single distinct value still gets a visible range.
+    let hi = if hi <= lo * 1.01 { lo * 2.0 } else { hi };
+    (lo / 1.5, hi * 1.5)
+}
+
+/// Builds a latency chart on a log axis when latencies span more than two
+/// decades (plotters labels only powers of ten there), else on a linear axis
+/// from 0, binds it to `$chart` (and the axis bottom to `$y0`) and runs `$body`.
+macro_rules! latency_chart {
+    ($root:expr, $title:expr, $series:expr, $ylo:expr, $yhi:expr, |$chart:ident, $y0:ident| $body:block) => {{
+        let (ylo, yhi): (f64, f64) = ($ylo, $yhi);
+        if yhi / ylo.max(1e-12) > 100.0 {
+            let mut $chart = ChartBuilder::on($root)
+                .caption($title, ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0f64..$series.t_end, (ylo..yhi).log_scale())?;
+            $chart
+                .configure_mesh()
+                .x_desc($series.x_label)
+                .y_desc($series.y_label())
+                .y_label_formatter(&|v| fmt_ms(*v))
+                .label_style(("sans-serif", 13))
+                .axis_desc_style(("sans-serif", 15))
+                .light_line_style(WHITE.mix(0.0))
+                .draw()?;
+            let $y0 = ylo;
+            $body
+        } else {
+            let top = yhi / 1.5 * 1.1;
+            let mut $chart = ChartBuilder::on($root)
+                .caption($title, ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0f64..$series.t_end, 0f64..top)?;
+            $chart
+                .configure_mesh()
+                .x_desc($series.x_label)
+                .y_desc($series.y_label())
+                .y_label_formatter(&|v| fmt_ms(*v))
+                .label_style(("sans-serif", 13))
+                .axis_desc_style(("sans-serif", 15))
+                .light_line_style(WHITE.mix(0.0))
+                .draw()?;
+            let $y0 = 0.0;
+            let _ = ylo;
+            let yhi = top;
+            let _ = yhi;
+            $body
+        }
+    }};
 }
 
 fn latency_raw<DB: DrawingBackend>(
@@ -272,42 +339,30 @@ fn latency_raw<DB: DrawingBackend>(
     } else {
         "latency (every op)".to_string()
     };
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..series.t_end, (ylo..yhi).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc(series.x_label)
-        .y_desc(series.y_label())
-        .label_style(("sans-serif", 13))
-        .axis_desc_style(("sans-serif", 15))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()?;
-    shade(&mut chart, series, ylo, yhi)?;
-    let step = series.spans.len().div_ceil(max_points.max(1)).max(1);
-    for o in Outcome::ALL {
-        let color = outcome_color(o);
-        let points = series
-            .spans
-            .iter()
-            .step_by(step)
-            .filter(|s| s.outcome == o)
-            .map(|s| {
-                Circle::new(
-                    (series.x(s, t0), series.latency(s).max(1e-3)),
-                    2,
-                    color.mix(0.7).filled(),
-                )
-            });
-        chart
-            .draw_series(points)?
-            .label(o.name())
-            .legend(move |(x, y)| Circle::new((x + 6, y), 4, color.filled()));
-    }
-    legend(&mut chart)
+    latency_chart!(root, title, series, ylo, yhi, |chart, y0| {
+        shade(&mut chart, series, y0, yhi)?;
+        let step = series.spans.len().div_ceil(max_points.max(1)).max(1);
+        for o in Outcome::ALL {
+            let color = outcome_color(o);
+            let points = series
+                .spans
+                .iter()
+                .step_by(step)
+                .filter(|s| s.outcome == o)
+                .map(|s| {
+                    Circle::new(
+                        (series.x(s, t0), series.latency(s).max(1e-3)),
+                        2,
+                        color.mix(0.7).filled(),
+                    )
+                });
+            chart
+                .draw_series(points)?
+                .label(o.name())
+                .legend(move |(x, y)| Circle::new((x + 6, y), 4, color.filled()));
+        }
+        legend(&mut chart)
+    })
 }
 
 /// Per bucket: (bucket centre, spans in it).
@@ -354,31 +409,26 @@ fn latency_quantiles<DB: DrawingBackend>(
         }
     }
     let (ylo, yhi) = log_range(lines.iter().flatten().map(|p| p.1));
-    let mut chart = ChartBuilder::on(root)
-        .caption("latency quantiles (ok ops)", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..series.t_end, (ylo..yhi).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc(series.x_label)
-        .y_desc(series.y_label())
-        .label_style(("sans-serif", 13))
-        .axis_desc_style(("sans-serif", 15))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()?;
-    shade(&mut chart, series, ylo, yhi)?;
-    for ((_, name, color), line) in QUANTILES.iter().zip(lines) {
-        let color = *color;
-        chart
-            .draw_series(LineSeries::new(line, color.stroke_width(2)))?
-            .label(*name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-            });
-    }
-    legend(&mut chart)
+    latency_chart!(
+        root,
+        "latency quantiles (ok ops)",
+        series,
+        ylo,
+        yhi,
+        |chart, y0| {
+            shade(&mut chart, series, y0, yhi)?;
+            for ((_, name, color), line) in QUANTILES.iter().zip(lines) {
+                let color = *color;
+                chart
+                    .draw_series(LineSeries::new(line, color.stroke_width(2)))?
+                    .label(*name)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+                    });
+            }
+            legend(&mut chart)
+        }
+    )
 }
 
 fn rate<DB: DrawingBackend>(
@@ -432,4 +482,20 @@ fn rate<DB: DrawingBackend>(
             });
     }
     legend(&mut chart)
+}
+
+/// Axis label of a latency: no trailing zeros, enough digits for sub-ms values.
+fn fmt_ms(v: f64) -> String {
+    let s = if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }

@@ -208,7 +208,7 @@ fn plot_svgs_have_axes_series_and_fault_shading() {
         );
         match kind {
             PlotKind::LatencyRaw => {
-                assert!(texts.iter().any(|t| t == "latency (ms)"));
+                assert!(texts.iter().any(|t| t == "latency (µs)"));
                 for o in ["ok", "fail", "info"] {
                     assert!(texts.iter().any(|t| t == o), "legend {o}: {texts:?}");
                 }

@@ -257,14 +257,6 @@ window.addEventListener("error", function (e) {
     const W = cv.clientWidth, H = cv.clientHeight;
     ctx.clearRect(0, 0, W, H);
     ctx.font = "11px sans-serif";
-    for (const w of D.w) {
-      const a = Math.max(LABEL, x(w[1])), b = Math.min(W, x(w[2]));
-      if (b < LABEL || a > W) continue;
-      ctx.fillStyle = "rgba(" + FAULT[w[0]] + ",0.22)";
-      ctx.fillRect(a, AXIS, Math.max(1, b - a), H - AXIS);
-      ctx.fillStyle = "rgba(" + FAULT[w[0]] + ",0.9)";
-      ctx.fillText(w[0], a + 2, AXIS + 10);
-    }
     ctx.strokeStyle = "#999"; ctx.fillStyle = "#333";
     const ticks = 8;
     for (let k = 0; k <= ticks; k++) {
@@ -285,6 +277,16 @@ window.addEventListener("error", function (e) {
         ctx.fillStyle = COLORS[D.o[k]];
         ctx.fillRect(a, y + pad, Math.max(1, b - a), rowH - 2 * pad);
       }
+    }
+    // Fault windows over the bars, translucent, so dense lanes cannot hide them.
+    for (const w of D.w) {
+      const a = Math.max(LABEL, x(w[1])), b = Math.min(W, x(w[2]));
+      if (b < LABEL || a > W) continue;
+      ctx.fillStyle = "rgba(" + FAULT[w[0]] + ",0.25)";
+      ctx.fillRect(a, AXIS, Math.max(1, b - a), H - AXIS);
+      ctx.fillStyle = "rgba(" + FAULT[w[0]] + ",1)";
+      ctx.fillRect(a, AXIS, Math.max(1, b - a), 3);
+      ctx.fillText(w[0], a + 2, AXIS + 13);
     }
   }
   function spanAt(px, py) {

@@ -259,14 +259,6 @@ pub fn run_page(run: &RunInfo) -> String {
     let elle = run.dir.join("elle");
     if !run.anomaly_types.is_empty() {
         b.push_str("<h2>Anomalies</h2>\n");
-        let mut elle_files: Vec<String> = fs::read_dir(&elle)
-            .map(|rd| {
-                rd.filter_map(Result::ok)
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        elle_files.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
         for ty in &run.anomaly_types {
             b.push_str(&format!("<h3 id=\"{0}\">{0}</h3>\n", esc(ty)));
             let txt = elle.join(format!("{ty}.txt"));
@@ -298,18 +290,30 @@ pub fn run_page(run: &RunInfo) -> String {
                     }
                 }
             }
-            let prefix = format!("{ty}-");
-            for f in elle_files
-                .iter()
-                .filter(|f| f.starts_with(&prefix) && f.ends_with(".svg"))
-            {
-                let dot = f.trim_end_matches(".svg").to_string() + ".dot";
+            if !is_plain_name(ty) {
+                continue;
+            }
+            // Cycle graphs: elle/<type>/<n>.svg (+ .dot).
+            let gdir = elle.join(ty);
+            let mut graphs: Vec<(u64, String)> = fs::read_dir(&gdir)
+                .map(|rd| {
+                    rd.filter_map(Result::ok)
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|f| f.ends_with(".svg"))
+                        .map(|f| (numeric_stem(&f), f))
+                        .collect()
+                })
+                .unwrap_or_default();
+            graphs.sort();
+            for (_, f) in graphs {
+                let rel = format!("{ty}/{f}");
+                let dot = format!("{}.dot", f.trim_end_matches(".svg"));
                 b.push_str(&format!(
                     "<div><img class=\"cycle\" alt=\"cycle graph {0}\" src=\"elle/{1}\"><br><a href=\"elle/{1}\">{0}</a>{2}</div>\n",
-                    esc(f),
-                    url_path(f),
-                    if elle_files.contains(&dot) {
-                        format!(" · <a href=\"elle/{}\">DOT</a>", url_path(&dot))
+                    esc(&rel),
+                    url_path(&rel),
+                    if gdir.join(&dot).is_file() {
+                        format!(" · <a href=\"elle/{}\">DOT</a>", url_path(&format!("{ty}/{dot}")))
                     } else {
                         String::new()
                     }
@@ -415,13 +419,10 @@ fn is_plain_name(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// Sorts `G1c-2.svg` before `G1c-10.svg`.
-fn natural_key(s: &str) -> (String, u64, String) {
-    let stem = s.rsplit_once('.').map_or(s, |(a, _)| a);
-    match stem.rsplit_once('-') {
-        Some((head, n)) if n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty() => {
-            (head.to_string(), n.parse().unwrap_or(0), s.to_string())
-        }
-        _ => (stem.to_string(), 0, s.to_string()),
-    }
+/// `10.svg` → 10, so graphs sort numerically; non-numeric names last.
+fn numeric_stem(f: &str) -> u64 {
+    f.split('.')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX)
 }

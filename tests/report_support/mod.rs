@@ -100,11 +100,11 @@ pub fn invalid_run(store: &Path, test: &str, ts: &str) -> PathBuf {
     write(&dir.join("results.json"), &results.to_string());
     write(&dir.join("elle/G1c.txt"), EXPLANATION);
     write(
-        &dir.join("elle/G1c-0.svg"),
+        &dir.join("elle/G1c/0.svg"),
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100"><circle cx="50" cy="50" r="20" fill="#ccf"/><text x="40" y="55">T1</text></svg>"##,
     );
     write(
-        &dir.join("elle/G1c-0.dot"),
+        &dir.join("elle/G1c/0.dot"),
         "digraph { T1 -> T2 [label=\"wr\"]; T2 -> T1 [label=\"wr\"]; }",
     );
     write(
@@ -135,4 +135,118 @@ pub fn malformed_run(store: &Path, test: &str, ts: &str) -> PathBuf {
     let dir = store.join(test).join(ts);
     write(&dir.join("test.json"), "{\"name\": \"broken\", oops");
     dir
+}
+
+/// A list-append run with a G1c cycle (T0 and T1 each read the other's
+/// append) and a partition window, as `harness run` would leave it before
+/// checking: test.json and history.jsonl only.
+pub fn g1c_run(store: &Path, test: &str, ts: &str) -> PathBuf {
+    let dir = store.join(test).join(ts);
+    write(
+        &dir.join("test.json"),
+        &format!(
+            r#"{{"schema_version":1,"name":"{test}","start_time":"2026-11-22T05:00:00.000Z",
+               "config":{{"db":"sim","workload":"list-append","isolation":"read-committed","nemesis":"partition",
+                          "expected_consistency_model":"serializable"}}}}"#
+        ),
+    );
+    let lines = [
+        r#"{"index":0,"time":0,"type":"invoke","process":"nemesis","f":"start-partition","value":{"n1":["n2","n3"]}}"#,
+        r#"{"index":1,"time":500000,"type":"info","process":"nemesis","f":"start-partition","value":{"n1":["n2","n3"]}}"#,
+        r#"{"index":2,"time":1000000,"type":"invoke","process":0,"f":"txn","value":[["append",1,1],["r",2,null]]}"#,
+        r#"{"index":3,"time":2000000,"type":"invoke","process":1,"f":"txn","value":[["append",2,1],["r",1,null]]}"#,
+        r#"{"index":4,"time":5000000,"type":"ok","process":0,"f":"txn","value":[["append",1,1],["r",2,[1]]]}"#,
+        r#"{"index":5,"time":7000000,"type":"ok","process":1,"f":"txn","value":[["append",2,1],["r",1,[1]]]}"#,
+        r#"{"index":6,"time":8000000,"type":"invoke","process":0,"f":"txn","value":[["r",1,null],["r",2,null]]}"#,
+        r#"{"index":7,"time":9000000,"type":"invoke","process":"nemesis","f":"stop-partition","value":null}"#,
+        r#"{"index":8,"time":9500000,"type":"info","process":"nemesis","f":"stop-partition","value":null}"#,
+        r#"{"index":9,"time":12000000,"type":"ok","process":0,"f":"txn","value":[["r",1,[1]],["r",2,[1]]]}"#,
+        r#"{"index":10,"time":13000000,"type":"invoke","process":1,"f":"txn","value":[["append",3,1]]}"#,
+        r#"{"index":11,"time":14000000,"type":"fail","process":1,"f":"txn","value":[["append",3,1]]}"#,
+    ];
+    write(&dir.join("history.jsonl"), &(lines.join("\n") + "\n"));
+    dir
+}
+
+/// A run of `txns` single-append transactions on 10 processes (2 ops each)
+/// with periodic partitions, plus a hand-written valid results.json.
+pub fn big_run(store: &Path, test: &str, ts: &str, txns: u64) -> PathBuf {
+    let dir = store.join(test).join(ts);
+    write(
+        &dir.join("test.json"),
+        &format!(
+            r#"{{"name":"{test}","config":{{"db":"sim","workload":"list-append","nemesis":"partition","isolation":"serializable"}}}}"#
+        ),
+    );
+    let mut out = String::with_capacity(txns as usize * 200);
+    let mut index = 0u64;
+    let mut t = 0u64;
+    let line = |out: &mut String, s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    for n in 0..txns {
+        let p = n % 10;
+        if n % 10_000 == 2_000 || n % 10_000 == 6_000 {
+            let f = if n % 10_000 == 2_000 {
+                "start-partition"
+            } else {
+                "stop-partition"
+            };
+            for ty in ["invoke", "info"] {
+                line(
+                    &mut out,
+                    format!(
+                        r#"{{"index":{index},"time":{t},"type":"{ty}","process":"nemesis","f":"{f}","value":null}}"#
+                    ),
+                );
+                index += 1;
+                t += 1000;
+            }
+        }
+        let k = n % 100;
+        line(
+            &mut out,
+            format!(
+                r#"{{"index":{index},"time":{t},"type":"invoke","process":{p},"f":"txn","value":[["append",{k},{n}]]}}"#
+            ),
+        );
+        index += 1;
+        let ty = if n % 50 == 49 { "fail" } else { "ok" };
+        let lat = 300_000 + (n % 17) * 40_000;
+        line(
+            &mut out,
+            format!(
+                r#"{{"index":{index},"time":{},"type":"{ty}","process":{p},"f":"txn","value":[["append",{k},{n}]]}}"#,
+                t + lat
+            ),
+        );
+        index += 1;
+        t += 100_000;
+    }
+    write(&dir.join("history.jsonl"), &out);
+    write(
+        &dir.join("results.json"),
+        r#"{"valid?":true,"anomaly-types":[],"anomalies":{},"not":[],"also-not":[]}"#,
+    );
+    dir
+}
+
+/// Runs the harness binary with `args`; returns (exit code, stdout, stderr).
+pub fn harness(args: &[&str]) -> (i32, String, String) {
+    harness_env(args, &[])
+}
+
+/// [`harness`] with extra environment variables.
+pub fn harness_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("running harness {args:?}: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
