@@ -232,6 +232,12 @@ window.addEventListener("error", function (e) {
     if (span > 5e6) return (t / 1e6).toFixed(1) + " ms";
     return (t / 1e3).toFixed(1) + " µs";
   }
+  function tick(t, step) {
+    if (D.synthetic) return Math.round(t) + " op";
+    const [div, u] = step >= 1e8 ? [1e9, " s"] : step >= 1e5 ? [1e6, " ms"] : step >= 1e2 ? [1e3, " µs"] : [1, " ns"];
+    const digits = Math.max(0, -Math.floor(Math.log10(step / div) + 1e-9));
+    return (t / div).toFixed(digits) + u;
+  }
   function dur(ns) {
     if (D.synthetic) return ns + " op";
     if (ns >= 1e9) return (ns / 1e9).toFixed(3) + " s";
@@ -258,11 +264,14 @@ window.addEventListener("error", function (e) {
     ctx.clearRect(0, 0, W, H);
     ctx.font = "11px sans-serif";
     ctx.strokeStyle = "#999"; ctx.fillStyle = "#333";
-    const ticks = 8;
-    for (let k = 0; k <= ticks; k++) {
-      const t = v0 + (v1 - v0) * k / ticks, px = x(t);
+    // Ticks at round multiples (1, 2, 5 × 10^k) of the time unit.
+    const raw = (v1 - v0) / 8, p10 = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p10;
+    const step = (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p10;
+    for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
+      const px = x(t);
+      if (px < LABEL) continue;
       ctx.fillRect(px, AXIS - 5, 1, 5);
-      ctx.fillText(unit(t), Math.min(px + 2, W - 60), 12);
+      ctx.fillText(tick(t, step), Math.min(px + 2, W - 60), 12);
     }
     for (let l = 0; l < lanes.length; l++) {
       const y = AXIS + l * rowH;
