@@ -309,3 +309,46 @@ fn string_keys_and_odd_shapes_do_not_panic() {
     let t = types(&found);
     assert_eq!(t, vec!["garbage-read"]);
 }
+
+#[test]
+fn exhausted_budget_gives_cycle_search_timeout() {
+    use checker::analysis::{AnalyzeOptions, Workload, analyze};
+    use checker::anomaly::AnomalyType;
+    use checker::budget::Budget;
+    let hist = h("ok 0 [a x 1] [r y [1]]
+                  ok 1 [a x 2] [a y 1]
+                  ok 2 [r x [1 2]]");
+    let budget = Budget::steps(0);
+    let opts = AnalyzeOptions {
+        workload: Workload::ListAppend,
+        search: all_cycles(),
+        wfr_keys: false,
+        sequential_keys: false,
+        linearizable_keys: false,
+        budget: &budget,
+    };
+    let found = analyze(&hist, &opts).anomalies;
+    assert!(
+        found.contains_key(&AnomalyType::CycleSearchTimeout),
+        "{found:?}"
+    );
+    assert!(!found.contains_key(&AnomalyType::G1c));
+    let t = &found[&AnomalyType::CycleSearchTimeout][0];
+    insta::assert_snapshot!(checker::explain::render_text(t, &hist));
+}
+
+#[test]
+fn dot_of_a_cycle() {
+    use checker::analysis::Workload;
+    use checker::anomaly::AnomalyType;
+    let hist = h("ok 0 [a x 1] [r y [1]]
+                  ok 1 [a x 2] [a y 1]
+                  ok 2 [r x [1 2]]");
+    let found = run(Workload::ListAppend, &hist, plain_cycles());
+    let a = &found[&AnomalyType::G1c][0];
+    let dot = checker::explain::render_dot(a, &hist).unwrap();
+    insta::assert_snapshot!(dot);
+    insta::assert_snapshot!(serde_json::to_string_pretty(a).unwrap());
+    let g1 = &found.get(&AnomalyType::G1c).unwrap()[0];
+    assert!(checker::explain::render_dot(g1, &hist).is_some());
+}
