@@ -7,5 +7,6 @@
 
 pub mod client;
 pub mod postgres;
+pub mod sim;
 pub mod sql;
 pub mod sqlite;

@@ -1,0 +1,498 @@
+//! The simulated engine: a multi-version key-value store of lists and
+//! registers with begin / execute one micro-op / commit / abort.
+//!
+//! Synchronous and pure: no clock, no IO, randomness only from the seed in
+//! [`EngineOptions`]. Commit timestamps are a counter. What a read sees and
+//! what a commit checks depend on [`SimMode`] (see its variants).
+
+use super::{SimError, SimMode};
+use rand::RngExt;
+use std::collections::HashMap;
+use store::{Key, MicroOp, ReadValue, Val};
+use workloads::rng::{SeededRng, seeded};
+
+/// An open transaction's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TxnId(pub u64);
+
+/// Engine settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineOptions {
+    /// Isolation behaviour.
+    pub mode: SimMode,
+    /// Seed of the engine's random choices (aborts, indeterminate outcomes).
+    pub seed: u64,
+    /// Probability that a commit is refused at random (a `fail`).
+    pub abort_probability: f64,
+}
+
+impl EngineOptions {
+    /// `mode` with `seed` and the default abort probability (0.05).
+    pub fn new(mode: SimMode, seed: u64) -> EngineOptions {
+        EngineOptions {
+            mode,
+            seed,
+            abort_probability: 0.05,
+        }
+    }
+}
+
+/// A key's state: a list, a register, or nothing yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Value {
+    Nil,
+    List(Vec<Val>),
+    Reg(Val),
+}
+
+impl Value {
+    fn to_read(&self) -> ReadValue {
+        match self {
+            Value::Nil => ReadValue::Nil,
+            Value::List(l) => ReadValue::List(l.clone()),
+            Value::Reg(v) => ReadValue::Scalar(v.clone()),
+        }
+    }
+
+    fn apply(&mut self, key: &Key, w: &Write) -> Result<(), SimError> {
+        match (w, &mut *self) {
+            (Write::Append(v), Value::Nil) => *self = Value::List(vec![v.clone()]),
+            (Write::Append(v), Value::List(l)) => l.push(v.clone()),
+            (Write::Put(v), Value::Nil | Value::Reg(_)) => *self = Value::Reg(v.clone()),
+            (Write::Append(_), Value::Reg(_)) => {
+                return Err(SimError::TypeMismatch {
+                    f: "append",
+                    key: key.clone(),
+                    held: "register",
+                });
+            }
+            (Write::Put(_), Value::List(_)) => {
+                return Err(SimError::TypeMismatch {
+                    f: "w",
+                    key: key.clone(),
+                    held: "list",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Write {
+    Append(Val),
+    Put(Val),
+}
+
+#[derive(Debug, Default)]
+struct KeyState {
+    /// Committed versions, ascending commit timestamp; pruned to what open
+    /// snapshots can still see.
+    versions: Vec<(u64, Value)>,
+    /// read-uncommitted: the lock holder's in-place state.
+    dirty: Option<Value>,
+    /// The transaction holding the row lock.
+    lock: Option<TxnId>,
+}
+
+const NIL: Value = Value::Nil;
+
+impl KeyState {
+    fn latest(&self) -> (u64, &Value) {
+        self.versions.last().map_or((0, &NIL), |(ts, v)| (*ts, v))
+    }
+
+    fn at(&self, ts: u64) -> &Value {
+        self.versions
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= ts)
+            .map_or(&NIL, |(_, v)| v)
+    }
+
+    /// Keeps the newest version visible at `oldest_snapshot` and all later ones.
+    fn prune(&mut self, oldest_snapshot: u64) {
+        let visible = self
+            .versions
+            .iter()
+            .rposition(|(t, _)| *t <= oldest_snapshot);
+        if let Some(i) = visible
+            && i > 0
+        {
+            self.versions.drain(..i);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Txn {
+    start_ts: u64,
+    /// serializable: (key, commit ts of the version read) for validation.
+    reads: Vec<(Key, u64)>,
+    /// Buffered writes in order (all modes but read-uncommitted).
+    writes: Vec<(Key, Write)>,
+    /// lost-update: the first state seen of each key.
+    base: HashMap<Key, Value>,
+    /// Row locks held.
+    locks: Vec<Key>,
+}
+
+/// Counters of what the engine did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Transactions committed.
+    pub committed: u64,
+    /// Transactions aborted (any reason).
+    pub aborted: u64,
+    /// retry-reapply: conflicting commits silently re-applied.
+    pub reapplied: u64,
+}
+
+/// The simulated database.
+#[derive(Debug)]
+pub struct Engine {
+    mode: SimMode,
+    abort_probability: f64,
+    rng: SeededRng,
+    keys: HashMap<Key, KeyState>,
+    txns: HashMap<TxnId, Txn>,
+    clock: u64,
+    next_txn: u64,
+    stats: EngineStats,
+}
+
+impl Engine {
+    /// An empty database.
+    ///
+    /// # Errors
+    /// [`SimError::InvalidConfig`] when `abort_probability` is not in `[0, 1]`.
+    pub fn new(opts: EngineOptions) -> Result<Engine, SimError> {
+        check_probability("abort-probability", opts.abort_probability)?;
+        Ok(Engine {
+            mode: opts.mode,
+            abort_probability: opts.abort_probability,
+            rng: seeded(opts.seed),
+            keys: HashMap::new(),
+            txns: HashMap::new(),
+            clock: 0,
+            next_txn: 0,
+            stats: EngineStats::default(),
+        })
+    }
+
+    /// An empty database in `mode` with the default abort probability.
+    pub fn with_mode(mode: SimMode, seed: u64) -> Engine {
+        let opts = EngineOptions::new(mode, seed);
+        Engine {
+            mode,
+            abort_probability: opts.abort_probability,
+            rng: seeded(seed),
+            keys: HashMap::new(),
+            txns: HashMap::new(),
+            clock: 0,
+            next_txn: 0,
+            stats: EngineStats::default(),
+        }
+    }
+
+    /// The isolation behaviour.
+    pub fn mode(&self) -> SimMode {
+        self.mode
+    }
+
+    /// What the engine has done so far.
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    /// Changes the random-abort probability (e.g. 0 for final reads).
+    ///
+    /// # Errors
+    /// [`SimError::InvalidConfig`] when `p` is not in `[0, 1]`.
+    pub fn set_abort_probability(&mut self, p: f64) -> Result<(), SimError> {
+        check_probability("abort-probability", p)?;
+        self.abort_probability = p;
+        Ok(())
+    }
+
+    /// Number of open transactions.
+    pub fn open_count(&self) -> usize {
+        self.txns.len()
+    }
+
+    /// Begins a transaction.
+    pub fn begin(&mut self) -> TxnId {
+        let id = TxnId(self.next_txn);
+        self.next_txn += 1;
+        self.txns.insert(
+            id,
+            Txn {
+                start_ts: self.clock,
+                reads: Vec::new(),
+                writes: Vec::new(),
+                base: HashMap::new(),
+                locks: Vec::new(),
+            },
+        );
+        id
+    }
+
+    /// Runs one micro-op of `txn` and returns it completed (reads filled in).
+    /// On error the transaction has been aborted.
+    ///
+    /// # Errors
+    /// A lock conflict, a type mismatch, or an unknown transaction.
+    pub fn execute(&mut self, txn: TxnId, mop: &MicroOp) -> Result<MicroOp, SimError> {
+        let result = self.execute_inner(txn, mop);
+        if result.is_err() {
+            self.abort(txn);
+        }
+        result
+    }
+
+    fn execute_inner(&mut self, id: TxnId, mop: &MicroOp) -> Result<MicroOp, SimError> {
+        let mode = self.mode;
+        let txn = self.txns.get_mut(&id).ok_or(SimError::UnknownTxn(id.0))?;
+        let key = mop.key();
+        let ks = self.keys.entry(key.clone()).or_default();
+        match mop {
+            MicroOp::Read(k, _) => {
+                let value = match mode {
+                    SimMode::ReadUncommitted => {
+                        ks.dirty.clone().unwrap_or_else(|| ks.latest().1.clone())
+                    }
+                    SimMode::SnapshotIsolation | SimMode::RetryReapply => {
+                        with_own_writes(ks.at(txn.start_ts).clone(), k, &txn.writes)?
+                    }
+                    SimMode::LostUpdate => {
+                        let base = txn
+                            .base
+                            .entry(k.clone())
+                            .or_insert_with(|| ks.latest().1.clone())
+                            .clone();
+                        with_own_writes(base, k, &txn.writes)?
+                    }
+                    SimMode::Serializable | SimMode::ReadCommitted => {
+                        let (ts, v) = ks.latest();
+                        if mode == SimMode::Serializable {
+                            txn.reads.push((k.clone(), ts));
+                        }
+                        with_own_writes(v.clone(), k, &txn.writes)?
+                    }
+                };
+                Ok(MicroOp::Read(k.clone(), value.to_read()))
+            }
+            MicroOp::Append(k, v) | MicroOp::Write(k, v) => {
+                let w = match mop {
+                    MicroOp::Append(..) => Write::Append(v.clone()),
+                    _ => Write::Put(v.clone()),
+                };
+                if mode.locks_writes() {
+                    match ks.lock {
+                        Some(holder) if holder != id => {
+                            return Err(SimError::LockConflict { key: k.clone() });
+                        }
+                        Some(_) => {}
+                        None => {
+                            ks.lock = Some(id);
+                            txn.locks.push(k.clone());
+                        }
+                    }
+                }
+                match mode {
+                    SimMode::ReadUncommitted => {
+                        let mut value = ks.dirty.take().unwrap_or_else(|| ks.latest().1.clone());
+                        let applied = value.apply(k, &w);
+                        ks.dirty = Some(value);
+                        applied?;
+                    }
+                    _ => {
+                        if mode == SimMode::LostUpdate {
+                            txn.base
+                                .entry(k.clone())
+                                .or_insert_with(|| ks.latest().1.clone());
+                        }
+                        // Type-check now, so a bad write fails where it is issued.
+                        let mut probe = match mode {
+                            SimMode::SnapshotIsolation | SimMode::RetryReapply => {
+                                ks.at(txn.start_ts).clone()
+                            }
+                            _ => ks.latest().1.clone(),
+                        };
+                        probe = with_own_writes(probe, k, &txn.writes)?;
+                        probe.apply(k, &w)?;
+                        txn.writes.push((k.clone(), w));
+                    }
+                }
+                Ok(mop.clone())
+            }
+        }
+    }
+
+    /// Commits `txn`.
+    ///
+    /// # Errors
+    /// A random abort, a failed validation (serializable), a write-write
+    /// conflict (snapshot isolation) or an unknown transaction; in every case
+    /// the transaction has been aborted.
+    pub fn commit(&mut self, id: TxnId) -> Result<(), SimError> {
+        if !self.txns.contains_key(&id) {
+            return Err(SimError::UnknownTxn(id.0));
+        }
+        if self.abort_probability > 0.0 && self.rng.random_bool(self.abort_probability) {
+            self.abort(id);
+            return Err(SimError::RandomAbort);
+        }
+        if let Err(e) = self.validate(id) {
+            self.abort(id);
+            return Err(e);
+        }
+        let Some(txn) = self.txns.remove(&id) else {
+            return Err(SimError::UnknownTxn(id.0));
+        };
+        self.clock += 1;
+        let ts = self.clock;
+        let oldest = self.oldest_snapshot();
+        if self.mode == SimMode::ReadUncommitted {
+            for k in &txn.locks {
+                if let Some(ks) = self.keys.get_mut(k)
+                    && let Some(v) = ks.dirty.take()
+                {
+                    ks.versions.push((ts, v));
+                    ks.prune(oldest);
+                }
+            }
+        } else {
+            self.install(&txn, ts, oldest);
+        }
+        self.release(&txn);
+        self.stats.committed += 1;
+        Ok(())
+    }
+
+    /// Ends `txn` with an outcome unknown to the client (a crash during
+    /// commit): commits or aborts it at random. Returns whether it committed.
+    pub fn commit_indeterminate(&mut self, id: TxnId) -> bool {
+        if self.rng.random_bool(0.5) {
+            self.commit(id).is_ok()
+        } else {
+            self.abort(id);
+            false
+        }
+    }
+
+    /// Aborts `txn`, discarding its writes (no-op if it is not open).
+    pub fn abort(&mut self, id: TxnId) {
+        let Some(txn) = self.txns.remove(&id) else {
+            return;
+        };
+        if self.mode == SimMode::ReadUncommitted {
+            for k in &txn.locks {
+                if let Some(ks) = self.keys.get_mut(k) {
+                    ks.dirty = None;
+                }
+            }
+        }
+        self.release(&txn);
+        self.stats.aborted += 1;
+    }
+
+    fn validate(&mut self, id: TxnId) -> Result<(), SimError> {
+        let Some(txn) = self.txns.get(&id) else {
+            return Err(SimError::UnknownTxn(id.0));
+        };
+        match self.mode {
+            SimMode::Serializable => {
+                for (k, seen) in &txn.reads {
+                    let now = self.keys.get(k).map_or(0, |ks| ks.latest().0);
+                    if now != *seen {
+                        return Err(SimError::Conflict { key: k.clone() });
+                    }
+                }
+            }
+            SimMode::SnapshotIsolation | SimMode::RetryReapply => {
+                let conflict = txn.writes.iter().find(|(k, _)| {
+                    self.keys
+                        .get(k)
+                        .is_some_and(|ks| ks.latest().0 > txn.start_ts)
+                });
+                if let Some((k, _)) = conflict {
+                    if self.mode == SimMode::SnapshotIsolation {
+                        return Err(SimError::Conflict { key: k.clone() });
+                    }
+                    // The bug: retry by re-applying the writes over the newer state.
+                    self.stats.reapplied += 1;
+                }
+            }
+            SimMode::ReadCommitted | SimMode::ReadUncommitted | SimMode::LostUpdate => {}
+        }
+        Ok(())
+    }
+
+    /// Installs buffered writes, key by key in first-write order.
+    fn install(&mut self, txn: &Txn, ts: u64, oldest: u64) {
+        let mut done: Vec<&Key> = Vec::new();
+        for (k, _) in &txn.writes {
+            if done.contains(&k) {
+                continue;
+            }
+            done.push(k);
+            let ks = self.keys.entry(k.clone()).or_default();
+            let mut value = match self.mode {
+                SimMode::LostUpdate => txn.base.get(k).cloned().unwrap_or(Value::Nil),
+                _ => ks.latest().1.clone(),
+            };
+            for (k2, w) in &txn.writes {
+                if k2 == k {
+                    // Types were checked when each write was issued; a
+                    // mismatch now (a concurrent txn changed the type) drops the write.
+                    let _ = value.apply(k, w);
+                }
+            }
+            ks.versions.push((ts, value));
+            ks.prune(oldest);
+        }
+    }
+
+    fn release(&mut self, txn: &Txn) {
+        for k in &txn.locks {
+            if let Some(ks) = self.keys.get_mut(k) {
+                ks.lock = None;
+            }
+        }
+    }
+
+    /// The oldest snapshot an open transaction can read (only snapshot modes
+    /// keep old versions).
+    fn oldest_snapshot(&self) -> u64 {
+        if self.mode.snapshot_reads() {
+            self.txns
+                .values()
+                .map(|t| t.start_ts)
+                .min()
+                .unwrap_or(u64::MAX)
+        } else {
+            u64::MAX
+        }
+    }
+}
+
+fn with_own_writes(mut v: Value, k: &Key, writes: &[(Key, Write)]) -> Result<Value, SimError> {
+    for (k2, w) in writes {
+        if k2 == k {
+            v.apply(k, w)?;
+        }
+    }
+    Ok(v)
+}
+
+pub(crate) fn check_probability(field: &'static str, p: f64) -> Result<(), SimError> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(SimError::InvalidConfig {
+            field,
+            reason: format!("{p} is not a probability between 0 and 1"),
+        })
+    }
+}

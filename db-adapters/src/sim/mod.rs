@@ -1,0 +1,180 @@
+//! `sim`: an in-memory transactional database with selectable isolation
+//! behaviour, for demos, benchmarks and the checker's tests.
+//!
+//! Owns the simulated [`engine::Engine`] (synchronous and pure: no tokio, no
+//! clock, randomness only from a seed), the deterministic history driver
+//! [`driver::simulate`], and the [`client::SimFactory`] the runner uses as
+//! `--db sim`.
+//!
+//! Key decision: the engine runs one micro-op at a time and the caller
+//! decides the interleaving, so the same engine serves a fully deterministic
+//! driver (seeded interleaving, logical time) and concurrent async clients
+//! (tokio interleaving through a mutex). Isolation behaviour is a closed enum
+//! [`SimMode`]; every mode also aborts some transactions at random (seeded),
+//! so `fail` ops and aborted reads appear.
+
+pub mod client;
+pub mod driver;
+pub mod engine;
+
+pub use client::{SimClient, SimFactory};
+pub use driver::{SimConfig, simulate, simulate_workload};
+pub use engine::{Engine, EngineOptions, TxnId};
+
+use std::fmt;
+use std::str::FromStr;
+use store::Key;
+
+/// How the simulated database isolates transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SimMode {
+    /// `serializable`: reads see the latest committed state; commit validates
+    /// that nothing read has changed since (optimistic, backward validation)
+    /// and installs atomically. Strict serializable.
+    Serializable,
+    /// `snapshot-isolation`: reads from a snapshot taken at begin;
+    /// first-committer-wins on write-write conflicts. Allows write skew (G2-item).
+    SnapshotIsolation,
+    /// `read-committed`: reads see the latest committed state; writes take
+    /// no-wait row locks and install at commit; no read validation, so lost
+    /// updates (G-single-item) happen.
+    ReadCommitted,
+    /// `read-uncommitted`: writes take no-wait row locks but are applied in
+    /// place, so other transactions read them before commit (G1b, G1c) and
+    /// after an abort rolls them back (G1a).
+    ReadUncommitted,
+    /// Bug mode `retry-reapply`: snapshot isolation whose write-write
+    /// conflicts are "resolved" by silently re-applying the transaction's
+    /// writes over the newer state and committing, as TiDB 2.1.7's automatic
+    /// retry did (lost updates, G-single).
+    RetryReapply,
+    /// Bug mode `lost-update`: each transaction caches the first state it
+    /// sees of a key and overwrites the key at commit with that state plus
+    /// its own writes, erasing concurrent committed writes.
+    LostUpdate,
+}
+
+impl SimMode {
+    /// Every mode.
+    pub const ALL: &'static [SimMode] = &[
+        SimMode::Serializable,
+        SimMode::SnapshotIsolation,
+        SimMode::ReadCommitted,
+        SimMode::ReadUncommitted,
+        SimMode::RetryReapply,
+        SimMode::LostUpdate,
+    ];
+
+    /// The name used by `--isolation` with `--db sim`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimMode::Serializable => "serializable",
+            SimMode::SnapshotIsolation => "snapshot-isolation",
+            SimMode::ReadCommitted => "read-committed",
+            SimMode::ReadUncommitted => "read-uncommitted",
+            SimMode::RetryReapply => "retry-reapply",
+            SimMode::LostUpdate => "lost-update",
+        }
+    }
+
+    /// Parses a mode name.
+    ///
+    /// # Errors
+    /// [`SimError::UnknownMode`] for anything else.
+    pub fn parse(s: &str) -> Result<SimMode, SimError> {
+        SimMode::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| SimError::UnknownMode(s.to_string()))
+    }
+
+    /// Whether reads come from a snapshot taken at begin.
+    pub(crate) fn snapshot_reads(self) -> bool {
+        matches!(self, SimMode::SnapshotIsolation | SimMode::RetryReapply)
+    }
+
+    /// Whether writes take (no-wait) row locks.
+    pub(crate) fn locks_writes(self) -> bool {
+        matches!(self, SimMode::ReadCommitted | SimMode::ReadUncommitted)
+    }
+}
+
+impl fmt::Display for SimMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SimMode {
+    type Err = SimError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SimMode::parse(s)
+    }
+}
+
+/// Why a simulated transaction aborted, or a bad simulator setting.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// Commit-time validation failed (a read changed, or a write-write conflict).
+    #[error("serialization conflict on key {key}")]
+    Conflict {
+        /// The key that changed.
+        key: Key,
+    },
+    /// Another open transaction holds the row lock (no-wait locking).
+    #[error("key {key} is locked by another transaction")]
+    LockConflict {
+        /// The locked key.
+        key: Key,
+    },
+    /// The engine chose to abort (seeded, `abort_probability`).
+    #[error("transaction aborted by the simulator")]
+    RandomAbort,
+    /// An append to a register or a write to a list.
+    #[error("{f} on key {key}, which holds a {held}")]
+    TypeMismatch {
+        /// The micro-op's function.
+        f: &'static str,
+        /// The key.
+        key: Key,
+        /// What the key holds (`list` or `register`).
+        held: &'static str,
+    },
+    /// The transaction is not open (finished, or never begun).
+    #[error("transaction {0} is not open")]
+    UnknownTxn(u64),
+    /// Not a mode name.
+    #[error(
+        "unknown sim mode {0:?}; known: serializable, snapshot-isolation, read-committed, read-uncommitted, retry-reapply, lost-update"
+    )]
+    UnknownMode(String),
+    /// A setting out of range.
+    #[error("invalid sim setting {field}: {reason}")]
+    InvalidConfig {
+        /// The setting.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl SimError {
+    /// The short tag recorded in a history's `error` field.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SimError::Conflict { .. } => "serialization-conflict",
+            SimError::LockConflict { .. } => "lock-conflict",
+            SimError::RandomAbort => "aborted",
+            SimError::TypeMismatch { .. } => "type-mismatch",
+            SimError::UnknownTxn(_) => "unknown-transaction",
+            SimError::UnknownMode(_) => "unknown-mode",
+            SimError::InvalidConfig { .. } => "invalid-config",
+        }
+    }
+
+    /// Whether the error proves the transaction did not commit.
+    pub fn is_definite(&self) -> bool {
+        !matches!(self, SimError::UnknownTxn(_))
+    }
+}
