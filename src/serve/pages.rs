@@ -255,12 +255,29 @@ pub fn run_page(run: &RunInfo) -> String {
         b.push_str(&format!("; also not {}", esc(&also)));
     }
     b.push_str("</p>\n");
+    if let Some(reason) = run
+        .results
+        .as_ref()
+        .and_then(|r| r.get("reason"))
+        .and_then(Value::as_str)
+    {
+        b.push_str(&format!("<p>reason: {}</p>\n", esc(reason)));
+    }
 
     let elle = run.dir.join("elle");
     if !run.anomaly_types.is_empty() {
         b.push_str("<h2>Anomalies</h2>\n");
         for ty in &run.anomaly_types {
-            b.push_str(&format!("<h3 id=\"{0}\">{0}</h3>\n", esc(ty)));
+            let found = run
+                .results
+                .as_ref()
+                .and_then(|r| r.get("anomalies"))
+                .and_then(|a| a.get(ty.as_str()))
+                .and_then(Value::as_array)
+                .map_or(String::new(), |a| {
+                    format!(" <span class=\"muted\">({} found)</span>", a.len())
+                });
+            b.push_str(&format!("<h3 id=\"{0}\">{0}{found}</h3>\n", esc(ty)));
             let txt = elle.join(format!("{ty}.txt"));
             let text = if is_plain_name(ty) {
                 read_text_capped(&txt)
