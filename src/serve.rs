@@ -35,7 +35,8 @@ pub struct ServeArgs {
     /// Port (0 picks a free one; the address is printed on stdout).
     #[arg(long, short, default_value_t = 8080)]
     pub port: u16,
-    /// The run store directory.
+    /// The run store: the `runs` directory (or the directory holding it, as
+    /// given to `harness run --store`).
     #[arg(long, default_value = "runs")]
     pub store: PathBuf,
 }
@@ -55,6 +56,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         .canonicalize()
         .with_context(|| format!("store directory {}", args.store.display()))?;
     anyhow::ensure!(root.is_dir(), "store {} is not a directory", root.display());
+    // `harness run --store DIR` keeps runs in DIR/runs/: accept DIR too.
+    let root = match root.join("runs").canonicalize() {
+        Ok(inner) if inner.is_dir() && !root.join("test.json").exists() => inner,
+        _ => root,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -157,3 +157,17 @@ fn serve_refuses_a_missing_store() {
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("no-such-store"), "{err}");
 }
+
+#[test]
+fn serve_accepts_the_directory_holding_runs() {
+    // `harness run --store DIR` writes DIR/runs/<test>/<timestamp>/.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    valid_run(&dir.path().join("runs"), "sqlite-wr", "20261121T100000.000");
+    let srv = serve(dir.path());
+    let (status, body) = raw_get(&srv.addr, "GET", "/");
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("sqlite-wr") && body.contains("v-valid"),
+        "{body}"
+    );
+}
