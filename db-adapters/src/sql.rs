@@ -150,6 +150,44 @@ impl TxnTables {
         )
     }
 
+    /// MySQL wire (TiDB, MariaDB): `CREATE TABLE IF NOT EXISTS txnI (id
+    /// BIGINT PRIMARY KEY, sk BIGINT, val TEXT)` — Jepsen's TiDB schema,
+    /// `sk` being the secondary key (= id).
+    pub fn mysql_create_sql(&self, table: usize) -> String {
+        format!(
+            "CREATE TABLE IF NOT EXISTS txn{table} (id BIGINT NOT NULL PRIMARY KEY, sk BIGINT NOT NULL, val TEXT)"
+        )
+    }
+
+    /// MySQL wire: read by primary key (`?` = key), optionally `FOR UPDATE`.
+    pub fn mysql_read_sql(&self, table: usize, for_update: bool) -> String {
+        let lock = if for_update { " FOR UPDATE" } else { "" };
+        format!("SELECT val FROM txn{table} WHERE id = ?{lock}")
+    }
+
+    /// MySQL wire: append (params: id, sk, val, val) — Jepsen's TiDB
+    /// `INSERT … ON DUPLICATE KEY UPDATE val = CONCAT(val, ',', ?)`.
+    pub fn mysql_append_sql(&self, table: usize) -> String {
+        format!(
+            "INSERT INTO txn{table} (id, sk, val) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE val = CONCAT(val, ',', ?)"
+        )
+    }
+
+    /// MySQL wire: register write (params: id, sk, val, val).
+    pub fn mysql_write_sql(&self, table: usize) -> String {
+        format!(
+            "INSERT INTO txn{table} (id, sk, val) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE val = ?"
+        )
+    }
+
+    /// MySQL wire: `SET SESSION TRANSACTION ISOLATION LEVEL …`.
+    pub fn mysql_isolation_sql(isolation: Isolation) -> String {
+        format!(
+            "SET SESSION TRANSACTION ISOLATION LEVEL {}",
+            isolation.sql()
+        )
+    }
+
     /// Write `$2` (text) to key `$1`: insert, or overwrite on conflict.
     pub fn write_sql(&self, table: usize) -> String {
         format!(
@@ -342,6 +380,27 @@ mod tests {
         assert!(t.append_sql(2).contains("txn2") && t.append_sql(2).contains("CONCAT"));
         assert!(t.write_sql(1).contains("SET val = $2"));
         assert!(t.read_sql(0).starts_with("SELECT val FROM txn0"));
+    }
+
+    #[test]
+    fn mysql_statements_follow_jepsens_tidb_suite() {
+        let t = TxnTables { table_count: 7 };
+        assert_eq!(
+            t.mysql_append_sql(6),
+            "INSERT INTO txn6 (id, sk, val) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE val = CONCAT(val, ',', ?)"
+        );
+        assert_eq!(
+            t.mysql_read_sql(0, true),
+            "SELECT val FROM txn0 WHERE id = ? FOR UPDATE"
+        );
+        assert_eq!(
+            t.mysql_read_sql(0, false),
+            "SELECT val FROM txn0 WHERE id = ?"
+        );
+        assert_eq!(
+            TxnTables::mysql_isolation_sql(Isolation::RepeatableRead),
+            "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+        );
     }
 
     #[test]

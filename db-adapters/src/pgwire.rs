@@ -1,0 +1,463 @@
+//! A PostgreSQL-wire client for distributed SQL databases that speak it
+//! (CockroachDB, YugabyteDB YSQL): connects per node (`<host>:<port>`) or
+//! to a fixed URL, runs each transaction as `BEGIN ISOLATION LEVEL … /
+//! COMMIT` with the shared statements of [`crate::sql::TxnTables`], never
+//! retries, and classifies errors with a per-database function layered on
+//! [`crate::sql::classify_pg`].
+//!
+//! Key decision: setup verifies that the server really runs transactions at
+//! the requested level (`SHOW transaction_isolation` inside a transaction
+//! begun at that level): CockroachDB silently upgrades READ COMMITTED to
+//! SERIALIZABLE when the cluster setting is off, and a test would then
+//! check the wrong model.
+
+use crate::client::{BoxFuture, Client, ClientError, ClientFactory, ErrorKind};
+use crate::sql::{
+    DataModel, Isolation, TxnPhase, TxnTables, int_key, int_val, parse_list, parse_register,
+};
+use nemesis::Node;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+use store::{MicroOp, ReadValue};
+use tokio_postgres::{NoTls, Statement};
+
+/// Classifies a driver error at a transaction phase.
+pub type Classifier = fn(&tokio_postgres::Error, TxnPhase) -> ClientError;
+
+/// Where clients connect.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// Every worker uses this URL (an existing cluster, `--url`).
+    Url(String),
+    /// Worker `i` connects to its node's host on this port.
+    Nodes {
+        /// Port on every node (26257 CockroachDB, 5433 YSQL).
+        port: u16,
+        /// Login user.
+        user: String,
+        /// Database name.
+        dbname: String,
+    },
+}
+
+/// Errors configuring a PG-wire factory.
+#[derive(Debug, thiserror::Error)]
+pub enum PgWireError {
+    /// The URL does not parse.
+    #[error("invalid {db} URL {url:?}: {reason}")]
+    BadUrl {
+        /// Database name.
+        db: &'static str,
+        /// The URL as given.
+        url: String,
+        /// What tokio-postgres said.
+        reason: String,
+    },
+}
+
+/// What differs between PG-wire databases.
+#[derive(Clone, Debug)]
+pub struct Dialect {
+    /// Database name for messages (`CockroachDB`, `YugabyteDB`).
+    pub db: &'static str,
+    /// Error classification.
+    pub classify: Classifier,
+    /// Statements run once at setup when the server is really this
+    /// database (detected by `version_marker` in `SELECT version()`), e.g.
+    /// `SET CLUSTER SETTING …`. Skipped, with a log line, on other servers.
+    pub setup_statements: Vec<String>,
+    /// Substring of `version()` that identifies the database.
+    pub version_marker: &'static str,
+    /// Optional lock clause appended to reads (` FOR UPDATE`).
+    pub read_lock: Option<&'static str>,
+}
+
+/// Opens PG-wire sessions and creates the schema.
+#[derive(Clone)]
+pub struct PgWireFactory {
+    target: Target,
+    base: tokio_postgres::Config,
+    isolation: Isolation,
+    model: DataModel,
+    tables: TxnTables,
+    dialect: Dialect,
+}
+
+impl std::fmt::Debug for PgWireFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgWireFactory")
+            .field("db", &self.dialect.db)
+            .field(
+                "target",
+                &match &self.target {
+                    Target::Url(_) => "url".to_string(),
+                    Target::Nodes { port, .. } => format!("nodes:{port}"),
+                },
+            )
+            .field("isolation", &self.isolation)
+            .finish()
+    }
+}
+
+impl PgWireFactory {
+    /// A factory; `isolation` must already be one the database accepts.
+    ///
+    /// # Errors
+    /// [`PgWireError::BadUrl`].
+    pub fn new(
+        target: Target,
+        isolation: Isolation,
+        model: DataModel,
+        tables: TxnTables,
+        dialect: Dialect,
+    ) -> Result<PgWireFactory, PgWireError> {
+        let mut base = match &target {
+            Target::Url(url) => {
+                tokio_postgres::Config::from_str(url).map_err(|e| PgWireError::BadUrl {
+                    db: dialect.db,
+                    url: url.clone(),
+                    reason: e.to_string(),
+                })?
+            }
+            Target::Nodes { user, dbname, .. } => {
+                let mut c = tokio_postgres::Config::new();
+                c.user(user).dbname(dbname);
+                c
+            }
+        };
+        if base.get_connect_timeout().is_none() {
+            base.connect_timeout(Duration::from_secs(5));
+        }
+        if base.get_application_name().is_none() {
+            base.application_name("harness");
+        }
+        Ok(PgWireFactory {
+            target,
+            base,
+            isolation,
+            model,
+            tables,
+            dialect,
+        })
+    }
+
+    /// The isolation level transactions run at.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// The database's dialect.
+    pub fn dialect(&self) -> &Dialect {
+        &self.dialect
+    }
+
+    fn config_for(&self, node: &Node) -> tokio_postgres::Config {
+        let mut c = self.base.clone();
+        if let Target::Nodes { port, .. } = &self.target {
+            c.host(&node.host).port(*port);
+        }
+        c
+    }
+
+    async fn connect(&self, node: &Node) -> Result<tokio_postgres::Client, ClientError> {
+        let (client, conn) = self.config_for(node).connect(NoTls).await.map_err(|e| {
+            ClientError::definite(
+                "connect",
+                format!("node {}: cannot connect: {e}", node.name),
+            )
+        })?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!("PG-wire connection ended: {e}");
+            }
+        });
+        Ok(client)
+    }
+
+    /// `SELECT version()` of the server behind `node` (for run metadata and
+    /// dialect detection).
+    ///
+    /// # Errors
+    /// A definite error when the server cannot be reached or queried.
+    pub async fn server_version(&self, node: &Node) -> Result<String, ClientError> {
+        let c = self.connect(node).await?;
+        let row = c
+            .query_one("SELECT version()", &[])
+            .await
+            .map_err(|e| ClientError::definite("version", e.to_string()))?;
+        row.try_get::<_, String>(0)
+            .map_err(|e| ClientError::definite("version", e.to_string()))
+    }
+
+    /// The level the server reports inside a transaction begun at the
+    /// configured level (`SHOW transaction_isolation`, lower case).
+    ///
+    /// # Errors
+    /// A definite error when the server cannot be queried.
+    pub async fn effective_isolation(&self, node: &Node) -> Result<String, ClientError> {
+        let c = self.connect(node).await?;
+        let q = |e: tokio_postgres::Error| ClientError::definite("isolation", e.to_string());
+        c.batch_execute(&format!("BEGIN ISOLATION LEVEL {}", self.isolation.sql()))
+            .await
+            .map_err(q)?;
+        let row = c
+            .query_one("SHOW transaction_isolation", &[])
+            .await
+            .map_err(q)?;
+        let level: String = row.try_get(0).map_err(q)?;
+        let _ = c.batch_execute("ROLLBACK").await;
+        Ok(level.to_ascii_lowercase())
+    }
+
+    async fn session(&self, node: &Node) -> Result<Session, ClientError> {
+        let client = self.connect(node).await?;
+        let mut reads = Vec::new();
+        let mut writes = Vec::new();
+        for t in 0..self.tables.table_count {
+            let mut read = self.tables.read_sql(t);
+            if let Some(lock) = self.dialect.read_lock {
+                read.push_str(lock);
+            }
+            let write = match self.model {
+                DataModel::ListAppend => self.tables.append_sql(t),
+                DataModel::RwRegister => self.tables.write_sql(t),
+            };
+            let prep = |e| (self.dialect.classify)(&e, TxnPhase::BeforeCommit);
+            reads.push(client.prepare(&read).await.map_err(prep)?);
+            writes.push(client.prepare(&write).await.map_err(prep)?);
+        }
+        Ok(Session {
+            client,
+            reads,
+            writes,
+        })
+    }
+}
+
+impl ClientFactory for PgWireFactory {
+    fn setup<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
+        Box::pin(async move {
+            let version = self.server_version(node).await?;
+            let client = self.connect(node).await?;
+            if version.contains(self.dialect.version_marker) {
+                for s in &self.dialect.setup_statements {
+                    client.batch_execute(s).await.map_err(|e| {
+                        ClientError::definite("setup", format!("node {}: `{s}`: {e}", node.name))
+                    })?;
+                }
+            } else if !self.dialect.setup_statements.is_empty() {
+                tracing::warn!(
+                    "server is not {} ({version}); skipping {}-only setup statements",
+                    self.dialect.db,
+                    self.dialect.db
+                );
+            }
+            // Values must be unique per key across the whole table: data left
+            // by an earlier run would look like garbage reads.
+            let mut sql = String::new();
+            for t in 0..self.tables.table_count {
+                sql.push_str(&self.tables.drop_sql(t));
+                sql.push_str(";\n");
+                sql.push_str(&self.tables.create_sql(t));
+                sql.push_str(";\n");
+            }
+            client.batch_execute(&sql).await.map_err(|e| {
+                ClientError::definite("setup", format!("node {}: creating tables: {e}", node.name))
+            })?;
+            let want = self.isolation.sql().to_ascii_lowercase();
+            let got = self.effective_isolation(node).await?;
+            if got != want {
+                return Err(ClientError::definite(
+                    "isolation-not-honoured",
+                    format!(
+                        "node {}: asked {} for {want} but transactions run at {got}",
+                        node.name, self.dialect.db
+                    ),
+                ));
+            }
+            Ok(())
+        })
+    }
+
+    fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+        Box::pin(async move {
+            let session = self.session(node).await?;
+            Ok(Box::new(PgWireClient {
+                factory: self.clone(),
+                node: node.clone(),
+                session: Some(session),
+                last_connect_failure: None,
+                begin: format!("BEGIN ISOLATION LEVEL {}", self.isolation.sql()),
+            }) as Box<dyn Client>)
+        })
+    }
+}
+
+struct Session {
+    client: tokio_postgres::Client,
+    reads: Vec<Statement>,
+    writes: Vec<Statement>,
+}
+
+/// Pause after a failed reconnect, so a dead node does not turn into a flood
+/// of `fail` ops.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+
+struct PgWireClient {
+    factory: PgWireFactory,
+    node: Node,
+    session: Option<Session>,
+    last_connect_failure: Option<Instant>,
+    begin: String,
+}
+
+impl PgWireClient {
+    async fn ensure_session(&mut self) -> Result<(), ClientError> {
+        if self.session.as_ref().is_some_and(|s| !s.client.is_closed()) {
+            return Ok(());
+        }
+        self.session = None;
+        if let Some(t) = self.last_connect_failure {
+            let since = t.elapsed();
+            if since < RECONNECT_BACKOFF {
+                tokio::time::sleep(RECONNECT_BACKOFF - since).await;
+            }
+        }
+        match self.factory.session(&self.node).await {
+            Ok(s) => {
+                self.session = Some(s);
+                self.last_connect_failure = None;
+                Ok(())
+            }
+            Err(e) => {
+                self.last_connect_failure = Some(Instant::now());
+                Err(ClientError::definite("no-client", e.message))
+            }
+        }
+    }
+
+    async fn run(&mut self, txn: &[MicroOp]) -> Result<Vec<MicroOp>, ClientError> {
+        let model = self.factory.model;
+        for mop in txn {
+            int_key(mop.key())?;
+            match mop {
+                MicroOp::Append(_, v) | MicroOp::Write(_, v) => {
+                    int_val(v)?;
+                    if matches!(mop, MicroOp::Append(..)) != (model == DataModel::ListAppend) {
+                        return Err(ClientError::definite(
+                            "wrong-workload",
+                            format!("micro-op {} does not belong to this workload", mop.f_name()),
+                        ));
+                    }
+                }
+                MicroOp::Read(..) => {}
+            }
+        }
+        self.ensure_session().await?;
+        let classify = self.factory.dialect.classify;
+        let tables = self.factory.tables;
+        let Some(s) = self.session.as_ref() else {
+            return Err(ClientError::definite("no-client", "no session"));
+        };
+        s.client
+            .batch_execute(&self.begin)
+            .await
+            .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
+        let body = async {
+            let mut out = Vec::with_capacity(txn.len());
+            for mop in txn {
+                let id = int_key(mop.key())?;
+                let t = tables.table_of(id);
+                match mop {
+                    MicroOp::Read(k, _) => {
+                        let row = s
+                            .client
+                            .query_opt(&s.reads[t], &[&id])
+                            .await
+                            .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
+                        let text: Option<String> = match row {
+                            Some(r) => r.try_get(0).map_err(|e| {
+                                ClientError::definite("decode", format!("reading val: {e}"))
+                            })?,
+                            None => None,
+                        };
+                        let read = match model {
+                            DataModel::ListAppend => ReadValue::List(parse_list(text.as_deref())?),
+                            DataModel::RwRegister => match parse_register(text.as_deref())? {
+                                Some(v) => ReadValue::Scalar(v),
+                                None => ReadValue::Nil,
+                            },
+                        };
+                        out.push(MicroOp::Read(k.clone(), read));
+                    }
+                    MicroOp::Append(_, v) | MicroOp::Write(_, v) => {
+                        let val = int_val(v)?.to_string();
+                        s.client
+                            .execute(&s.writes[t], &[&id, &val])
+                            .await
+                            .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
+                        out.push(mop.clone());
+                    }
+                }
+            }
+            Ok::<_, ClientError>(out)
+        };
+        match body.await {
+            Ok(out) => {
+                s.client
+                    .batch_execute("COMMIT")
+                    .await
+                    .map_err(|e| classify(&e, TxnPhase::Commit))?;
+                Ok(out)
+            }
+            Err(e) => {
+                // COMMIT was never sent. The dialect may still call an error
+                // indefinite (CockroachDB's 40003, YSQL's "Operation
+                // expired"); keep its verdict, roll back so the session is
+                // usable again.
+                let _ = s.client.batch_execute("ROLLBACK").await;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Client for PgWireClient {
+    fn invoke<'a>(
+        &'a mut self,
+        txn: &'a [MicroOp],
+    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+        Box::pin(self.run(txn))
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move { drop(self) })
+    }
+}
+
+/// Whether `err`'s text (server message or driver text) contains `needle`,
+/// case-insensitively.
+pub fn message_contains(err: &tokio_postgres::Error, needle: &str) -> bool {
+    let text = match err.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => err.to_string(),
+    };
+    text.to_ascii_lowercase()
+        .contains(&needle.to_ascii_lowercase())
+}
+
+/// Marks `e` indefinite (keeping its code and message).
+pub fn indefinite(e: ClientError) -> ClientError {
+    ClientError {
+        kind: ErrorKind::Indefinite,
+        ..e
+    }
+}
+
+/// Marks `e` definite (keeping its code and message).
+pub fn definite(e: ClientError) -> ClientError {
+    ClientError {
+        kind: ErrorKind::Definite,
+        ..e
+    }
+}
