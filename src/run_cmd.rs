@@ -15,7 +15,7 @@
 //! `lost-update`), which then replaces it.
 
 use crate::exit;
-use crate::runner::{self, HistorySink, NoNemesis, RunnerConfig, progress};
+use crate::runner::{self, HistorySink, RunnerConfig, progress};
 use anyhow::{Context as _, bail};
 use checker::model::ConsistencyModel;
 use checker::result::Valid;
@@ -42,8 +42,13 @@ pub enum DbKind {
     Sqlite,
     /// The in-memory simulator with selectable isolation and bugs.
     Sim,
-    /// PostgreSQL (`--url` to a server, or `--local` for a throwaway cluster).
+    /// PostgreSQL (`--url` to a server, or `--local` for a throwaway cluster,
+    /// or `--nodes` for a primary + streaming replicas on nodes).
     Postgres,
+    /// MariaDB Galera on 3+ `--nodes`.
+    Galera,
+    /// One MariaDB server on the first of `--nodes`.
+    Mariadb,
 }
 
 impl DbKind {
@@ -52,6 +57,8 @@ impl DbKind {
             DbKind::Sqlite => "sqlite",
             DbKind::Sim => "sim",
             DbKind::Postgres => "postgres",
+            DbKind::Galera => "galera",
+            DbKind::Mariadb => "mariadb",
         }
     }
 }
@@ -95,8 +102,9 @@ pub struct RunArgs {
     /// Create a throwaway PostgreSQL cluster with the installed binaries.
     #[arg(long)]
     pub local: bool,
-    /// Directory of stored runs.
-    #[arg(long, default_value = "runs")]
+    /// Store root: runs go to <store>/runs/<test-name>/<timestamp>/, with
+    /// <store>/runs/latest pointing at the newest.
+    #[arg(long, default_value = ".")]
     pub store: PathBuf,
     /// Test name (default: <db>-<workload>-<isolation>).
     #[arg(long)]
@@ -128,6 +136,12 @@ pub struct RunArgs {
     /// Time the checker may spend searching for cycles before giving `unknown`.
     #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
     pub check_time_limit: Duration,
+    /// Nodes and SSH (databases on nodes: galera, mariadb, postgres).
+    #[command(flatten)]
+    pub nodes: crate::nemesis_task::NodeArgs,
+    /// Faults and the database lifecycle on nodes.
+    #[command(flatten)]
+    pub faults: crate::nemesis_task::FaultArgs,
 }
 
 /// The validated configuration of a run.
@@ -144,9 +158,12 @@ struct Plan {
 }
 
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
-    let workload = WorkloadKind::parse(&args.workload).map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
-    let isolation = Isolation::parse(&args.isolation).map_err(|e| anyhow::anyhow!("--isolation: {e}"))?;
-    let nodes = vec![Node::local()];
+    let workload =
+        WorkloadKind::parse(&args.workload).map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
+    let isolation =
+        Isolation::parse(&args.isolation).map_err(|e| anyhow::anyhow!("--isolation: {e}"))?;
+    // Databases on nodes (galera, mariadb, postgres with --nodes).
+    let nodes = crate::nemesis_task::plan_nodes(args)?.unwrap_or_else(|| vec![Node::local()]);
     let expected = match &args.expected_consistency_model {
         Some(m) => ConsistencyModel::parse(m)
             .map_err(|e| anyhow::anyhow!("--expected-consistency-model: {e}"))?,
@@ -183,7 +200,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     }
     match args.db {
         DbKind::Postgres => {
-            if args.url.is_none() && !args.local {
+            if args.url.is_none() && !args.local && !args.nodes.is_set() {
                 bail!("--db postgres needs --url postgres://… or --local");
             }
         }
@@ -198,7 +215,12 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     }
     if args.db == DbKind::Sqlite {
         // Reject before anything is created (exit 3).
-        SqliteFactory::new("unused", isolation, DataModel::ListAppend, Duration::from_secs(1))?;
+        SqliteFactory::new(
+            "unused",
+            isolation,
+            DataModel::ListAppend,
+            Duration::from_secs(1),
+        )?;
     }
     if args.db == DbKind::Sim {
         sim_mode(args, isolation)?;
@@ -211,13 +233,24 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     });
     let test_name = match &args.test_name {
         Some(n) => {
-            if n.is_empty() || n.contains('/') || n == "." || n == ".." || n == "latest" {
-                bail!("--test-name {n:?}: must be a non-empty name without '/'");
+            if n.is_empty()
+                || n == "latest"
+                || n.starts_with('.')
+                || !n
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
+            {
+                bail!(
+                    "--test-name {n:?}: use letters, digits, '-', '_', '.', '+' (not starting with '.', not \"latest\")"
+                );
             }
             n.clone()
         }
         None => {
-            let level = args.sim_bug.clone().unwrap_or_else(|| isolation.name().to_string());
+            let level = args
+                .sim_bug
+                .clone()
+                .unwrap_or_else(|| isolation.name().to_string());
             format!("{}-{}-{}", args.db.name(), workload.name(), level)
         }
     };
@@ -262,11 +295,18 @@ fn parse_concurrency(s: &str, nodes: usize) -> anyhow::Result<usize> {
 }
 
 fn sim_mode(args: &RunArgs, isolation: Isolation) -> anyhow::Result<db_adapters::sim::SimMode> {
-    let name = args.sim_bug.clone().unwrap_or_else(|| isolation.name().to_string());
+    let name = args
+        .sim_bug
+        .clone()
+        .unwrap_or_else(|| isolation.name().to_string());
     db_adapters::sim::SimMode::parse(&name).map_err(|e| {
         anyhow::anyhow!(
             "{}: {e}",
-            if args.sim_bug.is_some() { "--sim-bug" } else { "--isolation (for --db sim)" }
+            if args.sim_bug.is_some() {
+                "--sim-bug"
+            } else {
+                "--isolation (for --db sim)"
+            }
         )
     })
 }
@@ -326,6 +366,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     meta["summary"] = serde_json::to_value(&code).unwrap_or_default();
     write_json(&run_dir.test_json_path(), &meta)?;
+    let main_done = code.main_counts.ok + code.main_counts.fail + code.main_counts.info;
+    println!(
+        "main phase: {} transactions in {:.1} s ({:.0} txn/s), ended by {:?}",
+        main_done,
+        code.main_phase_s,
+        main_done as f64 / code.main_phase_s.max(1e-9),
+        code.main_phase_end
+    );
     let verdict = check_and_report(&args, &plan, &run_dir)?;
     meta["verdict"] = json!(verdict.as_str());
     write_json(&run_dir.test_json_path(), &meta)?;
@@ -341,9 +389,14 @@ enum Outcome {
     Ran(runner::RunSummary),
 }
 
-async fn execute(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir) -> anyhow::Result<Outcome> {
+async fn execute(
+    args: &RunArgs,
+    plan: &Plan,
+    run_dir: &store::run::RunDir,
+) -> anyhow::Result<Outcome> {
     let model = data_model(plan.workload);
     let mut cluster: Option<LocalCluster> = None;
+    let mut on_nodes: Option<crate::nemesis_task::Cluster> = None;
     let factory: Arc<dyn ClientFactory> = match plan.db {
         DbKind::Sqlite => Arc::new(SqliteFactory::new(
             run_dir.path().join("sqlite.db"),
@@ -356,6 +409,18 @@ async fn execute(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir) -> a
             sim_mode(args, plan.isolation)?,
             plan.seed,
         )),
+        DbKind::Galera | DbKind::Mariadb => {
+            match crate::nemesis_task::open_cluster(args, plan.isolation, model, run_dir.path()).await {
+                Ok(c) => on_nodes.insert(c).factory.clone(),
+                Err(e) => return Ok(Outcome::SetupFailed(format!("{e:#}"))),
+            }
+        }
+        DbKind::Postgres if args.nodes.is_set() => {
+            match crate::nemesis_task::open_cluster(args, plan.isolation, model, run_dir.path()).await {
+                Ok(c) => on_nodes.insert(c).factory.clone(),
+                Err(e) => return Ok(Outcome::SetupFailed(format!("{e:#}"))),
+            }
+        }
         DbKind::Postgres => {
             let url = match (&args.url, args.local) {
                 (Some(u), _) => u.clone(),
@@ -371,7 +436,10 @@ async fn execute(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir) -> a
             Arc::new(PgFactory::new(&url, plan.isolation, model)?)
         }
     };
-    let outcome = run_with(args, plan, run_dir, factory).await;
+    let outcome = run_with(args, plan, run_dir, factory, on_nodes.as_ref()).await;
+    if let Some(c) = on_nodes {
+        c.finish(run_dir.path()).await;
+    }
     if let Some(c) = cluster
         && let Err(e) = c.stop().await
     {
@@ -385,6 +453,7 @@ async fn run_with(
     plan: &Plan,
     run_dir: &store::run::RunDir,
     factory: Arc<dyn ClientFactory>,
+    on_nodes: Option<&crate::nemesis_task::Cluster>,
 ) -> anyhow::Result<Outcome> {
     for node in &plan.nodes {
         let setup = tokio::time::timeout(Duration::from_secs(30), factory.setup(node)).await;
@@ -412,8 +481,11 @@ async fn run_with(
     if let Some(r) = args.rate {
         main = Box::new(workloads::generator::rate(r, plan.seed ^ 0x5eed, main)?);
     }
-    let mut log = store::run::HistoryLog::create(&run_dir.history_path())
+    let log = store::run::HistoryLog::create(&run_dir.history_path())
         .with_context(|| format!("creating {}", run_dir.history_path().display()))?;
+    // Shared with the nemesis task, which records its ops in the same log.
+    let mut log = crate::nemesis_task::SharedLog::new(log);
+    let mut nemesis = crate::nemesis_task::nemesis_for(on_nodes, &args.faults, plan.seed, &log)?;
     let (trigger, stop) = runner::stop_signal();
     let signals = tokio::spawn(watch_signals(trigger, args.op_timeout));
     let counters = Arc::new(progress::Counters::default());
@@ -437,7 +509,16 @@ async fn run_with(
         plan.concurrency,
         plan.seed
     );
-    let result = runner::run(&cfg, main, factory, &mut log, &mut NoNemesis, stop, counters).await;
+    let result = runner::run(
+        &cfg,
+        main,
+        factory,
+        &mut log,
+        &mut *nemesis,
+        stop,
+        counters,
+    )
+    .await;
     progress.finish().await;
     signals.abort();
     let finished = log.finish();
@@ -478,9 +559,16 @@ async fn watch_signals(trigger: runner::StopTrigger, op_timeout: Duration) {
     }
 }
 
-fn check_and_report(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir) -> anyhow::Result<Valid> {
-    let history = store::format::load_history(&run_dir.history_path())
+fn check_and_report(
+    args: &RunArgs,
+    plan: &Plan,
+    run_dir: &store::run::RunDir,
+) -> anyhow::Result<Valid> {
+    let (history, warnings) = store::format::load_history(&run_dir.history_path())
         .with_context(|| format!("reading back {}", run_dir.history_path().display()))?;
+    for w in &warnings {
+        tracing::warn!("history: {w}");
+    }
     let committed = history
         .ops()
         .iter()
@@ -502,11 +590,17 @@ fn check_and_report(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir) -
         wfr_keys: false,
         sequential_keys: false,
         linearizable_keys: false,
-        budget: checker::budget::Budget::until(Box::new(move || std::time::Instant::now() >= deadline)),
+        budget: checker::budget::Budget::until(Box::new(move || {
+            std::time::Instant::now() >= deadline
+        })),
     };
     let checked_at = std::time::Instant::now();
     let result = checker::check(&history, &opts);
-    tracing::info!("checked {} ops in {:?}", history.len(), checked_at.elapsed());
+    tracing::info!(
+        "checked {} ops in {:?}",
+        history.len(),
+        checked_at.elapsed()
+    );
     let mut json = result.to_json();
     let mut valid = result.valid;
     if committed == 0 && valid == Valid::True {
@@ -531,7 +625,12 @@ fn check_and_report(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir) -
                 "INVALID: {} (expected {}; not {})",
                 names.join(", "),
                 plan.expected.name(),
-                result.not.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+                result
+                    .not
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             for (t, cases) in &result.anomalies {
                 if let Some(first) = cases.first() {
@@ -545,7 +644,10 @@ fn check_and_report(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir) -
                 println!("unknown: no transaction committed, so nothing could be checked");
             } else {
                 let names: Vec<&str> = result.anomaly_types.iter().map(|a| a.name()).collect();
-                println!("unknown: the checker could not decide ({})", names.join(", "));
+                println!(
+                    "unknown: the checker could not decide ({})",
+                    names.join(", ")
+                );
             }
         }
     }
@@ -567,7 +669,12 @@ fn count_types(history: &store::History) -> (usize, usize, usize) {
     c
 }
 
-fn test_json(args: &RunArgs, plan: &Plan, run_dir: &store::run::RunDir, started: SystemTime) -> serde_json::Value {
+fn test_json(
+    args: &RunArgs,
+    plan: &Plan,
+    run_dir: &store::run::RunDir,
+    started: SystemTime,
+) -> serde_json::Value {
     json!({
         "schema_version": TEST_JSON_SCHEMA_VERSION,
         "name": plan.test_name,
@@ -628,7 +735,11 @@ fn write_json(path: &Path, v: &serde_json::Value) -> anyhow::Result<()> {
 fn init_tracing(log_path: &Path) {
     use tracing_subscriber::filter::{EnvFilter, LevelFilter};
     use tracing_subscriber::prelude::*;
-    let file = match std::fs::OpenOptions::new().create(true).append(true).open(log_path) {
+    let file = match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)
+    {
         Ok(f) => f,
         Err(e) => {
             eprintln!("warning: cannot open {}: {e}", log_path.display());
@@ -669,7 +780,10 @@ mod tests {
             default_model(Isolation::Serializable, 1),
             ConsistencyModel::StrictSerializable
         );
-        assert_eq!(default_model(Isolation::Serializable, 3), ConsistencyModel::Serializable);
+        assert_eq!(
+            default_model(Isolation::Serializable, 3),
+            ConsistencyModel::Serializable
+        );
         assert_eq!(
             default_model(Isolation::ReadCommitted, 1),
             ConsistencyModel::ReadCommitted
@@ -678,7 +792,10 @@ mod tests {
 
     #[test]
     fn passwords_are_redacted() {
-        assert_eq!(redact_url("postgres://u:pw@h:5/db"), "postgres://u:***@h:5/db");
+        assert_eq!(
+            redact_url("postgres://u:pw@h:5/db"),
+            "postgres://u:***@h:5/db"
+        );
         assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
     }
 }

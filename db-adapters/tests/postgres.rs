@@ -1,7 +1,7 @@
 //! The PostgreSQL client against a throwaway local cluster (needs the
 //! `postgresql` package; CI installs it).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use db_adapters::client::{ClientFactory, ErrorKind};
 use db_adapters::postgres::PgFactory;

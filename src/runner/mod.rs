@@ -151,6 +151,10 @@ pub struct RunSummary {
     pub counts: progress::Snapshot,
     /// Whether the final reads ran to the end.
     pub final_reads_done: bool,
+    /// Op counts at the end of the main phase.
+    pub main_counts: progress::Snapshot,
+    /// Wall time of the main phase (including waiting for in-flight ops).
+    pub main_phase_s: f64,
     /// Wall time of the whole run loop.
     pub elapsed_s: f64,
 }
@@ -177,6 +181,8 @@ pub async fn run(
     let mut main = main;
     let outcome = interp.phase(&mut main, true).await;
     let drained = interp.drain(&mut *main).await;
+    let main_phase_s = started.elapsed().as_secs_f64();
+    let main_counts = interp.counters.snapshot();
     let healed = {
         let mut nlog = NemesisSink {
             log: &mut *interp.log,
@@ -213,6 +219,8 @@ pub async fn run(
         main_phase_end: main_end,
         counts,
         final_reads_done: final_done,
+        main_counts,
+        main_phase_s,
         elapsed_s: started.elapsed().as_secs_f64(),
     })
 }
@@ -329,7 +337,11 @@ impl<'l> Interpreter<'l> {
 
     /// Runs `gen` until it is exhausted, stopped or (for the main phase) a
     /// limit is reached. Ops still in flight are left for [`Self::drain`].
-    async fn phase(&mut self, generator: &mut Box<dyn Generator>, main: bool) -> anyhow::Result<PhaseEnd> {
+    async fn phase(
+        &mut self,
+        generator: &mut Box<dyn Generator>,
+        main: bool,
+    ) -> anyhow::Result<PhaseEnd> {
         let deadline = self.deadline(main);
         loop {
             while let Ok(d) = self.done.try_recv() {
@@ -359,7 +371,9 @@ impl<'l> Interpreter<'l> {
                     if at_ns > ctx.time_ns {
                         let at = self.started + Duration::from_nanos(at_ns);
                         let wake = deadline.map_or(at, |d| d.min(at));
-                        if !self.wait_until(wake, false, &mut **generator).await? || Instant::now() < at {
+                        if !self.wait_until(wake, false, &mut **generator).await?
+                            || Instant::now() < at
+                        {
                             // Stopped or past the deadline before the op's time:
                             // the op is dropped unsent (and unlogged).
                             continue;
@@ -449,9 +463,9 @@ impl<'l> Interpreter<'l> {
         let process = self.process[thread];
         let time = i64::try_from(d.at.saturating_duration_since(self.started).as_nanos())
             .unwrap_or(i64::MAX);
-        let error = d.error.map(|(code, msg)| {
-            Data::Vec(vec![Data::Str(code), Data::Str(msg)])
-        });
+        let error = d
+            .error
+            .map(|(code, msg)| Data::Vec(vec![Data::Str(code), Data::Str(msg)]));
         self.log.append(Op {
             index: OpIndex(0),
             time_ns: Some(time),
@@ -500,7 +514,9 @@ impl<'l> Interpreter<'l> {
         }
         for t in 0..self.n {
             if let Some(mops) = self.in_flight[t].take() {
-                tracing::warn!("worker {t} did not complete its op; recording info and retiring it");
+                tracing::warn!(
+                    "worker {t} did not complete its op; recording info and retiring it"
+                );
                 let process = self.process[t];
                 self.log.append(Op {
                     index: OpIndex(0),
@@ -529,7 +545,10 @@ impl<'l> Interpreter<'l> {
         for (t, w) in self.workers.into_iter().enumerate() {
             if self.lost.contains(&t) {
                 w.abort();
-            } else if tokio::time::timeout(Duration::from_secs(5), w).await.is_err() {
+            } else if tokio::time::timeout(Duration::from_secs(5), w)
+                .await
+                .is_err()
+            {
                 tracing::warn!("worker {t} did not shut down");
             }
         }

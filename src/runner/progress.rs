@@ -103,7 +103,9 @@ impl Progress {
                         let line = format!(
                             "progress: {:.0}s elapsed{}, {msg}",
                             started.elapsed().as_secs_f64(),
-                            limit.map(|l| format!(" of {}s", l.as_secs())).unwrap_or_default()
+                            limit
+                                .map(|l| format!(" of {}s", l.as_secs()))
+                                .unwrap_or_default()
                         );
                         eprintln!("{line}");
                         tracing::info!("{line}");

@@ -1,0 +1,125 @@
+//! Baseline for BENCHMARKS.md: the same list-append transactions harness
+//! runs, executed by a minimal tokio-postgres loop (no history, no
+//! generator interpreter, no checker), to measure harness's overhead.
+//!
+//! ```text
+//! cargo run --release -p db-adapters --example pg_baseline -- URL [TXNS] [CONCURRENCY] [SEED]
+//! ```
+//!
+//! Transactions come from the same generator and seed as `harness run`
+//! (list-append, Elle's defaults), split round-robin over the workers; each
+//! runs `BEGIN ISOLATION LEVEL SERIALIZABLE`, one prepared statement per
+//! micro-op, `COMMIT`, and counts commits and failures.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use db_adapters::sql::TxnTables;
+use std::sync::Arc;
+use std::time::Instant;
+use store::{Atom, MicroOp};
+use tokio_postgres::NoTls;
+use workloads::generator::{Ctx, Next};
+use workloads::{WorkloadConfig, WorkloadKind};
+
+fn int(a: &Atom) -> i64 {
+    match a {
+        Atom::Int(i) => *i,
+        _ => panic!("integer keys and values only"),
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let url = args
+        .get(1)
+        .expect("usage: pg_baseline URL [TXNS] [CONCURRENCY] [SEED]")
+        .clone();
+    let txns: usize = args.get(2).map_or(20_000, |s| s.parse().unwrap());
+    let concurrency: usize = args.get(3).map_or(10, |s| s.parse().unwrap());
+    let seed: u64 = args.get(4).map_or(1, |s| s.parse().unwrap());
+
+    // Generate the transactions up front, as if every op completed at once.
+    let mut generator =
+        workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), seed)
+            .unwrap();
+    let mut per_worker: Vec<Vec<Vec<MicroOp>>> = vec![Vec::new(); concurrency];
+    for i in 0..txns {
+        let ctx = Ctx::all_free(0, 1);
+        match generator.next(&ctx) {
+            Next::Op { invocation, .. } => per_worker[i % concurrency].push(invocation.value),
+            other => panic!("generator answered {other:?}"),
+        }
+    }
+
+    let tables = TxnTables::default();
+    let (setup, conn) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+    tokio::spawn(conn);
+    for t in 0..tables.table_count {
+        setup
+            .batch_execute(&format!("{};{}", tables.drop_sql(t), tables.create_sql(t)))
+            .await
+            .unwrap();
+    }
+
+    let url = Arc::new(url);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for work in per_worker {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            let (c, conn) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+            tokio::spawn(conn);
+            let mut reads = Vec::new();
+            let mut appends = Vec::new();
+            for t in 0..tables.table_count {
+                reads.push(c.prepare(&tables.read_sql(t)).await.unwrap());
+                appends.push(c.prepare(&tables.append_sql(t)).await.unwrap());
+            }
+            let (mut ok, mut fail) = (0u64, 0u64);
+            for txn in work {
+                let r: Result<(), tokio_postgres::Error> = async {
+                    c.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+                        .await?;
+                    for mop in &txn {
+                        match mop {
+                            MicroOp::Read(k, _) => {
+                                let id = int(&k.0);
+                                let row = c.query_opt(&reads[tables.table_of(id)], &[&id]).await?;
+                                let _v: Option<String> = row.and_then(|r| r.get(0));
+                            }
+                            MicroOp::Append(k, v) | MicroOp::Write(k, v) => {
+                                let id = int(&k.0);
+                                let val = int(&v.0).to_string();
+                                c.execute(&appends[tables.table_of(id)], &[&id, &val])
+                                    .await?;
+                            }
+                        }
+                    }
+                    c.batch_execute("COMMIT").await
+                }
+                .await;
+                match r {
+                    Ok(()) => ok += 1,
+                    Err(_) => {
+                        let _ = c.batch_execute("ROLLBACK").await;
+                        fail += 1;
+                    }
+                }
+            }
+            (ok, fail)
+        }));
+    }
+    let (mut ok, mut fail) = (0, 0);
+    for t in tasks {
+        let (o, f) = t.await.unwrap();
+        ok += o;
+        fail += f;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{} transactions ({ok} ok, {fail} fail) in {secs:.2} s: {:.0} txn/s at concurrency {concurrency}",
+        ok + fail,
+        (ok + fail) as f64 / secs
+    );
+}

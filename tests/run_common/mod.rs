@@ -1,0 +1,111 @@
+//! Helpers shared by the `harness run` integration tests.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The harness binary.
+pub fn harness() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_harness"))
+}
+
+/// Runs `harness run` with `args` and `--store <store>`.
+pub fn run(store: &Path, args: &[&str]) -> Output {
+    let mut cmd = harness();
+    cmd.arg("run").arg("--store").arg(store).args(args);
+    let out = cmd.output().expect("spawn harness");
+    eprintln!(
+        "harness run {args:?} → {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The single run directory of test `name` under `store`.
+pub fn run_dir(store: &Path, name: &str) -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(store.join("runs").join(name))
+        .unwrap_or_else(|e| panic!("{}/{name}: {e}", store.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 1, "exactly one run of {name}: {dirs:?}");
+    dirs.remove(0)
+}
+
+/// `results.json` of a run.
+pub fn results(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json");
+    serde_json::from_str(&text).expect("results.json parses")
+}
+
+/// The `anomaly-types` of a result.
+pub fn anomaly_types(results: &serde_json::Value) -> Vec<String> {
+    results["anomaly-types"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Asserts the files every finished run has.
+pub fn assert_complete(dir: &Path) {
+    for f in ["test.json", "history.jsonl", "results.json", "harness.log"] {
+        assert!(dir.join(f).is_file(), "{} missing in {}", f, dir.display());
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
+    assert_eq!(meta["schema_version"], 1);
+    assert!(meta["seed"].is_u64());
+    assert!(meta["end_time"].is_string(), "end time recorded");
+    assert!(meta["config"]["concurrency"].is_u64());
+    assert!(meta["harness"]["commit"].is_string());
+}
+
+/// Client op counts in a history file: (invoke, ok, fail, info).
+pub fn counts(dir: &Path) -> (usize, usize, usize, usize) {
+    let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    let mut c = (0, 0, 0, 0);
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        match v["type"].as_str() {
+            Some("invoke") => c.0 += 1,
+            Some("ok") => c.1 += 1,
+            Some("fail") => c.2 += 1,
+            Some("info") => c.3 += 1,
+            _ => {}
+        }
+    }
+    c
+}
+
+/// Sends `sig` (e.g. `INT`, `KILL`) to `pid`.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig} {pid}");
+}
+
+/// Waits up to `secs` for `f` to hold.
+pub fn wait_for(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}

@@ -1,0 +1,213 @@
+//! `harness run --db postgres --local` end to end against a throwaway
+//! PostgreSQL cluster (CI installs the `postgresql` package), with fixed seeds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod run_common;
+
+use run_common::*;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+#[test]
+fn serializable_20k_transactions_are_valid() {
+    let store = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = run(
+        store.path(),
+        &[
+            "--db",
+            "postgres",
+            "--local",
+            "--isolation",
+            "serializable",
+            "--ops",
+            "20000",
+            "--time-limit",
+            "5m",
+            "--concurrency",
+            "10",
+            "--seed",
+            "11",
+            "--test-name",
+            "pg-ser",
+        ],
+    );
+    eprintln!("20k serializable transactions took {:?}", started.elapsed());
+    let dir = run_dir(store.path(), "pg-ser");
+    assert_complete(&dir);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{:?}",
+        anomaly_types(&results(&dir))
+    );
+    let (invoke, ok, fail, _info) = counts(&dir);
+    assert!(invoke >= 20_000, "{invoke} transactions");
+    assert!(
+        ok > 10_000 && fail > 0,
+        "ok {ok}, fail {fail} (serialization failures)"
+    );
+    assert!(dir.join("postgresql.log").is_file(), "server log kept");
+    assert!(!dir.join("postgres").exists(), "cluster removed");
+}
+
+#[test]
+fn repeatable_read_checked_against_serializable_shows_g2_item() {
+    let store = tempfile::tempdir().unwrap();
+    let out = run(
+        store.path(),
+        &[
+            "--db",
+            "postgres",
+            "--local",
+            "--isolation",
+            "repeatable-read",
+            "--expected-consistency-model",
+            "serializable",
+            "--ops",
+            "6000",
+            "--time-limit",
+            "2m",
+            "--concurrency",
+            "10",
+            "--key-count",
+            "5",
+            "--seed",
+            "12",
+            "--test-name",
+            "pg-rr",
+        ],
+    );
+    let dir = run_dir(store.path(), "pg-rr");
+    let types = anomaly_types(&results(&dir));
+    assert_eq!(out.status.code(), Some(1), "{types:?}");
+    assert!(types.iter().any(|t| t == "G2-item"), "{types:?}");
+}
+
+#[test]
+fn read_committed_shows_g_single_item_or_lost_update() {
+    let store = tempfile::tempdir().unwrap();
+    let out = run(
+        store.path(),
+        &[
+            "--db",
+            "postgres",
+            "--local",
+            "--isolation",
+            "read-committed",
+            "--expected-consistency-model",
+            "serializable",
+            "--ops",
+            "6000",
+            "--time-limit",
+            "2m",
+            "--concurrency",
+            "10",
+            "--key-count",
+            "5",
+            "--seed",
+            "13",
+            "--test-name",
+            "pg-rc",
+        ],
+    );
+    let dir = run_dir(store.path(), "pg-rc");
+    let types = anomaly_types(&results(&dir));
+    assert_eq!(out.status.code(), Some(1), "{types:?}");
+    assert!(
+        types
+            .iter()
+            .any(|t| t == "G-single-item" || t == "lost-update"),
+        "{types:?}"
+    );
+}
+
+#[test]
+fn unreachable_url_is_a_setup_error_exit_4() {
+    let store = tempfile::tempdir().unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    let started = std::time::Instant::now();
+    let out = run(
+        store.path(),
+        &["--db", "postgres", "--url", &url, "--test-name", "down"],
+    );
+    assert_eq!(out.status.code(), Some(4));
+    assert!(started.elapsed().as_secs() < 20, "fails fast");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("setup failed") && err.contains("connect"),
+        "{err}"
+    );
+    let dir = run_dir(store.path(), "down");
+    assert!(
+        !dir.join("results.json").exists(),
+        "no verdict for a run that never started"
+    );
+}
+
+#[test]
+fn database_dying_mid_run_turns_ops_into_info_or_fail_and_the_run_reports() {
+    let store = tempfile::tempdir().unwrap();
+    let child = harness()
+        .args([
+            "run",
+            "--db",
+            "postgres",
+            "--local",
+            "--time-limit",
+            "8s",
+            "--op-timeout",
+            "2s",
+            "--seed",
+            "14",
+            "--test-name",
+            "pg-dies",
+            "--store",
+        ])
+        .arg(store.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = || -> Option<PathBuf> {
+        let run = std::fs::read_dir(store.path().join("runs").join("pg-dies"))
+            .ok()?
+            .next()?
+            .ok()?
+            .path();
+        let f = run.join("postgres").join("data").join("postmaster.pid");
+        f.is_file().then_some(f)
+    };
+    assert!(wait_for(60, || pid_file().is_some()), "cluster started");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let pid: u32 = std::fs::read_to_string(pid_file().unwrap())
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    signal(pid, "KILL");
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0..=2)),
+        "a verdict, not a crash: {code:?}"
+    );
+    let dir = run_dir(store.path(), "pg-dies");
+    assert_complete(&dir);
+    let (invoke, ok, fail, info) = counts(&dir);
+    assert_eq!(invoke, ok + fail + info, "every invocation completed");
+    assert!(
+        ok > 0 && fail + info > 0,
+        "ok {ok}, fail {fail}, info {info}"
+    );
+}

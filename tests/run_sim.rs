@@ -1,0 +1,125 @@
+//! `harness run --db sim` through the CLI, with fixed seeds: each isolation
+//! level (and bug mode) of the simulator yields the anomalies it allows.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod run_common;
+
+use run_common::*;
+
+/// Runs the simulator and returns (exit code, anomaly types).
+fn sim(name: &str, args: &[&str]) -> (Option<i32>, Vec<String>) {
+    let store = tempfile::tempdir().unwrap();
+    let mut all = vec!["--db", "sim", "--test-name", name, "--concurrency", "10"];
+    all.extend_from_slice(args);
+    let out = run(store.path(), &all);
+    let dir = run_dir(store.path(), name);
+    assert_complete(&dir);
+    (out.status.code(), anomaly_types(&results(&dir)))
+}
+
+#[test]
+fn serializable_is_valid_under_strict_serializable() {
+    let (code, types) = sim(
+        "ser",
+        &[
+            "--isolation",
+            "serializable",
+            "--ops",
+            "4000",
+            "--seed",
+            "7",
+        ],
+    );
+    assert_eq!(code, Some(0), "{types:?}");
+}
+
+#[test]
+fn snapshot_isolation_checked_against_serializable_shows_g2_item() {
+    let (code, types) = sim(
+        "si",
+        &[
+            "--isolation",
+            "snapshot-isolation",
+            "--expected-consistency-model",
+            "serializable",
+            "--ops",
+            "4000",
+            "--seed",
+            "7",
+        ],
+    );
+    assert_eq!(code, Some(1));
+    assert!(types.iter().any(|t| t == "G2-item"), "{types:?}");
+}
+
+#[test]
+fn snapshot_isolation_is_valid_under_snapshot_isolation() {
+    let (code, types) = sim(
+        "si-ok",
+        &[
+            "--isolation",
+            "snapshot-isolation",
+            "--ops",
+            "4000",
+            "--seed",
+            "7",
+        ],
+    );
+    assert_eq!(code, Some(0), "{types:?}");
+}
+
+#[test]
+fn read_committed_checked_against_serializable_shows_lost_updates() {
+    let (code, types) = sim(
+        "rc",
+        &[
+            "--isolation",
+            "read-committed",
+            "--expected-consistency-model",
+            "serializable",
+            "--ops",
+            "4000",
+            "--seed",
+            "7",
+        ],
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        types
+            .iter()
+            .any(|t| t == "G-single-item" || t == "lost-update"),
+        "{types:?}"
+    );
+}
+
+#[test]
+fn read_uncommitted_checked_against_read_committed_shows_g1() {
+    let (code, types) = sim(
+        "ru",
+        &[
+            "--isolation",
+            "read-uncommitted",
+            "--expected-consistency-model",
+            "read-committed",
+            "--ops",
+            "4000",
+            "--seed",
+            "7",
+        ],
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        types.iter().any(|t| t == "G1a" || t == "G1b" || t == "G1c"),
+        "{types:?}"
+    );
+}
+
+#[test]
+fn bug_modes_are_caught() {
+    for bug in ["retry-reapply", "lost-update"] {
+        let (code, types) = sim(bug, &["--sim-bug", bug, "--ops", "4000", "--seed", "7"]);
+        assert_eq!(code, Some(1), "{bug}: {types:?}");
+        assert!(!types.is_empty(), "{bug}");
+    }
+}
