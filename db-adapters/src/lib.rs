@@ -6,6 +6,9 @@
 //! not known to be definite is indefinite.
 
 pub mod client;
+pub mod db;
+pub mod mysql;
+pub mod pg_cluster;
 pub mod postgres;
 pub mod sim;
 pub mod sql;

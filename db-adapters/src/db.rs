@@ -1,0 +1,222 @@
+//! The `Db` trait: a database's lifecycle on its nodes — setup, teardown,
+//! log files, primaries — and the [`Process`] capability (kill, start,
+//! pause, resume) that the nemesis acts on.
+//!
+//! Every command runs through a [`Remote`] (SSH for cluster nodes, local for
+//! `--local`), so the same lifecycle code serves both. Helpers here run the
+//! generic parts: connecting to every node (an unreachable node is reported
+//! by name before anything starts), setup with retries, and collecting
+//! node logs into `<run>/nodes/<node>/`.
+
+use crate::client::BoxFuture;
+use nemesis::Node;
+use nemesis::process::Process;
+use nemesis::remote::{Remote, RemoteError};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A lifecycle step that failed. Every variant names the node.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// A command on a node failed or the node is unreachable.
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+    /// Software the database needs is missing on a node.
+    #[error("node {node}: {what} not found; install it with: apt-get install -y {packages}")]
+    Missing {
+        /// Node name.
+        node: String,
+        /// What is missing.
+        what: String,
+        /// Packages to install.
+        packages: String,
+    },
+    /// The database did not become ready in time.
+    #[error("node {node}: {db} not ready after {waited_ms} ms: {detail}")]
+    NotReady {
+        /// Node name.
+        node: String,
+        /// Database name.
+        db: String,
+        /// How long we waited.
+        waited_ms: u128,
+        /// Last observed state.
+        detail: String,
+    },
+    /// A setup step failed.
+    #[error("node {node}: {step}: {detail}")]
+    Step {
+        /// Node name.
+        node: String,
+        /// The step.
+        step: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The topology does not suit the database (e.g. no nodes).
+    #[error("{0}")]
+    Topology(String),
+    /// Several errors (one per node).
+    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    Many(Vec<DbError>),
+}
+
+/// A log file on a node and the name it gets in the run directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFile {
+    /// Path on the node.
+    pub remote_path: String,
+    /// File name under `nodes/<node>/`.
+    pub local_name: String,
+}
+
+/// A database's lifecycle on its nodes.
+pub trait Db: Send + Sync {
+    /// Short name (`galera`, `mariadb`, `postgres`).
+    fn name(&self) -> &'static str;
+
+    /// The nodes it runs on, in test order.
+    fn nodes(&self) -> Vec<Node>;
+
+    /// The remote for `node`.
+    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>>;
+
+    /// Installs, configures and starts the database on every node (in
+    /// parallel where the database allows); returns when it serves clients.
+    /// Removes any data of an earlier run first.
+    ///
+    /// # Errors
+    /// [`DbError`] naming the node.
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>>;
+
+    /// Stops the database on every node and removes its data (idempotent).
+    ///
+    /// # Errors
+    /// [`DbError`] naming the node.
+    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>>;
+
+    /// Log files worth keeping from `node`.
+    fn log_files(&self, node: &Node) -> Vec<LogFile>;
+
+    /// Nodes that are primaries (empty when every node is equal).
+    fn primaries(&self) -> Vec<Node>;
+
+    /// Nodes clients connect to (spread workers over them).
+    fn client_nodes(&self) -> Vec<Node>;
+
+    /// Kill/start/pause/resume of the database processes, if supported.
+    fn process(&self) -> Option<Arc<dyn Process>>;
+
+    /// Waits until the database serves clients again after faults (used
+    /// before the final reads).
+    ///
+    /// # Errors
+    /// [`DbError::NotReady`] when it does not recover within `limit`.
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
+}
+
+/// Joins per-node results: `Ok` when all are, else every error.
+pub fn join_errors(mut errs: Vec<DbError>) -> Result<(), DbError> {
+    match errs.len() {
+        0 => Ok(()),
+        1 => Err(errs.remove(0)),
+        _ => Err(DbError::Many(errs)),
+    }
+}
+
+/// Opens a connection to every remote in parallel; every node that cannot be
+/// reached (or where the login fails) is reported, by name.
+///
+/// # Errors
+/// All the nodes' errors.
+pub async fn connect_all(remotes: &[Arc<dyn Remote>]) -> Result<(), DbError> {
+    let mut set = tokio::task::JoinSet::new();
+    for (i, r) in remotes.iter().enumerate() {
+        let r = r.clone();
+        set.spawn(async move { (i, r.connect().await) });
+    }
+    let mut errs: Vec<(usize, DbError)> = Vec::new();
+    while let Some(j) = set.join_next().await {
+        match j {
+            Ok((_, Ok(()))) => {}
+            Ok((i, Err(e))) => errs.push((i, e.into())),
+            Err(e) => errs.push((usize::MAX, DbError::Topology(format!("connect task: {e}")))),
+        }
+    }
+    errs.sort_by_key(|(i, _)| *i);
+    join_errors(errs.into_iter().map(|(_, e)| e).collect())
+}
+
+/// Runs `db.setup()` up to `attempts` times, tearing down between attempts
+/// (Jepsen retries setup too: a first SST or initdb can fail transiently).
+///
+/// # Errors
+/// The last attempt's error.
+pub async fn setup_with_retry(db: &dyn Db, attempts: u32) -> Result<(), DbError> {
+    let mut last = None;
+    for attempt in 1..=attempts.max(1) {
+        match db.setup().await {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                tracing::warn!("{} setup attempt {attempt} failed: {e}", db.name());
+                last = Some(e);
+                if attempt < attempts {
+                    if let Err(t) = db.teardown().await {
+                        tracing::warn!("{} teardown after failed setup: {t}", db.name());
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| DbError::Topology("setup never ran".to_string())))
+}
+
+/// Copies every node's log files into `<run_dir>/nodes/<node>/`. Best
+/// effort: returns the problems (a missing log is not fatal).
+pub async fn collect_logs(db: &dyn Db, run_dir: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    for node in db.nodes() {
+        let Some(remote) = db.remote(&node.name) else {
+            continue;
+        };
+        let dir = run_dir.join("nodes").join(&node.name);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            problems.push(format!("creating {}: {e}", dir.display()));
+            continue;
+        }
+        for f in db.log_files(&node) {
+            let local = dir.join(&f.local_name);
+            if let Err(e) = remote.download(&f.remote_path, &local).await {
+                problems.push(e.to_string());
+            }
+        }
+    }
+    problems
+}
+
+/// Polls `check` every `every` until it returns `Ok(true)` or `limit`
+/// passes; returns the last detail on timeout.
+pub(crate) async fn poll<F, Fut>(
+    limit: Duration,
+    every: Duration,
+    mut check: F,
+) -> Result<(), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, String>>,
+{
+    let start = std::time::Instant::now();
+    loop {
+        let last = match check().await {
+            Ok(true) => return Ok(()),
+            Ok(false) => "not ready yet".to_string(),
+            Err(e) => e,
+        };
+        if start.elapsed() >= limit {
+            return Err(last);
+        }
+        tokio::time::sleep(every).await;
+    }
+}

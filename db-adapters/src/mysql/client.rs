@@ -1,0 +1,396 @@
+//! The MariaDB/Galera client: one mysql_async connection per worker,
+//! Jepsen's append schema (`txnN(id, sk, val)`), list-append as
+//! `INSERT … ON DUPLICATE KEY UPDATE val = CONCAT(val, ',', ?)`, every
+//! transaction an explicit `START TRANSACTION … COMMIT`, never retried.
+
+use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
+use crate::sql::{
+    DataModel, Isolation, TxnPhase, TxnTables, int_key, int_val, parse_list, parse_register,
+};
+use mysql_async::prelude::Queryable;
+use nemesis::Node;
+use std::time::{Duration, Instant};
+use store::{MicroOp, ReadValue};
+
+/// MariaDB error codes with a known meaning for the outcome.
+mod code {
+    /// ER_LOCK_DEADLOCK; Galera reports certification conflicts with it too.
+    pub const DEADLOCK: u16 = 1213;
+    /// ER_LOCK_WAIT_TIMEOUT.
+    pub const LOCK_WAIT_TIMEOUT: u16 = 1205;
+    /// ER_UNKNOWN_COM_ERROR: "WSREP has not yet prepared node for application use".
+    pub const WSREP_NOT_READY: u16 = 1047;
+}
+
+/// Classifies a mysql_async error by the phase it happened in.
+///
+/// * 1213 (deadlock, Galera certification conflict), 1205 (lock wait
+///   timeout), 1047 (node not in the primary component) → definite at any
+///   phase: the server rolled the transaction back or never ran it;
+/// * any error before `COMMIT` was sent → definite (the server rolls back an
+///   uncommitted transaction on error or disconnect);
+/// * at `COMMIT`: any other server error or a lost connection → indefinite.
+pub fn classify_mysql(err: &mysql_async::Error, phase: TxnPhase) -> ClientError {
+    match err {
+        mysql_async::Error::Server(s) => {
+            let tag = match s.code {
+                code::DEADLOCK if s.message.contains("WSREP") => "wsrep-conflict".to_string(),
+                code::DEADLOCK => "deadlock".to_string(),
+                code::LOCK_WAIT_TIMEOUT => "lock-wait-timeout".to_string(),
+                code::WSREP_NOT_READY => "wsrep-not-ready".to_string(),
+                c => c.to_string(),
+            };
+            let detail = format!("{} ({}): {}", s.code, s.state, s.message);
+            let definite = matches!(
+                s.code,
+                code::DEADLOCK | code::LOCK_WAIT_TIMEOUT | code::WSREP_NOT_READY
+            ) || phase == TxnPhase::BeforeCommit;
+            if definite {
+                ClientError::definite(tag, detail)
+            } else {
+                ClientError::indefinite(tag, detail)
+            }
+        }
+        other => match phase {
+            TxnPhase::BeforeCommit => {
+                ClientError::definite("connection-lost-before-commit", other.to_string())
+            }
+            TxnPhase::Commit => {
+                ClientError::indefinite("connection-lost-during-commit", other.to_string())
+            }
+        },
+    }
+}
+
+/// Opens mysql_async connections to MariaDB nodes (the node's host, a fixed
+/// port) and creates the schema.
+#[derive(Clone, Debug)]
+pub struct MysqlFactory {
+    /// Server port on every node.
+    pub port: u16,
+    /// Login user.
+    pub user: String,
+    /// Password.
+    pub password: String,
+    /// Database (schema) name.
+    pub database: String,
+    /// Isolation level of every transaction.
+    pub isolation: Isolation,
+    /// List-append or rw-register.
+    pub model: DataModel,
+    /// Table layout.
+    pub tables: TxnTables,
+    /// Limit for opening a connection.
+    pub connect_timeout: Duration,
+}
+
+impl MysqlFactory {
+    /// A factory for `isolation` and `model` with harness's default login
+    /// (`harness`/`harness`, database `harness`, port 3306).
+    ///
+    /// # Errors
+    /// A message naming the level when MariaDB has no such level.
+    pub fn new(isolation: Isolation, model: DataModel) -> Result<MysqlFactory, String> {
+        if isolation == Isolation::SnapshotIsolation {
+            return Err(
+                "--isolation snapshot-isolation: MariaDB has no snapshot isolation level; use serializable, repeatable-read, read-committed or read-uncommitted"
+                    .to_string(),
+            );
+        }
+        Ok(MysqlFactory {
+            port: 3306,
+            user: "harness".to_string(),
+            password: "harness".to_string(),
+            database: "harness".to_string(),
+            isolation,
+            model,
+            tables: TxnTables::default(),
+            connect_timeout: Duration::from_secs(5),
+        })
+    }
+
+    fn level_sql(&self) -> &'static str {
+        match self.isolation {
+            Isolation::Serializable => "SERIALIZABLE",
+            Isolation::SnapshotIsolation | Isolation::RepeatableRead => "REPEATABLE READ",
+            Isolation::ReadCommitted => "READ COMMITTED",
+            Isolation::ReadUncommitted => "READ UNCOMMITTED",
+        }
+    }
+
+    async fn connect(&self, node: &Node) -> Result<mysql_async::Conn, ClientError> {
+        let opts = mysql_async::OptsBuilder::default()
+            .ip_or_hostname(node.host.clone())
+            .tcp_port(self.port)
+            .user(Some(self.user.clone()))
+            .pass(Some(self.password.clone()))
+            .db_name(Some(self.database.clone()))
+            .prefer_socket(false)
+            .init(vec![format!(
+                "SET SESSION TRANSACTION ISOLATION LEVEL {}",
+                self.level_sql()
+            )]);
+        match tokio::time::timeout(self.connect_timeout, mysql_async::Conn::new(opts)).await {
+            Err(_) => Err(ClientError::definite(
+                "connect-timeout",
+                format!(
+                    "node {}: no connection within {} ms",
+                    node.name,
+                    self.connect_timeout.as_millis()
+                ),
+            )),
+            Ok(Err(e)) => Err(ClientError::definite(
+                "connect",
+                format!("node {}: cannot connect: {e}", node.name),
+            )),
+            Ok(Ok(c)) => Ok(c),
+        }
+    }
+
+    /// `txnI` create statement.
+    fn create_sql(&self, t: usize) -> String {
+        format!(
+            "CREATE TABLE IF NOT EXISTS txn{t} (id BIGINT NOT NULL PRIMARY KEY, sk BIGINT NOT NULL, val TEXT) ENGINE=InnoDB"
+        )
+    }
+
+    fn read_sql(t: usize) -> String {
+        format!("SELECT val FROM txn{t} WHERE id = ?")
+    }
+
+    fn write_sql(&self, t: usize) -> String {
+        match self.model {
+            DataModel::ListAppend => format!(
+                "INSERT INTO txn{t} (id, sk, val) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE val = CONCAT(val, ',', ?)"
+            ),
+            DataModel::RwRegister => format!(
+                "INSERT INTO txn{t} (id, sk, val) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE val = ?"
+            ),
+        }
+    }
+}
+
+impl ClientFactory for MysqlFactory {
+    fn setup<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
+        Box::pin(async move {
+            let mut conn = self.connect(node).await?;
+            for t in 0..self.tables.table_count {
+                for sql in [format!("DROP TABLE IF EXISTS txn{t}"), self.create_sql(t)] {
+                    conn.query_drop(sql).await.map_err(|e| {
+                        ClientError::definite(
+                            "setup",
+                            format!("node {}: creating tables: {e}", node.name),
+                        )
+                    })?;
+                }
+            }
+            let _ = conn.disconnect().await;
+            Ok(())
+        })
+    }
+
+    fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+        Box::pin(async move {
+            let conn = self.connect(node).await?;
+            Ok(Box::new(MysqlClient {
+                factory: self.clone(),
+                node: node.clone(),
+                conn: Some(conn),
+                last_connect_failure: None,
+            }) as Box<dyn Client>)
+        })
+    }
+}
+
+/// How long a client waits after a failed reconnect before trying again.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+
+struct MysqlClient {
+    factory: MysqlFactory,
+    node: Node,
+    conn: Option<mysql_async::Conn>,
+    last_connect_failure: Option<Instant>,
+}
+
+impl MysqlClient {
+    async fn ensure_conn(&mut self) -> Result<(), ClientError> {
+        if self.conn.is_some() {
+            return Ok(());
+        }
+        if let Some(t) = self.last_connect_failure {
+            let since = t.elapsed();
+            if since < RECONNECT_BACKOFF {
+                tokio::time::sleep(RECONNECT_BACKOFF - since).await;
+            }
+        }
+        match self.factory.connect(&self.node).await {
+            Ok(c) => {
+                self.conn = Some(c);
+                self.last_connect_failure = None;
+                Ok(())
+            }
+            Err(e) => {
+                self.last_connect_failure = Some(Instant::now());
+                Err(e)
+            }
+        }
+    }
+
+    async fn body(
+        conn: &mut mysql_async::Conn,
+        f: &MysqlFactory,
+        txn: &[MicroOp],
+    ) -> Result<Vec<MicroOp>, mysql_async::Error> {
+        conn.query_drop("START TRANSACTION").await?;
+        let mut out = Vec::with_capacity(txn.len());
+        for mop in txn {
+            match mop {
+                MicroOp::Read(k, _) => {
+                    // Keys were validated before the transaction started.
+                    let key = int_key(k).unwrap_or_default();
+                    let t = f.tables.table_of(key);
+                    let row: Option<Option<String>> =
+                        conn.exec_first(MysqlFactory::read_sql(t), (key,)).await?;
+                    let text = row.flatten();
+                    let value = match f.model {
+                        DataModel::ListAppend => match parse_list(text.as_deref()) {
+                            Ok(l) => ReadValue::List(l),
+                            Err(e) => return Err(mysql_async::Error::Other(Box::new(e))),
+                        },
+                        DataModel::RwRegister => match parse_register(text.as_deref()) {
+                            Ok(Some(v)) => ReadValue::Scalar(v),
+                            Ok(None) => ReadValue::Nil,
+                            Err(e) => return Err(mysql_async::Error::Other(Box::new(e))),
+                        },
+                    };
+                    out.push(MicroOp::Read(k.clone(), value));
+                }
+                MicroOp::Append(k, v) | MicroOp::Write(k, v) => {
+                    let key = int_key(k).unwrap_or_default();
+                    let val = int_val(v).unwrap_or_default().to_string();
+                    let t = f.tables.table_of(key);
+                    conn.exec_drop(f.write_sql(t), (key, key, val.clone(), val))
+                        .await?;
+                    out.push(mop.clone());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn run(&mut self, txn: &[MicroOp]) -> Result<Vec<MicroOp>, ClientError> {
+        for mop in txn {
+            int_key(mop.key())?;
+            if let MicroOp::Append(_, v) | MicroOp::Write(_, v) = mop {
+                int_val(v)?;
+            }
+        }
+        self.ensure_conn().await?;
+        let f = self.factory.clone();
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(ClientError::definite("connect", "no connection"));
+        };
+        let out = match Self::body(conn, &f, txn).await {
+            Ok(out) => out,
+            Err(e) => {
+                let err = match &e {
+                    mysql_async::Error::Other(inner) => {
+                        ClientError::indefinite("unparseable-read", inner.to_string())
+                    }
+                    _ => classify_mysql(&e, TxnPhase::BeforeCommit),
+                };
+                if e.is_fatal() || conn.query_drop("ROLLBACK").await.is_err() {
+                    self.conn = None;
+                }
+                return Err(err);
+            }
+        };
+        match conn.query_drop("COMMIT").await {
+            Ok(()) => Ok(out),
+            Err(e) => {
+                let err = classify_mysql(&e, TxnPhase::Commit);
+                if e.is_fatal() || conn.query_drop("ROLLBACK").await.is_err() {
+                    self.conn = None;
+                }
+                Err(err)
+            }
+        }
+    }
+}
+
+impl Client for MysqlClient {
+    fn invoke<'a>(
+        &'a mut self,
+        txn: &'a [MicroOp],
+    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+        Box::pin(self.run(txn))
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            if let Some(c) = self.conn {
+                let _ = c.disconnect().await;
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ErrorKind;
+
+    fn server(code: u16, msg: &str) -> mysql_async::Error {
+        mysql_async::Error::Server(mysql_async::ServerError {
+            code,
+            message: msg.to_string(),
+            state: "40001".to_string(),
+        })
+    }
+
+    #[test]
+    fn classification_follows_the_phase() {
+        let w = classify_mysql(
+            &server(
+                1213,
+                "WSREP detected deadlock/conflict and aborted the transaction. Try restarting the transaction",
+            ),
+            TxnPhase::Commit,
+        );
+        assert_eq!(
+            (w.kind, w.code.as_str()),
+            (ErrorKind::Definite, "wsrep-conflict")
+        );
+        let d = classify_mysql(
+            &server(1213, "Deadlock found when trying to get lock"),
+            TxnPhase::BeforeCommit,
+        );
+        assert_eq!((d.kind, d.code.as_str()), (ErrorKind::Definite, "deadlock"));
+        let l = classify_mysql(
+            &server(1205, "Lock wait timeout exceeded"),
+            TxnPhase::BeforeCommit,
+        );
+        assert_eq!(l.kind, ErrorKind::Definite);
+        let other_at_commit =
+            classify_mysql(&server(1180, "Got error during COMMIT"), TxnPhase::Commit);
+        assert_eq!(other_at_commit.kind, ErrorKind::Indefinite);
+        let io = mysql_async::Error::Io(mysql_async::IoError::Io(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "reset",
+        )));
+        assert_eq!(
+            classify_mysql(&io, TxnPhase::Commit).kind,
+            ErrorKind::Indefinite
+        );
+        assert_eq!(
+            classify_mysql(&io, TxnPhase::BeforeCommit).kind,
+            ErrorKind::Definite
+        );
+    }
+
+    #[test]
+    fn snapshot_isolation_is_rejected() {
+        assert!(MysqlFactory::new(Isolation::SnapshotIsolation, DataModel::ListAppend).is_err());
+        assert!(MysqlFactory::new(Isolation::RepeatableRead, DataModel::ListAppend).is_ok());
+    }
+}

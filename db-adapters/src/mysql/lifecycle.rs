@@ -1,0 +1,629 @@
+//! MariaDB on nodes: a single server (`mariadb`) or a Galera cluster
+//! (`galera`: bootstrap the first node with `--wsrep-new-cluster`, join the
+//! others one at a time by rsync SST, rejoin after a kill with a plain
+//! start, and recover after every node crashed — by Galera's `pc.recovery`
+//! when all come back, else by `--wsrep-recover` + `safe_to_bootstrap`).
+//!
+//! Each node keeps everything under `<base>/<node>/` (data, `my.cnf`,
+//! socket, pid file, error log), so testbed nodes, which share one file
+//! system, never collide. Processes are found by their exact command line
+//! (`mariadbd --defaults-file=<that node's my.cnf>`), never by name alone:
+//! other programs on the same machine may run their own mariadbd.
+
+use crate::client::BoxFuture;
+use crate::db::{Db, DbError, LogFile, join_errors, poll};
+use nemesis::Node;
+use nemesis::process::{Process, ProcessError};
+use nemesis::remote::{Remote, shell_quote};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Settings of a MariaDB deployment.
+#[derive(Clone, Debug)]
+pub struct MariaDbConfig {
+    /// Directory on each node under which `<node>/` is created.
+    pub base_dir: String,
+    /// Client port.
+    pub port: u16,
+    /// Galera cluster (else a single server on the first node).
+    pub galera: bool,
+    /// Login created for clients (`'<user>'@'%'`, all privileges).
+    pub user: String,
+    /// Its password.
+    pub password: String,
+    /// The database clients use.
+    pub database: String,
+    /// Limit for one node to start or join.
+    pub start_timeout: Duration,
+}
+
+impl MariaDbConfig {
+    /// Defaults: `/var/lib/harness/mariadb`, port 3306, user/password/db `harness`.
+    pub fn new(galera: bool) -> MariaDbConfig {
+        MariaDbConfig {
+            base_dir: "/var/lib/harness/mariadb".to_string(),
+            port: 3306,
+            galera,
+            user: "harness".to_string(),
+            password: "harness".to_string(),
+            database: "harness".to_string(),
+            start_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+struct Inner {
+    cfg: MariaDbConfig,
+    remotes: Vec<Arc<dyn Remote>>,
+}
+
+/// MariaDB or Galera on a set of nodes.
+#[derive(Clone)]
+pub struct MariaDb {
+    inner: Arc<Inner>,
+}
+
+/// A node's state as Galera reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WsrepStatus {
+    /// `wsrep_cluster_size`.
+    pub size: u32,
+    /// `wsrep_cluster_status` (`Primary`, `non-Primary`, …).
+    pub status: String,
+    /// `wsrep_local_state_comment` (`Synced`, `Donor/Desynced`, …).
+    pub state: String,
+    /// `wsrep_ready`.
+    pub ready: bool,
+}
+
+impl WsrepStatus {
+    /// Serving: in the primary component, synced and ready.
+    pub fn serving(&self) -> bool {
+        self.status == "Primary" && self.state == "Synced" && self.ready
+    }
+}
+
+impl Inner {
+    fn dir(&self, node: &Node) -> String {
+        format!("{}/{}", self.cfg.base_dir.trim_end_matches('/'), node.name)
+    }
+    fn cnf(&self, node: &Node) -> String {
+        format!("{}/my.cnf", self.dir(node))
+    }
+    /// A pattern matching this node's mariadbd: anchored at the start of
+    /// the command line, so it never matches the shell that runs pgrep
+    /// (whose command line contains the pattern and the start command).
+    fn pattern(&self, node: &Node) -> String {
+        shell_quote(&format!(
+            "^(/usr/sbin/)?mariadbd --defaults-file={}( |$)",
+            self.cnf(node)
+        ))
+    }
+    fn remote(&self, node: &Node) -> Result<&Arc<dyn Remote>, DbError> {
+        self.remotes
+            .iter()
+            .find(|r| r.node().name == node.name)
+            .ok_or_else(|| DbError::Topology(format!("unknown node {}", node.name)))
+    }
+    fn nodes(&self) -> Vec<Node> {
+        self.remotes.iter().map(|r| r.node().clone()).collect()
+    }
+
+    fn bind_address(node: &Node) -> &str {
+        if node.host.parse::<std::net::IpAddr>().is_ok() {
+            &node.host
+        } else {
+            "0.0.0.0"
+        }
+    }
+
+    fn config(&self, node: &Node) -> String {
+        let dir = self.dir(node);
+        let mut c = format!(
+            "[mysqld]\nuser=mysql\ndatadir={dir}/data\nsocket={dir}/mysqld.sock\npid-file={dir}/mariadbd.pid\n\
+             log-error={dir}/error.log\nbind-address={}\nport={}\nskip-name-resolve\nbinlog_format=ROW\n\
+             default_storage_engine=InnoDB\ninnodb_autoinc_lock_mode=2\ninnodb_buffer_pool_size=64M\n\
+             innodb_flush_log_at_trx_commit=2\n",
+            Self::bind_address(node),
+            self.cfg.port
+        );
+        if self.cfg.galera {
+            let members: Vec<&str> = self
+                .remotes
+                .iter()
+                .map(|r| r.node().host.as_str())
+                .collect();
+            c.push_str(&format!(
+                "wsrep_on=ON\nwsrep_provider=/usr/lib/galera/libgalera_smm.so\nwsrep_cluster_name=harness\n\
+                 wsrep_cluster_address=gcomm://{}\nwsrep_node_address={}\nwsrep_node_name={}\n\
+                 wsrep_sst_method=rsync\nwsrep_sst_receive_address={}:4444\n\
+                 wsrep_provider_options=\"gcache.size=32M;evs.suspect_timeout=PT2S;evs.inactive_timeout=PT4S;evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S;evs.install_timeout=PT4S\"\n",
+                members.join(","),
+                node.host,
+                node.name,
+                node.host
+            ));
+        }
+        c.push_str(&format!("[client]\nsocket={dir}/mysqld.sock\n"));
+        c
+    }
+
+    async fn check_installed(&self, r: &Arc<dyn Remote>) -> Result<(), DbError> {
+        let node = r.node().name.clone();
+        let mut checks = vec![
+            (
+                "test -x /usr/sbin/mariadbd || command -v mariadbd",
+                "mariadbd",
+                "mariadb-server",
+            ),
+            (
+                "command -v mariadb-install-db",
+                "mariadb-install-db",
+                "mariadb-server",
+            ),
+            ("command -v mariadb", "mariadb client", "mariadb-client"),
+        ];
+        if self.cfg.galera {
+            checks.push((
+                "test -e /usr/lib/galera/libgalera_smm.so",
+                "the Galera provider",
+                "galera-4",
+            ));
+            checks.push(("command -v rsync", "rsync (for rsync SST)", "rsync"));
+        }
+        for (cmd, what, pkg) in checks {
+            let out = r.exec(cmd, None, Duration::from_secs(10)).await?;
+            if !out.success() {
+                return Err(DbError::Missing {
+                    node,
+                    what: what.to_string(),
+                    packages: pkg.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn start_node(&self, node: &Node, new_cluster: bool) -> Result<(), DbError> {
+        let r = self.remote(node)?;
+        let extra = if new_cluster {
+            " --wsrep-new-cluster"
+        } else {
+            ""
+        };
+        let dir = self.dir(node);
+        let cmd = format!(
+            "cd /tmp; if pgrep -f {pat} >/dev/null; then exit 0; fi; \
+             rm -f {dir}/mysqld.sock {dir}/mariadbd.pid; \
+             setsid /usr/sbin/mariadbd --defaults-file={cnf}{extra} </dev/null >>{dir}/stdout.log 2>&1 &",
+            pat = self.pattern(node),
+            cnf = self.cnf(node),
+        );
+        r.run(&cmd).await?;
+        Ok(())
+    }
+
+    async fn kill_node(&self, node: &Node, signal: &str) -> Result<(), DbError> {
+        let r = self.remote(node)?;
+        let dir = self.dir(node);
+        // Also the rsync daemon a joiner runs for SST: it would hold port 4444.
+        let cmd = format!(
+            "pkill -{signal} -f {pat}; pkill -{signal} -f {rs}; \
+             for i in $(seq 1000); do pgrep -f {pat} >/dev/null || exit 0; sleep 0.01; done; exit 1",
+            pat = self.pattern(node),
+            rs = shell_quote(&format!("^rsync .*{dir}/")),
+        );
+        let out = r.exec(&cmd, None, Duration::from_secs(30)).await?;
+        if out.success() {
+            Ok(())
+        } else {
+            Err(DbError::Step {
+                node: node.name.clone(),
+                step: "kill".to_string(),
+                detail: "mariadbd still running 10 s after SIGKILL".to_string(),
+            })
+        }
+    }
+
+    async fn signal(&self, node: &Node, signal: &str) -> Result<(), DbError> {
+        let r = self.remote(node)?;
+        // pkill exits 1 when nothing matched: pausing a dead process is a no-op.
+        let cmd = format!("pkill -{signal} -f {}; true", self.pattern(node));
+        r.run(&cmd).await?;
+        Ok(())
+    }
+
+    async fn sql_root(&self, node: &Node, sql: &str) -> Result<String, DbError> {
+        let r = self.remote(node)?;
+        let cmd = format!(
+            "mariadb --defaults-file={} -uroot --connect-timeout=2 -Nse {}",
+            self.cnf(node),
+            shell_quote(sql)
+        );
+        Ok(r.run_timeout(&cmd, Duration::from_secs(20))
+            .await?
+            .stdout_str())
+    }
+
+    /// Galera status of `node` (error when the server does not answer).
+    async fn wsrep_status(&self, node: &Node) -> Result<WsrepStatus, DbError> {
+        let out = self
+            .sql_root(
+                node,
+                "select variable_value from information_schema.global_status where variable_name in \
+                 ('WSREP_CLUSTER_SIZE','WSREP_CLUSTER_STATUS','WSREP_LOCAL_STATE_COMMENT','WSREP_READY') order by variable_name",
+            )
+            .await?;
+        let v: Vec<&str> = out.lines().map(str::trim).collect();
+        if v.len() != 4 {
+            return Err(DbError::Step {
+                node: node.name.clone(),
+                step: "wsrep status".to_string(),
+                detail: format!("unexpected output {out:?}"),
+            });
+        }
+        Ok(WsrepStatus {
+            size: v[0].parse().unwrap_or(0),
+            status: v[1].to_string(),
+            state: v[2].to_string(),
+            ready: v[3] == "ON",
+        })
+    }
+
+    async fn serving(&self, node: &Node) -> Result<bool, String> {
+        if self.cfg.galera {
+            self.wsrep_status(node)
+                .await
+                .map(|s| s.serving())
+                .map_err(|e| e.to_string())
+        } else {
+            self.sql_root(node, "select 1")
+                .await
+                .map(|o| o == "1")
+                .map_err(|e| e.to_string())
+        }
+    }
+
+    async fn wait_serving(&self, node: &Node, limit: Duration) -> Result<(), DbError> {
+        poll(limit, Duration::from_millis(200), || self.serving(node))
+            .await
+            .map_err(|detail| DbError::NotReady {
+                node: node.name.clone(),
+                db: if self.cfg.galera { "galera" } else { "mariadb" }.to_string(),
+                waited_ms: limit.as_millis(),
+                detail,
+            })
+    }
+
+    async fn prepare_node(&self, node: &Node) -> Result<(), DbError> {
+        let r = self.remote(node)?;
+        let dir = self.dir(node);
+        r.run(&format!(
+            "install -d -m 755 {base} && rm -rf {dir} && install -d -o mysql -g mysql -m 750 {dir} {dir}/data",
+            base = shell_quote(&self.cfg.base_dir)
+        ))
+        .await?;
+        r.upload_bytes(self.config(node).into_bytes(), &self.cnf(node))
+            .await?;
+        r.run(&format!("chmod 644 {}", self.cnf(node))).await?;
+        Ok(())
+    }
+
+    async fn install_db(&self, node: &Node) -> Result<(), DbError> {
+        let r = self.remote(node)?;
+        let dir = self.dir(node);
+        r.run_timeout(
+            &format!(
+                "cd /tmp && mariadb-install-db --defaults-file={} --user=mysql --skip-test-db \
+                 --auth-root-authentication-method=socket >{dir}/install.log 2>&1 || (tail -20 {dir}/install.log >&2; exit 1)",
+                self.cnf(node)
+            ),
+            Duration::from_secs(120),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn create_login(&self, node: &Node) -> Result<(), DbError> {
+        let c = &self.cfg;
+        let sql = format!(
+            "CREATE USER IF NOT EXISTS '{u}'@'%' IDENTIFIED BY '{p}'; GRANT ALL ON *.* TO '{u}'@'%'; \
+             CREATE DATABASE IF NOT EXISTS {d};",
+            u = c.user,
+            p = c.password,
+            d = c.database
+        );
+        self.sql_root(node, &sql).await?;
+        Ok(())
+    }
+
+    async fn setup(&self) -> Result<(), DbError> {
+        let nodes = self.nodes();
+        let Some(first) = nodes.first().cloned() else {
+            return Err(DbError::Topology(
+                "mariadb needs at least one node".to_string(),
+            ));
+        };
+        if self.cfg.galera && nodes.len() < 3 {
+            return Err(DbError::Topology(format!(
+                "galera needs at least 3 nodes, got {}",
+                nodes.len()
+            )));
+        }
+        let members: Vec<Node> = if self.cfg.galera {
+            nodes.clone()
+        } else {
+            vec![first.clone()]
+        };
+        let mut errs = Vec::new();
+        for r in &self.remotes {
+            if members.iter().any(|m| m.name == r.node().name)
+                && let Err(e) = self.check_installed(r).await
+            {
+                errs.push(e);
+            }
+        }
+        join_errors(errs)?;
+        self.teardown().await?;
+        for n in &members {
+            self.prepare_node(n).await?;
+        }
+        self.install_db(&first).await?;
+        self.start_node(&first, self.cfg.galera).await?;
+        self.wait_serving(&first, self.cfg.start_timeout).await?;
+        self.create_login(&first).await?;
+        // Joiners one at a time: concurrent rsync SSTs from one donor are slow
+        // and were never verified.
+        for n in members.iter().skip(1) {
+            self.start_node(n, false).await?;
+            self.wait_serving(n, self.cfg.start_timeout).await?;
+        }
+        Ok(())
+    }
+
+    async fn teardown(&self) -> Result<(), DbError> {
+        let mut errs = Vec::new();
+        for n in self.nodes() {
+            if let Err(e) = self.kill_node(&n, "KILL").await {
+                errs.push(e);
+                continue;
+            }
+            let Ok(r) = self.remote(&n) else { continue };
+            if let Err(e) = r
+                .run(&format!("rm -rf {}", shell_quote(&self.dir(&n))))
+                .await
+            {
+                errs.push(e.into());
+            }
+        }
+        join_errors(errs)
+    }
+
+    /// After every member crashed and `pc.recovery` could not re-form the
+    /// primary component: recover each node's position, bootstrap from the
+    /// most advanced one, restart the others.
+    async fn bootstrap_recovery(&self) -> Result<(), DbError> {
+        let nodes = self.nodes();
+        let mut best: Option<(i64, Node)> = None;
+        for n in &nodes {
+            self.kill_node(n, "KILL").await?;
+            let r = self.remote(n)?;
+            let dir = self.dir(n);
+            let out = r
+                .run_timeout(
+                    &format!(
+                        "cd /tmp; /usr/sbin/mariadbd --defaults-file={} --wsrep-recover --log-error={dir}/recover.log >/dev/null 2>&1; \
+                         grep -o 'Recovered position: .*' {dir}/recover.log | tail -1 | sed 's/.*://'",
+                        self.cnf(n)
+                    ),
+                    Duration::from_secs(120),
+                )
+                .await?;
+            let seqno: i64 = out.stdout_str().trim().parse().unwrap_or(-1);
+            if best.as_ref().is_none_or(|(s, _)| seqno > *s) {
+                best = Some((seqno, n.clone()));
+            }
+        }
+        let Some((_, first)) = best else {
+            return Ok(());
+        };
+        let r = self.remote(&first)?;
+        r.run(&format!(
+            "sed -i 's/^safe_to_bootstrap: 0/safe_to_bootstrap: 1/' {}/data/grastate.dat",
+            self.dir(&first)
+        ))
+        .await?;
+        self.start_node(&first, true).await?;
+        self.wait_serving(&first, self.cfg.start_timeout).await?;
+        for n in nodes.iter().filter(|n| n.name != first.name) {
+            self.start_node(n, false).await?;
+        }
+        Ok(())
+    }
+
+    async fn await_ready(&self, limit: Duration) -> Result<(), DbError> {
+        let members: Vec<Node> = if self.cfg.galera {
+            self.nodes()
+        } else {
+            self.nodes().into_iter().take(1).collect()
+        };
+        for n in &members {
+            self.start_node(n, false).await?;
+        }
+        let all = || async {
+            for n in &members {
+                if !self.serving(n).await? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        let first_try = if self.cfg.galera { limit / 2 } else { limit };
+        if poll(first_try, Duration::from_millis(250), all)
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if self.cfg.galera {
+            // No primary component anywhere: a full-cluster crash that
+            // pc.recovery did not resolve.
+            let mut any_primary = false;
+            for n in &members {
+                if self
+                    .wsrep_status(n)
+                    .await
+                    .is_ok_and(|s| s.status == "Primary")
+                {
+                    any_primary = true;
+                }
+            }
+            if !any_primary {
+                tracing::warn!(
+                    "galera: no primary component; bootstrapping from the most advanced node"
+                );
+                self.bootstrap_recovery().await?;
+            }
+        }
+        let mut errs = Vec::new();
+        for n in &members {
+            if let Err(e) = self.wait_serving(n, limit - first_try).await {
+                errs.push(e);
+            }
+        }
+        join_errors(errs)
+    }
+}
+
+impl MariaDb {
+    /// MariaDB with `cfg` on the nodes of `remotes` (Galera: all of them;
+    /// single: the first).
+    pub fn new(cfg: MariaDbConfig, remotes: Vec<Arc<dyn Remote>>) -> MariaDb {
+        MariaDb {
+            inner: Arc::new(Inner { cfg, remotes }),
+        }
+    }
+
+    /// Galera status of `node`.
+    ///
+    /// # Errors
+    /// The server does not answer.
+    pub async fn wsrep_status(&self, node: &Node) -> Result<WsrepStatus, DbError> {
+        self.inner.wsrep_status(node).await
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &MariaDbConfig {
+        &self.inner.cfg
+    }
+}
+
+fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
+    ProcessError {
+        node: node.name.clone(),
+        action,
+        message: e.to_string(),
+    }
+}
+
+impl Process for Inner {
+    fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.kill_node(node, "KILL")
+                .await
+                .map_err(|e| perr(node, "kill", e))
+        })
+    }
+
+    fn start<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.start_node(node, false)
+                .await
+                .map_err(|e| perr(node, "start", e))
+        })
+    }
+
+    fn pause<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal(node, "STOP")
+                .await
+                .map_err(|e| perr(node, "pause", e))
+        })
+    }
+
+    fn resume<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal(node, "CONT")
+                .await
+                .map_err(|e| perr(node, "resume", e))
+        })
+    }
+}
+
+impl Db for MariaDb {
+    fn name(&self) -> &'static str {
+        if self.inner.cfg.galera {
+            "galera"
+        } else {
+            "mariadb"
+        }
+    }
+
+    fn nodes(&self) -> Vec<Node> {
+        self.inner.nodes()
+    }
+
+    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
+        self.inner
+            .remotes
+            .iter()
+            .find(|r| r.node().name == node)
+            .cloned()
+    }
+
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.setup())
+    }
+
+    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.teardown())
+    }
+
+    fn log_files(&self, node: &Node) -> Vec<LogFile> {
+        let dir = self.inner.dir(node);
+        vec![
+            LogFile {
+                remote_path: format!("{dir}/error.log"),
+                local_name: "mariadb-error.log".to_string(),
+            },
+            LogFile {
+                remote_path: format!("{dir}/my.cnf"),
+                local_name: "my.cnf".to_string(),
+            },
+        ]
+    }
+
+    fn primaries(&self) -> Vec<Node> {
+        if self.inner.cfg.galera {
+            Vec::new()
+        } else {
+            self.inner.nodes().into_iter().take(1).collect()
+        }
+    }
+
+    fn client_nodes(&self) -> Vec<Node> {
+        if self.inner.cfg.galera {
+            self.inner.nodes()
+        } else {
+            self.inner.nodes().into_iter().take(1).collect()
+        }
+    }
+
+    fn process(&self) -> Option<Arc<dyn Process>> {
+        Some(self.inner.clone())
+    }
+
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.await_ready(limit))
+    }
+}

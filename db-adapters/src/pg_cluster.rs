@@ -1,0 +1,430 @@
+//! PostgreSQL on nodes: a primary (the first node) and streaming replicas
+//! (every other node), made with `initdb`, `pg_basebackup -R` and `pg_ctl`,
+//! run as the `postgres` user through `runuser` (PostgreSQL refuses root).
+//! Clients use the primary; [`ReplicaReadsFactory`] sends read-only
+//! transactions to a replica instead (`--replica-reads`, to expose stale
+//! reads).
+//!
+//! Each node keeps everything under `<base>/<node>/` (data, socket dir —
+//! never inside the data dir, `pg_basebackup` would copy its lock —, log).
+//! `recovery_init_sync_method = syncfs` makes a restart after SIGKILL take
+//! ~0.2 s instead of seconds of fsync.
+
+use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
+use crate::db::{Db, DbError, LogFile, join_errors, poll};
+use nemesis::Node;
+use nemesis::process::{Process, ProcessError};
+use nemesis::remote::{Remote, shell_quote};
+use std::sync::Arc;
+use std::time::Duration;
+use store::MicroOp;
+
+/// Settings of a PostgreSQL deployment on nodes.
+#[derive(Clone, Debug)]
+pub struct PgClusterConfig {
+    /// Directory on each node under which `<node>/` is created.
+    pub base_dir: String,
+    /// Server port.
+    pub port: u16,
+    /// Limit for one server to start.
+    pub start_timeout: Duration,
+}
+
+impl Default for PgClusterConfig {
+    fn default() -> Self {
+        PgClusterConfig {
+            base_dir: "/var/lib/harness/postgres".to_string(),
+            port: 5432,
+            start_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+struct Inner {
+    cfg: PgClusterConfig,
+    remotes: Vec<Arc<dyn Remote>>,
+}
+
+/// PostgreSQL primary + streaming replicas.
+#[derive(Clone)]
+pub struct PgCluster {
+    inner: Arc<Inner>,
+}
+
+/// Finds the newest server binaries on the node.
+const BIN: &str = "$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)";
+
+impl Inner {
+    fn dir(&self, node: &Node) -> String {
+        format!("{}/{}", self.cfg.base_dir.trim_end_matches('/'), node.name)
+    }
+    fn remote(&self, node: &Node) -> Result<&Arc<dyn Remote>, DbError> {
+        self.remotes
+            .iter()
+            .find(|r| r.node().name == node.name)
+            .ok_or_else(|| DbError::Topology(format!("unknown node {}", node.name)))
+    }
+    fn nodes(&self) -> Vec<Node> {
+        self.remotes.iter().map(|r| r.node().clone()).collect()
+    }
+    fn primary(&self) -> Option<Node> {
+        self.remotes.first().map(|r| r.node().clone())
+    }
+    fn listen(node: &Node) -> String {
+        if node.host.parse::<std::net::IpAddr>().is_ok() {
+            node.host.clone()
+        } else {
+            "*".to_string()
+        }
+    }
+
+    async fn pg(&self, node: &Node, tool_cmd: &str, timeout: Duration) -> Result<String, DbError> {
+        let r = self.remote(node)?;
+        let cmd = format!("cd /tmp && B={BIN} && runuser -u postgres -- {tool_cmd}");
+        Ok(r.run_timeout(&cmd, timeout).await?.stdout_str())
+    }
+
+    async fn check_installed(&self, r: &Arc<dyn Remote>) -> Result<(), DbError> {
+        let out = r
+            .exec(
+                &format!("B={BIN}; test -x \"$B/initdb\" && test -x \"$B/pg_ctl\" && id postgres >/dev/null"),
+                None,
+                Duration::from_secs(10),
+            )
+            .await?;
+        if out.success() {
+            Ok(())
+        } else {
+            Err(DbError::Missing {
+                node: r.node().name.clone(),
+                what: "PostgreSQL server binaries (/usr/lib/postgresql/*/bin) or the postgres user"
+                    .to_string(),
+                packages: "postgresql".to_string(),
+            })
+        }
+    }
+
+    async fn start_node(&self, node: &Node) -> Result<(), DbError> {
+        let d = self.dir(node);
+        let r = self.remote(node)?;
+        let cmd = format!(
+            "cd /tmp && B={BIN} && if runuser -u postgres -- $B/pg_ctl -D {d}/data status >/dev/null 2>&1; then exit 0; fi; \
+             runuser -u postgres -- $B/pg_ctl -D {d}/data -l {d}/postgres.log -W start >/dev/null"
+        );
+        r.run(&cmd).await?;
+        Ok(())
+    }
+
+    async fn signal_all(&self, node: &Node, signal: &str, wait_gone: bool) -> Result<(), DbError> {
+        let d = self.dir(node);
+        let r = self.remote(node)?;
+        // Stop the postmaster first so it cannot fork while its children are
+        // signalled; then the children, then the postmaster itself.
+        let wait = if wait_gone {
+            "for i in $(seq 1000); do alive=0; for p in $P $CH; do [ -e /proc/$p ] && ! grep -q '^State:.*Z' /proc/$p/status 2>/dev/null && alive=1; done; [ $alive = 0 ] && exit 0; sleep 0.01; done; exit 1"
+        } else {
+            "exit 0"
+        };
+        let first = if signal == "CONT" { "CONT" } else { "STOP" };
+        let cmd = format!(
+            "P=$(head -1 {d}/data/postmaster.pid 2>/dev/null); [ -n \"$P\" ] && [ -e /proc/$P ] || exit 0; \
+             kill -{first} $P; CH=$(pgrep -P $P); [ -n \"$CH\" ] && kill -{signal} $CH; kill -{signal} $P; {wait}"
+        );
+        let out = r.exec(&cmd, None, Duration::from_secs(30)).await?;
+        if out.success() {
+            Ok(())
+        } else {
+            Err(DbError::Step {
+                node: node.name.clone(),
+                step: format!("SIG{signal}"),
+                detail: format!("postgres processes still alive: {}", out.stderr_str()),
+            })
+        }
+    }
+
+    async fn serving(&self, node: &Node) -> Result<bool, String> {
+        let d = self.dir(node);
+        self.pg(
+            node,
+            &format!(
+                "$B/psql -h {d}/sock -p {} -U postgres -Atc 'select 1'",
+                self.cfg.port
+            ),
+            Duration::from_secs(10),
+        )
+        .await
+        .map(|o| o == "1")
+        .map_err(|e| e.to_string())
+    }
+
+    async fn wait_serving(&self, node: &Node, limit: Duration) -> Result<(), DbError> {
+        poll(limit, Duration::from_millis(100), || self.serving(node))
+            .await
+            .map_err(|detail| DbError::NotReady {
+                node: node.name.clone(),
+                db: "postgres".to_string(),
+                waited_ms: limit.as_millis(),
+                detail,
+            })
+    }
+
+    async fn setup(&self) -> Result<(), DbError> {
+        let Some(primary) = self.primary() else {
+            return Err(DbError::Topology(
+                "postgres needs at least one node".to_string(),
+            ));
+        };
+        let mut errs = Vec::new();
+        for r in &self.remotes {
+            if let Err(e) = self.check_installed(r).await {
+                errs.push(e);
+            }
+        }
+        join_errors(errs)?;
+        self.teardown().await?;
+        let port = self.cfg.port;
+        for n in self.nodes() {
+            let d = self.dir(&n);
+            self.remote(&n)?
+                .run(&format!(
+                    "install -d -m 755 {base} && install -d -o postgres -g postgres -m 755 {d} {d}/sock",
+                    base = shell_quote(&self.cfg.base_dir)
+                ))
+                .await?;
+        }
+        let d = self.dir(&primary);
+        self.pg(
+            &primary,
+            &format!("$B/initdb -D {d}/data -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >{d}/initdb.log 2>&1"),
+            Duration::from_secs(120),
+        )
+        .await?;
+        let conf = format!(
+            "listen_addresses = '{}'\nport = {port}\nunix_socket_directories = '{d}/sock'\nwal_level = replica\n\
+             max_wal_senders = 10\nhot_standby = on\nrecovery_init_sync_method = syncfs\nmax_connections = 200\n",
+            Self::listen(&primary)
+        );
+        let r = self.remote(&primary)?;
+        r.run(&format!(
+            "cat >> {d}/data/postgresql.conf <<'EOF'\n{conf}EOF\n\
+             printf 'host all all 0.0.0.0/0 trust\\nhost replication all 0.0.0.0/0 trust\\n' >> {d}/data/pg_hba.conf"
+        ))
+        .await?;
+        self.start_node(&primary).await?;
+        self.wait_serving(&primary, self.cfg.start_timeout).await?;
+        for n in self.nodes().into_iter().skip(1) {
+            let rd = self.dir(&n);
+            self.pg(
+                &n,
+                &format!(
+                    "$B/pg_basebackup -h {} -p {port} -U postgres -D {rd}/data -R -X stream -c fast",
+                    primary.host
+                ),
+                Duration::from_secs(300),
+            )
+            .await?;
+            self.remote(&n)?
+                .run(&format!(
+                    "printf \"listen_addresses = '{}'\\nunix_socket_directories = '{rd}/sock'\\n\" >> {rd}/data/postgresql.conf",
+                    Self::listen(&n)
+                ))
+                .await?;
+            self.start_node(&n).await?;
+            self.wait_serving(&n, self.cfg.start_timeout).await?;
+        }
+        Ok(())
+    }
+
+    async fn teardown(&self) -> Result<(), DbError> {
+        let mut errs = Vec::new();
+        for n in self.nodes() {
+            if let Err(e) = self.signal_all(&n, "KILL", true).await {
+                errs.push(e);
+                continue;
+            }
+            let Ok(r) = self.remote(&n) else { continue };
+            if let Err(e) = r
+                .run(&format!("rm -rf {}", shell_quote(&self.dir(&n))))
+                .await
+            {
+                errs.push(e.into());
+            }
+        }
+        join_errors(errs)
+    }
+
+    async fn await_ready(&self, limit: Duration) -> Result<(), DbError> {
+        let nodes = self.nodes();
+        for n in &nodes {
+            self.start_node(n).await?;
+        }
+        let mut errs = Vec::new();
+        for n in &nodes {
+            if let Err(e) = self.wait_serving(n, limit).await {
+                errs.push(e);
+            }
+        }
+        join_errors(errs)
+    }
+}
+
+fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
+    ProcessError {
+        node: node.name.clone(),
+        action,
+        message: e.to_string(),
+    }
+}
+
+impl Process for Inner {
+    fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal_all(node, "KILL", true)
+                .await
+                .map_err(|e| perr(node, "kill", e))
+        })
+    }
+    fn start<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.start_node(node)
+                .await
+                .map_err(|e| perr(node, "start", e))
+        })
+    }
+    fn pause<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal_all(node, "STOP", false)
+                .await
+                .map_err(|e| perr(node, "pause", e))
+        })
+    }
+    fn resume<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal_all(node, "CONT", false)
+                .await
+                .map_err(|e| perr(node, "resume", e))
+        })
+    }
+}
+
+impl PgCluster {
+    /// PostgreSQL with `cfg`: the first remote's node is the primary.
+    pub fn new(cfg: PgClusterConfig, remotes: Vec<Arc<dyn Remote>>) -> PgCluster {
+        PgCluster {
+            inner: Arc::new(Inner { cfg, remotes }),
+        }
+    }
+
+    fn url(&self, node: &Node) -> String {
+        format!(
+            "postgres://postgres@{}:{}/postgres",
+            node.host, self.inner.cfg.port
+        )
+    }
+
+    /// Connection URL of the primary (empty host when there are no nodes).
+    pub fn primary_url(&self) -> String {
+        self.inner
+            .primary()
+            .map(|n| self.url(&n))
+            .unwrap_or_default()
+    }
+
+    /// Connection URL of the first replica, if any.
+    pub fn replica_url(&self) -> Option<String> {
+        self.inner.nodes().get(1).map(|n| self.url(n))
+    }
+}
+
+impl Db for PgCluster {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+    fn nodes(&self) -> Vec<Node> {
+        self.inner.nodes()
+    }
+    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
+        self.inner
+            .remotes
+            .iter()
+            .find(|r| r.node().name == node)
+            .cloned()
+    }
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.setup())
+    }
+    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.teardown())
+    }
+    fn log_files(&self, node: &Node) -> Vec<LogFile> {
+        let d = self.inner.dir(node);
+        vec![LogFile {
+            remote_path: format!("{d}/postgres.log"),
+            local_name: "postgresql.log".to_string(),
+        }]
+    }
+    fn primaries(&self) -> Vec<Node> {
+        self.inner.primary().into_iter().collect()
+    }
+    fn client_nodes(&self) -> Vec<Node> {
+        self.primaries()
+    }
+    fn process(&self) -> Option<Arc<dyn Process>> {
+        Some(self.inner.clone())
+    }
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.await_ready(limit))
+    }
+}
+
+/// Sends read-only transactions to a replica and everything else to the
+/// primary (`--replica-reads`). The node a worker is pinned to is ignored:
+/// the two factories carry their own servers.
+pub struct ReplicaReadsFactory<P, R> {
+    primary: P,
+    replica: R,
+}
+
+impl<P: ClientFactory, R: ClientFactory> ReplicaReadsFactory<P, R> {
+    /// Writes through `primary`, read-only transactions through `replica`.
+    pub fn new(primary: P, replica: R) -> Self {
+        ReplicaReadsFactory { primary, replica }
+    }
+}
+
+struct SplitClient {
+    primary: Box<dyn Client>,
+    replica: Box<dyn Client>,
+}
+
+impl Client for SplitClient {
+    fn invoke<'a>(
+        &'a mut self,
+        txn: &'a [MicroOp],
+    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+        if txn.iter().all(|m| matches!(m, MicroOp::Read(..))) {
+            self.replica.invoke(txn)
+        } else {
+            self.primary.invoke(txn)
+        }
+    }
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            self.primary.close().await;
+            self.replica.close().await;
+        })
+    }
+}
+
+impl<P: ClientFactory, R: ClientFactory> ClientFactory for ReplicaReadsFactory<P, R> {
+    fn setup<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
+        self.primary.setup(node)
+    }
+    fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+        Box::pin(async move {
+            let primary = self.primary.open(node).await?;
+            let replica = self.replica.open(node).await?;
+            Ok(Box::new(SplitClient { primary, replica }) as Box<dyn Client>)
+        })
+    }
+}
