@@ -142,8 +142,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Analysis {
         Variant::Process => edges.edges.extend(order::process_edges(&txns).edges),
         Variant::Plain => {}
     }
-    let graph = Graph::build(txns.len(), &edges);
-    drop(edges);
+    let graph = Graph::from_edges(txns.len(), edges);
     if data_graph_empty && graph.edge_count() == 0 {
         out.anomalies.insert(
             AnomalyType::EmptyTransactionGraph,

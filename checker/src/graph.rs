@@ -34,8 +34,22 @@ impl EdgeList {
 }
 
 impl Graph {
+    /// As [`Graph::build`], freeing the edge list as soon as it is consumed
+    /// (lower peak memory on history-sized graphs).
+    pub fn from_edges(n: usize, edges: EdgeList) -> Graph {
+        let (count, tmp) = Graph::bucket(n, &edges);
+        drop(edges);
+        Graph::finish(n, count, tmp)
+    }
+
     /// Builds a graph over nodes `0..n` (edges naming nodes ≥ n are dropped).
     pub fn build(n: usize, edges: &EdgeList) -> Graph {
+        let (count, tmp) = Graph::bucket(n, edges);
+        Graph::finish(n, count, tmp)
+    }
+
+    /// Counting sort of the edges by source.
+    fn bucket(n: usize, edges: &EdgeList) -> (Vec<usize>, Vec<(u32, Rels)>) {
         let mut count = vec![0usize; n + 1];
         for &(a, b, _) in &edges.edges {
             if (a as usize) < n && (b as usize) < n {
@@ -55,6 +69,11 @@ impl Graph {
                 *slot += 1;
             }
         }
+        (count, tmp)
+    }
+
+    fn finish(n: usize, count: Vec<usize>, mut tmp: Vec<(u32, Rels)>) -> Graph {
+        let total = count[n];
         // Sort each adjacency list and merge duplicate targets.
         let mut off = Vec::with_capacity(n + 1);
         let mut dst = Vec::with_capacity(total);
