@@ -6,10 +6,15 @@
 //! not known to be definite is indefinite.
 
 pub mod client;
+pub mod cluster;
+pub mod cockroach;
 pub mod db;
 pub mod mysql;
 pub mod pg_cluster;
+pub mod pgwire;
 pub mod postgres;
 pub mod sim;
 pub mod sql;
 pub mod sqlite;
+pub mod tidb;
+pub mod yugabyte;
