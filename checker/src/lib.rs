@@ -14,5 +14,75 @@ pub mod list_append;
 pub mod model;
 pub mod order;
 pub mod rels;
+pub mod result;
 pub mod rw_register;
 pub mod txn;
+
+pub use analysis::{AnalyzeOptions, Workload};
+pub use anomaly::AnomalyType;
+pub use budget::Budget;
+pub use model::ConsistencyModel;
+pub use result::{CheckResult, Valid};
+
+use store::History;
+
+/// What to check a history against.
+#[derive(Debug)]
+pub struct CheckOptions {
+    /// The history's workload.
+    pub workload: Workload,
+    /// Models that should hold. Empty means "no models" (only `anomalies`
+    /// count); [`CheckOptions::new`] uses Elle's default, strict-serializable.
+    pub models: Vec<ConsistencyModel>,
+    /// Extra anomalies that must not occur (with everything implying them).
+    pub anomalies: Vec<AnomalyType>,
+    /// rw-register: writes follow reads within a transaction.
+    pub wfr_keys: bool,
+    /// rw-register: per-key sequential consistency (process order).
+    pub sequential_keys: bool,
+    /// rw-register: per-key linearizability (real-time order).
+    pub linearizable_keys: bool,
+    /// Limit of the cycle search; exhausting it gives `cycle-search-timeout`.
+    pub budget: Budget,
+}
+
+impl CheckOptions {
+    /// Elle's defaults for `workload`: strict-serializable, no extra
+    /// anomalies, no key assumptions, no budget limit.
+    pub fn new(workload: Workload) -> CheckOptions {
+        CheckOptions {
+            workload,
+            models: vec![model::DEFAULT_MODEL],
+            anomalies: Vec::new(),
+            wfr_keys: false,
+            sequential_keys: false,
+            linearizable_keys: false,
+            budget: Budget::unlimited(),
+        }
+    }
+}
+
+/// Checks `history`: infers dependencies and searches the anomalies that
+/// `opts.models` and `opts.anomalies` need (`model::anomalies_to_search`),
+/// then decides the verdict from the anomaly types found exactly as Elle
+/// does (`result::verdict`).
+pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
+    let search = model::anomalies_to_search(&opts.models, &opts.anomalies);
+    let analysis = analysis::analyze(
+        history,
+        &AnalyzeOptions {
+            workload: opts.workload,
+            search,
+            wfr_keys: opts.wfr_keys,
+            sequential_keys: opts.sequential_keys,
+            linearizable_keys: opts.linearizable_keys,
+            budget: &opts.budget,
+        },
+    );
+    CheckResult::from_found(
+        analysis.anomalies,
+        &opts.models,
+        &opts.anomalies,
+        analysis.warnings,
+    )
+}

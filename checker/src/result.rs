@@ -267,7 +267,15 @@ fn edn(v: &Value, ctx: Ctx, out: &mut String) {
                 if i > 0 {
                     out.push(' ');
                 }
-                edn(x, if ctx == Ctx::Names { Ctx::Names } else { Ctx::Data }, out);
+                edn(
+                    x,
+                    if ctx == Ctx::Names {
+                        Ctx::Names
+                    } else {
+                        Ctx::Data
+                    },
+                    out,
+                );
             }
             out.push(']');
         }
@@ -360,7 +368,10 @@ mod tests {
         assert_eq!(serde_json::to_string(&Valid::Unknown)?, "\"unknown\"");
         assert_eq!(serde_json::to_string(&Valid::False)?, "false");
         assert_eq!(serde_json::from_str::<Valid>("true")?, Valid::True);
-        assert_eq!(serde_json::from_str::<Valid>("\"unknown\"")?, Valid::Unknown);
+        assert_eq!(
+            serde_json::from_str::<Valid>("\"unknown\"")?,
+            Valid::Unknown
+        );
         assert!(serde_json::from_str::<Valid>("\"maybe\"").is_err());
         Ok(())
     }
@@ -419,7 +430,10 @@ mod tests {
             r.reported.iter().copied().collect::<Vec<_>>(),
             vec![A::StrongSnapshotIsolationCycleExists]
         );
-        assert_eq!(names(&r.not), ["repeatable-read", "strong-snapshot-isolation"]);
+        assert_eq!(
+            names(&r.not),
+            ["repeatable-read", "strong-snapshot-isolation"]
+        );
         // Read committed allows G2-item: valid, and (as Elle prints it) no `not`.
         let r = v(&[A::G2Item], &[M::ReadCommitted], &[]);
         assert_eq!(r.valid, Valid::True);
@@ -442,7 +456,10 @@ mod tests {
         let e = r.to_edn();
         assert!(e.starts_with("{:"), "{e}");
         assert!(e.contains(":valid? :unknown"), "{e}");
-        assert!(e.contains(":anomaly-types [:empty-transaction-graph]"), "{e}");
+        assert!(
+            e.contains(":anomaly-types [:empty-transaction-graph]"),
+            "{e}"
+        );
         assert!(e.contains(":not [:read-committed]"), "{e}");
         assert!(e.contains(":also-not [:strong-serializable]"), "{e}");
         let mut s = String::new();
