@@ -9,13 +9,18 @@ use checker::budget::Budget;
 use checker::model::{ConsistencyModel, anomalies_to_search};
 use std::time::Instant;
 
-/// CPU seconds (user + system) used so far by this process, from /proc.
+/// CPU seconds used so far by this thread (from /proc/thread-self/schedstat,
+/// nanosecond resolution; the analysis is single-threaded).
 fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit(')').next().unwrap_or("");
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|x| x.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+        / 1e9
 }
 
 /// Peak resident set so far, in MB.
