@@ -11,7 +11,7 @@
 //! the test checks it was skipped rather than sent) and YugabyteDB's
 //! tserver-side READ COMMITTED flag.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use db_adapters::client::{ClientFactory, ErrorKind};
 use db_adapters::pgwire::{PgWireFactory, Target};
