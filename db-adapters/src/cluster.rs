@@ -219,6 +219,10 @@ impl Layout {
     pub fn tarball(&self, node: &str) -> String {
         format!("{}/release.tar.gz", self.dir(node))
     }
+    /// Output of unpacking the tarball (the list of its files).
+    pub fn unpack_log(&self, node: &str) -> String {
+        format!("{}/unpack.log", self.dir(node))
+    }
     /// Pid file of daemon `name`.
     pub fn pid_file(&self, node: &str, name: &str) -> String {
         format!("{}/{name}.pid", self.dir(node))
@@ -281,10 +285,12 @@ pub fn install_steps(
             node,
             "unpack tarball",
             format!(
-                "test -f {m} || {{ rm -rf {d} && mkdir -p {d} && tar -xzf {t} -C {d} --strip-components=1 && touch {m}; }}",
+                "test -f {m} || {{ rm -rf {d} && mkdir -p {d} && \
+                 {{ tar -xzvf {t} -C {d} --strip-components=1 >{l} 2>&1 || {{ tail -5 {l} >&2; exit 1; }}; }} && touch {m}; }}",
                 m = shell_quote(&marker),
                 d = shell_quote(&dist),
-                t = shell_quote(&tgz)
+                t = shell_quote(&tgz),
+                l = shell_quote(&layout.unpack_log(node)),
             ),
         )
         .timeout(Duration::from_secs(600)),
@@ -626,6 +632,12 @@ impl crate::db::Db for ClusterDb {
     }
 }
 
+/// The unpack log of `node` as a log file entry (`unpack.log`: what the
+/// tarball contained).
+pub fn unpack_log(layout: &Layout, node: &str) -> (String, crate::db::LogFile) {
+    log(node, layout.unpack_log(node), "unpack.log")
+}
+
 /// A log file entry.
 pub fn log(node: &str, remote_path: String, local_name: &str) -> (String, crate::db::LogFile) {
     (
@@ -673,7 +685,7 @@ mod tests {
             cmds[1]
                 .starts_with("test -f /var/lib/harness/x/n1/dist/.harness-unpacked || curl -fsSL")
         );
-        assert!(cmds[2].contains("tar -xzf /var/lib/harness/x/n1/release.tar.gz -C /var/lib/harness/x/n1/dist --strip-components=1"));
+        assert!(cmds[2].contains("tar -xzvf /var/lib/harness/x/n1/release.tar.gz -C /var/lib/harness/x/n1/dist --strip-components=1 >/var/lib/harness/x/n1/unpack.log"), "{}", cmds[2]);
         assert!(cmds[3].contains("test -x /var/lib/harness/x/n1/dist/cockroach"));
         assert!(cmds[3].contains("binary `cockroach` not found"));
     }

@@ -256,6 +256,9 @@ impl CockroachConfig {
             wipe.push((n.name.clone(), format!("{dir}/data")));
             wipe.push((n.name.clone(), format!("{dir}/logs")));
         }
+        for n in nodes {
+            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
+        }
         Spec {
             name: "cockroach",
             setup,

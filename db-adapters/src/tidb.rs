@@ -853,6 +853,9 @@ impl TidbConfig {
                 }
             }
         }
+        for n in &members {
+            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
+        }
         Spec {
             name: "tidb",
             setup,

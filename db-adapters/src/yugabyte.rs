@@ -318,6 +318,9 @@ impl YugabyteConfig {
             ));
             wipe.push((n.name.clone(), data));
         }
+        for n in nodes {
+            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
+        }
         Spec {
             name: "yugabyte",
             setup,

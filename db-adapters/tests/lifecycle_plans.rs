@@ -115,7 +115,10 @@ fn cockroach_start_join_init_as_documented() {
         .filter(|(n, _)| n == "n1")
         .map(|(_, l)| l.local_name.clone())
         .collect();
-    assert_eq!(logs, vec!["cockroach.log", "cockroach.stdout.log"]);
+    assert_eq!(
+        logs,
+        vec!["cockroach.log", "cockroach.stdout.log", "unpack.log"]
+    );
     assert_eq!(spec.client_nodes, ns);
 }
 
