@@ -31,9 +31,51 @@ struct Elem<'h> {
     pos: u32,
 }
 
+/// (key, element) → element id. Integer elements (what harness writes) are
+/// keyed inline, so probes never dereference into the history.
+#[derive(Default)]
+struct ElemIds<'h> {
+    ints: FxHashMap<(u32, i64), u32>,
+    others: FxHashMap<(u32, &'h Atom), u32>,
+}
+
+impl<'h> ElemIds<'h> {
+    fn with_capacity(n: usize) -> ElemIds<'h> {
+        ElemIds {
+            ints: FxHashMap::with_capacity_and_hasher(n, Default::default()),
+            others: FxHashMap::default(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, k: u32, v: &Atom) -> Option<u32> {
+        match v {
+            Atom::Int(i) => self.ints.get(&(k, *i)).copied(),
+            other => self.others.get(&(k, other)).copied(),
+        }
+    }
+
+    /// Inserts `id` unless present; returns the id already there.
+    fn insert(&mut self, k: u32, v: &'h Atom, id: u32) -> Option<u32> {
+        use std::collections::hash_map::Entry;
+        let slot = match v {
+            Atom::Int(i) => match self.ints.entry((k, *i)) {
+                Entry::Occupied(o) => return Some(*o.get()),
+                Entry::Vacant(e) => e.insert(id),
+            },
+            other => match self.others.entry((k, other)) {
+                Entry::Occupied(o) => return Some(*o.get()),
+                Entry::Vacant(e) => e.insert(id),
+            },
+        };
+        let _ = slot;
+        None
+    }
+}
+
 /// The list-append indices kept after inference to explain edges.
 pub struct ListAppend<'h> {
-    elems: FxHashMap<(u32, &'h Atom), u32>,
+    elems: ElemIds<'h>,
     elem: Vec<Elem<'h>>,
     /// Per key: start of its version order in `order` (`order_off[k]..order_off[k+1]`).
     order_off: Vec<usize>,
@@ -80,8 +122,7 @@ impl<'h> ListAppend<'h> {
                     MicroOp::Read(..) => (a, r + 1),
                     MicroOp::Write(..) => (a, r),
                 });
-        let mut elems: FxHashMap<(u32, &'h Atom), u32> =
-            FxHashMap::with_capacity_and_hasher(n_appends, Default::default());
+        let mut elems = ElemIds::with_capacity(n_appends);
         let mut elem: Vec<Elem<'h>> = Vec::with_capacity(n_appends);
         let mut seen_keys: Vec<u32> = Vec::new();
         for (t, tx) in txns.txns.iter().enumerate() {
@@ -94,9 +135,9 @@ impl<'h> ListAppend<'h> {
                     seen_keys.push(k);
                 }
                 let id = elem.len() as u32;
-                match elems.entry((k, &v.0)) {
-                    std::collections::hash_map::Entry::Occupied(o) => {
-                        let first = elem[*o.get() as usize].writer;
+                match elems.insert(k, &v.0, id) {
+                    Some(existing) => {
+                        let first = elem[existing as usize].writer;
                         warnings.push(format!(
                             "value {v} appended to key {} more than once (ops {} and {}); values must be unique per key",
                             key(k),
@@ -104,8 +145,7 @@ impl<'h> ListAppend<'h> {
                             opi(t as u32)
                         ));
                     }
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(id);
+                    None => {
                         elem.push(Elem {
                             writer: t as u32,
                             mop: i as u32,
@@ -118,7 +158,7 @@ impl<'h> ListAppend<'h> {
                 }
             }
         }
-        let lookup = |k: u32, v: &Val| elems.get(&(k, &v.0)).copied();
+        let lookup = |k: u32, v: &Val| elems.get(k, &v.0);
 
         // 2. Longest read per key (ok and info reads; info nil reads mean "unknown").
         let mut longest: Vec<(u32, u32)> = vec![(NO, 0); nkeys];
@@ -250,7 +290,7 @@ impl<'h> ListAppend<'h> {
                 let last_id = match r.last() {
                     None => NO,
                     Some(_) if prefix => raw_ids[raw_off[ku] + r.len() - 1],
-                    Some(v) => index.elems.get(&(k, &v.0)).copied().unwrap_or(NO),
+                    Some(v) => index.elems.get(k, &v.0).unwrap_or(NO),
                 };
                 let version = if r.is_empty() {
                     0
@@ -280,7 +320,7 @@ impl<'h> ListAppend<'h> {
                     stamp_gen = stamp_gen.wrapping_add(1);
                     dup_counts.clear();
                     for v in r {
-                        match index.elems.get(&(k, &v.0)).copied() {
+                        match index.elems.get(k, &v.0) {
                             None => anomalies.push(Anomaly {
                                 kind: AnomalyType::GarbageRead,
                                 evidence: Evidence::Read {
@@ -482,8 +522,8 @@ impl<'h> ListAppend<'h> {
     fn version_of(&self, k: u32, r: &[Val]) -> u32 {
         match r.last() {
             None => 0,
-            Some(v) => match self.elems.get(&(k, &v.0)) {
-                Some(&id) if self.elem[id as usize].pos != NO => self.elem[id as usize].pos + 1,
+            Some(v) => match self.elems.get(k, &v.0) {
+                Some(id) if self.elem[id as usize].pos != NO => self.elem[id as usize].pos + 1,
                 _ => NO,
             },
         }
@@ -607,7 +647,7 @@ impl<'h> ListAppend<'h> {
                         continue;
                     };
                     let k = txns.key_of(b, j);
-                    if let Some(&id) = self.elems.get(&(k, &last.0)) {
+                    if let Some(id) = self.elems.get(k, &last.0) {
                         let e = self.elem[id as usize];
                         if e.writer == a {
                             return Some(mk(k, Some(last.clone()), None, e.mop as usize, j));
@@ -620,7 +660,7 @@ impl<'h> ListAppend<'h> {
                 for (j, m) in tb.mops.iter().enumerate() {
                     let MicroOp::Append(_, v) = m else { continue };
                     let k = txns.key_of(b, j);
-                    let Some(&id) = self.elems.get(&(k, &v.0)) else {
+                    let Some(id) = self.elems.get(k, &v.0) else {
                         continue;
                     };
                     let Some(prev) = self.prev(id) else { continue };
