@@ -101,3 +101,83 @@ pub fn explain(txns: &Txns<'_>, history: &History, a: u32, b: u32, rel: Rel) -> 
     }
     Some(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::{Key, MicroOp, Op, OpType, Val};
+
+    fn op(i: u64, t: OpType, p: u64) -> Op {
+        // The same micro-ops for an invocation and its completion.
+        Op::txn(
+            i,
+            t,
+            p,
+            vec![MicroOp::Append(Key::int(1), Val::int(p as i64))],
+        )
+    }
+
+    fn edges(el: &EdgeList) -> Vec<(u32, u32)> {
+        let mut v: Vec<(u32, u32)> = el.edges.iter().map(|e| (e.0, e.1)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn realtime_is_a_transitive_reduction() {
+        // T0 then T1 then T2, one at a time: only T0→T1 and T1→T2.
+        let ops = vec![
+            op(0, OpType::Invoke, 0),
+            op(1, OpType::Ok, 0),
+            op(2, OpType::Invoke, 1),
+            op(3, OpType::Ok, 1),
+            op(4, OpType::Invoke, 2),
+            op(5, OpType::Ok, 2),
+        ];
+        let h = History::new(ops).unwrap_or_default();
+        assert!(!h.is_empty());
+        let t = Txns::new(&h);
+        assert_eq!(edges(&realtime_edges(&t, &h)), vec![(0, 1), (1, 2)]);
+        assert_eq!(edges(&process_edges(&t)), Vec::<(u32, u32)>::new());
+    }
+
+    #[test]
+    fn concurrent_ops_get_no_edge_and_info_is_only_a_sink() {
+        // T0 ‖ T1 (overlapping); both precede T2; T3 crashed (info) after T2.
+        let ops = vec![
+            op(0, OpType::Invoke, 0),
+            op(1, OpType::Invoke, 1),
+            op(2, OpType::Ok, 0),
+            op(3, OpType::Ok, 1),
+            op(4, OpType::Invoke, 0),
+            op(5, OpType::Info, 0),
+            op(6, OpType::Invoke, 2),
+            op(7, OpType::Ok, 2),
+        ];
+        let h = History::new(ops).unwrap_or_default();
+        assert!(!h.is_empty());
+        let t = Txns::new(&h);
+        // txns by completion: 0 = T0, 1 = T1, 2 = info, 3 = T2.
+        assert_eq!(
+            edges(&realtime_edges(&t, &h)),
+            vec![(0, 2), (0, 3), (1, 2), (1, 3)]
+        );
+        assert_eq!(edges(&process_edges(&t)), Vec::<(u32, u32)>::new());
+    }
+
+    #[test]
+    fn process_edges_link_consecutive_committed_txns() {
+        let ops = vec![
+            op(0, OpType::Invoke, 0),
+            op(1, OpType::Ok, 0),
+            op(2, OpType::Invoke, 0),
+            op(3, OpType::Fail, 0),
+            op(4, OpType::Invoke, 0),
+            op(5, OpType::Ok, 0),
+        ];
+        let h = History::new(ops).unwrap_or_default();
+        assert!(!h.is_empty());
+        let t = Txns::new(&h);
+        assert_eq!(edges(&process_edges(&t)), vec![(0, 2)]);
+    }
+}
