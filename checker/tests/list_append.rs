@@ -352,3 +352,43 @@ fn dot_of_a_cycle() {
     let g1 = &found.get(&AnomalyType::G1c).unwrap()[0];
     assert!(checker::explain::render_dot(g1, &hist).is_some());
 }
+
+#[test]
+fn g2_item_process_and_realtime_variants() {
+    // Ta -rw-> Tb -rw-> Tc, and Tc precedes Ta in process 0 (and in real time).
+    let text = "invoke 1 [r y nil] [a x 1]
+         ok 0 [a y 1]
+         ok 0 [r x []]
+         ok 1 [r y []] [a x 1]
+         ok 2 [r x [1]] [r y [1]]";
+    insta::assert_snapshot!(
+        "g2_item_process_variant",
+        check_with(
+            checker::analysis::Workload::ListAppend,
+            text,
+            process_cycles(),
+            &["G2-item-process"],
+        )
+    );
+    insta::assert_snapshot!(
+        "g2_item_realtime_variant",
+        check_la(text, &["G2-item-realtime"])
+    );
+}
+
+#[test]
+fn g_nonadjacent_item_realtime() {
+    // T1 -rw-> T2 -wr-> T3 -rw-> T4 -realtime-> T1.
+    insta::assert_snapshot!(check_la(
+        "invoke 3 [r z nil] [r y nil]
+         invoke 4 [a y 1]
+         invoke 2 [a x 1] [a z 1]
+         ok 4 [a y 1]
+         invoke 1 [r x nil]
+         ok 2 [a x 1] [a z 1]
+         ok 3 [r z [1]] [r y []]
+         ok 1 [r x []]
+         ok 9 [r x [1]] [r y [1]]",
+        &["G-nonadjacent-item-realtime"],
+    ));
+}
