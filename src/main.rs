@@ -3,6 +3,7 @@
 //! This crate is the wiring: the CLI, the runner, reports. Everything that can
 //! be a library lives in the member crates (see ARCHITECTURE.md).
 
+mod check_cmd;
 mod exit;
 mod history_cmd;
 mod report;
@@ -32,6 +33,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Check a history file for isolation anomalies (Elle-grade).
+    Check(check_cmd::CheckArgs),
     /// Inspect and convert history files.
     #[command(subcommand)]
     History(history_cmd::HistoryCommand),
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Check(args) => check_cmd::run(args),
         Command::History(cmd) => history_cmd::run(cmd),
         Command::Serve(args) => serve::run(args),
     };

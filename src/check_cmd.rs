@@ -1,0 +1,248 @@
+//! `harness check HISTORY`: checks a history file with the built-in Elle-grade
+//! checker, prints the verdict, optionally writes explanations and graphs.
+//!
+//! Exit codes: 0 valid, 1 invalid, 2 unknown, 3 error (bad file, bad name).
+//! elle-cli's spellings work too: `-m/--model` is the workload, `-c` takes a
+//! comma-separated list of consistency models and can be repeated.
+
+use anyhow::{Context, bail};
+use checker::anomaly::AnomalyType;
+use checker::model::ConsistencyModel;
+use checker::{Budget, CheckOptions, CheckResult, Workload};
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use store::History;
+
+/// `harness check …`
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The history file (JSON Lines, Elle/elle-cli JSON or Jepsen EDN).
+    pub history: PathBuf,
+
+    /// Workload: auto, list-append (append) or rw-register (wr).
+    #[arg(long, short = 'm', visible_alias = "model", default_value = "auto",
+          value_parser = parse_workload)]
+    pub workload: WorkloadArg,
+
+    /// Consistency model(s) that should hold (default strict-serializable);
+    /// repeatable and comma-separated, e.g. `-c serializable,read-committed`.
+    #[arg(short = 'c', long = "consistency-models", visible_alias = "consistency-model",
+          value_delimiter = ',', value_parser = parse_model)]
+    pub consistency_models: Vec<ConsistencyModel>,
+
+    /// Extra anomaly types that must not occur (e.g. G0, G1c); repeatable,
+    /// comma-separated.
+    #[arg(long = "anomalies", visible_alias = "anomaly", value_delimiter = ',',
+          value_parser = parse_anomaly)]
+    pub anomalies: Vec<AnomalyType>,
+
+    /// rw-register: infer version orders from writes following reads.
+    #[arg(long)]
+    pub wfr_keys: bool,
+
+    /// rw-register: assume each key is sequentially consistent (process order).
+    #[arg(long)]
+    pub sequential_keys: bool,
+
+    /// rw-register: assume each key is linearizable (real-time order).
+    #[arg(long)]
+    pub linearizable_keys: bool,
+
+    /// Time budget of the cycle search (e.g. 30s, 500ms); exhausting it makes
+    /// the verdict unknown, never valid.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub cycle_search_timeout: Duration,
+
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Write one `<anomaly-type>.txt` per reported type with its
+    /// explanations, and `<anomaly-type>/<n>.dot` (+ `.svg` when Graphviz
+    /// `dot` is installed) per cycle.
+    #[arg(long)]
+    pub directory: Option<PathBuf>,
+}
+
+/// `--workload`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadArg {
+    /// Detect from the micro-ops.
+    Auto,
+    /// A given workload.
+    Given(Workload),
+}
+
+/// `--format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Verdict and explanations for humans.
+    Text,
+    /// Elle's result map as JSON.
+    Json,
+    /// Elle's result map as EDN.
+    Edn,
+}
+
+fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
+    match s.trim_start_matches(':') {
+        "auto" => Ok(WorkloadArg::Auto),
+        "list-append" | "append" => Ok(WorkloadArg::Given(Workload::ListAppend)),
+        "rw-register" | "wr" | "register" => Ok(WorkloadArg::Given(Workload::RwRegister)),
+        other => Err(format!(
+            "unknown workload {other:?}; known workloads: auto, list-append (append), rw-register (wr)"
+        )),
+    }
+}
+
+fn parse_model(s: &str) -> Result<ConsistencyModel, String> {
+    ConsistencyModel::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_anomaly(s: &str) -> Result<AnomalyType, String> {
+    AnomalyType::parse(s).map_err(|e| e.to_string())
+}
+
+/// Runs `harness check`, returning the exit code.
+///
+/// # Errors
+/// An unreadable or malformed history, an undetectable workload, or an
+/// output directory that cannot be written.
+pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
+    let (history, warnings) = store::format::load_history(&args.history)
+        .with_context(|| format!("reading history {}", args.history.display()))?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    let workload = match args.workload {
+        WorkloadArg::Given(w) => w,
+        WorkloadArg::Auto => Workload::detect(&history).with_context(|| {
+            format!(
+                "cannot tell the workload of {} (no append and no write micro-op, or both); \
+                 pass --workload list-append or --workload rw-register",
+                args.history.display()
+            )
+        })?,
+    };
+    let models = if args.consistency_models.is_empty() {
+        vec![checker::model::DEFAULT_MODEL]
+    } else {
+        args.consistency_models.clone()
+    };
+    let deadline = Instant::now() + args.cycle_search_timeout;
+    let opts = CheckOptions {
+        workload,
+        models,
+        anomalies: args.anomalies.clone(),
+        wfr_keys: args.wfr_keys,
+        sequential_keys: args.sequential_keys,
+        linearizable_keys: args.linearizable_keys,
+        budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
+    };
+    let result = checker::check(&history, &opts);
+    match args.format {
+        Format::Json => println!("{}", result.to_json_string()),
+        Format::Edn => print!("{}", result.to_edn()),
+        Format::Text => print!("{}", render_text(&result, &history)),
+    }
+    if let Some(dir) = &args.directory {
+        write_directory(dir, &result, &history)
+            .with_context(|| format!("writing explanations to {}", dir.display()))?;
+    }
+    Ok(result.valid.exit_code())
+}
+
+fn join_names<T: std::fmt::Display>(xs: &[T]) -> String {
+    xs.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The human-readable report: verdict, boundary, then every explanation.
+fn render_text(result: &CheckResult, history: &History) -> String {
+    let mut out = format!("valid?: {}\n", result.valid);
+    if !result.anomaly_types.is_empty() {
+        out += &format!("anomaly-types: {}\n", join_names(&result.anomaly_types));
+    }
+    if !result.not.is_empty() {
+        out += &format!("not: {}\n", join_names(&result.not));
+    }
+    if !result.also_not.is_empty() {
+        out += &format!("also-not: {}\n", join_names(&result.also_not));
+    }
+    for w in &result.warnings {
+        out += &format!("warning: {w}\n");
+    }
+    for (t, cases) in &result.anomalies {
+        out += "\n";
+        out += &type_text(*t, cases, history);
+    }
+    out
+}
+
+/// All explanations of one anomaly type, each headed `<type> #<i>`, separated
+/// by blank lines (Elle's `<type>.txt`).
+fn type_text(t: AnomalyType, cases: &[checker::explain::Anomaly], history: &History) -> String {
+    let mut out = String::new();
+    for (i, a) in cases.iter().enumerate() {
+        if i > 0 {
+            out += "\n";
+        }
+        out += &format!("{t} #{i}\n");
+        let body = checker::explain::render_text(a, history);
+        out += &body;
+        if !body.ends_with('\n') {
+            out += "\n";
+        }
+    }
+    out
+}
+
+/// Writes `<dir>/<type>.txt` per reported type and `<dir>/<type>/<n>.dot`
+/// (+ `.svg` when `dot` is on PATH) per cycle.
+fn write_directory(dir: &Path, result: &CheckResult, history: &History) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let dot = dot_available();
+    for (t, cases) in &result.anomalies {
+        let txt = dir.join(format!("{}.txt", t.name()));
+        std::fs::write(&txt, type_text(*t, cases, history))
+            .with_context(|| format!("writing {}", txt.display()))?;
+        for (i, a) in cases.iter().enumerate() {
+            let Some(graph) = checker::explain::render_dot(a, history) else {
+                continue;
+            };
+            let sub = dir.join(t.name());
+            std::fs::create_dir_all(&sub)?;
+            let dot_path = sub.join(format!("{i}.dot"));
+            std::fs::write(&dot_path, graph)
+                .with_context(|| format!("writing {}", dot_path.display()))?;
+            if dot {
+                let svg = sub.join(format!("{i}.svg"));
+                let status = Command::new("dot")
+                    .arg("-Tsvg")
+                    .arg(&dot_path)
+                    .arg("-o")
+                    .arg(&svg)
+                    .status()
+                    .context("running Graphviz dot")?;
+                if !status.success() {
+                    bail!("dot -Tsvg {} failed: {status}", dot_path.display());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether Graphviz `dot` is on PATH (plots are skipped silently otherwise).
+fn dot_available() -> bool {
+    Command::new("dot")
+        .arg("-V")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}

@@ -1,0 +1,212 @@
+//! `harness check` through the built binary: exit codes (0 valid, 1 invalid,
+//! 2 unknown, 3 error), output formats, elle-cli flags, `--directory`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_harness");
+
+/// Serially executed, committed transactions: valid under strict-serializable.
+const VALID: &str = r#"[
+{"index":0,"process":0,"type":"invoke","value":[["append",1,1]]},
+{"index":1,"process":0,"type":"ok","value":[["append",1,1]]},
+{"index":2,"process":1,"type":"invoke","value":[["r",1,null],["append",2,1]]},
+{"index":3,"process":1,"type":"ok","value":[["r",1,[1]],["append",2,1]]},
+{"index":4,"process":0,"type":"invoke","value":[["r",2,null],["r",1,null]]},
+{"index":5,"process":0,"type":"ok","value":[["r",2,[1]],["r",1,[1]]]}
+]"#;
+
+/// Elle's README G1c example: T2 -wr-> T1 (y) and T1 -ww-> T2 (x).
+const G1C: &str = r#"[
+{"index":0,"process":0,"type":"invoke","value":[["append","x",1],["r","y",null]]},
+{"index":1,"process":1,"type":"invoke","value":[["append","x",2],["append","y",1]]},
+{"index":2,"process":1,"type":"ok","value":[["append","x",2],["append","y",1]]},
+{"index":3,"process":0,"type":"ok","value":[["append","x",1],["r","y",[1]]]},
+{"index":4,"process":2,"type":"invoke","value":[["r","x",null]]},
+{"index":5,"process":2,"type":"ok","value":[["r","x",[1,2]]]}
+]"#;
+
+/// One committed read of an empty list: no dependency graph, so unknown.
+const EMPTY_GRAPH: &str = r#"[
+{"index":0,"process":0,"type":"invoke","value":[["r",1,null]]},
+{"index":1,"process":0,"type":"ok","value":[["r",1,[]]]}
+]"#;
+
+struct Dir(tempfile::TempDir);
+
+impl Dir {
+    fn new() -> Dir {
+        match tempfile::tempdir() {
+            Ok(d) => Dir(d),
+            Err(e) => panic!("tempdir: {e}"),
+        }
+    }
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.path().join(name);
+        if let Err(e) = std::fs::write(&p, text) {
+            panic!("writing {}: {e}", p.display());
+        }
+        p
+    }
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+fn harness(args: &[&str]) -> Output {
+    match Command::new(BIN).args(args).output() {
+        Ok(o) => o,
+        Err(e) => panic!("running {BIN}: {e}"),
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap_or_default()
+}
+
+#[test]
+fn exit_codes_follow_the_verdict() {
+    let d = Dir::new();
+    let valid = d.file("valid.json", VALID);
+    let g1c = d.file("g1c.json", G1C);
+    let empty = d.file("empty.json", EMPTY_GRAPH);
+
+    let o = harness(&["check", s(&valid)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("valid?: true"), "{}", stdout(&o));
+
+    let o = harness(&["check", s(&g1c)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("valid?: false"), "{out}");
+    assert!(out.contains("G1c"), "{out}");
+    assert!(out.contains("not: read-committed"), "{out}");
+    assert!(out.contains("a contradiction!"), "{out}");
+
+    let o = harness(&["check", s(&empty)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("empty-transaction-graph"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn bad_names_and_files_are_errors() {
+    let d = Dir::new();
+    let valid = d.file("valid.json", VALID);
+    for args in [
+        vec!["check", s(&valid), "-c", "serialisable"],
+        vec!["check", s(&valid), "-c", "serializable,strict-serialisable"],
+        vec!["check", s(&valid), "--anomalies", "G3"],
+        vec!["check", s(&valid), "--workload", "bank"],
+        vec!["check", s(&valid), "--format", "xml"],
+        vec!["check", s(&valid), "--cycle-search-timeout", "soon"],
+    ] {
+        let o = harness(&args);
+        assert_eq!(code(&o), 3, "{args:?}: {}{}", stdout(&o), stderr(&o));
+        assert!(!stderr(&o).is_empty(), "{args:?}");
+    }
+    let o = harness(&["check", s(&valid), "-c", "serialisable"]);
+    assert!(stderr(&o).contains("serialisable"), "{}", stderr(&o));
+
+    let missing = d.path().join("nope.json");
+    let o = harness(&["check", s(&missing)]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("nope.json"), "{}", stderr(&o));
+
+    let broken = d.file("broken.json", "[{\"index\":0,\"type\":\"invoke\",");
+    let o = harness(&["check", s(&broken)]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+}
+
+#[test]
+fn elle_cli_flags_and_formats() -> Result<(), serde_json::Error> {
+    let d = Dir::new();
+    let g1c = d.file("g1c.json", G1C);
+    let o = harness(&[
+        "check",
+        s(&g1c),
+        "-m",
+        "list-append",
+        "-c",
+        "serializable,read-committed",
+        "-c",
+        "snapshot-isolation",
+        "--anomalies",
+        "G0",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o))?;
+    assert_eq!(j["valid?"], serde_json::json!(false));
+    assert_eq!(j["anomaly-types"], serde_json::json!(["G1c"]));
+    assert_eq!(j["not"], serde_json::json!(["read-committed"]));
+    assert!(j["anomalies"]["G1c"].is_array());
+
+    let o = harness(&["check", s(&g1c), "--model", "append", "--format", "edn"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let e = stdout(&o);
+    assert!(e.contains(":valid? false"), "{e}");
+    assert!(e.contains(":anomaly-types [:G1c]"), "{e}");
+
+    // Read-uncommitted does not prohibit G1c: valid, exit 0.
+    let o = harness(&["check", s(&g1c), "-c", "read-uncommitted"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    Ok(())
+}
+
+#[test]
+fn directory_gets_text_and_graphs() {
+    let d = Dir::new();
+    let g1c = d.file("g1c.json", G1C);
+    let out = d.path().join("out");
+    let o = harness(&["check", s(&g1c), "--directory", s(&out)]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let txt = std::fs::read_to_string(out.join("G1c.txt")).unwrap_or_default();
+    assert!(txt.starts_with("G1c #0\n"), "{txt}");
+    assert!(txt.contains("a contradiction!"), "{txt}");
+    let dot = std::fs::read_to_string(out.join("G1c").join("0.dot")).unwrap_or_default();
+    assert!(dot.contains("digraph"), "{dot}");
+    let dot_installed = Command::new("dot").arg("-V").output().is_ok();
+    let svg = out.join("G1c").join("0.svg");
+    if dot_installed {
+        let svg_text = std::fs::read_to_string(&svg).unwrap_or_default();
+        assert!(svg_text.contains("<svg"), "no svg at {}", svg.display());
+    } else {
+        assert!(!svg.exists());
+    }
+}
+
+#[test]
+fn directory_without_graphviz_skips_svg_silently() {
+    let d = Dir::new();
+    let g1c = d.file("g1c.json", G1C);
+    let out = d.path().join("out");
+    // An empty PATH hides `dot`.
+    let o = match Command::new(BIN)
+        .args(["check", s(&g1c), "--directory", s(&out)])
+        .env("PATH", "")
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => panic!("running {BIN}: {e}"),
+    };
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(out.join("G1c").join("0.dot").exists());
+    assert!(!out.join("G1c").join("0.svg").exists());
+}
