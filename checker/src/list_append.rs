@@ -113,22 +113,43 @@ impl<'h> ListAppend<'h> {
         let key = |k: u32| Key(txns.keys[k as usize].clone());
 
         // 1. Appends.
-        let (n_appends, n_reads) =
-            txns.txns
-                .iter()
-                .flat_map(|t| t.mops)
-                .fold((0, 0), |(a, r), m| match m {
-                    MicroOp::Append(..) => (a + 1, r),
-                    MicroOp::Read(..) => (a, r + 1),
-                    MicroOp::Write(..) => (a, r),
-                });
+        let (n_appends, n_reads) = (txns.n_appends, txns.n_reads);
         let mut elems = ElemIds::with_capacity(n_appends);
         let mut elem: Vec<Elem<'h>> = Vec::with_capacity(n_appends);
         let mut seen_keys: Vec<u32> = Vec::new();
+        // 2. (same pass) Longest read per key (ok and info reads; info nil
+        // reads mean "unknown"). Ties go to the earliest transaction.
+        let mut longest: Vec<(u32, u32)> = vec![(NO, 0); nkeys];
+        let mut longest_len: Vec<usize> = vec![0; nkeys];
+        let mut bad_type = 0usize;
         for (t, tx) in txns.txns.iter().enumerate() {
             seen_keys.clear();
             for (i, m) in tx.mops.iter().enumerate().rev() {
-                let MicroOp::Append(_, v) = m else { continue };
+                let v = match m {
+                    MicroOp::Append(_, v) => v,
+                    MicroOp::Read(_, rv) => {
+                        if tx.status == Status::Fail {
+                            continue;
+                        }
+                        if matches!(rv, ReadValue::Scalar(_)) {
+                            bad_type += 1;
+                            continue;
+                        }
+                        let Some(l) = read_list(tx.status, rv) else {
+                            continue;
+                        };
+                        let k = txns.key_of(t as u32, i) as usize;
+                        if longest[k].0 == NO
+                            || l.len() > longest_len[k]
+                            || (l.len() == longest_len[k] && longest[k].0 == t as u32)
+                        {
+                            longest[k] = (t as u32, i as u32);
+                            longest_len[k] = l.len();
+                        }
+                        continue;
+                    }
+                    MicroOp::Write(..) => continue,
+                };
                 let k = txns.key_of(t as u32, i);
                 let intermediate = seen_keys.contains(&k);
                 if !intermediate {
@@ -160,30 +181,6 @@ impl<'h> ListAppend<'h> {
         }
         let lookup = |k: u32, v: &Val| elems.get(k, &v.0);
 
-        // 2. Longest read per key (ok and info reads; info nil reads mean "unknown").
-        let mut longest: Vec<(u32, u32)> = vec![(NO, 0); nkeys];
-        let mut longest_len: Vec<usize> = vec![0; nkeys];
-        let mut bad_type = 0usize;
-        for (t, tx) in txns.txns.iter().enumerate() {
-            if tx.status == Status::Fail {
-                continue;
-            }
-            for (i, m) in tx.mops.iter().enumerate() {
-                let MicroOp::Read(_, rv) = m else { continue };
-                if matches!(rv, ReadValue::Scalar(_)) {
-                    bad_type += 1;
-                    continue;
-                }
-                let Some(l) = read_list(tx.status, rv) else {
-                    continue;
-                };
-                let k = txns.key_of(t as u32, i) as usize;
-                if longest[k].0 == NO || l.len() > longest_len[k] {
-                    longest[k] = (t as u32, i as u32);
-                    longest_len[k] = l.len();
-                }
-            }
-        }
         if bad_type > 0 {
             warnings.push(format!(
                 "{bad_type} reads returned a single value rather than a list; ignored by list-append"

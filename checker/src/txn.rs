@@ -48,6 +48,10 @@ pub struct Txns<'h> {
     pub mop_keys: Vec<u32>,
     /// Key id → the key.
     pub keys: Vec<&'h Atom>,
+    /// Number of append micro-ops (for sizing indices).
+    pub n_appends: usize,
+    /// Number of read micro-ops.
+    pub n_reads: usize,
     /// Oddities noticed (ops skipped and why).
     pub warnings: Vec<String>,
 }
@@ -98,6 +102,11 @@ impl<'h> Txns<'h> {
                     out.keys.push(k);
                 }
                 out.mop_keys.push(id);
+                match m {
+                    MicroOp::Append(..) => out.n_appends += 1,
+                    MicroOp::Read(..) => out.n_reads += 1,
+                    MicroOp::Write(..) => {}
+                }
             }
             out.txns.push(Txn {
                 status,
