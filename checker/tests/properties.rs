@@ -406,3 +406,62 @@ fn million_transaction_cycle_is_found_without_stack_overflow() {
     };
     assert_eq!(cycle.len() as i64, n + 1);
 }
+
+/// Arbitrary (mostly nonsensical) histories: random statuses, reads of
+/// values nobody wrote, lists in registers and scalars in lists, repeated
+/// values, string keys. The analysis must not panic, for either workload.
+fn arbitrary_history(seed: u64, n: usize) -> Option<History> {
+    let mut rng = Rng(seed);
+    let atom = |rng: &mut Rng| -> store::Atom {
+        match rng.below(4) {
+            0 => store::Atom::Str(format!("k{}", rng.below(3)).into()),
+            1 => store::Atom::Keyword(format!("x{}", rng.below(2)).into()),
+            _ => store::Atom::Int(rng.below(4) as i64),
+        }
+    };
+    let mut ops = Vec::new();
+    for i in 0..n {
+        let mut mops = Vec::new();
+        for _ in 0..rng.below(4) {
+            let k = Key(atom(&mut rng));
+            mops.push(match rng.below(5) {
+                0 => MicroOp::Append(k, Val(atom(&mut rng))),
+                1 => MicroOp::Write(k, Val(atom(&mut rng))),
+                2 => MicroOp::Read(k, ReadValue::Nil),
+                3 => MicroOp::Read(k, ReadValue::Scalar(Val(atom(&mut rng)))),
+                _ => {
+                    let len = rng.below(5);
+                    MicroOp::Read(
+                        k,
+                        ReadValue::List((0..len).map(|_| Val(atom(&mut rng))).collect()),
+                    )
+                }
+            });
+        }
+        let t = match rng.below(5) {
+            0 => OpType::Fail,
+            1 => OpType::Info,
+            _ => OpType::Ok,
+        };
+        // Completion-only ops (each is its own invocation), random processes.
+        ops.push(Op::txn(i as u64, t, rng.below(4), mops));
+    }
+    History::new(ops).ok()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn arbitrary_histories_do_not_panic(seed in any::<u64>(), n in 0usize..40) {
+        if let Some(h) = arbitrary_history(seed, n) {
+            for w in [Workload::ListAppend, Workload::RwRegister] {
+                for a in run(w, &h, all_cycles()).values().flatten() {
+                    let _ = checker::explain::render_text(a, &h);
+                    let _ = checker::explain::render_dot(a, &h);
+                    let _ = serde_json::to_string(a);
+                }
+            }
+        }
+    }
+}
