@@ -79,10 +79,52 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
             budget: &opts.budget,
         },
     );
-    CheckResult::from_found(
+    let mut result = CheckResult::from_found(
         analysis.anomalies,
         &opts.models,
         &opts.anomalies,
         analysis.warnings,
-    )
+    );
+    // Like Elle (`unexpected-txn-micro-op-types`), a history the workload
+    // cannot fully read is never valid: `-m rw-register` on a list-append
+    // history must not pass by ignoring every list read.
+    let foreign = foreign_micro_ops(history, opts.workload);
+    if foreign > 0 {
+        result.valid = result.valid.combine(Valid::Unknown);
+        result.warnings.push(format!(
+            "{foreign} micro-op(s) of completed transactions are not {} micro-ops \
+             (unexpected-txn-micro-op-types); the verdict cannot be valid",
+            opts.workload.name()
+        ));
+    }
+    result
+}
+
+/// How many micro-ops of completed client transactions `workload` cannot
+/// interpret (a write or scalar read in list-append, an append or list read
+/// in rw-register).
+fn foreign_micro_ops(history: &History, workload: Workload) -> usize {
+    use store::{MicroOp, OpType, ReadValue};
+    history
+        .ops()
+        .iter()
+        .filter(|op| op.op_type != OpType::Invoke && txn::is_client_txn(op))
+        .filter_map(|op| op.value.txn())
+        .flatten()
+        .filter(|m| {
+            !matches!(
+                (workload, m),
+                (Workload::ListAppend, MicroOp::Append(..))
+                    | (
+                        Workload::ListAppend,
+                        MicroOp::Read(_, ReadValue::Nil | ReadValue::List(_))
+                    )
+                    | (Workload::RwRegister, MicroOp::Write(..))
+                    | (
+                        Workload::RwRegister,
+                        MicroOp::Read(_, ReadValue::Nil | ReadValue::Scalar(_))
+                    )
+            )
+        })
+        .count()
 }

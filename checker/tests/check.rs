@@ -158,3 +158,26 @@ fn edn_and_json_agree() {
     assert!(e.contains(":not [:read-committed]"), "{e}");
     assert!(e.contains(":G1c [{"), "{e}");
 }
+
+#[test]
+fn a_history_of_another_workload_is_never_valid() {
+    // A list-append history checked as rw-register: every list read would be
+    // ignored, so it must not pass (Elle: unexpected-txn-micro-op-types).
+    let hist = h("ok 0 [a x 1]\nok 1 [r x [1]]");
+    let r = check(&hist, &CheckOptions::new(Workload::RwRegister));
+    assert_eq!(r.valid, Valid::Unknown, "{:?}", r.found_types);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("unexpected-txn-micro-op-types")),
+        "{:?}",
+        r.warnings
+    );
+    assert_eq!(
+        check(&hist, &CheckOptions::new(Workload::ListAppend)).valid,
+        Valid::True
+    );
+    // Found anomalies still make it invalid.
+    let r = check(&h(G1C), &CheckOptions::new(Workload::RwRegister));
+    assert_ne!(r.valid, Valid::True);
+}
