@@ -1,0 +1,560 @@
+//! Databases on nodes for `harness run`: node and SSH flags, the database
+//! lifecycle around the run (setup on every node, log collection, teardown),
+//! the nemesis task that injects faults during the main phase, and the heal
+//! hook the runner calls after it.
+//!
+//! Key decisions: every node is connected to (and every login checked)
+//! before anything else, so an unreachable node is reported by name with
+//! exit 4 before any workload starts; stale partition rules of a crashed run
+//! are removed at setup; nemesis ops go to the same history log as client
+//! ops, through a mutex ([`SharedLog`]).
+
+use crate::runner::{self, HistorySink, NemesisLog};
+use anyhow::Context as _;
+use db_adapters::client::{BoxFuture, ClientFactory};
+use db_adapters::db::{Db, DbError, collect_logs, connect_all, setup_with_retry};
+use db_adapters::mysql::{MariaDb, MariaDbConfig, MysqlFactory};
+use db_adapters::pg_cluster::{PgCluster, PgClusterConfig, ReplicaReadsFactory};
+use db_adapters::postgres::PgFactory;
+use db_adapters::sql::{DataModel, Isolation};
+use nemesis::Node;
+use nemesis::fault::Nemesis as FaultNemesis;
+use nemesis::node::{parse_node_list, parse_nodes_file};
+use nemesis::partition::PartitionKind;
+use nemesis::remote::{Remote, SshConfig, SshRemote};
+use nemesis::schedule::{FaultKind, Recorder, Schedule, parse_faults};
+use nemesis::testbed::Testbed;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use store::{Data, F, Op, OpIndex, OpType, OpValue, Process};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Node and SSH flags (`harness run`, `harness nemesis heal`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct NodeArgs {
+    /// Database nodes: `n1,n2,…` (each `host` or `name=host`), or `testbed`
+    /// (the local testbed; brought up with 3 nodes when none is up), or
+    /// `testbed:N`.
+    #[arg(long, conflicts_with = "nodes_file")]
+    pub nodes: Option<String>,
+    /// File with one node per line (`host` or `name=host`; `#` comments).
+    #[arg(long)]
+    pub nodes_file: Option<PathBuf>,
+    /// SSH login user; commands run through `sudo -n` unless it is root.
+    #[arg(long, alias = "username", default_value = "root")]
+    pub ssh_user: String,
+    /// SSH private key (default: ssh's own defaults and agent).
+    #[arg(long, alias = "ssh-private-key")]
+    pub ssh_key: Option<PathBuf>,
+    /// SSH port.
+    #[arg(long, default_value_t = 22)]
+    pub ssh_port: u16,
+    /// Check host keys against known_hosts (off: any host key is accepted).
+    #[arg(long)]
+    pub ssh_strict_host_key_checking: bool,
+}
+
+/// Fault and lifecycle flags of `harness run`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FaultArgs {
+    /// Faults: none, or a comma list of partition, kill, pause.
+    #[arg(long, default_value = "none")]
+    pub nemesis: String,
+    /// Time between fault starts and stops.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub nemesis_interval: Duration,
+    /// Partition shape: one, majority, majorities-ring, minority-third,
+    /// bridge, random-halves, primaries.
+    #[arg(long, default_value = "majority")]
+    pub partition: String,
+    /// PostgreSQL on nodes: send read-only transactions to a replica.
+    #[arg(long)]
+    pub replica_reads: bool,
+    /// Do not tear the database down after the run.
+    #[arg(long)]
+    pub leave_db_running: bool,
+    /// Most time to wait for the database to serve again after the faults
+    /// are healed, before the final reads.
+    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
+    pub heal_timeout: Duration,
+}
+
+/// Where `--nodes` points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeSource {
+    /// The local testbed with this many nodes (`None`: the one that is up, or 3).
+    Testbed(Option<usize>),
+    /// Given nodes.
+    Nodes(Vec<Node>),
+}
+
+impl NodeArgs {
+    /// Whether nodes were given at all.
+    pub fn is_set(&self) -> bool {
+        self.nodes.is_some() || self.nodes_file.is_some()
+    }
+
+    /// Parses `--nodes` / `--nodes-file`.
+    ///
+    /// # Errors
+    /// A malformed list, naming the entry.
+    pub fn source(&self) -> anyhow::Result<Option<NodeSource>> {
+        if let Some(f) = &self.nodes_file {
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("--nodes-file {}", f.display()))?;
+            return Ok(Some(NodeSource::Nodes(parse_nodes_file(
+                &f.display().to_string(),
+                &text,
+            )?)));
+        }
+        let Some(list) = &self.nodes else {
+            return Ok(None);
+        };
+        if list == "testbed" {
+            return Ok(Some(NodeSource::Testbed(None)));
+        }
+        if let Some(n) = list.strip_prefix("testbed:") {
+            let n: usize = n.parse().map_err(|_| {
+                anyhow::anyhow!("--nodes {list}: expected testbed:N with a node count")
+            })?;
+            return Ok(Some(NodeSource::Testbed(Some(n))));
+        }
+        Ok(Some(NodeSource::Nodes(parse_node_list(list)?)))
+    }
+
+    /// The nodes a run will use (the testbed's are fixed names).
+    ///
+    /// # Errors
+    /// As [`NodeArgs::source`].
+    pub fn planned_nodes(&self) -> anyhow::Result<Option<Vec<Node>>> {
+        Ok(match self.source()? {
+            None => None,
+            Some(NodeSource::Nodes(n)) => Some(n),
+            Some(NodeSource::Testbed(size)) => {
+                let n =
+                    size.unwrap_or_else(|| Testbed::current().map(|t| t.nodes.len()).unwrap_or(3));
+                Some(nemesis::testbed::nodes(n))
+            }
+        })
+    }
+
+    /// Brings the testbed up when asked for, and opens an SSH remote per
+    /// node, checking every login. Unreachable nodes are all reported.
+    ///
+    /// # Errors
+    /// A setup error (exit 4) naming the nodes.
+    pub async fn connect(&self) -> anyhow::Result<Vec<Arc<dyn Remote>>> {
+        self.connect_first(usize::MAX).await
+    }
+
+    /// As [`NodeArgs::connect`], for the first `limit` nodes only.
+    ///
+    /// # Errors
+    /// As [`NodeArgs::connect`].
+    pub async fn connect_first(&self, limit: usize) -> anyhow::Result<Vec<Arc<dyn Remote>>> {
+        let (nodes, ssh) = match self.source()? {
+            None => anyhow::bail!("no nodes given (--nodes or --nodes-file)"),
+            Some(NodeSource::Testbed(size)) => {
+                let n =
+                    size.unwrap_or_else(|| Testbed::current().map(|t| t.nodes.len()).unwrap_or(3));
+                let tb = Testbed::up(n).await?;
+                (tb.nodes.clone(), tb.ssh_config())
+            }
+            Some(NodeSource::Nodes(nodes)) => {
+                let mut ssh = SshConfig::new();
+                ssh.user = self.ssh_user.clone();
+                ssh.key = self.ssh_key.clone();
+                ssh.port = self.ssh_port;
+                ssh.strict_host_key_checking = self.ssh_strict_host_key_checking;
+                (nodes, ssh)
+            }
+        };
+        let remotes: Vec<Arc<dyn Remote>> = nodes
+            .into_iter()
+            .take(limit)
+            .map(|n| Arc::new(SshRemote::new(n, ssh.clone())) as Arc<dyn Remote>)
+            .collect();
+        connect_all(&remotes).await?;
+        Ok(remotes)
+    }
+}
+
+/// Validates the node and fault flags of `harness run` and returns the
+/// nodes of a database on nodes (`None`: not on nodes).
+///
+/// # Errors
+/// Flags that do not fit together, unknown fault or partition names.
+pub fn plan_nodes(args: &crate::run_cmd::RunArgs) -> anyhow::Result<Option<Vec<Node>>> {
+    use crate::run_cmd::DbKind;
+    let (kinds, _) = parse_fault_args(&args.faults)?;
+    let on_nodes = matches!(args.db, DbKind::Galera | DbKind::Mariadb)
+        || (args.db == DbKind::Postgres && args.nodes.is_set());
+    if !on_nodes {
+        if args.nodes.is_set() {
+            anyhow::bail!("--nodes applies to --db galera, mariadb and postgres only");
+        }
+        if !kinds.is_empty() {
+            anyhow::bail!("--nemesis needs a database on --nodes (galera, mariadb, postgres)");
+        }
+        if args.faults.replica_reads {
+            anyhow::bail!("--replica-reads applies to --db postgres with --nodes only");
+        }
+        return Ok(None);
+    }
+    if !args.nodes.is_set() {
+        anyhow::bail!("--db {:?} needs --nodes (n1,n2,… or testbed)", args.db);
+    }
+    if args.url.is_some() || args.local {
+        anyhow::bail!("--url and --local do not combine with --nodes");
+    }
+    let mut nodes = args.nodes.planned_nodes()?.unwrap_or_default();
+    if args.db == DbKind::Mariadb {
+        nodes.truncate(1);
+    }
+    if args.db == DbKind::Galera && nodes.len() < 3 {
+        anyhow::bail!("--db galera needs at least 3 nodes, got {}", nodes.len());
+    }
+    Ok(Some(nodes))
+}
+
+/// Sets up the database of `args.db` on `args.nodes` (exit 4 on error).
+///
+/// # Errors
+/// As [`Cluster::open`].
+pub async fn open_cluster(
+    args: &crate::run_cmd::RunArgs,
+    isolation: Isolation,
+    model: DataModel,
+    run_dir: &Path,
+) -> anyhow::Result<Cluster> {
+    use crate::run_cmd::DbKind;
+    let kind = match args.db {
+        DbKind::Galera => ClusterDb::Galera,
+        DbKind::Mariadb => ClusterDb::Mariadb,
+        _ => ClusterDb::Postgres,
+    };
+    Cluster::open(kind, &args.nodes, &args.faults, isolation, model, run_dir).await
+}
+
+/// Databases harness runs on nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterDb {
+    /// MariaDB Galera (3+ nodes).
+    Galera,
+    /// One MariaDB server (on the first node).
+    Mariadb,
+    /// PostgreSQL primary (first node) + streaming replicas.
+    Postgres,
+}
+
+/// A database running on nodes for one test.
+pub struct Cluster {
+    /// The lifecycle.
+    pub db: Arc<dyn Db>,
+    /// One remote per node.
+    pub remotes: Vec<Arc<dyn Remote>>,
+    /// Fault injector over the nodes.
+    pub nemesis: Arc<FaultNemesis>,
+    /// Client factory.
+    pub factory: Arc<dyn ClientFactory>,
+    leave_running: bool,
+}
+
+impl Cluster {
+    /// Connects to every node, heals stale faults, sets the database up
+    /// (retried) and makes the client factory.
+    ///
+    /// # Errors
+    /// Anything that keeps the database from serving; the caller exits 4.
+    pub async fn open(
+        kind: ClusterDb,
+        nodes: &NodeArgs,
+        faults: &FaultArgs,
+        isolation: Isolation,
+        model: DataModel,
+        run_dir: &Path,
+    ) -> anyhow::Result<Cluster> {
+        if kind != ClusterDb::Postgres && !nodes.is_set() {
+            anyhow::bail!("--db galera and --db mariadb need --nodes (n1,n2,… or testbed)");
+        }
+        parse_fault_args(faults)?;
+        let limit = if kind == ClusterDb::Mariadb {
+            1
+        } else {
+            usize::MAX
+        };
+        let remotes = nodes.connect_first(limit).await?;
+        let (db, factory): (Arc<dyn Db>, Arc<dyn ClientFactory>) = match kind {
+            ClusterDb::Galera | ClusterDb::Mariadb => {
+                let db = MariaDb::new(
+                    MariaDbConfig::new(kind == ClusterDb::Galera),
+                    remotes.clone(),
+                );
+                let f = MysqlFactory::new(isolation, model).map_err(|e| anyhow::anyhow!(e))?;
+                (Arc::new(db), Arc::new(f))
+            }
+            ClusterDb::Postgres => {
+                let db = PgCluster::new(PgClusterConfig::default(), remotes.clone());
+                let primary = db.primary_url();
+                let f = PgFactory::new(&primary, isolation, model)?;
+                let factory: Arc<dyn ClientFactory> = if faults.replica_reads {
+                    let replica = db
+                        .replica_url()
+                        .ok_or_else(|| anyhow::anyhow!("--replica-reads needs at least 2 nodes"))?;
+                    // A hot standby refuses SERIALIZABLE; its strongest level is REPEATABLE READ.
+                    let replica_level = if isolation == Isolation::Serializable {
+                        Isolation::RepeatableRead
+                    } else {
+                        isolation
+                    };
+                    Arc::new(ReplicaReadsFactory::new(
+                        f,
+                        PgFactory::new(&replica, replica_level, model)?,
+                    ))
+                } else {
+                    Arc::new(f)
+                };
+                (Arc::new(db), factory)
+            }
+        };
+        let nemesis = Arc::new(FaultNemesis::new(remotes.clone(), db.process()));
+        nemesis
+            .heal_partitions()
+            .await
+            .context("removing partition rules left by an earlier run")?;
+        let t = Instant::now();
+        if let Err(e) = setup_with_retry(db.as_ref(), 3).await {
+            for p in collect_logs(db.as_ref(), run_dir).await {
+                tracing::warn!("collecting logs after the failed setup: {p}");
+            }
+            let _ = db.teardown().await;
+            return Err(e.into());
+        }
+        tracing::info!(
+            "{} set up on {} nodes in {:?}",
+            db.name(),
+            remotes.len(),
+            t.elapsed()
+        );
+        Ok(Cluster {
+            db,
+            remotes,
+            nemesis,
+            factory,
+            leave_running: faults.leave_db_running,
+        })
+    }
+
+    /// Heals everything (idempotent), collects logs into
+    /// `<run_dir>/nodes/<node>/`, tears the database down unless
+    /// `--leave-db-running`, closes SSH connections.
+    pub async fn finish(self, run_dir: &Path) {
+        if let Err(e) = self.nemesis.heal_all().await {
+            tracing::error!("healing faults: {e}");
+            eprintln!("warning: healing faults failed: {e}");
+        }
+        for p in collect_logs(self.db.as_ref(), run_dir).await {
+            tracing::warn!("collecting logs: {p}");
+        }
+        if !self.leave_running
+            && let Err(e) = self.db.teardown().await
+        {
+            tracing::warn!("teardown: {e}");
+        }
+        for r in &self.remotes {
+            r.close().await;
+        }
+    }
+}
+
+/// The history log shared by the runner (client ops) and the nemesis task.
+#[derive(Clone)]
+pub struct SharedLog {
+    inner: Arc<Mutex<Option<store::run::HistoryLog>>>,
+    started: Instant,
+}
+
+impl SharedLog {
+    /// Shares `log`; nemesis op times count from now.
+    pub fn new(log: store::run::HistoryLog) -> SharedLog {
+        SharedLog {
+            inner: Arc::new(Mutex::new(Some(log))),
+            started: Instant::now(),
+        }
+    }
+
+    /// Closes the log (later appends fail).
+    ///
+    /// # Errors
+    /// The final sync failed, or the log was already closed.
+    pub fn finish(self) -> anyhow::Result<()> {
+        let log = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match log {
+            Some(l) => Ok(l.finish()?),
+            None => anyhow::bail!("history log already closed"),
+        }
+    }
+
+    fn append_op(&self, op: Op) -> anyhow::Result<OpIndex> {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        match g.as_mut() {
+            Some(l) => HistorySink::append(l, op),
+            None => anyhow::bail!("history log already closed"),
+        }
+    }
+}
+
+impl HistorySink for SharedLog {
+    fn append(&mut self, op: Op) -> anyhow::Result<OpIndex> {
+        self.append_op(op)
+    }
+}
+
+impl Recorder for SharedLog {
+    fn record(&self, op_type: OpType, f: F, value: Data, error: Option<String>) {
+        let op = Op {
+            index: OpIndex(0),
+            time_ns: Some(i64::try_from(self.started.elapsed().as_nanos()).unwrap_or(i64::MAX)),
+            op_type,
+            process: Some(Process::Nemesis),
+            f: Some(f),
+            value: OpValue::Data(value),
+            error: error.map(Data::Str),
+            extra: Vec::new(),
+        };
+        if let Err(e) = self.append_op(op) {
+            tracing::error!("writing a nemesis op: {e}");
+        }
+    }
+}
+
+/// The runner's fault hook: the cluster's nemesis, or none.
+///
+/// # Errors
+/// Bad `--nemesis`/`--partition`.
+pub fn nemesis_for(
+    cluster: Option<&Cluster>,
+    faults: &FaultArgs,
+    seed: u64,
+    log: &SharedLog,
+) -> anyhow::Result<Box<dyn runner::Nemesis>> {
+    Ok(match cluster {
+        Some(c) => Box::new(ClusterNemesis::start(c, faults, seed, log)?),
+        None => Box::new(runner::NoNemesis),
+    })
+}
+
+/// The runner's fault hook for a cluster: runs the nemesis loop during the
+/// main phase; `heal` stops it, heals everything and waits for the database
+/// to serve again.
+pub struct ClusterNemesis {
+    stop: Option<watch::Sender<bool>>,
+    task: Option<JoinHandle<Result<(), nemesis::fault::FaultError>>>,
+    nemesis: Arc<FaultNemesis>,
+    db: Arc<dyn Db>,
+    heal_timeout: Duration,
+}
+
+/// Parses `--nemesis` and `--partition` (before anything starts).
+///
+/// # Errors
+/// Unknown names, naming the entry; `primaries` for a database without any.
+pub fn parse_fault_args(f: &FaultArgs) -> anyhow::Result<(Vec<FaultKind>, PartitionKind)> {
+    let kinds = parse_faults(&f.nemesis)?;
+    let partition: PartitionKind = f
+        .partition
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--partition: {e}"))?;
+    Ok((kinds, partition))
+}
+
+impl ClusterNemesis {
+    /// Starts the nemesis loop over `cluster` (no loop for `--nemesis none`).
+    ///
+    /// # Errors
+    /// Bad `--nemesis`/`--partition`.
+    pub fn start(
+        cluster: &Cluster,
+        faults: &FaultArgs,
+        seed: u64,
+        log: &SharedLog,
+    ) -> anyhow::Result<ClusterNemesis> {
+        let (kinds, partition) = parse_fault_args(faults)?;
+        let names: Vec<String> = cluster
+            .remotes
+            .iter()
+            .map(|r| r.node().name.clone())
+            .collect();
+        let primaries: Vec<String> = cluster.db.primaries().into_iter().map(|n| n.name).collect();
+        if partition == PartitionKind::Primaries
+            && primaries.is_empty()
+            && kinds.contains(&FaultKind::Partition)
+        {
+            anyhow::bail!(
+                "--partition primaries: {} has no primaries",
+                cluster.db.name()
+            );
+        }
+        let mut me = ClusterNemesis {
+            stop: None,
+            task: None,
+            nemesis: cluster.nemesis.clone(),
+            db: cluster.db.clone(),
+            heal_timeout: faults.heal_timeout,
+        };
+        if !kinds.is_empty() {
+            let schedule = Schedule::new(
+                kinds,
+                partition,
+                names,
+                primaries,
+                seed ^ 0x6e65_6d65_7369_73,
+            );
+            let (tx, rx) = watch::channel(false);
+            let recorder: Arc<dyn Recorder> = Arc::new(log.clone());
+            me.task = Some(tokio::spawn(nemesis::schedule::run(
+                cluster.nemesis.clone(),
+                schedule,
+                faults.nemesis_interval,
+                recorder,
+                rx,
+            )));
+            me.stop = Some(tx);
+        }
+        Ok(me)
+    }
+
+    async fn heal_inner(&mut self) -> anyhow::Result<()> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(true);
+        }
+        if let Some(task) = self.task.take() {
+            match task.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!("nemesis loop's final heal: {e}"),
+                Err(e) => tracing::warn!("nemesis task: {e}"),
+            }
+        }
+        // Idempotent safety net (also when the loop's own heal failed).
+        self.nemesis.heal_all().await.context("healing faults")?;
+        let t = Instant::now();
+        self.db
+            .await_ready(self.heal_timeout)
+            .await
+            .map_err(|e: DbError| anyhow::anyhow!("database did not recover after healing: {e}"))?;
+        tracing::info!(
+            "{} serving again {:?} after the heal",
+            self.db.name(),
+            t.elapsed()
+        );
+        Ok(())
+    }
+}
+
+impl runner::Nemesis for ClusterNemesis {
+    fn heal<'a>(&'a mut self, _log: &'a mut dyn NemesisLog) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(self.heal_inner())
+    }
+}

@@ -1,0 +1,310 @@
+//! `harness run` against databases on the local testbed, with faults: real
+//! Galera, PostgreSQL primary + replica and MariaDB, real partitions, kills
+//! and pauses. Needs root and the packages of `.ci/run` (plus rsync for
+//! Galera SST). Every test holds the testbed lock and leaves no rule behind.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod run_common;
+
+use nemesis::fault::Nemesis;
+use nemesis::remote::Remote;
+use nemesis::testbed::{Testbed, TestbedLock};
+use run_common::{
+    anomaly_types, assert_complete, harness, results, run, run_dir, signal, wait_for,
+};
+use std::path::Path;
+use std::sync::Arc;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Harness partition rules left on any testbed node.
+fn harness_rules_left() -> usize {
+    rt().block_on(async {
+        let tb = Testbed::current().unwrap();
+        let remotes: Vec<Arc<dyn Remote>> = tb
+            .remotes()
+            .into_iter()
+            .map(|r| Arc::new(r) as Arc<dyn Remote>)
+            .collect();
+        let rules = Nemesis::new(remotes, None).harness_rules().await.unwrap();
+        eprintln!("harness rules left: {rules:?}");
+        rules.values().map(Vec::len).sum()
+    })
+}
+
+fn testbed_up() {
+    let out = harness()
+        .args(["testbed", "up", "--nodes", "3"])
+        .output()
+        .unwrap();
+    eprintln!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+fn testbed_down() {
+    let out = harness().args(["testbed", "down"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let ns = String::from_utf8_lossy(&ns.stdout).to_string();
+    assert!(
+        !ns.lines().any(|l| l.starts_with("n1 ") || l == "n1"),
+        "namespaces left: {ns}"
+    );
+}
+
+/// History lines of process `nemesis`.
+fn nemesis_ops(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("history.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["process"] == "nemesis")
+        .collect()
+}
+
+#[test]
+fn galera_with_partitions_and_kills_completes_heals_and_recovers() {
+    let _lock = TestbedLock::acquire().unwrap();
+    testbed_up();
+    let store = tempfile::tempdir().unwrap();
+    let out = run(
+        store.path(),
+        &[
+            "--db",
+            "galera",
+            "--nodes",
+            "testbed",
+            "--workload",
+            "append",
+            "--nemesis",
+            "partition,kill",
+            "--nemesis-interval",
+            "8s",
+            "--time-limit",
+            "60s",
+            "--concurrency",
+            "6",
+            "--seed",
+            "5",
+            "--test-name",
+            "galera-faults",
+        ],
+    );
+    let code = out.status.code();
+    assert!(matches!(code, Some(0..=2)), "a verdict, got {code:?}");
+    let dir = run_dir(store.path(), "galera-faults");
+    assert_complete(&dir);
+    let ops = nemesis_ops(&dir);
+    let fs: Vec<&str> = ops.iter().filter_map(|o| o["f"].as_str()).collect();
+    assert!(
+        fs.contains(&"start-partition") || fs.contains(&"kill"),
+        "nemesis ops: {fs:?}"
+    );
+    assert!(
+        ops.iter()
+            .all(|o| o["type"] == "invoke" || o["type"] == "info")
+    );
+    if let Some(p) = ops.iter().find(|o| o["f"] == "start-partition") {
+        assert!(p["value"].is_object(), "grudge as value: {p}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.to_lowercase().contains("final"),
+        "final reads reported: {stdout}"
+    );
+    assert!(
+        dir.join("nodes/n1/mariadb-error.log").is_file(),
+        "node logs collected"
+    );
+    assert_eq!(harness_rules_left(), 0);
+    testbed_down();
+}
+
+#[test]
+fn postgres_on_nodes_with_kills_and_pauses_completes() {
+    let _lock = TestbedLock::acquire().unwrap();
+    testbed_up();
+    let store = tempfile::tempdir().unwrap();
+    let out = run(
+        store.path(),
+        &[
+            "--db",
+            "postgres",
+            "--nodes",
+            "testbed",
+            "--nemesis",
+            "kill,pause",
+            "--nemesis-interval",
+            "4s",
+            "--isolation",
+            "serializable",
+            "--time-limit",
+            "30s",
+            "--seed",
+            "7",
+            "--test-name",
+            "pg-faults",
+        ],
+    );
+    assert!(matches!(out.status.code(), Some(0..=2)), "a verdict");
+    let dir = run_dir(store.path(), "pg-faults");
+    assert_complete(&dir);
+    let fs: Vec<String> = nemesis_ops(&dir)
+        .iter()
+        .filter_map(|o| o["f"].as_str().map(str::to_string))
+        .collect();
+    assert!(fs.iter().any(|f| f == "kill" || f == "pause"), "{fs:?}");
+    assert!(dir.join("nodes/n1/postgresql.log").is_file());
+    testbed_down();
+}
+
+#[test]
+fn sigint_during_a_partition_removes_every_rule() {
+    let _lock = TestbedLock::acquire().unwrap();
+    testbed_up();
+    let store = tempfile::tempdir().unwrap();
+    let child = harness()
+        .args(["run", "--store"])
+        .arg(store.path())
+        .args([
+            "--db",
+            "postgres",
+            "--nodes",
+            "testbed",
+            "--nemesis",
+            "partition",
+            "--partition",
+            "one",
+            "--nemesis-interval",
+            "2s",
+            "--time-limit",
+            "300s",
+            "--test-name",
+            "pg-sigint",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let history = || {
+        std::fs::read_dir(store.path().join("runs/pg-sigint"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("history.jsonl"))
+    };
+    // Wait until a partition is in effect (its info op is written after it applied).
+    let partitioned = wait_for(120, || {
+        history()
+            .and_then(|h| std::fs::read_to_string(h).ok())
+            .is_some_and(|t| {
+                t.lines()
+                    .any(|l| l.contains("\"start-partition\"") && l.contains("\"info\""))
+            })
+    });
+    assert!(partitioned, "no partition started");
+    assert!(harness_rules_left() > 0, "the partition is in effect");
+    signal(child.id(), "INT");
+    let out = child.wait_with_output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.code().is_some(), "exited normally");
+    assert_eq!(harness_rules_left(), 0, "every rule is gone after SIGINT");
+    testbed_down();
+}
+
+#[test]
+fn unreachable_nodes_are_reported_by_name_before_any_workload() {
+    let store = tempfile::tempdir().unwrap();
+    let out = run(
+        store.path(),
+        &[
+            "--db",
+            "galera",
+            "--nodes",
+            "db1=127.0.0.1,db2=127.0.0.2,db3=127.0.0.3",
+            "--ssh-port",
+            "1",
+            "--time-limit",
+            "5s",
+            "--test-name",
+            "unreachable",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for n in ["db1", "db2", "db3"] {
+        assert!(
+            err.contains(&format!("node {n}: unreachable")),
+            "{n} named: {err}"
+        );
+    }
+}
+
+#[test]
+fn mariadb_repeatable_read_shows_lost_update() {
+    let _lock = TestbedLock::acquire().unwrap();
+    testbed_up();
+    let store = tempfile::tempdir().unwrap();
+    let out = run(
+        store.path(),
+        &[
+            "--db",
+            "mariadb",
+            "--nodes",
+            "testbed",
+            "--isolation",
+            "repeatable-read",
+            "--workload",
+            "append",
+            "--time-limit",
+            "20s",
+            "--concurrency",
+            "10",
+            "--key-count",
+            "3",
+            "--seed",
+            "11",
+            "--test-name",
+            "mariadb-rr",
+        ],
+    );
+    testbed_down();
+    assert_eq!(out.status.code(), Some(1), "invalid at repeatable-read");
+    let dir = run_dir(store.path(), "mariadb-rr");
+    let r = results(&dir);
+    let types = anomaly_types(&r);
+    assert!(
+        types
+            .iter()
+            .any(|t| t == "lost-update" || t == "G-single-item"),
+        "{types:?}"
+    );
+    let kind = if types.iter().any(|t| t == "lost-update") {
+        "lost-update"
+    } else {
+        "G-single-item"
+    };
+    let expl = serde_json::to_string(&r["anomalies"][kind]).unwrap();
+    eprintln!("{kind}: {}", &expl[..expl.len().min(2000)]);
+    assert!(
+        expl.contains("\"index\"") || expl.contains("\"op\""),
+        "explanation names the transactions: {expl}"
+    );
+}
