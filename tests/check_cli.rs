@@ -164,6 +164,15 @@ fn elle_cli_flags_and_formats() -> Result<(), serde_json::Error> {
     assert!(e.contains(":valid? false"), "{e}");
     assert!(e.contains(":anomaly-types [:G1c]"), "{e}");
 
+    // The wrong workload cannot read the history: unknown, never valid.
+    let o = harness(&["check", s(&g1c), "-m", "rw-register"]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("unexpected-txn-micro-op-types"),
+        "{}",
+        stdout(&o)
+    );
+
     // Read-uncommitted does not prohibit G1c: valid, exit 0.
     let o = harness(&["check", s(&g1c), "-c", "read-uncommitted"]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
