@@ -6,6 +6,7 @@ use checker::model::{
     ConsistencyModel, all_implied_models, all_impossible_models, anomalies_prohibited_by, boundary,
     impossible_models, prohibited_anomaly_types,
 };
+use checker::result::{Valid, verdict};
 use proptest::prelude::*;
 use proptest::sample::select;
 use std::collections::BTreeSet;
@@ -120,5 +121,28 @@ proptest! {
     fn names_round_trip(m in model(), a in anomaly()) {
         prop_assert_eq!(ConsistencyModel::parse(m.name()), Ok(m));
         prop_assert_eq!(AnomalyType::parse(a.name()), Ok(a));
+    }
+
+    /// Elle's verdict: invalid iff a prohibited anomaly was found; valid iff
+    /// nothing reportable was; reported types are found types.
+    #[test]
+    fn verdict_laws(
+        found in anomalies(),
+        more in anomalies(),
+        ms in proptest::collection::vec(model(), 0..3),
+        xs in proptest::collection::vec(anomaly(), 0..3),
+    ) {
+        let v = verdict(&found, &ms, &xs);
+        let prohibited = prohibited_anomaly_types(&ms, &xs);
+        prop_assert_eq!(v.valid == Valid::False, found.iter().any(|a| prohibited.contains(a)));
+        prop_assert_eq!(v.valid == Valid::True, v.reported.is_empty());
+        prop_assert!(v.reported.is_subset(&found));
+        if v.valid == Valid::True {
+            prop_assert!(v.not.is_empty() && v.also_not.is_empty());
+        }
+        // Finding more never improves the verdict (invalid > unknown > valid).
+        let all: BTreeSet<_> = found.union(&more).copied().collect();
+        let w = verdict(&all, &ms, &xs);
+        prop_assert_eq!(w.valid.combine(v.valid), w.valid);
     }
 }
