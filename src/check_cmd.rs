@@ -173,6 +173,20 @@ fn render_text(result: &CheckResult, history: &History) -> String {
     if !result.also_not.is_empty() {
         out += &format!("also-not: {}\n", join_names(&result.also_not));
     }
+    let allowed: Vec<AnomalyType> = result
+        .found_types
+        .iter()
+        .copied()
+        .filter(|a| !result.anomaly_types.contains(a) && !a.is_cycle_exists())
+        .collect();
+    if !allowed.is_empty() {
+        // Elle prints nothing about these; they are allowed by the requested
+        // models, but a reader deserves to know they were seen.
+        out += &format!(
+            "also found (allowed by the requested models): {}\n",
+            join_names(&allowed)
+        );
+    }
     for w in &result.warnings {
         out += &format!("warning: {w}\n");
     }

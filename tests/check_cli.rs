@@ -176,6 +176,11 @@ fn elle_cli_flags_and_formats() -> Result<(), serde_json::Error> {
     // Read-uncommitted does not prohibit G1c: valid, exit 0.
     let o = harness(&["check", s(&g1c), "-c", "read-uncommitted"]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("also found (allowed by the requested models): G1c"),
+        "{}",
+        stdout(&o)
+    );
     Ok(())
 }
 
