@@ -255,6 +255,15 @@ fn conformance_corpus() {
                 continue;
             }
         };
+        // Every result serialises: JSON that parses back with Elle's keys, EDN.
+        let json: Result<Value, _> = serde_json::from_str(&result.to_json_string());
+        match json {
+            Ok(j) if j.get("valid?").is_some() => {}
+            other => failures.push(format!("{id}: bad JSON output: {other:?}")),
+        }
+        if !result.to_edn().starts_with("{:") {
+            failures.push(format!("{id}: bad EDN output"));
+        }
         let expected = &raw["expected"];
         if expected.is_null() {
             continue;
