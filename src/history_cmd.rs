@@ -1,26 +1,286 @@
 //! `harness history convert|stats`.
+//!
+//! Malformed input (a `FormatError`: file, line, column, reason) is printed
+//! to stderr and gives exit code 3 (`exit::ERROR`), like every other error.
 
+use crate::exit;
 use clap::Subcommand;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use store::format::{Format, FormatError, OpReader, OpWriter};
+use store::{History, HistoryWarning, Key, OpValue, Process};
 
 /// `harness history …`
 #[derive(Subcommand, Debug)]
 pub enum HistoryCommand {
     /// Convert a history between formats (by the output file's extension).
     Convert {
-        /// Input history (JSON Lines, Elle JSON or Jepsen EDN).
+        /// Input history (JSON Lines, Elle JSON or Jepsen EDN; detected).
         input: PathBuf,
-        /// Output file: `.jsonl`, `.json` or `.edn`.
+        /// Output file: `.jsonl`, `.json` (Elle JSON array) or `.edn`.
         output: PathBuf,
     },
-    /// Summarize a history: ops by type and f, processes, keys, time span.
+    /// Summarize a history: ops by type and f, processes, keys, time span,
+    /// unmatched invocations.
     Stats {
         /// The history file.
         file: PathBuf,
+        /// Print the summary as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
 /// Runs a history subcommand, returning the exit code.
 pub fn run(cmd: HistoryCommand) -> anyhow::Result<u8> {
-    anyhow::bail!("history {cmd:?}: the store formats are being built (issue 2)")
+    let r = match cmd {
+        HistoryCommand::Convert { input, output } => convert(&input, &output),
+        HistoryCommand::Stats { file, json } => stats(&file, json),
+    };
+    match r {
+        Ok(()) => Ok(exit::VALID),
+        Err(e) => {
+            // Bad input is exit 3, with its position.
+            eprintln!("error: {e}");
+            Ok(exit::ERROR)
+        }
+    }
+}
+
+fn convert(input: &Path, output: &Path) -> Result<(), FormatError> {
+    let err = |reason: String| FormatError {
+        file: Some(output.to_path_buf()),
+        line: 0,
+        column: None,
+        reason,
+    };
+    let format = Format::from_extension(output).ok_or_else(|| {
+        err("unknown output format: use a .jsonl, .json or .edn file name".into())
+    })?;
+    if let (Ok(a), Ok(b)) = (fs::canonicalize(input), fs::canonicalize(output))
+        && a == b
+    {
+        return Err(err("output is the input file".into()));
+    }
+    let mut reader = OpReader::open(input)?;
+    // Write beside the output and rename, so a failed conversion leaves no
+    // half-written file under the output's name.
+    let tmp = output.with_file_name(format!(
+        ".{}.tmp.{}",
+        output
+            .file_name()
+            .map_or_else(|| "out".into(), |n| n.to_string_lossy()),
+        std::process::id()
+    ));
+    let io = |e: io::Error| err(e.to_string());
+    let result = (|| {
+        let f = fs::File::create(&tmp).map_err(io)?;
+        let mut w = OpWriter::new(BufWriter::with_capacity(1 << 20, f), format);
+        for op in reader.by_ref() {
+            w.write(&op?).map_err(io)?;
+        }
+        let n = w.count();
+        let f = w
+            .finish()
+            .map_err(io)?
+            .into_inner()
+            .map_err(|e| io(e.into_error()))?;
+        f.sync_all().map_err(io)?;
+        fs::rename(&tmp, output).map_err(io)?;
+        Ok(n)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    let n = result?;
+    for w in reader.warnings() {
+        eprintln!("warning: {w}");
+    }
+    eprintln!(
+        "converted {n} ops: {} ({}) → {} ({format})",
+        input.display(),
+        reader.format(),
+        output.display()
+    );
+    Ok(())
+}
+
+/// What `stats` reports.
+#[derive(Debug, Default, serde::Serialize)]
+struct Stats {
+    file: String,
+    format: String,
+    ops: u64,
+    by_type: BTreeMap<String, u64>,
+    /// f → type → count; `(none)` when an op has no f.
+    by_f: BTreeMap<String, BTreeMap<String, u64>>,
+    client_processes: u64,
+    nemesis_ops: u64,
+    ops_without_process: u64,
+    micro_ops: BTreeMap<String, u64>,
+    keys: u64,
+    first_time_ns: Option<i64>,
+    last_time_ns: Option<i64>,
+    unmatched_invocations: u64,
+    unmatched_examples: Vec<u64>,
+    processes_reused_after_info: u64,
+    warnings: Vec<String>,
+}
+
+fn summarize(file: &Path, format: Format, h: &History, warnings: Vec<String>) -> Stats {
+    let mut s = Stats {
+        file: file.display().to_string(),
+        format: format.name().to_string(),
+        ops: h.len() as u64,
+        warnings,
+        ..Stats::default()
+    };
+    let mut procs = HashSet::new();
+    let mut keys: HashSet<&Key> = HashSet::new();
+    for op in h.ops() {
+        *s.by_type.entry(op.op_type.as_str().into()).or_default() += 1;
+        let f = op.f.as_ref().map_or("(none)", |f| f.as_str());
+        *s.by_f
+            .entry(f.into())
+            .or_default()
+            .entry(op.op_type.as_str().into())
+            .or_default() += 1;
+        match op.process {
+            Some(Process::Client(p)) => {
+                procs.insert(p);
+            }
+            Some(Process::Nemesis) => s.nemesis_ops += 1,
+            None => s.ops_without_process += 1,
+        }
+        if let OpValue::Txn(m) = &op.value {
+            for mop in m {
+                *s.micro_ops.entry(mop.f_name().into()).or_default() += 1;
+                keys.insert(mop.key());
+            }
+        }
+        if let Some(t) = op.time_ns {
+            s.first_time_ns = Some(s.first_time_ns.map_or(t, |x| x.min(t)));
+            s.last_time_ns = Some(s.last_time_ns.map_or(t, |x| x.max(t)));
+        }
+    }
+    s.client_processes = procs.len() as u64;
+    s.keys = keys.len() as u64;
+    for w in h.warnings() {
+        match w {
+            HistoryWarning::Unmatched { index } => {
+                s.unmatched_invocations += 1;
+                if s.unmatched_examples.len() < 10 {
+                    s.unmatched_examples.push(index.0);
+                }
+            }
+            HistoryWarning::ProcessReusedAfterInfo { .. } => s.processes_reused_after_info += 1,
+        }
+    }
+    s
+}
+
+fn stats(file: &Path, json: bool) -> Result<(), FormatError> {
+    let reader = OpReader::open(file)?;
+    let format = reader.format();
+    let mut ops = Vec::new();
+    let mut reader = reader;
+    for op in reader.by_ref() {
+        ops.push(op?);
+    }
+    let mut warnings = reader.into_warnings();
+    let h = History::new(ops).map_err(|e| FormatError {
+        file: Some(file.to_path_buf()),
+        line: 0,
+        column: None,
+        reason: e.to_string(),
+    })?;
+    warnings.extend(h.warnings().iter().filter_map(|w| match w {
+        // Counted below; listing every unmatched op would drown the output.
+        HistoryWarning::Unmatched { .. } => None,
+        other => Some(format!("{}: {other}", file.display())),
+    }));
+    let s = summarize(file, format, &h, warnings);
+    let out = io::stdout();
+    let mut out = out.lock();
+    let r = if json {
+        serde_json::to_writer_pretty(&mut out, &s)
+            .map_err(io::Error::other)
+            .and_then(|_| writeln!(out))
+    } else {
+        print_text(&mut out, &s)
+    };
+    r.map_err(|e| FormatError {
+        file: None,
+        line: 0,
+        column: None,
+        reason: format!("writing to stdout: {e}"),
+    })
+}
+
+fn print_text(out: &mut impl Write, s: &Stats) -> io::Result<()> {
+    writeln!(out, "{} ({})", s.file, s.format)?;
+    writeln!(out, "ops: {}", s.ops)?;
+    let types: Vec<String> = ["invoke", "ok", "fail", "info"]
+        .iter()
+        .map(|t| format!("{t} {}", s.by_type.get(*t).copied().unwrap_or(0)))
+        .collect();
+    writeln!(out, "  by type: {}", types.join(", "))?;
+    writeln!(out, "  by f:")?;
+    for (f, by_type) in &s.by_f {
+        let parts: Vec<String> = by_type.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        writeln!(out, "    {f}: {}", parts.join(", "))?;
+    }
+    writeln!(
+        out,
+        "processes: {} client, {} nemesis ops, {} ops without a process",
+        s.client_processes, s.nemesis_ops, s.ops_without_process
+    )?;
+    let mops: Vec<String> = s
+        .micro_ops
+        .iter()
+        .map(|(f, n)| format!("{f} {n}"))
+        .collect();
+    writeln!(
+        out,
+        "micro-ops: {}",
+        if mops.is_empty() {
+            "none".into()
+        } else {
+            mops.join(", ")
+        }
+    )?;
+    writeln!(out, "keys: {}", s.keys)?;
+    match (s.first_time_ns, s.last_time_ns) {
+        (Some(a), Some(b)) => writeln!(
+            out,
+            "time: {:.3} s … {:.3} s (span {:.3} s)",
+            a as f64 / 1e9,
+            b as f64 / 1e9,
+            (b - a) as f64 / 1e9
+        )?,
+        _ => writeln!(out, "time: none recorded")?,
+    }
+    write!(out, "unmatched invocations: {}", s.unmatched_invocations)?;
+    if !s.unmatched_examples.is_empty() {
+        let ex: Vec<String> = s.unmatched_examples.iter().map(u64::to_string).collect();
+        write!(out, " (ops {}", ex.join(", "))?;
+        if s.unmatched_invocations > s.unmatched_examples.len() as u64 {
+            write!(out, ", …")?;
+        }
+        write!(out, ")")?;
+    }
+    writeln!(out)?;
+    if s.processes_reused_after_info > 0 {
+        writeln!(
+            out,
+            "processes reused after info: {}",
+            s.processes_reused_after_info
+        )?;
+    }
+    for w in &s.warnings {
+        writeln!(out, "warning: {w}")?;
+    }
+    Ok(())
 }

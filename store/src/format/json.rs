@@ -205,6 +205,66 @@ impl<'a> Json<'a> {
         Ok(v)
     }
 
+    /// The bytes of a string at its opening quote when it is plain ASCII
+    /// without escapes (the common case); `None` (position unchanged) otherwise.
+    fn raw_str(&mut self) -> Result<Option<&'a [u8]>, PErr> {
+        let start = self.pos + 1;
+        let rest = self.b.get(start..).unwrap_or(&[]);
+        match memchr::memchr2(b'"', b'\\', rest) {
+            None => Err(PErr::Incomplete),
+            Some(n) if rest[n] == b'"' => {
+                let s = &rest[..n];
+                if s.iter().all(|&c| (0x20..0x7f).contains(&c)) {
+                    self.pos = start + n + 1;
+                    Ok(Some(s))
+                } else {
+                    Ok(None)
+                }
+            }
+            Some(_) => Ok(None),
+        }
+    }
+
+    /// An integer in one pass; `None` (position unchanged) for anything
+    /// else (floats, overflow, malformed), which the caller re-parses slowly.
+    fn int_fast(&mut self) -> Option<i64> {
+        let save = self.pos;
+        let neg = self.peek() == Some(b'-');
+        if neg {
+            self.pos += 1;
+        }
+        let first = self.pos;
+        let mut v: i64 = 0;
+        while let Some(c @ b'0'..=b'9') = self.peek() {
+            let d = i64::from(c - b'0');
+            let next = v.checked_mul(10).and_then(|x| {
+                if neg {
+                    x.checked_sub(d)
+                } else {
+                    x.checked_add(d)
+                }
+            });
+            match next {
+                Some(x) => v = x,
+                None => {
+                    self.pos = save;
+                    return None;
+                }
+            }
+            self.pos += 1;
+        }
+        let n = self.pos - first;
+        let ok = n > 0
+            && !(n > 1 && self.b.get(first) == Some(&b'0'))
+            && !matches!(self.peek(), Some(b'.' | b'e' | b'E') | None);
+        if ok {
+            Some(v)
+        } else {
+            self.pos = save;
+            None
+        }
+    }
+
     fn digits(&mut self) -> Result<usize, PErr> {
         let s = self.pos;
         while let Some(b'0'..=b'9') = self.peek() {
@@ -387,7 +447,16 @@ impl<'a> Json<'a> {
             loop {
                 self.ws();
                 let key_pos = self.pos;
-                let k = self.string()?;
+                if self.peek() != Some(b'"') {
+                    self.expect(b'"', "a field name")?;
+                }
+                let k: Cow<'a, [u8]> = match self.raw_str()? {
+                    Some(b) => Cow::Borrowed(b),
+                    None => match self.string()? {
+                        Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+                        Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+                    },
+                };
                 self.ws();
                 self.expect(b':', "`:`")?;
                 self.ws();
@@ -397,7 +466,23 @@ impl<'a> Json<'a> {
                     reason,
                 };
                 match &*k {
-                    "type" if self.peek() == Some(b'"') => {
+                    b"index" | b"time" | b"process"
+                        if matches!(self.peek(), Some(b'-' | b'0'..=b'9')) =>
+                    {
+                        let v = match self.int_fast() {
+                            Some(i) => Data::Int(i),
+                            None => self.data(2)?,
+                        };
+                        let name = if &*k == b"index" {
+                            "index"
+                        } else if &*k == b"time" {
+                            "time"
+                        } else {
+                            "process"
+                        };
+                        raw.set(name, v).map_err(at)?;
+                    }
+                    b"type" if self.peek() == Some(b'"') => {
                         raw.mark(SEEN_TYPE, "type").map_err(|r| PErr::Bad {
                             pos: key_pos,
                             reason: r,
@@ -405,7 +490,7 @@ impl<'a> Json<'a> {
                         let s = self.string()?;
                         raw.op_type = Some(type_from_name(codec_name(&s)).map_err(at)?);
                     }
-                    "f" if self.peek() == Some(b'"') => {
+                    b"f" if self.peek() == Some(b'"') => {
                         raw.mark(SEEN_F, "f").map_err(|r| PErr::Bad {
                             pos: key_pos,
                             reason: r,
@@ -413,7 +498,7 @@ impl<'a> Json<'a> {
                         let s = self.string()?;
                         raw.f = Some(F::parse(codec_name(&s)));
                     }
-                    "value" => {
+                    b"value" => {
                         raw.mark(SEEN_VALUE, "value").map_err(|r| PErr::Bad {
                             pos: key_pos,
                             reason: r,
@@ -433,6 +518,10 @@ impl<'a> Json<'a> {
                         });
                     }
                     name => {
+                        let name = std::str::from_utf8(name).map_err(|_| PErr::Bad {
+                            pos: key_pos,
+                            reason: "invalid UTF-8 in field name".into(),
+                        })?;
                         let v = self.data(2)?;
                         raw.set(name, v).map_err(at)?;
                     }
@@ -472,10 +561,13 @@ impl<'a> Json<'a> {
             }
             self.pos += 1;
             self.ws();
-            let kind = match &*self.string().ok()? {
-                "append" => 0,
-                "w" => 1,
-                "r" => 2,
+            if self.peek() != Some(b'"') {
+                return None;
+            }
+            let kind = match self.raw_str().ok()?? {
+                b"append" => 0,
+                b"w" => 1,
+                b"r" => 2,
                 _ => return None,
             };
             self.ws();
@@ -514,6 +606,8 @@ impl<'a> Json<'a> {
                                 }
                             }
                         }
+                        // Histories are held whole: exact capacity, not doubling slack.
+                        l.shrink_to_fit();
                         MicroOp::Read(key, ReadValue::List(l))
                     }
                     _ => MicroOp::Read(key, ReadValue::Scalar(Val(self.atom()?))),
@@ -527,6 +621,7 @@ impl<'a> Json<'a> {
                 b',' => self.pos += 1,
                 b']' => {
                     self.pos += 1;
+                    mops.shrink_to_fit();
                     return Some(mops);
                 }
                 _ => return None,
@@ -541,10 +636,7 @@ impl<'a> Json<'a> {
                 Data::Keyword(s) => Some(Atom::Keyword(s.into())),
                 _ => None,
             },
-            b'-' | b'0'..=b'9' => match self.number().ok()? {
-                Data::Int(i) => Some(Atom::Int(i)),
-                _ => None,
-            },
+            b'-' | b'0'..=b'9' => self.int_fast().map(Atom::Int),
             _ => None,
         }
     }

@@ -1,0 +1,141 @@
+//! `harness history convert|stats`: conversions and exit codes.
+
+// Tests may panic on failure; the workspace lints target library code.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn harness(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .output()
+        .expect("runs harness")
+}
+
+fn conformance(rel: &str) -> String {
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/conformance"
+    ))
+    .join(rel)
+    .display()
+    .to_string()
+}
+
+#[test]
+fn stats_summarizes_a_history() {
+    let o = harness(&[
+        "history",
+        "stats",
+        &conformance("elle-cli/rw-register-partial-info.json"),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("ops: 7"), "{out}");
+    assert!(out.contains("unmatched invocations: 1 (ops 6)"), "{out}");
+    assert!(out.contains("keys: 1"), "{out}");
+    let o = harness(&[
+        "history",
+        "stats",
+        "--json",
+        &conformance("elle/paper-example.edn"),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "EDN");
+    assert_eq!(v["ops"], 8);
+    assert_eq!(v["by_type"]["invoke"], 4);
+    assert_eq!(v["ops_without_process"], 8);
+}
+
+#[test]
+fn convert_round_trips_json_edn_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = conformance("elle-cli/rw-register.edn");
+    let json = dir.path().join("h.jsonl");
+    let edn = dir.path().join("h.edn");
+    let elle = dir.path().join("h.json");
+    for (a, b) in [
+        (src.as_str(), json.to_str().unwrap()),
+        (json.to_str().unwrap(), edn.to_str().unwrap()),
+        (edn.to_str().unwrap(), elle.to_str().unwrap()),
+    ] {
+        let o = harness(&["history", "convert", a, b]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let orig = store::format::read_path(Path::new(&src)).unwrap().ops;
+    for p in [&json, &edn, &elle] {
+        assert_eq!(
+            store::format::read_path(p).unwrap().ops,
+            orig,
+            "{}",
+            p.display()
+        );
+    }
+    // Keywords are marked in JSON so they come back as keywords.
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(text.contains(r#"["w",":x",2]"#), "{text}");
+}
+
+#[test]
+fn malformed_input_exits_3_with_file_line_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[u8], &str)] = &[
+        (
+            "trunc.jsonl",
+            b"{\"type\":\"ok\"}\n{\"type\":\"ok\",\"value\":[\n{\"type\":\"ok\"}\n",
+            ":2:",
+        ),
+        (
+            "types.jsonl",
+            b"{\"type\":\"ok\",\"index\":\"zero\"}\n",
+            ":1:",
+        ),
+        (
+            "unknown.jsonl",
+            b"{\"type\":\"perhaps\"}\n",
+            "unknown op type",
+        ),
+        ("unbalanced.edn", b"{:type :ok :value [[:r 1 nil]}\n", ":1:"),
+        (
+            "random.bin",
+            &[0xff, 0x00, 0x13, 0x37, 0x80, b'{', 0xfe, b'\n'],
+            ":1:",
+        ),
+        (
+            "double.edn",
+            b"{:type :invoke :process 0 :value []}\n{:type :invoke :process 0 :value []}\n",
+            "op 1",
+        ),
+    ];
+    for (name, bytes, needle) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let o = harness(&["history", "stats", p.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{name}: {err}");
+        assert!(err.contains(p.to_str().unwrap()), "{name}: {err}");
+        assert!(err.contains(needle), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    }
+    let o = harness(&["history", "stats", "/nonexistent/h.jsonl"]);
+    assert_eq!(o.status.code(), Some(3));
+    let o = harness(&[
+        "history",
+        "convert",
+        &conformance("elle/paper-example.edn"),
+        "/tmp/x.txt",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+}
