@@ -78,6 +78,41 @@ impl Value {
     }
 }
 
+/// What a key holds, for type checks without copying values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Nil,
+    List,
+    Reg,
+}
+
+impl Shape {
+    fn of(v: &Value) -> Shape {
+        match v {
+            Value::Nil => Shape::Nil,
+            Value::List(_) => Shape::List,
+            Value::Reg(_) => Shape::Reg,
+        }
+    }
+
+    fn then(self, key: &Key, w: &Write) -> Result<Shape, SimError> {
+        match (w, self) {
+            (Write::Append(_), Shape::Nil | Shape::List) => Ok(Shape::List),
+            (Write::Put(_), Shape::Nil | Shape::Reg) => Ok(Shape::Reg),
+            (Write::Append(_), Shape::Reg) => Err(SimError::TypeMismatch {
+                f: "append",
+                key: key.clone(),
+                held: "register",
+            }),
+            (Write::Put(_), Shape::List) => Err(SimError::TypeMismatch {
+                f: "w",
+                key: key.clone(),
+                held: "list",
+            }),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Write {
     Append(Val),
@@ -313,14 +348,19 @@ impl Engine {
                                 .or_insert_with(|| ks.latest().1.clone());
                         }
                         // Type-check now, so a bad write fails where it is issued.
-                        let mut probe = match mode {
+                        let base = match mode {
                             SimMode::SnapshotIsolation | SimMode::RetryReapply => {
-                                ks.at(txn.start_ts).clone()
+                                ks.at(txn.start_ts)
                             }
-                            _ => ks.latest().1.clone(),
+                            SimMode::LostUpdate => txn.base.get(k).unwrap_or(&NIL),
+                            _ => ks.latest().1,
                         };
-                        probe = with_own_writes(probe, k, &txn.writes)?;
-                        probe.apply(k, &w)?;
+                        let shape = txn
+                            .writes
+                            .iter()
+                            .filter(|(k2, _)| k2 == k)
+                            .try_fold(Shape::of(base), |s, (_, w2)| s.then(k, w2))?;
+                        shape.then(k, &w)?;
                         txn.writes.push((k.clone(), w));
                     }
                 }
@@ -438,19 +478,32 @@ impl Engine {
             }
             done.push(k);
             let ks = self.keys.entry(k.clone()).or_default();
-            let mut value = match self.mode {
-                SimMode::LostUpdate => txn.base.get(k).cloned().unwrap_or(Value::Nil),
-                _ => ks.latest().1.clone(),
+            let apply_all = |value: &mut Value| {
+                for (k2, w) in &txn.writes {
+                    if k2 == k {
+                        // Types were checked when each write was issued; a
+                        // mismatch now (a concurrent txn changed the type)
+                        // drops the write.
+                        let _ = value.apply(k, w);
+                    }
+                }
             };
-            for (k2, w) in &txn.writes {
-                if k2 == k {
-                    // Types were checked when each write was issued; a
-                    // mismatch now (a concurrent txn changed the type) drops the write.
-                    let _ = value.apply(k, w);
+            match (self.mode, ks.versions.last_mut()) {
+                // Only the latest version is ever read: update it in place.
+                (SimMode::Serializable | SimMode::ReadCommitted, Some(last)) => {
+                    apply_all(&mut last.1);
+                    last.0 = ts;
+                }
+                _ => {
+                    let mut value = match self.mode {
+                        SimMode::LostUpdate => txn.base.get(k).cloned().unwrap_or(Value::Nil),
+                        _ => ks.latest().1.clone(),
+                    };
+                    apply_all(&mut value);
+                    ks.versions.push((ts, value));
+                    ks.prune(oldest);
                 }
             }
-            ks.versions.push((ts, value));
-            ks.prune(oldest);
         }
     }
 

@@ -89,6 +89,19 @@ impl SimMode {
             .ok_or_else(|| SimError::UnknownMode(s.to_string()))
     }
 
+    /// The consistency model (Elle's name) this mode claims to provide: the
+    /// default `--expected-consistency-model` for `--db sim`. Bug modes claim
+    /// what the buggy database advertised (TiDB: snapshot isolation).
+    pub fn claimed_model(self) -> &'static str {
+        match self {
+            SimMode::Serializable => "strict-serializable",
+            SimMode::SnapshotIsolation | SimMode::RetryReapply => "snapshot-isolation",
+            SimMode::ReadCommitted => "read-committed",
+            SimMode::ReadUncommitted => "read-uncommitted",
+            SimMode::LostUpdate => "repeatable-read",
+        }
+    }
+
     /// Whether reads come from a snapshot taken at begin.
     pub(crate) fn snapshot_reads(self) -> bool {
         matches!(self, SimMode::SnapshotIsolation | SimMode::RetryReapply)
