@@ -166,8 +166,16 @@ impl<'a> Edn<'a> {
             b'\\' => self.character(),
             b'#' => self.dispatch(depth),
             b')' | b']' | b'}' => self.bad(format!("unbalanced {}: no open collection", show(c))),
-            b'0'..=b'9' => self.number(),
-            b'+' | b'-' if matches!(self.b.get(self.pos + 1), Some(b'0'..=b'9')) => self.number(),
+            b'0'..=b'9' => match self.int_fast() {
+                Some(i) => Ok(Data::Int(i)),
+                None => self.number(),
+            },
+            b'+' | b'-' if matches!(self.b.get(self.pos + 1), Some(b'0'..=b'9')) => {
+                match self.int_fast() {
+                    Some(i) => Ok(Data::Int(i)),
+                    None => self.number(),
+                }
+            }
             _ => {
                 let at = self.pos;
                 let t = self.token()?;
@@ -244,6 +252,44 @@ impl<'a> Edn<'a> {
             Some(&c) => {
                 self.pos += 1;
                 self.bad(format!("unsupported dispatch #{}", show(c)))
+            }
+        }
+    }
+
+    /// A plain integer followed by a delimiter, in one pass; `None`
+    /// (position unchanged) for anything else, which `number` handles.
+    fn int_fast(&mut self) -> Option<i64> {
+        let save = self.pos;
+        let neg = match self.peek() {
+            Some(b'-') => {
+                self.pos += 1;
+                true
+            }
+            Some(b'+') => {
+                self.pos += 1;
+                false
+            }
+            _ => false,
+        };
+        let mut v: i64 = 0;
+        let mut n = 0;
+        while let Some(c @ b'0'..=b'9') = self.peek() {
+            let d = i64::from(c - b'0');
+            let next = v
+                .checked_mul(10)
+                .and_then(|x| if neg { x.checked_sub(d) } else { x.checked_add(d) });
+            match next {
+                Some(x) => v = x,
+                None => break,
+            }
+            n += 1;
+            self.pos += 1;
+        }
+        match self.peek() {
+            Some(c) if n > 0 && is_delim(c) => Some(v),
+            _ => {
+                self.pos = save;
+                None
             }
         }
     }
