@@ -275,9 +275,13 @@ impl<'a> Edn<'a> {
         let mut n = 0;
         while let Some(c @ b'0'..=b'9') = self.peek() {
             let d = i64::from(c - b'0');
-            let next = v
-                .checked_mul(10)
-                .and_then(|x| if neg { x.checked_sub(d) } else { x.checked_add(d) });
+            let next = v.checked_mul(10).and_then(|x| {
+                if neg {
+                    x.checked_sub(d)
+                } else {
+                    x.checked_add(d)
+                }
+            });
             match next {
                 Some(x) => v = x,
                 None => break,

@@ -4,20 +4,7 @@
 //! usual `[["append",k,v],["r",k,[…]]]` transaction shape are parsed directly;
 //! anything else goes through [`Data`] and the shared rules in `convert`.
 //!
-//! Data positions (keys, values, `error`, extra fields) use this encoding so
-//! that EDN survives a trip through JSON:
-//!
-//! | EDN / `Data`            | JSON                                     |
-//! |-------------------------|------------------------------------------|
-//! | keyword `:x`            | `":x"`                                   |
-//! | string starting with `:`, `#` or `\` | that string prefixed with `\` (`"\\:x"`) |
-//! | set `#{1 2}`            | `{"#set":[1,2]}`                         |
-//! | map with a key that is not a string or keyword | `{"#map":[[k,v],…]}` |
-//! | symbol `s`              | `{"#sym":"s"}`                           |
-//! | tagged `#t v`           | `{"#tag":["t",v]}`                       |
-//! | `##NaN`, `##Inf`, `##-Inf` | `{"#float":"NaN"}`, `"Infinity"`, `"-Infinity"` |
-//!
-//! `type`, `f`, `process` `"nemesis"` and micro-op names are plain strings.
+//! The JSON encoding of EDN-only values is documented in the parent module.
 
 use super::convert::{RawOp, RawValue, SEEN_F, SEEN_TYPE, SEEN_VALUE, type_from_name};
 use super::edn::is_keyword_name;

@@ -7,8 +7,26 @@
 //! line, column and reason. Nothing in here panics on input.
 //!
 //! Conversions are lossless as parsed [`Op`]s: JSON ⇄ EDN keeps keywords,
-//! sets, symbols, tagged values and non-string map keys (see [`json`] for the
-//! JSON encoding of EDN-only values). Missing `index` values are assigned in
+//! sets, symbols, tagged values and non-string map keys.
+//!
+//! Data positions (keys, values, `error`, extra fields) use this encoding so
+//! that EDN survives a trip through JSON:
+//!
+//! | EDN / `Data`            | JSON                                     |
+//! |-------------------------|------------------------------------------|
+//! | keyword `:x`            | `":x"`                                   |
+//! | string starting with `:`, `#` or `\` | that string prefixed with `\` (`"\\:x"`) |
+//! | set `#{1 2}`            | `{"#set":[1,2]}`                         |
+//! | map with a key that is not a string or keyword | `{"#map":[[k,v],…]}` |
+//! | symbol `s`              | `{"#sym":"s"}`                           |
+//! | tagged `#t v`           | `{"#tag":["t",v]}`                       |
+//! | `##NaN`, `##Inf`, `##-Inf` | `{"#float":"NaN"}`, `"Infinity"`, `"-Infinity"` |
+//!
+//! `type`, `f`, `process` `"nemesis"` and micro-op names are plain strings.
+//!
+//! Both JSON flavours are read with this encoding, so a foreign JSON string
+//! that starts with `:` reads as a keyword and one starting with `\\` loses
+//! that backslash. Missing `index` values are assigned in
 //! file order (one more than the previous op's); `time` `-1` or absent is
 //! `time_ns: None` and is written back as absent.
 
