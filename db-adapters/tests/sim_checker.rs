@@ -125,7 +125,10 @@ fn honest_modes_hold_their_claim_and_bug_modes_break_it() {
     for &mode in SimMode::ALL {
         let h = history(mode, WorkloadKind::ListAppend, 4, 2000);
         let (valid, names) = result(&h, WorkloadKind::ListAppend, mode.claimed_model());
-        let honest = !matches!(mode, SimMode::RetryReapply | SimMode::LostUpdate);
+        let honest = !matches!(
+            mode,
+            SimMode::RetryReapply | SimMode::LostUpdate | SimMode::StaleRead
+        );
         let expected = if honest { Valid::True } else { Valid::False };
         assert_eq!(
             valid,
@@ -134,4 +137,44 @@ fn honest_modes_hold_their_claim_and_bug_modes_break_it() {
             mode.claimed_model()
         );
     }
+}
+
+#[test]
+fn honest_modes_never_show_what_they_forbid_across_seeds() {
+    // Differential property: many seeds, both workloads, crashes included.
+    for kind in WorkloadKind::ALL {
+        for &mode in &[
+            SimMode::Serializable,
+            SimMode::SnapshotIsolation,
+            SimMode::ReadCommitted,
+            SimMode::ReadUncommitted,
+        ] {
+            for seed in 10..15 {
+                let cfg = SimConfig {
+                    mode,
+                    seed,
+                    txn_count: 1500,
+                    concurrency: 5 + seed as usize % 10,
+                    crash_probability: 0.02,
+                    ..SimConfig::default()
+                };
+                let h = History::new(
+                    simulate_workload(&cfg, *kind, &WorkloadConfig::default()).unwrap(),
+                )
+                .unwrap();
+                let (valid, names) = result(&h, *kind, mode.claimed_model());
+                assert_eq!(valid, Valid::True, "{kind} {mode} seed {seed}: {names:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn stale_read_is_serializable_but_not_strict() {
+    let h = history(SimMode::StaleRead, WorkloadKind::ListAppend, 1, 3000);
+    let (valid, names) = result(&h, WorkloadKind::ListAppend, "serializable");
+    assert_eq!(valid, Valid::True, "{names:?}");
+    let (valid, names) = result(&h, WorkloadKind::ListAppend, "strict-serializable");
+    assert_eq!(valid, Valid::False);
+    assert!(names.iter().all(|n| n.ends_with("-realtime")), "{names:?}");
 }

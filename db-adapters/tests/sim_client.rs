@@ -80,7 +80,7 @@ async fn serializable_clients_interleave_and_stay_serializable() {
     let ops = run(factory.clone(), 2000).await;
     let fails = ops.iter().filter(|o| o.op_type == OpType::Fail).count();
     let oks = ops.iter().filter(|o| o.op_type == OpType::Ok).count();
-    assert!(oks > 1000, "{oks} ok");
+    assert!(oks > 500, "{oks} ok");
     // Random aborts (5%) plus validation conflicts from interleaving.
     assert!(fails > 100, "{fails} fail");
     let (valid, names) = check(ops, "strict-serializable");

@@ -132,6 +132,9 @@ struct KeyState {
 
 const NIL: Value = Value::Nil;
 
+/// stale-read: how many commits behind the latest a snapshot may be.
+const STALE_READ_MAX_LAG: u64 = 8;
+
 impl KeyState {
     fn latest(&self) -> (u64, &Value) {
         self.versions.last().map_or((0, &NIL), |(ts, v)| (*ts, v))
@@ -257,12 +260,18 @@ impl Engine {
 
     /// Begins a transaction.
     pub fn begin(&mut self) -> TxnId {
+        let start_ts = if self.mode == SimMode::StaleRead {
+            self.clock
+                .saturating_sub(self.rng.random_range(0..=STALE_READ_MAX_LAG))
+        } else {
+            self.clock
+        };
         let id = TxnId(self.next_txn);
         self.next_txn += 1;
         self.txns.insert(
             id,
             Txn {
-                start_ts: self.clock,
+                start_ts,
                 reads: Vec::new(),
                 writes: Vec::new(),
                 base: HashMap::new(),
@@ -296,7 +305,10 @@ impl Engine {
                     SimMode::ReadUncommitted => {
                         ks.dirty.clone().unwrap_or_else(|| ks.latest().1.clone())
                     }
-                    SimMode::SnapshotIsolation | SimMode::RetryReapply => {
+                    SimMode::SnapshotIsolation | SimMode::RetryReapply | SimMode::StaleRead => {
+                        if mode == SimMode::StaleRead {
+                            txn.reads.push((k.clone(), txn.start_ts));
+                        }
                         with_own_writes(ks.at(txn.start_ts).clone(), k, &txn.writes)?
                     }
                     SimMode::LostUpdate => {
@@ -349,9 +361,9 @@ impl Engine {
                         }
                         // Type-check now, so a bad write fails where it is issued.
                         let base = match mode {
-                            SimMode::SnapshotIsolation | SimMode::RetryReapply => {
-                                ks.at(txn.start_ts)
-                            }
+                            SimMode::SnapshotIsolation
+                            | SimMode::RetryReapply
+                            | SimMode::StaleRead => ks.at(txn.start_ts),
                             SimMode::LostUpdate => txn.base.get(k).unwrap_or(&NIL),
                             _ => ks.latest().1,
                         };
@@ -390,7 +402,10 @@ impl Engine {
         let Some(txn) = self.txns.remove(&id) else {
             return Err(SimError::UnknownTxn(id.0));
         };
-        self.clock += 1;
+        // Only writing commits make a new version (and take a timestamp).
+        if !txn.writes.is_empty() || !txn.locks.is_empty() {
+            self.clock += 1;
+        }
         let ts = self.clock;
         let oldest = self.oldest_snapshot();
         if self.mode == SimMode::ReadUncommitted {
@@ -464,6 +479,24 @@ impl Engine {
                     self.stats.reapplied += 1;
                 }
             }
+            SimMode::StaleRead => {
+                // Read-only: serialized at its (stale) snapshot. Writers must
+                // have read and written only keys unchanged since then, so
+                // they serialize at commit.
+                if !txn.writes.is_empty() {
+                    let read_keys = txn.reads.iter().map(|(k, _)| k);
+                    let keys = read_keys.chain(txn.writes.iter().map(|(k, _)| k));
+                    for k in keys {
+                        if self
+                            .keys
+                            .get(k)
+                            .is_some_and(|ks| ks.latest().0 > txn.start_ts)
+                        {
+                            return Err(SimError::Conflict { key: k.clone() });
+                        }
+                    }
+                }
+            }
             SimMode::ReadCommitted | SimMode::ReadUncommitted | SimMode::LostUpdate => {}
         }
         Ok(())
@@ -519,11 +552,13 @@ impl Engine {
     /// keep old versions).
     fn oldest_snapshot(&self) -> u64 {
         if self.mode.snapshot_reads() {
-            self.txns
-                .values()
-                .map(|t| t.start_ts)
-                .min()
-                .unwrap_or(u64::MAX)
+            let open = self.txns.values().map(|t| t.start_ts).min();
+            // stale-read: a transaction begun later may read this far back.
+            let future = match self.mode {
+                SimMode::StaleRead => self.clock.saturating_sub(STALE_READ_MAX_LAG),
+                _ => u64::MAX,
+            };
+            open.unwrap_or(u64::MAX).min(future)
         } else {
             u64::MAX
         }

@@ -52,6 +52,11 @@ pub enum SimMode {
     /// sees of a key and overwrites the key at commit with that state plus
     /// its own writes, erasing concurrent committed writes.
     LostUpdate,
+    /// Bug mode `stale-read`: serializable, but each transaction reads a
+    /// snapshot up to a few commits old (a lagging follower read); writers
+    /// are validated against it, read-only transactions are not. Serializable
+    /// but not strict: real-time anomalies (`…-realtime` cycles).
+    StaleRead,
 }
 
 impl SimMode {
@@ -63,6 +68,7 @@ impl SimMode {
         SimMode::ReadUncommitted,
         SimMode::RetryReapply,
         SimMode::LostUpdate,
+        SimMode::StaleRead,
     ];
 
     /// The name used by `--isolation` with `--db sim`.
@@ -74,6 +80,7 @@ impl SimMode {
             SimMode::ReadUncommitted => "read-uncommitted",
             SimMode::RetryReapply => "retry-reapply",
             SimMode::LostUpdate => "lost-update",
+            SimMode::StaleRead => "stale-read",
         }
     }
 
@@ -94,7 +101,7 @@ impl SimMode {
     /// what the buggy database advertised (TiDB: snapshot isolation).
     pub fn claimed_model(self) -> &'static str {
         match self {
-            SimMode::Serializable => "strict-serializable",
+            SimMode::Serializable | SimMode::StaleRead => "strict-serializable",
             SimMode::SnapshotIsolation | SimMode::RetryReapply => "snapshot-isolation",
             SimMode::ReadCommitted => "read-committed",
             SimMode::ReadUncommitted => "read-uncommitted",
@@ -104,7 +111,10 @@ impl SimMode {
 
     /// Whether reads come from a snapshot taken at begin.
     pub(crate) fn snapshot_reads(self) -> bool {
-        matches!(self, SimMode::SnapshotIsolation | SimMode::RetryReapply)
+        matches!(
+            self,
+            SimMode::SnapshotIsolation | SimMode::RetryReapply | SimMode::StaleRead
+        )
     }
 
     /// Whether writes take (no-wait) row locks.
@@ -159,7 +169,7 @@ pub enum SimError {
     UnknownTxn(u64),
     /// Not a mode name.
     #[error(
-        "unknown sim mode {0:?}; known: serializable, snapshot-isolation, read-committed, read-uncommitted, retry-reapply, lost-update"
+        "unknown sim mode {0:?}; known: serializable, snapshot-isolation, read-committed, read-uncommitted, retry-reapply, lost-update, stale-read"
     )]
     UnknownMode(String),
     /// A setting out of range.
