@@ -6,8 +6,13 @@
 mod check_cmd;
 mod exit;
 mod history_cmd;
+mod nemesis_cmd;
+mod nemesis_task;
 mod report;
+mod run_cmd;
+mod runner;
 mod serve;
+mod testbed_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -38,8 +43,17 @@ enum Command {
     /// Inspect and convert history files.
     #[command(subcommand)]
     History(history_cmd::HistoryCommand),
+    /// Run a test: generate transactions, run them against a database,
+    /// record and check the history, print the verdict.
+    Run(run_cmd::RunArgs),
+    /// Fault injection by hand (heal after a crashed run).
+    #[command(subcommand)]
+    Nemesis(nemesis_cmd::NemesisCommand),
     /// Browse stored runs in a web browser (read-only).
     Serve(serve::ServeArgs),
+    /// The local testbed: N nodes as network namespaces with sshd.
+    #[command(subcommand)]
+    Testbed(testbed_cmd::TestbedCommand),
 }
 
 fn main() -> ExitCode {
@@ -47,7 +61,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout with success; usage errors are exit 3.
-            let code = if e.use_stderr() { exit::ERROR } else { exit::VALID };
+            let code = if e.use_stderr() {
+                exit::ERROR
+            } else {
+                exit::VALID
+            };
             let _ = e.print();
             return exit::code(code);
         }
@@ -55,7 +73,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check_cmd::run(args),
         Command::History(cmd) => history_cmd::run(cmd),
+        Command::Run(args) => run_cmd::run(args),
+        Command::Nemesis(cmd) => nemesis_cmd::run(cmd),
         Command::Serve(args) => serve::run(args),
+        Command::Testbed(cmd) => testbed_cmd::run(cmd),
     };
     match result {
         Ok(code) => exit::code(code),

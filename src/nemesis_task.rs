@@ -510,7 +510,7 @@ impl ClusterNemesis {
                 partition,
                 names,
                 primaries,
-                seed ^ 0x6e65_6d65_7369_73,
+                seed ^ 0x006e_656d_6573_6973,
             );
             let (tx, rx) = watch::channel(false);
             let recorder: Arc<dyn Recorder> = Arc::new(log.clone());
