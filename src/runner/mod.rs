@@ -554,3 +554,171 @@ impl<'l> Interpreter<'l> {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use db_adapters::client::{Client, ClientError};
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicU64;
+    use store::ReadValue;
+    use workloads::{WorkloadConfig, WorkloadKind};
+
+    /// Answers ok, except: every 7th call an indefinite error, every 11th
+    /// call hangs past the op timeout.
+    struct Scripted {
+        calls: Arc<AtomicU64>,
+        opens: Arc<AtomicU64>,
+    }
+
+    struct ScriptedClient {
+        calls: Arc<AtomicU64>,
+    }
+
+    impl Client for ScriptedClient {
+        fn invoke<'a>(
+            &'a mut self,
+            txn: &'a [MicroOp],
+        ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+            Box::pin(async move {
+                let n = self.calls.fetch_add(1, Ordering::SeqCst);
+                if n % 7 == 3 {
+                    return Err(ClientError::indefinite("boom", "connection reset"));
+                }
+                if n % 11 == 5 {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                Ok(txn
+                    .iter()
+                    .map(|m| match m {
+                        MicroOp::Read(k, _) => MicroOp::Read(k.clone(), ReadValue::List(vec![])),
+                        other => other.clone(),
+                    })
+                    .collect())
+            })
+        }
+        fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    impl ClientFactory for Scripted {
+        fn setup<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn open<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+            self.opens.fetch_add(1, Ordering::SeqCst);
+            let calls = self.calls.clone();
+            Box::pin(async move { Ok(Box::new(ScriptedClient { calls }) as Box<dyn Client>) })
+        }
+    }
+
+    #[derive(Default)]
+    struct VecSink(Vec<Op>);
+
+    impl HistorySink for VecSink {
+        fn append(&mut self, mut op: Op) -> anyhow::Result<OpIndex> {
+            op.index = OpIndex(self.0.len() as u64);
+            self.0.push(op);
+            Ok(OpIndex(self.0.len() as u64 - 1))
+        }
+    }
+
+    #[tokio::test]
+    async fn info_renumbers_the_process_and_every_invocation_completes_first() {
+        let n = 4;
+        let cfg = RunnerConfig {
+            concurrency: n,
+            nodes: vec![Node::local()],
+            time_limit: Some(Duration::from_secs(30)),
+            ops_limit: Some(120),
+            op_timeout: Duration::from_millis(100),
+            recovery_time: Duration::ZERO,
+            final_read_batch: 8,
+            final_reads: true,
+        };
+        let opens = Arc::new(AtomicU64::new(0));
+        let factory = Arc::new(Scripted {
+            calls: Arc::new(AtomicU64::new(0)),
+            opens: opens.clone(),
+        });
+        let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 9)
+            .unwrap();
+        let mut sink = VecSink::default();
+        let (_trigger, stop) = stop_signal();
+        let counters = Arc::new(Counters::default());
+        let summary = run(
+            &cfg,
+            main,
+            factory,
+            &mut sink,
+            &mut NoNemesis,
+            stop,
+            counters,
+        )
+        .await
+        .unwrap();
+        assert_eq!(summary.main_phase_end, PhaseEnd::OpsLimit);
+        assert_eq!(summary.main_counts.invoked, 120);
+        assert!(summary.final_reads_done);
+
+        let mut open: HashMap<Process, usize> = HashMap::new();
+        let mut retired: BTreeSet<u64> = BTreeSet::new();
+        let mut infos = 0;
+        for (i, op) in sink.0.iter().enumerate() {
+            let p = op.process.unwrap();
+            let Process::Client(ProcessId(pid)) = p else {
+                panic!()
+            };
+            match op.op_type {
+                OpType::Invoke => {
+                    assert!(!retired.contains(&pid), "process {pid} reused after info");
+                    assert!(open.insert(p, i).is_none(), "double invoke by {pid}");
+                }
+                t => {
+                    assert!(open.remove(&p).is_some(), "completion without invocation");
+                    if t == OpType::Info {
+                        infos += 1;
+                        retired.insert(pid);
+                    }
+                }
+            }
+        }
+        assert!(open.is_empty(), "every invocation completed");
+        assert!(
+            infos >= 10,
+            "indefinite errors and timeouts are info: {infos}"
+        );
+        // Renumbered processes: each new process is a retired one + concurrency.
+        let pids: BTreeSet<u64> = sink
+            .0
+            .iter()
+            .filter_map(|o| match o.process {
+                Some(Process::Client(ProcessId(p))) => Some(p),
+                _ => None,
+            })
+            .collect();
+        for &pid in pids.iter().filter(|&&p| p >= n as u64) {
+            assert!(
+                retired.contains(&(pid - n as u64)),
+                "process {pid} has no retired predecessor"
+            );
+        }
+        assert!(
+            pids.iter().any(|&p| p >= n as u64),
+            "a new process after info"
+        );
+        // A fresh connection per new process (lazily, at its first op).
+        assert!(opens.load(Ordering::SeqCst) as usize > n);
+        // Final reads: the last ops are reads only.
+        let last = sink.0.last().unwrap();
+        assert!(
+            last.value
+                .txn()
+                .unwrap()
+                .iter()
+                .all(|m| matches!(m, MicroOp::Read(..)))
+        );
+    }
+}
