@@ -551,6 +551,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn non_root_users_run_commands_through_sudo() {
+        let mut cfg = SshConfig::new();
+        assert_eq!(
+            SshRemote::new(Node::local(), cfg.clone()).wrap("id -u"),
+            "id -u"
+        );
+        cfg.user = "admin".to_string();
+        assert_eq!(
+            SshRemote::new(Node::local(), cfg).wrap("echo 'a b'"),
+            r#"sudo -n sh -c 'echo '\''a b'\'''"#
+        );
+    }
+
+    #[test]
     fn quoting_survives_single_quotes() {
         assert_eq!(shell_quote("abc/d.e"), "abc/d.e");
         assert_eq!(shell_quote("a b"), "'a b'");
