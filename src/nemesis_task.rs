@@ -189,11 +189,15 @@ impl NodeArgs {
 pub fn plan_nodes(args: &crate::run_cmd::RunArgs) -> anyhow::Result<Option<Vec<Node>>> {
     use crate::run_cmd::DbKind;
     let (kinds, _) = parse_fault_args(&args.faults)?;
+    // cockroach, tidb, yugabyte: on nodes when --nodes are given (else --url).
+    let newsql = args.db.newsql();
     let on_nodes = matches!(args.db, DbKind::Galera | DbKind::Mariadb)
-        || (args.db == DbKind::Postgres && args.nodes.is_set());
+        || ((args.db == DbKind::Postgres || newsql.is_some()) && args.nodes.is_set());
     if !on_nodes {
         if args.nodes.is_set() {
-            anyhow::bail!("--nodes applies to --db galera, mariadb and postgres only");
+            anyhow::bail!(
+                "--nodes applies to --db galera, mariadb, postgres, cockroach, tidb and yugabyte only"
+            );
         }
         if !kinds.is_empty() {
             anyhow::bail!("--nemesis needs a database on --nodes (galera, mariadb, postgres)");
@@ -206,10 +210,13 @@ pub fn plan_nodes(args: &crate::run_cmd::RunArgs) -> anyhow::Result<Option<Vec<N
     if !args.nodes.is_set() {
         anyhow::bail!("--db {:?} needs --nodes (n1,n2,… or testbed)", args.db);
     }
-    if args.url.is_some() || args.local {
+    if (args.url.is_some() && newsql.is_none()) || args.local {
         anyhow::bail!("--url and --local do not combine with --nodes");
     }
     let mut nodes = args.nodes.planned_nodes()?.unwrap_or_default();
+    if let Some(kind) = newsql {
+        nodes = crate::run_cmd::newsql_db::client_nodes(kind, &args.newsql, nodes)?;
+    }
     if args.db == DbKind::Mariadb {
         nodes.truncate(1);
     }
@@ -319,6 +326,22 @@ impl Cluster {
                 (Arc::new(db), factory)
             }
         };
+        Cluster::start(db, remotes, factory, faults, run_dir).await
+    }
+
+    /// Heals stale faults and sets `db` up (retried) on `remotes`, which
+    /// are connected already (used by [`Cluster::open`] and by the tarball
+    /// databases of `run_cmd::newsql_db`).
+    ///
+    /// # Errors
+    /// Anything that keeps the database from serving; the caller exits 4.
+    pub async fn start(
+        db: Arc<dyn Db>,
+        remotes: Vec<Arc<dyn Remote>>,
+        factory: Arc<dyn ClientFactory>,
+        faults: &FaultArgs,
+        run_dir: &Path,
+    ) -> anyhow::Result<Cluster> {
         let nemesis = Arc::new(FaultNemesis::new(remotes.clone(), db.process()));
         nemesis
             .heal_partitions()

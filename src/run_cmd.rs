@@ -14,6 +14,9 @@
 //! unless `--sim-bug` names a bug mode (e.g. `retry-reapply`,
 //! `lost-update`), which then replaces it.
 
+#[path = "newsql_db.rs"]
+pub mod newsql_db;
+
 use crate::exit;
 use crate::runner::{self, HistorySink, RunnerConfig, progress};
 use anyhow::{Context as _, bail};
@@ -49,6 +52,18 @@ pub enum DbKind {
     Galera,
     /// One MariaDB server on the first of `--nodes`.
     Mariadb,
+    /// CockroachDB (PG wire, port 26257): `--nodes` with `--tarball` or
+    /// `--no-setup`, or `--url postgres://root@host:26257/defaultdb`.
+    /// Isolation: serializable, read-committed.
+    Cockroach,
+    /// TiDB (MySQL wire, port 4000): `--nodes` with `--tarball` (roles from
+    /// `--roles`) or `--no-setup`, or `--url mysql://root@host:4000/test`.
+    /// Isolation: repeatable-read (snapshot isolation), read-committed.
+    Tidb,
+    /// YugabyteDB YSQL (PG wire, port 5433): `--nodes` with `--tarball` or
+    /// `--no-setup`, or `--url postgres://yugabyte@host:5433/yugabyte`.
+    /// Isolation: serializable, repeatable-read, read-committed.
+    Yugabyte,
 }
 
 impl DbKind {
@@ -59,6 +74,19 @@ impl DbKind {
             DbKind::Postgres => "postgres",
             DbKind::Galera => "galera",
             DbKind::Mariadb => "mariadb",
+            DbKind::Cockroach => "cockroach",
+            DbKind::Tidb => "tidb",
+            DbKind::Yugabyte => "yugabyte",
+        }
+    }
+
+    /// The tarball-installed distributed SQL databases.
+    pub fn newsql(self) -> Option<newsql_db::Kind> {
+        match self {
+            DbKind::Cockroach => Some(newsql_db::Kind::Cockroach),
+            DbKind::Tidb => Some(newsql_db::Kind::Tidb),
+            DbKind::Yugabyte => Some(newsql_db::Kind::Yugabyte),
+            _ => None,
         }
     }
 }
@@ -66,7 +94,8 @@ impl DbKind {
 /// `harness run` flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Database: sqlite (embedded), sim, postgres.
+    /// Database: sqlite (embedded), sim, postgres, galera, mariadb,
+    /// cockroach, tidb, yugabyte.
     #[arg(long, value_enum, default_value = "sqlite")]
     pub db: DbKind,
     /// Workload: list-append (append) or rw-register (wr).
@@ -96,7 +125,8 @@ pub struct RunArgs {
     /// Seed of every random choice (default: from the clock; recorded in test.json).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// PostgreSQL URL of an existing server (postgres://user@host:port/db).
+    /// URL of an existing server: postgres (postgres://user@host:port/db),
+    /// cockroach and yugabyte (postgres://…), tidb (mysql://user@host:4000/db).
     #[arg(long, conflicts_with = "local")]
     pub url: Option<String>,
     /// Create a throwaway PostgreSQL cluster with the installed binaries.
@@ -142,6 +172,9 @@ pub struct RunArgs {
     /// Faults and the database lifecycle on nodes.
     #[command(flatten)]
     pub faults: crate::nemesis_task::FaultArgs,
+    /// CockroachDB, TiDB and YugabyteDB flags.
+    #[command(flatten)]
+    pub newsql: newsql_db::NewSqlArgs,
 }
 
 /// The validated configuration of a run.
@@ -204,12 +237,37 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
                 bail!("--db postgres needs --url postgres://… or --local");
             }
         }
+        DbKind::Cockroach | DbKind::Tidb | DbKind::Yugabyte => {
+            if args.local {
+                bail!("--local applies to --db postgres only");
+            }
+        }
         _ => {
             if args.url.is_some() || args.local {
-                bail!("--url and --local apply to --db postgres only");
+                bail!(
+                    "--url applies to --db postgres, cockroach, tidb and yugabyte; --local to postgres only"
+                );
             }
         }
     }
+    let all_nodes = args.nodes.planned_nodes()?;
+    let isolation = newsql_db::validate(
+        args.db.newsql(),
+        &args.newsql,
+        args.url.as_deref(),
+        all_nodes.as_deref(),
+        isolation,
+    )?;
+    // TiDB's and YSQL's REPEATABLE READ is snapshot isolation (write skew
+    // allowed): check it as such unless told otherwise.
+    let expected = if args.db.newsql().is_some()
+        && args.expected_consistency_model.is_none()
+        && isolation == Isolation::RepeatableRead
+    {
+        ConsistencyModel::SnapshotIsolation
+    } else {
+        expected
+    };
     if args.sim_bug.is_some() && args.db != DbKind::Sim {
         bail!("--sim-bug applies to --db sim only");
     }
@@ -410,13 +468,28 @@ async fn execute(
             plan.seed,
         )),
         DbKind::Galera | DbKind::Mariadb => {
-            match crate::nemesis_task::open_cluster(args, plan.isolation, model, run_dir.path()).await {
+            match crate::nemesis_task::open_cluster(args, plan.isolation, model, run_dir.path())
+                .await
+            {
                 Ok(c) => on_nodes.insert(c).factory.clone(),
                 Err(e) => return Ok(Outcome::SetupFailed(format!("{e:#}"))),
             }
         }
+        DbKind::Cockroach | DbKind::Tidb | DbKind::Yugabyte => {
+            match open_newsql(args, plan, model, run_dir).await? {
+                Ok((factory, cluster)) => {
+                    if let Some(c) = cluster {
+                        on_nodes = Some(c);
+                    }
+                    factory
+                }
+                Err(msg) => return Ok(Outcome::SetupFailed(msg)),
+            }
+        }
         DbKind::Postgres if args.nodes.is_set() => {
-            match crate::nemesis_task::open_cluster(args, plan.isolation, model, run_dir.path()).await {
+            match crate::nemesis_task::open_cluster(args, plan.isolation, model, run_dir.path())
+                .await
+            {
                 Ok(c) => on_nodes.insert(c).factory.clone(),
                 Err(e) => return Ok(Outcome::SetupFailed(format!("{e:#}"))),
             }
@@ -446,6 +519,51 @@ async fn execute(
         tracing::warn!("stopping local PostgreSQL: {e}");
     }
     outcome
+}
+
+/// `--db cockroach|tidb|yugabyte`: the client factory, and on `--nodes` the
+/// cluster (installed from `--tarball`, or running already with `--no-setup`
+/// or `--url`). The inner error is a setup failure (exit 4).
+async fn open_newsql(
+    args: &RunArgs,
+    plan: &Plan,
+    model: DataModel,
+    run_dir: &store::run::RunDir,
+) -> anyhow::Result<Result<(Arc<dyn ClientFactory>, Option<crate::nemesis_task::Cluster>), String>>
+{
+    let Some(kind) = plan.db.newsql() else {
+        bail!("not a tarball database: {}", plan.db.name());
+    };
+    let factory = newsql_db::factory(
+        kind,
+        &args.newsql,
+        args.url.as_deref(),
+        plan.isolation,
+        model,
+    )?;
+    if !args.nodes.is_set() {
+        return Ok(Ok((factory, None)));
+    }
+    let remotes = match args.nodes.connect().await {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(format!("{e:#}"))),
+    };
+    let mut flags = args.newsql.clone();
+    // --url with --nodes: the cluster runs already; the nodes serve faults.
+    flags.no_setup |= args.url.is_some();
+    let db = newsql_db::cluster_db(kind, &flags, plan.isolation, remotes.clone())?;
+    match crate::nemesis_task::Cluster::start(
+        Arc::new(db),
+        remotes,
+        factory.clone(),
+        &args.faults,
+        run_dir.path(),
+    )
+    .await
+    {
+        Ok(c) => Ok(Ok((factory, Some(c)))),
+        Err(e) => Ok(Err(format!("{e:#}"))),
+    }
 }
 
 async fn run_with(
@@ -509,16 +627,7 @@ async fn run_with(
         plan.concurrency,
         plan.seed
     );
-    let result = runner::run(
-        &cfg,
-        main,
-        factory,
-        &mut log,
-        &mut *nemesis,
-        stop,
-        counters,
-    )
-    .await;
+    let result = runner::run(&cfg, main, factory, &mut log, &mut *nemesis, stop, counters).await;
     progress.finish().await;
     signals.abort();
     let finished = log.finish();
