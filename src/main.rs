@@ -6,6 +6,7 @@
 mod check_cmd;
 mod exit;
 mod history_cmd;
+mod analyze_cmd;
 mod nemesis_cmd;
 mod nemesis_task;
 mod report;
@@ -43,6 +44,8 @@ enum Command {
     /// Inspect and convert history files.
     #[command(subcommand)]
     History(history_cmd::HistoryCommand),
+    /// Re-check a stored run and regenerate its results and reports.
+    Analyze(analyze_cmd::AnalyzeArgs),
     /// Run a test: generate transactions, run them against a database,
     /// record and check the history, print the verdict.
     Run(run_cmd::RunArgs),
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check_cmd::run(args),
         Command::History(cmd) => history_cmd::run(cmd),
+        Command::Analyze(args) => analyze_cmd::run(args),
         Command::Run(args) => run_cmd::run(args),
         Command::Nemesis(cmd) => nemesis_cmd::run(cmd),
         Command::Serve(args) => serve::run(args),

@@ -6,6 +6,8 @@
 //! `CheckResult` alone (no database, no network), so `harness analyze` can
 //! regenerate any run's reports from its stored files.
 
+pub mod elle;
+pub mod graph_svg;
 pub mod plots;
 pub mod spans;
 pub mod timeline;
@@ -14,6 +16,7 @@ pub mod timeline;
 mod tests;
 
 use anyhow::Context;
+use checker::CheckResult;
 use std::fs;
 use std::path::Path;
 use store::History;
@@ -68,4 +71,41 @@ pub fn write_perf_reports(run_dir: &Path, history: &History) -> anyhow::Result<(
     fs::write(&path, html).with_context(|| format!("writing {}", path.display()))?;
     plots::write_all(run_dir, &extract)?;
     Ok(())
+}
+
+/// Writes every report of a run into `run_dir`: `history.edn`, and when a
+/// check result is given `results.edn` and `elle/` (explanations, cycle
+/// graphs as DOT and SVG); then `timeline.html` and the plots. Each part is
+/// attempted even when an earlier one fails; the errors are reported together.
+/// `results.json` is the caller's (the runner and `analyze` write it).
+///
+/// # Errors
+/// When any report cannot be written (the others are still written).
+pub fn write_reports(
+    run_dir: &Path,
+    history: &History,
+    result: Option<&CheckResult>,
+) -> anyhow::Result<()> {
+    let mut errors: Vec<String> = Vec::new();
+    let edn = run_dir.join("history.edn");
+    if let Err(e) = store::format::write_path(&edn, history.ops(), store::Format::Edn) {
+        errors.push(format!("writing {}: {e}", edn.display()));
+    }
+    if let Some(result) = result {
+        let path = run_dir.join("results.edn");
+        if let Err(e) = fs::write(&path, result.to_edn()) {
+            errors.push(format!("writing {}: {e}", path.display()));
+        }
+        if let Err(e) = elle::write(&run_dir.join("elle"), result, history) {
+            errors.push(format!("{e:#}"));
+        }
+    }
+    if let Err(e) = write_perf_reports(run_dir, history) {
+        errors.push(format!("{e:#}"));
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("reports of {}: {}", run_dir.display(), errors.join("; "))
+    }
 }

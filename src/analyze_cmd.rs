@@ -1,0 +1,181 @@
+//! `harness analyze RUN_DIR [-c MODEL]...`: re-check a stored run (e.g.
+//! against other consistency models) and regenerate its results and reports.
+//!
+//! Reads only `test.json` (loosely: the workload and the expected model),
+//! `history.jsonl`, and writes `results.json` plus everything
+//! [`crate::report::write_reports`] writes. `--reports-only` skips the
+//! checker and regenerates the timeline, plots and `history.edn` alone.
+
+use crate::exit;
+use anyhow::Context;
+use checker::anomaly::AnomalyType;
+use checker::model::ConsistencyModel;
+use checker::{Budget, CheckOptions, Valid, Workload};
+use clap::Args;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// `harness analyze` options.
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// The run directory (`runs/<test>/<timestamp>`, or `runs/latest`).
+    pub run_dir: PathBuf,
+
+    /// Consistency model(s) to check against instead of the run's expected
+    /// model; repeatable and comma-separated.
+    #[arg(short = 'c', long = "consistency-models", visible_alias = "consistency-model",
+          value_delimiter = ',', value_parser = parse_model)]
+    pub consistency_models: Vec<ConsistencyModel>,
+
+    /// Extra anomaly types that must not occur; repeatable, comma-separated.
+    #[arg(long = "anomalies", visible_alias = "anomaly", value_delimiter = ',',
+          value_parser = parse_anomaly)]
+    pub anomalies: Vec<AnomalyType>,
+
+    /// Workload (default: from test.json, else detected from the history).
+    #[arg(long, short = 'w', value_parser = parse_workload)]
+    pub workload: Option<Workload>,
+
+    /// Time budget of the cycle search; exhausting it makes the verdict
+    /// unknown, never valid.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub cycle_search_timeout: Duration,
+
+    /// Do not re-check: regenerate timeline, plots and history.edn only.
+    #[arg(long)]
+    pub reports_only: bool,
+}
+
+fn parse_model(s: &str) -> Result<ConsistencyModel, String> {
+    ConsistencyModel::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_anomaly(s: &str) -> Result<AnomalyType, String> {
+    AnomalyType::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_workload(s: &str) -> Result<Workload, String> {
+    match s.trim_start_matches(':') {
+        "list-append" | "append" => Ok(Workload::ListAppend),
+        "rw-register" | "wr" | "register" => Ok(Workload::RwRegister),
+        other => Err(format!(
+            "unknown workload {other:?}; known workloads: list-append (append), rw-register (wr)"
+        )),
+    }
+}
+
+/// A string field of test.json, looked up at the top level and under `config`,
+/// under either spelling.
+fn test_field(test: &Value, names: &[&str]) -> Option<String> {
+    names.iter().find_map(|n| {
+        test.get(n)
+            .or_else(|| test.get("config").and_then(|c| c.get(n)))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    })
+}
+
+/// Runs `harness analyze`, returning the exit code of the verdict.
+///
+/// # Errors
+/// A missing or unreadable run directory or history, a test.json naming an
+/// unknown workload or model, or reports that cannot be written.
+pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
+    let run = store::RunDir::open(&args.run_dir)
+        .with_context(|| format!("opening run directory {}", args.run_dir.display()))?;
+    let dir = run.path().to_path_buf();
+    let history_path = run.history_path();
+    let (history, warnings) = store::format::load_history(&history_path)
+        .with_context(|| format!("reading history {}", history_path.display()))?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    if args.reports_only {
+        crate::report::write_reports(&dir, &history, None)?;
+        println!("reports regenerated in {}", dir.display());
+        return Ok(exit::VALID);
+    }
+    let test: Value = match std::fs::read(run.test_json_path()) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .with_context(|| format!("parsing {}", run.test_json_path().display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
+        Err(e) => {
+            return Err(e).with_context(|| format!("reading {}", run.test_json_path().display()));
+        }
+    };
+    let workload = match args.workload {
+        Some(w) => w,
+        None => match test_field(&test, &["workload"]) {
+            Some(name) => parse_workload(&name)
+                .map_err(anyhow::Error::msg)
+                .context("test.json: config.workload")?,
+            None => Workload::detect(&history).with_context(|| {
+                format!(
+                    "cannot tell the workload of {}; pass --workload list-append or rw-register",
+                    history_path.display()
+                )
+            })?,
+        },
+    };
+    let models = if !args.consistency_models.is_empty() {
+        args.consistency_models.clone()
+    } else {
+        match test_field(
+            &test,
+            &[
+                "expected_consistency_model",
+                "expected-consistency-model",
+                "expected_model",
+            ],
+        ) {
+            Some(name) => vec![
+                parse_model(&name)
+                    .map_err(anyhow::Error::msg)
+                    .context("test.json: expected consistency model")?,
+            ],
+            None => vec![checker::model::DEFAULT_MODEL],
+        }
+    };
+    let deadline = Instant::now() + args.cycle_search_timeout;
+    let opts = CheckOptions {
+        workload,
+        models: models.clone(),
+        anomalies: args.anomalies.clone(),
+        wfr_keys: false,
+        sequential_keys: false,
+        linearizable_keys: false,
+        budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
+    };
+    let mut result = checker::check(&history, &opts);
+    let mut json = result.to_json();
+    // ARCHITECTURE.md: a run in which no transaction committed is unknown.
+    let committed = history
+        .ops()
+        .iter()
+        .any(|o| o.is_client() && o.op_type == store::OpType::Ok && o.value.txn().is_some());
+    if !committed && result.valid == Valid::True {
+        result.valid = Valid::Unknown;
+        json["valid?"] = Value::from("unknown");
+        json["reason"] = Value::from("no transaction committed");
+    }
+    let results_path = run.results_path();
+    let text = serde_json::to_string_pretty(&json).context("serializing results")? + "\n";
+    std::fs::write(&results_path, text)
+        .with_context(|| format!("writing {}", results_path.display()))?;
+    crate::report::write_reports(&dir, &history, Some(&result))?;
+    let names: Vec<&str> = result.anomaly_types.iter().map(|t| t.name()).collect();
+    let model_names: Vec<&str> = models.iter().map(|m| m.name()).collect();
+    println!(
+        "{} against {}{}",
+        result.valid.as_str(),
+        model_names.join(", "),
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", names.join(", "))
+        }
+    );
+    println!("results and reports written to {}", dir.display());
+    Ok(result.valid.exit_code())
+}
