@@ -718,6 +718,11 @@ fn check_and_report(
         json["reason"] = json!("no transaction committed");
     }
     write_json(&run_dir.results_path(), &json)?;
+    // Reports never change the verdict: a failure is a warning.
+    if let Err(e) = crate::report::write_reports(run_dir.path(), &history, Some(&result)) {
+        tracing::warn!("reports: {e:#}");
+        eprintln!("warning: {e:#}");
+    }
     let counts = count_types(&history);
     println!(
         "{} transactions: {} ok ({} writes), {} fail, {} info",
