@@ -24,6 +24,7 @@ th.sorted-asc::after { content: " ▲"; } th.sorted-desc::after { content: " ▼
 .v-none { background: #888; } .v-error { background: #6a1b9a; }
 tr.error-row td { background: #fbeff5; }
 pre { background: #f7f7f7; border: 1px solid #e4e4e4; padding: 8px; overflow-x: auto; white-space: pre-wrap; }
+pre.explanation { max-height: 32em; overflow-y: auto; }
 img.plot { max-width: 100%; border: 1px solid #ddd; margin: 6px 0; }
 img.cycle { max-width: 100%; border: 1px solid #ddd; margin: 6px 0; background: #fff; }
 #filter { width: 320px; padding: 4px; margin-bottom: 8px; }
