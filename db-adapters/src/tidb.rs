@@ -181,7 +181,7 @@ pub fn check_isolation(i: Isolation, mode: Option<TxnMode>) -> Result<Isolation,
         ),
         Isolation::ReadCommitted => Ok(i),
         other => Err(format!(
-            "--isolation {other}: TiDB runs repeatable-read (snapshot isolation) or read-committed transactions only"
+            "--isolation {other}: TiDB runs repeatable-read (snapshot isolation) or read-committed transactions only; pass --isolation repeatable-read"
         )),
     }
 }
