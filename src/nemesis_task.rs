@@ -176,7 +176,10 @@ impl NodeArgs {
             .take(limit)
             .map(|n| Arc::new(SshRemote::new(n, ssh.clone())) as Arc<dyn Remote>)
             .collect();
-        connect_all(&remotes).await?;
+        if let Err(e) = connect_all(&remotes).await {
+            remove_control_dir(&ssh);
+            return Err(e.into());
+        }
         Ok(remotes)
     }
 }
@@ -243,6 +246,14 @@ pub async fn open_cluster(
         _ => ClusterDb::Postgres,
     };
     Cluster::open(kind, &args.nodes, &args.faults, isolation, model, run_dir).await
+}
+
+/// Removes this process's own control-socket directory (never the
+/// testbed's, which other runs share).
+fn remove_control_dir(ssh: &SshConfig) {
+    if ssh.control_dir == SshConfig::new().control_dir {
+        let _ = std::fs::remove_dir_all(&ssh.control_dir);
+    }
 }
 
 /// Databases harness runs on nodes.
@@ -389,6 +400,7 @@ impl Cluster {
         for r in &self.remotes {
             r.close().await;
         }
+        remove_control_dir(&SshConfig::new());
     }
 }
 

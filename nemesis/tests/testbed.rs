@@ -113,6 +113,8 @@ async fn testbed_up_partition_heal_down() {
         other => panic!("expected a login failure, got {other:?}"),
     }
 
+    let _ =
+        std::fs::remove_dir_all(std::env::temp_dir().join(format!("hssh-{}", std::process::id())));
     Testbed::down().await.unwrap();
     let ns = std::process::Command::new("ip")
         .args(["netns", "list"])
@@ -135,5 +137,8 @@ async fn unreachable_node_is_reported_by_name() {
     let r = SshRemote::new(Node::new("db7", "127.0.0.1"), cfg);
     let e = r.connect().await.unwrap_err();
     let msg = e.to_string();
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("hssh-u-{}", std::process::id())),
+    );
     assert!(msg.starts_with("node db7: unreachable"), "{msg}");
 }
