@@ -888,3 +888,55 @@ pub fn role_signal_plan(cfg: &TidbConfig, role: Role, node: &Node, signal: &str)
     ));
     p
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ErrorKind;
+
+    fn server(code: u16, msg: &str) -> mysql_async::Error {
+        mysql_async::Error::Server(mysql_async::ServerError {
+            code,
+            message: msg.to_string(),
+            state: "HY000".to_string(),
+        })
+    }
+
+    #[test]
+    fn tidb_conflicts_are_definite_at_commit_and_timeouts_are_not() {
+        let wc = classify(
+            &server(
+                9007,
+                "Write conflict, txnStartTS=1, conflictStartTS=2, conflictCommitTS=3, key=k [try again later]",
+            ),
+            TxnPhase::Commit,
+        );
+        assert_eq!(
+            (wc.kind, wc.code.as_str()),
+            (ErrorKind::Definite, "write-conflict")
+        );
+        for (code, tag) in [
+            (8005, "write-conflict"),
+            (8002, "select-for-update-conflict"),
+            (8022, "txn-rolled-back"),
+            (8028, "info-schema-changed"),
+            (1213, "deadlock"),
+        ] {
+            let e = classify(&server(code, "x"), TxnPhase::Commit);
+            assert_eq!(
+                (e.kind, e.code.as_str()),
+                (ErrorKind::Definite, tag),
+                "{code}"
+            );
+        }
+        // TiKV server timeout while COMMIT is in flight: unknown outcome.
+        assert_eq!(
+            classify(&server(9002, "TiKV server timeout"), TxnPhase::Commit).kind,
+            ErrorKind::Indefinite
+        );
+        assert_eq!(
+            classify(&server(9002, "TiKV server timeout"), TxnPhase::BeforeCommit).kind,
+            ErrorKind::Definite
+        );
+    }
+}
