@@ -3,11 +3,14 @@
 //! generator interpreter, no checker), to measure harness's overhead.
 //!
 //! ```text
-//! cargo run --release -p db-adapters --example pg_baseline -- URL [TXNS] [CONCURRENCY] [SEED]
+//! cargo run --release -p db-adapters --example pg_baseline -- URL [TXNS] [CONCURRENCY] [SEED] [KEY_COUNT]
 //! ```
 //!
 //! Transactions come from the same generator and seed as `harness run`
-//! (list-append, Elle's defaults), split round-robin over the workers; each
+//! (list-append, Elle's defaults), in the same order: each idle worker takes
+//! the next one from a shared queue, as harness's interpreter hands the next
+//! op to the first free thread (a static round-robin split would let workers
+//! drift apart in the key rotation and conflict far less). Each
 //! runs `BEGIN ISOLATION LEVEL SERIALIZABLE`, one prepared statement per
 //! micro-op, `COMMIT`, and counts commits and failures.
 
@@ -15,6 +18,7 @@
 
 use db_adapters::sql::TxnTables;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use store::{Atom, MicroOp};
 use tokio_postgres::NoTls;
@@ -38,19 +42,23 @@ async fn main() {
     let txns: usize = args.get(2).map_or(20_000, |s| s.parse().unwrap());
     let concurrency: usize = args.get(3).map_or(10, |s| s.parse().unwrap());
     let seed: u64 = args.get(4).map_or(1, |s| s.parse().unwrap());
+    let mut cfg = WorkloadConfig::default();
+    if let Some(k) = args.get(5) {
+        cfg.key_count = k.parse().unwrap();
+    }
 
     // Generate the transactions up front, as if every op completed at once.
-    let mut generator =
-        workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), seed)
-            .unwrap();
-    let mut per_worker: Vec<Vec<Vec<MicroOp>>> = vec![Vec::new(); concurrency];
-    for i in 0..txns {
+    let mut generator = workloads::for_workload(WorkloadKind::ListAppend, &cfg, seed).unwrap();
+    let mut all: Vec<Vec<MicroOp>> = Vec::with_capacity(txns);
+    for _ in 0..txns {
         let ctx = Ctx::all_free(0, 1);
         match generator.next(&ctx) {
-            Next::Op { invocation, .. } => per_worker[i % concurrency].push(invocation.value),
+            Next::Op { invocation, .. } => all.push(invocation.value),
             other => panic!("generator answered {other:?}"),
         }
     }
+    let all = Arc::new(all);
+    let next = Arc::new(AtomicUsize::new(0));
 
     let tables = TxnTables::default();
     let (setup, conn) = tokio_postgres::connect(&url, NoTls).await.unwrap();
@@ -65,8 +73,8 @@ async fn main() {
     let url = Arc::new(url);
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for work in per_worker {
-        let url = url.clone();
+    for _ in 0..concurrency {
+        let (url, all, next) = (url.clone(), all.clone(), next.clone());
         tasks.push(tokio::spawn(async move {
             let (c, conn) = tokio_postgres::connect(&url, NoTls).await.unwrap();
             tokio::spawn(conn);
@@ -77,11 +85,13 @@ async fn main() {
                 appends.push(c.prepare(&tables.append_sql(t)).await.unwrap());
             }
             let (mut ok, mut fail) = (0u64, 0u64);
-            for txn in work {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(txn) = all.get(i) else { break };
                 let r: Result<(), tokio_postgres::Error> = async {
                     c.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
                         .await?;
-                    for mop in &txn {
+                    for mop in txn {
                         match mop {
                             MicroOp::Read(k, _) => {
                                 let id = int(&k.0);
