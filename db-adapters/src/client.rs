@@ -59,8 +59,10 @@ pub trait Client: Send {
     /// # Cancel safety
     /// Not cancel safe: a dropped future may leave the transaction in any
     /// state; the runner records it as `info` and opens a fresh client.
-    fn invoke<'a>(&'a mut self, txn: &'a [MicroOp])
-    -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>>;
+    fn invoke<'a>(
+        &'a mut self,
+        txn: &'a [MicroOp],
+    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>>;
 
     /// Closes the session (best effort).
     fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
