@@ -73,6 +73,7 @@ impl Progress {
                 bar
             });
             let mut last_log = Instant::now();
+            let mut logged = counters.snapshot();
             let mut last = counters.snapshot();
             let mut last_t = Instant::now();
             let mut rate = 0.0;
@@ -99,13 +100,23 @@ impl Progress {
                         bar.set_message(msg);
                     }
                     None if last_log.elapsed() >= LOG_EVERY => {
+                        // A log line's rate covers the whole interval since
+                        // the previous line, not its last second: a stall in
+                        // that second must not read as "0 ops/s" all along.
+                        let done =
+                            (s.ok + s.fail + s.info) - (logged.ok + logged.fail + logged.info);
+                        let rate = done as f64 / last_log.elapsed().as_secs_f64();
                         last_log = Instant::now();
+                        logged = s;
                         let line = format!(
-                            "progress: {:.0}s elapsed{}, {msg}",
+                            "progress: {:.0}s elapsed{}, {rate:.0} ops/s  ok {}  fail {}  info {}",
                             started.elapsed().as_secs_f64(),
                             limit
                                 .map(|l| format!(" of {}s", l.as_secs()))
-                                .unwrap_or_default()
+                                .unwrap_or_default(),
+                            s.ok,
+                            s.fail,
+                            s.info
                         );
                         eprintln!("{line}");
                         tracing::info!("{line}");

@@ -49,6 +49,7 @@ pub struct WorkerSpec {
 pub async fn run(spec: WorkerSpec, mut jobs: mpsc::Receiver<Job>, done: mpsc::Sender<Done>) {
     let mut client: Option<Box<dyn Client>> = None;
     let mut client_process: Option<u64> = None;
+    let mut backoff = OpenBackoff::default();
     while let Some(job) = jobs.recv().await {
         if client_process != Some(job.process)
             && let Some(old) = client.take()
@@ -57,12 +58,42 @@ pub async fn run(spec: WorkerSpec, mut jobs: mpsc::Receiver<Job>, done: mpsc::Se
         }
         client_process = Some(job.process);
         let report = execute(&spec, &mut client, &job).await;
+        if report
+            .error
+            .as_ref()
+            .is_some_and(|(code, _)| code == NO_CLIENT)
+        {
+            // A node that refuses connections fails them in microseconds:
+            // without a pause each worker would log thousands of failed
+            // transactions a second while it is down.
+            tokio::time::sleep(backoff.next()).await;
+        } else if report.op_type == OpType::Ok {
+            backoff = OpenBackoff::default();
+        }
         if done.send(report).await.is_err() {
             break;
         }
     }
     if let Some(c) = client.take() {
         c.close().await;
+    }
+}
+
+/// Error code of a transaction that failed because no connection opened.
+const NO_CLIENT: &str = "no-client";
+
+/// Pause after a failed connection attempt: 100 ms, doubling to 1 s, reset
+/// by a successful transaction.
+#[derive(Default)]
+struct OpenBackoff {
+    failures: u32,
+}
+
+impl OpenBackoff {
+    fn next(&mut self) -> Duration {
+        let pause = Duration::from_millis(100) * 2u32.pow(self.failures.min(4));
+        self.failures = self.failures.saturating_add(1);
+        pause.min(Duration::from_secs(1))
     }
 }
 
@@ -83,14 +114,14 @@ async fn execute(spec: &WorkerSpec, client: &mut Option<Box<dyn Client>>, job: &
                 return finish(
                     OpType::Fail,
                     job.mops.clone(),
-                    Some(("no-client".into(), e.message)),
+                    Some((NO_CLIENT.into(), e.message)),
                 );
             }
             Err(_) => {
                 return finish(
                     OpType::Fail,
                     job.mops.clone(),
-                    Some(("no-client".into(), "timed out opening a connection".into())),
+                    Some((NO_CLIENT.into(), "timed out opening a connection".into())),
                 );
             }
         }
@@ -99,7 +130,7 @@ async fn execute(spec: &WorkerSpec, client: &mut Option<Box<dyn Client>>, job: &
         return finish(
             OpType::Fail,
             job.mops.clone(),
-            Some(("no-client".into(), "no client".into())),
+            Some((NO_CLIENT.into(), "no client".into())),
         );
     };
     let outcome = tokio::time::timeout(spec.op_timeout, c.invoke(&job.mops)).await;
@@ -141,5 +172,19 @@ async fn execute(spec: &WorkerSpec, client: &mut Option<Box<dyn Client>>, job: &
                 )),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OpenBackoff;
+    use std::time::Duration;
+
+    #[test]
+    fn open_backoff_doubles_to_one_second() {
+        let mut b = OpenBackoff::default();
+        let ms: Vec<u128> = (0..7).map(|_| b.next().as_millis()).collect();
+        assert_eq!(ms, [100, 200, 400, 800, 1000, 1000, 1000]);
+        assert_eq!(OpenBackoff::default().next(), Duration::from_millis(100));
     }
 }

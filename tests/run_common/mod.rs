@@ -21,7 +21,38 @@ pub fn run(store: &Path, args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    if !matches!(out.status.code(), Some(0..=2)) {
+        dump_node_logs(&store.join("runs"));
+    }
     out
+}
+
+/// Prints the tail of every node log collected under `dir` (recursively):
+/// what a failed CI run needs to tell a database fault from a harness bug.
+pub fn dump_node_logs(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            dump_node_logs(&p);
+        } else if p.extension().is_some_and(|x| x == "log")
+            && p.parent()
+                .and_then(Path::parent)
+                .is_some_and(|d| d.ends_with("nodes"))
+        {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(60)..];
+            eprintln!(
+                "--- {} (last {} lines)\n{}",
+                p.display(),
+                tail.len(),
+                tail.join("\n")
+            );
+        }
+    }
 }
 
 /// The single run directory of test `name` under `store`.

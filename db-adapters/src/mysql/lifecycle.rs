@@ -272,10 +272,15 @@ impl Inner {
 
     async fn serving(&self, node: &Node) -> Result<bool, String> {
         if self.cfg.galera {
-            self.wsrep_status(node)
-                .await
-                .map(|s| s.serving())
-                .map_err(|e| e.to_string())
+            match self.wsrep_status(node).await {
+                Ok(s) if s.serving() => Ok(true),
+                // The state is the detail a timeout reports.
+                Ok(s) => Err(format!(
+                    "{} / {}, cluster size {}, ready {}",
+                    s.status, s.state, s.size, s.ready
+                )),
+                Err(e) => Err(e.to_string()),
+            }
         } else {
             self.sql_root(node, "select 1")
                 .await
@@ -452,13 +457,13 @@ impl Inner {
         }
         let all = || async {
             for n in &members {
-                if !self.serving(n).await? {
+                if !self.serving(n).await.unwrap_or(false) {
                     return Ok(false);
                 }
             }
             Ok(true)
         };
-        let first_try = if self.cfg.galera { limit / 2 } else { limit };
+        let first_try = if self.cfg.galera { limit / 3 } else { limit };
         if poll(first_try, Duration::from_millis(250), all)
             .await
             .is_ok()
@@ -466,24 +471,7 @@ impl Inner {
             return Ok(());
         }
         if self.cfg.galera {
-            // No primary component anywhere: a full-cluster crash that
-            // pc.recovery did not resolve.
-            let mut any_primary = false;
-            for n in &members {
-                if self
-                    .wsrep_status(n)
-                    .await
-                    .is_ok_and(|s| s.status == "Primary")
-                {
-                    any_primary = true;
-                }
-            }
-            if !any_primary {
-                tracing::warn!(
-                    "galera: no primary component; bootstrapping from the most advanced node"
-                );
-                self.bootstrap_recovery().await?;
-            }
+            self.galera_repair(&members).await?;
         }
         let mut errs = Vec::new();
         for n in &members {
@@ -492,6 +480,40 @@ impl Inner {
             }
         }
         join_errors(errs)
+    }
+
+    /// Galera did not come back by itself after the heal. With no primary
+    /// component anywhere (a full-cluster crash that `pc.recovery` did not
+    /// resolve) bootstrap from the most advanced node; else restart every
+    /// member that is not serving, so it rejoins by IST or SST. Waiting alone
+    /// is not enough: in one CI run a member that answered queries stayed
+    /// out of `Primary`/`Synced` for 120 s after the heal.
+    async fn galera_repair(&self, members: &[Node]) -> Result<(), DbError> {
+        let mut any_primary = false;
+        let mut stuck = Vec::new();
+        for n in members {
+            match self.wsrep_status(n).await {
+                Ok(s) => {
+                    any_primary |= s.status == "Primary";
+                    if !s.serving() {
+                        stuck.push((n.clone(), format!("{} / {}", s.status, s.state)));
+                    }
+                }
+                Err(e) => stuck.push((n.clone(), e.to_string())),
+            }
+        }
+        if !any_primary {
+            tracing::warn!(
+                "galera: no primary component; bootstrapping from the most advanced node"
+            );
+            return self.bootstrap_recovery().await;
+        }
+        for (n, state) in stuck {
+            tracing::warn!(node = %n.name, %state, "galera: member not serving; restarting it to rejoin");
+            self.kill_node(&n, "KILL").await?;
+            self.start_node(&n, false).await?;
+        }
+        Ok(())
     }
 }
 
