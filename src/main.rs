@@ -10,9 +10,12 @@ mod history_cmd;
 mod nemesis_cmd;
 mod nemesis_task;
 mod report;
+mod reproduce_cmd;
 mod run_cmd;
 mod runner;
 mod serve;
+mod soak_cmd;
+mod suite;
 mod testbed_cmd;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +62,12 @@ enum Command {
     /// The local testbed: N nodes as network namespaces with sshd.
     #[command(subcommand)]
     Testbed(testbed_cmd::TestbedCommand),
+    /// Run a suite of tests unattended (nightly): an outcome per run,
+    /// summary.json, JUnit XML and a table.
+    Soak(soak_cmd::SoakArgs),
+    /// Re-run a stored run with its exact flags and seed, or run a scenario
+    /// of a reported anomaly; says whether it reproduced.
+    Reproduce(reproduce_cmd::ReproduceArgs),
 }
 
 fn main() -> ExitCode {
@@ -79,10 +88,12 @@ fn main() -> ExitCode {
         Command::Check(args) => check_cmd::run(args),
         Command::History(cmd) => history_cmd::run(cmd),
         Command::Analyze(args) => analyze_cmd::run(args),
-        Command::Run(args) => run_cmd::run(args),
+        Command::Run(args) => run_cmd::run(args, std::env::args().skip(2).collect()),
         Command::Nemesis(cmd) => nemesis_cmd::run(cmd),
         Command::Serve(args) => serve::run(args),
         Command::Testbed(cmd) => testbed_cmd::run(cmd),
+        Command::Soak(args) => soak_cmd::run(args),
+        Command::Reproduce(args) => reproduce_cmd::run(args),
     };
     match result {
         Ok(code) => exit::code(code),

@@ -190,6 +190,15 @@ struct Plan {
     test_name: String,
 }
 
+/// Checks `args` as `harness run` would before starting anything (no IO
+/// beyond reading a `--nodes-file`).
+///
+/// # Errors
+/// The first problem with the flags.
+pub fn validate(args: &RunArgs) -> anyhow::Result<()> {
+    plan(args).map(|_| ())
+}
+
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let workload =
         WorkloadKind::parse(&args.workload).map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
@@ -389,14 +398,41 @@ impl HistorySink for store::run::HistoryLog {
     }
 }
 
-/// Runs `harness run`, returning the exit code.
-pub fn run(args: RunArgs) -> anyhow::Result<u8> {
+/// The flags of `harness run` as given (`argv` after `run`) made
+/// reproducible: without `--store` (a re-run chooses its own) and with the
+/// seed the run used, so the same flags re-issue the same invocations.
+pub fn reproducible_flags(argv: &[String], seed: u64) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len() + 2);
+    let mut skip_value = false;
+    for a in argv {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        if a == "--store" || a == "--seed" {
+            skip_value = true;
+            continue;
+        }
+        if a.starts_with("--store=") || a.starts_with("--seed=") {
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out.push("--seed".to_string());
+    out.push(seed.to_string());
+    out
+}
+
+/// Runs `harness run`, returning the exit code. `argv` is what followed
+/// `run` on the command line (recorded in test.json for `reproduce`).
+pub fn run(args: RunArgs, argv: Vec<String>) -> anyhow::Result<u8> {
     let plan = plan(&args)?;
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
         .with_context(|| format!("creating a run directory under {}", args.store.display()))?;
     init_tracing(&run_dir.log_path());
     let started_at = SystemTime::now();
     let mut meta = test_json(&args, &plan, &run_dir, started_at);
+    meta["run_flags"] = json!(reproducible_flags(&argv, plan.seed));
     write_json(&run_dir.test_json_path(), &meta)?;
     tracing::info!("run directory {}", run_dir.path().display());
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -799,6 +835,7 @@ fn test_json(
             "commit": env!("HARNESS_GIT_COMMIT"),
         },
         "command_line": std::env::args().collect::<Vec<_>>(),
+        "cwd": std::env::current_dir().ok().map(|d| d.display().to_string()),
         "start_time": humantime::format_rfc3339_millis(started).to_string(),
         "end_time": null,
         "run_dir": run_dir.path().display().to_string(),
@@ -823,6 +860,9 @@ fn test_json(
             "read_ratio": plan.wcfg.read_ratio,
             "final_read_batch": plan.wcfg.final_read_batch,
             "check_time_limit_s": args.check_time_limit.as_secs_f64(),
+            "nemesis": args.faults.nemesis,
+            "nemesis_interval_s": args.faults.nemesis_interval.as_secs_f64(),
+            "partition": args.faults.partition,
         },
     })
 }

@@ -1,0 +1,461 @@
+//! `harness reproduce RUN_DIR | scenarios/NAME.toml`: re-run a stored run
+//! with its exact flags and seed, or run a scenario from the catalog of
+//! reported anomalies, and say whether the anomaly came back.
+//!
+//! A stored run's `test.json` holds `run_flags`: the flags it was given,
+//! without `--store`, with `--seed` set to the seed it used. Re-running them
+//! re-issues the same invocations (same seed and same completions ⇒ same
+//! invocations, ARCHITECTURE.md): with the simulator at concurrency 1 the
+//! two histories are identical apart from times.
+//!
+//! A scenario file:
+//!
+//! ```toml
+//! title = "PostgreSQL repeatable read allows write skew"
+//! source = "https://jepsen.io/analyses/postgresql-12.3"
+//! seen-on = "PostgreSQL 12.3"
+//! report = "what the report says, in a sentence or two"
+//! expect = ["G2-item"]      # reproduced when the run shows any of these
+//! attempts = 3              # runs at most, stopping at the first reproduction
+//! needs = "…"               # only when our machines cannot run it: what it needs
+//! [run]                     # harness run flags, as in a soak suite
+//! db = "postgres"
+//! local = true
+//! ```
+//!
+//! Exit codes: 0 reproduced, 1 not reproduced, 3 bad input or a harness
+//! failure, 4 setup failed (including a scenario that needs a database this
+//! machine does not have and no flags naming one).
+
+use crate::exit;
+use crate::suite::{self, ChildSpec, Outcome, flag_value, parse_run_flags, run_child, run_dirs};
+use anyhow::{Context as _, bail};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `harness reproduce` flags.
+#[derive(clap::Args, Debug)]
+pub struct ReproduceArgs {
+    /// A stored run directory, or a scenario file (scenarios/NAME.toml); with
+    /// --list, a directory of scenarios.
+    pub target: PathBuf,
+    /// Store root for the new run (default: the stored run's own store; for
+    /// a scenario, the current directory).
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+    /// Runs at most this many times until reproduced (default: the
+    /// scenario's `attempts`; 1 for a stored run).
+    #[arg(long)]
+    pub attempts: Option<u32>,
+    /// List the scenarios in TARGET and whether they run here.
+    #[arg(long)]
+    pub list: bool,
+    /// More `harness run` flags, after `--` (e.g. the nodes and tarball of a
+    /// TiDB cluster for a scenario that needs one).
+    #[arg(last = true)]
+    pub extra: Vec<String>,
+}
+
+/// A scenario from the catalog.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// File stem.
+    pub name: String,
+    /// One line.
+    pub title: String,
+    /// Where it was reported.
+    pub source: String,
+    /// Database and version it was seen on.
+    pub seen_on: String,
+    /// What the report says.
+    pub report: String,
+    /// Anomaly types any one of which reproduces it.
+    pub expect: Vec<String>,
+    /// Runs at most.
+    pub attempts: u32,
+    /// What it needs that our machines lack (`None`: runs here).
+    pub needs: Option<String>,
+    /// `harness run` flags.
+    pub flags: Vec<String>,
+}
+
+/// Parses a scenario file.
+///
+/// # Errors
+/// A malformed file, a missing field, an unknown anomaly name or invalid
+/// run flags, naming the file.
+pub fn parse_scenario(path: &Path) -> anyhow::Result<Scenario> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let what = path.display().to_string();
+    let doc: toml::Table = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+    const KEYS: [&str; 8] = [
+        "title", "source", "seen-on", "report", "expect", "attempts", "needs", "run",
+    ];
+    for k in doc.keys() {
+        if !KEYS.contains(&k.as_str()) {
+            bail!("{what}: unknown key {k:?} (expected {})", KEYS.join(", "));
+        }
+    }
+    let string = |k: &str| -> anyhow::Result<String> {
+        doc.get(k)
+            .and_then(toml::Value::as_str)
+            .map(str::to_string)
+            .with_context(|| format!("{what}: {k:?} must be a string"))
+    };
+    let expect: Vec<String> = match doc.get("expect") {
+        Some(toml::Value::Array(a)) if !a.is_empty() => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .with_context(|| format!("{what}: expect: a list of anomaly names"))
+            })
+            .collect::<anyhow::Result<_>>()?,
+        _ => bail!("{what}: expect: a non-empty list of anomaly names"),
+    };
+    for e in &expect {
+        // Closed set: a typo must never make a scenario unreproducible.
+        checker::anomaly::AnomalyType::parse(e)
+            .map_err(|err| anyhow::anyhow!("{what}: expect: {err}"))?;
+    }
+    let attempts = match doc.get("attempts") {
+        None => 1,
+        Some(v) => v
+            .as_integer()
+            .filter(|a| (1..=1000).contains(a))
+            .with_context(|| format!("{what}: attempts: an integer from 1 to 1000"))?
+            as u32,
+    };
+    let run = doc
+        .get("run")
+        .and_then(toml::Value::as_table)
+        .with_context(|| format!("{what}: [run] table of harness run flags missing"))?;
+    let flags = suite::table_flags(run, &format!("{what}: [run]"))?;
+    for k in ["store", "seed"] {
+        if run.contains_key(k) {
+            bail!("{what}: [run] {k:?} is chosen by reproduce");
+        }
+    }
+    let args = parse_run_flags(&flags).with_context(|| format!("{what}: [run]"))?;
+    let needs = doc.get("needs").map(|_| string("needs")).transpose()?;
+    if needs.is_none() {
+        // A scenario that needs more (nodes, a tarball) is validated once
+        // those flags are given.
+        crate::run_cmd::validate(&args).with_context(|| format!("{what}: [run]"))?;
+    }
+    Ok(Scenario {
+        name: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default(),
+        title: string("title")?,
+        source: string("source")?,
+        seen_on: string("seen-on")?,
+        report: string("report")?,
+        expect,
+        attempts,
+        needs,
+        flags,
+    })
+}
+
+/// Runs `harness reproduce`.
+///
+/// # Errors
+/// Bad input (exit 3).
+pub fn run(args: ReproduceArgs) -> anyhow::Result<u8> {
+    if args.list {
+        return list(&args.target);
+    }
+    if args.target.is_dir() {
+        if args.target.join("test.json").is_file() {
+            return reproduce_run(&args);
+        }
+        bail!(
+            "{}: neither a run directory (no test.json) nor a scenario file; use --list for a directory of scenarios",
+            args.target.display()
+        );
+    }
+    if args.target.extension().is_some_and(|e| e == "toml") {
+        return reproduce_scenario(&args);
+    }
+    bail!(
+        "{}: expected a run directory or a scenario .toml file",
+        args.target.display()
+    )
+}
+
+fn list(dir: &Path) -> anyhow::Result<u8> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    let mut bad = 0;
+    for f in files {
+        match parse_scenario(&f) {
+            Ok(s) => println!(
+                "{:<36} {:<12} {}\n{:<36} {}",
+                s.name,
+                s.expect.join("|"),
+                s.title,
+                "",
+                match &s.needs {
+                    None => "runs here".to_string(),
+                    Some(n) => format!("needs {n}"),
+                }
+            ),
+            Err(e) => {
+                bad += 1;
+                eprintln!("error: {e:#}");
+            }
+        }
+    }
+    Ok(if bad == 0 { exit::VALID } else { exit::ERROR })
+}
+
+/// The new run's facts and how it ended.
+struct Rerun {
+    outcome: Outcome,
+    dir: Option<PathBuf>,
+    facts: suite::RunFacts,
+}
+
+/// Runs `harness run <flags> --store <store>` in the foreground (its
+/// progress and verdict on this terminal; Ctrl-C reaches it and it heals).
+fn rerun(flags: &[String], store: &Path, cwd: Option<&Path>) -> anyhow::Result<Rerun> {
+    let name = flag_value(flags, "--test-name")
+        .context("internal: no --test-name")?
+        .to_string();
+    let mut all = flags.to_vec();
+    all.extend(["--store".to_string(), store.display().to_string()]);
+    let before = run_dirs(store, &name);
+    let end = run_child(&ChildSpec {
+        flags: &all,
+        cwd,
+        log: None,
+        watchdog: None,
+        grace: Duration::from_secs(180),
+        own_group: false,
+    })?;
+    let dir = suite::new_run_dir(&before, &run_dirs(store, &name));
+    let facts = dir.as_deref().map(suite::run_facts).unwrap_or_default();
+    let outcome = end.code.map_or(Outcome::Crashed, Outcome::from_exit_code);
+    Ok(Rerun {
+        outcome,
+        dir,
+        facts,
+    })
+}
+
+/// Exit code for a re-run that produced no verdict, or `None`.
+fn no_verdict(r: &Rerun) -> Option<u8> {
+    match r.outcome {
+        Outcome::SetupFailed => {
+            eprintln!("reproduce: the run's setup failed (see above)");
+            Some(exit::SETUP_FAILED)
+        }
+        Outcome::Crashed | Outcome::TimedOut => {
+            eprintln!("reproduce: the run failed without a verdict (see above)");
+            Some(exit::ERROR)
+        }
+        _ => None,
+    }
+}
+
+fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
+    let dir = args
+        .target
+        .canonicalize()
+        .with_context(|| format!("resolving {}", args.target.display()))?;
+    let meta_path = dir.join("test.json");
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&meta_path)
+            .with_context(|| format!("reading {}", meta_path.display()))?,
+    )
+    .with_context(|| format!("{}: not JSON", meta_path.display()))?;
+    let seed = meta["seed"]
+        .as_u64()
+        .with_context(|| format!("{}: no seed", meta_path.display()))?;
+    let mut flags: Vec<String> = match meta["run_flags"].as_array() {
+        Some(a) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<_>>()
+            .with_context(|| format!("{}: run_flags: expected strings", meta_path.display()))?,
+        None => {
+            // Runs recorded before run_flags existed: the command line.
+            let cl: Vec<String> = meta["command_line"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if cl.get(1).map(String::as_str) != Some("run") {
+                bail!(
+                    "{}: neither run_flags nor a `harness run` command line",
+                    meta_path.display()
+                );
+            }
+            crate::run_cmd::reproducible_flags(&cl[2..], seed)
+        }
+    };
+    let name = meta["name"]
+        .as_str()
+        .with_context(|| format!("{}: no name", meta_path.display()))?
+        .to_string();
+    if flag_value(&flags, "--test-name").is_none() {
+        flags.extend(["--test-name".to_string(), name.clone()]);
+    }
+    flags.extend(args.extra.iter().cloned());
+    let store = match &args.store {
+        Some(s) => s.clone(),
+        // <store>/runs/<name>/<time>
+        None => dir
+            .ancestors()
+            .nth(3)
+            .with_context(|| format!("{}: not under <store>/runs/<name>/", dir.display()))?
+            .to_path_buf(),
+    };
+    std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
+    let store = store.canonicalize()?;
+    let cwd = meta["cwd"]
+        .as_str()
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir());
+    let parsed = parse_run_flags(&flags)?;
+    crate::run_cmd::validate(&parsed)?;
+    let original = suite::run_facts(&dir);
+    eprintln!(
+        "reproduce {}: harness run {} (seed {seed})",
+        dir.display(),
+        flags.join(" ")
+    );
+    suite::install_interrupt_flag();
+    let attempts = args.attempts.unwrap_or(1).max(1);
+    for attempt in 1..=attempts {
+        let r = rerun(&flags, &store, cwd.as_deref())?;
+        if let Some(code) = no_verdict(&r) {
+            return Ok(code);
+        }
+        let same_verdict = r.facts.valid.is_some() && r.facts.valid == original.valid;
+        let shared: Vec<&String> = r
+            .facts
+            .anomaly_types
+            .iter()
+            .filter(|t| original.anomaly_types.contains(t))
+            .collect();
+        let reproduced = same_verdict && (original.anomaly_types.is_empty() || !shared.is_empty());
+        let new_dir = r
+            .dir
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        if reproduced {
+            println!(
+                "reproduced: yes (attempt {attempt}/{attempts}): valid? {} as in the stored run{}",
+                r.facts.valid.as_deref().unwrap_or("?"),
+                if shared.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", anomalies {}",
+                        shared
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            );
+            if let (Some(t), Some(d)) = (shared.first(), &r.dir)
+                && let Some(e) = suite::first_explanation(d, t)
+            {
+                println!("\n{e}\n");
+            }
+            println!("new run: {new_dir}");
+            return Ok(exit::VALID);
+        }
+        println!(
+            "reproduced: no (attempt {attempt}/{attempts}): stored run valid? {} {:?}, new run valid? {} {:?} ({new_dir})",
+            original.valid.as_deref().unwrap_or("?"),
+            original.anomaly_types,
+            r.facts.valid.as_deref().unwrap_or("?"),
+            r.facts.anomaly_types
+        );
+        if suite::interrupted() {
+            break;
+        }
+    }
+    Ok(exit::INVALID)
+}
+
+fn reproduce_scenario(args: &ReproduceArgs) -> anyhow::Result<u8> {
+    let s = parse_scenario(&args.target)?;
+    println!("scenario {}: {}", s.name, s.title);
+    println!("  seen on: {}   source: {}", s.seen_on, s.source);
+    println!("  report:  {}", s.report);
+    println!("  expect:  {}", s.expect.join(" or "));
+    if let Some(n) = &s.needs
+        && args.extra.is_empty()
+    {
+        println!("  needs:   {n}");
+        eprintln!(
+            "reproduce: scenario {} needs {n}; give its flags after `--` (see the scenario file)",
+            s.name
+        );
+        return Ok(exit::SETUP_FAILED);
+    }
+    let mut flags = s.flags.clone();
+    flags.extend(args.extra.iter().cloned());
+    if flag_value(&flags, "--test-name").is_none() {
+        flags.extend(["--test-name".to_string(), format!("scenario-{}", s.name)]);
+    }
+    let parsed = parse_run_flags(&flags)?;
+    crate::run_cmd::validate(&parsed)?;
+    let store = args.store.clone().unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
+    let store = store.canonicalize()?;
+    suite::install_interrupt_flag();
+    let attempts = args.attempts.unwrap_or(s.attempts).max(1);
+    for attempt in 1..=attempts {
+        let seed = suite::seed_for(None, u64::from(attempt));
+        let mut f = flags.clone();
+        if flag_value(&f, "--seed").is_none() {
+            f.extend(["--seed".to_string(), seed.to_string()]);
+        }
+        let r = rerun(&f, &store, None)?;
+        if let Some(code) = no_verdict(&r) {
+            return Ok(code);
+        }
+        let found = s.expect.iter().find(|e| r.facts.anomaly_types.contains(e));
+        let new_dir = r
+            .dir
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        if let Some(ty) = found {
+            println!("reproduced: yes (attempt {attempt}/{attempts}): {ty}");
+            if let Some(d) = &r.dir
+                && let Some(e) = suite::first_explanation(d, ty)
+            {
+                println!("\n{e}\n");
+            }
+            println!("run: {new_dir}");
+            return Ok(exit::VALID);
+        }
+        println!(
+            "reproduced: no (attempt {attempt}/{attempts}): anomalies {:?} ({new_dir})",
+            r.facts.anomaly_types
+        );
+        if suite::interrupted() {
+            break;
+        }
+    }
+    Ok(exit::INVALID)
+}

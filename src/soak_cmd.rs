@@ -1,0 +1,818 @@
+//! `harness soak SUITE.toml`: many runs unattended, a clear outcome for
+//! each, nothing hanging, memory flat.
+//!
+//! A suite file:
+//!
+//! ```toml
+//! [suite]
+//! name = "nightly"        # default: the file's stem
+//! seed = 42               # base of the per-run seeds (default: the clock)
+//! watchdog = "20m"        # per run, run + analysis (default: 2 × time-limit + 10 min)
+//! grace = "3m"            # SIGINT → SIGKILL when the watchdog fires
+//!
+//! [defaults]              # `harness run` flags for every test
+//! time-limit = "30s"
+//!
+//! [[test]]
+//! name = "pg"
+//! db = "postgres"
+//! local = true
+//! expect = "valid"        # or a list of acceptable outcomes
+//! count = 2               # runs per matrix cell
+//! [test.matrix]           # one run per combination
+//! isolation = ["serializable", "repeatable-read"]
+//! ```
+//!
+//! Every key other than `name`, `expect`, `count`, `watchdog` and `matrix`
+//! is a `harness run` flag (`key = "v"` → `--key v`, `key = true` →
+//! `--key`); all runs are checked against `harness run`'s own parser and
+//! validation before the first one starts. Each run is a child process with
+//! a fresh seed (recorded in its `test.json`), its output in
+//! `<store>/soak/<suite>/<time>/logs/`, and one of the outcomes of
+//! [`Outcome`]. The suite goes on after any outcome; at the end (also after
+//! Ctrl-C, which stops the current run cleanly) it writes `summary.json` and
+//! `junit.xml` there and prints a table.
+//!
+//! Exit codes: 0 every run ended as expected, 1 some did not, 2 the suite
+//! was interrupted, 3 a bad suite file.
+
+use crate::exit;
+use crate::suite::{
+    self, ChildSpec, Outcome, RunFacts, parse_run_flags, run_child, run_dirs, table_flags,
+};
+use anyhow::{Context as _, bail};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// `harness soak` flags.
+#[derive(clap::Args, Debug)]
+pub struct SoakArgs {
+    /// The suite file (TOML).
+    pub suite: PathBuf,
+    /// Store root: runs go to <store>/runs/<test>/…, the suite's summary to
+    /// <store>/soak/<suite>/<time>/.
+    #[arg(long, default_value = ".")]
+    pub store: PathBuf,
+    /// Base seed (overrides the suite's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print the runs the suite expands to and exit.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// One run of a suite, before it runs.
+#[derive(Debug, Clone)]
+struct Planned {
+    /// Position in the suite, from 1.
+    id: usize,
+    /// The `[[test]]` it comes from.
+    test: String,
+    /// Its `--test-name` (test name plus matrix values).
+    test_name: String,
+    /// `harness run` flags, without store, seed and test name.
+    flags: Vec<String>,
+    /// Acceptable outcomes.
+    expect: Vec<Outcome>,
+    watchdog: Duration,
+}
+
+/// A parsed suite.
+#[derive(Debug)]
+struct Suite {
+    name: String,
+    seed: Option<u64>,
+    grace: Duration,
+    runs: Vec<Planned>,
+}
+
+const RESERVED: [&str; 5] = ["name", "expect", "count", "watchdog", "matrix"];
+const SET_BY_SOAK: [&str; 3] = ["store", "seed", "test-name"];
+
+fn duration(v: &toml::Value, what: &str) -> anyhow::Result<Duration> {
+    let s = v
+        .as_str()
+        .with_context(|| format!("{what}: expected a duration such as \"10m\""))?;
+    humantime::parse_duration(s).with_context(|| format!("{what}: {s:?}"))
+}
+
+/// Keeps test-name characters (`harness run` accepts `[A-Za-z0-9-_.+]`).
+fn name_part(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn parse_suite(path: &Path, text: &str) -> anyhow::Result<Suite> {
+    let doc: toml::Table = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for k in doc.keys() {
+        if !matches!(k.as_str(), "suite" | "defaults" | "test") {
+            bail!("unknown top-level key {k:?} (expected [suite], [defaults], [[test]])");
+        }
+    }
+    let empty = toml::Table::new();
+    let head = match doc.get("suite") {
+        None => &empty,
+        Some(toml::Value::Table(t)) => t,
+        Some(_) => bail!("[suite] must be a table"),
+    };
+    for k in head.keys() {
+        if !matches!(k.as_str(), "name" | "seed" | "watchdog" | "grace") {
+            bail!("[suite]: unknown key {k:?} (expected name, seed, watchdog, grace)");
+        }
+    }
+    let name = match head.get("name") {
+        Some(v) => v
+            .as_str()
+            .context("[suite] name: expected a string")?
+            .to_string(),
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| "suite".to_string()),
+    };
+    let name = name_part(&name);
+    let seed = match head.get("seed") {
+        Some(v) => Some(
+            v.as_integer()
+                .and_then(|i| u64::try_from(i).ok())
+                .context("[suite] seed: expected a non-negative integer")?,
+        ),
+        None => None,
+    };
+    let suite_watchdog = head
+        .get("watchdog")
+        .map(|v| duration(v, "[suite] watchdog"))
+        .transpose()?;
+    let grace = head
+        .get("grace")
+        .map(|v| duration(v, "[suite] grace"))
+        .transpose()?
+        .unwrap_or(Duration::from_secs(180));
+    let defaults = match doc.get("defaults") {
+        None => empty.clone(),
+        Some(toml::Value::Table(t)) => t.clone(),
+        Some(_) => bail!("[defaults] must be a table"),
+    };
+    let tests = match doc.get("test") {
+        Some(toml::Value::Array(a)) if !a.is_empty() => a,
+        _ => bail!("no [[test]] entries"),
+    };
+    let mut runs = Vec::new();
+    for (ti, t) in tests.iter().enumerate() {
+        let t = t
+            .as_table()
+            .with_context(|| format!("[[test]] #{}: expected a table", ti + 1))?;
+        let tname = match t.get("name") {
+            Some(v) => v
+                .as_str()
+                .with_context(|| format!("[[test]] #{}: name must be a string", ti + 1))?
+                .to_string(),
+            None => format!("test{}", ti + 1),
+        };
+        let what = format!("test {tname:?} ([[test]] #{})", ti + 1);
+        let mut base = defaults.clone();
+        for (k, v) in t {
+            if !RESERVED.contains(&k.as_str()) {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+        for k in base.keys() {
+            if SET_BY_SOAK.contains(&k.replace('_', "-").as_str()) {
+                bail!("{what}: {k:?} is set by soak for each run (use [suite] seed, soak --store)");
+            }
+        }
+        let expect = match t.get("expect") {
+            None => vec![Outcome::Valid],
+            Some(toml::Value::String(s)) => {
+                vec![Outcome::parse(s).map_err(|e| anyhow::anyhow!("{what}: expect: {e}"))?]
+            }
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    let s = v
+                        .as_str()
+                        .with_context(|| format!("{what}: expect: expected strings"))?;
+                    Outcome::parse(s).map_err(|e| anyhow::anyhow!("{what}: expect: {e}"))
+                })
+                .collect::<anyhow::Result<_>>()?,
+            Some(_) => bail!("{what}: expect: a string or a list of strings"),
+        };
+        let count = match t.get("count") {
+            None => 1,
+            Some(v) => v
+                .as_integer()
+                .filter(|c| (1..=100_000).contains(c))
+                .with_context(|| format!("{what}: count: expected an integer from 1"))?
+                as usize,
+        };
+        let watchdog = t
+            .get("watchdog")
+            .map(|v| duration(v, &format!("{what}: watchdog")))
+            .transpose()?
+            .or(suite_watchdog);
+        // The matrix: every combination, keys in sorted order.
+        let mut cells: Vec<(Vec<String>, toml::Table)> = vec![(Vec::new(), toml::Table::new())];
+        match t.get("matrix") {
+            None => {}
+            Some(toml::Value::Table(m)) => {
+                for (k, vals) in m {
+                    let vals = vals.as_array().filter(|a| !a.is_empty()).with_context(|| {
+                        format!("{what}: matrix.{k}: expected a non-empty list")
+                    })?;
+                    let mut next = Vec::new();
+                    for (labels, cell) in &cells {
+                        for v in vals {
+                            let mut l = labels.clone();
+                            l.push(name_part(
+                                &suite::scalar(v).with_context(|| format!("{what}: matrix.{k}"))?,
+                            ));
+                            let mut c = cell.clone();
+                            c.insert(k.clone(), v.clone());
+                            next.push((l, c));
+                        }
+                    }
+                    cells = next;
+                }
+            }
+            Some(_) => bail!("{what}: matrix must be a table of lists"),
+        }
+        for (labels, cell) in cells {
+            let mut table = base.clone();
+            table.extend(cell);
+            let flags = table_flags(&table, &what)?;
+            let test_name = if labels.is_empty() {
+                name_part(&tname)
+            } else {
+                format!("{}-{}", name_part(&tname), labels.join("-"))
+            };
+            // Checked now, so a typo fails the suite before the first run.
+            let args = parse_run_flags(&flags).with_context(|| what.clone())?;
+            crate::run_cmd::validate(&args).with_context(|| what.clone())?;
+            let watchdog = watchdog.unwrap_or(args.time_limit * 2 + Duration::from_secs(600));
+            for _ in 0..count {
+                runs.push(Planned {
+                    id: runs.len() + 1,
+                    test: tname.clone(),
+                    test_name: test_name.clone(),
+                    flags: flags.clone(),
+                    expect: expect.clone(),
+                    watchdog,
+                });
+            }
+        }
+    }
+    Ok(Suite {
+        name,
+        seed,
+        grace,
+        runs,
+    })
+}
+
+/// One finished run.
+#[derive(Debug)]
+struct Record {
+    planned: Planned,
+    seed: u64,
+    outcome: Outcome,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    interrupted: bool,
+    duration: Duration,
+    run_dir: Option<PathBuf>,
+    log: PathBuf,
+    facts: RunFacts,
+    /// Why it crashed or could not start (last lines of its output).
+    detail: Option<String>,
+    child_max_rss_kb: i64,
+    soak_rss_kb: Option<u64>,
+}
+
+impl Record {
+    fn as_expected(&self) -> bool {
+        self.planned.expect.contains(&self.outcome)
+    }
+}
+
+/// Runs `harness soak`.
+///
+/// # Errors
+/// The suite file cannot be read or is invalid (exit 3), or the soak
+/// directory cannot be written.
+pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
+    let text = std::fs::read_to_string(&args.suite)
+        .with_context(|| format!("reading {}", args.suite.display()))?;
+    let mut suite =
+        parse_suite(&args.suite, &text).with_context(|| format!("{}", args.suite.display()))?;
+    if args.seed.is_some() {
+        suite.seed = args.seed;
+    }
+    if args.dry_run {
+        for r in &suite.runs {
+            println!(
+                "{:>3}  {:<32} expect {:<16} harness run {}",
+                r.id,
+                r.test_name,
+                r.expect
+                    .iter()
+                    .map(|o| o.name())
+                    .collect::<Vec<_>>()
+                    .join("|"),
+                r.flags.join(" ")
+            );
+        }
+        return Ok(exit::VALID);
+    }
+    std::fs::create_dir_all(&args.store)
+        .with_context(|| format!("creating {}", args.store.display()))?;
+    let store = args
+        .store
+        .canonicalize()
+        .with_context(|| format!("resolving {}", args.store.display()))?;
+    let started = SystemTime::now();
+    let stamp = humantime::format_rfc3339_millis(started)
+        .to_string()
+        .replace([':', '-'], "")
+        .trim_end_matches('Z')
+        .to_string();
+    let soak_dir = store.join("soak").join(&suite.name).join(stamp);
+    let logs = soak_dir.join("logs");
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    suite::install_interrupt_flag();
+    let total = suite.runs.len();
+    eprintln!(
+        "soak {}: {total} runs; summary in {}",
+        suite.name,
+        soak_dir.display()
+    );
+    let mut records: Vec<Record> = Vec::new();
+    let mut not_run: Vec<Planned> = Vec::new();
+    for (i, p) in suite.runs.iter().enumerate() {
+        if suite::interrupted() {
+            not_run.push(p.clone());
+            continue;
+        }
+        let seed = suite::seed_for(suite.seed, i as u64);
+        let mut flags = p.flags.clone();
+        flags.extend([
+            "--store".to_string(),
+            store.display().to_string(),
+            "--test-name".to_string(),
+            p.test_name.clone(),
+            "--seed".to_string(),
+            seed.to_string(),
+        ]);
+        let log = logs.join(format!("{:03}-{}.log", p.id, p.test_name));
+        let before = run_dirs(&store, &p.test_name);
+        let end = run_child(&ChildSpec {
+            flags: &flags,
+            cwd: None,
+            log: Some(&log),
+            watchdog: Some(p.watchdog),
+            grace: suite.grace,
+            own_group: true,
+        })?;
+        if end.timed_out || end.signal.is_some() {
+            // It may have died holding faults.
+            suite::heal_nodes(&flags);
+        }
+        let run_dir = suite::new_run_dir(&before, &run_dirs(&store, &p.test_name));
+        let facts = run_dir.as_deref().map(suite::run_facts).unwrap_or_default();
+        let outcome = if end.timed_out {
+            Outcome::TimedOut
+        } else {
+            end.code.map_or(Outcome::Crashed, Outcome::from_exit_code)
+        };
+        let detail = match outcome {
+            Outcome::Crashed | Outcome::SetupFailed | Outcome::TimedOut => {
+                Some(facts.error.clone().unwrap_or_else(|| log_tail(&log, 5)))
+            }
+            _ => None,
+        };
+        let rec = Record {
+            planned: p.clone(),
+            seed,
+            outcome,
+            exit_code: end.code,
+            signal: end.signal,
+            interrupted: end.interrupted,
+            duration: end.elapsed,
+            run_dir,
+            log,
+            facts,
+            detail,
+            child_max_rss_kb: end.max_rss_kb,
+            soak_rss_kb: suite::self_rss_kb(),
+        };
+        eprintln!(
+            "[{}/{total}] {} seed {} → {}{} in {:.1} s",
+            p.id,
+            p.test_name,
+            seed,
+            outcome.name(),
+            if rec.as_expected() {
+                String::new()
+            } else {
+                format!(
+                    " (expected {})",
+                    p.expect
+                        .iter()
+                        .map(|o| o.name())
+                        .collect::<Vec<_>>()
+                        .join("|")
+                )
+            },
+            end.elapsed.as_secs_f64()
+        );
+        records.push(rec);
+    }
+    let interrupted = suite::interrupted();
+    let ended = SystemTime::now();
+    let summary = summary_json(&suite, &args.suite, &records, &not_run, started, ended);
+    let summary_path = soak_dir.join("summary.json");
+    std::fs::write(
+        &summary_path,
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )
+    .with_context(|| format!("writing {}", summary_path.display()))?;
+    let junit_path = soak_dir.join("junit.xml");
+    std::fs::write(&junit_path, junit_xml(&suite, &records, &not_run, started))
+        .with_context(|| format!("writing {}", junit_path.display()))?;
+    print!("{}", table(&records, &not_run));
+    println!("summary: {}", summary_path.display());
+    println!("junit:   {}", junit_path.display());
+    let unexpected = records.iter().filter(|r| !r.as_expected()).count();
+    Ok(if interrupted {
+        eprintln!("suite interrupted: {} runs not run", not_run.len());
+        exit::UNKNOWN
+    } else if unexpected > 0 {
+        exit::INVALID
+    } else {
+        exit::VALID
+    })
+}
+
+/// The last `n` non-empty lines of a log file, joined by " | ".
+fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
+fn summary_json(
+    suite: &Suite,
+    file: &Path,
+    records: &[Record],
+    not_run: &[Planned],
+    started: SystemTime,
+    ended: SystemTime,
+) -> serde_json::Value {
+    let mut counts: BTreeMap<&str, usize> = Outcome::ALL.iter().map(|o| (o.name(), 0)).collect();
+    for r in records {
+        *counts.entry(r.outcome.name()).or_default() += 1;
+    }
+    let runs: Vec<serde_json::Value> = records
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.planned.id,
+                "test": r.planned.test,
+                "test_name": r.planned.test_name,
+                "seed": r.seed,
+                "flags": r.planned.flags,
+                "outcome": r.outcome.name(),
+                "expected": r.planned.expect.iter().map(|o| o.name()).collect::<Vec<_>>(),
+                "as_expected": r.as_expected(),
+                "exit_code": r.exit_code,
+                "signal": r.signal,
+                "interrupted": r.interrupted,
+                "duration_s": r.duration.as_secs_f64(),
+                "watchdog_s": r.planned.watchdog.as_secs_f64(),
+                "run_dir": r.run_dir.as_ref().map(|d| d.display().to_string()),
+                "log": r.log.display().to_string(),
+                "valid": r.facts.valid,
+                "anomaly_types": r.facts.anomaly_types,
+                "detail": r.detail,
+                "child_max_rss_kb": r.child_max_rss_kb,
+                "soak_rss_kb": r.soak_rss_kb,
+            })
+        })
+        .collect();
+    json!({
+        "suite": suite.name,
+        "suite_file": file.display().to_string(),
+        "base_seed": suite.seed,
+        "started": humantime::format_rfc3339_millis(started).to_string(),
+        "ended": humantime::format_rfc3339_millis(ended).to_string(),
+        "interrupted": suite::interrupted(),
+        "planned": records.len() + not_run.len(),
+        "outcomes": counts,
+        "as_expected": records.iter().filter(|r| r.as_expected()).count(),
+        "unexpected": records.iter().filter(|r| !r.as_expected()).count(),
+        "runs": runs,
+        "not_run": not_run.iter().map(|p| json!({"id": p.id, "test_name": p.test_name})).collect::<Vec<_>>(),
+        "harness": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "commit": env!("HARNESS_GIT_COMMIT"),
+        },
+    })
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            // XML 1.0 forbids most control characters.
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// JUnit XML: a test case per run; a run that ended as expected passes,
+/// an unexpected verdict is a `failure`, an unexpected crash, timeout or
+/// setup failure an `error`, a run an interrupt kept from starting `skipped`.
+fn junit_xml(
+    suite: &Suite,
+    records: &[Record],
+    not_run: &[Planned],
+    started: SystemTime,
+) -> String {
+    let failures = records
+        .iter()
+        .filter(|r| {
+            !r.as_expected()
+                && matches!(
+                    r.outcome,
+                    Outcome::Valid | Outcome::Invalid | Outcome::Unknown
+                )
+        })
+        .count();
+    let errors = records.iter().filter(|r| !r.as_expected()).count() - failures;
+    let time: f64 = records.iter().map(|r| r.duration.as_secs_f64()).sum();
+    let tests = records.len() + not_run.len();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"harness soak\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{}\" time=\"{time:.3}\">",
+        not_run.len()
+    );
+    let _ = writeln!(
+        x,
+        "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{}\" time=\"{time:.3}\" timestamp=\"{}\">",
+        xml_escape(&suite.name),
+        not_run.len(),
+        humantime::format_rfc3339_seconds(started)
+    );
+    for r in records {
+        let _ = writeln!(
+            x,
+            "    <testcase classname=\"{}.{}\" name=\"{}#{} seed={}\" time=\"{:.3}\">",
+            xml_escape(&suite.name),
+            xml_escape(&r.planned.test),
+            xml_escape(&r.planned.test_name),
+            r.planned.id,
+            r.seed,
+            r.duration.as_secs_f64()
+        );
+        if !r.as_expected() {
+            let tag = if matches!(
+                r.outcome,
+                Outcome::Valid | Outcome::Invalid | Outcome::Unknown
+            ) {
+                "failure"
+            } else {
+                "error"
+            };
+            let expected: Vec<&str> = r.planned.expect.iter().map(|o| o.name()).collect();
+            let mut body = String::new();
+            if !r.facts.anomaly_types.is_empty() {
+                let _ = writeln!(body, "anomalies: {}", r.facts.anomaly_types.join(", "));
+            }
+            if let Some(d) = &r.detail {
+                let _ = writeln!(body, "{d}");
+            }
+            let _ = writeln!(body, "harness run {}", r.planned.flags.join(" "));
+            let _ = writeln!(
+                x,
+                "      <{tag} type=\"{}\" message=\"{} (expected {})\">{}</{tag}>",
+                r.outcome.name(),
+                r.outcome.name(),
+                expected.join("|"),
+                xml_escape(body.trim_end())
+            );
+        }
+        let _ = writeln!(
+            x,
+            "      <system-out>outcome: {}\nrun dir: {}\nlog: {}</system-out>",
+            r.outcome.name(),
+            xml_escape(
+                &r.run_dir
+                    .as_ref()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_else(|| "(none)".to_string())
+            ),
+            xml_escape(&r.log.display().to_string())
+        );
+        x.push_str("    </testcase>\n");
+    }
+    for p in not_run {
+        let _ = writeln!(
+            x,
+            "    <testcase classname=\"{}.{}\" name=\"{}#{}\" time=\"0\">\n      <skipped message=\"not run: the suite was interrupted\"/>\n    </testcase>",
+            xml_escape(&suite.name),
+            xml_escape(&p.test),
+            xml_escape(&p.test_name),
+            p.id
+        );
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
+/// The terminal table.
+fn table(records: &[Record], not_run: &[Planned]) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{:>3}  {:<32} {:>20}  {:<13} {:<8} {:>8}  anomalies / detail",
+        "#", "test", "seed", "outcome", "expected", "time"
+    );
+    for r in records {
+        let note = if !r.facts.anomaly_types.is_empty() {
+            r.facts.anomaly_types.join(", ")
+        } else {
+            r.detail.clone().unwrap_or_default()
+        };
+        let note: String = note.chars().take(80).collect();
+        let _ = writeln!(
+            t,
+            "{:>3}  {:<32} {:>20}  {:<13} {:<8} {:>7.1}s  {}",
+            r.planned.id,
+            r.planned.test_name,
+            r.seed,
+            r.outcome.name(),
+            if r.as_expected() { "yes" } else { "NO" },
+            r.duration.as_secs_f64(),
+            note
+        );
+    }
+    for p in not_run {
+        let _ = writeln!(
+            t,
+            "{:>3}  {:<32} {:>20}  {:<13} {:<8} {:>8}  the suite was interrupted",
+            p.id, p.test_name, "-", "not-run", "-", "-"
+        );
+    }
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in records {
+        *counts.entry(r.outcome.name()).or_default() += 1;
+    }
+    let line: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let unexpected = records.iter().filter(|r| !r.as_expected()).count();
+    let _ = writeln!(
+        t,
+        "{} runs: {}; {} not as expected{}",
+        records.len(),
+        line.join(", "),
+        unexpected,
+        if not_run.is_empty() {
+            String::new()
+        } else {
+            format!("; {} not run", not_run.len())
+        }
+    );
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> anyhow::Result<Suite> {
+        parse_suite(Path::new("/x/nightly.toml"), text)
+    }
+
+    #[test]
+    fn a_matrix_expands_with_defaults_and_counts() {
+        let s = parse(
+            r#"
+[suite]
+seed = 9
+[defaults]
+time-limit = "2s"
+[[test]]
+name = "sim"
+db = "sim"
+expect = ["invalid", "unknown"]
+count = 2
+[test.matrix]
+isolation = ["read-committed", "serializable"]
+concurrency = [1, 4]
+[[test]]
+db = "sqlite"
+"#,
+        )
+        .unwrap();
+        assert_eq!(s.name, "nightly");
+        assert_eq!(s.seed, Some(9));
+        assert_eq!(s.runs.len(), 2 * 2 * 2 + 1);
+        let names: Vec<&str> = s.runs.iter().map(|r| r.test_name.as_str()).collect();
+        assert_eq!(names[0], "sim-1-read-committed");
+        assert_eq!(names[1], "sim-1-read-committed");
+        assert_eq!(names[7], "sim-4-serializable");
+        assert_eq!(names[8], "test2");
+        let f = &s.runs[0].flags;
+        assert_eq!(suite::flag_value(f, "--time-limit"), Some("2s"));
+        assert_eq!(suite::flag_value(f, "--isolation"), Some("read-committed"));
+        assert_eq!(s.runs[0].expect, [Outcome::Invalid, Outcome::Unknown]);
+        assert_eq!(s.runs[8].expect, [Outcome::Valid]);
+        // 2 × 2 s + 10 min
+        assert_eq!(s.runs[0].watchdog, Duration::from_secs(604));
+        assert_eq!(
+            s.runs.iter().map(|r| r.id).collect::<Vec<_>>(),
+            (1..=9).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn bad_suites_name_the_problem() {
+        let cases = [
+            ("[[test]]\ndb = \"sim\"\ncolour = \"red\"\n", "--colour"),
+            (
+                "[[test]]\ndb = \"sim\"\nisolation = \"snapshott\"\n",
+                "snapshott",
+            ),
+            (
+                "[[test]]\ndb = \"sim\"\nexpect = \"passed\"\n",
+                "unknown outcome \"passed\"",
+            ),
+            (
+                "[[test]]\ndb = \"sim\"\nseed = 3\n",
+                "\"seed\" is set by soak",
+            ),
+            ("[suite]\nname = \"x\"\n", "no [[test]] entries"),
+            (
+                "[[test]]\ndb = \"sim\"\n[test.matrix]\nisolation = \"x\"\n",
+                "matrix.isolation",
+            ),
+            ("[[test]\n", "line 1"),
+            ("[tests]\n", "unknown top-level key \"tests\""),
+        ];
+        for (text, needle) in cases {
+            let e = format!("{:#}", parse(text).unwrap_err());
+            assert!(e.contains(needle), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn junit_marks_unexpected_outcomes() {
+        let s = parse("[[test]]\nname = \"a<b\"\ndb = \"sim\"\n").unwrap();
+        let rec = |outcome| Record {
+            planned: s.runs[0].clone(),
+            seed: 1,
+            outcome,
+            exit_code: Some(0),
+            signal: None,
+            interrupted: false,
+            duration: Duration::from_millis(1500),
+            run_dir: None,
+            log: PathBuf::from("/l"),
+            facts: RunFacts::default(),
+            detail: Some("boom & bust".into()),
+            child_max_rss_kb: 0,
+            soak_rss_kb: None,
+        };
+        let recs = [
+            rec(Outcome::Valid),
+            rec(Outcome::Invalid),
+            rec(Outcome::SetupFailed),
+        ];
+        let x = junit_xml(&s, &recs, &s.runs[..1], SystemTime::UNIX_EPOCH);
+        assert!(
+            x.contains("tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\""),
+            "{x}"
+        );
+        assert!(x.contains("<failure type=\"invalid\" message=\"invalid (expected valid)\">"));
+        assert!(x.contains("<error type=\"setup-failed\""));
+        assert!(x.contains("boom &amp; bust"));
+        assert!(x.contains("classname=\"nightly.a&lt;b\""), "{x}");
+        assert!(x.contains("<skipped"));
+    }
+}
