@@ -641,7 +641,8 @@ async fn run_with(
     let mut log = crate::nemesis_task::SharedLog::new(log);
     let mut nemesis = crate::nemesis_task::nemesis_for(on_nodes, &args.faults, plan.seed, &log)?;
     let (trigger, stop) = runner::stop_signal();
-    let signals = tokio::spawn(watch_signals(trigger, args.op_timeout));
+    let faults = on_nodes.map(|c| c.nemesis.clone());
+    let signals = tokio::spawn(watch_signals(trigger, args.op_timeout, faults));
     let counters = Arc::new(progress::Counters::default());
     let limit = Some(args.time_limit);
     let progress = progress::Progress::start(counters.clone(), limit);
@@ -674,9 +675,13 @@ async fn run_with(
 }
 
 /// First SIGINT/SIGTERM: stop issuing and finish normally (in-flight ops
-/// wait up to the op timeout). Second: exit at once (the history on disk is
-/// complete up to that point).
-async fn watch_signals(trigger: runner::StopTrigger, op_timeout: Duration) {
+/// wait up to the op timeout). Second: heal every fault (bounded by 30 s)
+/// and exit (the history on disk is complete up to that point).
+async fn watch_signals(
+    trigger: runner::StopTrigger,
+    op_timeout: Duration,
+    faults: Option<Arc<nemesis::fault::Nemesis>>,
+) {
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(mut term) = signal(SignalKind::terminate()) else {
         return;
@@ -698,6 +703,16 @@ async fn watch_signals(trigger: runner::StopTrigger, op_timeout: Duration) {
             tracing::warn!("stop requested by signal");
             trigger.stop();
         } else {
+            if let Some(n) = &faults {
+                eprintln!("healing faults before exiting (at most 30 s)");
+                match tokio::time::timeout(Duration::from_secs(30), n.heal_all()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => eprintln!("warning: healing faults: {e}"),
+                    Err(_) => eprintln!(
+                        "warning: healing did not finish in 30 s; run `harness nemesis heal`"
+                    ),
+                }
+            }
             eprintln!("exiting now; history.jsonl holds everything recorded so far");
             std::process::exit(130);
         }

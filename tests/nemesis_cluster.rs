@@ -186,6 +186,17 @@ fn postgres_on_nodes_with_kills_and_pauses_completes() {
 
 #[test]
 fn sigint_during_a_partition_removes_every_rule() {
+    sigint_during_a_partition(false);
+}
+
+#[test]
+fn a_second_sigint_heals_before_exiting() {
+    sigint_during_a_partition(true);
+}
+
+/// SIGINT (twice when `twice`: the second one exits at once, after healing)
+/// while a partition is in effect; no harness rule may be left.
+fn sigint_during_a_partition(twice: bool) {
     let _lock = TestbedLock::acquire().unwrap();
     let _down = Down;
     testbed_up();
@@ -232,9 +243,19 @@ fn sigint_during_a_partition_removes_every_rule() {
     assert!(partitioned, "no partition started");
     assert!(harness_rules_left() > 0, "the partition is in effect");
     signal(child.id(), "INT");
+    if twice {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        signal(child.id(), "INT");
+    }
     let out = child.wait_with_output().unwrap();
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.code().is_some(), "exited normally");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    if twice {
+        assert_eq!(out.status.code(), Some(130), "exited at once");
+        assert!(stderr.contains("healing faults before exiting"), "{stderr}");
+    } else {
+        assert!(out.status.code().is_some(), "exited normally");
+    }
     assert_eq!(harness_rules_left(), 0, "every rule is gone after SIGINT");
     testbed_down();
 }
