@@ -103,8 +103,7 @@ fn the_ci_suite_gives_the_expected_outcomes_in_summary_and_junit() {
     for r in s["runs"].as_array().unwrap() {
         let rd = PathBuf::from(r["run_dir"].as_str().unwrap());
         let meta: Value =
-            serde_json::from_str(&std::fs::read_to_string(rd.join("test.json")).unwrap())
-                .unwrap();
+            serde_json::from_str(&std::fs::read_to_string(rd.join("test.json")).unwrap()).unwrap();
         assert_eq!(meta["seed"], r["seed"]);
         seeds.push(r["seed"].as_u64().unwrap());
         assert!(r["child_max_rss_kb"].as_i64().unwrap() > 0);
@@ -235,7 +234,10 @@ count = 3
     let runs = tmp.path().join("runs").join("sim");
     assert!(wait_for(60, || {
         std::fs::read_dir(&runs)
-            .map(|rd| rd.flatten().any(|e| e.path().join("history.jsonl").is_file()))
+            .map(|rd| {
+                rd.flatten()
+                    .any(|e| e.path().join("history.jsonl").is_file())
+            })
             .unwrap_or(false)
     }));
     std::thread::sleep(std::time::Duration::from_secs(1));
@@ -286,17 +288,26 @@ count = 12
     assert_eq!(rss.len(), 12);
     // Runs are child processes; the suite itself keeps a record per run.
     let (lo, hi) = (*rss.iter().min().unwrap(), *rss.iter().max().unwrap());
-    assert!(hi - lo < 2048, "soak RSS grew from {lo} to {hi} KiB: {rss:?}");
+    assert!(
+        hi - lo < 2048,
+        "soak RSS grew from {lo} to {hi} KiB: {rss:?}"
+    );
 }
 
 #[test]
 fn bad_suites_and_targets_are_errors_naming_the_problem() {
     let tmp = tempfile::tempdir().unwrap();
-    let suite = write_suite(tmp.path(), "[[test]]\ndb = \"sim\"\nisolation = \"snapshott\"\n");
+    let suite = write_suite(
+        tmp.path(),
+        "[[test]]\ndb = \"sim\"\nisolation = \"snapshott\"\n",
+    );
     let out = soak(tmp.path(), &suite);
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("suite.toml") && err.contains("snapshott"), "{err}");
+    assert!(
+        err.contains("suite.toml") && err.contains("snapshott"),
+        "{err}"
+    );
     assert!(!tmp.path().join("soak").exists(), "nothing ran");
     let out = harness()
         .args(["reproduce", "/nonexistent/run"])
