@@ -10,7 +10,7 @@ use crate::exit;
 use anyhow::Context;
 use checker::anomaly::AnomalyType;
 use checker::model::ConsistencyModel;
-use checker::{Budget, CheckOptions, Valid, Workload};
+use checker::{Budget, CheckOptions, Workload};
 use clap::Args;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -148,17 +148,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
     };
     let mut result = checker::check(&history, &opts);
-    let mut json = result.to_json();
-    // ARCHITECTURE.md: a run in which no transaction committed is unknown.
-    let committed = history
-        .ops()
-        .iter()
-        .any(|o| o.is_client() && o.op_type == store::OpType::Ok && o.value.txn().is_some());
-    if !committed && result.valid == Valid::True {
-        result.valid = Valid::Unknown;
-        json["valid?"] = Value::from("unknown");
-        json["reason"] = Value::from("no transaction committed");
-    }
+    let json = crate::run_cmd::settle_no_commit(&history, &mut result);
     let results_path = run.results_path();
     let text = serde_json::to_string_pretty(&json).context("serializing results")? + "\n";
     std::fs::write(&results_path, text)

@@ -719,6 +719,31 @@ async fn watch_signals(
     }
 }
 
+/// ARCHITECTURE.md: a run in which no transaction committed is `unknown`,
+/// never `valid`. Settles that on `result` itself (so `results.edn` and the
+/// reports agree with `results.json`) and returns the `results.json` value,
+/// with a `reason` when it applied.
+pub fn settle_no_commit(
+    history: &store::History,
+    result: &mut checker::CheckResult,
+) -> serde_json::Value {
+    let committed = history.ops().iter().any(|o| {
+        o.is_client()
+            && o.op_type == OpType::Ok
+            && matches!(&o.value, OpValue::Txn(m) if !m.is_empty())
+    });
+    let settle = !committed && result.valid == Valid::True;
+    if settle {
+        result.valid = Valid::Unknown;
+    }
+    let mut json = result.to_json();
+    if settle {
+        json["valid?"] = json!("unknown");
+        json["reason"] = json!("no transaction committed");
+    }
+    json
+}
+
 fn check_and_report(
     args: &RunArgs,
     plan: &Plan,
@@ -755,19 +780,14 @@ fn check_and_report(
         })),
     };
     let checked_at = std::time::Instant::now();
-    let result = checker::check(&history, &opts);
+    let mut result = checker::check(&history, &opts);
     tracing::info!(
         "checked {} ops in {:?}",
         history.len(),
         checked_at.elapsed()
     );
-    let mut json = result.to_json();
-    let mut valid = result.valid;
-    if committed == 0 && valid == Valid::True {
-        valid = Valid::Unknown;
-        json["valid?"] = json!("unknown");
-        json["reason"] = json!("no transaction committed");
-    }
+    let json = settle_no_commit(&history, &mut result);
+    let valid = result.valid;
     write_json(&run_dir.results_path(), &json)?;
     // Reports never change the verdict: a failure is a warning.
     if let Err(e) = crate::report::write_reports(run_dir.path(), &history, Some(&result)) {
@@ -934,6 +954,45 @@ fn init_tracing(log_path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn history(jsonl: &str) -> store::History {
+        let read = store::format::read_str(jsonl, store::format::Format::JsonLines).unwrap();
+        store::History::new(read.ops).unwrap()
+    }
+
+    #[test]
+    fn a_history_without_commits_is_unknown_in_every_result_file() {
+        let failed = history(concat!(
+            "{\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
+            "{\"type\":\"fail\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
+        ));
+        let committed = history(concat!(
+            "{\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
+            "{\"type\":\"ok\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
+            "{\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"r\",1,null]]}\n",
+            "{\"type\":\"ok\",\"process\":0,\"f\":\"txn\",\"value\":[[\"r\",1,[1]]]}\n",
+        ));
+        let opts = checker::CheckOptions::new(checker::analysis::Workload::ListAppend);
+        // With a commit, the checker's verdict stands.
+        let mut result = checker::check(&committed, &opts);
+        assert_eq!(result.valid, Valid::True);
+        let json = settle_no_commit(&committed, &mut result);
+        assert_eq!(json["valid?"], true);
+        assert!(json.get("reason").is_none());
+        // The same verdict over a history without commits becomes unknown,
+        // in the result itself (results.edn, reports) and in results.json.
+        let json = settle_no_commit(&failed, &mut result);
+        assert_eq!(result.valid, Valid::Unknown);
+        assert_eq!(json["valid?"], "unknown");
+        assert_eq!(json["reason"], "no transaction committed");
+        assert!(
+            result.to_edn().contains(":valid? :unknown"),
+            "{}",
+            result.to_edn()
+        );
+        // The checker alone already says unknown there (no dependency graph).
+        assert_eq!(checker::check(&failed, &opts).valid, Valid::Unknown);
+    }
 
     #[test]
     fn concurrency_accepts_n_and_per_node() {
