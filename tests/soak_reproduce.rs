@@ -221,7 +221,7 @@ time-limit = "5m"
 count = 3
 "#,
     );
-    let mut child = harness()
+    let child = harness()
         .arg("soak")
         .arg(&suite)
         .arg("--store")
