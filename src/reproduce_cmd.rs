@@ -288,14 +288,7 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("{}: run_flags: expected strings", meta_path.display()))?,
         None => {
             // Runs recorded before run_flags existed: the command line.
-            let cl: Vec<String> = meta["command_line"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let cl = suite::json_strings(&meta["command_line"]);
             if cl.get(1).map(String::as_str) != Some("run") {
                 bail!(
                     "{}: neither run_flags nor a `harness run` command line",

@@ -404,16 +404,20 @@ pub fn run_facts(dir: &Path) -> RunFacts {
             serde_json::Value::String(s) => Some(s.clone()),
             _ => None,
         };
-        facts.anomaly_types = r["anomaly-types"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        facts.anomaly_types = json_strings(&r["anomaly-types"]);
     }
     facts
+}
+
+/// The strings of a JSON array (empty for anything else).
+pub fn json_strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The first explanation of anomaly type `ty` in a run's `elle/<ty>.txt`.
