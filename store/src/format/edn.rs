@@ -7,9 +7,10 @@
 //! one-character strings; `#_` discards; `#tag value` keeps the tag.
 
 use super::json::float_text;
+use super::op_writer::{self, Syntax};
 use super::source::PErr;
 use crate::data::Data;
-use crate::history::{Atom, MicroOp, Op, OpValue, Process, ReadValue};
+use crate::history::{Atom, Op};
 
 /// Deepest nesting of EDN collections accepted.
 pub(crate) const MAX_DEPTH: u32 = 64;
@@ -526,73 +527,39 @@ fn write_seq(out: &mut String, open: &str, items: &[Data], close: &str) {
     out.push_str(close);
 }
 
-fn write_txn(out: &mut String, m: &[MicroOp]) {
-    out.push('[');
-    for (i, mop) in m.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str("[:");
-        out.push_str(mop.f_name());
+/// EDN's tokens for the shared op layout.
+struct EdnSyntax;
+
+impl Syntax for EdnSyntax {
+    const SEP: &'static str = " ";
+    const FIELD_SEP: &'static str = ", ";
+    const NIL: &'static str = "nil";
+    const NEMESIS: &'static str = ":nemesis";
+    fn field(out: &mut String, name: &str) {
+        out.push(':');
+        out.push_str(name);
         out.push(' ');
-        write_atom(out, &mop.key().0);
-        out.push(' ');
-        match mop {
-            MicroOp::Append(_, v) | MicroOp::Write(_, v) => write_atom(out, &v.0),
-            MicroOp::Read(_, ReadValue::Nil) => out.push_str("nil"),
-            MicroOp::Read(_, ReadValue::Scalar(v)) => write_atom(out, &v.0),
-            MicroOp::Read(_, ReadValue::List(l)) => {
-                out.push('[');
-                for (j, v) in l.iter().enumerate() {
-                    if j > 0 {
-                        out.push(' ');
-                    }
-                    write_atom(out, &v.0);
-                }
-                out.push(']');
-            }
-        }
-        out.push(']');
     }
-    out.push(']');
+    fn extra_key(out: &mut String, name: &str) {
+        write_name(out, name);
+        out.push(' ');
+    }
+    fn name(out: &mut String, name: &str) {
+        out.push(':');
+        out.push_str(name);
+    }
+    fn f(out: &mut String, name: &str) {
+        write_name(out, name);
+    }
+    fn atom(out: &mut String, a: &Atom) {
+        write_atom(out, a);
+    }
+    fn data(out: &mut String, d: &Data) {
+        write_data(out, d);
+    }
 }
 
 /// Appends `op` as one EDN map (no newline).
 pub(crate) fn write_op(out: &mut String, op: &Op) {
-    out.push_str("{:index ");
-    out.push_str(itoa::Buffer::new().format(op.index.0));
-    if let Some(t) = op.time_ns {
-        out.push_str(", :time ");
-        out.push_str(itoa::Buffer::new().format(t));
-    }
-    out.push_str(", :type :");
-    out.push_str(op.op_type.as_str());
-    match op.process {
-        Some(Process::Client(p)) => {
-            out.push_str(", :process ");
-            out.push_str(itoa::Buffer::new().format(p.0));
-        }
-        Some(Process::Nemesis) => out.push_str(", :process :nemesis"),
-        None => {}
-    }
-    if let Some(f) = &op.f {
-        out.push_str(", :f ");
-        write_name(out, f.as_str());
-    }
-    out.push_str(", :value ");
-    match &op.value {
-        OpValue::Txn(m) => write_txn(out, m),
-        OpValue::Data(d) => write_data(out, d),
-    }
-    if let Some(e) = &op.error {
-        out.push_str(", :error ");
-        write_data(out, e);
-    }
-    for (k, v) in &op.extra {
-        out.push_str(", ");
-        write_name(out, k);
-        out.push(' ');
-        write_data(out, v);
-    }
-    out.push('}');
+    op_writer::write_op::<EdnSyntax>(out, op);
 }

@@ -8,9 +8,10 @@
 
 use super::convert::{RawOp, RawValue, SEEN_F, SEEN_TYPE, SEEN_VALUE, type_from_name};
 use super::edn::is_keyword_name;
+use super::op_writer::{self, Syntax};
 use super::source::PErr;
 use crate::data::Data;
-use crate::history::{Atom, F, Key, MicroOp, Op, OpValue, Process, ReadValue, Val};
+use crate::history::{Atom, F, Key, MicroOp, Op, ReadValue, Val};
 use std::borrow::Cow;
 
 /// Deepest nesting of JSON arrays/objects accepted.
@@ -847,59 +848,29 @@ fn write_seq(out: &mut String, items: &[Data]) {
     out.push(']');
 }
 
-fn write_txn(out: &mut String, m: &[MicroOp]) {
-    out.push('[');
-    for (i, mop) in m.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("[\"");
-        out.push_str(mop.f_name());
-        out.push_str("\",");
-        write_atom(out, &mop.key().0);
-        out.push(',');
-        match mop {
-            MicroOp::Append(_, v) | MicroOp::Write(_, v) => write_atom(out, &v.0),
-            MicroOp::Read(_, ReadValue::Nil) => out.push_str("null"),
-            MicroOp::Read(_, ReadValue::Scalar(v)) => write_atom(out, &v.0),
-            MicroOp::Read(_, ReadValue::List(l)) => {
-                out.push('[');
-                for (j, v) in l.iter().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    write_atom(out, &v.0);
-                }
-                out.push(']');
-            }
-        }
-        out.push(']');
-    }
-    out.push(']');
-}
+/// JSON's tokens for the shared op layout.
+struct JsonSyntax;
 
-/// Appends `op` as one JSON object (no newline).
-pub(crate) fn write_op(out: &mut String, op: &Op) {
-    out.push_str("{\"index\":");
-    out.push_str(itoa::Buffer::new().format(op.index.0));
-    if let Some(t) = op.time_ns {
-        out.push_str(",\"time\":");
-        write_int(out, t);
+impl Syntax for JsonSyntax {
+    const SEP: &'static str = ",";
+    const FIELD_SEP: &'static str = ",";
+    const NIL: &'static str = "null";
+    const NEMESIS: &'static str = "\"nemesis\"";
+    fn field(out: &mut String, name: &str) {
+        out.push('"');
+        out.push_str(name);
+        out.push_str("\":");
     }
-    out.push_str(",\"type\":\"");
-    out.push_str(op.op_type.as_str());
-    out.push('"');
-    match op.process {
-        Some(Process::Client(p)) => {
-            out.push_str(",\"process\":");
-            out.push_str(itoa::Buffer::new().format(p.0));
-        }
-        Some(Process::Nemesis) => out.push_str(",\"process\":\"nemesis\""),
-        None => {}
+    fn extra_key(out: &mut String, name: &str) {
+        write_raw_str(out, name);
+        out.push(':');
     }
-    if let Some(f) = &op.f {
-        out.push_str(",\"f\":");
-        let name = f.as_str();
+    fn name(out: &mut String, name: &str) {
+        out.push('"');
+        out.push_str(name);
+        out.push('"');
+    }
+    fn f(out: &mut String, name: &str) {
         if name.starts_with([':', '\\']) {
             // Keep names that look like our encodings intact.
             write_str(out, name);
@@ -907,20 +878,15 @@ pub(crate) fn write_op(out: &mut String, op: &Op) {
             write_raw_str(out, name);
         }
     }
-    out.push_str(",\"value\":");
-    match &op.value {
-        OpValue::Txn(m) => write_txn(out, m),
-        OpValue::Data(d) => write_data(out, d),
+    fn atom(out: &mut String, a: &Atom) {
+        write_atom(out, a);
     }
-    if let Some(e) = &op.error {
-        out.push_str(",\"error\":");
-        write_data(out, e);
+    fn data(out: &mut String, d: &Data) {
+        write_data(out, d);
     }
-    for (k, v) in &op.extra {
-        out.push(',');
-        write_raw_str(out, k);
-        out.push(':');
-        write_data(out, v);
-    }
-    out.push('}');
+}
+
+/// Appends `op` as one JSON object (no newline).
+pub(crate) fn write_op(out: &mut String, op: &Op) {
+    op_writer::write_op::<JsonSyntax>(out, op);
 }

@@ -33,6 +33,7 @@
 mod convert;
 mod edn;
 mod json;
+mod op_writer;
 mod source;
 
 use crate::history::{History, Op};
