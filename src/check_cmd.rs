@@ -151,7 +151,12 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         write_directory(dir, &result, &history)
             .with_context(|| format!("writing explanations to {}", dir.display()))?;
     }
-    Ok(result.valid.exit_code())
+    let code = result.valid.exit_code();
+    // The process ends next: freeing a million-transaction history piece by
+    // piece costs ~5 % of a check (measured with perf), the OS does it at once.
+    std::mem::forget(history);
+    std::mem::forget(result);
+    Ok(code)
 }
 
 fn join_names<T: std::fmt::Display>(xs: &[T]) -> String {
