@@ -9,6 +9,7 @@
 pub mod elle;
 pub mod graph_svg;
 pub mod plots;
+pub mod repro;
 pub mod spans;
 pub mod timeline;
 
@@ -75,7 +76,7 @@ pub fn write_perf_reports(run_dir: &Path, history: &History) -> anyhow::Result<(
 
 /// Writes every report of a run into `run_dir`: `history.edn`, and when a
 /// check result is given `results.edn` and `elle/` (explanations, cycle
-/// graphs as DOT and SVG); then `timeline.html` and the plots. Each part is
+/// graphs as DOT and SVG, `repro.sql` for cycles); then `timeline.html` and the plots. Each part is
 /// attempted even when an earlier one fails; the errors are reported together.
 /// `results.json` is the caller's (the runner and `analyze` write it).
 ///
@@ -97,6 +98,8 @@ pub fn write_reports(
             errors.push(format!("writing {}: {e}", path.display()));
         }
         if let Err(e) = elle::write(&run_dir.join("elle"), result, history) {
+            errors.push(format!("{e:#}"));
+        } else if let Err(e) = repro::write(&run_dir.join("elle"), run_dir, result, history) {
             errors.push(format!("{e:#}"));
         }
     }
