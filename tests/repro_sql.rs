@@ -2,7 +2,8 @@
 //! repeatable-read run checked against serializable shows write skew
 //! (G2-item); each cycle's setup and every session's statements are fed to
 //! `psql -v ON_ERROR_STOP=1` against a fresh throwaway cluster (CI installs
-//! the `postgresql` package; as root the cluster runs as `postgres`).
+//! the `postgresql` package; as root the cluster runs as `postgres`), then
+//! each cycle is replayed with one psql per session in the numbered order.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -163,5 +164,175 @@ fn postgres_repeatable_read_repro_sql_replays_in_psql() {
         }
     }
     assert!(replayed >= 2, "{replayed} sessions replayed");
+
+    // All sessions of a cycle at once, one psql each, in step order: every
+    // statement runs (nothing blocks, every COMMIT succeeds) and the reads
+    // return what the run observed — the write skew happens again. At
+    // SERIALIZABLE the same steps must make PostgreSQL abort a transaction.
+    let (mut total, mut same, mut checked_ser) = (0, 0, 0);
+    for c in cycles.iter().take(20) {
+        let (errors, reads) = replay(port, c);
+        assert!(errors.is_empty(), "{}: {errors:?}", c.title);
+        total += reads.len();
+        let matched = reads.iter().filter(|(o, r)| o == r).count();
+        same += matched;
+        for (o, r) in reads.iter().filter(|(o, r)| o != r) {
+            eprintln!("{}: observed {o}, replayed {r}", c.title);
+        }
+        if matched == reads.len() && checked_ser < 5 {
+            let ser = Cycle {
+                title: c.title.clone(),
+                setup: c.setup.clone(),
+                sessions: c
+                    .sessions
+                    .iter()
+                    .map(|(l, t)| (l.clone(), t.replace("REPEATABLE READ", "SERIALIZABLE")))
+                    .collect(),
+            };
+            let (errors, _) = replay(port, &ser);
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.contains("could not serialize access")),
+                "{} replayed at SERIALIZABLE without a serialization failure: {errors:?}",
+                c.title
+            );
+            checked_ser += 1;
+        }
+    }
+    eprintln!("{same}/{total} replayed reads as observed");
+    assert!(
+        total > 0 && same * 20 >= total * 19,
+        "{same}/{total} reads as observed"
+    );
+    assert!(checked_ser > 0, "no cycle replayed exactly");
     rt.block_on(cluster.stop()).unwrap();
+}
+
+/// One psql session driven statement by statement: each statement is
+/// followed by `\echo` of a marker, and its output (stdout and stderr
+/// merged) is read up to the marker.
+struct Session {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    n: usize,
+}
+
+impl Session {
+    fn open(port: u16) -> Session {
+        let psql = find_bin_dir().unwrap().join("psql");
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "exec {} -X -q -t -A -h 127.0.0.1 -U postgres -p {port} -d postgres 2>&1",
+                psql.display()
+            ))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn psql");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for l in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Session {
+            child,
+            stdin,
+            lines,
+            n: 0,
+        }
+    }
+
+    /// Runs `stmt`; its output lines, or `None` if it did not finish in 10 s.
+    fn run(&mut self, stmt: &str) -> Option<Vec<String>> {
+        use std::io::Write;
+        self.n += 1;
+        let marker = format!("@@done-{}@@", self.n);
+        writeln!(self.stdin, "{stmt}\n\\echo {marker}").unwrap();
+        self.stdin.flush().unwrap();
+        let mut out = Vec::new();
+        loop {
+            match self.lines.recv_timeout(std::time::Duration::from_secs(10)) {
+                Ok(l) if l == marker => return Some(out),
+                Ok(l) => out.push(l),
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `1,2,3` → `[1 2 3]`; no row → `[]`.
+fn as_list(out: &[String]) -> String {
+    let text = out.first().map(String::as_str).unwrap_or("");
+    format!(
+        "[{}]",
+        text.split(',')
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
+}
+
+/// Replays `c` with one psql per session in step order; returns errors and
+/// (observed, replayed) per read.
+fn replay(port: u16, c: &Cycle) -> (Vec<String>, Vec<(String, String)>) {
+    let setup = Session::open(port).run(&c.setup).expect("setup finishes");
+    assert!(
+        setup.iter().all(|l| !l.contains("ERROR")),
+        "setup: {setup:?}"
+    );
+    let mut steps: Vec<(usize, usize, String, Option<String>)> = Vec::new();
+    for (si, (_, text)) in c.sessions.iter().enumerate() {
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("/* ") else {
+                continue;
+            };
+            let (n, stmt) = rest.split_once(" */ ").unwrap();
+            let (stmt, observed) = match stmt.split_once("  -- observed: ") {
+                Some((s, o)) => (s, Some(o.to_string())),
+                None => (stmt.split("  --").next().unwrap(), None),
+            };
+            steps.push((n.parse().unwrap(), si, stmt.to_string(), observed));
+        }
+    }
+    steps.sort_by_key(|s| s.0);
+    let numbers: Vec<usize> = steps.iter().map(|s| s.0).collect();
+    assert_eq!(
+        numbers,
+        (1..=steps.len()).collect::<Vec<_>>(),
+        "{}",
+        c.title
+    );
+    let mut sessions: Vec<Session> = c.sessions.iter().map(|_| Session::open(port)).collect();
+    let (mut errors, mut reads) = (Vec::new(), Vec::new());
+    for (n, si, stmt, observed) in &steps {
+        let Some(out) = sessions[*si].run(stmt) else {
+            errors.push(format!("step {n} blocked: {stmt}"));
+            break;
+        };
+        if let Some(e) = out.iter().find(|l| l.contains("ERROR")) {
+            errors.push(format!("step {n}: {e}"));
+        } else if let Some(o) = observed {
+            reads.push((o.clone(), as_list(&out)));
+        }
+    }
+    (errors, reads)
 }

@@ -9,7 +9,10 @@
 //! * [`render`] is a pure function of the check result, the history, the SQL
 //!   dialect and the isolation level; [`write`] only reads `test.json` and
 //!   writes the file.
-//! * The step order is one in which every observed dependency can hold:
+//! * The step order is one in which every observed dependency among the
+//!   cycle's transactions can hold (the cycle's steps first, then the other
+//!   list-append wr/rw/ww dependencies between them, so replayed sessions
+//!   neither wait on each other's row locks nor read differently):
 //!   within a transaction its statements keep their order; a write a
 //!   transaction read (`wr`) or overwrote (`ww`) commits before that
 //!   transaction's snapshot (its first statement under snapshot-taking
@@ -450,6 +453,77 @@ fn schedule(txns: &[Txn], steps: &[Step], snapshot_reads: bool) -> Schedule {
     Schedule { order, dropped }
 }
 
+/// The list-append dependencies among the cycle's transactions beyond the
+/// cycle's own steps, so the replay keeps them too: a read that saw another's
+/// append (wr), a read that missed a committed one (rw), and two appends to
+/// one key in the order of the longest read of that key in the history (ww:
+/// the row lock makes the later writer wait for the earlier commit).
+fn observed_deps(txns: &[Txn], history: &History) -> Vec<Step> {
+    let mut appends: BTreeMap<&Key, Vec<(usize, usize, &Val)>> = BTreeMap::new();
+    for (t, x) in txns.iter().enumerate() {
+        if x.completion.is_some_and(|c| c.1 == OpType::Ok) {
+            for (i, m) in x.mops.iter().enumerate() {
+                if let MicroOp::Append(k, v) = m {
+                    appends.entry(k).or_default().push((t, i, v));
+                }
+            }
+        }
+    }
+    let mut longest: BTreeMap<&Key, &[Val]> = BTreeMap::new();
+    for op in history.ops() {
+        if op.op_type != OpType::Ok {
+            continue;
+        }
+        for m in op.value.txn().unwrap_or_default() {
+            if let MicroOp::Read(k, ReadValue::List(l)) = m
+                && let Some((k, _)) = appends.get_key_value(k)
+                && longest.get(k).is_none_or(|x| x.len() < l.len())
+            {
+                longest.insert(k, l);
+            }
+        }
+    }
+    let step = |rel: Rel, a: usize, b: usize, k: &Key, am: usize, bm: usize| Step {
+        key: Some(k.clone()),
+        a_mop: Some(am),
+        b_mop: Some(bm),
+        ..Step::bare(rel, txns[a].op, txns[b].op)
+    };
+    let mut out = Vec::new();
+    for (k, ws) in &appends {
+        for &(a, am, v) in ws {
+            for (b, x) in txns.iter().enumerate() {
+                if b == a || !x.observed {
+                    continue;
+                }
+                for (bm, m) in x.mops.iter().enumerate() {
+                    if let MicroOp::Read(rk, ReadValue::List(l)) = m
+                        && rk == *k
+                    {
+                        if l.contains(v) {
+                            out.push(step(Rel::Wr, a, b, k, am, bm));
+                        } else {
+                            out.push(step(Rel::Rw, b, a, k, bm, am));
+                        }
+                    }
+                }
+            }
+            let Some(order) = longest.get(k) else {
+                continue;
+            };
+            let Some(pa) = order.iter().position(|x| x == v) else {
+                continue;
+            };
+            for &(b, bm, w) in ws {
+                if b != a && order.iter().position(|x| x == w).is_some_and(|pb| pa < pb) {
+                    out.push(step(Rel::Ww, a, b, k, am, bm));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The state a key starts from: rows to insert, and a comment.
 fn initial_state(key: &Key, txns: &[Txn]) -> (Option<String>, String) {
     let list_key = txns.iter().flat_map(|t| &t.mops).any(
@@ -636,7 +710,9 @@ fn render_cycle(
         }
     }
     // Schedule.
-    let sched = schedule(&txns, steps, snapshot_reads(isolation));
+    let mut deps = steps.to_vec();
+    deps.extend(observed_deps(&txns, history));
+    let sched = schedule(&txns, &deps, snapshot_reads(isolation));
     let mut step_of: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     let ev_code = |e: Ev| match e {
         Ev::Begin => 0,
