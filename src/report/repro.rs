@@ -1186,6 +1186,57 @@ mod tests {
     }
 
     #[test]
+    fn rw_register_cycles_use_register_writes() {
+        // Each transaction wrote one register and read the other's write.
+        use OpType::{Invoke, Ok};
+        let w = |k: i64, v: i64| MicroOp::Write(Key::int(k), Val::int(v));
+        let rs = |k: i64, v: i64| MicroOp::Read(Key::int(k), ReadValue::Scalar(Val::int(v)));
+        let h = History::new(vec![
+            Op::txn(0, Invoke, 1, vec![w(1, 5), r0(2)]),
+            Op::txn(1, Invoke, 2, vec![w(2, 6), r0(1)]),
+            Op::txn(2, Ok, 1, vec![w(1, 5), rs(2, 6)]),
+            Op::txn(3, Ok, 2, vec![w(2, 6), rs(1, 5)]),
+        ])
+        .expect("valid");
+        let res = checker::check(&h, &CheckOptions::new(Workload::RwRegister));
+        let sql = render(
+            &res,
+            &h,
+            &Dialect::for_db(Some("cockroach"), true),
+            Some(Isolation::Serializable),
+        )
+        .expect("a cycle");
+        let t = TxnTables::default();
+        pos(
+            &sql,
+            &format!(
+                "INSERT INTO txn{} AS t (id, val) VALUES (1, '5') ON CONFLICT (id) DO UPDATE SET val = '5';",
+                t.table_of(1)
+            ),
+        );
+        pos(
+            &sql,
+            &format!(
+                "SELECT val FROM txn{} WHERE id = 2 FOR UPDATE;  -- observed: 6",
+                t.table_of(2)
+            ),
+        );
+        pos(
+            &sql,
+            "key 1: no read of a value written outside these transactions",
+        );
+        let my = render(&res, &h, &Dialect::for_db(Some("galera"), false), None).expect("a cycle");
+        pos(
+            &my,
+            &format!(
+                "INSERT INTO txn{} (id, sk, val) VALUES (2, 2, '6') ON DUPLICATE KEY UPDATE val = '6';",
+                t.table_of(2)
+            ),
+        );
+        pos(&my, "-- isolation unknown: the server's default applies");
+    }
+
+    #[test]
     fn binding_substitutes_literals() {
         assert_eq!(
             bind_pg("a $1 b $2 c $2", &["1".into(), "'x'".into()]),
