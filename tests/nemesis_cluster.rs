@@ -26,11 +26,7 @@ fn rt() -> tokio::runtime::Runtime {
 fn harness_rules_left() -> usize {
     rt().block_on(async {
         let tb = Testbed::current().unwrap();
-        let remotes: Vec<Arc<dyn Remote>> = tb
-            .remotes()
-            .into_iter()
-            .map(|r| Arc::new(r) as Arc<dyn Remote>)
-            .collect();
+        let remotes: Vec<Arc<dyn Remote>> = tb.dyn_remotes();
         let rules = Nemesis::new(remotes, None).harness_rules().await.unwrap();
         eprintln!("harness rules left: {rules:?}");
         rules.values().map(Vec::len).sum()

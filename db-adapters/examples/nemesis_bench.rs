@@ -46,11 +46,7 @@ async fn main() {
     stats("testbed down (3 nodes)", &down);
 
     let tb = Testbed::up(3).await.unwrap();
-    let remotes: Vec<Arc<dyn Remote>> = tb
-        .remotes()
-        .into_iter()
-        .map(|r| Arc::new(r) as Arc<dyn Remote>)
-        .collect();
+    let remotes: Vec<Arc<dyn Remote>> = tb.dyn_remotes();
     let names: Vec<String> = tb.nodes.iter().map(|n| n.name.clone()).collect();
 
     // PostgreSQL primary + 2 replicas.

@@ -18,11 +18,7 @@ use store::{Key, MicroOp, ReadValue, Val};
 async fn galera_cluster_serves_every_node_and_survives_a_kill() {
     let _lock = TestbedLock::acquire().unwrap();
     let tb = Testbed::up(3).await.unwrap();
-    let remotes: Vec<Arc<dyn Remote>> = tb
-        .remotes()
-        .into_iter()
-        .map(|r| Arc::new(r) as Arc<dyn Remote>)
-        .collect();
+    let remotes: Vec<Arc<dyn Remote>> = tb.dyn_remotes();
     connect_all(&remotes).await.unwrap();
     let db = MariaDb::new(MariaDbConfig::new(true), remotes.clone());
     let result = async {

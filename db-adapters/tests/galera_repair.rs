@@ -27,11 +27,7 @@ async fn pid(r: &Arc<dyn Remote>, n: &str) -> String {
 async fn a_member_stuck_outside_the_primary_component_is_restarted() {
     let _lock = TestbedLock::acquire().unwrap();
     let tb = Testbed::up(3).await.unwrap();
-    let remotes: Vec<Arc<dyn Remote>> = tb
-        .remotes()
-        .into_iter()
-        .map(|r| Arc::new(r) as Arc<dyn Remote>)
-        .collect();
+    let remotes: Vec<Arc<dyn Remote>> = tb.dyn_remotes();
     connect_all(&remotes).await.unwrap();
     let db = MariaDb::new(MariaDbConfig::new(true), remotes.clone());
     let result = async {

@@ -108,11 +108,7 @@ async fn check_stops_at_missing_binary(
 async fn tarball_lifecycles_over_ssh_without_the_binaries() {
     let _lock = TestbedLock::acquire().unwrap();
     let tb = Testbed::up(3).await.unwrap();
-    let remotes: Vec<Arc<dyn Remote>> = tb
-        .remotes()
-        .into_iter()
-        .map(|r| Arc::new(r) as Arc<dyn Remote>)
-        .collect();
+    let remotes: Vec<Arc<dyn Remote>> = tb.dyn_remotes();
     let nodes = tb.nodes.clone();
     let tmp = tempfile::tempdir().unwrap();
     let base = tempfile::tempdir().unwrap();

@@ -268,6 +268,15 @@ impl Testbed {
             .collect()
     }
 
+    /// [`Testbed::remotes`] as shared trait objects, what lifecycles and
+    /// the nemesis take.
+    pub fn dyn_remotes(&self) -> Vec<std::sync::Arc<dyn crate::remote::Remote>> {
+        self.remotes()
+            .into_iter()
+            .map(|r| std::sync::Arc::new(r) as std::sync::Arc<dyn crate::remote::Remote>)
+            .collect()
+    }
+
     /// The testbed that is up, if any (read from its state file).
     ///
     /// # Errors

@@ -41,11 +41,7 @@ async fn testbed_up_partition_heal_down() {
     let st = tb.status().await;
     assert!(st.iter().all(|s| s.netns && s.running && s.ssh), "{st:?}");
 
-    let remotes: Vec<Arc<dyn Remote>> = tb
-        .remotes()
-        .into_iter()
-        .map(|r| Arc::new(r) as Arc<dyn Remote>)
-        .collect();
+    let remotes: Vec<Arc<dyn Remote>> = tb.dyn_remotes();
     for r in &remotes {
         assert_eq!(r.run("hostname").await.unwrap().stdout_str(), r.node().name);
         // Own PID namespace: tini is PID 1.
