@@ -34,6 +34,7 @@ mod convert;
 mod edn;
 mod json;
 mod op_writer;
+mod parallel;
 mod source;
 
 use crate::history::{History, Op};
@@ -605,7 +606,13 @@ fn collect<R: Read>(mut r: OpReader<R>) -> Result<ReadOutcome, FormatError> {
 /// # Errors
 /// IO failure or malformed input (with file, line, column, reason).
 pub fn read_path(path: &Path) -> Result<ReadOutcome, FormatError> {
-    collect(OpReader::open(path)?)
+    let reader = OpReader::open(path)?;
+    if reader.format == Format::JsonLines
+        && let Some(out) = parallel::read_jsonl(path)
+    {
+        return Ok(out);
+    }
+    collect(reader)
 }
 
 /// Reads a history from text in `format` (`JsonLines` and `ElleJson` read

@@ -1,0 +1,219 @@
+//! JSON Lines read by several threads at once: the file is cut at line ends
+//! into one chunk per core, each chunk parsed by its own [`OpReader`], the
+//! ops joined in file order.
+//!
+//! Key decision: this is only a faster way to get the same answer. Any chunk
+//! that fails, warns (a torn last line), or starts with an op whose index
+//! may have been assigned by position (see [`read_jsonl`]) makes the caller
+//! read the file sequentially instead, so errors, warnings, their line
+//! numbers and assigned indices are always exactly those of the sequential
+//! reader.
+
+use super::source::MAX_ITEM_BYTES;
+use super::{Format, OpReader, ReadOutcome};
+use crate::history::Op;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Smaller files are read sequentially (threads cost more than they save).
+const MIN_BYTES: u64 = 16 << 20;
+/// Threads at most.
+const MAX_THREADS: usize = 4;
+
+/// Reads `path` (JSON Lines) in parallel; `None` when it should be read
+/// sequentially: too small, one core, not one object per line, or anything
+/// but a clean parse of every chunk.
+pub(crate) fn read_jsonl(path: &Path) -> Option<ReadOutcome> {
+    let len = std::fs::metadata(path).ok()?.len();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS);
+    if threads < 2 || len < MIN_BYTES || first_byte(path)? != b'{' {
+        return None;
+    }
+    let bounds = chunk_bounds(path, len, threads)?;
+    let parts: Vec<Option<Vec<Op>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (start, end) = (w[0], w[1]);
+                s.spawn(move || parse_chunk(path, start, end))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    });
+    let mut parts = parts.into_iter();
+    let mut ops = parts.next()??;
+    for part in parts {
+        let part = part?;
+        // A later chunk's first op without an `index` was given 0 (its
+        // chunk's position) where the sequential reader gives the previous
+        // op's index + 1; an explicit 0 there is out of order anyway.
+        if part.first().is_some_and(|op| op.index.0 == 0) {
+            return None;
+        }
+        ops.extend(part);
+    }
+    Some(ReadOutcome {
+        ops,
+        warnings: Vec::new(),
+        format: Format::JsonLines,
+    })
+}
+
+/// The first byte that is not white space.
+fn first_byte(path: &Path) -> Option<u8> {
+    let mut f = File::open(path).ok()?;
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = f.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        if let Some(b) = buf[..n].iter().find(|b| !b.is_ascii_whitespace()) {
+            return Some(*b);
+        }
+    }
+}
+
+/// Offsets `0 = b0 < b1 < … < bn = len`, each inner one just after a
+/// newline, cutting the file into about `parts` equal chunks.
+fn chunk_bounds(path: &Path, len: u64, parts: usize) -> Option<Vec<u64>> {
+    let mut f = File::open(path).ok()?;
+    let mut bounds = vec![0u64];
+    let mut buf = vec![0u8; 1 << 16];
+    for i in 1..parts as u64 {
+        let target = len * i / parts as u64;
+        if target <= *bounds.last()? {
+            continue;
+        }
+        f.seek(SeekFrom::Start(target)).ok()?;
+        let mut pos = target;
+        let cut = loop {
+            let n = f.read(&mut buf).ok()?;
+            if n == 0 {
+                break None;
+            }
+            if let Some(k) = memchr::memchr(b'\n', &buf[..n]) {
+                break Some(pos + k as u64 + 1);
+            }
+            pos += n as u64;
+            if pos - target > MAX_ITEM_BYTES as u64 {
+                // A huge line: let the sequential reader report it.
+                return None;
+            }
+        };
+        match cut {
+            Some(c) if c < len => bounds.push(c),
+            _ => break,
+        }
+    }
+    bounds.push(len);
+    (bounds.len() > 2).then_some(bounds)
+}
+
+/// The ops of `[start, end)`, or `None` on any error or warning.
+fn parse_chunk(path: &Path, start: u64, end: u64) -> Option<Vec<Op>> {
+    let mut f = File::open(path).ok()?;
+    f.seek(SeekFrom::Start(start)).ok()?;
+    let mut r = OpReader::new(
+        f.take(end - start),
+        Format::JsonLines,
+        Some(path.to_path_buf()),
+    );
+    let mut ops = Vec::new();
+    for op in r.by_ref() {
+        ops.push(op.ok()?);
+    }
+    r.warnings().is_empty().then_some(ops)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::format::{OpReader, collect};
+    use std::io::Write as _;
+
+    /// Ops as JSON Lines text, `n` of them, big enough to be read in parallel.
+    fn big_history(n: usize, with_index: bool) -> String {
+        let mut s = String::new();
+        for i in 0..n {
+            let idx = if with_index {
+                format!("\"index\":{},", 2 * i)
+            } else {
+                String::new()
+            };
+            s.push_str(&format!(
+                "{{{idx}\"type\":\"invoke\",\"process\":{p},\"f\":\"txn\",\"value\":[[\"append\",{k},{i}],[\"r\",{k},null]]}}\n",
+                p = i % 7,
+                k = i % 13
+            ));
+            let idx = if with_index {
+                format!("\"index\":{},", 2 * i + 1)
+            } else {
+                String::new()
+            };
+            s.push_str(&format!(
+                "{{{idx}\"type\":\"ok\",\"process\":{p},\"f\":\"txn\",\"value\":[[\"append\",{k},{i}],[\"r\",{k},[1,2,3,{i}]]]}}\n",
+                p = i % 7,
+                k = i % 13
+            ));
+        }
+        s
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        let mut f = File::create(&p).unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        p
+    }
+
+    fn sequential(p: &Path) -> ReadOutcome {
+        collect(OpReader::open(p).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn parallel_and_sequential_reads_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = big_history(120_000, true);
+        assert!(text.len() as u64 >= MIN_BYTES, "{} bytes", text.len());
+        let p = write(dir.path(), "h.jsonl", &text);
+        let par = read_jsonl(&p).expect("read in parallel");
+        let seq = sequential(&p);
+        assert_eq!(par.ops, seq.ops);
+        assert_eq!(par.ops.len(), 240_000);
+        assert!(par.warnings.is_empty());
+    }
+
+    #[test]
+    fn anything_unusual_falls_back_to_the_sequential_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        // Positional indices: the second chunk cannot know its offset.
+        let p = write(dir.path(), "noidx.jsonl", &big_history(120_000, false));
+        assert!(read_jsonl(&p).is_none());
+        // A torn last line: a warning with its line number.
+        let mut torn = big_history(120_000, true);
+        torn.push_str("{\"index\":240000,\"type\":\"inv");
+        let p = write(dir.path(), "torn.jsonl", &torn);
+        assert!(read_jsonl(&p).is_none());
+        // A bad line in the middle: the sequential reader names its line.
+        let mut lines: Vec<String> = big_history(120_000, true)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        lines[150_000] = "{\"index\":1,\"type\":\"bogus\"}".to_string();
+        let p = write(dir.path(), "bad.jsonl", &(lines.join("\n") + "\n"));
+        assert!(read_jsonl(&p).is_none());
+        let e = crate::format::read_path(&p).unwrap_err().to_string();
+        assert!(e.contains(":150001:"), "{e}");
+        // Small files are not worth threads.
+        let p = write(dir.path(), "small.jsonl", &big_history(100, true));
+        assert!(read_jsonl(&p).is_none());
+    }
+}
