@@ -1,6 +1,6 @@
 //! JSON Lines read by several threads at once: the file is cut at line ends
-//! into one chunk per core, each chunk parsed by its own [`OpReader`], the
-//! ops joined in file order.
+//! into a few chunks per core, each chunk parsed by its own [`OpReader`] on
+//! its own thread, the ops joined in file order.
 //!
 //! Key decision: this is only a faster way to get the same answer. Any chunk
 //! that fails, warns (a torn last line), or starts with an op whose index
@@ -18,8 +18,12 @@ use std::path::Path;
 
 /// Smaller files are read sequentially (threads cost more than they save).
 const MIN_BYTES: u64 = 16 << 20;
-/// Threads at most.
+/// Cores used at most.
 const MAX_THREADS: usize = 4;
+/// Chunks per core: joining the chunks' ops in order holds one chunk twice
+/// for a moment, so smaller chunks keep that peak small (measured: 2 chunks
+/// of a 1M-op file added 74 MB to a 594 MB load).
+const CHUNKS_PER_THREAD: usize = 4;
 
 /// Reads `path` (JSON Lines) in parallel; `None` when it should be read
 /// sequentially: too small, one core, not one object per line, or anything
@@ -32,7 +36,7 @@ pub(crate) fn read_jsonl(path: &Path) -> Option<ReadOutcome> {
     if threads < 2 || len < MIN_BYTES || first_byte(path)? != b'{' {
         return None;
     }
-    let bounds = chunk_bounds(path, len, threads)?;
+    let bounds = chunk_bounds(path, len, threads * CHUNKS_PER_THREAD)?;
     let parts: Vec<Option<Vec<Op>>> = std::thread::scope(|s| {
         let handles: Vec<_> = bounds
             .windows(2)
