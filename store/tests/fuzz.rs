@@ -205,3 +205,22 @@ proptest! {
         }
     }
 }
+
+/// The case the property test found: an Elle array cut right after its `[`
+/// is a torn file (a warning), not an error — the reader had already dropped
+/// the consumed `[` when it asked whether the input ended with a newline.
+#[test]
+fn an_array_cut_after_its_bracket_is_torn_not_an_error() {
+    for (text, f) in [
+        ("[", Format::ElleJson),
+        ("  [", Format::ElleJson),
+        ("[", Format::Edn),
+    ] {
+        let out = format::read_bytes(text.as_bytes(), f).unwrap();
+        assert!(out.ops.is_empty());
+        assert_eq!(out.warnings.len(), 1, "{text:?}: {:?}", out.warnings);
+        assert!(out.warnings[0].contains("torn"), "{:?}", out.warnings);
+    }
+    // With a newline after the bracket the array is unterminated: an error.
+    assert!(format::read_bytes(b"[\n", Format::ElleJson).is_err());
+}
