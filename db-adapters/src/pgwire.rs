@@ -13,12 +13,12 @@
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory, ErrorKind};
 use crate::sql::{
-    DataModel, Isolation, TxnPhase, TxnTables, int_key, int_val, parse_list, parse_register,
+    DataModel, Isolation, TxnPhase, TxnTables, decode_read, int_key, int_val, reconnect_backoff,
 };
 use nemesis::Node;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
-use store::{MicroOp, ReadValue};
+use store::MicroOp;
 use tokio_postgres::{NoTls, Statement};
 
 /// Classifies a driver error at a transaction phase.
@@ -209,28 +209,16 @@ impl PgWireFactory {
         Ok(level.to_ascii_lowercase())
     }
 
-    async fn session(&self, node: &Node) -> Result<Session, ClientError> {
+    async fn session(&self, node: &Node) -> Result<PgSession, ClientError> {
         let client = self.connect(node).await?;
-        let mut reads = Vec::new();
-        let mut writes = Vec::new();
-        for t in 0..self.tables.table_count {
-            let mut read = self.tables.read_sql(t);
-            if let Some(lock) = self.dialect.read_lock {
-                read.push_str(lock);
-            }
-            let write = match self.model {
-                DataModel::ListAppend => self.tables.append_sql(t),
-                DataModel::RwRegister => self.tables.write_sql(t),
-            };
-            let prep = |e| (self.dialect.classify)(&e, TxnPhase::BeforeCommit);
-            reads.push(client.prepare(&read).await.map_err(prep)?);
-            writes.push(client.prepare(&write).await.map_err(prep)?);
-        }
-        Ok(Session {
+        PgSession::prepare(
             client,
-            reads,
-            writes,
-        })
+            self.tables,
+            self.model,
+            self.dialect.read_lock,
+            self.dialect.classify,
+        )
+        .await
     }
 }
 
@@ -282,48 +270,133 @@ impl ClientFactory for PgWireFactory {
     fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
         Box::pin(async move {
             let session = self.session(node).await?;
-            Ok(Box::new(PgWireClient {
-                factory: self.clone(),
-                node: node.clone(),
-                session: Some(session),
-                last_connect_failure: None,
-                begin: format!("BEGIN ISOLATION LEVEL {}", self.isolation.sql()),
-            }) as Box<dyn Client>)
+            Ok(Box::new(PgTxnClient::new(
+                self.clone(),
+                node.clone(),
+                session,
+                self.isolation,
+            )) as Box<dyn Client>)
         })
     }
 }
 
-struct Session {
+/// What a PG-wire transaction makes of an error raised before `COMMIT` was
+/// sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PreCommitErrors {
+    /// Always a definite `fail` (PostgreSQL: the server aborts the
+    /// transaction on any error).
+    ForceDefinite,
+    /// Keep the classifier's verdict (CockroachDB's 40003, YSQL's
+    /// "Operation expired" are indefinite).
+    KeepVerdict,
+}
+
+/// One connection with its prepared statements.
+pub(crate) struct PgSession {
     client: tokio_postgres::Client,
+    /// Prepared `SELECT` per table.
     reads: Vec<Statement>,
+    /// Prepared append or write upsert per table.
     writes: Vec<Statement>,
 }
 
-/// Pause after a failed reconnect, so a dead node does not turn into a flood
-/// of `fail` ops.
-const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+impl PgSession {
+    /// Prepares the read (with `read_lock` appended) and the model's write
+    /// statement of every table on `client`; a failure is classified as
+    /// before `COMMIT`.
+    pub(crate) async fn prepare(
+        client: tokio_postgres::Client,
+        tables: TxnTables,
+        model: DataModel,
+        read_lock: Option<&str>,
+        classify: Classifier,
+    ) -> Result<PgSession, ClientError> {
+        let mut reads = Vec::new();
+        let mut writes = Vec::new();
+        for t in 0..tables.table_count {
+            let mut read = tables.read_sql(t);
+            if let Some(lock) = read_lock {
+                read.push_str(lock);
+            }
+            let write = match model {
+                DataModel::ListAppend => tables.append_sql(t),
+                DataModel::RwRegister => tables.write_sql(t),
+            };
+            let prep = |e| classify(&e, TxnPhase::BeforeCommit);
+            reads.push(client.prepare(&read).await.map_err(prep)?);
+            writes.push(client.prepare(&write).await.map_err(prep)?);
+        }
+        Ok(PgSession {
+            client,
+            reads,
+            writes,
+        })
+    }
+}
 
-struct PgWireClient {
-    factory: PgWireFactory,
+/// What the shared PG-wire client needs from a factory.
+pub(crate) trait PgSessionSource: Send + Sync + 'static {
+    /// A fresh session on `node`.
+    fn session<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<PgSession, ClientError>>;
+    /// The data model.
+    fn model(&self) -> DataModel;
+    /// The table layout.
+    fn tables(&self) -> TxnTables;
+    /// Error classification.
+    fn classify(&self) -> Classifier;
+    /// What an error before `COMMIT` becomes.
+    fn pre_commit(&self) -> PreCommitErrors;
+}
+
+impl PgSessionSource for PgWireFactory {
+    fn session<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<PgSession, ClientError>> {
+        Box::pin(PgWireFactory::session(self, node))
+    }
+    fn model(&self) -> DataModel {
+        self.model
+    }
+    fn tables(&self) -> TxnTables {
+        self.tables
+    }
+    fn classify(&self) -> Classifier {
+        self.dialect.classify
+    }
+    fn pre_commit(&self) -> PreCommitErrors {
+        PreCommitErrors::KeepVerdict
+    }
+}
+
+/// The one PG-wire transaction client (PostgreSQL, CockroachDB, YSQL): a
+/// session per worker, reconnected lazily with a backoff after it broke,
+/// `BEGIN ISOLATION LEVEL … / statements / COMMIT`, never retried.
+pub(crate) struct PgTxnClient<S> {
+    source: S,
     node: Node,
-    session: Option<Session>,
+    session: Option<PgSession>,
     last_connect_failure: Option<Instant>,
     begin: String,
 }
 
-impl PgWireClient {
+impl<S: PgSessionSource> PgTxnClient<S> {
+    /// A client over an open session; transactions begin at `isolation`.
+    pub(crate) fn new(source: S, node: Node, session: PgSession, isolation: Isolation) -> Self {
+        PgTxnClient {
+            source,
+            node,
+            session: Some(session),
+            last_connect_failure: None,
+            begin: format!("BEGIN ISOLATION LEVEL {}", isolation.sql()),
+        }
+    }
+
     async fn ensure_session(&mut self) -> Result<(), ClientError> {
         if self.session.as_ref().is_some_and(|s| !s.client.is_closed()) {
             return Ok(());
         }
         self.session = None;
-        if let Some(t) = self.last_connect_failure {
-            let since = t.elapsed();
-            if since < RECONNECT_BACKOFF {
-                tokio::time::sleep(RECONNECT_BACKOFF - since).await;
-            }
-        }
-        match self.factory.session(&self.node).await {
+        reconnect_backoff(self.last_connect_failure).await;
+        match self.source.session(&self.node).await {
             Ok(s) => {
                 self.session = Some(s);
                 self.last_connect_failure = None;
@@ -337,7 +410,7 @@ impl PgWireClient {
     }
 
     async fn run(&mut self, txn: &[MicroOp]) -> Result<Vec<MicroOp>, ClientError> {
-        let model = self.factory.model;
+        let model = self.source.model();
         for mop in txn {
             int_key(mop.key())?;
             match mop {
@@ -354,8 +427,9 @@ impl PgWireClient {
             }
         }
         self.ensure_session().await?;
-        let classify = self.factory.dialect.classify;
-        let tables = self.factory.tables;
+        let classify = self.source.classify();
+        let tables = self.source.tables();
+        let pre_commit = self.source.pre_commit();
         let Some(s) = self.session.as_ref() else {
             return Err(ClientError::definite("no-client", "no session"));
         };
@@ -381,13 +455,7 @@ impl PgWireClient {
                             })?,
                             None => None,
                         };
-                        let read = match model {
-                            DataModel::ListAppend => ReadValue::List(parse_list(text.as_deref())?),
-                            DataModel::RwRegister => match parse_register(text.as_deref())? {
-                                Some(v) => ReadValue::Scalar(v),
-                                None => ReadValue::Nil,
-                            },
-                        };
+                        let read = decode_read(model, text.as_deref())?;
                         out.push(MicroOp::Read(k.clone(), read));
                     }
                     MicroOp::Append(_, v) | MicroOp::Write(_, v) => {
@@ -411,18 +479,20 @@ impl PgWireClient {
                 Ok(out)
             }
             Err(e) => {
-                // COMMIT was never sent. The dialect may still call an error
-                // indefinite (CockroachDB's 40003, YSQL's "Operation
-                // expired"); keep its verdict, roll back so the session is
-                // usable again.
+                // COMMIT was never sent: roll back so the session is usable
+                // again; the dialect decides whether the error stays as
+                // classified or is a definite failure.
                 let _ = s.client.batch_execute("ROLLBACK").await;
-                Err(e)
+                Err(match pre_commit {
+                    PreCommitErrors::ForceDefinite => definite(e),
+                    PreCommitErrors::KeepVerdict => e,
+                })
             }
         }
     }
 }
 
-impl Client for PgWireClient {
+impl<S: PgSessionSource> Client for PgTxnClient<S> {
     fn invoke<'a>(
         &'a mut self,
         txn: &'a [MicroOp],
@@ -431,6 +501,7 @@ impl Client for PgWireClient {
     }
 
     fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        // Dropping the client ends the connection task.
         Box::pin(async move { drop(self) })
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::client::ClientError;
 use std::fmt;
-use store::{Atom, Key, Val};
+use store::{Atom, Key, ReadValue, Val};
 
 /// Which transaction model the client executes: list-append or rw-register.
 /// It decides how a read's result is shaped (a list or a single value).
@@ -268,6 +268,37 @@ pub fn parse_register(text: Option<&str>) -> Result<Option<Val>, ClientError> {
                     format!("register value {t:?} is not an integer"),
                 )
             }),
+    }
+}
+
+/// Decodes the stored text of one key (`None`: no row or SQL NULL) into the
+/// read value of `model`: a list for list-append, a scalar or nil for
+/// registers. Shared by every SQL client.
+///
+/// # Errors
+/// The indefinite `unparseable-read` errors of [`parse_list`] and
+/// [`parse_register`].
+pub fn decode_read(model: DataModel, text: Option<&str>) -> Result<ReadValue, ClientError> {
+    Ok(match model {
+        DataModel::ListAppend => ReadValue::List(parse_list(text)?),
+        DataModel::RwRegister => match parse_register(text)? {
+            Some(v) => ReadValue::Scalar(v),
+            None => ReadValue::Nil,
+        },
+    })
+}
+
+/// How long a SQL client waits after a failed reconnect before trying
+/// again, so a dead server does not turn into a flood of `fail` ops.
+pub(crate) const RECONNECT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Sleeps out the rest of [`RECONNECT_BACKOFF`] since `last_failure`.
+pub(crate) async fn reconnect_backoff(last_failure: Option<std::time::Instant>) {
+    if let Some(t) = last_failure {
+        let since = t.elapsed();
+        if since < RECONNECT_BACKOFF {
+            tokio::time::sleep(RECONNECT_BACKOFF - since).await;
+        }
     }
 }
 

@@ -26,15 +26,12 @@
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::cluster::{Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, log};
-use crate::mysql::client::classify_mysql;
-use crate::sql::{
-    DataModel, Isolation, TxnPhase, TxnTables, int_key, int_val, parse_list, parse_register,
-};
+use crate::mysql::client::{MysqlConnSource, MysqlTxnClient, MysqlTxnDialect, classify_mysql};
+use crate::sql::{DataModel, Isolation, TxnPhase, TxnTables};
 use mysql_async::prelude::Queryable;
 use nemesis::Node;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
-use store::{MicroOp, ReadValue};
+use std::time::Duration;
 
 /// tidb-server's MySQL port.
 pub const DEFAULT_PORT: u16 = 4000;
@@ -390,151 +387,30 @@ impl ClientFactory for TidbFactory {
     fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
         Box::pin(async move {
             let (conn, _) = self.connect(node).await?;
-            Ok(Box::new(TidbClient {
-                factory: self.clone(),
-                node: node.clone(),
-                conn: Some(conn),
-                last_connect_failure: None,
-            }) as Box<dyn Client>)
+            Ok(Box::new(MysqlTxnClient::new(self.clone(), node.clone(), conn)) as Box<dyn Client>)
         })
     }
 }
 
-/// Pause after a failed reconnect.
-const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
-
-struct TidbClient {
-    factory: TidbFactory,
-    node: Node,
-    conn: Option<mysql_async::Conn>,
-    last_connect_failure: Option<Instant>,
-}
-
-async fn body(
-    conn: &mut mysql_async::Conn,
-    f: &TidbFactory,
-    txn: &[MicroOp],
-) -> Result<Vec<MicroOp>, ClientError> {
-    let before = |e: mysql_async::Error| classify(&e, TxnPhase::BeforeCommit);
-    conn.query_drop("START TRANSACTION").await.map_err(before)?;
-    let mut out = Vec::with_capacity(txn.len());
-    for mop in txn {
-        let id = int_key(mop.key())?;
-        let t = f.tables.table_of(id);
-        match mop {
-            MicroOp::Read(k, _) => {
-                let row: Option<Option<String>> = conn
-                    .exec_first(
-                        f.tables.mysql_read_sql(t, f.options.select_for_update),
-                        (id,),
-                    )
-                    .await
-                    .map_err(before)?;
-                let text = row.flatten();
-                let value = match f.model {
-                    DataModel::ListAppend => ReadValue::List(parse_list(text.as_deref())?),
-                    DataModel::RwRegister => match parse_register(text.as_deref())? {
-                        Some(v) => ReadValue::Scalar(v),
-                        None => ReadValue::Nil,
-                    },
-                };
-                out.push(MicroOp::Read(k.clone(), value));
-            }
-            MicroOp::Append(_, v) | MicroOp::Write(_, v) => {
-                let val = int_val(v)?.to_string();
-                let sql = match f.model {
-                    DataModel::ListAppend => f.tables.mysql_append_sql(t),
-                    DataModel::RwRegister => f.tables.mysql_write_sql(t),
-                };
-                conn.exec_drop(sql, (id, id, val.clone(), val))
-                    .await
-                    .map_err(before)?;
-                out.push(mop.clone());
-            }
-        }
+/// TiDB on the shared MySQL-wire transaction loop.
+impl MysqlConnSource for TidbFactory {
+    fn conn<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<mysql_async::Conn, ClientError>> {
+        Box::pin(async move { self.connect(node).await.map(|(c, _)| c) })
     }
-    Ok(out)
-}
-
-impl TidbClient {
-    async fn ensure_conn(&mut self) -> Result<(), ClientError> {
-        if self.conn.is_some() {
-            return Ok(());
-        }
-        if let Some(t) = self.last_connect_failure {
-            let since = t.elapsed();
-            if since < RECONNECT_BACKOFF {
-                tokio::time::sleep(RECONNECT_BACKOFF - since).await;
-            }
-        }
-        match self.factory.connect(&self.node).await {
-            Ok((c, _)) => {
-                self.conn = Some(c);
-                self.last_connect_failure = None;
-                Ok(())
-            }
-            Err(e) => {
-                self.last_connect_failure = Some(Instant::now());
-                Err(ClientError::definite("no-client", e.message))
-            }
-        }
+    fn model(&self) -> DataModel {
+        self.model
     }
-
-    async fn run(&mut self, txn: &[MicroOp]) -> Result<Vec<MicroOp>, ClientError> {
-        let model = self.factory.model;
-        for mop in txn {
-            int_key(mop.key())?;
-            if let MicroOp::Append(_, v) | MicroOp::Write(_, v) = mop {
-                int_val(v)?;
-                if matches!(mop, MicroOp::Append(..)) != (model == DataModel::ListAppend) {
-                    return Err(ClientError::definite(
-                        "wrong-workload",
-                        format!("micro-op {} does not belong to this workload", mop.f_name()),
-                    ));
-                }
-            }
-        }
-        self.ensure_conn().await?;
-        let f = self.factory.clone();
-        let Some(conn) = self.conn.as_mut() else {
-            return Err(ClientError::definite("no-client", "no connection"));
-        };
-        let out = match body(conn, &f, txn).await {
-            Ok(out) => out,
-            Err(e) => {
-                if conn.query_drop("ROLLBACK").await.is_err() {
-                    self.conn = None;
-                }
-                return Err(e);
-            }
-        };
-        match conn.query_drop("COMMIT").await {
-            Ok(()) => Ok(out),
-            Err(e) => {
-                let err = classify(&e, TxnPhase::Commit);
-                if e.is_fatal() || conn.query_drop("ROLLBACK").await.is_err() {
-                    self.conn = None;
-                }
-                Err(err)
-            }
-        }
+    fn tables(&self) -> TxnTables {
+        self.tables
     }
-}
-
-impl Client for TidbClient {
-    fn invoke<'a>(
-        &'a mut self,
-        txn: &'a [MicroOp],
-    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        Box::pin(self.run(txn))
-    }
-
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async move {
-            if let Some(c) = self.conn {
-                let _ = c.disconnect().await;
-            }
-        })
+    fn dialect(&self) -> MysqlTxnDialect {
+        MysqlTxnDialect {
+            classify,
+            read_for_update: self.options.select_for_update,
+            reject_wrong_workload: true,
+            reconnect_error_is_no_client: true,
+            rollback_after_fatal: true,
+        }
     }
 }
 

@@ -5,12 +5,12 @@
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::sql::{
-    DataModel, Isolation, TxnPhase, TxnTables, int_key, int_val, parse_list, parse_register,
+    DataModel, Isolation, TxnPhase, TxnTables, decode_read, int_key, int_val, reconnect_backoff,
 };
 use mysql_async::prelude::Queryable;
 use nemesis::Node;
 use std::time::{Duration, Instant};
-use store::{MicroOp, ReadValue};
+use store::MicroOp;
 
 /// MariaDB error codes with a known meaning for the outcome.
 mod code {
@@ -153,21 +153,6 @@ impl MysqlFactory {
             "CREATE TABLE IF NOT EXISTS txn{t} (id BIGINT NOT NULL PRIMARY KEY, sk BIGINT NOT NULL, val TEXT) ENGINE=InnoDB"
         )
     }
-
-    fn read_sql(t: usize) -> String {
-        format!("SELECT val FROM txn{t} WHERE id = ?")
-    }
-
-    fn write_sql(&self, t: usize) -> String {
-        match self.model {
-            DataModel::ListAppend => format!(
-                "INSERT INTO txn{t} (id, sk, val) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE val = CONCAT(val, ',', ?)"
-            ),
-            DataModel::RwRegister => format!(
-                "INSERT INTO txn{t} (id, sk, val) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE val = ?"
-            ),
-        }
-    }
 }
 
 impl ClientFactory for MysqlFactory {
@@ -192,38 +177,91 @@ impl ClientFactory for MysqlFactory {
     fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
         Box::pin(async move {
             let conn = self.connect(node).await?;
-            Ok(Box::new(MysqlClient {
-                factory: self.clone(),
-                node: node.clone(),
-                conn: Some(conn),
-                last_connect_failure: None,
-            }) as Box<dyn Client>)
+            Ok(Box::new(MysqlTxnClient::new(self.clone(), node.clone(), conn)) as Box<dyn Client>)
         })
     }
 }
 
-/// How long a client waits after a failed reconnect before trying again.
-const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+/// What differs between MySQL-wire databases (MariaDB/Galera, TiDB) in the
+/// shared transaction loop.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MysqlTxnDialect {
+    /// Error classification.
+    pub classify: fn(&mysql_async::Error, TxnPhase) -> ClientError,
+    /// Reads take `SELECT … FOR UPDATE`.
+    pub read_for_update: bool,
+    /// Reject a micro-op of the other workload before the transaction
+    /// (TiDB); MariaDB writes with the model's statement whatever the op.
+    pub reject_wrong_workload: bool,
+    /// A failed reconnect becomes `no-client` (TiDB) instead of keeping the
+    /// connect error's code (MariaDB).
+    pub reconnect_error_is_no_client: bool,
+    /// After a fatal driver error before `COMMIT`, still try `ROLLBACK`
+    /// before deciding to drop the connection (TiDB) instead of dropping it
+    /// at once (MariaDB).
+    pub rollback_after_fatal: bool,
+}
 
-struct MysqlClient {
-    factory: MysqlFactory,
+/// What the shared MySQL-wire client needs from a factory.
+pub(crate) trait MysqlConnSource: Send + Sync + 'static {
+    /// A fresh session connection to `node`.
+    fn conn<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<mysql_async::Conn, ClientError>>;
+    /// The data model.
+    fn model(&self) -> DataModel;
+    /// The table layout.
+    fn tables(&self) -> TxnTables;
+    /// The per-database differences.
+    fn dialect(&self) -> MysqlTxnDialect;
+}
+
+impl MysqlConnSource for MysqlFactory {
+    fn conn<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<mysql_async::Conn, ClientError>> {
+        Box::pin(self.connect(node))
+    }
+    fn model(&self) -> DataModel {
+        self.model
+    }
+    fn tables(&self) -> TxnTables {
+        self.tables
+    }
+    fn dialect(&self) -> MysqlTxnDialect {
+        MysqlTxnDialect {
+            classify: classify_mysql,
+            read_for_update: false,
+            reject_wrong_workload: false,
+            reconnect_error_is_no_client: false,
+            rollback_after_fatal: false,
+        }
+    }
+}
+
+/// The one MySQL-wire transaction client (MariaDB/Galera, TiDB): a
+/// connection per worker, reconnected lazily with a backoff after it was
+/// dropped, `START TRANSACTION / statements / COMMIT`, never retried.
+pub(crate) struct MysqlTxnClient<S> {
+    source: S,
     node: Node,
     conn: Option<mysql_async::Conn>,
     last_connect_failure: Option<Instant>,
 }
 
-impl MysqlClient {
-    async fn ensure_conn(&mut self) -> Result<(), ClientError> {
+impl<S: MysqlConnSource> MysqlTxnClient<S> {
+    /// A client over an open connection.
+    pub(crate) fn new(source: S, node: Node, conn: mysql_async::Conn) -> Self {
+        MysqlTxnClient {
+            source,
+            node,
+            conn: Some(conn),
+            last_connect_failure: None,
+        }
+    }
+
+    async fn ensure_conn(&mut self, d: &MysqlTxnDialect) -> Result<(), ClientError> {
         if self.conn.is_some() {
             return Ok(());
         }
-        if let Some(t) = self.last_connect_failure {
-            let since = t.elapsed();
-            if since < RECONNECT_BACKOFF {
-                tokio::time::sleep(RECONNECT_BACKOFF - since).await;
-            }
-        }
-        match self.factory.connect(&self.node).await {
+        reconnect_backoff(self.last_connect_failure).await;
+        match self.source.conn(&self.node).await {
             Ok(c) => {
                 self.conn = Some(c);
                 self.last_connect_failure = None;
@@ -231,46 +269,50 @@ impl MysqlClient {
             }
             Err(e) => {
                 self.last_connect_failure = Some(Instant::now());
-                Err(e)
+                if d.reconnect_error_is_no_client {
+                    Err(ClientError::definite("no-client", e.message))
+                } else {
+                    Err(e)
+                }
             }
         }
     }
 
     async fn body(
         conn: &mut mysql_async::Conn,
-        f: &MysqlFactory,
+        d: &MysqlTxnDialect,
+        model: DataModel,
+        tables: TxnTables,
         txn: &[MicroOp],
-    ) -> Result<Vec<MicroOp>, mysql_async::Error> {
-        conn.query_drop("START TRANSACTION").await?;
+    ) -> Result<Vec<MicroOp>, (ClientError, bool)> {
+        // The flag: whether the error leaves the connection unusable (the
+        // driver's verdict; a read no client wrote counts as fatal).
+        let before =
+            |e: mysql_async::Error| ((d.classify)(&e, TxnPhase::BeforeCommit), e.is_fatal());
+        conn.query_drop("START TRANSACTION").await.map_err(before)?;
         let mut out = Vec::with_capacity(txn.len());
         for mop in txn {
+            let id = int_key(mop.key()).map_err(|e| (e, true))?;
+            let t = tables.table_of(id);
             match mop {
                 MicroOp::Read(k, _) => {
-                    // Keys were validated before the transaction started.
-                    let key = int_key(k).unwrap_or_default();
-                    let t = f.tables.table_of(key);
-                    let row: Option<Option<String>> =
-                        conn.exec_first(MysqlFactory::read_sql(t), (key,)).await?;
+                    let row: Option<Option<String>> = conn
+                        .exec_first(tables.mysql_read_sql(t, d.read_for_update), (id,))
+                        .await
+                        .map_err(before)?;
                     let text = row.flatten();
-                    let value = match f.model {
-                        DataModel::ListAppend => match parse_list(text.as_deref()) {
-                            Ok(l) => ReadValue::List(l),
-                            Err(e) => return Err(mysql_async::Error::Other(Box::new(e))),
-                        },
-                        DataModel::RwRegister => match parse_register(text.as_deref()) {
-                            Ok(Some(v)) => ReadValue::Scalar(v),
-                            Ok(None) => ReadValue::Nil,
-                            Err(e) => return Err(mysql_async::Error::Other(Box::new(e))),
-                        },
-                    };
+                    let value = decode_read(model, text.as_deref()).map_err(|e| (e, true))?;
                     out.push(MicroOp::Read(k.clone(), value));
                 }
-                MicroOp::Append(k, v) | MicroOp::Write(k, v) => {
-                    let key = int_key(k).unwrap_or_default();
-                    let val = int_val(v).unwrap_or_default().to_string();
-                    let t = f.tables.table_of(key);
-                    conn.exec_drop(f.write_sql(t), (key, key, val.clone(), val))
-                        .await?;
+                MicroOp::Append(_, v) | MicroOp::Write(_, v) => {
+                    let val = int_val(v).map_err(|e| (e, true))?.to_string();
+                    let sql = match model {
+                        DataModel::ListAppend => tables.mysql_append_sql(t),
+                        DataModel::RwRegister => tables.mysql_write_sql(t),
+                    };
+                    conn.exec_drop(sql, (id, id, val.clone(), val))
+                        .await
+                        .map_err(before)?;
                     out.push(mop.clone());
                 }
             }
@@ -279,27 +321,39 @@ impl MysqlClient {
     }
 
     async fn run(&mut self, txn: &[MicroOp]) -> Result<Vec<MicroOp>, ClientError> {
+        let d = self.source.dialect();
+        let model = self.source.model();
         for mop in txn {
             int_key(mop.key())?;
             if let MicroOp::Append(_, v) | MicroOp::Write(_, v) = mop {
                 int_val(v)?;
+                if d.reject_wrong_workload
+                    && matches!(mop, MicroOp::Append(..)) != (model == DataModel::ListAppend)
+                {
+                    return Err(ClientError::definite(
+                        "wrong-workload",
+                        format!("micro-op {} does not belong to this workload", mop.f_name()),
+                    ));
+                }
             }
         }
-        self.ensure_conn().await?;
-        let f = self.factory.clone();
+        self.ensure_conn(&d).await?;
+        let tables = self.source.tables();
         let Some(conn) = self.conn.as_mut() else {
-            return Err(ClientError::definite("connect", "no connection"));
+            let code = if d.reconnect_error_is_no_client {
+                "no-client"
+            } else {
+                "connect"
+            };
+            return Err(ClientError::definite(code, "no connection"));
         };
-        let out = match Self::body(conn, &f, txn).await {
+        let out = match Self::body(conn, &d, model, tables, txn).await {
             Ok(out) => out,
-            Err(e) => {
-                let err = match &e {
-                    mysql_async::Error::Other(inner) => {
-                        ClientError::indefinite("unparseable-read", inner.to_string())
-                    }
-                    _ => classify_mysql(&e, TxnPhase::BeforeCommit),
-                };
-                if e.is_fatal() || conn.query_drop("ROLLBACK").await.is_err() {
+            Err((err, fatal)) => {
+                // COMMIT was never sent: roll back so the connection is
+                // usable again, or drop it.
+                let fatal = fatal && !d.rollback_after_fatal;
+                if fatal || conn.query_drop("ROLLBACK").await.is_err() {
                     self.conn = None;
                 }
                 return Err(err);
@@ -308,7 +362,7 @@ impl MysqlClient {
         match conn.query_drop("COMMIT").await {
             Ok(()) => Ok(out),
             Err(e) => {
-                let err = classify_mysql(&e, TxnPhase::Commit);
+                let err = (d.classify)(&e, TxnPhase::Commit);
                 if e.is_fatal() || conn.query_drop("ROLLBACK").await.is_err() {
                     self.conn = None;
                 }
@@ -318,7 +372,7 @@ impl MysqlClient {
     }
 }
 
-impl Client for MysqlClient {
+impl<S: MysqlConnSource> Client for MysqlTxnClient<S> {
     fn invoke<'a>(
         &'a mut self,
         txn: &'a [MicroOp],

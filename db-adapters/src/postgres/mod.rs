@@ -19,15 +19,12 @@
 pub mod local;
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
-use crate::sql::{
-    DataModel, Isolation, TxnPhase, TxnTables, classify_pg, int_key, int_val, parse_list,
-    parse_register,
-};
+use crate::pgwire::{Classifier, PgSession, PgSessionSource, PgTxnClient, PreCommitErrors};
+use crate::sql::{DataModel, Isolation, TxnTables, classify_pg};
 use nemesis::Node;
 use std::str::FromStr;
-use std::time::{Duration, Instant};
-use store::{MicroOp, ReadValue};
-use tokio_postgres::{NoTls, Statement};
+use std::time::Duration;
+use tokio_postgres::NoTls;
 
 /// Errors configuring a PostgreSQL factory.
 #[derive(Debug, thiserror::Error)]
@@ -106,32 +103,29 @@ impl PgFactory {
         Ok(client)
     }
 
-    async fn session(&self) -> Result<Session, ClientError> {
+    async fn session(&self) -> Result<PgSession, ClientError> {
         let client = self.connect().await?;
-        let mut reads = Vec::new();
-        let mut writes = Vec::new();
-        for t in 0..self.tables.table_count {
-            let prep = |sql: String| {
-                let client = &client;
-                async move {
-                    client
-                        .prepare(&sql)
-                        .await
-                        .map_err(|e| classify_pg(&e, TxnPhase::BeforeCommit))
-                }
-            };
-            reads.push(prep(self.tables.read_sql(t)).await?);
-            let w = match self.model {
-                DataModel::ListAppend => self.tables.append_sql(t),
-                DataModel::RwRegister => self.tables.write_sql(t),
-            };
-            writes.push(prep(w).await?);
-        }
-        Ok(Session {
-            client,
-            reads,
-            writes,
-        })
+        PgSession::prepare(client, self.tables, self.model, None, classify_pg).await
+    }
+}
+
+/// PostgreSQL on the shared PG-wire transaction loop: any error before
+/// `COMMIT` is a definite `fail`.
+impl PgSessionSource for PgFactory {
+    fn session<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<PgSession, ClientError>> {
+        Box::pin(PgFactory::session(self))
+    }
+    fn model(&self) -> DataModel {
+        self.model
+    }
+    fn tables(&self) -> TxnTables {
+        self.tables
+    }
+    fn classify(&self) -> Classifier {
+        classify_pg
+    }
+    fn pre_commit(&self) -> PreCommitErrors {
+        PreCommitErrors::ForceDefinite
     }
 }
 
@@ -155,153 +149,15 @@ impl ClientFactory for PgFactory {
         })
     }
 
-    fn open<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+    fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
         Box::pin(async move {
             let session = self.session().await?;
-            Ok(Box::new(PgClient {
-                factory: self.clone(),
-                session: Some(session),
-                last_connect_failure: None,
-                begin: format!("BEGIN ISOLATION LEVEL {}", self.isolation.sql()),
-            }) as Box<dyn Client>)
+            Ok(Box::new(PgTxnClient::new(
+                self.clone(),
+                node.clone(),
+                session,
+                self.isolation,
+            )) as Box<dyn Client>)
         })
-    }
-}
-
-struct Session {
-    client: tokio_postgres::Client,
-    /// Prepared `SELECT` per table.
-    reads: Vec<Statement>,
-    /// Prepared append or write upsert per table.
-    writes: Vec<Statement>,
-}
-
-/// How long a client waits after a failed reconnect before trying again, so a
-/// dead server does not turn into a flood of `fail` ops.
-const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
-
-struct PgClient {
-    factory: PgFactory,
-    session: Option<Session>,
-    last_connect_failure: Option<Instant>,
-    begin: String,
-}
-
-impl PgClient {
-    async fn ensure_session(&mut self) -> Result<(), ClientError> {
-        if self.session.as_ref().is_some_and(|s| !s.client.is_closed()) {
-            return Ok(());
-        }
-        self.session = None;
-        if let Some(t) = self.last_connect_failure {
-            let since = t.elapsed();
-            if since < RECONNECT_BACKOFF {
-                tokio::time::sleep(RECONNECT_BACKOFF - since).await;
-            }
-        }
-        match self.factory.session().await {
-            Ok(s) => {
-                self.session = Some(s);
-                self.last_connect_failure = None;
-                Ok(())
-            }
-            Err(e) => {
-                self.last_connect_failure = Some(Instant::now());
-                Err(ClientError::definite("no-client", e.message))
-            }
-        }
-    }
-
-    async fn run(&mut self, txn: &[MicroOp]) -> Result<Vec<MicroOp>, ClientError> {
-        self.ensure_session().await?;
-        let model = self.factory.model;
-        let tables = self.factory.tables;
-        let Some(s) = self.session.as_ref() else {
-            return Err(ClientError::definite("no-client", "no session"));
-        };
-        s.client
-            .batch_execute(&self.begin)
-            .await
-            .map_err(|e| classify_pg(&e, TxnPhase::BeforeCommit))?;
-        let body = async {
-            let mut out = Vec::with_capacity(txn.len());
-            for mop in txn {
-                match mop {
-                    MicroOp::Read(k, _) => {
-                        let id = int_key(k)?;
-                        let row = s
-                            .client
-                            .query_opt(&s.reads[tables.table_of(id)], &[&id])
-                            .await
-                            .map_err(|e| classify_pg(&e, TxnPhase::BeforeCommit))?;
-                        let text: Option<String> = match row {
-                            Some(r) => r.try_get(0).map_err(|e| {
-                                ClientError::definite("decode", format!("reading val: {e}"))
-                            })?,
-                            None => None,
-                        };
-                        let read = match model {
-                            DataModel::ListAppend => ReadValue::List(parse_list(text.as_deref())?),
-                            DataModel::RwRegister => match parse_register(text.as_deref())? {
-                                Some(v) => ReadValue::Scalar(v),
-                                None => ReadValue::Nil,
-                            },
-                        };
-                        out.push(MicroOp::Read(k.clone(), read));
-                    }
-                    MicroOp::Append(k, v) | MicroOp::Write(k, v) => {
-                        let is_append = matches!(mop, MicroOp::Append(..));
-                        if is_append != (model == DataModel::ListAppend) {
-                            return Err(ClientError::definite(
-                                "wrong-workload",
-                                format!(
-                                    "micro-op {} does not belong to this workload",
-                                    mop.f_name()
-                                ),
-                            ));
-                        }
-                        let (id, val) = (int_key(k)?, int_val(v)?.to_string());
-                        s.client
-                            .execute(&s.writes[tables.table_of(id)], &[&id, &val])
-                            .await
-                            .map_err(|e| classify_pg(&e, TxnPhase::BeforeCommit))?;
-                        out.push(mop.clone());
-                    }
-                }
-            }
-            Ok::<_, ClientError>(out)
-        };
-        match body.await {
-            Ok(out) => {
-                s.client
-                    .batch_execute("COMMIT")
-                    .await
-                    .map_err(|e| classify_pg(&e, TxnPhase::Commit))?;
-                Ok(out)
-            }
-            Err(e) => {
-                // Not committed: the server aborts the transaction on any
-                // error; roll back so the session is usable again.
-                let _ = s.client.batch_execute("ROLLBACK").await;
-                Err(ClientError {
-                    kind: crate::client::ErrorKind::Definite,
-                    ..e
-                })
-            }
-        }
-    }
-}
-
-impl Client for PgClient {
-    fn invoke<'a>(
-        &'a mut self,
-        txn: &'a [MicroOp],
-    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        Box::pin(self.run(txn))
-    }
-
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        // Dropping the client ends the connection task.
-        Box::pin(async move { drop(self) })
     }
 }
