@@ -81,29 +81,9 @@ fn psql(port: u16, file: &Path) -> std::process::Output {
 #[test]
 fn postgres_repeatable_read_repro_sql_replays_in_psql() {
     let store = tempfile::tempdir().unwrap();
-    let out = run(
+    let out = run_line(
         store.path(),
-        &[
-            "--db",
-            "postgres",
-            "--local",
-            "--isolation",
-            "repeatable-read",
-            "--workload",
-            "append",
-            "--expected-consistency-model",
-            "serializable",
-            "--concurrency",
-            "10",
-            "--key-count",
-            "3",
-            "--time-limit",
-            "10s",
-            "--seed",
-            "21",
-            "--test-name",
-            "pg-repro",
-        ],
+        "--db postgres --local --isolation repeatable-read --workload append --expected-consistency-model serializable --concurrency 10 --key-count 3 --time-limit 10s --seed 21 --test-name pg-repro",
     );
     let dir = run_dir(store.path(), "pg-repro");
     let types = anomaly_types(&results(&dir));
@@ -364,29 +344,9 @@ fn mariadb_repro_sql_is_accepted_by_mariadb() {
     }
     let _down = Down;
     let store = tempfile::tempdir().unwrap();
-    let out = run(
+    let out = run_line(
         store.path(),
-        &[
-            "--db",
-            "mariadb",
-            "--nodes",
-            "testbed",
-            "--isolation",
-            "repeatable-read",
-            "--expected-consistency-model",
-            "serializable",
-            "--time-limit",
-            "10s",
-            "--concurrency",
-            "10",
-            "--key-count",
-            "3",
-            "--seed",
-            "11",
-            "--leave-db-running",
-            "--test-name",
-            "mariadb-repro",
-        ],
+        "--db mariadb --nodes testbed --isolation repeatable-read --expected-consistency-model serializable --time-limit 10s --concurrency 10 --key-count 3 --seed 11 --leave-db-running --test-name mariadb-repro",
     );
     assert_eq!(out.status.code(), Some(1), "repeatable read shows cycles");
     let dir = run_dir(store.path(), "mariadb-repro");

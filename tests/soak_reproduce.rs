@@ -8,7 +8,7 @@
 mod run_common;
 
 use nemesis::testbed::TestbedLock;
-use run_common::{harness, run, run_dir, signal, wait_for};
+use run_common::{harness, run_dir, run_line, signal, wait_for};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -360,20 +360,9 @@ fn two_runs(store: &Path, name: &str) -> (PathBuf, PathBuf) {
 #[test]
 fn reproducing_a_sim_run_reissues_the_same_history() {
     let store = tempfile::tempdir().unwrap();
-    let out = run(
+    let out = run_line(
         store.path(),
-        &[
-            "--db",
-            "sim",
-            "--sim-bug",
-            "stale-read",
-            "--concurrency",
-            "1",
-            "--ops",
-            "400",
-            "--test-name",
-            "again",
-        ],
+        "--db sim --sim-bug stale-read --concurrency 1 --ops 400 --test-name again",
     );
     assert_eq!(out.status.code(), Some(1));
     let first = run_dir(store.path(), "again");
@@ -397,21 +386,9 @@ fn reproducing_a_sim_run_reissues_the_same_history() {
 #[test]
 fn reproducing_a_postgres_run_reuses_its_config_seed_and_generator() {
     let store = tempfile::tempdir().unwrap();
-    let out = run(
+    let out = run_line(
         store.path(),
-        &[
-            "--db",
-            "postgres",
-            "--local",
-            "--concurrency",
-            "4",
-            "--ops",
-            "300",
-            "--key-count",
-            "4",
-            "--test-name",
-            "pg-again",
-        ],
+        "--db postgres --local --concurrency 4 --ops 300 --key-count 4 --test-name pg-again",
     );
     assert_eq!(out.status.code(), Some(0));
     let first = run_dir(store.path(), "pg-again");

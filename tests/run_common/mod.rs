@@ -27,6 +27,12 @@ pub fn run(store: &Path, args: &[&str]) -> Output {
     out
 }
 
+/// [`run`] with the flags written as one line (split at white space).
+pub fn run_line(store: &Path, flags: &str) -> Output {
+    let args: Vec<&str> = flags.split_whitespace().collect();
+    run(store, &args)
+}
+
 /// Prints the tail of every node log collected under `dir` (recursively):
 /// what a failed CI run needs to tell a database fault from a harness bug.
 pub fn dump_node_logs(dir: &Path) {
