@@ -374,7 +374,9 @@ pub(crate) struct PgTxnClient<S> {
     source: S,
     node: Node,
     session: Option<PgSession>,
-    last_connect_failure: Option<Instant>,
+    /// When a connect failed or a broken session was found: the next
+    /// connect waits out the backoff from then (see the MySQL client).
+    last_failure: Option<Instant>,
     begin: String,
 }
 
@@ -385,7 +387,7 @@ impl<S: PgSessionSource> PgTxnClient<S> {
             source,
             node,
             session: Some(session),
-            last_connect_failure: None,
+            last_failure: None,
             begin: format!("BEGIN ISOLATION LEVEL {}", isolation.sql()),
         }
     }
@@ -394,16 +396,19 @@ impl<S: PgSessionSource> PgTxnClient<S> {
         if self.session.as_ref().is_some_and(|s| !s.client.is_closed()) {
             return Ok(());
         }
-        self.session = None;
-        reconnect_backoff(self.last_connect_failure).await;
+        if self.session.take().is_some() {
+            // It broke: reconnect no faster than the backoff allows.
+            self.last_failure = Some(Instant::now());
+        }
+        reconnect_backoff(self.last_failure).await;
         match self.source.session(&self.node).await {
             Ok(s) => {
                 self.session = Some(s);
-                self.last_connect_failure = None;
+                self.last_failure = None;
                 Ok(())
             }
             Err(e) => {
-                self.last_connect_failure = Some(Instant::now());
+                self.last_failure = Some(Instant::now());
                 Err(ClientError::definite("no-client", e.message))
             }
         }

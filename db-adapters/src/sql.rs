@@ -288,8 +288,9 @@ pub fn decode_read(model: DataModel, text: Option<&str>) -> Result<ReadValue, Cl
     })
 }
 
-/// How long a SQL client waits after a failed reconnect before trying
-/// again, so a dead server does not turn into a flood of `fail` ops.
+/// How long a SQL client waits after a failed connect, or after dropping a
+/// broken connection, before connecting again: a dead or not-ready server
+/// must not turn into a flood of `fail` ops and short-lived sockets.
 pub(crate) const RECONNECT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Sleeps out the rest of [`RECONNECT_BACKOFF`] since `last_failure`.

@@ -242,7 +242,13 @@ pub(crate) struct MysqlTxnClient<S> {
     source: S,
     node: Node,
     conn: Option<mysql_async::Conn>,
-    last_connect_failure: Option<Instant>,
+    /// When a connect failed or the connection was dropped after an error:
+    /// the next connect waits out the backoff from then. Without it, a node
+    /// that accepts connections but fails every query (Galera's 1047 "WSREP
+    /// has not yet prepared node") made each worker reconnect hundreds of
+    /// times a second: ~15k sockets in TIME_WAIT after one 60 s run, and the
+    /// next test could not get a local port (EADDRNOTAVAIL).
+    last_failure: Option<Instant>,
 }
 
 impl<S: MysqlConnSource> MysqlTxnClient<S> {
@@ -252,7 +258,7 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
             source,
             node,
             conn: Some(conn),
-            last_connect_failure: None,
+            last_failure: None,
         }
     }
 
@@ -260,15 +266,15 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
         if self.conn.is_some() {
             return Ok(());
         }
-        reconnect_backoff(self.last_connect_failure).await;
+        reconnect_backoff(self.last_failure).await;
         match self.source.conn(&self.node).await {
             Ok(c) => {
                 self.conn = Some(c);
-                self.last_connect_failure = None;
+                self.last_failure = None;
                 Ok(())
             }
             Err(e) => {
-                self.last_connect_failure = Some(Instant::now());
+                self.last_failure = Some(Instant::now());
                 if d.reconnect_error_is_no_client {
                     Err(ClientError::definite("no-client", e.message))
                 } else {
@@ -355,6 +361,7 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
                 let fatal = fatal && !d.rollback_after_fatal;
                 if fatal || conn.query_drop("ROLLBACK").await.is_err() {
                     self.conn = None;
+                    self.last_failure = Some(Instant::now());
                 }
                 return Err(err);
             }
@@ -365,6 +372,7 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
                 let err = (d.classify)(&e, TxnPhase::Commit);
                 if e.is_fatal() || conn.query_drop("ROLLBACK").await.is_err() {
                     self.conn = None;
+                    self.last_failure = Some(Instant::now());
                 }
                 Err(err)
             }
