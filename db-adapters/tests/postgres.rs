@@ -144,3 +144,58 @@ fn bad_urls_are_rejected() {
     .unwrap_err();
     assert!(e.to_string().contains("invalid PostgreSQL URL"), "{e}");
 }
+
+/// A session the server keeps closing is reconnected no faster than the
+/// backoff: each of 4 terminations costs at least 200 ms before the client
+/// connects again (a not-ready node once made workers reconnect hundreds of
+/// times a second and exhaust local ports).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_the_server_closes_is_reconnected_with_a_backoff() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = LocalCluster::start(dir.path())
+        .await
+        .expect("local cluster");
+    let node = Node::local();
+    let f = PgFactory::new(
+        &cluster.url(),
+        Isolation::Serializable,
+        DataModel::ListAppend,
+    )
+    .unwrap();
+    f.setup(&node).await.unwrap();
+    let mut a = f.open(&node).await.unwrap();
+    a.invoke(&[append(1, 1)]).await.unwrap();
+    let (admin, conn) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let t = std::time::Instant::now();
+    let mut oks = 0;
+    for i in 0..4 {
+        // Close every other session (the client's) from the server side.
+        admin
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE pid <> pg_backend_pid() AND datname = current_database()",
+                &[],
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The first attempt may still see the dying session and fail; the
+        // client then reconnects, after the backoff.
+        for _ in 0..3 {
+            if a.invoke(&[append(1, 10 + i)]).await.is_ok() {
+                oks += 1;
+                break;
+            }
+        }
+    }
+    let elapsed = t.elapsed();
+    assert_eq!(oks, 4, "the client reconnects after each termination");
+    assert!(
+        elapsed >= Duration::from_millis(4 * 200),
+        "4 reconnects in {elapsed:?}: no backoff"
+    );
+    cluster.stop().await.unwrap();
+}
