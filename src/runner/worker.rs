@@ -57,19 +57,7 @@ pub async fn run(spec: WorkerSpec, mut jobs: mpsc::Receiver<Job>, done: mpsc::Se
             tokio::spawn(old.close());
         }
         client_process = Some(job.process);
-        let report = execute(&spec, &mut client, &job).await;
-        if report
-            .error
-            .as_ref()
-            .is_some_and(|(code, _)| code == NO_CLIENT)
-        {
-            // A node that refuses connections fails them in microseconds:
-            // without a pause each worker would log thousands of failed
-            // transactions a second while it is down.
-            tokio::time::sleep(backoff.next()).await;
-        } else if report.op_type == OpType::Ok {
-            backoff = OpenBackoff::default();
-        }
+        let report = execute(&spec, &mut client, &job, &mut backoff).await;
         if done.send(report).await.is_err() {
             break;
         }
@@ -82,8 +70,10 @@ pub async fn run(spec: WorkerSpec, mut jobs: mpsc::Receiver<Job>, done: mpsc::Se
 /// Error code of a transaction that failed because no connection opened.
 const NO_CLIENT: &str = "no-client";
 
-/// Pause after a failed connection attempt: 100 ms, doubling to 1 s, reset
-/// by a successful transaction.
+/// Pause after the worker failed to open a client: 100 ms, doubling to 1 s,
+/// reset when one opens. Only for opening: once a client exists, its own
+/// reconnect backoff (db-adapters `sql::reconnect_backoff`) paces retries, so
+/// errors a client returns never pause the worker a second time.
 #[derive(Default)]
 struct OpenBackoff {
     failures: u32,
@@ -97,7 +87,12 @@ impl OpenBackoff {
     }
 }
 
-async fn execute(spec: &WorkerSpec, client: &mut Option<Box<dyn Client>>, job: &Job) -> Done {
+async fn execute(
+    spec: &WorkerSpec,
+    client: &mut Option<Box<dyn Client>>,
+    job: &Job,
+    backoff: &mut OpenBackoff,
+) -> Done {
     let thread = spec.thread;
     let finish = |op_type, value, error| Done {
         thread,
@@ -107,23 +102,27 @@ async fn execute(spec: &WorkerSpec, client: &mut Option<Box<dyn Client>>, job: &
         at: Instant::now(),
     };
     if client.is_none() {
-        match tokio::time::timeout(spec.op_timeout, spec.factory.open(&spec.node)).await {
-            Ok(Ok(c)) => *client = Some(c),
+        let message =
+            match tokio::time::timeout(spec.op_timeout, spec.factory.open(&spec.node)).await {
+                Ok(Ok(c)) => {
+                    *client = Some(c);
+                    *backoff = OpenBackoff::default();
+                    None
+                }
+                Ok(Err(e)) => Some(e.message),
+                Err(_) => Some("timed out opening a connection".to_string()),
+            };
+        if let Some(message) = message {
+            // A node that refuses connections refuses at once: without the
+            // pause each worker would fail transactions as fast as it can
+            // invoke them while the node is down.
+            tokio::time::sleep(backoff.next()).await;
             // No request of this transaction was sent: definitely not applied.
-            Ok(Err(e)) => {
-                return finish(
-                    OpType::Fail,
-                    job.mops.clone(),
-                    Some((NO_CLIENT.into(), e.message)),
-                );
-            }
-            Err(_) => {
-                return finish(
-                    OpType::Fail,
-                    job.mops.clone(),
-                    Some((NO_CLIENT.into(), "timed out opening a connection".into())),
-                );
-            }
+            return finish(
+                OpType::Fail,
+                job.mops.clone(),
+                Some((NO_CLIENT.into(), message)),
+            );
         }
     }
     let Some(c) = client.as_mut() else {
