@@ -131,18 +131,19 @@ pub fn parse_scenario(path: &Path) -> anyhow::Result<Scenario> {
         .get("run")
         .and_then(toml::Value::as_table)
         .with_context(|| format!("{what}: [run] table of harness run flags missing"))?;
-    let flags = suite::table_flags(run, &format!("{what}: [run]"))?;
-    for k in ["store", "seed"] {
-        if run.contains_key(k) {
-            bail!("{what}: [run] {k:?} is chosen by reproduce");
-        }
-    }
-    let args = parse_run_flags(&flags).with_context(|| format!("{what}: [run]"))?;
+    let flags = suite::table_flags(
+        run,
+        &format!("{what}: [run]"),
+        &["store", "seed"],
+        "reproduce",
+    )?;
     let needs = doc.get("needs").map(|_| string("needs")).transpose()?;
     if needs.is_none() {
+        suite::checked_run_flags(&flags).with_context(|| format!("{what}: [run]"))?;
+    } else {
         // A scenario that needs more (nodes, a tarball) is validated once
         // those flags are given.
-        crate::run_cmd::validate(&args).with_context(|| format!("{what}: [run]"))?;
+        parse_run_flags(&flags).with_context(|| format!("{what}: [run]"))?;
     }
     Ok(Scenario {
         name: path
@@ -315,72 +316,98 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("{}: not under <store>/runs/<name>/", dir.display()))?
             .to_path_buf(),
     };
-    std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
-    let store = store.canonicalize()?;
+    let store = suite::prepare_store(&store)?;
     let cwd = meta["cwd"]
         .as_str()
         .map(PathBuf::from)
         .filter(|d| d.is_dir());
-    let parsed = parse_run_flags(&flags)?;
-    crate::run_cmd::validate(&parsed)?;
+    suite::checked_run_flags(&flags)?;
     let original = suite::run_facts(&dir);
     eprintln!(
         "reproduce {}: harness run {} (seed {seed})",
         dir.display(),
         flags.join(" ")
     );
+    let attempts = args.attempts.unwrap_or(1);
+    attempt_loop(
+        attempts,
+        &store,
+        cwd.as_deref(),
+        |_| flags.clone(),
+        |r| {
+            let same_verdict = r.facts.valid.is_some() && r.facts.valid == original.valid;
+            let shared: Vec<&String> = r
+                .facts
+                .anomaly_types
+                .iter()
+                .filter(|t| original.anomaly_types.contains(t))
+                .collect();
+            if same_verdict && (original.anomaly_types.is_empty() || !shared.is_empty()) {
+                let names: Vec<&str> = shared.iter().map(|s| s.as_str()).collect();
+                Ok((
+                    format!(
+                        "valid? {} as in the stored run{}",
+                        r.facts.valid.as_deref().unwrap_or("?"),
+                        if names.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", anomalies {}", names.join(", "))
+                        }
+                    ),
+                    shared.first().map(|t| t.to_string()),
+                ))
+            } else {
+                Err(format!(
+                    "stored run valid? {} {:?}, new run valid? {} {:?}",
+                    original.valid.as_deref().unwrap_or("?"),
+                    original.anomaly_types,
+                    r.facts.valid.as_deref().unwrap_or("?"),
+                    r.facts.anomaly_types
+                ))
+            }
+        },
+    )
+}
+
+/// Runs up to `attempts` times (flags from `flags_for(attempt)`) until
+/// `judge` says reproduced: `Ok((what, anomaly type to explain))`, or
+/// `Err(why not)`. Exit 0 on the first reproduction, 1 when none did, 3/4
+/// when a run gave no verdict.
+fn attempt_loop(
+    attempts: u32,
+    store: &Path,
+    cwd: Option<&Path>,
+    flags_for: impl Fn(u32) -> Vec<String>,
+    judge: impl Fn(&Rerun) -> Result<(String, Option<String>), String>,
+) -> anyhow::Result<u8> {
+    // The child handles the terminal's Ctrl-C; we stop after it.
     suite::install_interrupt_flag();
-    let attempts = args.attempts.unwrap_or(1).max(1);
+    let attempts = attempts.max(1);
     for attempt in 1..=attempts {
-        let r = rerun(&flags, &store, cwd.as_deref())?;
+        let r = rerun(&flags_for(attempt), store, cwd)?;
         if let Some(code) = no_verdict(&r) {
             return Ok(code);
         }
-        let same_verdict = r.facts.valid.is_some() && r.facts.valid == original.valid;
-        let shared: Vec<&String> = r
-            .facts
-            .anomaly_types
-            .iter()
-            .filter(|t| original.anomaly_types.contains(t))
-            .collect();
-        let reproduced = same_verdict && (original.anomaly_types.is_empty() || !shared.is_empty());
         let new_dir = r
             .dir
             .as_ref()
             .map(|d| d.display().to_string())
             .unwrap_or_default();
-        if reproduced {
-            println!(
-                "reproduced: yes (attempt {attempt}/{attempts}): valid? {} as in the stored run{}",
-                r.facts.valid.as_deref().unwrap_or("?"),
-                if shared.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        ", anomalies {}",
-                        shared
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
+        match judge(&r) {
+            Ok((what, explain)) => {
+                println!("reproduced: yes (attempt {attempt}/{attempts}): {what}");
+                if let (Some(t), Some(d)) = (explain, &r.dir)
+                    && let Some(e) = suite::first_explanation(d, &t)
+                {
+                    println!("\n{e}\n");
                 }
-            );
-            if let (Some(t), Some(d)) = (shared.first(), &r.dir)
-                && let Some(e) = suite::first_explanation(d, t)
-            {
-                println!("\n{e}\n");
+                println!("run: {new_dir}");
+                return Ok(exit::VALID);
             }
-            println!("new run: {new_dir}");
-            return Ok(exit::VALID);
+            Err(why) => {
+                println!("reproduced: no (attempt {attempt}/{attempts}): {why} ({new_dir})");
+            }
         }
-        println!(
-            "reproduced: no (attempt {attempt}/{attempts}): stored run valid? {} {:?}, new run valid? {} {:?} ({new_dir})",
-            original.valid.as_deref().unwrap_or("?"),
-            original.anomaly_types,
-            r.facts.valid.as_deref().unwrap_or("?"),
-            r.facts.anomaly_types
-        );
         if suite::interrupted() {
             break;
         }
@@ -409,46 +436,23 @@ fn reproduce_scenario(args: &ReproduceArgs) -> anyhow::Result<u8> {
     if flag_value(&flags, "--test-name").is_none() {
         flags.extend(["--test-name".to_string(), format!("scenario-{}", s.name)]);
     }
-    let parsed = parse_run_flags(&flags)?;
-    crate::run_cmd::validate(&parsed)?;
-    let store = args.store.clone().unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
-    let store = store.canonicalize()?;
-    suite::install_interrupt_flag();
-    let attempts = args.attempts.unwrap_or(s.attempts).max(1);
-    for attempt in 1..=attempts {
-        let seed = suite::seed_for(None, u64::from(attempt));
-        let mut f = flags.clone();
-        if flag_value(&f, "--seed").is_none() {
-            f.extend(["--seed".to_string(), seed.to_string()]);
-        }
-        let r = rerun(&f, &store, None)?;
-        if let Some(code) = no_verdict(&r) {
-            return Ok(code);
-        }
-        let found = s.expect.iter().find(|e| r.facts.anomaly_types.contains(e));
-        let new_dir = r
-            .dir
-            .as_ref()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default();
-        if let Some(ty) = found {
-            println!("reproduced: yes (attempt {attempt}/{attempts}): {ty}");
-            if let Some(d) = &r.dir
-                && let Some(e) = suite::first_explanation(d, ty)
-            {
-                println!("\n{e}\n");
+    suite::checked_run_flags(&flags)?;
+    let store = suite::prepare_store(args.store.as_deref().unwrap_or(Path::new(".")))?;
+    attempt_loop(
+        args.attempts.unwrap_or(s.attempts),
+        &store,
+        None,
+        |attempt| {
+            let mut f = flags.clone();
+            if flag_value(&f, "--seed").is_none() {
+                let seed = suite::seed_for(None, u64::from(attempt));
+                f.extend(["--seed".to_string(), seed.to_string()]);
             }
-            println!("run: {new_dir}");
-            return Ok(exit::VALID);
-        }
-        println!(
-            "reproduced: no (attempt {attempt}/{attempts}): anomalies {:?} ({new_dir})",
-            r.facts.anomaly_types
-        );
-        if suite::interrupted() {
-            break;
-        }
-    }
-    Ok(exit::INVALID)
+            f
+        },
+        |r| match s.expect.iter().find(|e| r.facts.anomaly_types.contains(e)) {
+            Some(ty) => Ok((ty.clone(), Some(ty.clone()))),
+            None => Err(format!("anomalies {:?}", r.facts.anomaly_types)),
+        },
+    )
 }

@@ -292,12 +292,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     if args.db == DbKind::Sim {
         sim_mode(args, isolation)?;
     }
-    let seed = args.seed.unwrap_or_else(|| {
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-    });
+    let seed = args.seed.unwrap_or_else(clock_seed);
     let test_name = match &args.test_name {
         Some(n) => {
             if n.is_empty()
@@ -332,6 +327,14 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         seed,
         test_name,
     })
+}
+
+/// A seed from the clock (nanoseconds since the epoch), when none is given.
+pub fn clock_seed() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 /// ARCHITECTURE.md "Expected model": what `--isolation` claims.

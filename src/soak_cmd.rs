@@ -37,9 +37,7 @@
 //! was interrupted, 3 a bad suite file.
 
 use crate::exit;
-use crate::suite::{
-    self, ChildSpec, Outcome, RunFacts, parse_run_flags, run_child, run_dirs, table_flags,
-};
+use crate::suite::{self, ChildSpec, Outcome, RunFacts, run_child, run_dirs, table_flags};
 use anyhow::{Context as _, bail};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -186,11 +184,6 @@ fn parse_suite(path: &Path, text: &str) -> anyhow::Result<Suite> {
                 base.insert(k.clone(), v.clone());
             }
         }
-        for k in base.keys() {
-            if SET_BY_SOAK.contains(&k.replace('_', "-").as_str()) {
-                bail!("{what}: {k:?} is set by soak for each run (use [suite] seed, soak --store)");
-            }
-        }
         let expect = match t.get("expect") {
             None => vec![Outcome::Valid],
             Some(toml::Value::String(s)) => {
@@ -249,15 +242,19 @@ fn parse_suite(path: &Path, text: &str) -> anyhow::Result<Suite> {
         for (labels, cell) in cells {
             let mut table = base.clone();
             table.extend(cell);
-            let flags = table_flags(&table, &what)?;
+            let flags = table_flags(
+                &table,
+                &what,
+                &SET_BY_SOAK,
+                "soak for each run (use [suite] seed, soak --store)",
+            )?;
             let test_name = if labels.is_empty() {
                 name_part(&tname)
             } else {
                 format!("{}-{}", name_part(&tname), labels.join("-"))
             };
             // Checked now, so a typo fails the suite before the first run.
-            let args = parse_run_flags(&flags).with_context(|| what.clone())?;
-            crate::run_cmd::validate(&args).with_context(|| what.clone())?;
+            let args = suite::checked_run_flags(&flags).with_context(|| what.clone())?;
             let watchdog = watchdog.unwrap_or(args.time_limit * 2 + Duration::from_secs(600));
             for _ in 0..count {
                 runs.push(Planned {
@@ -323,29 +320,22 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
                 "{:>3}  {:<32} expect {:<16} harness run {}",
                 r.id,
                 r.test_name,
-                r.expect
-                    .iter()
-                    .map(|o| o.name())
-                    .collect::<Vec<_>>()
-                    .join("|"),
+                expect_names(&r.expect),
                 r.flags.join(" ")
             );
         }
         return Ok(exit::VALID);
     }
-    std::fs::create_dir_all(&args.store)
-        .with_context(|| format!("creating {}", args.store.display()))?;
-    let store = args
-        .store
-        .canonicalize()
-        .with_context(|| format!("resolving {}", args.store.display()))?;
+    let store = suite::prepare_store(&args.store)?;
     let started = SystemTime::now();
-    let stamp = humantime::format_rfc3339_millis(started)
-        .to_string()
-        .replace([':', '-'], "")
-        .trim_end_matches('Z')
-        .to_string();
-    let soak_dir = store.join("soak").join(&suite.name).join(stamp);
+    let started_ms = started
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    // Named like run directories.
+    let soak_dir = store
+        .join("soak")
+        .join(&suite.name)
+        .join(store::run::timestamp_name(started_ms));
     let logs = soak_dir.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     suite::install_interrupt_flag();
@@ -423,14 +413,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
             if rec.as_expected() {
                 String::new()
             } else {
-                format!(
-                    " (expected {})",
-                    p.expect
-                        .iter()
-                        .map(|o| o.name())
-                        .collect::<Vec<_>>()
-                        .join("|")
-                )
+                format!(" (expected {})", expect_names(&p.expect))
             },
             end.elapsed.as_secs_f64()
         );
@@ -462,6 +445,24 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     })
 }
 
+/// Acceptable outcomes as `valid|unknown`.
+fn expect_names(expect: &[Outcome]) -> String {
+    expect
+        .iter()
+        .map(|o| o.name())
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// How many runs ended with each outcome (every outcome listed).
+fn outcome_counts(records: &[Record]) -> BTreeMap<&'static str, usize> {
+    let mut counts: BTreeMap<&str, usize> = Outcome::ALL.iter().map(|o| (o.name(), 0)).collect();
+    for r in records {
+        *counts.entry(r.outcome.name()).or_default() += 1;
+    }
+    counts
+}
+
 /// The last `n` non-empty lines of a log file, joined by " | ".
 fn log_tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -477,10 +478,7 @@ fn summary_json(
     started: SystemTime,
     ended: SystemTime,
 ) -> serde_json::Value {
-    let mut counts: BTreeMap<&str, usize> = Outcome::ALL.iter().map(|o| (o.name(), 0)).collect();
-    for r in records {
-        *counts.entry(r.outcome.name()).or_default() += 1;
-    }
+    let counts = outcome_counts(records);
     let runs: Vec<serde_json::Value> = records
         .iter()
         .map(|r| {
@@ -528,21 +526,13 @@ fn summary_json(
     })
 }
 
+/// [`crate::report::html_escape`], which is valid XML too, after blanking
+/// the control characters XML 1.0 forbids.
 fn xml_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            // XML 1.0 forbids most control characters.
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => o.push(' '),
-            c => o.push(c),
-        }
-    }
-    o
+    crate::report::html_escape(&s.replace(
+        |c: char| (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t'),
+        " ",
+    ))
 }
 
 /// JUnit XML: a test case per run; a run that ended as expected passes,
@@ -556,13 +546,7 @@ fn junit_xml(
 ) -> String {
     let failures = records
         .iter()
-        .filter(|r| {
-            !r.as_expected()
-                && matches!(
-                    r.outcome,
-                    Outcome::Valid | Outcome::Invalid | Outcome::Unknown
-                )
-        })
+        .filter(|r| !r.as_expected() && r.outcome.is_verdict())
         .count();
     let errors = records.iter().filter(|r| !r.as_expected()).count() - failures;
     let time: f64 = records.iter().map(|r| r.duration.as_secs_f64()).sum();
@@ -592,15 +576,11 @@ fn junit_xml(
             r.duration.as_secs_f64()
         );
         if !r.as_expected() {
-            let tag = if matches!(
-                r.outcome,
-                Outcome::Valid | Outcome::Invalid | Outcome::Unknown
-            ) {
+            let tag = if r.outcome.is_verdict() {
                 "failure"
             } else {
                 "error"
             };
-            let expected: Vec<&str> = r.planned.expect.iter().map(|o| o.name()).collect();
             let mut body = String::new();
             if !r.facts.anomaly_types.is_empty() {
                 let _ = writeln!(body, "anomalies: {}", r.facts.anomaly_types.join(", "));
@@ -614,7 +594,7 @@ fn junit_xml(
                 "      <{tag} type=\"{}\" message=\"{} (expected {})\">{}</{tag}>",
                 r.outcome.name(),
                 r.outcome.name(),
-                expected.join("|"),
+                expect_names(&r.planned.expect),
                 xml_escape(body.trim_end())
             );
         }
@@ -680,11 +660,11 @@ fn table(records: &[Record], not_run: &[Planned]) -> String {
             p.id, p.test_name, "-", "not-run", "-", "-"
         );
     }
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in records {
-        *counts.entry(r.outcome.name()).or_default() += 1;
-    }
-    let line: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let line: Vec<String> = outcome_counts(records)
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect();
     let unexpected = records.iter().filter(|r| !r.as_expected()).count();
     let _ = writeln!(
         t,

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How a run ended, as a suite reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// The history satisfies the expected model.
     Valid,
@@ -69,6 +69,11 @@ impl Outcome {
             })
     }
 
+    /// A checker verdict (as opposed to the run not getting that far).
+    pub fn is_verdict(self) -> bool {
+        matches!(self, Outcome::Valid | Outcome::Invalid | Outcome::Unknown)
+    }
+
     /// The outcome of a `harness run` exit code (ARCHITECTURE.md exit codes).
     pub fn from_exit_code(code: i32) -> Outcome {
         match code {
@@ -83,15 +88,25 @@ impl Outcome {
 
 /// Turns a TOML table of run settings into `harness run` flags: `key = "v"`
 /// → `--key v`, numbers likewise, `key = true` → `--key`, `false` → nothing.
-/// Underscores in keys become dashes. `what` names the table in errors.
+/// Underscores in keys become dashes. `what` names the table in errors;
+/// keys in `chosen` (dashed flag names) are refused as set by `chooser`.
 ///
 /// # Errors
 /// A value that is not a string, number or boolean (lists belong in a
-/// suite's `matrix`).
-pub fn table_flags(table: &toml::Table, what: &str) -> anyhow::Result<Vec<String>> {
+/// suite's `matrix`), or a key in `chosen`.
+pub fn table_flags(
+    table: &toml::Table,
+    what: &str,
+    chosen: &[&str],
+    chooser: &str,
+) -> anyhow::Result<Vec<String>> {
     let mut flags = Vec::new();
     for (k, v) in table {
-        let flag = format!("--{}", k.replace('_', "-"));
+        let name = k.replace('_', "-");
+        if chosen.contains(&name.as_str()) {
+            bail!("{what}: {k:?} is set by {chooser}");
+        }
+        let flag = format!("--{name}");
         match v {
             toml::Value::Boolean(true) => flags.push(flag),
             toml::Value::Boolean(false) => {}
@@ -144,6 +159,29 @@ pub fn parse_run_flags(flags: &[String]) -> anyhow::Result<crate::run_cmd::RunAr
     })
 }
 
+/// Parses `flags` and checks them as `harness run` would before starting
+/// anything ([`crate::run_cmd::validate`]).
+///
+/// # Errors
+/// The first problem with the flags.
+pub fn checked_run_flags(flags: &[String]) -> anyhow::Result<crate::run_cmd::RunArgs> {
+    let args = parse_run_flags(flags)?;
+    crate::run_cmd::validate(&args)?;
+    Ok(args)
+}
+
+/// Creates the store root if needed and returns it absolute (child runs
+/// get it as `--store` whatever their working directory).
+///
+/// # Errors
+/// It cannot be created or resolved.
+pub fn prepare_store(store: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(store).with_context(|| format!("creating {}", store.display()))?;
+    store
+        .canonicalize()
+        .with_context(|| format!("resolving {}", store.display()))
+}
+
 /// The value of `--name` in `flags` (`--name v` or `--name=v`).
 pub fn flag_value<'a>(flags: &'a [String], name: &str) -> Option<&'a str> {
     let eq = format!("{name}=");
@@ -161,13 +199,15 @@ pub fn flag_value<'a>(flags: &'a [String], name: &str) -> Option<&'a str> {
 
 /// The flags that name nodes and SSH settings (for `harness nemesis heal`).
 pub fn node_flags(flags: &[String]) -> Vec<String> {
-    const NODE: [&str; 6] = [
+    // With their Jepsen aliases (`--username`, `--ssh-private-key`).
+    const NODE: [&str; 7] = [
         "--nodes",
         "--nodes-file",
         "--ssh-user",
+        "--username",
         "--ssh-key",
-        "--ssh-port",
         "--ssh-private-key",
+        "--ssh-port",
     ];
     let mut out = Vec::new();
     let mut it = flags.iter();
@@ -179,11 +219,6 @@ pub fn node_flags(flags: &[String]) -> Vec<String> {
             }
         } else if NODE.iter().any(|n| f.starts_with(&format!("{n}="))) {
             out.push(f.clone());
-        } else if f == "--username" {
-            out.push(f.clone());
-            if let Some(v) = it.next() {
-                out.push(v.clone());
-            }
         }
     }
     out
@@ -380,8 +415,6 @@ pub struct RunFacts {
     pub anomaly_types: Vec<String>,
     /// `test.json` `setup_error` or `error`.
     pub error: Option<String>,
-    /// `test.json` `seed`.
-    pub seed: Option<u64>,
 }
 
 /// Reads `test.json` and `results.json` of `dir` (missing files give
@@ -392,7 +425,6 @@ pub fn run_facts(dir: &Path) -> RunFacts {
     };
     let mut facts = RunFacts::default();
     if let Some(t) = read("test.json") {
-        facts.seed = t["seed"].as_u64();
         facts.error = t["setup_error"]
             .as_str()
             .or(t["error"].as_str())
@@ -443,17 +475,7 @@ pub fn self_rss_kb() -> Option<u64> {
 /// A fresh seed: `base` mixed with `i` when a suite fixes its base seed,
 /// else the clock mixed with `i`.
 pub fn seed_for(base: Option<u64>, i: u64) -> u64 {
-    let b = base.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-    });
-    // splitmix64
-    let mut z = b.wrapping_add(i.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    workloads::rng::derive_seed(base.unwrap_or_else(crate::run_cmd::clock_seed), i)
 }
 
 #[cfg(test)]
@@ -466,7 +488,7 @@ mod tests {
             "db = \"sim\"\nlocal = true\nreplica_reads = false\nkey-count = 3\nread-ratio = 0.25",
         )
         .unwrap();
-        let f = table_flags(&t, "test").unwrap();
+        let f = table_flags(&t, "test", &[], "").unwrap();
         assert_eq!(
             f,
             [
@@ -480,8 +502,14 @@ mod tests {
             ]
         );
         let bad: toml::Table = toml::from_str("isolation = [\"a\"]").unwrap();
-        let e = table_flags(&bad, "test 'x'").unwrap_err();
+        let e = table_flags(&bad, "test 'x'", &[], "").unwrap_err();
         assert!(format!("{e:#}").contains("key \"isolation\""), "{e:#}");
+        let seeded: toml::Table = toml::from_str("test_name = \"x\"").unwrap();
+        let e = table_flags(&seeded, "t", &["test-name"], "soak").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("\"test_name\" is set by soak"),
+            "{e:#}"
+        );
     }
 
     #[test]
@@ -512,6 +540,13 @@ mod tests {
         assert_eq!(flag_value(&f, "--db"), Some("galera"));
         assert_eq!(flag_value(&f, "--nodes"), Some("testbed"));
         assert_eq!(node_flags(&f), ["--nodes=testbed", "--ssh-user", "root"]);
+        let jepsen: Vec<String> = ["--username", "admin", "--db", "galera", "--nodes", "n1"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            node_flags(&jepsen),
+            ["--username", "admin", "--nodes", "n1"]
+        );
         assert!(parse_run_flags(&f).is_ok());
         let bad: Vec<String> = ["--db", "sim", "--colour", "red"]
             .map(String::from)
