@@ -949,6 +949,8 @@ fn init_tracing(log_path: &Path) {
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
+                // No colour codes in a redirected stderr (soak logs, CI).
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
                 .with_filter(LevelFilter::WARN),
         )
         .try_init();
