@@ -395,7 +395,8 @@ fn find_op(h: &History, i: OpIndex) -> Option<&Op> {
         .map(|p| &ops[p])
 }
 
-fn fmt_vals(v: &[Val]) -> String {
+/// A list in Elle's EDN spelling (`[1 2 3]`).
+pub fn fmt_vals(v: &[Val]) -> String {
     let mut s = String::from("[");
     for (i, x) in v.iter().enumerate() {
         if i > 0 {
@@ -407,7 +408,8 @@ fn fmt_vals(v: &[Val]) -> String {
     s
 }
 
-fn fmt_read(r: &ReadValue) -> String {
+/// What a read returned, in Elle's EDN spelling (`nil`, `[1 2]`, `3`).
+pub fn fmt_read(r: &ReadValue) -> String {
     match r {
         ReadValue::Nil => "nil".into(),
         ReadValue::List(l) => fmt_vals(l),

@@ -29,14 +29,14 @@
 
 use anyhow::Context;
 use checker::CheckResult;
-use checker::explain::{Anomaly, Evidence, Step};
+use checker::explain::{Anomaly, Evidence, Step, fmt_read, fmt_vals};
 use checker::rels::Rel;
-use db_adapters::sql::{Isolation, TxnTables};
+use db_adapters::sql::{Isolation, TxnTables, int_key, int_val};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::fmt::Write as _;
 use std::path::Path;
-use store::{Atom, History, Key, MicroOp, Op, OpIndex, OpType, Process, ReadValue, Val};
+use store::{History, Key, MicroOp, Op, OpIndex, OpType, Process, ReadValue, Val};
 
 /// Cycles written per anomaly type at most.
 const MAX_CYCLES_PER_TYPE: usize = 20;
@@ -239,26 +239,6 @@ fn bind_mysql(sql: &str, params: &[String]) -> String {
         }
     }
     out
-}
-
-fn int_of(a: &Atom) -> Option<i64> {
-    match a {
-        Atom::Int(i) => Some(*i),
-        _ => None,
-    }
-}
-
-fn fmt_vals(v: &[Val]) -> String {
-    let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-    format!("[{}]", items.join(" "))
-}
-
-fn fmt_read(r: &ReadValue) -> String {
-    match r {
-        ReadValue::Nil => "nil".to_string(),
-        ReadValue::List(l) => fmt_vals(l),
-        ReadValue::Scalar(v) => v.to_string(),
-    }
 }
 
 /// One transaction of a cycle, as found in the history.
@@ -665,20 +645,12 @@ fn render_cycle(
             .ok_or_else(|| format!("op {o} is not a transaction of this history"))?;
         txns.push(t);
     }
+    // Only what the SQL clients can store (their own check and message).
     for t in &txns {
         for m in &t.mops {
-            if int_of(&m.key().0).is_none() {
-                return Err(format!(
-                    "key {} is not an integer (harness's SQL clients store integer keys only)",
-                    m.key()
-                ));
-            }
-            if let MicroOp::Append(_, v) | MicroOp::Write(_, v) = m
-                && int_of(&v.0).is_none()
-            {
-                return Err(format!(
-                    "value {v} is not an integer (harness's SQL clients store integer values only)"
-                ));
+            int_key(m.key()).map_err(|e| e.message)?;
+            if let MicroOp::Append(_, v) | MicroOp::Write(_, v) = m {
+                int_val(v).map_err(|e| e.message)?;
             }
         }
     }
@@ -689,7 +661,7 @@ fn render_cycle(
         .collect();
     let tables: BTreeSet<usize> = keys
         .iter()
-        .filter_map(|k| int_of(&k.0))
+        .filter_map(|k| int_key(k).ok())
         .map(|k| dialect.tables.table_of(k))
         .collect();
     out.push_str("-- setup (in any session, before step 1):\n");
@@ -697,7 +669,7 @@ fn render_cycle(
         let _ = writeln!(out, "{};", dialect.create(*t));
     }
     for k in &keys {
-        let Some(id) = int_of(&k.0) else { continue };
+        let Ok(id) = int_key(k) else { continue };
         let (row, why) = initial_state(k, &txns);
         let _ = writeln!(out, "-- {why}");
         let _ = writeln!(
@@ -789,7 +761,7 @@ fn render_cycle(
             let _ = writeln!(out, "/* {} */ {}", step(0), dialect.begin(isolation));
             for (i, m) in x.mops.iter().enumerate() {
                 let s = step(i + 1);
-                let id = int_of(&m.key().0).unwrap_or_default();
+                let id = int_key(m.key()).unwrap_or_default();
                 match m {
                     MicroOp::Read(_, r) => {
                         let observed = if x.observed {
@@ -804,7 +776,7 @@ fn render_cycle(
                         );
                     }
                     MicroOp::Append(_, v) | MicroOp::Write(_, v) => {
-                        let val = int_of(&v.0).unwrap_or_default();
+                        let val = int_val(v).unwrap_or_default();
                         let _ = writeln!(
                             out,
                             "/* {s} */ {}",
