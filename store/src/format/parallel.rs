@@ -32,10 +32,15 @@ const CHUNKS_PER_THREAD: usize = 1;
 /// sequentially: too small, one core, not one object per line, or anything
 /// but a clean parse of every chunk.
 pub(crate) fn read_jsonl(path: &Path) -> Option<ReadOutcome> {
-    let len = std::fs::metadata(path).ok()?.len();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_THREADS);
+    read_jsonl_with(path, threads)
+}
+
+/// [`read_jsonl`] on `threads` threads.
+fn read_jsonl_with(path: &Path, threads: usize) -> Option<ReadOutcome> {
+    let len = std::fs::metadata(path).ok()?.len();
     if threads < 2 || len < MIN_BYTES || first_byte(path)? != b'{' {
         return None;
     }
@@ -191,7 +196,7 @@ mod tests {
         let text = big_history(120_000, true);
         assert!(text.len() as u64 >= MIN_BYTES, "{} bytes", text.len());
         let p = write(dir.path(), "h.jsonl", &text);
-        let par = read_jsonl(&p).expect("read in parallel");
+        let par = read_jsonl_with(&p, 2).expect("read in parallel");
         let seq = sequential(&p);
         assert_eq!(par.ops, seq.ops);
         assert_eq!(par.ops.len(), 240_000);
@@ -203,12 +208,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Positional indices: the second chunk cannot know its offset.
         let p = write(dir.path(), "noidx.jsonl", &big_history(120_000, false));
-        assert!(read_jsonl(&p).is_none());
+        assert!(read_jsonl_with(&p, 2).is_none());
         // A torn last line: a warning with its line number.
         let mut torn = big_history(120_000, true);
         torn.push_str("{\"index\":240000,\"type\":\"inv");
         let p = write(dir.path(), "torn.jsonl", &torn);
-        assert!(read_jsonl(&p).is_none());
+        assert!(read_jsonl_with(&p, 2).is_none());
         // A bad line in the middle: the sequential reader names its line.
         let mut lines: Vec<String> = big_history(120_000, true)
             .lines()
@@ -216,11 +221,11 @@ mod tests {
             .collect();
         lines[150_000] = "{\"index\":1,\"type\":\"bogus\"}".to_string();
         let p = write(dir.path(), "bad.jsonl", &(lines.join("\n") + "\n"));
-        assert!(read_jsonl(&p).is_none());
+        assert!(read_jsonl_with(&p, 2).is_none());
         let e = crate::format::read_path(&p).unwrap_err().to_string();
         assert!(e.contains(":150001:"), "{e}");
         // Small files are not worth threads.
         let p = write(dir.path(), "small.jsonl", &big_history(100, true));
-        assert!(read_jsonl(&p).is_none());
+        assert!(read_jsonl_with(&p, 2).is_none());
     }
 }
