@@ -125,12 +125,7 @@ impl PgWireFactory {
                 c
             }
         };
-        if base.get_connect_timeout().is_none() {
-            base.connect_timeout(Duration::from_secs(5));
-        }
-        if base.get_application_name().is_none() {
-            base.application_name("harness");
-        }
+        with_defaults(&mut base);
         Ok(PgWireFactory {
             target,
             base,
@@ -268,16 +263,37 @@ impl ClientFactory for PgWireFactory {
     }
 
     fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
-        Box::pin(async move {
-            let session = self.session(node).await?;
-            Ok(Box::new(PgTxnClient::new(
-                self.clone(),
-                node.clone(),
-                session,
-                self.isolation,
-            )) as Box<dyn Client>)
-        })
+        open_txn_client(self, node, self.isolation)
     }
+}
+
+/// What every PG-wire factory adds to its connection settings unless the
+/// URL sets them: a 5 s connect timeout and the application name `harness`.
+pub(crate) fn with_defaults(config: &mut tokio_postgres::Config) {
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(5));
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("harness");
+    }
+}
+
+/// `ClientFactory::open` of every PG-wire factory: a session on `node`, in
+/// the shared transaction client.
+pub(crate) fn open_txn_client<'a, S: PgSessionSource + Clone>(
+    source: &'a S,
+    node: &'a Node,
+    isolation: Isolation,
+) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+    Box::pin(async move {
+        let session = source.session(node).await?;
+        Ok(Box::new(PgTxnClient::new(
+            source.clone(),
+            node.clone(),
+            session,
+            isolation,
+        )) as Box<dyn Client>)
+    })
 }
 
 /// What a PG-wire transaction makes of an error raised before `COMMIT` was

@@ -19,11 +19,10 @@
 pub mod local;
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
-use crate::pgwire::{Classifier, PgSession, PgSessionSource, PgTxnClient, PreCommitErrors};
+use crate::pgwire::{Classifier, PgSession, PgSessionSource, PreCommitErrors};
 use crate::sql::{DataModel, Isolation, TxnTables, classify_pg};
 use nemesis::Node;
 use std::str::FromStr;
-use std::time::Duration;
 use tokio_postgres::NoTls;
 
 /// Errors configuring a PostgreSQL factory.
@@ -70,12 +69,7 @@ impl PgFactory {
             url: url.to_string(),
             reason: e.to_string(),
         })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(5));
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("harness");
-        }
+        crate::pgwire::with_defaults(&mut config);
         Ok(PgFactory {
             config,
             isolation,
@@ -150,14 +144,6 @@ impl ClientFactory for PgFactory {
     }
 
     fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
-        Box::pin(async move {
-            let session = self.session().await?;
-            Ok(Box::new(PgTxnClient::new(
-                self.clone(),
-                node.clone(),
-                session,
-                self.isolation,
-            )) as Box<dyn Client>)
-        })
+        crate::pgwire::open_txn_client(self, node, self.isolation)
     }
 }
