@@ -1,11 +1,15 @@
 //! A real 3-node MariaDB Galera cluster on the testbed: setup, a client
-//! append/read on each node, kill + restart of a node, teardown.
+//! append/read on each node, kill + restart of a node, teardown; and
+//! `await_ready` repairing a member that does not come back by itself (a
+//! node isolated at the group-communication level with `gmcast.isolate=1`:
+//! running, answering queries, out of the primary component for as long as
+//! the setting stays) by restarting it.
 //! Needs root and mariadb-server, mariadb-client, galera-4, rsync, plus the
 //! testbed's packages (iproute2, tini, openssh-server/-client, iptables).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use db_adapters::client::ClientFactory;
-use db_adapters::db::{Db, connect_all, setup_with_retry};
+use db_adapters::db::{Db, DbError, connect_all, setup_with_retry};
 use db_adapters::mysql::{MariaDb, MariaDbConfig, MysqlFactory};
 use db_adapters::sql::{DataModel, Isolation};
 use nemesis::remote::Remote;
@@ -14,13 +18,28 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::{Key, MicroOp, ReadValue, Val};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn galera_cluster_serves_every_node_and_survives_a_kill() {
-    let _lock = TestbedLock::acquire().unwrap();
+/// Galera's lifecycle over a fresh 3-node testbed (not set up yet), its
+/// remotes, and the testbed lock that must be held until [`finish`].
+async fn galera_on_testbed() -> (TestbedLock, MariaDb, Vec<Arc<dyn Remote>>) {
+    let lock = TestbedLock::acquire().unwrap();
     let tb = Testbed::up(3).await.unwrap();
     let remotes: Vec<Arc<dyn Remote>> = tb.dyn_remotes();
     connect_all(&remotes).await.unwrap();
     let db = MariaDb::new(MariaDbConfig::new(true), remotes.clone());
+    (lock, db, remotes)
+}
+
+/// Tears the cluster and the testbed down, then fails on the test's error.
+async fn finish(db: &MariaDb, result: Result<(), DbError>) {
+    let td = db.teardown().await;
+    Testbed::down().await.unwrap();
+    result.unwrap();
+    td.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn galera_cluster_serves_every_node_and_survives_a_kill() {
+    let (_lock, db, _) = galera_on_testbed().await;
     let result = async {
         let t = Instant::now();
         setup_with_retry(&db, 2).await?;
@@ -118,11 +137,62 @@ async fn galera_cluster_serves_every_node_and_survives_a_kill() {
         assert!(r.is_ok(), "n2 after restart: {r:?}");
         c2.close().await;
         c1.close().await;
-        Ok::<(), db_adapters::db::DbError>(())
+        Ok::<(), DbError>(())
     }
     .await;
-    let td = db.teardown().await;
-    Testbed::down().await.unwrap();
-    result.unwrap();
-    td.unwrap();
+    finish(&db, result).await;
+}
+
+/// The pid of node `n`'s mariadbd.
+async fn pid(r: &Arc<dyn Remote>, n: &str) -> String {
+    r.run(&format!(
+        "pgrep -f '^/usr/sbin/mariadbd --defaults-file=/var/lib/harness/mariadb/{n}/my.cnf'"
+    ))
+    .await
+    .unwrap()
+    .stdout_str()
+    .trim()
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_stuck_outside_the_primary_component_is_restarted() {
+    let (_lock, db, remotes) = galera_on_testbed().await;
+    let result = async {
+        setup_with_retry(&db, 2).await?;
+        let n1 = db.nodes()[0].clone();
+        let before = pid(&remotes[0], "n1").await;
+        assert!(!before.is_empty(), "n1's mariadbd runs");
+        remotes[0]
+            .run(
+                "mariadb --defaults-file=/var/lib/harness/mariadb/n1/my.cnf -uroot \
+                 -e \"SET GLOBAL wsrep_provider_options='gmcast.isolate=1'\"",
+            )
+            .await?;
+        // Out of the primary component, still running and answering.
+        let mut isolated = None;
+        for _ in 0..100 {
+            let s = db.wsrep_status(&n1).await?;
+            if s.status != "Primary" {
+                isolated = Some(s);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let isolated = isolated.expect("n1 left the primary component");
+        eprintln!("n1 isolated: {isolated:?}");
+        assert!(!isolated.serving());
+        let t = Instant::now();
+        db.await_ready(Duration::from_secs(90)).await?;
+        eprintln!("serving again after {:?}", t.elapsed());
+        for n in db.nodes() {
+            let s = db.wsrep_status(&n).await?;
+            assert!(s.serving() && s.size == 3, "{}: {s:?}", n.name);
+        }
+        let after = pid(&remotes[0], "n1").await;
+        assert_ne!(before, after, "n1 was restarted");
+        Ok::<(), DbError>(())
+    }
+    .await;
+    finish(&db, result).await;
 }

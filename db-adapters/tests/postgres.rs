@@ -19,17 +19,10 @@ fn append(k: i64, v: i64) -> MicroOp {
     MicroOp::Append(Key::int(k), Val::int(v))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn local_cluster_appends_reads_serialization_failures_and_death() {
-    let dir = tempfile::tempdir().unwrap();
-    let cluster = LocalCluster::start(dir.path())
-        .await
-        .expect("local cluster");
-    assert!(
-        dir.path().join("postgres").exists(),
-        "run dir links the cluster"
-    );
-    let pid = cluster.pid().expect("postmaster pid");
+/// A throwaway cluster under `dir` and a serializable list-append factory
+/// on it, its tables created.
+async fn local_factory(dir: &std::path::Path) -> (LocalCluster, PgFactory, Node) {
+    let cluster = LocalCluster::start(dir).await.expect("local cluster");
     let node = Node::local();
     let f = PgFactory::new(
         &cluster.url(),
@@ -38,6 +31,18 @@ async fn local_cluster_appends_reads_serialization_failures_and_death() {
     )
     .unwrap();
     f.setup(&node).await.unwrap();
+    (cluster, f, node)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_cluster_appends_reads_serialization_failures_and_death() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cluster, f, node) = local_factory(dir.path()).await;
+    assert!(
+        dir.path().join("postgres").exists(),
+        "run dir links the cluster"
+    );
+    let pid = cluster.pid().expect("postmaster pid");
 
     // Appends and reads, across all three tables.
     let mut a = f.open(&node).await.unwrap();
@@ -152,17 +157,7 @@ fn bad_urls_are_rejected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_the_server_closes_is_reconnected_with_a_backoff() {
     let dir = tempfile::tempdir().unwrap();
-    let cluster = LocalCluster::start(dir.path())
-        .await
-        .expect("local cluster");
-    let node = Node::local();
-    let f = PgFactory::new(
-        &cluster.url(),
-        Isolation::Serializable,
-        DataModel::ListAppend,
-    )
-    .unwrap();
-    f.setup(&node).await.unwrap();
+    let (cluster, f, node) = local_factory(dir.path()).await;
     let mut a = f.open(&node).await.unwrap();
     a.invoke(&[append(1, 1)]).await.unwrap();
     let (admin, conn) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
