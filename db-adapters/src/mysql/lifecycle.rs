@@ -83,6 +83,16 @@ impl WsrepStatus {
     }
 }
 
+impl std::fmt::Display for WsrepStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} / {}, cluster size {}, ready {}",
+            self.status, self.state, self.size, self.ready
+        )
+    }
+}
+
 impl Inner {
     fn dir(&self, node: &Node) -> String {
         format!("{}/{}", self.cfg.base_dir.trim_end_matches('/'), node.name)
@@ -275,10 +285,7 @@ impl Inner {
             match self.wsrep_status(node).await {
                 Ok(s) if s.serving() => Ok(true),
                 // The state is the detail a timeout reports.
-                Ok(s) => Err(format!(
-                    "{} / {}, cluster size {}, ready {}",
-                    s.status, s.state, s.size, s.ready
-                )),
+                Ok(s) => Err(s.to_string()),
                 Err(e) => Err(e.to_string()),
             }
         } else {
@@ -457,7 +464,7 @@ impl Inner {
         }
         let all = || async {
             for n in &members {
-                if !self.serving(n).await.unwrap_or(false) {
+                if !self.serving(n).await? {
                     return Ok(false);
                 }
             }
@@ -496,7 +503,7 @@ impl Inner {
                 Ok(s) => {
                     any_primary |= s.status == "Primary";
                     if !s.serving() {
-                        stuck.push((n.clone(), format!("{} / {}", s.status, s.state)));
+                        stuck.push((n.clone(), s.to_string()));
                     }
                 }
                 Err(e) => stuck.push((n.clone(), e.to_string())),
