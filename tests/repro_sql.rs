@@ -326,18 +326,24 @@ fn mariadb_repro_sql_is_accepted_by_mariadb() {
     struct Down;
     impl Drop for Down {
         fn drop(&mut self) {
-            // The server left running is ours: found by its own config file
-            // path (as the lifecycle finds it), killed by pid.
-            let pids = Command::new("pgrep")
-                .args([
-                    "-f",
-                    "^/usr/sbin/mariadbd --defaults-file=/var/lib/harness/mariadb/",
-                ])
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-                .unwrap_or_default();
-            for pid in pids.split_whitespace() {
-                let _ = Command::new("kill").args(["-9", pid]).status();
+            // The server the run left running goes with MariaDB's own
+            // teardown (it finds the process by its config file), then the
+            // testbed.
+            if let Ok(tb) = nemesis::testbed::Testbed::current()
+                && let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+            {
+                rt.block_on(async {
+                    use db_adapters::db::Db as _;
+                    let remotes = tb.dyn_remotes();
+                    let _ = db_adapters::db::connect_all(&remotes).await;
+                    let db = db_adapters::mysql::MariaDb::new(
+                        db_adapters::mysql::MariaDbConfig::new(false),
+                        remotes,
+                    );
+                    let _ = db.teardown().await;
+                });
             }
             let _ = harness().args(["testbed", "down"]).output();
         }
