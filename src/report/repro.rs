@@ -33,7 +33,7 @@ use checker::explain::{Anomaly, Evidence, Step, fmt_read, fmt_vals};
 use checker::rels::Rel;
 use db_adapters::sql::{Isolation, TxnTables, int_key, int_val};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 use store::{History, Key, MicroOp, Op, OpIndex, OpType, Process, ReadValue, Val};
@@ -433,12 +433,33 @@ fn schedule(txns: &[Txn], steps: &[Step], snapshot_reads: bool) -> Schedule {
     Schedule { order, dropped }
 }
 
+/// The longest committed read of each list key in the history (the order
+/// its appends were applied in), found in one pass for all cycles.
+type LongestReads<'h> = HashMap<&'h Key, &'h [Val]>;
+
+fn longest_reads(history: &History) -> LongestReads<'_> {
+    let mut longest: LongestReads<'_> = HashMap::new();
+    for op in history.ops() {
+        if op.op_type != OpType::Ok {
+            continue;
+        }
+        for m in op.value.txn().unwrap_or_default() {
+            if let MicroOp::Read(k, ReadValue::List(l)) = m
+                && longest.get(k).is_none_or(|x| x.len() < l.len())
+            {
+                longest.insert(k, l);
+            }
+        }
+    }
+    longest
+}
+
 /// The list-append dependencies among the cycle's transactions beyond the
 /// cycle's own steps, so the replay keeps them too: a read that saw another's
 /// append (wr), a read that missed a committed one (rw), and two appends to
 /// one key in the order of the longest read of that key in the history (ww:
 /// the row lock makes the later writer wait for the earlier commit).
-fn observed_deps(txns: &[Txn], history: &History) -> Vec<Step> {
+fn observed_deps(txns: &[Txn], longest: &LongestReads<'_>) -> Vec<Step> {
     let mut appends: BTreeMap<&Key, Vec<(usize, usize, &Val)>> = BTreeMap::new();
     for (t, x) in txns.iter().enumerate() {
         if x.completion.is_some_and(|c| c.1 == OpType::Ok) {
@@ -446,20 +467,6 @@ fn observed_deps(txns: &[Txn], history: &History) -> Vec<Step> {
                 if let MicroOp::Append(k, v) = m {
                     appends.entry(k).or_default().push((t, i, v));
                 }
-            }
-        }
-    }
-    let mut longest: BTreeMap<&Key, &[Val]> = BTreeMap::new();
-    for op in history.ops() {
-        if op.op_type != OpType::Ok {
-            continue;
-        }
-        for m in op.value.txn().unwrap_or_default() {
-            if let MicroOp::Read(k, ReadValue::List(l)) = m
-                && let Some((k, _)) = appends.get_key_value(k)
-                && longest.get(k).is_none_or(|x| x.len() < l.len())
-            {
-                longest.insert(k, l);
             }
         }
     }
@@ -634,6 +641,7 @@ fn render_cycle(
     cycle: &[OpIndex],
     steps: &[Step],
     history: &History,
+    longest: &LongestReads<'_>,
     dialect: &Dialect,
     isolation: Option<Isolation>,
     out: &mut String,
@@ -683,7 +691,7 @@ fn render_cycle(
     }
     // Schedule.
     let mut deps = steps.to_vec();
-    deps.extend(observed_deps(&txns, history));
+    deps.extend(observed_deps(&txns, longest));
     let sched = schedule(&txns, &deps, snapshot_reads(isolation));
     let mut step_of: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     let ev_code = |e: Ev| match e {
@@ -854,6 +862,7 @@ pub fn render(
 -- differ from the observed one (the setup gives each key the state the cycle's reads imply).",
         dialect.client_name()
     );
+    let longest = longest_reads(history);
     for (name, list) in cyclic {
         for (i, a) in list.iter().take(MAX_CYCLES_PER_TYPE).enumerate() {
             let Evidence::Cycle { cycle, steps } = &a.evidence else {
@@ -865,7 +874,9 @@ pub fn render(
             }
             out.push('\n');
             let mut body = String::new();
-            match render_cycle(cycle, steps, history, dialect, isolation, &mut body) {
+            match render_cycle(
+                cycle, steps, history, &longest, dialect, isolation, &mut body,
+            ) {
                 Ok(()) => out.push_str(&body),
                 Err(why) => {
                     let _ = writeln!(out, "-- cannot be written as SQL: {why}");
