@@ -108,6 +108,7 @@ fn the_ci_suite_gives_the_expected_outcomes_in_summary_and_junit() {
         seeds.push(r["seed"].as_u64().unwrap());
         assert!(r["child_max_rss_kb"].as_i64().unwrap() > 0);
     }
+    seeds.sort_unstable();
     seeds.dedup();
     assert_eq!(seeds.len(), 3, "fresh seeds: {seeds:?}");
     let sim = &s["runs"][1];
