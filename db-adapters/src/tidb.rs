@@ -36,6 +36,9 @@ use std::time::Duration;
 /// tidb-server's MySQL port.
 pub const DEFAULT_PORT: u16 = 4000;
 
+/// Tables of the append schema on TiDB (Jepsen's TiDB suite uses 7).
+pub const TABLES: TxnTables = TxnTables { table_count: 7 };
+
 /// TiDB error codes that prove the transaction was rolled back
 /// (<https://docs.pingcap.com/tidb/stable/error-codes>), plus MySQL's
 /// deadlock (1213) and lock wait timeout (1205).
@@ -229,7 +232,7 @@ impl TidbFactory {
             url: None,
             isolation,
             model,
-            tables: TxnTables { table_count: 7 },
+            tables: TABLES,
             options,
             connect_timeout: Duration::from_secs(5),
             require_tidb: true,

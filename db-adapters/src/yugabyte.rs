@@ -29,6 +29,9 @@ use std::time::Duration;
 
 /// YSQL's port.
 pub const DEFAULT_PORT: u16 = 5433;
+
+/// Tables of the append schema on YSQL (as Jepsen's YugabyteDB suite).
+pub const TABLES: TxnTables = TxnTables { table_count: 5 };
 /// yb-master RPC port.
 pub const MASTER_RPC_PORT: u16 = 7100;
 /// yb-tserver RPC port.
@@ -114,14 +117,8 @@ pub fn factory(
     select_for_update: bool,
 ) -> Result<PgWireFactory, String> {
     let isolation = check_isolation(isolation)?;
-    PgWireFactory::new(
-        target,
-        isolation,
-        model,
-        TxnTables { table_count: 5 },
-        dialect(select_for_update),
-    )
-    .map_err(|e: PgWireError| e.to_string())
+    PgWireFactory::new(target, isolation, model, TABLES, dialect(select_for_update))
+        .map_err(|e: PgWireError| e.to_string())
 }
 
 /// Settings of a YugabyteDB cluster.

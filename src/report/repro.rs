@@ -72,50 +72,52 @@ impl Dialect {
     /// The dialect harness's client for `db` (a `--db` name) uses;
     /// unknown or missing names get the PostgreSQL dialect with a note.
     pub fn for_db(db: Option<&str>, select_for_update: bool) -> Dialect {
-        let pg = |tables: usize, note: Option<String>| Dialect {
+        // The layouts the clients create: TxnTables::default() (3 tables)
+        // unless the database's adapter says otherwise.
+        let pg = |tables: TxnTables, note: Option<String>| Dialect {
             family: SqlFamily::Postgres,
             db: db.map(str::to_string),
-            tables: TxnTables {
-                table_count: tables,
-            },
+            tables,
             read_for_update: false,
             innodb: false,
             note,
         };
         match db {
-            Some("postgres") => pg(3, None),
+            Some("postgres") => pg(TxnTables::default(), None),
             Some("cockroach") => Dialect {
                 read_for_update: select_for_update,
-                ..pg(3, None)
+                ..pg(TxnTables::default(), None)
             },
             Some("yugabyte") => Dialect {
                 read_for_update: select_for_update,
-                ..pg(5, None)
+                ..pg(db_adapters::yugabyte::TABLES, None)
             },
             Some(name @ ("mariadb" | "galera" | "tidb")) => Dialect {
                 family: SqlFamily::Mysql,
                 db: Some(name.to_string()),
-                tables: TxnTables {
-                    table_count: if name == "tidb" { 7 } else { 3 },
+                tables: if name == "tidb" {
+                    db_adapters::tidb::TABLES
+                } else {
+                    TxnTables::default()
                 },
                 read_for_update: name == "tidb" && select_for_update,
                 innodb: name != "tidb",
                 note: None,
             },
             Some(name @ ("sqlite" | "sim")) => pg(
-                3,
+                TxnTables::default(),
                 Some(format!(
                     "{name} does not run these statements; they are given in the PostgreSQL dialect (3 tables) to replay the cycle on PostgreSQL"
                 )),
             ),
             Some(other) => pg(
-                3,
+                TxnTables::default(),
                 Some(format!(
                     "database {other:?} is not one harness knows; statements are in the PostgreSQL dialect (3 tables)"
                 )),
             ),
             None => pg(
-                3,
+                TxnTables::default(),
                 Some(
                     "the database is unknown (no test.json with config.db): statements are in the PostgreSQL dialect (3 tables)"
                         .to_string(),
