@@ -119,14 +119,8 @@ pub fn parse_scenario(path: &Path) -> anyhow::Result<Scenario> {
         checker::anomaly::AnomalyType::parse(e)
             .map_err(|err| anyhow::anyhow!("{what}: expect: {err}"))?;
     }
-    let attempts = match doc.get("attempts") {
-        None => 1,
-        Some(v) => v
-            .as_integer()
-            .filter(|a| (1..=1000).contains(a))
-            .with_context(|| format!("{what}: attempts: an integer from 1 to 1000"))?
-            as u32,
-    };
+    let attempts =
+        suite::count_setting(doc.get("attempts"), &format!("{what}: attempts"), 1000, 1)? as u32;
     let run = doc
         .get("run")
         .and_then(toml::Value::as_table)

@@ -200,14 +200,8 @@ fn parse_suite(path: &Path, text: &str) -> anyhow::Result<Suite> {
                 .collect::<anyhow::Result<_>>()?,
             Some(_) => bail!("{what}: expect: a string or a list of strings"),
         };
-        let count = match t.get("count") {
-            None => 1,
-            Some(v) => v
-                .as_integer()
-                .filter(|c| (1..=100_000).contains(c))
-                .with_context(|| format!("{what}: count: expected an integer from 1"))?
-                as usize,
-        };
+        let count =
+            suite::count_setting(t.get("count"), &format!("{what}: count"), 100_000, 1)? as usize;
         let watchdog = t
             .get("watchdog")
             .map(|v| duration(v, &format!("{what}: watchdog")))
@@ -748,6 +742,10 @@ db = "sqlite"
                 "\"seed\" is set by soak",
             ),
             ("[suite]\nname = \"x\"\n", "no [[test]] entries"),
+            (
+                "[[test]]\ndb = \"sim\"\ncount = 0\n",
+                "count: expected an integer from 1 to 100000",
+            ),
             (
                 "[[test]]\ndb = \"sim\"\n[test.matrix]\nisolation = \"x\"\n",
                 "matrix.isolation",

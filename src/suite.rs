@@ -133,6 +133,25 @@ pub fn scalar(v: &toml::Value) -> anyhow::Result<String> {
     })
 }
 
+/// An integer setting from 1 to `max` (`default` when absent).
+///
+/// # Errors
+/// Anything else, naming `what`.
+pub fn count_setting(
+    v: Option<&toml::Value>,
+    what: &str,
+    max: i64,
+    default: i64,
+) -> anyhow::Result<i64> {
+    match v {
+        None => Ok(default),
+        Some(v) => v
+            .as_integer()
+            .filter(|c| (1..=max).contains(c))
+            .with_context(|| format!("{what}: expected an integer from 1 to {max}")),
+    }
+}
+
 /// `harness run`'s flags, for validating a flag list before anything runs.
 #[derive(clap::Parser, Debug)]
 #[command(name = "harness run", no_binary_name = true)]
