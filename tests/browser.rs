@@ -111,6 +111,7 @@ fn console_problems(stderr: &str) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "system test, needs Chromium; .ci/run runs it"]
 fn console_scanner_sees_errors() {
     let page = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let f = page.path().join("bad.html");
@@ -167,6 +168,7 @@ fn html_escape(s: &str) -> String {
 }
 
 #[test]
+#[ignore = "system test, needs Chromium; .ci/run runs it"]
 fn chromium_renders_index_run_page_and_100k_op_timeline() {
     let store = artifacts().join("browser-store");
     let _ = std::fs::remove_dir_all(&store);

@@ -16,7 +16,7 @@ fn harness(args: &[&str]) -> Output {
 fn conformance(rel: &str) -> String {
     Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/conformance"
+        "/testdata/conformance"
     ))
     .join(rel)
     .display()

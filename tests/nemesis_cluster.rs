@@ -85,6 +85,7 @@ fn nemesis_ops(dir: &Path) -> Vec<serde_json::Value> {
 }
 
 #[test]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn galera_with_partitions_and_kills_completes_heals_and_recovers() {
     let _lock = TestbedLock::acquire().unwrap();
     let _down = Down;
@@ -142,6 +143,7 @@ fn galera_with_partitions_and_kills_completes_heals_and_recovers() {
 }
 
 #[test]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn postgres_on_nodes_with_kills_and_pauses_completes() {
     let _lock = TestbedLock::acquire().unwrap();
     let _down = Down;
@@ -181,11 +183,13 @@ fn postgres_on_nodes_with_kills_and_pauses_completes() {
 }
 
 #[test]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn sigint_during_a_partition_removes_every_rule() {
     sigint_during_a_partition(false);
 }
 
 #[test]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn a_second_sigint_heals_before_exiting() {
     sigint_during_a_partition(true);
 }
@@ -285,6 +289,7 @@ fn unreachable_nodes_are_reported_by_name_before_any_workload() {
 }
 
 #[test]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn mariadb_repeatable_read_shows_lost_update() {
     let _lock = TestbedLock::acquire().unwrap();
     let _down = Down;

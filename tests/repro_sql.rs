@@ -79,6 +79,7 @@ fn psql(port: u16, file: &Path) -> std::process::Output {
 }
 
 #[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn postgres_repeatable_read_repro_sql_replays_in_psql() {
     let store = tempfile::tempdir().unwrap();
     let out = run_line(
@@ -321,6 +322,7 @@ fn replay(port: u16, c: &Cycle) -> (Vec<String>, Vec<(String, String)>) {
 /// node, left running; each cycle's setup and every session block (one
 /// after another, each its own `mariadb` session) must be accepted.
 #[test]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn mariadb_repro_sql_is_accepted_by_mariadb() {
     let _lock = nemesis::testbed::TestbedLock::acquire().unwrap();
     struct Down;

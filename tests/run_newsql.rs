@@ -130,6 +130,7 @@ fn bad_flag_combinations_exit_3_naming_the_problem() {
 }
 
 #[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn cockroach_and_yugabyte_clients_run_against_postgresql_by_url() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let pgdir = tempfile::tempdir().unwrap();
@@ -206,6 +207,7 @@ fn tidb_unreachable_server_is_a_setup_failure() {
 }
 
 #[test]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn tarball_install_on_testbed_stops_at_the_missing_binary() {
     let _lock = nemesis::testbed::TestbedLock::acquire().unwrap();
     let tmp = tempfile::tempdir().unwrap();

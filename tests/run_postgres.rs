@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 
 #[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn serializable_20k_transactions_are_valid() {
     let store = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
@@ -53,6 +54,7 @@ fn serializable_20k_transactions_are_valid() {
 }
 
 #[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn repeatable_read_checked_against_serializable_shows_g2_item() {
     let store = tempfile::tempdir().unwrap();
     let out = run(
@@ -86,6 +88,7 @@ fn repeatable_read_checked_against_serializable_shows_g2_item() {
 }
 
 #[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn read_committed_shows_g_single_item_or_lost_update() {
     let store = tempfile::tempdir().unwrap();
     let out = run(
@@ -151,6 +154,7 @@ fn unreachable_url_is_a_setup_error_exit_4() {
 }
 
 #[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn database_dying_mid_run_turns_ops_into_info_or_fail_and_the_run_reports() {
     let store = tempfile::tempdir().unwrap();
     let child = harness()

@@ -82,6 +82,7 @@ fn write_suite(dir: &Path, text: &str) -> PathBuf {
 }
 
 #[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn the_ci_suite_gives_the_expected_outcomes_in_summary_and_junit() {
     let store = tempfile::tempdir().unwrap();
     let out = soak(store.path(), &repo().join("suites/ci.toml"));
@@ -388,6 +389,7 @@ fn reproducing_a_sim_run_reissues_the_same_history() {
 }
 
 #[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn reproducing_a_postgres_run_reuses_its_config_seed_and_generator() {
     let store = tempfile::tempdir().unwrap();
     let out = run_line(
@@ -421,6 +423,7 @@ fn reproducing_a_postgres_run_reuses_its_config_seed_and_generator() {
 }
 
 #[test]
+#[ignore = "system test, needs PostgreSQL, MariaDB/Galera and root for the testbed; .ci/run runs it"]
 fn every_scenario_this_machine_can_run_reproduces() {
     let dir = repo().join("scenarios");
     let list = harness()

@@ -1,4 +1,4 @@
-//! Agreement with Elle on the conformance corpus (`../shared/conformance`):
+//! Agreement with Elle on the conformance corpus (`testdata/conformance`, a copy of `../shared/conformance`):
 //! every MANIFEST entry is checked with its options; entries with an expected
 //! verdict must match Elle on `valid?`, the set of `anomaly-types`, `not` and
 //! (when given) `also-not`. Deliberate differences are listed in
@@ -123,7 +123,7 @@ const GARBAGE: &str = "garbage read reported (Elle ignores reads of never-writte
 fn corpus() -> PathBuf {
     Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/conformance"
+        "/../testdata/conformance"
     ))
     .to_path_buf()
 }

@@ -32,7 +32,7 @@ fn sorted(xs: impl IntoIterator<Item = String>) -> Vec<String> {
 fn lattice_reproduces_elles_verdicts_from_its_anomaly_types() {
     let path = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/conformance/MANIFEST.json"
+        "/../testdata/conformance/MANIFEST.json"
     ));
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let manifest: Value = serde_json::from_str(&text).unwrap_or(Value::Null);

@@ -38,6 +38,7 @@ async fn finish(db: &MariaDb, result: Result<(), DbError>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 async fn galera_cluster_serves_every_node_and_survives_a_kill() {
     let (_lock, db, _) = galera_on_testbed().await;
     let result = async {
@@ -156,6 +157,7 @@ async fn pid(r: &Arc<dyn Remote>, n: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 async fn a_member_stuck_outside_the_primary_component_is_restarted() {
     let (_lock, db, remotes) = galera_on_testbed().await;
     let result = async {

@@ -105,6 +105,7 @@ async fn check_stops_at_missing_binary(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 async fn tarball_lifecycles_over_ssh_without_the_binaries() {
     let _lock = TestbedLock::acquire().unwrap();
     let tb = Testbed::up(3).await.unwrap();

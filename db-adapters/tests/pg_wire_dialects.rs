@@ -251,6 +251,7 @@ async fn dialect_errors(url: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = LocalCluster::start(dir.path())
@@ -335,6 +336,7 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
 }
 
 #[tokio::test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 async fn per_node_target_connects_to_the_nodes_port() {
     // Nothing listens on this port: the error names the node, is definite.
     let port = {

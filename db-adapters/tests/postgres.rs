@@ -35,6 +35,7 @@ async fn local_factory(dir: &std::path::Path) -> (LocalCluster, PgFactory, Node)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 async fn local_cluster_appends_reads_serialization_failures_and_death() {
     let dir = tempfile::tempdir().unwrap();
     let (cluster, f, node) = local_factory(dir.path()).await;
@@ -155,6 +156,7 @@ fn bad_urls_are_rejected() {
 /// connects again (a not-ready node once made workers reconnect hundreds of
 /// times a second and exhaust local ports).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 async fn a_session_the_server_closes_is_reconnected_with_a_backoff() {
     let dir = tempfile::tempdir().unwrap();
     let (cluster, f, node) = local_factory(dir.path()).await;

@@ -32,6 +32,7 @@ fn grudge(pairs: &[(&str, &[&str])]) -> Grudge {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 async fn testbed_up_partition_heal_down() {
     let _lock = TestbedLock::acquire().unwrap();
     let tb = Testbed::up(3).await.unwrap();

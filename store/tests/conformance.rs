@@ -1,4 +1,4 @@
-//! Every history of the shared conformance corpus reads, and converts
+//! Every history of the conformance corpus (testdata/conformance) reads, and converts
 //! JSON → EDN → JSON and EDN → JSON → EDN with its ops unchanged.
 
 // Tests may panic on failure; the workspace lints target library code.
@@ -9,7 +9,7 @@ use store::format::{self, Format};
 fn corpus() -> PathBuf {
     Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/conformance"
+        "/../testdata/conformance"
     ))
     .to_path_buf()
 }
