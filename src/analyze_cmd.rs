@@ -2,9 +2,11 @@
 //! against other consistency models) and regenerate its results and reports.
 //!
 //! Reads only `test.json` (loosely: the workload and the expected model),
-//! `history.jsonl`, and writes `results.json` plus everything
+//! the history (`history.jsonl.gz`, or `history.jsonl` of a run that did
+//! not finish), and writes `results.json` plus everything
 //! [`crate::report::write_reports`] writes. `--reports-only` skips the
-//! checker and regenerates the timeline, plots and `history.edn` alone.
+//! checker and regenerates the timeline and plots alone (`--keep edn` adds
+//! `history.edn`).
 
 use crate::exit;
 use anyhow::Context;
@@ -42,9 +44,14 @@ pub struct AnalyzeArgs {
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub cycle_search_timeout: Duration,
 
-    /// Do not re-check: regenerate timeline, plots and history.edn only.
+    /// Do not re-check: regenerate the timeline and plots only.
     #[arg(long)]
     pub reports_only: bool,
+
+    /// Also write what a run leaves out by default: edn (history.edn),
+    /// timeline (every transaction, not a sample), all; comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub keep: Vec<crate::report::KeepItem>,
 }
 
 fn parse_model(s: &str) -> Result<ConsistencyModel, String> {
@@ -91,8 +98,9 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     for w in &warnings {
         eprintln!("warning: {w}");
     }
+    let keep = crate::report::Keep::from_items(&args.keep);
     if args.reports_only {
-        crate::report::write_reports(&dir, &history, None)?;
+        crate::report::write_reports(&dir, &history, None, keep)?;
         println!("reports regenerated in {}", dir.display());
         return Ok(exit::VALID);
     }
@@ -153,7 +161,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let text = serde_json::to_string_pretty(&json).context("serializing results")? + "\n";
     std::fs::write(&results_path, text)
         .with_context(|| format!("writing {}", results_path.display()))?;
-    crate::report::write_reports(&dir, &history, Some(&result))?;
+    crate::report::write_reports(&dir, &history, Some(&result), keep)?;
     let names: Vec<&str> = result.anomaly_types.iter().map(|t| t.name()).collect();
     let model_names: Vec<&str> = models.iter().map(|m| m.name()).collect();
     println!(

@@ -26,7 +26,7 @@ pub struct CheckArgs {
           value_parser = parse_workload)]
     pub workload: WorkloadArg,
 
-    /// Consistency model(s) that should hold (default strict-serializable);
+    /// Consistency model(s) that should hold (default strong-serializable, alias strict-serializable);
     /// repeatable and comma-separated, e.g. `-c serializable,read-committed`.
     #[arg(short = 'c', long = "consistency-models", visible_alias = "consistency-model",
           value_delimiter = ',', value_parser = parse_model)]
@@ -111,8 +111,7 @@ fn parse_anomaly(s: &str) -> Result<AnomalyType, String> {
 /// An unreadable or malformed history, an undetectable workload, or an
 /// output directory that cannot be written.
 pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
-    let (history, warnings) = store::format::load_history(&args.history)
-        .with_context(|| format!("reading history {}", args.history.display()))?;
+    let (history, warnings) = crate::history_input::load(&args.history)?;
     for w in &warnings {
         eprintln!("warning: {w}");
     }
@@ -141,11 +140,16 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         linearizable_keys: args.linearizable_keys,
         budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
     };
+    let started = Instant::now();
     let result = checker::check(&history, &opts);
+    let elapsed = started.elapsed();
     match args.format {
         Format::Json => println!("{}", result.to_json_string()),
         Format::Edn => print!("{}", result.to_edn()),
-        Format::Text => print!("{}", render_text(&result, &history)),
+        Format::Text => {
+            print!("{}", render_text(&result, &history));
+            println!("{}", what_was_checked(&history, &opts, elapsed));
+        }
     }
     if let Some(dir) = &args.directory {
         write_directory(dir, &result, &history)
@@ -164,6 +168,41 @@ fn join_names<T: std::fmt::Display>(xs: &[T]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// One line (to stdout after the verdict, in text output only) saying what
+/// was checked: transactions by outcome, keys, workload, models, time.
+fn what_was_checked(history: &History, opts: &CheckOptions, elapsed: Duration) -> String {
+    use store::{MicroOp, OpType};
+    let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
+    let mut keys = std::collections::HashSet::new();
+    for op in history.ops().iter().filter(|o| o.is_client()) {
+        match op.op_type {
+            OpType::Ok => ok += 1,
+            OpType::Fail => fail += 1,
+            OpType::Info => info += 1,
+            OpType::Invoke => {}
+        }
+        for m in op.value.txn().into_iter().flatten() {
+            let (MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _)) = m;
+            keys.insert(k);
+        }
+    }
+    let models: Vec<&str> = opts.models.iter().map(|m| m.name()).collect();
+    format!(
+        "checked: {} transactions ({ok} ok, {fail} fail, {info} info) on {} key{}, {}, against {} \
+         (Elle-style inference of version orders, process and realtime order, cycle search), in {:.2} s",
+        ok + fail + info,
+        keys.len(),
+        if keys.len() == 1 { "" } else { "s" },
+        opts.workload.name(),
+        if models.is_empty() {
+            "the given anomalies only".to_string()
+        } else {
+            models.join(", ")
+        },
+        elapsed.as_secs_f64()
+    )
 }
 
 /// The human-readable report: verdict, boundary, then every explanation.

@@ -35,15 +35,19 @@ pub enum HistoryCommand {
 
 /// Runs a history subcommand, returning the exit code.
 pub fn run(cmd: HistoryCommand) -> anyhow::Result<u8> {
-    let r = match cmd {
-        HistoryCommand::Convert { input, output } => convert(&input, &output),
-        HistoryCommand::Stats { file, json } => stats(&file, json),
+    let (input, r) = match &cmd {
+        HistoryCommand::Convert { input, output } => (input, convert(input, output)),
+        HistoryCommand::Stats { file, json } => (file, stats(file, *json)),
     };
     match r {
         Ok(()) => Ok(exit::VALID),
         Err(e) => {
-            // Bad input is exit 3, with its position.
-            eprintln!("error: {e}");
+            // Bad input is exit 3: in plain words when it is no history at
+            // all, else with the parser's position.
+            match crate::history_input::not_a_history(input) {
+                Some(why) => eprintln!("error: {why}"),
+                None => eprintln!("error: {e}"),
+            }
             Ok(exit::ERROR)
         }
     }

@@ -7,6 +7,7 @@ mod analyze_cmd;
 mod check_cmd;
 mod exit;
 mod history_cmd;
+mod history_input;
 mod nemesis_cmd;
 mod nemesis_task;
 mod report;

@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 
 /// Node and SSH flags (`harness run`, `harness nemesis heal`).
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Nodes and SSH")]
 pub struct NodeArgs {
     /// Database nodes: `n1,n2,…` (each `host` or `name=host`), or `testbed`
     /// (the local testbed; brought up with 3 nodes when none is up), or
@@ -58,6 +59,7 @@ pub struct NodeArgs {
 
 /// Fault and lifecycle flags of `harness run`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Faults (nemesis) and the database on nodes")]
 pub struct FaultArgs {
     /// Faults: none, or a comma list of partition, kill, pause.
     #[arg(long, default_value = "none")]

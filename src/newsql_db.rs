@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 /// Flags of `--db cockroach|tidb|yugabyte`.
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "CockroachDB, TiDB and YugabyteDB")]
 pub struct NewSqlArgs {
     /// Release tarball to install on every node (cockroach, tidb, yugabyte):
     /// a local path (copied over SSH) or an http(s) URL (downloaded by each

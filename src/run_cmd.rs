@@ -2,9 +2,10 @@
 //! against a database from concurrent clients, record the history, check
 //! it, print the verdict.
 //!
-//! Results go to `<store>/<test-name>/<timestamp>/` (`test.json`,
-//! `history.jsonl`, `results.json`, `harness.log`, plus database files) with
-//! `<store>/latest` pointing at the newest run.
+//! Results go to `<store>/runs/<test-name>/<timestamp>/` (`test.json`,
+//! `history.jsonl` while running, compressed to `history.jsonl.gz` at the
+//! end, `results.json`, `harness.log`, reports, database files) with
+//! `<store>/runs/latest` pointing at the newest run.
 //!
 //! Exit codes: 0 valid, 1 invalid, 2 unknown, 3 harness error or bad flag,
 //! 4 setup failed (the database could not be started or reached).
@@ -94,78 +95,99 @@ impl DbKind {
 /// `harness run` flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Database: sqlite (embedded), sim, postgres, galera, mariadb,
-    /// cockroach, tidb, yugabyte.
-    #[arg(long, value_enum, default_value = "sqlite")]
+    /// Database to test.
+    #[arg(long, value_enum, default_value = "sqlite", help_heading = "Database")]
     pub db: DbKind,
-    /// Workload: list-append (append) or rw-register (wr).
-    #[arg(long, short = 'w', default_value = "list-append")]
-    pub workload: String,
-    /// Isolation level the database is asked for (each database documents
-    /// the levels it accepts).
-    #[arg(long, short = 'i', default_value = "serializable")]
+    /// Isolation level the database is asked for: serializable,
+    /// snapshot-isolation, repeatable-read, read-committed, read-uncommitted
+    /// (each database accepts some of them; `--db sim` all five).
+    #[arg(
+        long,
+        short = 'i',
+        default_value = "serializable",
+        help_heading = "Database"
+    )]
     pub isolation: String,
-    /// Model the history must satisfy; defaults from --isolation
-    /// (serializable → strict-serializable on a single node).
-    #[arg(long)]
+    /// Model the history must satisfy (any of Elle's model names, e.g.
+    /// strong-serializable, serializable, snapshot-isolation,
+    /// repeatable-read, read-committed). Default from --isolation:
+    /// serializable → strong-serializable on one node (alias
+    /// strict-serializable), serializable on several; other levels → the
+    /// model of the same name.
+    #[arg(long, help_heading = "Database")]
     pub expected_consistency_model: Option<String>,
+    /// URL of an existing server: postgres (postgres://user@host:port/db),
+    /// cockroach and yugabyte (postgres://…), tidb (mysql://user@host:4000/db).
+    #[arg(long, conflicts_with = "local", help_heading = "Database")]
+    pub url: Option<String>,
+    /// Create a throwaway PostgreSQL cluster with the installed binaries.
+    #[arg(long, help_heading = "Database")]
+    pub local: bool,
+    /// Simulator bug mode (with --db sim), replacing --isolation:
+    /// retry-reapply (TiDB 2.1.7's auto-retry: lost updates), lost-update
+    /// (overwrites concurrent writes), stale-read (serializable, not strict).
+    #[arg(long, help_heading = "Database")]
+    pub sim_bug: Option<String>,
+    /// Workload: list-append (alias append) or rw-register (alias wr).
+    #[arg(
+        long,
+        short = 'w',
+        default_value = "list-append",
+        help_heading = "Workload"
+    )]
+    pub workload: String,
+    /// Seed of every random choice (default: from the clock; recorded in test.json).
+    #[arg(long, help_heading = "Workload")]
+    pub seed: Option<u64>,
+    /// Active keys at a time (Elle: 10).
+    #[arg(long, help_heading = "Workload")]
+    pub key_count: Option<usize>,
+    /// Writes to a key before it retires (32).
+    #[arg(long, help_heading = "Workload")]
+    pub max_writes_per_key: Option<u64>,
+    /// Fewest micro-ops per transaction (1).
+    #[arg(long, help_heading = "Workload")]
+    pub min_txn_length: Option<usize>,
+    /// Most micro-ops per transaction (4).
+    #[arg(long, help_heading = "Workload")]
+    pub max_txn_length: Option<usize>,
+    /// Probability that a micro-op is a read (0.5).
+    #[arg(long, help_heading = "Workload")]
+    pub read_ratio: Option<f64>,
     /// Worker count: N, or Nn for N per node.
-    #[arg(long, default_value = "10")]
+    #[arg(long, default_value = "10", help_heading = "Limits")]
     pub concurrency: String,
     /// Target rate in transactions per second over all workers (default: as
     /// fast as the database answers).
-    #[arg(long, short = 'r')]
+    #[arg(long, short = 'r', help_heading = "Limits")]
     pub rate: Option<f64>,
     /// Length of the main phase (e.g. 30s, 2m).
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, help_heading = "Limits")]
     pub time_limit: Duration,
     /// Stop the main phase after this many transactions.
-    #[arg(long)]
+    #[arg(long, help_heading = "Limits")]
     pub ops: Option<u64>,
-    /// Seed of every random choice (default: from the clock; recorded in test.json).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// URL of an existing server: postgres (postgres://user@host:port/db),
-    /// cockroach and yugabyte (postgres://…), tidb (mysql://user@host:4000/db).
-    #[arg(long, conflicts_with = "local")]
-    pub url: Option<String>,
-    /// Create a throwaway PostgreSQL cluster with the installed binaries.
-    #[arg(long)]
-    pub local: bool,
-    /// Store root: runs go to <store>/runs/<test-name>/<timestamp>/, with
-    /// <store>/runs/latest pointing at the newest.
-    #[arg(long, default_value = ".")]
-    pub store: PathBuf,
-    /// Test name (default: <db>-<workload>-<isolation>).
-    #[arg(long)]
-    pub test_name: Option<String>,
-    /// Active keys at a time (Elle: 10).
-    #[arg(long)]
-    pub key_count: Option<usize>,
-    /// Writes to a key before it retires (32).
-    #[arg(long)]
-    pub max_writes_per_key: Option<u64>,
-    /// Fewest micro-ops per transaction (1).
-    #[arg(long)]
-    pub min_txn_length: Option<usize>,
-    /// Most micro-ops per transaction (4).
-    #[arg(long)]
-    pub max_txn_length: Option<usize>,
-    /// Probability that a micro-op is a read (0.5).
-    #[arg(long)]
-    pub read_ratio: Option<f64>,
     /// Per-transaction timeout; a transaction without an answer by then is `info`.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, help_heading = "Limits")]
     pub op_timeout: Duration,
     /// Wait between healing faults and the final reads.
-    #[arg(long, alias = "final-recovery-time", default_value = "0s", value_parser = humantime::parse_duration)]
+    #[arg(long, alias = "final-recovery-time", default_value = "0s", value_parser = humantime::parse_duration, help_heading = "Limits")]
     pub recovery_time: Duration,
-    /// Simulator bug mode (with --db sim), replacing --isolation.
-    #[arg(long)]
-    pub sim_bug: Option<String>,
     /// Time the checker may spend searching for cycles before giving `unknown`.
-    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration, help_heading = "Limits")]
     pub check_time_limit: Duration,
+    /// Store root: runs go to <store>/runs/<test-name>/<timestamp>/, with
+    /// <store>/runs/latest pointing at the newest.
+    #[arg(long, default_value = ".", help_heading = "Output")]
+    pub store: PathBuf,
+    /// Test name (default: <db>-<workload>-<isolation>).
+    #[arg(long, help_heading = "Output")]
+    pub test_name: Option<String>,
+    /// Also keep what a run leaves out by default, comma-separated: edn
+    /// (history.edn), jsonl (history.jsonl uncompressed instead of
+    /// history.jsonl.gz), timeline (every transaction, not a sample), all.
+    #[arg(long, value_enum, value_delimiter = ',', help_heading = "Output")]
+    pub keep: Vec<crate::report::KeepItem>,
     /// Nodes and SSH (databases on nodes: galera, mariadb, postgres).
     #[command(flatten)]
     pub nodes: crate::nemesis_task::NodeArgs,
@@ -437,6 +459,9 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> anyhow::Result<u8> {
     let mut meta = test_json(&args, &plan, &run_dir, started_at);
     meta["run_flags"] = json!(reproducible_flags(&argv, plan.seed));
     write_json(&run_dir.test_json_path(), &meta)?;
+    let header = header(&args, &plan);
+    println!("{header}\nrun directory: {}", run_dir.path().display());
+    tracing::info!("{header}");
     tracing::info!("run directory {}", run_dir.path().display());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -463,15 +488,20 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> anyhow::Result<u8> {
     };
     meta["summary"] = serde_json::to_value(&code).unwrap_or_default();
     write_json(&run_dir.test_json_path(), &meta)?;
-    let main_done = code.main_counts.ok + code.main_counts.fail + code.main_counts.info;
-    println!(
-        "main phase: {} transactions in {:.1} s ({:.0} txn/s), ended by {:?}",
-        main_done,
-        code.main_phase_s,
-        main_done as f64 / code.main_phase_s.max(1e-9),
-        code.main_phase_end
-    );
-    let verdict = check_and_report(&args, &plan, &run_dir)?;
+    println!("{}", phase_lines(&code));
+    let keep = crate::report::Keep::from_items(&args.keep);
+    let verdict = check_and_report(&args, &plan, &run_dir, keep)?;
+    if !keep.jsonl {
+        match run_dir.compress_history() {
+            Ok((raw, packed)) => println!(
+                "history: {} ({} MB, compressed from {} MB; --keep jsonl keeps it plain)",
+                run_dir.history_gz_path().display(),
+                mb(packed),
+                mb(raw)
+            ),
+            Err(e) => eprintln!("warning: history left uncompressed: {e}"),
+        }
+    }
     meta["verdict"] = json!(verdict.as_str());
     write_json(&run_dir.test_json_path(), &meta)?;
     Ok(match verdict {
@@ -494,14 +524,19 @@ async fn execute(
     let model = data_model(plan.workload);
     let mut cluster: Option<LocalCluster> = None;
     let mut on_nodes: Option<crate::nemesis_task::Cluster> = None;
+    let mut sqlite: Option<SqliteFactory> = None;
     let factory: Arc<dyn ClientFactory> = match plan.db {
-        DbKind::Sqlite => Arc::new(SqliteFactory::new(
-            run_dir.path().join("sqlite.db"),
-            plan.isolation,
-            model,
-            // Below the op timeout, so a busy wait ends as a definite fail.
-            (args.op_timeout / 2).min(Duration::from_secs(2)),
-        )?),
+        DbKind::Sqlite => Arc::new(
+            sqlite
+                .insert(SqliteFactory::new(
+                    run_dir.path().join("sqlite.db"),
+                    plan.isolation,
+                    model,
+                    // Below the op timeout, so a busy wait ends as a definite fail.
+                    (args.op_timeout / 2).min(Duration::from_secs(2)),
+                )?)
+                .clone(),
+        ),
         DbKind::Sim => Arc::new(db_adapters::sim::SimFactory::new(
             sim_mode(args, plan.isolation)?,
             plan.seed,
@@ -549,6 +584,14 @@ async fn execute(
         }
     };
     let outcome = run_with(args, plan, run_dir, factory, on_nodes.as_ref()).await;
+    if let Some(f) = sqlite
+        && let Err(e) = tokio::task::spawn_blocking(move || f.checkpoint())
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.message))
+    {
+        tracing::warn!("sqlite checkpoint: {e}");
+    }
     if let Some(c) = on_nodes {
         c.finish(run_dir.path()).await;
     }
@@ -638,8 +681,8 @@ async fn run_with(
     if let Some(r) = args.rate {
         main = Box::new(workloads::generator::rate(r, plan.seed ^ 0x5eed, main)?);
     }
-    let log = store::run::HistoryLog::create(&run_dir.history_path())
-        .with_context(|| format!("creating {}", run_dir.history_path().display()))?;
+    let log = store::run::HistoryLog::create(&run_dir.history_log_path())
+        .with_context(|| format!("creating {}", run_dir.history_log_path().display()))?;
     // Shared with the nemesis task, which records its ops in the same log.
     let mut log = crate::nemesis_task::SharedLog::new(log);
     let mut nemesis = crate::nemesis_task::nemesis_for(on_nodes, &args.faults, plan.seed, &log)?;
@@ -673,7 +716,7 @@ async fn run_with(
     let finished = log.finish();
     let summary = result?;
     finished.context("closing the history log")?;
-    tracing::info!("run finished: {summary:?}");
+    tracing::info!("{}", phase_lines(&summary).replace('\n', "; "));
     Ok(Outcome::Ran(summary))
 }
 
@@ -751,6 +794,7 @@ fn check_and_report(
     args: &RunArgs,
     plan: &Plan,
     run_dir: &store::run::RunDir,
+    keep: crate::report::Keep,
 ) -> anyhow::Result<Valid> {
     let (history, warnings) = store::format::load_history(&run_dir.history_path())
         .with_context(|| format!("reading back {}", run_dir.history_path().display()))?;
@@ -784,23 +828,37 @@ fn check_and_report(
     };
     let checked_at = std::time::Instant::now();
     let mut result = checker::check(&history, &opts);
-    tracing::info!(
-        "checked {} ops in {:?}",
-        history.len(),
-        checked_at.elapsed()
-    );
+    let check_s = checked_at.elapsed().as_secs_f64();
+    tracing::info!("checked {} ops in {check_s:.2} s", history.len());
     let json = settle_no_commit(&history, &mut result);
     let valid = result.valid;
     write_json(&run_dir.results_path(), &json)?;
     // Reports never change the verdict: a failure is a warning.
-    if let Err(e) = crate::report::write_reports(run_dir.path(), &history, Some(&result)) {
+    if let Err(e) = crate::report::write_reports(run_dir.path(), &history, Some(&result), keep) {
         tracing::warn!("reports: {e:#}");
         eprintln!("warning: {e:#}");
     }
-    let counts = count_types(&history);
+    let (invoked, fail, info) = count_types(&history);
+    let ok_all = history
+        .ops()
+        .iter()
+        .filter(|o| o.is_client() && o.op_type == OpType::Ok)
+        .count();
+    let pending = invoked.saturating_sub(ok_all + fail + info);
     println!(
-        "{} transactions: {} ok ({} writes), {} fail, {} info",
-        counts.0, committed, writes_ok, counts.1, counts.2
+        "checked {} transactions against {} in {check_s:.1} s: {} ok ({} writes committed), \
+         {} fail (did not take effect), {} info (outcome unknown){}",
+        thousands(invoked as u64),
+        plan.expected.name(),
+        thousands(ok_all as u64),
+        thousands(writes_ok as u64),
+        thousands(fail as u64),
+        thousands(info as u64),
+        if pending > 0 {
+            format!(", {} never completed", thousands(pending as u64))
+        } else {
+            String::new()
+        }
     );
     match valid {
         Valid::True => println!(
@@ -841,6 +899,73 @@ fn check_and_report(
     }
     println!("run directory: {}", run_dir.path().display());
     Ok(valid)
+}
+
+/// The first line a run prints: what is tested, how, and its seed.
+fn header(args: &RunArgs, plan: &Plan) -> String {
+    let level = args.sim_bug.as_deref().map_or_else(
+        || format!("isolation {}", plan.isolation.name()),
+        |b| format!("bug mode {b}"),
+    );
+    let limit = match args.ops {
+        Some(n) => format!(
+            "{} or {n} transactions",
+            humantime::format_duration(args.time_limit)
+        ),
+        None => humantime::format_duration(args.time_limit).to_string(),
+    };
+    format!(
+        "harness run: {} · {} · {level} · checked as {} · nemesis {} · {} workers · {limit} · seed {}",
+        plan.db.name(),
+        plan.workload.name(),
+        plan.expected.name(),
+        args.faults.nemesis,
+        plan.concurrency,
+        plan.seed
+    )
+}
+
+/// What the main phase and the final reads did, one line each.
+fn phase_lines(s: &runner::RunSummary) -> String {
+    let main_done = s.main_counts.ok + s.main_counts.fail + s.main_counts.info;
+    let ended = match s.main_phase_end {
+        runner::PhaseEnd::Exhausted => "the workload had no more transactions",
+        runner::PhaseEnd::TimeLimit => "the time limit",
+        runner::PhaseEnd::OpsLimit => "the transaction limit (--ops)",
+        runner::PhaseEnd::Stopped => "a stop request (signal)",
+    };
+    let final_reads = s.counts.invoked.saturating_sub(s.main_counts.invoked);
+    format!(
+        "main phase: {} transactions completed in {:.1} s ({:.0} txn/s), ended by {ended}\n\
+         final reads: {} read-only transactions after the main phase{}",
+        thousands(main_done),
+        s.main_phase_s,
+        main_done as f64 / s.main_phase_s.max(1e-9),
+        thousands(final_reads),
+        if s.final_reads_done {
+            ""
+        } else {
+            " (did not finish)"
+        }
+    )
+}
+
+/// `n` with a comma every three digits.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Bytes as megabytes with one decimal.
+fn mb(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / 1e6)
 }
 
 /// (invocations, fails, infos) of client transactions.

@@ -244,6 +244,9 @@ fn route(state: &ServeState, path: &str) -> Reply {
     for s in &segs {
         target.push(s);
     }
+    if let Some(reply) = converted_history(state, &target) {
+        return reply;
+    }
     let Ok(real) = target.canonicalize() else {
         return Reply::error(StatusCode::NOT_FOUND, "no such file or run");
     };
@@ -261,9 +264,14 @@ fn route(state: &ServeState, path: &str) -> Reply {
                 location: Some(format!("/run/{}/", pages::url_path(&rel))),
             };
         }
-        let is_run = ["test.json", "results.json", "history.jsonl"]
-            .iter()
-            .any(|f| real.join(f).is_file());
+        let is_run = [
+            "test.json",
+            "results.json",
+            "history.jsonl",
+            "history.jsonl.gz",
+        ]
+        .iter()
+        .any(|f| real.join(f).is_file());
         if is_run {
             let info = runs::read_run(&state.root, &rel);
             return Reply::html(pages::run_page(&info));
@@ -279,6 +287,44 @@ fn route(state: &ServeState, path: &str) -> Reply {
         },
         Err(e) => Reply::error(StatusCode::NOT_FOUND, &format!("{rel}: {e}")),
     }
+}
+
+/// `<run>/history.edn` or `<run>/history.jsonl` when the run keeps only
+/// `history.jsonl.gz`: converted on request (the store keeps one copy of a
+/// history). `None` when `target` is anything else.
+fn converted_history(state: &ServeState, target: &Path) -> Option<Reply> {
+    let format = match target.file_name()?.to_str()? {
+        "history.edn" => store::Format::Edn,
+        "history.jsonl" => store::Format::JsonLines,
+        _ => return None,
+    };
+    if target.exists() {
+        return None;
+    }
+    let run = target.parent()?.canonicalize().ok()?;
+    if !run.starts_with(&state.root) {
+        return None;
+    }
+    let gz = run.join("history.jsonl.gz");
+    if !gz.is_file() {
+        return None;
+    }
+    let converted = (|| -> anyhow::Result<Vec<u8>> {
+        let mut w = store::format::OpWriter::new(Vec::new(), format);
+        for op in store::format::OpReader::open(&gz)? {
+            w.write(&op?)?;
+        }
+        Ok(w.finish()?)
+    })();
+    Some(match converted {
+        Ok(body) => Reply {
+            status: StatusCode::OK,
+            content_type: "text/plain; charset=utf-8",
+            body,
+            location: None,
+        },
+        Err(e) => Reply::error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
+    })
 }
 
 fn refuse(r: PathRefusal) -> Reply {

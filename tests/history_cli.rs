@@ -14,13 +14,10 @@ fn harness(args: &[&str]) -> Output {
 }
 
 fn conformance(rel: &str) -> String {
-    Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/testdata/conformance"
-    ))
-    .join(rel)
-    .display()
-    .to_string()
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/conformance"))
+        .join(rel)
+        .display()
+        .to_string()
 }
 
 #[test]

@@ -10,7 +10,7 @@ use nemesis::fault::Nemesis;
 use nemesis::remote::Remote;
 use nemesis::testbed::{Testbed, TestbedLock};
 use run_common::{
-    anomaly_types, assert_complete, harness, results, run, run_dir, signal, wait_for,
+    anomaly_types, assert_complete, harness, history_text, results, run, run_dir, signal, wait_for,
 };
 use std::path::Path;
 use std::sync::Arc;
@@ -76,8 +76,7 @@ fn testbed_down() {
 
 /// History lines of process `nemesis`.
 fn nemesis_ops(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("history.jsonl"))
-        .unwrap()
+    history_text(dir)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| v["process"] == "nemesis")

@@ -1,5 +1,5 @@
 //! `harness analyze`: re-checks a stored run and regenerates its results and
-//! reports (results.json/.edn, history.edn, elle/ with text + DOT + SVG,
+//! reports (results.json/.edn, history.edn with --keep edn, elle/ with text + DOT + SVG,
 //! timeline.html, plots).
 
 mod report_support;
@@ -31,6 +31,13 @@ fn analyze_finds_the_cycle_and_writes_every_report() {
         edn.contains(":valid? false") && edn.contains(":G1c"),
         "{edn}"
     );
+    // history.edn only on request: the history is stored once.
+    assert!(
+        !dir.join("history.edn").exists(),
+        "history.edn written unasked"
+    );
+    let (code, _, err) = harness(&["analyze", "--keep", "edn", &d]);
+    assert_eq!(code, 1, "{err}");
     let hedn = std::fs::read_to_string(dir.join("history.edn")).unwrap_or_default();
     assert!(
         hedn.contains(":append") && hedn.contains(":nemesis"),

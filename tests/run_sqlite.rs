@@ -194,3 +194,41 @@ fn sigkill_mid_run_leaves_a_history_harness_check_reads() {
         "harness check reads the killed run's history"
     );
 }
+
+#[test]
+fn the_default_30_s_run_stores_at_most_50_mb_with_every_report() {
+    let store = tempfile::tempdir().unwrap();
+    let out = run(store.path(), &["--seed", "11"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = run_dir(store.path(), "sqlite-list-append-serializable");
+    assert_complete(&dir);
+    let mut total = 0u64;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        total += e.unwrap().metadata().unwrap().len();
+    }
+    assert!(total <= 50_000_000, "{total} bytes in {}", dir.display());
+    for f in [
+        "timeline.html",
+        "latency-raw.png",
+        "latency-quantiles.svg",
+        "rate.png",
+        "results.edn",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    assert!(
+        !dir.join("history.edn").exists(),
+        "EDN only with --keep edn"
+    );
+    assert!(
+        !dir.join("sqlite.db-wal").exists(),
+        "the WAL is folded back"
+    );
+    let (invoke, ok, _, _) = counts(&dir);
+    assert!(invoke > 10_000 && ok == invoke, "{invoke} {ok}");
+}

@@ -171,3 +171,29 @@ fn serve_accepts_the_directory_holding_runs() {
         "{body}"
     );
 }
+
+#[test]
+fn a_compressed_history_is_served_as_edn_and_json_lines_on_request() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let run = report_support::g1c_run(dir.path(), "sim-append", "20261122T050000.000");
+    let gz = run.join("history.jsonl.gz");
+    store::format::compress_file(&run.join("history.jsonl"), &gz, 1)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let plain = std::fs::read_to_string(run.join("history.jsonl")).unwrap_or_default();
+    std::fs::remove_file(run.join("history.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+    let srv = serve(dir.path());
+    let base = "/run/sim-append/20261122T050000.000";
+    let (status, page) = raw_get(&srv.addr, "GET", &format!("{base}/"));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("href=\"history.edn\""), "{page}");
+    let (status, edn) = raw_get(&srv.addr, "GET", &format!("{base}/history.edn"));
+    assert_eq!(status, 200, "{edn}");
+    assert!(
+        edn.contains(":type :invoke") && edn.contains(":append"),
+        "{edn}"
+    );
+    let (status, jsonl) = raw_get(&srv.addr, "GET", &format!("{base}/history.jsonl"));
+    assert_eq!(status, 200);
+    assert_eq!(jsonl.lines().count(), plain.lines().count());
+    assert!(!run.join("history.edn").exists(), "serve stays read-only");
+}

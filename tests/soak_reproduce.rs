@@ -8,7 +8,7 @@
 mod run_common;
 
 use nemesis::testbed::TestbedLock;
-use run_common::{harness, run_dir, run_line, signal, wait_for};
+use run_common::{harness, history_text, run_dir, run_line, signal, wait_for};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -205,7 +205,7 @@ time-limit = "1s"
     assert!(long["signal"].is_null(), "not killed: {long}");
     assert_eq!(long["exit_code"], 0, "checked and valid: {long}");
     let rd = PathBuf::from(long["run_dir"].as_str().unwrap());
-    assert!(rd.join("history.jsonl").is_file() && rd.join("results.json").is_file());
+    assert!(rd.join("history.jsonl.gz").is_file() && rd.join("results.json").is_file());
     let meta: Value =
         serde_json::from_str(&std::fs::read_to_string(rd.join("test.json")).unwrap()).unwrap();
     assert_eq!(meta["summary"]["main_phase_end"], "stopped");
@@ -334,8 +334,7 @@ fn bad_suites_and_targets_are_errors_naming_the_problem() {
 
 /// A history file without its times (and without the time-derived fields).
 fn untimed(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("history.jsonl"))
-        .unwrap()
+    history_text(dir)
         .lines()
         .map(|l| {
             let mut v: Value = serde_json::from_str(l).unwrap();

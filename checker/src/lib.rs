@@ -32,7 +32,7 @@ pub struct CheckOptions {
     /// The history's workload.
     pub workload: Workload,
     /// Models that should hold. Empty means "no models" (only `anomalies`
-    /// count); [`CheckOptions::new`] uses Elle's default, strict-serializable.
+    /// count); [`CheckOptions::new`] uses Elle's default, strong-serializable (alias strict-serializable).
     pub models: Vec<ConsistencyModel>,
     /// Extra anomalies that must not occur (with everything implying them).
     pub anomalies: Vec<AnomalyType>,
@@ -47,7 +47,7 @@ pub struct CheckOptions {
 }
 
 impl CheckOptions {
-    /// Elle's defaults for `workload`: strict-serializable, no extra
+    /// Elle's defaults for `workload`: strong-serializable, no extra
     /// anomalies, no key assumptions, no budget limit.
     pub fn new(workload: Workload) -> CheckOptions {
         CheckOptions {

@@ -79,6 +79,21 @@ impl SqliteFactory {
         &self.path
     }
 
+    /// Folds the write-ahead log back into the database file and empties
+    /// it (`PRAGMA wal_checkpoint(TRUNCATE)`), so a finished run leaves one
+    /// database file, not a WAL as large as everything it wrote (19 MB after
+    /// a 30 s run). Call it when no client is open.
+    ///
+    /// # Errors
+    /// The database cannot be opened or checkpointed.
+    pub fn checkpoint(&self) -> Result<(), ClientError> {
+        let conn = self.connect()?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(|e| ClientError::definite("checkpoint", e.to_string()))?;
+        conn.close()
+            .map_err(|(_, e)| ClientError::definite("checkpoint", e.to_string()))
+    }
+
     fn connect(&self) -> Result<Connection, ClientError> {
         let conn = Connection::open(&self.path).map_err(|e| {
             ClientError::definite(

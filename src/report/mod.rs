@@ -60,25 +60,95 @@ pub fn run_title(run_dir: &Path) -> String {
     }
 }
 
+/// What a run directory keeps beyond the canonical `history.jsonl.gz`,
+/// results, explanations, a bounded timeline and the plots (`--keep`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Keep {
+    /// `history.edn` too (Jepsen/Elle tools read it; `harness history
+    /// convert` and `serve` make it on request otherwise).
+    pub edn: bool,
+    /// `history.jsonl` uncompressed.
+    pub jsonl: bool,
+    /// Every transaction in `timeline.html`, not a sample of a long run.
+    pub timeline: bool,
+}
+
+/// One `--keep` item.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeepItem {
+    /// Everything below.
+    All,
+    /// `history.edn`, the history as Jepsen EDN.
+    Edn,
+    /// `history.jsonl` uncompressed (instead of `history.jsonl.gz`).
+    Jsonl,
+    /// Every transaction in `timeline.html` (no sampling).
+    Timeline,
+}
+
+impl Keep {
+    /// The union of `items`.
+    pub fn from_items(items: &[KeepItem]) -> Keep {
+        let mut k = Keep::default();
+        for i in items {
+            match i {
+                KeepItem::All => {
+                    k = Keep {
+                        edn: true,
+                        jsonl: true,
+                        timeline: true,
+                    }
+                }
+                KeepItem::Edn => k.edn = true,
+                KeepItem::Jsonl => k.jsonl = true,
+                KeepItem::Timeline => k.timeline = true,
+            }
+        }
+        k
+    }
+}
+
 /// Writes `timeline.html` and the plots (`latency-raw`, `latency-quantiles`,
-/// `rate`, each `.png` and `.svg`) into `run_dir`.
+/// `rate`, each `.png` and `.svg`) into `run_dir`. The timeline keeps every
+/// transaction of `result`'s anomalies however long the run.
 ///
 /// # Errors
 /// When a file cannot be written.
-pub fn write_perf_reports(run_dir: &Path, history: &History) -> anyhow::Result<()> {
+pub fn write_perf_reports(
+    run_dir: &Path,
+    history: &History,
+    result: Option<&CheckResult>,
+    keep: Keep,
+) -> anyhow::Result<()> {
     let extract = spans::extract(history);
-    let html = timeline::render(history, &extract, &run_title(run_dir));
+    let in_anomalies: std::collections::BTreeSet<u64> = result
+        .map(|r| {
+            r.anomalies
+                .values()
+                .flatten()
+                .flat_map(|a| a.ops())
+                .map(|i| i.0)
+                .collect()
+        })
+        .unwrap_or_default();
+    let shown = if keep.timeline {
+        timeline::Shown::All
+    } else {
+        timeline::Shown::AtMost(timeline::MAX_SPANS, &in_anomalies)
+    };
+    let html = timeline::render(history, &extract, &run_title(run_dir), &shown);
     let path = run_dir.join("timeline.html");
     fs::write(&path, html).with_context(|| format!("writing {}", path.display()))?;
     plots::write_all(run_dir, &extract)?;
     Ok(())
 }
 
-/// Writes every report of a run into `run_dir`: `history.edn`, and when a
-/// check result is given `results.edn` and `elle/` (explanations, cycle
-/// graphs as DOT and SVG, `repro.sql` for cycles); then `timeline.html` and the plots. Each part is
-/// attempted even when an earlier one fails; the errors are reported together.
-/// `results.json` is the caller's (the runner and `analyze` write it).
+/// Writes every report of a run into `run_dir`: `history.edn` when `keep`
+/// says so, and when a check result is given `results.edn` and `elle/`
+/// (explanations, cycle graphs as DOT and SVG, `repro.sql` for cycles); then
+/// `timeline.html` and the plots. Each part is attempted even when an
+/// earlier one fails; the errors are reported together. `results.json` is
+/// the caller's (the runner and `analyze` write it).
 ///
 /// # Errors
 /// When any report cannot be written (the others are still written).
@@ -86,10 +156,13 @@ pub fn write_reports(
     run_dir: &Path,
     history: &History,
     result: Option<&CheckResult>,
+    keep: Keep,
 ) -> anyhow::Result<()> {
     let mut errors: Vec<String> = Vec::new();
     let edn = run_dir.join("history.edn");
-    if let Err(e) = store::format::write_path(&edn, history.ops(), store::Format::Edn) {
+    if keep.edn
+        && let Err(e) = store::format::write_path(&edn, history.ops(), store::Format::Edn)
+    {
         errors.push(format!("writing {}: {e}", edn.display()));
     }
     if let Some(result) = result {
@@ -103,7 +176,7 @@ pub fn write_reports(
             errors.push(format!("{e:#}"));
         }
     }
-    if let Err(e) = write_perf_reports(run_dir, history) {
+    if let Err(e) = write_perf_reports(run_dir, history, result, keep) {
         errors.push(format!("{e:#}"));
     }
     if errors.is_empty() {

@@ -259,7 +259,7 @@ fn plot_files_are_valid_png_and_svg_with_expected_dimensions() {
         Err(e) => panic!("{e}"),
     };
     let h = sample_history(2, 20);
-    if let Err(e) = super::write_perf_reports(dir.path(), &h) {
+    if let Err(e) = super::write_perf_reports(dir.path(), &h, None, super::Keep::default()) {
         panic!("{e:#}");
     }
     for kind in PlotKind::ALL {
@@ -289,7 +289,7 @@ fn timeline_of_100k_ops_stays_under_20_mb() {
     let h = sample_history(10, 5_000);
     assert!(h.len() >= 100_000);
     let x = extract(&h);
-    let html = super::timeline::render(&h, &x, "big");
+    let html = super::timeline::render(&h, &x, "big", &super::timeline::Shown::All);
     assert!(html.len() < 20 * 1024 * 1024, "{} bytes", html.len());
     // The embedded JSON parses and has one entry per span.
     let start = html.find("id=\"data\">").map(|i| i + 10).unwrap_or(0);
@@ -303,6 +303,70 @@ fn timeline_of_100k_ops_stays_under_20_mb() {
     };
     assert_eq!(v["ln"].as_array().map(Vec::len), Some(x.spans.len()));
     assert_eq!(v["w"].as_array().map(Vec::len), Some(1));
+}
+
+/// The spans drawn by a rendered timeline page: (`ln` length, invocation
+/// indices, note).
+fn drawn(html: &str) -> (usize, Vec<u64>, String) {
+    let start = html.find("id=\"data\">").map(|i| i + 10).unwrap_or(0);
+    let end = html[start..]
+        .find("</script>")
+        .map(|i| i + start)
+        .unwrap_or(start);
+    let v: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap_or_default();
+    let mut at = 0i64;
+    let idx: Vec<u64> = v["i"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|d| {
+                    at += d.as_i64().unwrap_or(0);
+                    at as u64
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let n = v["ln"].as_array().map(Vec::len).unwrap_or(0);
+    (n, idx, v["note"].as_str().unwrap_or("").to_string())
+}
+
+#[test]
+fn a_long_timeline_is_sampled_but_keeps_every_anomaly_op_and_says_so() {
+    // 60k transactions = 120k ops, over the page's bound.
+    let h = sample_history(10, 6_000);
+    let x = extract(&h);
+    assert!(x.spans.len() > super::timeline::MAX_SPANS / 2);
+    let ops = h.ops();
+    // An odd invocation far from the sampling stride, and a completion.
+    let odd = ops[x.spans[12_347].invoke_pos].index.0;
+    let done = x.spans[33_331]
+        .complete_pos
+        .map(|c| ops[c].index.0)
+        .unwrap_or(0);
+    let keep: std::collections::BTreeSet<u64> = [odd, done].into_iter().collect();
+    let bound = 20_000;
+    let html = super::timeline::render(&h, &x, "t", &super::timeline::Shown::AtMost(bound, &keep));
+    let (n, idx, note) = drawn(&html);
+    assert!(n <= bound && n > bound / 2, "{n} spans drawn");
+    assert!(idx.contains(&odd), "the anomaly's invocation is drawn");
+    assert!(
+        idx.contains(&ops[x.spans[33_331].invoke_pos].index.0),
+        "so is the completed one"
+    );
+    assert!(
+        note.contains(&format!("of {} transactions", x.spans.len())),
+        "{note}"
+    );
+    // Under the bound, everything is drawn and nothing is said.
+    let all = super::timeline::render(
+        &h,
+        &x,
+        "t",
+        &super::timeline::Shown::AtMost(1_000_000, &keep),
+    );
+    let (n, _, note) = drawn(&all);
+    assert_eq!(n, x.spans.len());
+    assert!(note.is_empty());
 }
 
 #[test]
@@ -320,7 +384,7 @@ fn timeline_escapes_script_end_in_values() {
         Ok(h) => h,
         Err(e) => panic!("{e}"),
     };
-    let html = super::timeline::render(&h, &extract(&h), "<x>");
+    let html = super::timeline::render(&h, &extract(&h), "<x>", &super::timeline::Shown::All);
     assert!(!html.contains("</script><b>"));
     assert!(html.contains("&lt;x&gt;"));
 }

@@ -386,6 +386,17 @@ pub fn run_page(run: &RunInfo) -> String {
             human_size(*size)
         ));
     }
+    // The history is stored once; these are made from it when asked.
+    for (name, what) in [
+        ("history.edn", "the history as Jepsen EDN"),
+        ("history.jsonl", "the history as plain JSON Lines"),
+    ] {
+        if !run.dir.join(name).exists() && run.dir.join("history.jsonl.gz").exists() {
+            b.push_str(&format!(
+                "<li><a href=\"{name}\">{name}</a> <span class=\"muted\">{what}, converted on request</span></li>\n"
+            ));
+        }
+    }
     b.push_str("</ul>\n");
     page(&format!("{} {}", run.name, run.rel), &b)
 }

@@ -228,9 +228,14 @@ fn is_real_dir(p: &Path) -> bool {
 }
 
 fn looks_like_run(p: &Path) -> bool {
-    ["test.json", "results.json", "history.jsonl"]
-        .iter()
-        .any(|f| p.join(f).exists())
+    [
+        "test.json",
+        "results.json",
+        "history.jsonl",
+        "history.jsonl.gz",
+    ]
+    .iter()
+    .any(|f| p.join(f).exists())
 }
 
 /// All runs under `root` (`<test>/<timestamp>/`, or a run directly at

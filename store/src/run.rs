@@ -163,9 +163,46 @@ impl RunDir {
         &self.path
     }
 
-    /// `history.jsonl`: the durable history.
+    /// The run's history as it is stored now: `history.jsonl` while it
+    /// exists (a run in progress, or one that ended before compressing it),
+    /// else `history.jsonl.gz` when that exists; `history.jsonl` otherwise.
+    /// Every history reader takes either (gzip is read through).
     pub fn history_path(&self) -> PathBuf {
+        let log = self.history_log_path();
+        let gz = self.history_gz_path();
+        if !log.exists() && gz.exists() {
+            gz
+        } else {
+            log
+        }
+    }
+
+    /// `history.jsonl`: the durable log a run appends to.
+    pub fn history_log_path(&self) -> PathBuf {
         self.path.join("history.jsonl")
+    }
+
+    /// `history.jsonl.gz`: the log of a finished run, compressed.
+    pub fn history_gz_path(&self) -> PathBuf {
+        self.path.join("history.jsonl.gz")
+    }
+
+    /// Replaces `history.jsonl` by `history.jsonl.gz` (written whole and
+    /// synced before the log is removed, so a crash leaves one complete
+    /// copy). Returns (log bytes, compressed bytes).
+    ///
+    /// # Errors
+    /// Reading the log or writing the compressed file failed; the log is
+    /// then left in place.
+    pub fn compress_history(&self) -> Result<(u64, u64), RunError> {
+        let log = self.history_log_path();
+        let gz = self.history_gz_path();
+        let raw = fs::metadata(&log).map_err(io_err(&log))?.len();
+        // Level 1: the 77 MB log of a 30 s SQLite run became 14.5 MB (5.3x);
+        // gzip -6 reaches ~8x but took 3x as long (5.3 s vs 1.8 s on 83 MB).
+        let packed = crate::format::compress_file(&log, &gz, 1).map_err(io_err(&gz))?;
+        fs::remove_file(&log).map_err(io_err(&log))?;
+        Ok((raw, packed))
     }
 
     /// `history.edn`: export for Jepsen/Elle tools.

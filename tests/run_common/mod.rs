@@ -92,11 +92,34 @@ pub fn anomaly_types(results: &serde_json::Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Asserts the files every finished run has.
+/// The history of a run as text: `history.jsonl.gz` decompressed once
+/// the run finished, `history.jsonl` while it runs (or with `--keep jsonl`).
+pub fn history_text(dir: &Path) -> String {
+    use std::io::Read;
+    let run = store::RunDir::open(dir).unwrap();
+    let mut text = String::new();
+    store::format::Input::open(&run.history_path())
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
+/// Asserts the files every finished run has: the history compressed, the
+/// plain log gone.
 pub fn assert_complete(dir: &Path) {
-    for f in ["test.json", "history.jsonl", "results.json", "harness.log"] {
+    for f in [
+        "test.json",
+        "history.jsonl.gz",
+        "results.json",
+        "harness.log",
+    ] {
         assert!(dir.join(f).is_file(), "{} missing in {}", f, dir.display());
     }
+    assert!(
+        !dir.join("history.jsonl").exists(),
+        "history.jsonl left beside history.jsonl.gz"
+    );
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
     assert_eq!(meta["schema_version"], 1);
@@ -108,7 +131,7 @@ pub fn assert_complete(dir: &Path) {
 
 /// Client op counts in a history file: (invoke, ok, fail, info).
 pub fn counts(dir: &Path) -> (usize, usize, usize, usize) {
-    let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    let text = history_text(dir);
     let mut c = (0, 0, 0, 0);
     for line in text.lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {

@@ -101,7 +101,7 @@ impl SimMode {
     /// what the buggy database advertised (TiDB: snapshot isolation).
     pub fn claimed_model(self) -> &'static str {
         match self {
-            SimMode::Serializable | SimMode::StaleRead => "strict-serializable",
+            SimMode::Serializable | SimMode::StaleRead => "strong-serializable",
             SimMode::SnapshotIsolation | SimMode::RetryReapply => "snapshot-isolation",
             SimMode::ReadCommitted => "read-committed",
             SimMode::ReadUncommitted => "read-uncommitted",

@@ -24,6 +24,10 @@
 //!
 //! `type`, `f`, `process` `"nemesis"` and micro-op names are plain strings.
 //!
+//! Any of these may be gzip-compressed (a finished run keeps its history as
+//! `history.jsonl.gz`): [`OpReader::open`] recognises gzip by its magic bytes
+//! and reads through it, so every reader takes compressed files as they are.
+//!
 //! Both JSON flavours are read with this encoding, so a foreign JSON string
 //! that starts with `:` reads as a keyword and one starting with `\\` loses
 //! that backslash. Missing `index` values are assigned in
@@ -32,12 +36,16 @@
 
 mod convert;
 mod edn;
+mod input;
 mod json;
+mod kind;
 mod op_writer;
 mod parallel;
 mod source;
 
 use crate::history::{History, Op};
+pub use input::{Input, compress_file, is_gzip};
+pub use kind::{NotHistory, classify as classify_head, not_a_history};
 use source::{MAX_ITEM_BYTES, PErr, Source};
 use std::fmt;
 use std::fs::File;
@@ -224,13 +232,15 @@ pub struct OpReader<R> {
     warnings: Vec<String>,
 }
 
-impl OpReader<File> {
-    /// Opens `path`, choosing the format from its first bytes, else its extension.
+impl OpReader<Input> {
+    /// Opens `path`, choosing the format from its first bytes, else its
+    /// extension (`.gz` stripped); gzip-compressed files are read through.
     ///
     /// # Errors
     /// The file cannot be opened or read.
-    pub fn open(path: &Path) -> Result<OpReader<File>, FormatError> {
-        let mut f = File::open(path).map_err(|e| FormatError::io(Some(path), &e))?;
+    pub fn open(path: &Path) -> Result<OpReader<Input>, FormatError> {
+        let io = |e: io::Error| FormatError::io(Some(path), &e);
+        let mut f = Input::open(path).map_err(io)?;
         let mut head = [0u8; 4096];
         let mut n = 0;
         while n < head.len() {
@@ -238,13 +248,13 @@ impl OpReader<File> {
                 Ok(0) => break,
                 Ok(k) => n += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(FormatError::io(Some(path), &e)),
+                Err(e) => return Err(io(e)),
             }
         }
         let format = Format::sniff(&head[..n])
-            .or_else(|| Format::from_extension(path))
+            .or_else(|| Format::from_extension(&input::without_gz(path)))
             .unwrap_or(Format::JsonLines);
-        let f = File::open(path).map_err(|e| FormatError::io(Some(path), &e))?;
+        let f = Input::open(path).map_err(io)?;
         Ok(OpReader::new(f, format, Some(path.to_path_buf())))
     }
 }
@@ -608,6 +618,7 @@ fn collect<R: Read>(mut r: OpReader<R>) -> Result<ReadOutcome, FormatError> {
 pub fn read_path(path: &Path) -> Result<ReadOutcome, FormatError> {
     let reader = OpReader::open(path)?;
     if reader.format == Format::JsonLines
+        && !is_gzip(path)
         && let Some(out) = parallel::read_jsonl(path)
     {
         return Ok(out);
