@@ -796,6 +796,7 @@ fn check_and_report(
     run_dir: &store::run::RunDir,
     keep: crate::report::Keep,
 ) -> anyhow::Result<Valid> {
+    println!("checking the history against {} …", plan.expected.name());
     let (history, warnings) = store::format::load_history(&run_dir.history_path())
         .with_context(|| format!("reading back {}", run_dir.history_path().display()))?;
     for w in &warnings {

@@ -60,6 +60,12 @@ fn run_chromium(url: &str, extra: &[String]) -> (String, String) {
         "--virtual-time-budget=5000",
     ])
     .arg(format!("--user-data-dir={}", profile.path().display()))
+    // Nothing of Chromium's outside its throwaway profile: no crash-report
+    // or cache folders in the home directory.
+    .args(["--disable-breakpad", "--disable-crash-reporter"])
+    .env("HOME", profile.path())
+    .env("XDG_CONFIG_HOME", profile.path().join("config"))
+    .env("XDG_CACHE_HOME", profile.path().join("cache"))
     .args(extra)
     .arg(url)
     .stdout(Stdio::piped())
@@ -170,6 +176,19 @@ fn html_escape(s: &str) -> String {
 #[test]
 #[ignore = "system test, needs Chromium; .ci/run runs it"]
 fn chromium_renders_index_run_page_and_100k_op_timeline() {
+    // Chromium's own folders in the home directory that did not exist before
+    // must not exist after (crash reports, caches): the browser is given a
+    // throwaway HOME.
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let chromium_dirs: Vec<PathBuf> = [
+        ".config/chromium",
+        ".cache/chromium",
+        ".local/share/chromium",
+    ]
+    .iter()
+    .map(|d| home.join(d))
+    .filter(|d| !d.exists())
+    .collect();
     let store = artifacts().join("browser-store");
     let _ = std::fs::remove_dir_all(&store);
     std::fs::create_dir_all(&store).unwrap_or_else(|e| panic!("{e}"));
@@ -246,4 +265,7 @@ fn chromium_renders_index_run_page_and_100k_op_timeline() {
         "timeline status: {status:?}"
     );
     assert!(tl.contains("<div id=\"errors\"></div>"), "no script errors");
+    for d in &chromium_dirs {
+        assert!(!d.exists(), "Chromium left {} behind", d.display());
+    }
 }

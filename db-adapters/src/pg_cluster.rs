@@ -201,7 +201,8 @@ impl Inner {
         .await?;
         let conf = format!(
             "listen_addresses = '{}'\nport = {port}\nunix_socket_directories = '{d}/sock'\nwal_level = replica\n\
-             max_wal_senders = 10\nhot_standby = on\nrecovery_init_sync_method = syncfs\nmax_connections = 200\n",
+             max_wal_senders = 10\nhot_standby = on\nrecovery_init_sync_method = syncfs\nmax_connections = 200\n\
+             dynamic_shared_memory_type = mmap\n",
             Self::listen(&primary)
         );
         let r = self.remote(&primary)?;

@@ -243,7 +243,8 @@ impl LocalCluster {
             let opts = format!(
                 "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} \
                  -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-                 -c max_connections=300 -c deadlock_timeout=100ms",
+                 -c max_connections=300 -c deadlock_timeout=100ms \
+                 -c dynamic_shared_memory_type=mmap",
                 path_str(&cluster.base)
             );
             match cluster
