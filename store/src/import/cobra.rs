@@ -209,41 +209,51 @@ fn int(a: &Atom, what: &str) -> Result<i64, String> {
     }
 }
 
-/// Writes `txns` as Cobra client logs: `(file name, bytes)` per session,
-/// `T<session>.log`. Transaction ids count from 1; a write's id is its
-/// value (values are unique per key in our histories; Cobra wants write ids
-/// unique overall, so a value written to two keys is refused); a read names
-/// its writer's txn id, or INIT for `nil`. Aborted transactions are left out
-/// (Cobra logs cannot hold them): returned as a count.
+/// What [`write`] produced: the logs, and what it had to change or drop.
+pub(crate) struct Written {
+    /// `(file name, bytes)` per session.
+    pub files: Vec<LogFile>,
+    /// Aborted transactions left out (Cobra logs cannot hold them).
+    pub aborted: u64,
+    /// Whether values were renumbered as write ids (a value written to two
+    /// keys: Cobra's write ids are unique across keys).
+    pub renumbered: bool,
+}
+
+/// Writes `txns` as Cobra client logs, `T<session>.log` each. Transaction
+/// ids count from 1; a write's id is its value when no value is written to
+/// two keys (then a round trip is exact), else a fresh number per (key,
+/// value); its value hash is the value. A read names its writer's txn and
+/// write id, or INIT for `nil`; a read of a value nobody wrote names txn 0.
 ///
 /// # Errors
-/// Non-integer keys or values, list micro-ops, a value written twice.
-pub(crate) fn write(txns: &[PTxn]) -> Result<(Vec<LogFile>, u64), String> {
-    let mut writer: HashMap<i64, (i64, i64)> = HashMap::new();
-    let mut ids = Vec::with_capacity(txns.len());
-    let mut next = 0i64;
-    for t in txns {
-        next += 1;
-        ids.push(next);
+/// Non-integer keys or values, list micro-ops.
+pub(crate) fn write(txns: &[PTxn]) -> Result<Written, String> {
+    // (key, value) → (writer txn id, write id).
+    let mut writer: HashMap<(i64, i64), (i64, i64)> = HashMap::new();
+    let mut key_of_value: HashMap<i64, i64> = HashMap::new();
+    let mut renumbered = false;
+    for (t, id) in txns.iter().zip(1i64..) {
         if !t.committed {
             continue;
         }
         for m in &t.mops {
             if let MicroOp::Write(k, v) = m {
                 let (k, v) = (int(&k.0, "key")?, int(&v.0, "value")?);
-                if let Some((_, k0)) = writer.insert(v, (next, k))
-                    && k0 != k
-                {
-                    return Err(format!(
-                        "value {v} is written to keys {k0} and {k}; Cobra write ids must be unique"
-                    ));
-                }
+                let next = writer.len() as i64 + 1;
+                writer.entry((k, v)).or_insert((id, next));
+                renumbered |= *key_of_value.entry(v).or_insert(k) != k;
             }
+        }
+    }
+    if !renumbered {
+        for ((_, v), (_, wid)) in writer.iter_mut() {
+            *wid = *v;
         }
     }
     let mut files: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut aborted = 0u64;
-    for (t, id) in txns.iter().zip(ids) {
+    for (t, id) in txns.iter().zip(1i64..) {
         if !t.committed {
             aborted += 1;
             continue;
@@ -266,16 +276,17 @@ pub(crate) fn write(txns: &[PTxn]) -> Result<(Vec<LogFile>, u64), String> {
         for m in &t.mops {
             match m {
                 MicroOp::Write(k, v) => {
-                    let v = int(&v.0, "value")?;
-                    rec(b'W', &[v, int(&k.0, "key")?, v]);
+                    let (k, v) = (int(&k.0, "key")?, int(&v.0, "value")?);
+                    let wid = writer.get(&(k, v)).map_or(v, |w| w.1);
+                    rec(b'W', &[wid, k, v]);
                 }
                 MicroOp::Read(k, ReadValue::Nil) => {
                     rec(b'R', &[INIT_ID, INIT_ID, int(&k.0, "key")?, 0]);
                 }
                 MicroOp::Read(k, ReadValue::Scalar(v)) => {
-                    let v = int(&v.0, "value")?;
-                    let w = writer.get(&v).map_or(0, |x| x.0);
-                    rec(b'R', &[w, v, int(&k.0, "key")?, v]);
+                    let (k, v) = (int(&k.0, "key")?, int(&v.0, "value")?);
+                    let (w, wid) = writer.get(&(k, v)).copied().unwrap_or((0, v));
+                    rec(b'R', &[w, wid, k, v]);
                 }
                 MicroOp::Read(_, ReadValue::List(_)) | MicroOp::Append(..) => {
                     return Err("list-append micro-ops: Cobra logs hold registers only".into());
@@ -284,11 +295,12 @@ pub(crate) fn write(txns: &[PTxn]) -> Result<(Vec<LogFile>, u64), String> {
         }
         rec(b'C', &[id]);
     }
-    Ok((
-        files
+    Ok(Written {
+        files: files
             .into_iter()
             .map(|(s, b)| (format!("T{s}.log"), b))
             .collect(),
         aborted,
-    ))
+        renumbered,
+    })
 }

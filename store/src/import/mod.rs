@@ -365,7 +365,12 @@ pub fn write_peer(
         column: None,
         reason,
     };
-    let (txns, mut warnings) = txns::from_history(history);
+    let (mut txns, mut warnings) = txns::from_history(history);
+    if let Some(v) = history.initial_value()
+        && f.initial_value().as_ref() != Some(v)
+    {
+        txns::initial_reads_to_nil(&mut txns, v);
+    }
     match f {
         PeerFormat::Text | PeerFormat::Dbcop => {
             let s = if f == PeerFormat::Text {
@@ -377,16 +382,23 @@ pub fn write_peer(
             fs::write(path, s).map_err(|e| io_err(path, &e))?;
         }
         PeerFormat::Cobra => {
-            let (files, aborted) = cobra::write(&txns).map_err(bad)?;
+            let w = cobra::write(&txns).map_err(bad)?;
             fs::create_dir_all(path).map_err(|e| io_err(path, &e))?;
-            for (name, bytes) in files {
+            for (name, bytes) in w.files {
                 let p = path.join(name);
                 fs::write(&p, bytes).map_err(|e| io_err(&p, &e))?;
             }
-            if aborted > 0 {
+            if w.aborted > 0 {
                 warnings.push(format!(
-                    "{aborted} aborted transactions left out: Cobra logs hold committed transactions only"
+                    "{} aborted transactions left out: Cobra logs hold committed transactions only",
+                    w.aborted
                 ));
+            }
+            if w.renumbered {
+                warnings.push(
+                    "a value is written to two keys: values renumbered as Cobra write ids (unique across keys)"
+                        .into(),
+                );
             }
         }
     }
@@ -406,7 +418,12 @@ pub fn write_peer(
 /// # Errors
 /// A history the format cannot express, or Cobra (binary, several files).
 pub fn write_peer_string(history: &History, f: PeerFormat) -> Result<String, String> {
-    let (txns, _) = txns::from_history(history);
+    let (mut txns, _) = txns::from_history(history);
+    if let Some(v) = history.initial_value()
+        && f.initial_value().as_ref() != Some(v)
+    {
+        txns::initial_reads_to_nil(&mut txns, v);
+    }
     match f {
         PeerFormat::Text => text::write(&txns),
         PeerFormat::Dbcop => dbcop::write(&txns),

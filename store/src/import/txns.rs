@@ -8,8 +8,9 @@
 //! real-time edges between sessions from them.
 
 use crate::history::{
-    F, History, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId, ReadValue,
+    F, History, Key, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId, ReadValue, Val,
 };
+use std::collections::HashSet;
 
 /// One transaction of a peer history.
 #[derive(Clone, Debug, PartialEq)]
@@ -131,4 +132,25 @@ pub(crate) fn from_history(h: &History) -> (Vec<PTxn>, Vec<String>) {
         ));
     }
     (out, warnings)
+}
+
+/// Turns reads of `initial` into `nil` reads on keys no transaction writes
+/// `initial` to (for a target format whose initial value differs).
+pub(crate) fn initial_reads_to_nil(txns: &mut [PTxn], initial: &Val) {
+    let written: HashSet<Key> = txns
+        .iter()
+        .flat_map(|t| &t.mops)
+        .filter_map(|m| match m {
+            MicroOp::Write(k, v) if v == initial => Some(k.clone()),
+            _ => None,
+        })
+        .collect();
+    for m in txns.iter_mut().flat_map(|t| &mut t.mops) {
+        if let MicroOp::Read(k, rv) = m
+            && matches!(rv, ReadValue::Scalar(v) if v == initial)
+            && !written.contains(k)
+        {
+            *rv = ReadValue::Nil;
+        }
+    }
 }
