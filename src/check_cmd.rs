@@ -132,6 +132,13 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
     for w in &warnings {
         eprintln!("warning: {w}");
     }
+    if args.linearizable_keys && !history.has_realtime_order() {
+        eprintln!(
+            "warning: {} records session order only (no clock): --linearizable-keys orders \
+             versions by op position, which here is not real time",
+            args.history.display()
+        );
+    }
     let workload = match args.workload {
         WorkloadArg::Given(w) => w,
         WorkloadArg::Auto => Workload::detect(&history).with_context(|| {
