@@ -275,6 +275,24 @@ fn peer_formats_are_detected_and_their_anomalies_found() {
             );
         }
     }
+    // Causality through session order: real time is each session's order
+    // only, so strict models see it; plain serializable has no session order.
+    let f = peer("causal-session.txt");
+    let o = harness(&["check", &f]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("G-single-item-realtime #0"),
+        "{}",
+        stdout(&o)
+    );
+    let o = harness(&["check", &f, "-c", "strong-session-snapshot-isolation"]);
+    assert!(
+        stdout(&o).contains("G-single-item-process"),
+        "{}",
+        stdout(&o)
+    );
+    let o = harness(&["check", &f, "-c", "serializable"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
     // Snapshot isolation allows write skew.
     let o = harness(&["check", &peer("write-skew.txt"), "-c", "snapshot-isolation"]);
     assert_eq!(code(&o), 0, "{}", stdout(&o));

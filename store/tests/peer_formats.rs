@@ -37,8 +37,9 @@ fn txns(h: &History) -> Vec<(u64, bool, Vec<MicroOp>)> {
         .collect()
 }
 
-const TEXT: [&str; 6] = [
+const TEXT: [&str; 7] = [
     "lost-update.txt",
+    "causal-session.txt",
     "causal.txt",
     "fractured-read.txt",
     "write-skew.txt",
