@@ -398,3 +398,27 @@ fn format_names() {
     let e = FileFormat::parse("xml").unwrap_err();
     assert!(e.contains("known formats: jsonl"), "{e}");
 }
+
+mod never_panic {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn text_and_dbcop_readers_never_panic(s in "[rw(),0-9\\-\\n #\\[\\]{}\":a-zA-Z]{0,200}") {
+            let _ = import::read_peer_str(&s, PeerFormat::Text);
+            let _ = import::read_peer_str(&s, PeerFormat::Dbcop);
+        }
+
+        #[test]
+        fn cobra_reader_never_panics(bytes in proptest::collection::vec(
+            prop_oneof![Just(b'S'), Just(b'C'), Just(b'W'), Just(b'R'), any::<u8>()], 0..120)) {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("T1.log");
+            std::fs::write(&p, &bytes).unwrap();
+            let _ = import::load(dir.path(), None);
+        }
+    }
+}
