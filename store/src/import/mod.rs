@@ -273,8 +273,8 @@ pub fn load(path: &Path, forced: Option<FileFormat>) -> Result<Loaded, FormatErr
         None => FileFormat::detect(path)?,
     };
     match format {
-        FileFormat::Ours(f) if forced.is_none() || path.is_dir() => {
-            let _ = f;
+        // Detected: the usual path (with its parallel JSON Lines reader).
+        FileFormat::Ours(_) if forced.is_none() => {
             let (history, warnings) = format::load_history(path)?;
             Ok(Loaded {
                 history,
