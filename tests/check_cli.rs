@@ -275,6 +275,10 @@ fn peer_formats_are_detected_and_their_anomalies_found() {
             );
         }
     }
+    // A directory of Cobra client logs (lost-update.txt converted).
+    let o = harness(&["check", &peer("lost-update.cobra")]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("lost-update #0"), "{}", stdout(&o));
     // Causality through session order: real time is each session's order
     // only, so strict models see it; plain serializable has no session order.
     let f = peer("causal-session.txt");
