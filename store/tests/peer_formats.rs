@@ -422,3 +422,21 @@ mod never_panic {
         }
     }
 }
+
+#[test]
+fn text_tolerates_crlf_blank_lines_comments_and_spaces() {
+    let h = import::read_peer_str(
+        "# a comment\r\n\r\nw( 1, 2 ,0,1)\r\n  r(1,2,1,2)  \r\n",
+        PeerFormat::Text,
+    )
+    .unwrap();
+    let t = txns(&h);
+    assert_eq!(t.len(), 2);
+    assert_eq!(
+        t[1].2,
+        [MicroOp::Read(
+            store::Key::int(1),
+            ReadValue::Scalar(Val::int(2))
+        )]
+    );
+}
