@@ -14,12 +14,22 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use store::History;
+use store::import::FileFormat;
 
 /// `harness check …`
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// The history file (JSON Lines, Elle/elle-cli JSON or Jepsen EDN).
+    /// The history file (JSON Lines, Elle/elle-cli JSON or Jepsen EDN; or
+    /// another checker's: PolySI/Plume/AWDIT text, dbcop JSON, a directory
+    /// of Cobra logs).
     pub history: PathBuf,
+
+    /// The history file's format, instead of detecting it from its content
+    /// (then extension): jsonl, json (elle-json), edn, text (polysi, plume,
+    /// isovista, awdit), dbcop (dbcop-json), cobra.
+    #[arg(long = "history-format", visible_aliases = ["input-format", "from"],
+          value_parser = parse_file_format)]
+    pub history_format: Option<FileFormat>,
 
     /// Workload: auto, list-append (append) or rw-register (wr).
     #[arg(long, short = 'm', visible_alias = "model", default_value = "auto",
@@ -97,6 +107,10 @@ fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
     }
 }
 
+fn parse_file_format(s: &str) -> Result<FileFormat, String> {
+    FileFormat::parse(s)
+}
+
 fn parse_model(s: &str) -> Result<ConsistencyModel, String> {
     ConsistencyModel::parse(s).map_err(|e| e.to_string())
 }
@@ -111,9 +125,16 @@ fn parse_anomaly(s: &str) -> Result<AnomalyType, String> {
 /// An unreadable or malformed history, an undetectable workload, or an
 /// output directory that cannot be written.
 pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
-    let (history, warnings) = crate::history_input::load(&args.history)?;
+    let (history, warnings) = crate::history_input::load(&args.history, args.history_format)?;
     for w in &warnings {
         eprintln!("warning: {w}");
+    }
+    if args.linearizable_keys && !history.has_realtime_order() {
+        eprintln!(
+            "warning: {} records session order only (no clock): --linearizable-keys orders \
+             versions by op position, which here is not real time",
+            args.history.display()
+        );
     }
     let workload = match args.workload {
         WorkloadArg::Given(w) => w,

@@ -9,18 +9,29 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use store::format::{Format, FormatError, OpReader, OpWriter};
+use store::format::{FormatError, OpReader, OpWriter};
+use store::import::FileFormat;
 use store::{History, HistoryWarning, Key, OpValue, Process};
 
 /// `harness history …`
 #[derive(Subcommand, Debug)]
 pub enum HistoryCommand {
-    /// Convert a history between formats (by the output file's extension).
+    /// Convert a history between formats (by the output file's extension,
+    /// or `--to`).
     Convert {
-        /// Input history (JSON Lines, Elle JSON or Jepsen EDN; detected).
+        /// Input history (JSON Lines, Elle JSON, Jepsen EDN, PolySI/Plume/
+        /// AWDIT text, dbcop JSON, a directory of Cobra logs; detected).
         input: PathBuf,
-        /// Output file: `.jsonl`, `.json` (Elle JSON array) or `.edn`.
+        /// Output file: `.jsonl`, `.json` (Elle JSON array), `.edn`, `.txt`
+        /// (PolySI/Plume/AWDIT text); a directory for `--to cobra`.
         output: PathBuf,
+        /// The input's format instead of detecting it: jsonl, json, edn,
+        /// text (polysi, plume, isovista, awdit), dbcop, cobra.
+        #[arg(long, visible_alias = "format", value_parser = FileFormat::parse)]
+        from: Option<FileFormat>,
+        /// The output's format instead of its extension (same names).
+        #[arg(long, value_parser = FileFormat::parse)]
+        to: Option<FileFormat>,
     },
     /// Summarize a history: ops by type and f, processes, keys, time span,
     /// unmatched invocations.
@@ -30,14 +41,26 @@ pub enum HistoryCommand {
         /// Print the summary as one JSON object.
         #[arg(long)]
         json: bool,
+        /// The file's format instead of detecting it (names as for convert).
+        #[arg(long, visible_alias = "from", value_parser = FileFormat::parse)]
+        format: Option<FileFormat>,
     },
 }
 
 /// Runs a history subcommand, returning the exit code.
 pub fn run(cmd: HistoryCommand) -> anyhow::Result<u8> {
+    let forced = match &cmd {
+        HistoryCommand::Convert { from, .. } => from.is_some(),
+        HistoryCommand::Stats { format, .. } => format.is_some(),
+    };
     let (input, r) = match &cmd {
-        HistoryCommand::Convert { input, output } => (input, convert(input, output)),
-        HistoryCommand::Stats { file, json } => (file, stats(file, *json)),
+        HistoryCommand::Convert {
+            input,
+            output,
+            from,
+            to,
+        } => (input, convert(input, output, *from, *to)),
+        HistoryCommand::Stats { file, json, format } => (file, stats(file, *json, *format)),
     };
     match r {
         Ok(()) => Ok(exit::VALID),
@@ -45,30 +68,59 @@ pub fn run(cmd: HistoryCommand) -> anyhow::Result<u8> {
             // Bad input is exit 3: in plain words when it is no history at
             // all, else with the parser's position.
             match crate::history_input::not_a_history(input) {
-                Some(why) => eprintln!("error: {why}"),
-                None => eprintln!("error: {e}"),
+                Some(why) if !forced => eprintln!("error: {why}"),
+                _ => eprintln!("error: {e}"),
             }
             Ok(exit::ERROR)
         }
     }
 }
 
-fn convert(input: &Path, output: &Path) -> Result<(), FormatError> {
+fn convert(
+    input: &Path,
+    output: &Path,
+    from: Option<FileFormat>,
+    to: Option<FileFormat>,
+) -> Result<(), FormatError> {
     let err = |reason: String| FormatError {
         file: Some(output.to_path_buf()),
         line: 0,
         column: None,
         reason,
     };
-    let format = Format::from_extension(output).ok_or_else(|| {
-        err("unknown output format: use a .jsonl, .json or .edn file name".into())
-    })?;
+    let out_format = to
+        .or_else(|| FileFormat::from_extension(output))
+        .ok_or_else(|| {
+            err(
+                "unknown output format: use a .jsonl, .json, .edn or .txt file name, or --to NAME"
+                    .into(),
+            )
+        })?;
     if let (Ok(a), Ok(b)) = (fs::canonicalize(input), fs::canonicalize(output))
         && a == b
     {
         return Err(err("output is the input file".into()));
     }
-    let mut reader = OpReader::open(input)?;
+    let in_format = match from {
+        Some(f) => f,
+        None => FileFormat::detect(input)?,
+    };
+    let (FileFormat::Ours(in_ours), FileFormat::Ours(format)) = (in_format, out_format) else {
+        return convert_peer(input, output, in_format, out_format);
+    };
+    let mut reader = match from {
+        Some(_) => OpReader::new(
+            store::format::Input::open(input).map_err(|e| FormatError {
+                file: Some(input.to_path_buf()),
+                line: 0,
+                column: None,
+                reason: e.to_string(),
+            })?,
+            in_ours,
+            Some(input.to_path_buf()),
+        ),
+        None => OpReader::open(input)?,
+    };
     // Write beside the output and rename, so a failed conversion leaves no
     // half-written file under the output's name.
     let tmp = output.with_file_name(format!(
@@ -111,6 +163,54 @@ fn convert(input: &Path, output: &Path) -> Result<(), FormatError> {
     Ok(())
 }
 
+/// A conversion from or to another checker's format: the whole history is
+/// read (peer formats group micro-ops by transaction id anywhere in a file).
+fn convert_peer(
+    input: &Path,
+    output: &Path,
+    in_format: FileFormat,
+    out_format: FileFormat,
+) -> Result<(), FormatError> {
+    let loaded = store::import::load(input, Some(in_format))?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let h = loaded.history;
+    let n = h.len();
+    match out_format {
+        FileFormat::Peer(p) => {
+            for w in store::import::write_peer(output, &h, p)? {
+                eprintln!("warning: {w}");
+            }
+        }
+        FileFormat::Ours(f) => {
+            if !h.has_realtime_order() {
+                eprintln!(
+                    "warning: {} records session order only; {} lays its transactions out one after another, \
+                     which strict models (strict-serializable, the default) would read as real-time order: \
+                     check the output with -c serializable (or check {} itself)",
+                    input.display(),
+                    output.display(),
+                    input.display()
+                );
+            }
+            let initial = h.initial_value().cloned();
+            let mut ops = h.into_ops();
+            if let Some(v) = initial {
+                // Our formats name no initial value: its reads become nil.
+                store::import::initial_reads_to_nil(&mut ops, &v);
+            }
+            store::format::write_path(output, &ops, f)?;
+        }
+    }
+    eprintln!(
+        "converted {n} ops: {} ({in_format}) → {} ({out_format})",
+        input.display(),
+        output.display()
+    );
+    Ok(())
+}
+
 /// What `stats` reports.
 #[derive(Debug, Default, serde::Serialize)]
 struct Stats {
@@ -133,7 +233,7 @@ struct Stats {
     warnings: Vec<String>,
 }
 
-fn summarize(file: &Path, format: Format, h: &History, warnings: Vec<String>) -> Stats {
+fn summarize(file: &Path, format: FileFormat, h: &History, warnings: Vec<String>) -> Stats {
     let mut s = Stats {
         file: file.display().to_string(),
         format: format.name().to_string(),
@@ -185,23 +285,22 @@ fn summarize(file: &Path, format: Format, h: &History, warnings: Vec<String>) ->
     s
 }
 
-fn stats(file: &Path, json: bool) -> Result<(), FormatError> {
-    let reader = OpReader::open(file)?;
-    let format = reader.format();
-    let mut ops = Vec::new();
-    let mut reader = reader;
-    for op in reader.by_ref() {
-        ops.push(op?);
-    }
-    let mut warnings = reader.into_warnings();
-    let h = History::new(ops).map_err(|e| FormatError {
-        file: Some(file.to_path_buf()),
-        line: 0,
-        column: None,
-        reason: e.to_string(),
-    })?;
+fn stats(file: &Path, json: bool, forced: Option<FileFormat>) -> Result<(), FormatError> {
+    let loaded = store::import::load(file, forced)?;
+    let (h, format) = (loaded.history, loaded.format);
+    // The history's own warnings are counted below (listing every
+    // unmatched op would drown the output); keep the reader's.
+    let hist_warnings: Vec<String> = h
+        .warnings()
+        .iter()
+        .map(|w| format!("{}: {w}", file.display()))
+        .collect();
+    let mut warnings: Vec<String> = loaded
+        .warnings
+        .into_iter()
+        .filter(|w| !hist_warnings.contains(w))
+        .collect();
     warnings.extend(h.warnings().iter().filter_map(|w| match w {
-        // Counted below; listing every unmatched op would drown the output.
         HistoryWarning::Unmatched { .. } => None,
         other => Some(format!("{}: {other}", file.display())),
     }));

@@ -12,12 +12,16 @@ use store::History;
 use store::format::NotHistory;
 
 /// The formats a history may be in, for messages.
-pub const EXPECTED: &str =
-    "expected a history in JSON Lines, Elle JSON or Jepsen EDN (gzip-compressed or not)";
+pub const EXPECTED: &str = "expected a history: JSON Lines, Elle JSON or Jepsen EDN \
+     (gzip-compressed or not), the PolySI/Plume/AWDIT text format, dbcop JSON, \
+     or a directory of Cobra logs";
 
 /// Why `path` cannot be a history, in one sentence; `None` when it may be.
 pub fn not_a_history(path: &Path) -> Option<String> {
     let kind = store::format::not_a_history(path)?;
+    if kind == NotHistory::Directory && has_cobra_logs(path) {
+        return None;
+    }
     if kind == NotHistory::Directory {
         let is_run = ["test.json", "history.jsonl", "history.jsonl.gz"]
             .iter()
@@ -41,12 +45,23 @@ pub fn not_a_history(path: &Path) -> Option<String> {
     ))
 }
 
-/// Reads and validates the history at `path`.
+/// Whether the directory holds `*.log` files (Cobra's per-client logs).
+fn has_cobra_logs(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "log"))
+    })
+}
+
+/// Reads and validates the history at `path`, in `format` or detected.
 ///
 /// # Errors
 /// `path` is not a history (named in plain words), is malformed (file, line,
 /// column, reason), or holds no operation.
-pub fn load(path: &Path) -> anyhow::Result<(History, Vec<String>)> {
+pub fn load(
+    path: &Path,
+    format: Option<store::import::FileFormat>,
+) -> anyhow::Result<(History, Vec<String>)> {
     if !path.exists() {
         anyhow::bail!("{} does not exist", path.display());
     }
@@ -60,14 +75,14 @@ pub fn load(path: &Path) -> anyhow::Result<(History, Vec<String>)> {
     {
         anyhow::bail!(why);
     }
-    match store::format::load_history(path) {
-        Ok((history, warnings)) if !history.is_empty() => Ok((history, warnings)),
+    match store::import::load(path, format) {
+        Ok(loaded) if !loaded.history.is_empty() => Ok((loaded.history, loaded.warnings)),
         Ok(_) => Err(anyhow::anyhow!(not_a_history(path).unwrap_or_else(
             || format!("{} holds no operations; {EXPECTED}", path.display())
         ))),
         Err(e) => match not_a_history(path) {
-            Some(why) => Err(anyhow::anyhow!(why)),
-            None => Err(e).with_context(|| format!("reading history {}", path.display())),
+            Some(why) if format.is_none() => Err(anyhow::anyhow!(why)),
+            _ => Err(e).with_context(|| format!("reading history {}", path.display())),
         },
     }
 }

@@ -224,3 +224,122 @@ fn directory_without_graphviz_skips_svg_silently() {
     assert!(out.join("G1c").join("0.dot").exists());
     assert!(!out.join("G1c").join("0.svg").exists());
 }
+
+fn peer(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("store/tests/data/peer-formats")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Other checkers' files (store/tests/data/peer-formats, README there):
+/// each anomaly pattern is found, with an explanation, in both formats.
+#[test]
+fn peer_formats_are_detected_and_their_anomalies_found() {
+    let cases: [(&str, &[&str], &str); 6] = [
+        ("lost-update", &[], "lost-update"),
+        ("causal", &[], "G-single-item"),
+        ("fractured-read", &[], "G-single-item"),
+        ("write-skew", &["-c", "serializable"], "G2-item"),
+        ("aborted-read", &[], "G1a"),
+        ("initial-only", &[], ""),
+    ];
+    for (name, extra, anomaly) in cases {
+        for ext in ["txt", "json"] {
+            if name == "aborted-read" && ext == "json" {
+                continue;
+            }
+            let f = peer(&format!("{name}.{ext}"));
+            let mut args = vec!["check", f.as_str(), "--format", "json"];
+            args.extend_from_slice(extra);
+            let o = harness(&args);
+            let out = stdout(&o);
+            assert!(!out.contains("garbage-read"), "{f}: {out}");
+            if anomaly.is_empty() {
+                assert_eq!(code(&o), 0, "{f}: {out}{}", stderr(&o));
+                continue;
+            }
+            assert_eq!(code(&o), 1, "{f}: {out}{}", stderr(&o));
+            let v: serde_json::Value = match serde_json::from_str(&out) {
+                Ok(v) => v,
+                Err(e) => panic!("{f}: {e}: {out}"),
+            };
+            let types = v["anomaly-types"].to_string();
+            assert!(types.contains(anomaly), "{f}: {types}");
+            // Explained in text too.
+            let t = stdout(&harness(&["check", f.as_str()]));
+            assert!(
+                t.contains(&format!("{anomaly} #0")) && t.contains("Then:"),
+                "{f}: {t}"
+            );
+        }
+    }
+    // A directory of Cobra client logs (lost-update.txt converted).
+    let o = harness(&["check", &peer("lost-update.cobra")]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("lost-update #0"), "{}", stdout(&o));
+    // Causality through session order: real time is each session's order
+    // only, so strict models see it; plain serializable has no session order.
+    let f = peer("causal-session.txt");
+    let o = harness(&["check", &f]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("G-single-item-realtime #0"),
+        "{}",
+        stdout(&o)
+    );
+    let o = harness(&["check", &f, "-c", "strong-session-snapshot-isolation"]);
+    assert!(
+        stdout(&o).contains("G-single-item-process"),
+        "{}",
+        stdout(&o)
+    );
+    let o = harness(&["check", &f, "-c", "serializable"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    // Snapshot isolation allows write skew.
+    let o = harness(&["check", &peer("write-skew.txt"), "-c", "snapshot-isolation"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+}
+
+#[test]
+fn a_forced_history_format_overrides_detection() {
+    let f = peer("lost-update.txt");
+    let o = harness(&[
+        "check",
+        &f,
+        "--history-format",
+        "plume",
+        "-c",
+        "snapshot-isolation",
+    ]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    // Forced as JSON Lines, the text is malformed: file:line:column.
+    let o = harness(&["check", &f, "--from", "jsonl"]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("lost-update.txt:1:1:"),
+        "{}",
+        stderr(&o)
+    );
+    let o = harness(&["check", &f, "--history-format", "xml"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("known formats"), "{}", stderr(&o));
+}
+
+#[test]
+fn malformed_peer_files_are_errors_with_their_place() {
+    let d = Dir::new();
+    let bad = d.file("bad.txt", "w(1,1,0,1)\nr(1,1,0)\n");
+    let o = harness(&["check", s(&bad)]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("bad.txt:2:8: expected `,` after the session"),
+        "{}",
+        stderr(&o)
+    );
+    let bad = d.file("bad.json", "[[{\"events\": [[\"w\", 1]]}]]");
+    let o = harness(&["check", s(&bad)]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("bad.json:1:"), "{}", stderr(&o));
+}

@@ -48,6 +48,14 @@ pub(crate) fn events(txns: &Txns<'_>, history_len: usize) -> Vec<(u32, bool)> {
 /// `b` was invoked. Only committed transactions are sources; any transaction
 /// can be a target (aborted ones are skipped: they have no other edges).
 pub fn realtime_edges(txns: &Txns<'_>, history: &History) -> EdgeList {
+    if !history.has_realtime_order() {
+        // No clock (histories of PolySI, dbcop, …): the one real-time order
+        // known is each session's own, so op positions across sessions must
+        // not become edges.
+        let mut el = process_edges(txns);
+        el.edges.iter_mut().for_each(|e| e.2 = Rels::REALTIME);
+        return el;
+    }
     let slot = events(txns, history.len());
     let mut el = EdgeList::default();
     // Buffer of (insertion sequence, txn). An entry present when a txn was
@@ -163,6 +171,28 @@ mod tests {
             vec![(0, 2), (0, 3), (1, 2), (1, 3)]
         );
         assert_eq!(edges(&process_edges(&t)), Vec::<(u32, u32)>::new());
+    }
+
+    #[test]
+    fn without_a_clock_only_session_order_is_realtime() {
+        // Sessions 0 and 1 laid out one txn after another: op positions
+        // would order every txn, but the history has no clock.
+        let ops = vec![
+            op(0, OpType::Invoke, 0),
+            op(1, OpType::Ok, 0),
+            op(2, OpType::Invoke, 1),
+            op(3, OpType::Ok, 1),
+            op(4, OpType::Invoke, 0),
+            op(5, OpType::Ok, 0),
+        ];
+        let h = History::new(ops)
+            .unwrap_or_default()
+            .with_session_order_only(true);
+        assert!(!h.is_empty());
+        let t = Txns::new(&h);
+        let el = realtime_edges(&t, &h);
+        assert_eq!(edges(&el), vec![(0, 2)]);
+        assert!(el.edges.iter().all(|e| e.2 == Rels::REALTIME));
     }
 
     #[test]

@@ -97,6 +97,19 @@ impl<'h> RwRegister<'h> {
             }
             id
         };
+        // Keys some transaction writes the format's initial value to: there a
+        // read of that value has a writer, elsewhere it reads the initial state.
+        let initial = history.initial_value();
+        let mut initial_written: FxHashSet<u32> = FxHashSet::default();
+        if let Some(iv) = initial {
+            for (t, tx) in txns.txns.iter().enumerate() {
+                for (i, m) in tx.mops.iter().enumerate() {
+                    if matches!(m, MicroOp::Write(_, v) if v == iv) {
+                        initial_written.insert(txns.key_of(t as u32, i));
+                    }
+                }
+            }
+        }
         let mut ext_off = Vec::with_capacity(txns.len() + 1);
         let mut ext: Vec<Ext> = Vec::new();
         let mut seen: Vec<u32> = Vec::new();
@@ -146,6 +159,9 @@ impl<'h> RwRegister<'h> {
                     if let MicroOp::Read(_, rv) = m {
                         match scalar(rv) {
                             Some(v) => {
+                                let v = v.filter(|v| {
+                                    initial != Some(*v) || initial_written.contains(&k)
+                                });
                                 let vid = intern(k, v);
                                 ext.push(Ext {
                                     key: k,

@@ -181,3 +181,48 @@ fn a_history_of_another_workload_is_never_valid() {
     let r = check(&h(G1C), &CheckOptions::new(Workload::RwRegister));
     assert_ne!(r.valid, Valid::True);
 }
+
+fn register(hist: store::History, models: &[M]) -> CheckResult {
+    let opts = CheckOptions {
+        models: models.to_vec(),
+        ..CheckOptions::new(Workload::RwRegister)
+    };
+    check(&hist, &opts)
+}
+
+#[test]
+fn a_read_of_the_named_initial_value_reads_the_initial_state() {
+    // PolySI / Plume / AWDIT files: `0` is every key's initial value.
+    let text = "ok 0 [w x 1]\nok 1 [r y 0] [r x 1]";
+    let plain = register(h(text), &[M::Serializable]);
+    assert!(
+        plain.found_types.contains(&A::GarbageRead),
+        "{:?}",
+        plain.found_types
+    );
+    let zero = Some(store::Val::int(0));
+    let r = register(h(text).with_initial_value(zero.clone()), &[M::Serializable]);
+    assert!(
+        !r.found_types.contains(&A::GarbageRead),
+        "{:?}",
+        r.found_types
+    );
+    assert_eq!(r.valid, Valid::True, "{:?}", r.found_types);
+    // Two read-modify-writes from the initial state: a lost update.
+    let lost = h("ok 0 [r x 0] [w x 1]\nok 1 [r x 0] [w x 2]").with_initial_value(zero.clone());
+    let r = register(lost, &[M::SnapshotIsolation]);
+    assert!(
+        r.found_types.contains(&A::LostUpdate),
+        "{:?}",
+        r.found_types
+    );
+    assert!(
+        !r.found_types.contains(&A::GarbageRead),
+        "{:?}",
+        r.found_types
+    );
+    // A key some transaction writes 0 to: a read of 0 there has a writer.
+    let written = h("ok 0 [w x 0]\nok 1 [r x 0] [w x 5]").with_initial_value(zero);
+    let r = register(written, &[M::Serializable]);
+    assert_eq!(r.valid, Valid::True, "{:?}", r.found_types);
+}

@@ -425,6 +425,12 @@ pub struct History {
     /// For each position: the paired op's position, or `NONE`.
     partner: Vec<u32>,
     warnings: Vec<HistoryWarning>,
+    /// The value a read returns for a key's initial state, when the source
+    /// format has one besides `nil` (PolySI, Plume, AWDIT, dbcop: `0`).
+    initial_value: Option<Val>,
+    /// Whether op order says nothing about real time between processes
+    /// (histories from tools that record only sessions, no clock).
+    session_order_only: bool,
 }
 
 impl History {
@@ -496,7 +502,37 @@ impl History {
             ops,
             partner,
             warnings,
+            initial_value: None,
+            session_order_only: false,
         })
+    }
+
+    /// Names the value that stands for a key's initial state in this
+    /// history's source format (`0` for PolySI / Plume / AWDIT / dbcop
+    /// files): a read of it, on a key no transaction writes that value to,
+    /// reads the initial state like `nil` does, not a garbage value.
+    pub fn with_initial_value(mut self, v: Option<Val>) -> History {
+        self.initial_value = v;
+        self
+    }
+
+    /// The value standing for the initial state besides `nil`, if any.
+    pub fn initial_value(&self) -> Option<&Val> {
+        self.initial_value.as_ref()
+    }
+
+    /// Declares that op order carries no real-time information between
+    /// processes: the source recorded sessions but no clock, so the only
+    /// order known is each process's own (session order).
+    pub fn with_session_order_only(mut self, yes: bool) -> History {
+        self.session_order_only = yes;
+        self
+    }
+
+    /// Whether op order is real-time order (Jepsen histories), rather than
+    /// only each process's session order.
+    pub fn has_realtime_order(&self) -> bool {
+        !self.session_order_only
     }
 
     /// All ops, in history order.

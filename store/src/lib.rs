@@ -11,6 +11,7 @@
 pub mod data;
 pub mod format;
 pub mod history;
+pub mod import;
 pub mod run;
 
 pub use data::Data;

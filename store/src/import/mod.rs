@@ -1,0 +1,438 @@
+//! Histories of other checkers: the text format of PolySI / Plume /
+//! IsoVista / AWDIT, dbcop's JSON history and Cobra's client logs, read and
+//! written; plus one entry point that reads any history file, ours or
+//! theirs, by content (extension as a hint) or by a forced name.
+//!
+//! Key decisions:
+//! - peer histories become ordinary ops (session = process, a transaction =
+//!   invocation + `ok`/`fail` completion) so every check applies, and two
+//!   facts the ops cannot say travel on the [`History`]: the value that
+//!   stands for the initial state in that format (`0`, see
+//!   [`History::initial_value`]) and that op order is session order only
+//!   (no clock: [`History::has_realtime_order`] is false);
+//! - reads keep the file's value (`0` stays `0`), so a conversion back is
+//!   exact; converting to our formats, which have no such datum, turns reads
+//!   of the initial value into `nil` reads ([`initial_reads_to_nil`]).
+
+mod cobra;
+mod dbcop;
+mod text;
+mod txns;
+
+use crate::format::{self, Format, FormatError, OpReader};
+use crate::history::{History, MicroOp, Op, OpType, OpValue, ReadValue, Val};
+use std::collections::HashSet;
+use std::fmt;
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+
+/// A history format of another checker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PeerFormat {
+    /// `r(key,value,session,txn)` / `w(…)` lines: PolySI, Plume, IsoVista,
+    /// AWDIT (`plume`).
+    Text,
+    /// dbcop's JSON history: sessions → transactions → events.
+    Dbcop,
+    /// Cobra's binary per-client logs (a directory of `*.log`).
+    Cobra,
+}
+
+impl PeerFormat {
+    /// The value the format's tools treat as every key's initial state,
+    /// besides an explicit `nil`/`null`.
+    pub fn initial_value(self) -> Option<Val> {
+        match self {
+            PeerFormat::Text => Some(Val::int(text::INITIAL)),
+            PeerFormat::Dbcop => Some(Val::int(dbcop::INITIAL)),
+            // Initial reads are marked by INIT/NULL ids and read as nil.
+            PeerFormat::Cobra => None,
+        }
+    }
+}
+
+/// Any history format harness reads: ours or a peer's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileFormat {
+    /// JSON Lines, Elle JSON or Jepsen EDN.
+    Ours(Format),
+    /// Another checker's.
+    Peer(PeerFormat),
+}
+
+/// Names accepted by `--format` / `--from` / `--to`, with what they mean.
+pub const FORMAT_NAMES: &[(&str, FileFormat)] = &[
+    ("jsonl", FileFormat::Ours(Format::JsonLines)),
+    ("json", FileFormat::Ours(Format::ElleJson)),
+    ("elle-json", FileFormat::Ours(Format::ElleJson)),
+    ("edn", FileFormat::Ours(Format::Edn)),
+    ("text", FileFormat::Peer(PeerFormat::Text)),
+    ("polysi", FileFormat::Peer(PeerFormat::Text)),
+    ("plume", FileFormat::Peer(PeerFormat::Text)),
+    ("isovista", FileFormat::Peer(PeerFormat::Text)),
+    ("awdit", FileFormat::Peer(PeerFormat::Text)),
+    ("dbcop", FileFormat::Peer(PeerFormat::Dbcop)),
+    ("dbcop-json", FileFormat::Peer(PeerFormat::Dbcop)),
+    ("cobra", FileFormat::Peer(PeerFormat::Cobra)),
+];
+
+impl FileFormat {
+    /// Parses a format name (see [`FORMAT_NAMES`]).
+    ///
+    /// # Errors
+    /// An unknown name; the message lists the known ones.
+    pub fn parse(name: &str) -> Result<FileFormat, String> {
+        let n = name.trim().to_ascii_lowercase();
+        FORMAT_NAMES
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| {
+                let names: Vec<&str> = FORMAT_NAMES.iter().map(|(k, _)| *k).collect();
+                format!(
+                    "unknown history format {name:?}; known formats: {}",
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// A human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileFormat::Ours(f) => f.name(),
+            FileFormat::Peer(PeerFormat::Text) => "PolySI/Plume/AWDIT text",
+            FileFormat::Peer(PeerFormat::Dbcop) => "dbcop JSON",
+            FileFormat::Peer(PeerFormat::Cobra) => "Cobra logs",
+        }
+    }
+
+    /// The format a file name implies: ours by extension, `.txt` for the
+    /// text format, `.log` for a Cobra log.
+    pub fn from_extension(path: &Path) -> Option<FileFormat> {
+        if let Some(f) = Format::from_extension(path) {
+            return Some(FileFormat::Ours(f));
+        }
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "txt" => Some(FileFormat::Peer(PeerFormat::Text)),
+            "log" => Some(FileFormat::Peer(PeerFormat::Cobra)),
+            _ => None,
+        }
+    }
+
+    /// Detects the format of `path`: a directory is Cobra logs; a file by
+    /// its first bytes, else its extension, else JSON Lines.
+    ///
+    /// # Errors
+    /// The file cannot be read.
+    pub fn detect(path: &Path) -> Result<FileFormat, FormatError> {
+        if path.is_dir() {
+            return Ok(FileFormat::Peer(PeerFormat::Cobra));
+        }
+        let mut head = Vec::with_capacity(4096);
+        crate::format::Input::open(path)
+            .and_then(|f| f.take(4096).read_to_end(&mut head))
+            .map_err(|e| io_err(path, &e))?;
+        if crate::format::is_gzip(path) {
+            // Compressed: our own formats only (a finished run's history).
+            return Ok(FileFormat::Ours(
+                Format::sniff(&head).unwrap_or(Format::JsonLines),
+            ));
+        }
+        Ok(sniff_peer(&head)
+            .map(FileFormat::Peer)
+            .or_else(|| Format::sniff(&head).map(FileFormat::Ours))
+            .or_else(|| FileFormat::from_extension(path))
+            .unwrap_or(FileFormat::Ours(Format::JsonLines)))
+    }
+}
+
+impl fmt::Display for FileFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn io_err(path: &Path, e: &std::io::Error) -> FormatError {
+    FormatError {
+        file: Some(path.to_path_buf()),
+        line: 0,
+        column: None,
+        reason: e.to_string(),
+    }
+}
+
+/// Recognises a peer format from a file's first bytes.
+pub fn sniff_peer(head: &[u8]) -> Option<PeerFormat> {
+    // A Cobra log: an `S` record, a binary txn id.
+    if head.len() >= 9 && head[0] == b'S' && head[1..9].iter().any(|b| !(0x20..0x7f).contains(b)) {
+        return Some(PeerFormat::Cobra);
+    }
+    let mut rest = head;
+    loop {
+        rest = rest.trim_ascii_start();
+        if rest.starts_with(b"#") {
+            let nl = rest.iter().position(|&b| b == b'\n')?;
+            rest = &rest[nl..];
+            continue;
+        }
+        break;
+    }
+    if rest.starts_with(b"r(") || rest.starts_with(b"w(") {
+        return Some(PeerFormat::Text);
+    }
+    let (&first, after) = rest.split_first()?;
+    let after = after.trim_ascii_start();
+    match first {
+        // An array of sessions (arrays); Elle JSON is an array of objects.
+        b'[' if after.starts_with(b"[") => Some(PeerFormat::Dbcop),
+        b'{' => {
+            const KEYS: [&[u8]; 5] = [
+                b"\"params\"",
+                b"\"data\"",
+                b"\"info\"",
+                b"\"start\"",
+                b"\"end\"",
+            ];
+            KEYS.iter()
+                .any(|k| after.starts_with(k))
+                .then_some(PeerFormat::Dbcop)
+        }
+        _ => None,
+    }
+}
+
+/// A history file read in any format.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The validated history, with the format's initial value and order
+    /// facts set.
+    pub history: History,
+    /// Non-fatal problems, each with its position.
+    pub warnings: Vec<String>,
+    /// The format it was read as.
+    pub format: FileFormat,
+}
+
+/// Reads the ops of a peer-format history at `path`.
+///
+/// # Errors
+/// IO failure or malformed input (file, line, column, reason).
+pub fn read_peer(path: &Path, f: PeerFormat) -> Result<(Vec<Op>, Vec<String>), FormatError> {
+    let (txns, warnings) = match f {
+        PeerFormat::Cobra => cobra::read(path)?,
+        PeerFormat::Text | PeerFormat::Dbcop => {
+            let bytes = fs::read(path).map_err(|e| io_err(path, &e))?;
+            let t = if f == PeerFormat::Text {
+                text::read(&bytes, Some(path))?
+            } else {
+                dbcop::read(&bytes, Some(path))?
+            };
+            (t, Vec::new())
+        }
+    };
+    Ok((txns::to_ops(txns), warnings))
+}
+
+/// Reads a peer-format history from text (tests, stdin).
+///
+/// # Errors
+/// Malformed input; Cobra logs are binary and read with [`read_peer`].
+pub fn read_peer_str(s: &str, f: PeerFormat) -> Result<History, FormatError> {
+    let txns = match f {
+        PeerFormat::Text => text::read(s.as_bytes(), None)?,
+        PeerFormat::Dbcop => dbcop::read(s.as_bytes(), None)?,
+        PeerFormat::Cobra => {
+            return Err(FormatError {
+                file: None,
+                line: 0,
+                column: None,
+                reason: "Cobra logs are binary files: read them with read_peer".into(),
+            });
+        }
+    };
+    peer_history(txns::to_ops(txns), f, None)
+}
+
+fn peer_history(ops: Vec<Op>, f: PeerFormat, path: Option<&Path>) -> Result<History, FormatError> {
+    History::new(ops)
+        .map(|h| {
+            h.with_initial_value(f.initial_value())
+                .with_session_order_only(true)
+        })
+        .map_err(|e| FormatError {
+            file: path.map(Path::to_path_buf),
+            line: 0,
+            column: None,
+            reason: e.to_string(),
+        })
+}
+
+/// Reads and validates a history in any format: `forced`, or detected
+/// ([`FileFormat::detect`]).
+///
+/// # Errors
+/// IO failure, malformed input, or a history rule broken.
+pub fn load(path: &Path, forced: Option<FileFormat>) -> Result<Loaded, FormatError> {
+    let format = match forced {
+        Some(f) => f,
+        None => FileFormat::detect(path)?,
+    };
+    match format {
+        // Detected: the usual path (with its parallel JSON Lines reader).
+        FileFormat::Ours(_) if forced.is_none() => {
+            let (history, warnings) = format::load_history(path)?;
+            Ok(Loaded {
+                history,
+                warnings,
+                format,
+            })
+        }
+        FileFormat::Ours(f) => {
+            let file = crate::format::Input::open(path).map_err(|e| io_err(path, &e))?;
+            let mut r = OpReader::new(file, f, Some(path.to_path_buf()));
+            let mut ops = Vec::new();
+            for op in r.by_ref() {
+                ops.push(op?);
+            }
+            let mut warnings = r.into_warnings();
+            let history = History::new(ops).map_err(|e| FormatError {
+                file: Some(path.to_path_buf()),
+                line: 0,
+                column: None,
+                reason: e.to_string(),
+            })?;
+            warnings.extend(
+                history
+                    .warnings()
+                    .iter()
+                    .map(|w| format!("{}: {w}", path.display())),
+            );
+            Ok(Loaded {
+                history,
+                warnings,
+                format,
+            })
+        }
+        FileFormat::Peer(p) => {
+            let (ops, warnings) = read_peer(path, p)?;
+            let history = peer_history(ops, p, Some(path))?;
+            Ok(Loaded {
+                history,
+                warnings,
+                format,
+            })
+        }
+    }
+}
+
+/// Turns reads of `initial` into `nil` reads on keys no op writes `initial`
+/// to, so a history from a peer format means the same in our formats
+/// (which name no initial value).
+pub fn initial_reads_to_nil(ops: &mut [Op], initial: &Val) {
+    let written: HashSet<_> = ops
+        .iter()
+        .filter_map(|o| o.value.txn())
+        .flatten()
+        .filter_map(|m| match m {
+            MicroOp::Write(k, v) if v == initial => Some(k.clone()),
+            _ => None,
+        })
+        .collect();
+    for op in ops {
+        if let OpValue::Txn(mops) = &mut op.value {
+            for m in mops {
+                if let MicroOp::Read(k, rv @ ReadValue::Scalar(_)) = m
+                    && matches!(rv, ReadValue::Scalar(v) if v == initial)
+                    && !written.contains(k)
+                {
+                    *rv = ReadValue::Nil;
+                }
+            }
+        }
+    }
+}
+
+/// Writes `history` to `path` in a peer format (Cobra: `path` is a
+/// directory, created if missing, holding `T<session>.log`). Returns
+/// warnings for what the format could not hold.
+///
+/// # Errors
+/// IO failure, or a history the format cannot express (non-integer keys or
+/// values, list-append micro-ops).
+pub fn write_peer(
+    path: &Path,
+    history: &History,
+    f: PeerFormat,
+) -> Result<Vec<String>, FormatError> {
+    let bad = |reason: String| FormatError {
+        file: Some(path.to_path_buf()),
+        line: 0,
+        column: None,
+        reason,
+    };
+    let (mut txns, mut warnings) = txns::from_history(history);
+    if let Some(v) = history.initial_value()
+        && f.initial_value().as_ref() != Some(v)
+    {
+        txns::initial_reads_to_nil(&mut txns, v);
+    }
+    match f {
+        PeerFormat::Text | PeerFormat::Dbcop => {
+            let s = if f == PeerFormat::Text {
+                text::write(&txns)
+            } else {
+                dbcop::write(&txns)
+            }
+            .map_err(bad)?;
+            fs::write(path, s).map_err(|e| io_err(path, &e))?;
+        }
+        PeerFormat::Cobra => {
+            let w = cobra::write(&txns).map_err(bad)?;
+            fs::create_dir_all(path).map_err(|e| io_err(path, &e))?;
+            for (name, bytes) in w.files {
+                let p = path.join(name);
+                fs::write(&p, bytes).map_err(|e| io_err(&p, &e))?;
+            }
+            if w.aborted > 0 {
+                warnings.push(format!(
+                    "{} aborted transactions left out: Cobra logs hold committed transactions only",
+                    w.aborted
+                ));
+            }
+            if w.renumbered {
+                warnings.push(
+                    "a value is written to two keys: values renumbered as Cobra write ids (unique across keys)"
+                        .into(),
+                );
+            }
+        }
+    }
+    if history
+        .ops()
+        .iter()
+        .any(|o| o.op_type == OpType::Ok && o.time_ns.is_some())
+    {
+        warnings
+            .push("op times left out: the format records session order only, no real time".into());
+    }
+    Ok(warnings)
+}
+
+/// Writes `history` in a peer format to a string (text and dbcop only).
+///
+/// # Errors
+/// A history the format cannot express, or Cobra (binary, several files).
+pub fn write_peer_string(history: &History, f: PeerFormat) -> Result<String, String> {
+    let (mut txns, _) = txns::from_history(history);
+    if let Some(v) = history.initial_value()
+        && f.initial_value().as_ref() != Some(v)
+    {
+        txns::initial_reads_to_nil(&mut txns, v);
+    }
+    match f {
+        PeerFormat::Text => text::write(&txns),
+        PeerFormat::Dbcop => dbcop::write(&txns),
+        PeerFormat::Cobra => Err("Cobra logs are binary files: write them with write_peer".into()),
+    }
+}

@@ -1,0 +1,156 @@
+//! The shape every peer format shares: sessions of transactions, each
+//! committed or aborted, of register micro-ops; and its mapping to ops.
+//!
+//! Key decision: a transaction becomes an invocation and a completion at
+//! adjacent positions, in the order the file lists transactions. Those
+//! positions mean nothing across sessions (the files have no clock), so the
+//! history is marked session-order-only and the checker derives no
+//! real-time edges between sessions from them.
+
+use crate::history::{
+    F, History, Key, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId, ReadValue, Val,
+};
+use std::collections::HashSet;
+
+/// One transaction of a peer history.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PTxn {
+    /// The session (becomes the op's process).
+    pub session: u64,
+    /// Committed (`ok`) or aborted (`fail`).
+    pub committed: bool,
+    /// Reads and writes in program order.
+    pub mops: Vec<MicroOp>,
+}
+
+/// Ops for `txns`, in their order: an invocation (reads `nil`) then its
+/// completion, at consecutive indices from 0.
+pub(crate) fn to_ops(txns: Vec<PTxn>) -> Vec<Op> {
+    let mut ops = Vec::with_capacity(txns.len() * 2);
+    for (i, t) in txns.into_iter().enumerate() {
+        let invoked: Vec<MicroOp> = t
+            .mops
+            .iter()
+            .map(|m| match m {
+                MicroOp::Read(k, _) => MicroOp::Read(k.clone(), ReadValue::Nil),
+                other => other.clone(),
+            })
+            .collect();
+        let i = i as u64;
+        let op = |index: u64, op_type: OpType, mops: Vec<MicroOp>| Op {
+            index: OpIndex(index),
+            time_ns: None,
+            op_type,
+            process: Some(Process::Client(ProcessId(t.session))),
+            f: Some(F::Txn),
+            value: OpValue::Txn(mops),
+            error: None,
+            extra: Vec::new(),
+        };
+        let done = if t.committed {
+            OpType::Ok
+        } else {
+            OpType::Fail
+        };
+        ops.push(op(2 * i, OpType::Invoke, invoked));
+        ops.push(op(2 * i + 1, done, t.mops));
+    }
+    ops
+}
+
+/// What a history holds that a peer format can say: its `ok` and `fail`
+/// transactions in completion order. Returns them and warnings for what was
+/// left out (`info` transactions: their outcome is unknown and none of
+/// these formats can say so; nemesis and non-transaction ops).
+pub(crate) fn from_history(h: &History) -> (Vec<PTxn>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut info = 0u64;
+    let mut other = 0u64;
+    // Sessions for ops without a process: one fresh session each, above
+    // every process id, so they claim no session order.
+    let mut next_free = h
+        .ops()
+        .iter()
+        .filter_map(|o| match o.process {
+            Some(Process::Client(p)) => Some(p.0.saturating_add(1)),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    for (pos, op) in h.ops().iter().enumerate() {
+        if op.op_type == OpType::Invoke {
+            continue;
+        }
+        let session = match op.process {
+            Some(Process::Client(p)) => p.0,
+            Some(Process::Nemesis) => {
+                other += 1;
+                continue;
+            }
+            None => {
+                next_free = next_free.saturating_add(1);
+                next_free - 1
+            }
+        };
+        let Some(mops) = op.value.txn() else {
+            other += 1;
+            continue;
+        };
+        match op.op_type {
+            OpType::Ok => out.push(PTxn {
+                session,
+                committed: true,
+                mops: mops.to_vec(),
+            }),
+            OpType::Fail => {
+                // A failed completion may carry no micro-ops: take the invocation's.
+                let mops = if mops.is_empty() {
+                    h.invocation(pos)
+                        .and_then(|i| i.value.txn())
+                        .unwrap_or(mops)
+                } else {
+                    mops
+                };
+                out.push(PTxn {
+                    session,
+                    committed: false,
+                    mops: mops.to_vec(),
+                });
+            }
+            _ => info += 1,
+        }
+    }
+    let mut warnings = Vec::new();
+    if info > 0 {
+        warnings.push(format!(
+            "{info} indeterminate (info) transactions left out: the format cannot say that a transaction may or may not have committed"
+        ));
+    }
+    if other > 0 {
+        warnings.push(format!(
+            "{other} nemesis or non-transaction ops left out: the format holds transactions only"
+        ));
+    }
+    (out, warnings)
+}
+
+/// Turns reads of `initial` into `nil` reads on keys no transaction writes
+/// `initial` to (for a target format whose initial value differs).
+pub(crate) fn initial_reads_to_nil(txns: &mut [PTxn], initial: &Val) {
+    let written: HashSet<Key> = txns
+        .iter()
+        .flat_map(|t| &t.mops)
+        .filter_map(|m| match m {
+            MicroOp::Write(k, v) if v == initial => Some(k.clone()),
+            _ => None,
+        })
+        .collect();
+    for m in txns.iter_mut().flat_map(|t| &mut t.mops) {
+        if let MicroOp::Read(k, rv) = m
+            && matches!(rv, ReadValue::Scalar(v) if v == initial)
+            && !written.contains(k)
+        {
+            *rv = ReadValue::Nil;
+        }
+    }
+}
