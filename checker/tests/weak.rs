@@ -3,6 +3,8 @@
 //! Enea Fig. 3, Plume's TAPs), verdicts through `checker::check`, and
 //! differential tests against a brute-force search over commit orders.
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use checker::anomaly::AnomalyType as A;
