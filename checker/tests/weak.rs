@@ -540,3 +540,17 @@ fn list_append_elle_results_unchanged() {
         assert_eq!(ours, theirs);
     }
 }
+
+/// Writers of many keys take the per-read lookup path instead of the
+/// buckets (`Observations::heavy`); the verdicts are the same.
+#[test]
+fn heavy_writers_are_looked_up_per_read() {
+    let many: String = (10..30).map(|k| format!(" [w {k} 1]")).collect();
+    let nm = format!("ok 0 [w x 1]\nok 1 [r x 1] [w x 2] [w y 2]{many}\nok 2 [r y 2] [r x 1]");
+    assert_eq!(rw(&nm, Level::ReadCommitted), ["non-monotonic-read"]);
+    let fr = format!("ok 0 [w x 1] [w y 1]{many}\nok 1 [w x 2] [w y 2]\nok 2 [r x 1] [r y 2]");
+    assert!(rw(&fr, Level::ReadCommitted).is_empty());
+    assert_eq!(rw(&fr, Level::ReadAtomic), ["fractured-read"]);
+    let nr = format!("ok 0 [w x 1]{many}\nok 1 [w x 2]\nok 2 [r x 1] [r x 2]");
+    assert_eq!(rw(&nr, Level::ReadAtomic), ["non-repeatable-read"]);
+}

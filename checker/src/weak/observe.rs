@@ -74,6 +74,16 @@ impl Observations {
         &self.write_list[self.write_off[t] as usize..self.write_off[t + 1] as usize]
     }
 
+    /// Whether `t` writes so many keys (at least √ of all keys written, over
+    /// all transactions) that readers look its keys up one by one instead
+    /// of bucketing them: at most √ of the writers are heavy, which keeps
+    /// the per-reader work of the saturation at O(n^1.5) overall (AWDIT's
+    /// split).
+    pub fn heavy(&self, t: u32) -> bool {
+        let k = self.writes(t).len() as u64;
+        k >= 2 && k * k >= self.write_list.len() as u64
+    }
+
     /// The micro-op of `t`'s last write of `key`, if it writes it.
     pub fn write_of(&self, t: u32, key: u32) -> Option<u32> {
         if t == INIT {

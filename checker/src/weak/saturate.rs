@@ -11,7 +11,9 @@
 //! Key decisions (after AWDIT, PLDI 2025): per reader, writers are bucketed
 //! by the keys they write, and a read of x replaces x's bucket by its own
 //! writer (the earlier ones already precede it), so read committed costs
-//! the size of the writers seen rather than reads²; per session only the
+//! the size of the writers seen rather than reads²; writers of more than
+//! √(all writes) keys are not bucketed but looked up per read (there are at
+//! most √ of them), which bounds both at O(n^1.5); per session only the
 //! latest writer of x that precedes the reader matters (earlier ones precede
 //! it in session order), so causal costs O(reads · sessions · log) with one
 //! vector clock per transaction.
@@ -53,6 +55,7 @@ pub struct Inferred {
 pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
     let mut pending: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     let mut seen: FxHashSet<u32> = FxHashSet::default();
+    let mut heavy: Vec<u32> = Vec::new();
     for t3 in 0..obs.n as u32 {
         let reads = obs.reads(t3);
         if reads.len() < 2 {
@@ -60,8 +63,20 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
         }
         pending.clear();
         seen.clear();
+        heavy.clear();
         for r in reads {
             let (x, w) = (r.key, r.writer);
+            for &t2 in &heavy {
+                if t2 != w && obs.writes_key(t2, x) {
+                    out.push(Inferred {
+                        from: t2,
+                        to: w,
+                        cat: Cat::Rc,
+                        reader: t3,
+                        key: x,
+                    });
+                }
+            }
             if let Some(p) = pending.get_mut(&x) {
                 for &t2 in p.iter() {
                     if t2 != w {
@@ -84,6 +99,10 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
                 pending.insert(x, vec![w]);
             }
             if w != INIT && seen.insert(w) {
+                if obs.heavy(w) {
+                    heavy.push(w);
+                    continue;
+                }
                 for &(y, _) in obs.writes(w) {
                     if y != x {
                         // w is new to this reader: not in any bucket yet.
@@ -100,6 +119,7 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
     let mut bucket: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     let mut read_from: FxHashSet<(u32, u32)> = FxHashSet::default();
     let mut seen: FxHashSet<u32> = FxHashSet::default();
+    let mut heavy: Vec<u32> = Vec::new();
     for t3 in 0..obs.n as u32 {
         let reads = obs.reads(t3);
         if reads.is_empty() {
@@ -108,31 +128,36 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
         bucket.clear();
         read_from.clear();
         seen.clear();
+        heavy.clear();
         for r in reads {
             read_from.insert((r.key, r.writer));
             if r.writer != INIT && seen.insert(r.writer) {
+                if obs.heavy(r.writer) {
+                    heavy.push(r.writer);
+                    continue;
+                }
                 for &(y, _) in obs.writes(r.writer) {
                     bucket.entry(y).or_default().push(r.writer);
                 }
             }
         }
         for &(x, t1) in &read_from {
-            if let Some(b) = bucket.get(&x) {
-                for &t2 in b {
-                    if t2 != t1 {
-                        let cat = if read_from.contains(&(x, t2)) {
-                            Cat::Nr
-                        } else {
-                            Cat::RaWr
-                        };
-                        out.push(Inferred {
-                            from: t2,
-                            to: t1,
-                            cat,
-                            reader: t3,
-                            key: x,
-                        });
-                    }
+            let light = bucket.get(&x).map_or(&[][..], Vec::as_slice);
+            let heavy_x = heavy.iter().filter(|&&h| obs.writes_key(h, x));
+            for &t2 in light.iter().chain(heavy_x) {
+                if t2 != t1 {
+                    let cat = if read_from.contains(&(x, t2)) {
+                        Cat::Nr
+                    } else {
+                        Cat::RaWr
+                    };
+                    out.push(Inferred {
+                        from: t2,
+                        to: t1,
+                        cat,
+                        reader: t3,
+                        key: x,
+                    });
                 }
             }
         }
