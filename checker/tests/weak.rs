@@ -554,3 +554,41 @@ fn heavy_writers_are_looked_up_per_read() {
     let nr = format!("ok 0 [w x 1]{many}\nok 1 [w x 2]\nok 2 [r x 1] [r x 2]");
     assert_eq!(rw(&nr, Level::ReadAtomic), ["non-repeatable-read"]);
 }
+
+/// Where each pattern sits in the model lattice (`not`: the weakest models
+/// it rules out).
+#[test]
+fn lattice_places_the_patterns() {
+    let not = |a: A| -> Vec<String> {
+        let mut v: Vec<String> = checker::model::boundary([a])
+            .not
+            .iter()
+            .map(|m| m.to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(not(A::NonMonotonicRead), ["read-committed"]);
+    assert_eq!(
+        not(A::NonMonotonicReadProcess),
+        ["read-atomic", "strong-session-read-committed"]
+    );
+    assert_eq!(not(A::FracturedRead), ["monotonic-atomic-view"]);
+    assert_eq!(not(A::FracturedReadProcess), ["read-atomic"]);
+    assert_eq!(
+        not(A::NonRepeatableRead),
+        ["consistent-view", "read-atomic", "repeatable-read"]
+    );
+    assert_eq!(not(A::CausalityViolation), ["causal-cerone"]);
+    assert_eq!(
+        not(A::CyclicCausalOrder),
+        ["read-atomic", "strong-session-read-committed"]
+    );
+    // Every stronger model is ruled out too: causal-cerone's violation rules
+    // out prefix, SI, serializability; read committed's everything above it.
+    let also = checker::model::boundary([A::CausalityViolation]).also_not;
+    for m in [M::Prefix, M::SnapshotIsolation, M::Serializable] {
+        assert!(also.contains(&m), "{m}");
+    }
+    assert!(!also.contains(&M::ReadAtomic));
+}
