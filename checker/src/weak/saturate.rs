@@ -334,8 +334,16 @@ pub fn causal(obs: &Observations, out: &mut Vec<Inferred>) -> CausalReport {
                 if i == 0 {
                     continue;
                 }
-                let t2 = obs.sessions[si][ps[i - 1] as usize];
-                if t2 != r.writer && t2 != t3 {
+                let p2 = ps[i - 1];
+                let t2 = obs.sessions[si][p2 as usize];
+                // Already implied when t2 happens before the writer (so ∪ wr
+                // are edges of the causal graph): most edges of a valid
+                // history, so skipping them bounds the edge list in practice.
+                let implied = r.writer != INIT && {
+                    let dw = dense[r.writer as usize] as usize;
+                    ordered[dw] && vc[dw * kk + si] > p2
+                };
+                if t2 != r.writer && t2 != t3 && !implied {
                     out.push(Inferred {
                         from: t2,
                         to: r.writer,
