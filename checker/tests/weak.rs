@@ -592,3 +592,78 @@ fn lattice_places_the_patterns() {
     }
     assert!(!also.contains(&M::ReadAtomic));
 }
+
+/// Simulator runs in bug modes kept as test files (`sim_history --txns 300
+/// --seed 7 --concurrency 5 --mode M --workload W`): each level finds what
+/// the mode breaks, through `checker::check` with the model named.
+#[test]
+fn simulator_runs_as_test_files() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/weak");
+    for (file, w, model, valid, expect) in [
+        (
+            "sim-non-monotonic-read-rw-register.jsonl",
+            Workload::RwRegister,
+            M::ReadCommitted,
+            Valid::False,
+            &["non-monotonic-read"][..],
+        ),
+        (
+            "sim-torn-commit-list-append.jsonl",
+            Workload::ListAppend,
+            M::ReadCommitted,
+            Valid::True,
+            &[],
+        ),
+        (
+            "sim-torn-commit-list-append.jsonl",
+            Workload::ListAppend,
+            M::ReadAtomic,
+            Valid::False,
+            &["non-repeatable-read"],
+        ),
+        (
+            "sim-stale-read-rw-register.jsonl",
+            Workload::RwRegister,
+            M::ReadAtomic,
+            Valid::False,
+            &["fractured-read-process"],
+        ),
+        (
+            "sim-stale-read-rw-register.jsonl",
+            Workload::RwRegister,
+            M::CausalCerone,
+            Valid::False,
+            &["causality-violation", "fractured-read-process"],
+        ),
+        (
+            "sim-read-committed-rw-register.jsonl",
+            Workload::RwRegister,
+            M::ReadCommitted,
+            Valid::True,
+            &[],
+        ),
+        (
+            "sim-read-committed-rw-register.jsonl",
+            Workload::RwRegister,
+            M::ReadAtomic,
+            Valid::False,
+            &["non-repeatable-read"],
+        ),
+    ] {
+        let (hist, _) = store::format::load_history(&dir.join(file)).unwrap();
+        let opts = CheckOptions {
+            models: vec![model],
+            ..CheckOptions::new(w)
+        };
+        let r = check(&hist, &opts);
+        assert_eq!(r.valid, valid, "{file} {model}: {:?}", r.anomaly_types);
+        for e in expect {
+            let a = A::parse(e).unwrap();
+            assert!(
+                r.anomaly_types.contains(&a),
+                "{file} {model}: {e} missing from {:?}",
+                r.anomaly_types
+            );
+        }
+    }
+}
