@@ -3,7 +3,12 @@
 //! Enea Fig. 3, Plume's TAPs), verdicts through `checker::check`, and
 //! differential tests against a brute-force search over commit orders.
 
-#![allow(clippy::needless_range_loop)]
+#![allow(
+    clippy::needless_range_loop,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 mod common;
 
