@@ -309,13 +309,6 @@ pub fn report(
     let n = ctx.obs.n;
     let mut out: Vec<Anomaly> = Vec::new();
     let mut count = std::collections::BTreeMap::<AnomalyType, usize>::new();
-    let mut push = |out: &mut Vec<Anomaly>, a: Anomaly| {
-        let c = count.entry(a.kind).or_default();
-        if *c < MAX_CASES_PER_TYPE {
-            *c += 1;
-            out.push(a);
-        }
-    };
 
     // Reads of the initial state: the cycle goes through the initial
     // transaction, which precedes everything.
@@ -328,6 +321,10 @@ pub fn report(
     if !init.is_empty() {
         let base = Csr::new(n, &edges, WR | SO);
         for e in init {
+            // The cap first: a causal visibility path is a search.
+            if count.get(&init_kind(e.cat)).copied().unwrap_or(0) >= MAX_CASES_PER_TYPE {
+                continue;
+            }
             let Some(path) = visibility(ctx, &edges, &base, e) else {
                 continue;
             };
@@ -348,7 +345,7 @@ pub fn report(
             rw.value2 = wb.and_then(|i| ctx.mop(e.from, i)).and_then(written);
             rw.b_mop = wb.map(|i| i as usize);
             let a = ctx.anomaly(init_kind(e.cat), &path, Some(rw));
-            push(&mut out, a);
+            push(&mut out, &mut count, a);
         }
     }
 
@@ -396,10 +393,23 @@ pub fn report(
                 reported[t as usize] = true;
             }
             let a = ctx.anomaly(classify(&path), &path, None);
-            push(&mut out, a);
+            push(&mut out, &mut count, a);
         }
     }
     out
+}
+
+/// Keeps `a` unless its type already has [`MAX_CASES_PER_TYPE`] cases.
+fn push(
+    out: &mut Vec<Anomaly>,
+    count: &mut std::collections::BTreeMap<AnomalyType, usize>,
+    a: Anomaly,
+) {
+    let c = count.entry(a.kind).or_default();
+    if *c < MAX_CASES_PER_TYPE {
+        *c += 1;
+        out.push(a);
+    }
 }
 
 /// The shortest cycle through edge `start` inside its component.
