@@ -4,7 +4,8 @@
 //! Key decision: a closed enum whose only spelling is Elle's keyword (without
 //! the colon), so a typo in `--anomalies` is an error and never a silent pass.
 //! Besides Elle's names we add `garbage-read` (a read of a value nobody wrote,
-//! which Elle's code does not report).
+//! which Elle's code does not report) and the weak-isolation patterns of
+//! `weak` (Plume's transactional anomalous patterns).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -167,6 +168,26 @@ anomalies! {
     CyclicVersions => "cyclic-versions",
     /// A read observed a value no transaction wrote (ours; Elle ignores these).
     GarbageRead => "garbage-read",
+    /// A cycle of session order and write-read (Plume's TAP-g CyclicCO;
+    /// without session order it is also a G1c).
+    CyclicCausalOrder => "cyclic-causal-order",
+    /// A transaction read a key from t1 after reading from t2, which also
+    /// wrote the key and must commit before t1 (Plume's TAP-h/i); the cycle
+    /// uses no session order.
+    NonMonotonicRead => "non-monotonic-read",
+    /// A non-monotonic read whose cycle uses session order.
+    NonMonotonicReadProcess => "non-monotonic-read-process",
+    /// A transaction read one key from two different writers (Plume's TAP-j).
+    NonRepeatableRead => "non-repeatable-read",
+    /// A transaction saw t2 (read from it) yet read a key t2 wrote from a
+    /// writer that must commit before t2 (Plume's TAP-k/l); no session order.
+    FracturedRead => "fractured-read",
+    /// A fractured read whose cycle uses session order (e.g. a transaction
+    /// not seeing its own session's earlier write).
+    FracturedReadProcess => "fractured-read-process",
+    /// A transaction read a key from t1 though t2, which wrote the key and
+    /// happens before the reader, must commit after t1 (Plume's TAP-m/n).
+    CausalityViolation => "causality-violation",
     /// The dependency graph has no vertices (verdict: unknown).
     EmptyTransactionGraph => "empty-transaction-graph",
     /// The cycle search ran out of budget (verdict: unknown).
@@ -299,6 +320,10 @@ impl AnomalyType {
             A::DirtyUpdate => &[A::G1a],
             A::LostUpdate => &[A::WriteSkew, A::G2Item],
             A::WriteSkew => &[A::G2],
+            A::CyclicCausalOrder => &[A::G1cProcess],
+            A::NonMonotonicRead => &[A::NonMonotonicReadProcess],
+            A::FracturedRead => &[A::FracturedReadProcess],
+            A::NonRepeatableRead => &[A::GSingleItem],
             _ => &[],
         }
     }

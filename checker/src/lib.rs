@@ -17,6 +17,7 @@ pub mod rels;
 pub mod result;
 pub mod rw_register;
 pub mod txn;
+pub mod weak;
 
 pub use analysis::{AnalyzeOptions, Workload};
 pub use anomaly::AnomalyType;
@@ -79,6 +80,16 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
             budget: &opts.budget,
         },
     );
+    let mut analysis = analysis;
+    // Complete read committed / read atomic / causal checks, when asked for
+    // by name (`weak::Level::needed`).
+    if let Some(level) = weak::Level::needed(&opts.models, &opts.anomalies) {
+        let w = weak::check(history, opts.workload, level);
+        for a in w.anomalies {
+            analysis.anomalies.entry(a.kind).or_default().push(a);
+        }
+        analysis.warnings.extend(w.warnings);
+    }
     let mut result = CheckResult::from_found(
         analysis.anomalies,
         &opts.models,

@@ -6,7 +6,13 @@
 //! (`strict-serializable` = `strong-serializable` = `PL-SS`, `serializable` =
 //! `conflict-serializable` = `PL-3`, …) only exist in [`ConsistencyModel::parse`].
 //! Output uses Elle's friendly names (so `PL-SS` prints `strong-serializable`).
-//! Our `garbage-read` is proscribed by read-uncommitted.
+//! Our `garbage-read` is proscribed by read-uncommitted. The weak-isolation
+//! patterns (`weak`) follow Biswas & Enea and Plume: `read-committed` also
+//! proscribes non-monotonic reads within a transaction (their RC, which
+//! PL-2 alone allows), session-order variants are proscribed by the
+//! session-aware models (strong-session-read-committed, Cerone's
+//! read-atomic), fractured reads by monotonic-atomic-view, causality
+//! violations by causal-cerone.
 
 use crate::anomaly::{
     AnomalyType, BASE_CYCLE_TYPES, NameKind, UnknownName, Variant, all_implied, all_implying,
@@ -232,7 +238,7 @@ impl ConsistencyModel {
                 A::GarbageRead,
                 A::Pl1CycleExists,
             ],
-            M::ReadCommitted => &[A::G1, A::Pl2CycleExists],
+            M::ReadCommitted => &[A::G1, A::Pl2CycleExists, A::NonMonotonicRead],
             M::CursorStability => &[A::G1, A::GCursor, A::LostUpdate],
             M::MonotonicView => &[A::G1, A::GMonotonic],
             M::MonotonicSnapshotRead => &[A::G1, A::GMsr],
@@ -255,11 +261,25 @@ impl ConsistencyModel {
                 A::Pl3CycleExists,
             ],
             M::StrictSerializable => &[A::G1, A::G1cRealtime, A::G2Realtime, A::PlSsCycleExists],
-            M::ReadAtomic => &[A::Internal, A::G1a, A::FutureRead],
-            M::CausalCerone | M::Prefix | M::ParallelSnapshotIsolation => &[A::Internal, A::G1a],
+            M::ReadAtomic => &[
+                A::Internal,
+                A::G1a,
+                A::FutureRead,
+                A::CyclicCausalOrder,
+                A::NonMonotonicReadProcess,
+                A::NonRepeatableRead,
+                A::FracturedReadProcess,
+            ],
+            M::MonotonicAtomicView => &[A::FracturedRead],
+            M::CausalCerone => &[A::Internal, A::G1a, A::CausalityViolation],
+            M::Prefix | M::ParallelSnapshotIsolation => &[A::Internal, A::G1a],
             M::UpdateAtomic => &[A::LostUpdate],
             M::StrongSessionReadUncommitted => &[A::G0Process, A::StrongSessionPl1CycleExists],
-            M::StrongSessionReadCommitted => &[A::G1cProcess, A::StrongSessionPl2CycleExists],
+            M::StrongSessionReadCommitted => &[
+                A::G1cProcess,
+                A::StrongSessionPl2CycleExists,
+                A::NonMonotonicReadProcess,
+            ],
             M::StrongReadUncommitted => &[A::G0Realtime, A::StrongPl1CycleExists],
             M::StrongReadCommitted => &[A::G1cRealtime, A::StrongPl2CycleExists],
             M::StrongSessionSnapshotIsolation => &[
@@ -279,8 +299,7 @@ impl ConsistencyModel {
                 A::G2Process,
                 A::StrongSessionSerializableCycleExists,
             ],
-            M::MonotonicAtomicView
-            | M::SessionSerializable
+            M::SessionSerializable
             | M::OneSR
             | M::ViewSerializable
             | M::Linearizable

@@ -127,7 +127,11 @@ fn honest_modes_hold_their_claim_and_bug_modes_break_it() {
         let (valid, names) = result(&h, WorkloadKind::ListAppend, mode.claimed_model());
         let honest = !matches!(
             mode,
-            SimMode::RetryReapply | SimMode::LostUpdate | SimMode::StaleRead
+            SimMode::RetryReapply
+                | SimMode::LostUpdate
+                | SimMode::StaleRead
+                | SimMode::NonMonotonicRead
+                | SimMode::TornCommit
         );
         let expected = if honest { Valid::True } else { Valid::False };
         assert_eq!(
@@ -177,4 +181,61 @@ fn stale_read_is_serializable_but_not_strict() {
     let (valid, names) = result(&h, WorkloadKind::ListAppend, "strict-serializable");
     assert_eq!(valid, Valid::False);
     assert!(names.iter().all(|n| n.ends_with("-realtime")), "{names:?}");
+}
+
+fn any(names: &[String], anomalies: &[&str]) -> bool {
+    anomalies.iter().any(|a| has(names, a))
+}
+
+#[test]
+fn non_monotonic_read_mode_breaks_read_committed() {
+    for kind in WorkloadKind::ALL {
+        let h = history(SimMode::NonMonotonicRead, *kind, 1, 3000);
+        let (valid, names) = result(&h, *kind, "read-committed");
+        assert_eq!(valid, Valid::False, "{kind}: {names:?}");
+        assert!(has(&names, "non-monotonic-read"), "{kind}: {names:?}");
+    }
+}
+
+#[test]
+fn torn_commit_breaks_read_atomic() {
+    for kind in WorkloadKind::ALL {
+        let h = history(SimMode::TornCommit, *kind, 1, 3000);
+        let (valid, names) = result(&h, *kind, "read-atomic");
+        assert_eq!(valid, Valid::False, "{kind}: {names:?}");
+        assert!(
+            any(
+                &names,
+                &[
+                    "fractured-read",
+                    "fractured-read-process",
+                    "non-monotonic-read",
+                    "non-monotonic-read-process"
+                ]
+            ),
+            "{kind}: {names:?}"
+        );
+        // Nothing Elle's PL-2 forbids: no aborted, intermediate or circular reads.
+        let (_, names) = result(&h, *kind, "read-committed");
+        assert!(
+            !any(&names, &["G1a", "G1b", "G1c", "G0"]),
+            "{kind}: {names:?}"
+        );
+    }
+}
+
+#[test]
+fn read_committed_mode_is_not_read_atomic_and_snapshot_isolation_is_causal() {
+    let h = history(SimMode::ReadCommitted, WorkloadKind::RwRegister, 2, 3000);
+    let (valid, names) = result(&h, WorkloadKind::RwRegister, "read-atomic");
+    assert_eq!(valid, Valid::False, "{names:?}");
+    assert!(
+        any(&names, &["fractured-read", "non-repeatable-read"]),
+        "{names:?}"
+    );
+    for kind in WorkloadKind::ALL {
+        let h = history(SimMode::SnapshotIsolation, *kind, 2, 3000);
+        let (valid, names) = result(&h, *kind, "causal-cerone");
+        assert_eq!(valid, Valid::True, "{kind}: {names:?}");
+    }
 }

@@ -197,6 +197,8 @@ pub struct Engine {
     clock: u64,
     next_txn: u64,
     stats: EngineStats,
+    /// torn-commit: committed writes not yet visible (key, writes, ts).
+    deferred: Vec<(Key, Vec<Write>, u64)>,
 }
 
 impl Engine {
@@ -215,6 +217,7 @@ impl Engine {
             clock: 0,
             next_txn: 0,
             stats: EngineStats::default(),
+            deferred: Vec::new(),
         })
     }
 
@@ -230,6 +233,7 @@ impl Engine {
             clock: 0,
             next_txn: 0,
             stats: EngineStats::default(),
+            deferred: Vec::new(),
         }
     }
 
@@ -260,6 +264,9 @@ impl Engine {
 
     /// Begins a transaction.
     pub fn begin(&mut self) -> TxnId {
+        if self.mode == SimMode::TornCommit && self.rng.random_bool(0.5) {
+            self.flush_deferred();
+        }
         let start_ts = if self.mode == SimMode::StaleRead {
             self.clock
                 .saturating_sub(self.rng.random_range(0..=STALE_READ_MAX_LAG))
@@ -319,7 +326,12 @@ impl Engine {
                             .clone();
                         with_own_writes(base, k, &txn.writes)?
                     }
-                    SimMode::Serializable | SimMode::ReadCommitted => {
+                    SimMode::NonMonotonicRead => {
+                        let lag = self.rng.random_range(0..=STALE_READ_MAX_LAG);
+                        let ts = self.clock.saturating_sub(lag);
+                        with_own_writes(ks.at(ts).clone(), k, &txn.writes)?
+                    }
+                    SimMode::Serializable | SimMode::ReadCommitted | SimMode::TornCommit => {
                         let (ts, v) = ks.latest();
                         if mode == SimMode::Serializable {
                             txn.reads.push((k.clone(), ts));
@@ -402,6 +414,9 @@ impl Engine {
         let Some(txn) = self.txns.remove(&id) else {
             return Err(SimError::UnknownTxn(id.0));
         };
+        // torn-commit: what earlier commits left invisible lands first, so
+        // versions keep commit order.
+        self.flush_deferred();
         // Only writing commits make a new version (and take a timestamp).
         if !txn.writes.is_empty() || !txn.locks.is_empty() {
             self.clock += 1;
@@ -421,6 +436,13 @@ impl Engine {
             self.install(&txn, ts, oldest);
         }
         self.release(&txn);
+        // torn-commit: the keys not yet visible stay locked until they are,
+        // so no later writer builds on the state that misses them.
+        for (k, _, _) in &self.deferred {
+            if let Some(ks) = self.keys.get_mut(k) {
+                ks.lock = Some(id);
+            }
+        }
         self.stats.committed += 1;
         Ok(())
     }
@@ -497,9 +519,29 @@ impl Engine {
                     }
                 }
             }
-            SimMode::ReadCommitted | SimMode::ReadUncommitted | SimMode::LostUpdate => {}
+            SimMode::ReadCommitted
+            | SimMode::ReadUncommitted
+            | SimMode::LostUpdate
+            | SimMode::NonMonotonicRead
+            | SimMode::TornCommit => {}
         }
         Ok(())
+    }
+
+    /// torn-commit: makes the deferred writes of earlier commits visible.
+    fn flush_deferred(&mut self) {
+        let oldest = self.oldest_snapshot();
+        for (k, writes, ts) in std::mem::take(&mut self.deferred) {
+            let ks = self.keys.entry(k.clone()).or_default();
+            let mut value = ks.latest().1.clone();
+            for w in &writes {
+                // Types were checked when each write was issued.
+                let _ = value.apply(&k, w);
+            }
+            ks.versions.push((ts, value));
+            ks.prune(oldest);
+            ks.lock = None;
+        }
     }
 
     /// Installs buffered writes, key by key in first-write order.
@@ -510,6 +552,16 @@ impl Engine {
                 continue;
             }
             done.push(k);
+            if self.mode == SimMode::TornCommit && done.len() > 1 {
+                let writes = txn
+                    .writes
+                    .iter()
+                    .filter(|(k2, _)| k2 == k)
+                    .map(|(_, w)| w.clone())
+                    .collect();
+                self.deferred.push((k.clone(), writes, ts));
+                continue;
+            }
             let ks = self.keys.entry(k.clone()).or_default();
             let apply_all = |value: &mut Value| {
                 for (k2, w) in &txn.writes {
@@ -551,7 +603,10 @@ impl Engine {
     /// The oldest snapshot an open transaction can read (only snapshot modes
     /// keep old versions).
     fn oldest_snapshot(&self) -> u64 {
-        if self.mode.snapshot_reads() {
+        if self.mode == SimMode::NonMonotonicRead {
+            // Any read may go this far back.
+            self.clock.saturating_sub(STALE_READ_MAX_LAG)
+        } else if self.mode.snapshot_reads() {
             let open = self.txns.values().map(|t| t.start_ts).min();
             // stale-read: a transaction begun later may read this far back.
             let future = match self.mode {

@@ -57,6 +57,20 @@ pub enum SimMode {
     /// are validated against it, read-only transactions are not. Serializable
     /// but not strict: real-time anomalies (`…-realtime` cycles).
     StaleRead,
+    /// Bug mode `non-monotonic-read`: read committed whose every read
+    /// returns a random recent committed version (up to a few commits
+    /// old), chosen per read rather than per transaction, as a load
+    /// balancer spreading one transaction's statements over lagging
+    /// replicas would: a later read can miss a commit an earlier read saw
+    /// (breaks read committed, hence read atomic and causal).
+    NonMonotonicRead,
+    /// Bug mode `torn-commit`: read committed whose commit makes its first
+    /// written key visible at once and the others only later (at the next
+    /// commit, or a random later begin; until then they stay locked), so
+    /// readers see half a transaction: fractured reads (breaks read atomic),
+    /// and non-monotonic ones when a reader saw the visible half first
+    /// (breaks read committed as Biswas & Enea define it, not PL-2).
+    TornCommit,
 }
 
 impl SimMode {
@@ -69,6 +83,8 @@ impl SimMode {
         SimMode::RetryReapply,
         SimMode::LostUpdate,
         SimMode::StaleRead,
+        SimMode::NonMonotonicRead,
+        SimMode::TornCommit,
     ];
 
     /// The name used by `--isolation` with `--db sim`.
@@ -81,6 +97,8 @@ impl SimMode {
             SimMode::RetryReapply => "retry-reapply",
             SimMode::LostUpdate => "lost-update",
             SimMode::StaleRead => "stale-read",
+            SimMode::NonMonotonicRead => "non-monotonic-read",
+            SimMode::TornCommit => "torn-commit",
         }
     }
 
@@ -103,9 +121,10 @@ impl SimMode {
         match self {
             SimMode::Serializable | SimMode::StaleRead => "strong-serializable",
             SimMode::SnapshotIsolation | SimMode::RetryReapply => "snapshot-isolation",
-            SimMode::ReadCommitted => "read-committed",
+            SimMode::ReadCommitted | SimMode::NonMonotonicRead => "read-committed",
             SimMode::ReadUncommitted => "read-uncommitted",
             SimMode::LostUpdate => "repeatable-read",
+            SimMode::TornCommit => "read-atomic",
         }
     }
 
@@ -119,7 +138,13 @@ impl SimMode {
 
     /// Whether writes take (no-wait) row locks.
     pub(crate) fn locks_writes(self) -> bool {
-        matches!(self, SimMode::ReadCommitted | SimMode::ReadUncommitted)
+        matches!(
+            self,
+            SimMode::ReadCommitted
+                | SimMode::ReadUncommitted
+                | SimMode::NonMonotonicRead
+                | SimMode::TornCommit
+        )
     }
 }
 
@@ -169,7 +194,7 @@ pub enum SimError {
     UnknownTxn(u64),
     /// Not a mode name.
     #[error(
-        "unknown sim mode {0:?}; known: serializable, snapshot-isolation, read-committed, read-uncommitted, retry-reapply, lost-update, stale-read"
+        "unknown sim mode {0:?}; known: serializable, snapshot-isolation, read-committed, read-uncommitted, retry-reapply, lost-update, stale-read, non-monotonic-read, torn-commit"
     )]
     UnknownMode(String),
     /// A setting out of range.
