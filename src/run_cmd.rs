@@ -125,7 +125,10 @@ pub struct RunArgs {
     pub local: bool,
     /// Simulator bug mode (with --db sim), replacing --isolation:
     /// retry-reapply (TiDB 2.1.7's auto-retry: lost updates), lost-update
-    /// (overwrites concurrent writes), stale-read (serializable, not strict).
+    /// (overwrites concurrent writes), stale-read (serializable, not strict),
+    /// non-monotonic-read (reads a random recent version: breaks read
+    /// committed), torn-commit (a commit's keys become visible one by one:
+    /// breaks read atomic).
     #[arg(long, help_heading = "Database")]
     pub sim_bug: Option<String>,
     /// Workload: list-append (alias append) or rw-register (alias wr).

@@ -672,17 +672,3 @@ fn simulator_runs_as_test_files() {
         }
     }
 }
-
-#[test]
-#[ignore = "prints explanations for eyeballing"]
-fn print_explanations() {
-    for t in [
-        "ok 0 [w x 1] [w y 1]\nok 1 [w x 2] [w y 2]\nok 2 [r x 1] [r y 2]",
-        "ok 3 [w x 0]\nok 0 [r x 0] [w x 1]\nok 1 [r x 1] [w y 1]\nok 2 [r y 1] [r x 0]",
-    ] {
-        let hist = h(t);
-        for a in weak_check(&hist, Workload::RwRegister, Level::Causal).anomalies {
-            println!("{}:\n{}\n", a.kind, render_text(&a, &hist));
-        }
-    }
-}
