@@ -16,6 +16,7 @@ pub mod order;
 pub mod rels;
 pub mod result;
 pub mod rw_register;
+pub mod sat;
 pub mod txn;
 
 pub use analysis::{AnalyzeOptions, Workload};
