@@ -506,7 +506,11 @@ fn opt_val(v: &Option<Val>) -> String {
 /// Why a derived version order holds, as a clause appended to the step.
 fn derived_reason(d: &Derived, name: &dyn Fn(&OpIndex) -> String) -> String {
     let (ra, rb) = (name(&d.refuted.from), name(&d.refuted.to));
-    let k = d.refuted.key.as_ref().map_or(String::new(), |k| k.to_string());
+    let k = d
+        .refuted
+        .key
+        .as_ref()
+        .map_or(String::new(), |k| k.to_string());
     if d.assumed {
         return format!(
             " (an order the complete check chose in a case split over key {k}: the opposite order, {ra} < {rb}, also ends in a cycle)"

@@ -99,7 +99,12 @@ impl Dag {
 
     /// Forward DFS from `src` among nodes ordered at most `ord[dst]`; the
     /// path (edge ids) to `dst` if it is reached. Visited nodes go to `fwd`.
-    fn forward(&mut self, src: u32, dst: u32, budget: &Budget) -> Result<Option<Vec<u32>>, Exhausted> {
+    fn forward(
+        &mut self,
+        src: u32,
+        dst: u32,
+        budget: &Budget,
+    ) -> Result<Option<Vec<u32>>, Exhausted> {
         let lim = self.ord[dst as usize];
         let st = self.next_stamp();
         self.fwd.clear();
@@ -137,7 +142,12 @@ impl Dag {
     }
 
     /// Whether `dst` is reachable from `src` (a path of edge ids if so).
-    pub fn reaches(&mut self, src: u32, dst: u32, budget: &Budget) -> Result<Option<Vec<u32>>, Exhausted> {
+    pub fn reaches(
+        &mut self,
+        src: u32,
+        dst: u32,
+        budget: &Budget,
+    ) -> Result<Option<Vec<u32>>, Exhausted> {
         if src == dst {
             return Ok(Some(Vec::new()));
         }
@@ -151,7 +161,10 @@ impl Dag {
     pub fn add(&mut self, e: EdgeRec, budget: &Budget) -> Result<Result<(), Conflict>, Exhausted> {
         let (a, b) = (e.from, e.to);
         if a == b {
-            return Ok(Err(Conflict { edge: e, path: Vec::new() }));
+            return Ok(Err(Conflict {
+                edge: e,
+                path: Vec::new(),
+            }));
         }
         if self.ord[a as usize] > self.ord[b as usize] {
             if let Some(path) = self.forward(b, a, budget)? {

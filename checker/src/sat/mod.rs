@@ -41,6 +41,7 @@ mod solve;
 
 pub use solve::Stats;
 
+use crate::anomaly::{AnomalyType, Variant};
 use crate::budget::Budget;
 use crate::cycle::classify;
 use crate::explain::{Anomaly, Derived, Evidence, Step};
@@ -161,7 +162,12 @@ pub enum SatOutcome {
 }
 
 /// Decides `level` for a rw-register history exactly (see the module doc).
-pub fn check_register(txns: &Txns<'_>, history: &History, level: Level, budget: &Budget) -> SatOutcome {
+pub fn check_register(
+    txns: &Txns<'_>,
+    history: &History,
+    level: Level,
+    budget: &Budget,
+) -> SatOutcome {
     check_register_stats(txns, history, level, budget).0
 }
 
@@ -172,7 +178,13 @@ pub fn check_register_stats(
     level: Level,
     budget: &Budget,
 ) -> (SatOutcome, Stats) {
-    let poly = Poly::build(txns, history, level.split(), level.realtime(), level.process());
+    let poly = Poly::build(
+        txns,
+        history,
+        level.split(),
+        level.realtime(),
+        level.process(),
+    );
     let (solved, dag, stats) = solve::solve(&poly, budget);
     let out = match solved {
         Solved::Sat => {
@@ -188,7 +200,16 @@ pub fn check_register_stats(
             SatOutcome::Valid { witness }
         }
         Solved::Unsat(c) => SatOutcome::Invalid {
-            anomalies: vec![Explainer { txns, history, poly: &poly, dag: &dag }.anomaly(&c)],
+            anomalies: vec![
+                Explainer {
+                    txns,
+                    history,
+                    poly: &poly,
+                    dag: &dag,
+                    level,
+                }
+                .anomaly(&c),
+            ],
         },
         Solved::Unknown => SatOutcome::Unknown {
             reason: format!(
@@ -203,6 +224,7 @@ pub fn check_register_stats(
 }
 
 struct Explainer<'a, 'h> {
+    level: Level,
     txns: &'a Txns<'h>,
     history: &'a History,
     poly: &'a Poly,
@@ -211,7 +233,8 @@ struct Explainer<'a, 'h> {
 
 impl Explainer<'_, '_> {
     fn op(&self, local: u32) -> OpIndex {
-        self.txns.op_index(self.history, self.poly.global[local as usize])
+        self.txns
+            .op_index(self.history, self.poly.global[local as usize])
     }
 
     fn mop(&self, local: u32, i: u32) -> Option<&MicroOp> {
@@ -236,7 +259,10 @@ impl Explainer<'_, '_> {
             Kind::Process => Rel::Process,
         };
         if matches!(f.kind, Kind::Realtime | Kind::Process) {
-            let (ga, gb) = (self.poly.global[f.from as usize], self.poly.global[f.to as usize]);
+            let (ga, gb) = (
+                self.poly.global[f.from as usize],
+                self.poly.global[f.to as usize],
+            );
             return order::explain(self.txns, self.history, ga, gb, rel)
                 .unwrap_or_else(|| Step::bare(rel, a, b));
         }
@@ -292,7 +318,10 @@ impl Explainer<'_, '_> {
             Why::Forced { blocked } => {
                 let (a, b) = self.poly.ends(&blocked);
                 let unlimited = Budget::unlimited();
-                let path = self.dag.path_before(b, a, limit, &unlimited).unwrap_or_default();
+                let path = self
+                    .dag
+                    .path_before(b, a, limit, &unlimited)
+                    .unwrap_or_default();
                 let rec = EdgeRec {
                     from: a,
                     to: b,
@@ -318,6 +347,36 @@ impl Explainer<'_, '_> {
         }
     }
 
+    /// A cycle of edges read off the history is classified as Elle does.
+    /// One with a chosen order only shows that no version order avoids a
+    /// cycle the level forbids, which is all it may claim: `G2-item` (no
+    /// serial order; for item histories also not PL-2.99) or, for SI,
+    /// `G-nonadjacent-item` (every order has a cycle without adjacent rw),
+    /// with `-realtime`/`-process` when such edges took part.
+    fn kind(&self, rels: &[Rel], steps: &[Step]) -> AnomalyType {
+        if steps.iter().all(|s| s.derived.is_none()) {
+            return classify(rels);
+        }
+        let used = |r: Rel| {
+            steps
+                .iter()
+                .any(|s| s.rel == r || s.derived.as_ref().is_some_and(|d| d.rels.contains(&r)))
+        };
+        let variant = if used(Rel::Realtime) {
+            Variant::Realtime
+        } else if used(Rel::Process) {
+            Variant::Process
+        } else {
+            Variant::Plain
+        };
+        let base = if self.level.split() {
+            AnomalyType::GNonadjacentItem
+        } else {
+            AnomalyType::G2Item
+        };
+        base.with_variant(variant).unwrap_or(base)
+    }
+
     fn anomaly(&self, c: &Conflict) -> Anomaly {
         let limit = self.dag.edges.len() as u32;
         let mut all: Vec<(&EdgeRec, u32)> = vec![(&c.edge, limit)];
@@ -332,7 +391,7 @@ impl Explainer<'_, '_> {
             steps.push(s);
         }
         let rels: Vec<Rel> = steps.iter().map(|s| s.rel).collect();
-        let kind = classify(&rels);
+        let kind = self.kind(&rels, &steps);
         let mut cycle: Vec<OpIndex> = steps.iter().map(|s| s.from).collect();
         if let Some(&f) = cycle.first() {
             cycle.push(f);

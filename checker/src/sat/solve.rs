@@ -286,7 +286,9 @@ pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
 
 fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
     // Building the polygraph was work too (and a zero budget must say so).
-    if s.budget.charge((s.poly.known.len() + s.poly.constraints.len()) as u64 + 1) {
+    if s.budget
+        .charge((s.poly.known.len() + s.poly.constraints.len()) as u64 + 1)
+    {
         return Err(Exhausted);
     }
     for f in &s.poly.known {
