@@ -27,6 +27,10 @@ const LEVELS: [Level; 6] = [
 
 // ---------------------------------------------------------------- generator
 
+/// A session's open transaction: (key, reads, writes) plan, the versions
+/// visible at its invocation, and how its reads pick a version.
+type Open = (Vec<(usize, bool, bool)>, Vec<usize>, usize);
+
 struct Rng(u64);
 
 impl Rng {
@@ -58,7 +62,7 @@ fn gen_history(seed: u64, max_txns: usize) -> History {
     let mut next_val = 1i64;
     let mut ops: Vec<Op> = Vec::new();
     // Open txn per session: (plan, snapshot lengths, mode).
-    let mut open: Vec<Option<(Vec<(usize, bool, bool)>, Vec<usize>, usize)>> = vec![None; nsess];
+    let mut open: Vec<Option<Open>> = vec![None; nsess];
     let mut started = 0;
     let mut done = 0;
     while done < ntx {
@@ -80,20 +84,6 @@ fn gen_history(seed: u64, max_txns: usize) -> History {
                         _ => (k, true, true),
                     })
                     .collect();
-                let inv: Vec<MicroOp> = plan
-                    .iter()
-                    .flat_map(|&(k, r, w)| {
-                        let mut v = Vec::new();
-                        if r {
-                            v.push(MicroOp::Read(Key::int(k as i64), ReadValue::Nil));
-                        }
-                        if w {
-                            v.push(MicroOp::Write(Key::int(k as i64), Val::int(0)));
-                        }
-                        v
-                    })
-                    .collect();
-                let _ = inv;
                 let snap = versions.iter().map(Vec::len).collect();
                 let mode = rng.below(10);
                 open[s] = Some((plan, snap, mode));
