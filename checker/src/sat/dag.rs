@@ -90,6 +90,12 @@ impl Dag {
         self.stamp
     }
 
+    /// Whether `a` comes before `b` in the current topological order.
+    #[inline]
+    pub fn before(&self, a: u32, b: u32) -> bool {
+        self.ord[a as usize] < self.ord[b as usize]
+    }
+
     /// Nodes in topological order.
     pub fn topo(&self) -> Vec<u32> {
         let mut v: Vec<u32> = (0..self.ord.len() as u32).collect();

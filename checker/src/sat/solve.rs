@@ -75,16 +75,16 @@ impl Solver<'_> {
         Ok(Side::Open)
     }
 
-    /// Whether every edge of `side` holds already.
-    fn implied(&mut self, cid: u32, side: u8) -> Step<bool> {
-        self.poly.side(cid, side, &mut self.buf);
-        for i in 0..self.buf.len() {
-            let (a, b) = self.poly.ends(&self.buf[i]);
-            if self.dag.reaches(a, b, self.budget)?.is_none() {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+    /// A side of `cid` whose edges all run forward in the current
+    /// topological order: taking it needs no search and closes no cycle.
+    fn forward_side(&mut self, cid: u32) -> Option<u8> {
+        (0..2u8).find(|&side| {
+            self.poly.side(cid, side, &mut self.buf);
+            self.buf.iter().all(|f| {
+                let (a, b) = self.poly.ends(f);
+                self.dag.before(a, b)
+            })
+        })
     }
 
     /// Adds the edges of `side` of `cid`.
@@ -108,7 +108,11 @@ impl Solver<'_> {
 
     /// Prunes `open` to a fixpoint; resolved constraints are removed from it
     /// (and recorded in `resolved` for undo, if given).
-    fn propagate(&mut self, open: &mut Vec<u32>) -> Step<Result<(), Conflict>> {
+    fn propagate(
+        &mut self,
+        open: &mut Vec<u32>,
+        removed: &mut Vec<u32>,
+    ) -> Step<Result<(), Conflict>> {
         loop {
             let mut changed = false;
             let mut i = 0;
@@ -128,10 +132,10 @@ impl Solver<'_> {
                         }
                         true
                     }
-                    None => self.implied(cid, 0)? || self.implied(cid, 1)?,
+                    None => false,
                 };
                 if done {
-                    open.swap_remove(i);
+                    removed.push(open.swap_remove(i));
                     changed = true;
                 } else {
                     i += 1;
@@ -229,33 +233,64 @@ impl Solver<'_> {
 
     /// DPLL over one component.
     fn search(&mut self, comp: Vec<u32>) -> Step<Result<(), Conflict>> {
-        // Frame: (constraint, side taken, edges before, open set before).
-        let mut frames: Vec<(u32, u8, usize, Vec<u32>)> = Vec::new();
+        // Frame: (constraint, side taken (+2 once both were tried), edges
+        // before, constraints resolved before). Resolved constraints are
+        // trailed in `removed` and put back on backtracking.
+        let mut frames: Vec<(u32, u8, usize, usize)> = Vec::new();
         let mut open = comp;
+        let mut removed: Vec<u32> = Vec::new();
         loop {
-            let mut res = self.propagate(&mut open)?;
+            let mut res = self.propagate(&mut open, &mut removed)?;
+            if res.is_ok() {
+                // Decide every constraint that has a side agreeing with the
+                // current order (phase = the order: no edge moves it), then
+                // one that has none.
+                let mut i = 0;
+                while i < open.len() {
+                    let cid = open[i];
+                    if let Some(side) = self.forward_side(cid) {
+                        self.stats.decisions += 1;
+                        frames.push((cid, side, self.dag.edges.len(), removed.len()));
+                        removed.push(open.swap_remove(i));
+                        res = self.apply(cid, side, Why::Decided)?;
+                        if res.is_err() {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
             if res.is_ok() {
                 let Some(&cid) = open.first() else {
                     return Ok(Ok(()));
                 };
                 self.stats.decisions += 1;
-                frames.push((cid, 0, self.dag.edges.len(), open.clone()));
-                open.swap_remove(0);
+                frames.push((cid, 0, self.dag.edges.len(), removed.len()));
+                removed.push(open.swap_remove(0));
                 res = self.apply(cid, 0, Why::Decided)?;
             }
             while let Err(conflict) = res {
                 self.stats.conflicts += 1;
-                while frames.last().is_some_and(|f| f.1 == 1) {
+                while frames.last().is_some_and(|f| f.1 >= 2) {
                     frames.pop();
                 }
-                let Some((cid, _, len, before)) = frames.pop() else {
+                let Some((cid, side, len, before)) = frames.pop() else {
                     return Ok(Err(conflict));
                 };
                 self.dag.truncate(len);
-                open = before;
-                frames.push((cid, 1, len, open.clone()));
-                open.retain(|&c| c != cid);
-                res = self.apply(cid, 1, Why::Flipped)?;
+                while removed.len() > before {
+                    if let Some(c) = removed.pop() {
+                        open.push(c);
+                    }
+                }
+                // 2 + side marks a frame whose both cases were tried.
+                let other = 1 - side;
+                frames.push((cid, 2 + other, len, removed.len()));
+                if let Some(p) = open.iter().position(|&c| c == cid) {
+                    removed.push(open.swap_remove(p));
+                }
+                res = self.apply(cid, other, Why::Flipped)?;
             }
         }
     }
@@ -304,7 +339,7 @@ fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
         }
     }
     let mut open: Vec<u32> = (0..s.poly.constraints.len() as u32).collect();
-    if let Err(c) = s.propagate(&mut open)? {
+    if let Err(c) = s.propagate(&mut open, &mut Vec::new())? {
         return Ok(Err(c));
     }
     s.stats.after_pruning = open.len();
