@@ -67,8 +67,10 @@ pub(crate) struct Poly {
     pub keys: Vec<KeyInfo>,
     pub known: Vec<Fact>,
     pub constraints: Vec<Constraint>,
-    /// Initial order hint per node (history positions).
+    /// Initial order hint per node: SI starts at invocations.
     pub hint: Vec<u64>,
+    /// The other hint for SI: starts just before commits (serial).
+    pub hint_serial: Vec<u64>,
 }
 
 impl Poly {
@@ -316,11 +318,14 @@ impl Poly {
             }
         }
         let mut hint = Vec::new();
+        let mut hint_serial = Vec::new();
         for &g in &global {
             let tx = &txns.txns[g as usize];
             if split {
                 hint.push(2 * u64::from(tx.inv));
                 hint.push(2 * u64::from(tx.pos) + 1);
+                hint_serial.push(2 * u64::from(tx.pos));
+                hint_serial.push(2 * u64::from(tx.pos) + 1);
             } else {
                 hint.push(u64::from(tx.pos));
             }
@@ -332,6 +337,7 @@ impl Poly {
             known,
             constraints,
             hint,
+            hint_serial,
         }
     }
 }
