@@ -657,3 +657,32 @@ fn check_adds_the_complete_verdict_for_register_histories() {
     };
     assert_eq!(check(&skew, &si).valid, Valid::True);
 }
+
+#[path = "common/register_gen.rs"]
+mod register_gen;
+
+#[test]
+fn simulated_databases_get_their_level_and_no_more() {
+    // Large enough for partial propagation and the batch decisions.
+    for seed in 1..=4 {
+        let si_db = register_gen::generate(600, 10, true, seed);
+        let ser_db = register_gen::generate(600, 10, false, seed);
+        for (hist, level) in [
+            (&si_db, Level::SnapshotIsolation),
+            (&si_db, Level::StrongSnapshotIsolation),
+            (&ser_db, Level::Serializable),
+            (&ser_db, Level::StrictSerializable),
+            (&ser_db, Level::SnapshotIsolation),
+        ] {
+            let out = sat(hist, level);
+            assert!(
+                matches!(out, SatOutcome::Valid { .. }),
+                "seed {seed} {level:?}: {out:?}"
+            );
+        }
+        // A snapshot-isolation database with contention shows write skew.
+        let out = sat(&si_db, Level::Serializable);
+        assert!(matches!(out, SatOutcome::Invalid { .. }), "seed {seed}");
+        assert_cycle_closed(&out, "si db checked for SER");
+    }
+}
