@@ -686,3 +686,21 @@ fn simulated_databases_get_their_level_and_no_more() {
         assert_cycle_closed(&out, "si db checked for SER");
     }
 }
+
+#[test]
+fn levels_cover_the_requested_models_once() {
+    use checker::ConsistencyModel as M;
+    assert_eq!(
+        Level::for_models(&[M::StrictSerializable]),
+        vec![Level::StrictSerializable]
+    );
+    assert_eq!(
+        Level::for_models(&[M::Serializable, M::StrongSnapshotIsolation]),
+        vec![Level::Serializable, Level::StrongSnapshotIsolation]
+    );
+    assert_eq!(
+        Level::for_models(&[M::SnapshotIsolation]),
+        vec![Level::SnapshotIsolation]
+    );
+    assert!(Level::for_models(&[M::ReadCommitted, M::RepeatableRead]).is_empty());
+}

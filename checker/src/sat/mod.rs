@@ -113,7 +113,6 @@ impl Level {
     /// The levels to decide so that every serializable or SI model implied
     /// by `models` is decided, without one implying another.
     pub fn for_models(models: &[ConsistencyModel]) -> Vec<Level> {
-        use ConsistencyModel as M;
         let implied = all_implied_models(models.iter().copied());
         let all = [
             Level::StrictSerializable,
@@ -135,7 +134,6 @@ impl Level {
                 out.push(l);
             }
         }
-        let _ = M::Serializable;
         out
     }
 }
