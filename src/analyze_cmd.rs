@@ -154,6 +154,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         sequential_keys: false,
         linearizable_keys: false,
         budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
+        complete: true,
     };
     let mut result = checker::check(&history, &opts);
     let json = crate::run_cmd::settle_no_commit(&history, &mut result);

@@ -160,6 +160,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         sequential_keys: args.sequential_keys,
         linearizable_keys: args.linearizable_keys,
         budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
+        complete: true,
     };
     let started = Instant::now();
     let result = checker::check(&history, &opts);

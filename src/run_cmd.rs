@@ -829,6 +829,7 @@ fn check_and_report(
         budget: checker::budget::Budget::until(Box::new(move || {
             std::time::Instant::now() >= deadline
         })),
+        complete: true,
     };
     let checked_at = std::time::Instant::now();
     let mut result = checker::check(&history, &opts);

@@ -165,6 +165,25 @@ pub struct Step {
     pub realtime: Option<(OpIndex, OpIndex)>,
     /// Nanoseconds between them, when both ops carry a time.
     pub dt_ns: Option<i64>,
+    /// For a ww/rw step whose version order the complete (SAT) check chose
+    /// rather than read off the history: why this order and not the other.
+    pub derived: Option<Box<Derived>>,
+}
+
+/// Why the complete check ordered two writers of a key one way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Derived {
+    /// The step the opposite order of the two writers would have needed.
+    pub refuted: Step,
+    /// The cycle that step would have closed (transactions, the first
+    /// repeated last) with the relation of each of its steps; empty when
+    /// the order is a case of the solver's search.
+    pub cycle: Vec<OpIndex>,
+    /// Relations along `cycle`.
+    pub rels: Vec<Rel>,
+    /// `true`: a case of the search (every other case also led to a cycle),
+    /// not forced by a single cycle.
+    pub assumed: bool,
 }
 
 impl Step {
@@ -183,6 +202,7 @@ impl Step {
             process: None,
             realtime: None,
             dt_ns: None,
+            derived: None,
         }
     }
 }
@@ -236,6 +256,17 @@ impl Step {
         if let Some((a, b)) = self.realtime {
             m.insert("a'".into(), json!(a.0));
             m.insert("b".into(), json!(b.0));
+        }
+        if let Some(d) = &self.derived {
+            m.insert(
+                "derived".into(),
+                json!({
+                    "refuted": d.refuted.to_json(),
+                    "cycle": d.cycle.iter().map(|o| o.0).collect::<Vec<_>>(),
+                    "rels": d.rels.iter().map(|r| r.name()).collect::<Vec<_>>(),
+                    "assumed": d.assumed,
+                }),
+            );
         }
         Value::Object(m)
     }
@@ -472,6 +503,33 @@ fn opt_val(v: &Option<Val>) -> String {
 }
 
 /// Why `a` precedes `b`, in Elle's words (`a`/`b` are the names to use).
+/// Why a derived version order holds, as a clause appended to the step.
+fn derived_reason(d: &Derived, name: &dyn Fn(&OpIndex) -> String) -> String {
+    let (ra, rb) = (name(&d.refuted.from), name(&d.refuted.to));
+    let k = d
+        .refuted
+        .key
+        .as_ref()
+        .map_or(String::new(), |k| k.to_string());
+    if d.assumed {
+        return format!(
+            " (an order the complete check chose in a case split over key {k}: the opposite order, {ra} < {rb}, also ends in a cycle)"
+        );
+    }
+    let mut path = String::new();
+    for (i, o) in d.cycle.iter().enumerate() {
+        if i > 0 {
+            let r = d.rels.get(i - 1).map_or("?", |r| r.name());
+            let _ = write!(path, " -{r}-> ");
+        }
+        path.push_str(&name(o));
+    }
+    format!(
+        " (the opposite order of these writes of {k} would need {ra} < {rb} ({}), which closes the cycle {path})",
+        d.refuted.rel.name()
+    )
+}
+
 fn step_reason(s: &Step, a: &str, b: &str) -> String {
     let k = s.key.as_ref().map_or(String::new(), |k| k.to_string());
     let v = opt_val(&s.value);
@@ -532,7 +590,15 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
     match &a.evidence {
         Evidence::Cycle { cycle, steps } => {
             let n = cycle.len().saturating_sub(1);
-            let names: Vec<OpIndex> = cycle[..n].to_vec();
+            let mut names: Vec<OpIndex> = cycle[..n].to_vec();
+            // Transactions named only by derived orders' cycles are shown too.
+            for d in steps.iter().filter_map(|s| s.derived.as_ref()) {
+                for o in d.cycle.iter().chain([&d.refuted.from, &d.refuted.to]) {
+                    if !names.contains(o) {
+                        names.push(*o);
+                    }
+                }
+            }
             let_block(history, &names, &mut out);
             out.push_str("\nThen:\n");
             let name = |o: &OpIndex| {
@@ -543,7 +609,10 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
             };
             for (i, s) in steps.iter().enumerate() {
                 let (ta, tb) = (name(&s.from), name(&s.to));
-                let reason = step_reason(s, &ta, &tb);
+                let mut reason = step_reason(s, &ta, &tb);
+                if let Some(d) = &s.derived {
+                    reason.push_str(&derived_reason(d, &name));
+                }
                 if i + 1 == steps.len() {
                     let _ = write!(out, "  - However, {ta} < {tb}, because {reason}: a contradiction!");
                 } else {

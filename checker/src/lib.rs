@@ -16,6 +16,7 @@ pub mod order;
 pub mod rels;
 pub mod result;
 pub mod rw_register;
+pub mod sat;
 pub mod txn;
 pub mod weak;
 
@@ -45,6 +46,10 @@ pub struct CheckOptions {
     pub linearizable_keys: bool,
     /// Limit of the cycle search; exhausting it gives `cycle-search-timeout`.
     pub budget: Budget,
+    /// rw-register: decide serializable / snapshot-isolation models
+    /// completely with [`sat`] (on by default; off reproduces Elle, whose
+    /// inference only sees version orders that reads give away).
+    pub complete: bool,
 }
 
 impl CheckOptions {
@@ -59,6 +64,7 @@ impl CheckOptions {
             sequential_keys: false,
             linearizable_keys: false,
             budget: Budget::unlimited(),
+            complete: true,
         }
     }
 }
@@ -90,6 +96,9 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
         }
         analysis.warnings.extend(w.warnings);
     }
+    if opts.workload == Workload::RwRegister && opts.complete {
+        complete_register_check(history, opts, &mut analysis);
+    }
     let mut result = CheckResult::from_found(
         analysis.anomalies,
         &opts.models,
@@ -109,6 +118,46 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
         ));
     }
     result
+}
+
+/// rw-register: Elle's inference sees only the version orders that reads
+/// give away; for the serializable and snapshot-isolation models asked for
+/// (`sat::Level::for_models`), decide them exactly with `sat` and add its
+/// cycle. Skipped for a level when inference already found a cycle the
+/// level proscribes (the verdict is decided; the SAT cycle would repeat it).
+/// Out of budget: a warning, and the verdict stays Elle's.
+fn complete_register_check(
+    history: &History,
+    opts: &CheckOptions,
+    analysis: &mut analysis::Analysis,
+) {
+    let levels = sat::Level::for_models(&opts.models);
+    if levels.is_empty() {
+        return;
+    }
+    let txns = txn::Txns::new(history);
+    for level in levels {
+        let proscribed = model::anomalies_prohibited_by([level.model()]);
+        let decided = analysis
+            .anomalies
+            .keys()
+            .any(|a| a.is_cycle() && proscribed.contains(a));
+        if decided {
+            continue;
+        }
+        match sat::check_register(&txns, history, level, &opts.budget) {
+            sat::SatOutcome::Valid { .. } => {}
+            sat::SatOutcome::Invalid { anomalies } => {
+                for a in anomalies {
+                    analysis.anomalies.entry(a.kind).or_default().push(a);
+                }
+            }
+            sat::SatOutcome::Unknown { reason } => analysis.warnings.push(format!(
+                "{reason}; the {} verdict rests on Elle's inference alone",
+                level.model().name()
+            )),
+        }
+    }
 }
 
 /// How many micro-ops of completed client transactions `workload` cannot

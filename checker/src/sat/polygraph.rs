@@ -1,0 +1,343 @@
+//! The (generalized) polygraph of a register history: which transactions
+//! take part, the known edges, and one either-or constraint per pair of
+//! writers of a key. Sides are not stored: they are recomputed from the
+//! per-key index on demand, so a hot key's quadratic constraint count costs
+//! 12 bytes per constraint.
+
+use crate::order;
+use crate::txn::{Status, Txns};
+use rustc_hash::FxHashMap;
+use store::{Atom, History, MicroOp, ReadValue};
+
+/// A relation of a polygraph edge. `Internal` is SI's `start → commit` of
+/// one transaction (not a dependency: dropped from reported cycles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Ww,
+    Wr,
+    Rw,
+    Realtime,
+    Process,
+    Internal,
+}
+
+/// One edge with what justifies it: `from`/`to` are local transaction ids;
+/// `key` is a key id (`u32::MAX` for order edges); mops index the micro-ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fact {
+    pub kind: Kind,
+    pub from: u32,
+    pub to: u32,
+    pub key: u32,
+    pub a_mop: u32,
+    pub b_mop: u32,
+}
+
+/// An access: local transaction id and micro-op position.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Acc {
+    pub txn: u32,
+    pub mop: u32,
+}
+
+/// Writers of one key and who read each of them.
+#[derive(Debug, Default)]
+pub(crate) struct KeyInfo {
+    pub key: u32,
+    pub writers: Vec<Acc>,
+    /// `readers[i]`: external reads of `writers[i]`'s value.
+    pub readers: Vec<Vec<Acc>>,
+}
+
+/// Either `a` before `b` (side 0) or `b` before `a` (side 1), writers of
+/// `keys[key]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Constraint {
+    pub key: u32,
+    pub a: u32,
+    pub b: u32,
+}
+
+/// The polygraph.
+pub(crate) struct Poly {
+    /// Local id → index in `Txns`.
+    pub global: Vec<u32>,
+    /// Two nodes per transaction (SI: start, commit) or one (SER).
+    pub split: bool,
+    pub keys: Vec<KeyInfo>,
+    pub known: Vec<Fact>,
+    pub constraints: Vec<Constraint>,
+    /// Initial order hint per node: SI starts at invocations.
+    pub hint: Vec<u64>,
+    /// The other hint for SI: starts just before commits (serial).
+    pub hint_serial: Vec<u64>,
+}
+
+impl Poly {
+    /// The start node of local transaction `t`.
+    #[inline]
+    pub fn s(&self, t: u32) -> u32 {
+        if self.split { 2 * t } else { t }
+    }
+
+    /// The commit node of local transaction `t`.
+    #[inline]
+    pub fn c(&self, t: u32) -> u32 {
+        if self.split { 2 * t + 1 } else { t }
+    }
+
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        if self.split {
+            2 * self.global.len()
+        } else {
+            self.global.len()
+        }
+    }
+
+    /// Graph endpoints of a fact: dependencies end at the target's start,
+    /// anti-dependencies at its commit (the SI→SER split).
+    #[inline]
+    pub fn ends(&self, f: &Fact) -> (u32, u32) {
+        match f.kind {
+            Kind::Ww | Kind::Wr | Kind::Realtime | Kind::Process => (self.c(f.from), self.s(f.to)),
+            Kind::Rw => (self.s(f.from), self.c(f.to)),
+            Kind::Internal => (self.s(f.from), self.c(f.to)),
+        }
+    }
+
+    /// Edges of one side of constraint `cid` into `out` (cleared first).
+    pub fn side(&self, cid: u32, side: u8, out: &mut Vec<Fact>) {
+        out.clear();
+        let c = self.constraints[cid as usize];
+        let k = &self.keys[c.key as usize];
+        let (x, y) = if side == 0 { (c.a, c.b) } else { (c.b, c.a) };
+        let (wx, wy) = (k.writers[x as usize], k.writers[y as usize]);
+        out.push(Fact {
+            kind: Kind::Ww,
+            from: wx.txn,
+            to: wy.txn,
+            key: k.key,
+            a_mop: wx.mop,
+            b_mop: wy.mop,
+        });
+        for r in &k.readers[x as usize] {
+            if r.txn != wy.txn {
+                out.push(Fact {
+                    kind: Kind::Rw,
+                    from: r.txn,
+                    to: wy.txn,
+                    key: k.key,
+                    a_mop: r.mop,
+                    b_mop: wy.mop,
+                });
+            }
+        }
+    }
+
+    /// Builds the polygraph. `realtime`: add real-time edges; `process`:
+    /// add session-order edges.
+    pub fn build(
+        txns: &Txns<'_>,
+        history: &History,
+        split: bool,
+        realtime: bool,
+        process: bool,
+    ) -> Poly {
+        const NO: u32 = u32::MAX;
+        let n = txns.len();
+        // Final writes (last write of a key in a txn) of ok and info txns.
+        let mut finals: FxHashMap<(u32, &Atom), Acc> = FxHashMap::default();
+        let mut seen: Vec<u32> = Vec::new();
+        for (t, tx) in txns.txns.iter().enumerate() {
+            if tx.status == Status::Fail {
+                continue;
+            }
+            seen.clear();
+            for (i, m) in tx.mops.iter().enumerate().rev() {
+                let MicroOp::Write(_, v) = m else { continue };
+                let k = txns.key_of(t as u32, i);
+                if seen.contains(&k) {
+                    continue;
+                }
+                seen.push(k);
+                finals.entry((k, &v.0)).or_insert(Acc {
+                    txn: t as u32,
+                    mop: i as u32,
+                });
+            }
+        }
+        // External reads of ok txns: (key, writer global or NO for nil, reader access).
+        let mut reads: Vec<(u32, u32, u32, u32)> = Vec::new();
+        let mut included: Vec<bool> = txns.txns.iter().map(|t| t.status == Status::Ok).collect();
+        for (t, tx) in txns.txns.iter().enumerate() {
+            if tx.status != Status::Ok {
+                continue;
+            }
+            seen.clear();
+            for (i, m) in tx.mops.iter().enumerate() {
+                let k = txns.key_of(t as u32, i);
+                if seen.contains(&k) {
+                    continue;
+                }
+                seen.push(k);
+                let MicroOp::Read(_, rv) = m else { continue };
+                match rv {
+                    ReadValue::Nil => reads.push((k, NO, t as u32, i as u32)),
+                    ReadValue::Scalar(v) => {
+                        // Reads of aborted, intermediate, own or unknown writes
+                        // are other anomalies (G1a, G1b, garbage-read): left out.
+                        if let Some(w) = finals.get(&(k, &v.0))
+                            && w.txn != t as u32
+                        {
+                            included[w.txn as usize] = true;
+                            reads.push((k, w.txn, t as u32, i as u32));
+                        }
+                    }
+                    ReadValue::List(_) => {}
+                }
+            }
+        }
+        let mut local = vec![NO; n];
+        let mut global = Vec::new();
+        for t in 0..n {
+            if included[t] {
+                local[t] = global.len() as u32;
+                global.push(t as u32);
+            }
+        }
+        // Per-key writers.
+        let mut key_slot: Vec<u32> = vec![NO; txns.keys.len()];
+        let mut keys: Vec<KeyInfo> = Vec::new();
+        let mut writer_idx: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        for &g in &global {
+            let tx = &txns.txns[g as usize];
+            seen.clear();
+            for (i, m) in tx.mops.iter().enumerate().rev() {
+                let MicroOp::Write(..) = m else { continue };
+                let k = txns.key_of(g, i);
+                if seen.contains(&k) {
+                    continue;
+                }
+                seen.push(k);
+                if key_slot[k as usize] == NO {
+                    key_slot[k as usize] = keys.len() as u32;
+                    keys.push(KeyInfo {
+                        key: k,
+                        ..KeyInfo::default()
+                    });
+                }
+                let ki = &mut keys[key_slot[k as usize] as usize];
+                writer_idx.insert((k, g), ki.writers.len() as u32);
+                ki.writers.push(Acc {
+                    txn: local[g as usize],
+                    mop: i as u32,
+                });
+                ki.readers.push(Vec::new());
+            }
+        }
+        let mut known = Vec::new();
+        for &(k, w, r, mop) in &reads {
+            let rl = local[r as usize];
+            if w == NO {
+                // The initial state precedes every write of the key.
+                if key_slot[k as usize] == NO {
+                    continue;
+                }
+                let ki = &keys[key_slot[k as usize] as usize];
+                for wr in &ki.writers {
+                    if wr.txn != rl {
+                        known.push(Fact {
+                            kind: Kind::Rw,
+                            from: rl,
+                            to: wr.txn,
+                            key: k,
+                            a_mop: mop,
+                            b_mop: wr.mop,
+                        });
+                    }
+                }
+                continue;
+            }
+            let (Some(&slot), Some(&wi)) = (key_slot.get(k as usize), writer_idx.get(&(k, w)))
+            else {
+                continue;
+            };
+            let ki = &mut keys[slot as usize];
+            let wa = ki.writers[wi as usize];
+            ki.readers[wi as usize].push(Acc { txn: rl, mop });
+            known.push(Fact {
+                kind: Kind::Wr,
+                from: wa.txn,
+                to: rl,
+                key: k,
+                a_mop: wa.mop,
+                b_mop: mop,
+            });
+        }
+        let order_fact = |kind, a: u32, b: u32| Fact {
+            kind,
+            from: a,
+            to: b,
+            key: NO,
+            a_mop: 0,
+            b_mop: 0,
+        };
+        if realtime {
+            for &(a, b, _) in &order::realtime_edges(txns, history).edges {
+                let (la, lb) = (local[a as usize], local[b as usize]);
+                if la != NO && lb != NO {
+                    known.push(order_fact(Kind::Realtime, la, lb));
+                }
+            }
+        }
+        if process {
+            for &(a, b, _) in &order::process_edges(txns).edges {
+                let (la, lb) = (local[a as usize], local[b as usize]);
+                if la != NO && lb != NO {
+                    known.push(order_fact(Kind::Process, la, lb));
+                }
+            }
+        }
+        if split {
+            for t in 0..global.len() as u32 {
+                known.push(order_fact(Kind::Internal, t, t));
+            }
+        }
+        let mut constraints = Vec::new();
+        for (ki, k) in keys.iter().enumerate() {
+            let m = k.writers.len() as u32;
+            for a in 0..m {
+                for b in a + 1..m {
+                    constraints.push(Constraint {
+                        key: ki as u32,
+                        a,
+                        b,
+                    });
+                }
+            }
+        }
+        let mut hint = Vec::new();
+        let mut hint_serial = Vec::new();
+        for &g in &global {
+            let tx = &txns.txns[g as usize];
+            if split {
+                hint.push(2 * u64::from(tx.inv));
+                hint.push(2 * u64::from(tx.pos) + 1);
+                hint_serial.push(2 * u64::from(tx.pos));
+                hint_serial.push(2 * u64::from(tx.pos) + 1);
+            } else {
+                hint.push(u64::from(tx.pos));
+            }
+        }
+        Poly {
+            global,
+            split,
+            keys,
+            known,
+            constraints,
+            hint,
+            hint_serial,
+        }
+    }
+}

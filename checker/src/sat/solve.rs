@@ -1,0 +1,421 @@
+//! Pruning and search over the polygraph's constraints.
+//!
+//! 1. Known edges go into the [`Dag`]; a cycle among them is a violation.
+//! 2. Pruning to a fixpoint: a side with an edge `a → b` where `b ⇝ a`
+//!    already is impossible, so the other side is forced (PolySI §4.1); a
+//!    side whose edges all hold already (`a ⇝ b`) is free and taken
+//!    without adding anything. Forcing both ways closes a cycle: violation.
+//! 3. What is left is split into independent components (SCCs of the known
+//!    graph plus every remaining side's edges: an edge between two SCCs is
+//!    on no cycle), each solved by a DPLL search (chronological
+//!    backtracking, the same pruning as propagation, the `Dag` as the
+//!    acyclicity theory).
+
+use super::dag::{Conflict, Dag, EdgeRec, Exhausted, Why};
+use super::polygraph::{Fact, Poly};
+use crate::budget::Budget;
+use crate::graph::{EdgeList, Graph, tarjan};
+use crate::rels::Rels;
+
+/// How solving ended.
+pub(crate) enum Solved {
+    /// Acyclic: the `Dag` holds a compatible graph.
+    Sat,
+    /// Every compatible graph is cyclic; this cycle is the last one met.
+    Unsat(Conflict),
+    /// Out of budget.
+    Unknown,
+}
+
+/// Counters for reports and benchmarks.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stats {
+    /// Transactions in the polygraph.
+    pub txns: usize,
+    /// Known edges.
+    pub known_edges: usize,
+    /// Constraints before pruning.
+    pub constraints: usize,
+    /// Constraints left for the search.
+    pub after_pruning: usize,
+    /// Independent components searched.
+    pub components: usize,
+    /// Search decisions.
+    pub decisions: u64,
+    /// Search conflicts.
+    pub conflicts: u64,
+    /// Restarts with another initial order.
+    pub restarts: u32,
+}
+
+enum Side {
+    Blocked(Fact),
+    Open,
+}
+
+struct Solver<'a> {
+    poly: &'a Poly,
+    dag: Dag,
+    budget: &'a Budget,
+    buf: Vec<Fact>,
+    stats: Stats,
+    /// Give up (to restart with another initial order) after this many conflicts.
+    max_conflicts: u64,
+    gave_up: bool,
+}
+
+type Step<T> = Result<T, Exhausted>;
+
+impl Solver<'_> {
+    /// Whether some edge of `side` of `cid` would close a cycle.
+    fn blocked(&mut self, cid: u32, side: u8) -> Step<Side> {
+        self.poly.side(cid, side, &mut self.buf);
+        for i in 0..self.buf.len() {
+            let f = self.buf[i];
+            let (a, b) = self.poly.ends(&f);
+            if self.dag.reaches(b, a, self.budget)?.is_some() {
+                return Ok(Side::Blocked(f));
+            }
+        }
+        Ok(Side::Open)
+    }
+
+    /// A side of `cid` whose edges all run forward in the current
+    /// topological order: taking it needs no search and closes no cycle.
+    fn forward_side(&mut self, cid: u32) -> Option<u8> {
+        (0..2u8).find(|&side| {
+            self.poly.side(cid, side, &mut self.buf);
+            self.buf.iter().all(|f| {
+                let (a, b) = self.poly.ends(f);
+                self.dag.before(a, b)
+            })
+        })
+    }
+
+    /// Adds the edges of `side` of `cid`.
+    fn apply(&mut self, cid: u32, side: u8, why: Why) -> Step<Result<(), Conflict>> {
+        let mut facts = Vec::new();
+        self.poly.side(cid, side, &mut facts);
+        for f in facts {
+            let (from, to) = self.poly.ends(&f);
+            let e = EdgeRec {
+                from,
+                to,
+                fact: f,
+                why,
+            };
+            if let Err(c) = self.dag.add(e, self.budget)? {
+                return Ok(Err(c));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Prunes `open` to a fixpoint; resolved constraints are removed from it
+    /// (and recorded in `resolved` for undo, if given).
+    fn propagate(
+        &mut self,
+        open: &mut Vec<u32>,
+        removed: &mut Vec<u32>,
+    ) -> Step<Result<(), Conflict>> {
+        loop {
+            let mut changed = false;
+            let start = open.len();
+            let mut i = 0;
+            while i < open.len() {
+                let cid = open[i];
+                let forced = match self.blocked(cid, 0)? {
+                    Side::Blocked(f) => Some((1, f)),
+                    Side::Open => match self.blocked(cid, 1)? {
+                        Side::Blocked(f) => Some((0, f)),
+                        Side::Open => None,
+                    },
+                };
+                let done = match forced {
+                    Some((side, f)) => {
+                        if let Err(c) = self.apply(cid, side, Why::Forced { blocked: f })? {
+                            return Ok(Err(c));
+                        }
+                        true
+                    }
+                    None => false,
+                };
+                if done {
+                    removed.push(open.swap_remove(i));
+                    changed = true;
+                } else {
+                    i += 1;
+                }
+            }
+            // Propagation is an accelerator, not needed for correctness (a
+            // wrong case still ends in a cycle at insertion): on a large
+            // set, stop once a pass resolves under 1% of it.
+            let resolved = start - open.len();
+            if !changed || (start > 2000 && resolved * 100 < start) {
+                return Ok(Ok(()));
+            }
+        }
+    }
+
+    /// Independent groups of `open` (see the module doc); constraints with
+    /// a side that lies wholly between SCCs are dropped (that side is free).
+    fn components(&mut self, open: &[u32]) -> (Vec<Vec<u32>>, Vec<(u32, u8)>) {
+        let n = self.poly.nodes();
+        let mut el = EdgeList::default();
+        for e in &self.dag.edges {
+            el.add(e.from, e.to, Rels::WW);
+        }
+        let mut facts = Vec::new();
+        for &cid in open {
+            for side in 0..2 {
+                self.poly.side(cid, side, &mut facts);
+                for f in &facts {
+                    let (a, b) = self.poly.ends(f);
+                    el.add(a, b, Rels::WW);
+                }
+            }
+        }
+        let g = Graph::from_edges(n, el);
+        let sccs = tarjan(&g, Rels::WW).nontrivial();
+        let mut comp = vec![u32::MAX; n];
+        for (i, s) in sccs.iter().enumerate() {
+            for &v in s {
+                comp[v as usize] = i as u32;
+            }
+        }
+        // Union-find over SCC ids, joined by constraints.
+        let mut uf: Vec<u32> = (0..sccs.len() as u32).collect();
+        fn find(uf: &mut [u32], mut x: u32) -> u32 {
+            while uf[x as usize] != x {
+                uf[x as usize] = uf[uf[x as usize] as usize];
+                x = uf[x as usize];
+            }
+            x
+        }
+        let mut home: Vec<(u32, u32)> = Vec::new();
+        let mut free_sides: Vec<(u32, u8)> = Vec::new();
+        for &cid in open {
+            let mut first = u32::MAX;
+            let mut free = None;
+            for side in 0..2 {
+                self.poly.side(cid, side, &mut facts);
+                let mut inside = false;
+                for f in &facts {
+                    let (a, b) = self.poly.ends(f);
+                    let (ca, cb) = (comp[a as usize], comp[b as usize]);
+                    if ca != u32::MAX && ca == cb {
+                        inside = true;
+                        if first == u32::MAX {
+                            first = ca;
+                        } else {
+                            let (x, y) = (find(&mut uf, first), find(&mut uf, ca));
+                            uf[x as usize] = y;
+                        }
+                    }
+                }
+                if !inside && free.is_none() {
+                    free = Some(side);
+                }
+            }
+            match free {
+                Some(side) => free_sides.push((cid, side)),
+                None => home.push((cid, first)),
+            }
+        }
+        let mut groups: Vec<(u32, u32)> = home
+            .into_iter()
+            .map(|(cid, c)| (find(&mut uf, c), cid))
+            .collect();
+        groups.sort_unstable();
+        let mut out: Vec<Vec<u32>> = Vec::new();
+        let mut last = u32::MAX;
+        for (g, cid) in groups {
+            if g != last || out.is_empty() {
+                out.push(Vec::new());
+                last = g;
+            }
+            if let Some(v) = out.last_mut() {
+                v.push(cid);
+            }
+        }
+        (out, free_sides)
+    }
+
+    /// DPLL over one component.
+    fn search(&mut self, comp: Vec<u32>) -> Step<Result<(), Conflict>> {
+        // Frame: (constraint, side taken (+2 once both were tried), edges
+        // before, constraints resolved before). Resolved constraints are
+        // trailed in `removed` and put back on backtracking.
+        let mut frames: Vec<(u32, u8, usize, usize)> = Vec::new();
+        let mut open = comp;
+        let mut removed: Vec<u32> = Vec::new();
+        loop {
+            let mut res = self.propagate(&mut open, &mut removed)?;
+            if res.is_ok() {
+                // Decide every constraint that has a side agreeing with the
+                // current order (phase = the order: no edge moves it), then
+                // one that has none.
+                let mut i = 0;
+                while i < open.len() {
+                    let cid = open[i];
+                    if let Some(side) = self.forward_side(cid) {
+                        self.stats.decisions += 1;
+                        frames.push((cid, side, self.dag.edges.len(), removed.len()));
+                        removed.push(open.swap_remove(i));
+                        res = self.apply(cid, side, Why::Decided)?;
+                        if res.is_err() {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            if res.is_ok() {
+                let Some(&cid) = open.first() else {
+                    return Ok(Ok(()));
+                };
+                self.stats.decisions += 1;
+                frames.push((cid, 0, self.dag.edges.len(), removed.len()));
+                removed.push(open.swap_remove(0));
+                res = self.apply(cid, 0, Why::Decided)?;
+            }
+            while let Err(conflict) = res {
+                self.stats.conflicts += 1;
+                if self.stats.conflicts > self.max_conflicts {
+                    self.gave_up = true;
+                    return Err(Exhausted);
+                }
+                while frames.last().is_some_and(|f| f.1 >= 2) {
+                    frames.pop();
+                }
+                let Some((cid, side, len, before)) = frames.pop() else {
+                    return Ok(Err(conflict));
+                };
+                self.dag.truncate(len);
+                while removed.len() > before {
+                    if let Some(c) = removed.pop() {
+                        open.push(c);
+                    }
+                }
+                // 2 + side marks a frame whose both cases were tried.
+                let other = 1 - side;
+                frames.push((cid, 2 + other, len, removed.len()));
+                if let Some(p) = open.iter().position(|&c| c == cid) {
+                    removed.push(open.swap_remove(p));
+                }
+                res = self.apply(cid, other, Why::Flipped)?;
+            }
+        }
+    }
+}
+
+/// Runs the whole pipeline; on `Sat` the returned `Dag` holds the witness.
+///
+/// The search takes the current topological order as its phase, so the
+/// initial order matters. SI has two candidates: starts at invocations (a
+/// snapshot database's real starts) and starts just before commits (a
+/// serial database's). The one fewer known edges contradict goes first,
+/// with a bounded number of conflicts, then the other, then the first
+/// again without a bound. Each attempt starts from scratch.
+pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
+    let base = Stats {
+        txns: poly.global.len(),
+        known_edges: poly.known.len(),
+        constraints: poly.constraints.len(),
+        ..Stats::default()
+    };
+    let limit = 1000 + poly.global.len() as u64 / 10;
+    // Start with the order that more known edges agree with (a serial
+    // database's reads often see writes committed after their invocation).
+    let backward = |hint: &[u64]| {
+        poly.known
+            .iter()
+            .filter(|f| {
+                let (a, b) = poly.ends(f);
+                hint[a as usize] > hint[b as usize]
+            })
+            .count()
+    };
+    let (first, second): (&[u64], &[u64]) =
+        if poly.split && backward(&poly.hint_serial) < backward(&poly.hint) {
+            (&poly.hint_serial, &poly.hint)
+        } else {
+            (&poly.hint, &poly.hint_serial)
+        };
+    let attempts: Vec<(&[u64], u64)> = if poly.split {
+        vec![(first, limit), (second, limit), (first, u64::MAX)]
+    } else {
+        vec![(&poly.hint, u64::MAX)]
+    };
+    let mut restarts = 0;
+    let mut last = None;
+    for (hint, max_conflicts) in attempts {
+        let mut s = Solver {
+            poly,
+            dag: Dag::new(hint),
+            budget,
+            buf: Vec::new(),
+            stats: Stats { restarts, ..base },
+            max_conflicts,
+            gave_up: false,
+        };
+        let r = run(&mut s);
+        let out = match r {
+            Ok(Ok(())) => Solved::Sat,
+            Ok(Err(c)) => Solved::Unsat(c),
+            Err(Exhausted) if s.gave_up => {
+                restarts += 1;
+                last = Some((Solved::Unknown, s.dag, s.stats));
+                continue;
+            }
+            Err(Exhausted) => Solved::Unknown,
+        };
+        return (out, s.dag, s.stats);
+    }
+    last.unwrap_or_else(|| (Solved::Unknown, Dag::new(&poly.hint), base))
+}
+
+fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
+    // Building the polygraph was work too (and a zero budget must say so).
+    if s.budget
+        .charge((s.poly.known.len() + s.poly.constraints.len()) as u64 + 1)
+    {
+        return Err(Exhausted);
+    }
+    for f in &s.poly.known {
+        let (from, to) = s.poly.ends(f);
+        let e = EdgeRec {
+            from,
+            to,
+            fact: *f,
+            why: Why::Known,
+        };
+        if let Err(c) = s.dag.add(e, s.budget)? {
+            return Ok(Err(c));
+        }
+    }
+    let mut open: Vec<u32> = (0..s.poly.constraints.len() as u32).collect();
+    if let Err(c) = s.propagate(&mut open, &mut Vec::new())? {
+        return Ok(Err(c));
+    }
+    s.stats.after_pruning = open.len();
+    if open.is_empty() {
+        return Ok(Ok(()));
+    }
+    let (comps, free) = s.components(&open);
+    s.stats.components = comps.len();
+    for comp in comps {
+        if let Err(c) = s.search(comp)? {
+            return Ok(Err(c));
+        }
+    }
+    // Free sides lie between SCCs of a supergraph of every compatible
+    // graph: they close no cycle, and the witness order must respect them.
+    for (cid, side) in free {
+        if let Err(c) = s.apply(cid, side, Why::Decided)? {
+            return Ok(Err(c));
+        }
+    }
+    Ok(Ok(()))
+}
