@@ -12,11 +12,13 @@ pub mod explain;
 pub mod graph;
 pub mod list_append;
 pub mod model;
+pub mod observe;
 pub mod order;
 pub mod rels;
 pub mod result;
 pub mod rw_register;
 pub mod txn;
+pub mod versions;
 
 pub use analysis::{AnalyzeOptions, Workload};
 pub use anomaly::AnomalyType;
