@@ -1,8 +1,10 @@
 //! checker: an Elle-grade isolation checker for list-append and rw-register
 //! histories (see ARCHITECTURE.md and ../shared/specs/elle.md).
 //!
-//! Pure: no IO, no clock, no async. `check` = analysis (inference, graph,
-//! cycle search; `analysis`) + verdict (the model lattice; `model`).
+//! Pure: no IO, no clock, no async. `check` = analysis (observations, the
+//! workload's version order, then the list of analyses — non-cycle
+//! anomalies, lost updates, graph and cycle search; `analysis`) + verdict
+//! (the model lattice; `model`).
 
 pub mod analysis;
 pub mod anomaly;
