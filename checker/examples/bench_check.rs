@@ -57,6 +57,9 @@ fn main() {
         sequential_keys: false,
         linearizable_keys: false,
         budget: &budget,
+        models: &[],
+        anomalies: &[],
+        complete: false,
     };
     let a = analyze(&history, &opts);
     let t_check = t1.elapsed();

@@ -7,6 +7,7 @@ use crate::rels::Rel;
 use serde::ser::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
+use store::Data;
 use store::{Atom, History, Key, MicroOp, Op, OpIndex, OpType, ReadValue, Val};
 
 /// One anomaly found in a history: its type and the evidence for it.
@@ -137,37 +138,60 @@ pub enum Evidence {
     },
 }
 
-/// One explained edge of a cycle: why `from` must precede `to`.
+/// Where a data step happened: the key and the micro-ops of both ends.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Step {
-    /// The relation used.
-    pub rel: Rel,
+pub struct Site {
+    /// The key.
+    pub key: Key,
+    /// Micro-op index in the step's `from`.
+    pub a_mop: usize,
+    /// Micro-op index in the step's `to`.
+    pub b_mop: usize,
+}
+
+/// The state of a data step's key that `from` and `to` touched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataStep {
     /// Source transaction.
     pub from: OpIndex,
     /// Target transaction.
     pub to: OpIndex,
-    /// Whether data steps concern lists (`append`) or registers (`w`).
+    /// Whether the key is a list (`append`) or a register (`w`).
     pub list: bool,
-    /// Key (data steps).
-    pub key: Option<Key>,
-    /// `from`'s value: element appended/written/read last; `None` with a key =
-    /// the initial (nil) state.
+    /// Key and micro-ops; `None` when the edge could not be explained.
+    pub site: Option<Site>,
+    /// `from`'s value: the element appended / value written or read last;
+    /// `None` with a site = the initial (nil) state.
     pub value: Option<Val>,
-    /// `to`'s value (ww, rw).
+    /// `to`'s value (ww, rw; always `None` for wr).
     pub value2: Option<Val>,
-    /// Micro-op index in `from`.
-    pub a_mop: Option<usize>,
-    /// Micro-op index in `to`.
-    pub b_mop: Option<usize>,
-    /// Process (process steps).
-    pub process: Option<u64>,
-    /// `from`'s completion and `to`'s invocation (realtime steps).
-    pub realtime: Option<(OpIndex, OpIndex)>,
-    /// Nanoseconds between them, when both ops carry a time.
-    pub dt_ns: Option<i64>,
     /// For a ww/rw step whose version order the complete (SAT) check chose
     /// rather than read off the history: why this order and not the other.
     pub derived: Option<Box<Derived>>,
+}
+
+/// A process step: `from` and `to` ran one after the other on one process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessStep {
+    /// Source transaction.
+    pub from: OpIndex,
+    /// Target transaction.
+    pub to: OpIndex,
+    /// The process, when known.
+    pub process: Option<u64>,
+}
+
+/// A real-time step: `from` completed before `to` was invoked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RealtimeStep {
+    /// Source transaction.
+    pub from: OpIndex,
+    /// Target transaction.
+    pub to: OpIndex,
+    /// `from`'s completion and `to`'s invocation, when known.
+    pub ops: Option<(OpIndex, OpIndex)>,
+    /// Nanoseconds between them, when both ops carry a time.
+    pub dt_ns: Option<i64>,
 }
 
 /// Why the complete check ordered two writers of a key one way.
@@ -186,107 +210,254 @@ pub struct Derived {
     pub assumed: bool,
 }
 
+/// One explained edge of a cycle: why `from` must precede `to`, one type
+/// per relation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// `to` overwrote (appended after) `from`'s write.
+    Ww(DataStep),
+    /// `to` read `from`'s write.
+    Wr(DataStep),
+    /// `from` read a state `to` overwrote.
+    Rw(DataStep),
+    /// Process order.
+    Process(ProcessStep),
+    /// Real-time order.
+    Realtime(RealtimeStep),
+}
+
 impl Step {
-    /// A step with only its relation and endpoints.
+    /// A step with only its relation and endpoints (nothing explained).
     pub fn bare(rel: Rel, from: OpIndex, to: OpIndex) -> Step {
-        Step {
-            rel,
+        Step::data(rel, from, to, true, None, None, None)
+    }
+
+    /// A step of relation `rel` with its data (a process or real-time
+    /// `rel` ignores the data).
+    pub fn data(
+        rel: Rel,
+        from: OpIndex,
+        to: OpIndex,
+        list: bool,
+        site: Option<Site>,
+        value: Option<Val>,
+        value2: Option<Val>,
+    ) -> Step {
+        let d = DataStep {
             from,
             to,
-            list: true,
-            key: None,
-            value: None,
-            value2: None,
-            a_mop: None,
-            b_mop: None,
-            process: None,
-            realtime: None,
-            dt_ns: None,
+            list,
+            site,
+            value,
+            value2,
             derived: None,
+        };
+        match rel {
+            Rel::Ww => Step::Ww(d),
+            Rel::Wr => Step::Wr(d),
+            Rel::Rw => Step::Rw(d),
+            Rel::Process => Step::Process(ProcessStep {
+                from,
+                to,
+                process: None,
+            }),
+            Rel::Realtime => Step::Realtime(RealtimeStep {
+                from,
+                to,
+                ops: None,
+                dt_ns: None,
+            }),
         }
     }
-}
 
-fn atom_json(a: &Atom) -> Value {
-    match a {
-        Atom::Int(i) => json!(i),
-        Atom::Str(s) => json!(s.as_ref()),
-        Atom::Keyword(k) => json!(k.as_ref()),
+    /// The relation.
+    pub fn rel(&self) -> Rel {
+        match self {
+            Step::Ww(_) => Rel::Ww,
+            Step::Wr(_) => Rel::Wr,
+            Step::Rw(_) => Rel::Rw,
+            Step::Process(_) => Rel::Process,
+            Step::Realtime(_) => Rel::Realtime,
+        }
+    }
+
+    /// Source and target transactions.
+    pub fn ends(&self) -> (OpIndex, OpIndex) {
+        match self {
+            Step::Ww(d) | Step::Wr(d) | Step::Rw(d) => (d.from, d.to),
+            Step::Process(p) => (p.from, p.to),
+            Step::Realtime(r) => (r.from, r.to),
+        }
+    }
+
+    /// The key and micro-ops of a data step.
+    pub fn site(&self) -> Option<&Site> {
+        match self {
+            Step::Ww(d) | Step::Wr(d) | Step::Rw(d) => d.site.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The data of a ww, wr or rw step.
+    pub fn data_step(&self) -> Option<&DataStep> {
+        match self {
+            Step::Ww(d) | Step::Wr(d) | Step::Rw(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Why the complete check chose this step's version order, if it did.
+    pub fn derived(&self) -> Option<&Derived> {
+        self.data_step().and_then(|d| d.derived.as_deref())
     }
 }
 
-fn vals_json(v: &[Val]) -> Value {
-    Value::Array(v.iter().map(|x| atom_json(&x.0)).collect())
+fn atom_data(a: &Atom) -> Data {
+    match a {
+        Atom::Int(i) => Data::Int(*i),
+        // Keys and values are written as Elle's JSON files spell them.
+        Atom::Str(s) => Data::Str(s.to_string()),
+        Atom::Keyword(k) => Data::Str(k.to_string()),
+    }
 }
 
-fn read_json(r: &ReadValue) -> Value {
+fn vals_data(v: &[Val]) -> Data {
+    Data::Vec(v.iter().map(|x| atom_data(&x.0)).collect())
+}
+
+fn read_data(r: &ReadValue) -> Data {
     match r {
-        ReadValue::Nil => Value::Null,
-        ReadValue::List(l) => vals_json(l),
-        ReadValue::Scalar(v) => atom_json(&v.0),
+        ReadValue::Nil => Data::Nil,
+        ReadValue::List(l) => vals_data(l),
+        ReadValue::Scalar(v) => atom_data(&v.0),
+    }
+}
+
+fn int(i: impl TryInto<i64>) -> Data {
+    i.try_into().map_or(Data::Nil, Data::Int)
+}
+
+fn ops_data(ops: &[OpIndex]) -> Data {
+    Data::Vec(ops.iter().map(|o| int(o.0)).collect())
+}
+
+fn opt_val_data(v: &Option<Val>) -> Data {
+    v.as_ref().map_or(Data::Nil, |v| atom_data(&v.0))
+}
+
+/// A result map: keyword keys, sorted by name (the order Elle's JSON keys
+/// come out in, kept for EDN too).
+pub(crate) fn map(mut entries: Vec<(&str, Data)>) -> Data {
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    Data::Map(
+        entries
+            .into_iter()
+            .map(|(k, v)| (Data::Keyword(k.to_string()), v))
+            .collect(),
+    )
+}
+
+/// `d` as JSON: keywords become strings.
+pub(crate) fn data_to_json(d: &Data) -> Value {
+    match d {
+        Data::Nil => Value::Null,
+        Data::Bool(b) => Value::Bool(*b),
+        Data::Int(i) => json!(i),
+        Data::Float(f) => json!(f),
+        Data::Str(s) | Data::Keyword(s) | Data::Symbol(s) => Value::String(s.clone()),
+        Data::Vec(v) | Data::Set(v) => Value::Array(v.iter().map(data_to_json).collect()),
+        Data::Map(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Data::Str(s) | Data::Keyword(s) | Data::Symbol(s) => s.clone(),
+                        other => data_to_json(other).to_string(),
+                    };
+                    (key, data_to_json(v))
+                })
+                .collect::<Map<String, Value>>(),
+        ),
+        Data::Tagged(_, v) => data_to_json(v),
     }
 }
 
 impl Step {
-    /// JSON with Elle's step keys.
+    /// Elle's step map (`type`, `from`, `to`, `key`, `value`, `value'`,
+    /// `a-mop-index`, `b-mop-index`, `process`, `a'`, `b`).
+    pub fn to_data(&self) -> Data {
+        let (from, to) = self.ends();
+        let mut m = vec![
+            ("type", Data::Keyword(self.rel().name().to_string())),
+            ("from", int(from.0)),
+            ("to", int(to.0)),
+        ];
+        match self {
+            Step::Ww(d) | Step::Wr(d) | Step::Rw(d) => {
+                if let Some(site) = &d.site {
+                    m.push(("key", atom_data(&site.key.0)));
+                    m.push(("value", opt_val_data(&d.value)));
+                }
+                if let Some(v) = &d.value2 {
+                    m.push(("value'", atom_data(&v.0)));
+                }
+                if let Some(site) = &d.site {
+                    m.push(("a-mop-index", int(site.a_mop)));
+                    m.push(("b-mop-index", int(site.b_mop)));
+                }
+                if let Some(x) = &d.derived {
+                    m.push((
+                        "derived",
+                        map(vec![
+                            ("refuted", x.refuted.to_data()),
+                            ("cycle", ops_data(&x.cycle)),
+                            (
+                                "rels",
+                                Data::Vec(
+                                    x.rels
+                                        .iter()
+                                        .map(|r| Data::Str(r.name().to_string()))
+                                        .collect(),
+                                ),
+                            ),
+                            ("assumed", Data::Bool(x.assumed)),
+                        ]),
+                    ));
+                }
+            }
+            Step::Process(p) => {
+                if let Some(p) = p.process {
+                    m.push(("process", int(p)));
+                }
+            }
+            Step::Realtime(r) => {
+                if let Some((a, b)) = r.ops {
+                    m.push(("a'", int(a.0)));
+                    m.push(("b", int(b.0)));
+                }
+            }
+        }
+        map(m)
+    }
+
+    /// [`Step::to_data`] as JSON.
     pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("type".into(), json!(self.rel.name()));
-        m.insert("from".into(), json!(self.from.0));
-        m.insert("to".into(), json!(self.to.0));
-        if let Some(k) = &self.key {
-            m.insert("key".into(), atom_json(&k.0));
-            m.insert(
-                "value".into(),
-                self.value.as_ref().map_or(Value::Null, |v| atom_json(&v.0)),
-            );
-        }
-        if let Some(v) = &self.value2 {
-            m.insert("value'".into(), atom_json(&v.0));
-        }
-        if let Some(i) = self.a_mop {
-            m.insert("a-mop-index".into(), json!(i));
-        }
-        if let Some(i) = self.b_mop {
-            m.insert("b-mop-index".into(), json!(i));
-        }
-        if let Some(p) = self.process {
-            m.insert("process".into(), json!(p));
-        }
-        if let Some((a, b)) = self.realtime {
-            m.insert("a'".into(), json!(a.0));
-            m.insert("b".into(), json!(b.0));
-        }
-        if let Some(d) = &self.derived {
-            m.insert(
-                "derived".into(),
-                json!({
-                    "refuted": d.refuted.to_json(),
-                    "cycle": d.cycle.iter().map(|o| o.0).collect::<Vec<_>>(),
-                    "rels": d.rels.iter().map(|r| r.name()).collect::<Vec<_>>(),
-                    "assumed": d.assumed,
-                }),
-            );
-        }
-        Value::Object(m)
+        data_to_json(&self.to_data())
     }
 }
 
 impl Anomaly {
-    /// JSON with Elle-like keys (`type`, `cycle`, `steps`, `op`, `mop`, `key`, …).
-    pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("type".into(), json!(self.kind.name()));
+    /// Elle-like keys (`type`, `cycle`, `steps`, `op`, `mop`, `key`, …);
+    /// names (`type`) are keywords.
+    pub fn to_data(&self) -> Data {
+        let mut m = vec![("type", Data::Keyword(self.kind.name().to_string()))];
         match &self.evidence {
             Evidence::Cycle { cycle, steps } => {
-                m.insert(
-                    "cycle".into(),
-                    json!(cycle.iter().map(|o| o.0).collect::<Vec<_>>()),
-                );
-                m.insert(
-                    "steps".into(),
-                    Value::Array(steps.iter().map(Step::to_json).collect()),
-                );
+                m.push(("cycle", ops_data(cycle)));
+                m.push((
+                    "steps",
+                    Data::Vec(steps.iter().map(Step::to_data).collect()),
+                ));
             }
             Evidence::Read {
                 op,
@@ -295,11 +466,11 @@ impl Anomaly {
                 element,
                 writer,
             } => {
-                m.insert("op".into(), json!(op.0));
-                m.insert("mop".into(), json!(mop));
-                m.insert("key".into(), atom_json(&key.0));
-                m.insert("element".into(), atom_json(&element.0));
-                m.insert("writer".into(), writer.map_or(Value::Null, |w| json!(w.0)));
+                m.push(("op", int(op.0)));
+                m.push(("mop", int(*mop)));
+                m.push(("key", atom_data(&key.0)));
+                m.push(("element", atom_data(&element.0)));
+                m.push(("writer", writer.map_or(Data::Nil, |w| int(w.0))));
             }
             Evidence::Internal {
                 op,
@@ -307,10 +478,10 @@ impl Anomaly {
                 key,
                 expected,
             } => {
-                m.insert("op".into(), json!(op.0));
-                m.insert("mop".into(), json!(mop));
-                m.insert("key".into(), atom_json(&key.0));
-                m.insert("expected".into(), json!(render_expected(expected)));
+                m.push(("op", int(op.0)));
+                m.push(("mop", int(*mop)));
+                m.push(("key", atom_data(&key.0)));
+                m.push(("expected", Data::Str(render_expected(expected))));
             }
             Evidence::DuplicateElements {
                 op,
@@ -318,84 +489,76 @@ impl Anomaly {
                 key,
                 duplicates,
             } => {
-                m.insert("op".into(), json!(op.0));
-                m.insert("mop".into(), json!(mop));
-                m.insert("key".into(), atom_json(&key.0));
-                m.insert(
-                    "duplicates".into(),
-                    Value::Array(
+                m.push(("op", int(op.0)));
+                m.push(("mop", int(*mop)));
+                m.push(("key", atom_data(&key.0)));
+                m.push((
+                    "duplicates",
+                    Data::Vec(
                         duplicates
                             .iter()
-                            .map(|(v, n)| json!([atom_json(&v.0), n]))
+                            .map(|(v, n)| Data::Vec(vec![atom_data(&v.0), int(*n)]))
                             .collect(),
                     ),
-                );
+                ));
             }
             Evidence::IncompatibleOrder { key, values } => {
-                m.insert("key".into(), atom_json(&key.0));
-                m.insert(
-                    "values".into(),
-                    json!([vals_json(&values[0]), vals_json(&values[1])]),
-                );
+                m.push(("key", atom_data(&key.0)));
+                m.push((
+                    "values",
+                    Data::Vec(vec![vals_data(&values[0]), vals_data(&values[1])]),
+                ));
             }
             Evidence::DirtyUpdate { key, values, txns } => {
-                m.insert("key".into(), atom_json(&key.0));
-                m.insert("values".into(), vals_json(values));
-                m.insert(
-                    "txns".into(),
-                    json!(txns.iter().map(|o| o.0).collect::<Vec<_>>()),
-                );
+                m.push(("key", atom_data(&key.0)));
+                m.push(("values", vals_data(values)));
+                m.push(("txns", ops_data(txns)));
             }
             Evidence::LostUpdate { key, value, txns } => {
-                m.insert("key".into(), atom_json(&key.0));
-                m.insert("value".into(), read_json(value));
-                m.insert(
-                    "txns".into(),
-                    json!(txns.iter().map(|o| o.0).collect::<Vec<_>>()),
-                );
+                m.push(("key", atom_data(&key.0)));
+                m.push(("value", read_data(value)));
+                m.push(("txns", ops_data(txns)));
             }
             Evidence::CyclicVersions { key, scc, sources } => {
-                m.insert("key".into(), atom_json(&key.0));
-                m.insert(
-                    "scc".into(),
-                    Value::Array(
-                        scc.iter()
-                            .map(|v| v.as_ref().map_or(Value::Null, |v| atom_json(&v.0)))
-                            .collect(),
-                    ),
-                );
-                m.insert("sources".into(), json!(sources));
+                m.push(("key", atom_data(&key.0)));
+                m.push(("scc", Data::Vec(scc.iter().map(opt_val_data).collect())));
+                m.push((
+                    "sources",
+                    Data::Vec(sources.iter().map(|s| Data::Str(s.to_string())).collect()),
+                ));
             }
             Evidence::CycleExists {
                 subgraph,
                 scc_size,
                 scc,
             } => {
-                m.insert("subgraph".into(), json!(subgraph));
-                m.insert("scc-size".into(), json!(scc_size));
-                m.insert(
-                    "scc".into(),
-                    json!(scc.iter().map(|o| o.0).collect::<Vec<_>>()),
-                );
+                m.push(("subgraph", Data::Str(subgraph.to_string())));
+                m.push(("scc-size", int(*scc_size)));
+                m.push(("scc", ops_data(scc)));
             }
             Evidence::EmptyGraph => {}
             Evidence::Timeout {
                 scc_size,
                 does_not_contain,
             } => {
-                m.insert("scc-size".into(), json!(scc_size));
-                m.insert(
-                    "does-not-contain".into(),
-                    json!(
+                m.push(("scc-size", int(*scc_size)));
+                m.push((
+                    "does-not-contain",
+                    Data::Vec(
                         does_not_contain
                             .iter()
-                            .map(|a| a.name())
-                            .collect::<Vec<_>>()
+                            .map(|a| Data::Str(a.name().to_string()))
+                            .collect(),
                     ),
-                );
+                ));
             }
         }
-        Value::Object(m)
+        map(m)
+    }
+
+    /// [`Anomaly::to_data`] as JSON.
+    pub fn to_json(&self) -> Value {
+        data_to_json(&self.to_data())
     }
 
     /// The ops this anomaly names.
@@ -502,15 +665,14 @@ fn opt_val(v: &Option<Val>) -> String {
     v.as_ref().map_or("nil".into(), |v| v.to_string())
 }
 
-/// Why `a` precedes `b`, in Elle's words (`a`/`b` are the names to use).
 /// Why a derived version order holds, as a clause appended to the step.
 fn derived_reason(d: &Derived, name: &dyn Fn(&OpIndex) -> String) -> String {
-    let (ra, rb) = (name(&d.refuted.from), name(&d.refuted.to));
+    let (from, to) = d.refuted.ends();
+    let (ra, rb) = (name(&from), name(&to));
     let k = d
         .refuted
-        .key
-        .as_ref()
-        .map_or(String::new(), |k| k.to_string());
+        .site()
+        .map_or(String::new(), |s| s.key.to_string());
     if d.assumed {
         return format!(
             " (an order the complete check chose in a case split over key {k}: the opposite order, {ra} < {rb}, also ends in a cycle)"
@@ -526,19 +688,42 @@ fn derived_reason(d: &Derived, name: &dyn Fn(&OpIndex) -> String) -> String {
     }
     format!(
         " (the opposite order of these writes of {k} would need {ra} < {rb} ({}), which closes the cycle {path})",
-        d.refuted.rel.name()
+        d.refuted.rel().name()
     )
 }
 
+/// Why `a` precedes `b`, in Elle's words (`a`/`b` are the names to use).
 fn step_reason(s: &Step, a: &str, b: &str) -> String {
-    let k = s.key.as_ref().map_or(String::new(), |k| k.to_string());
-    let v = opt_val(&s.value);
-    let v2 = opt_val(&s.value2);
-    match (s.rel, s.list) {
-        (Rel::Ww, true) => format!("{b} appended {v2} after {a} appended {v} to {k}"),
-        (Rel::Wr, true) => format!("{b} observed {a}'s append of {v} to key {k}"),
-        (Rel::Rw, true) => {
-            if s.value.is_none() {
+    let data = |d: &DataStep| {
+        let k = d.site.as_ref().map_or(String::new(), |s| s.key.to_string());
+        (k, opt_val(&d.value), opt_val(&d.value2))
+    };
+    match s {
+        Step::Ww(d) => {
+            let (k, v, v2) = data(d);
+            if d.list {
+                format!("{b} appended {v2} after {a} appended {v} to {k}")
+            } else {
+                format!(
+                    "{a} set key {k} to {v}, and {b} set it to {v2}, which came later in the version order"
+                )
+            }
+        }
+        Step::Wr(d) => {
+            let (k, v, _) = data(d);
+            if d.list {
+                format!("{b} observed {a}'s append of {v} to key {k}")
+            } else {
+                format!("{a} wrote {k} = {v}, which was read by {b}")
+            }
+        }
+        Step::Rw(d) => {
+            let (k, v, v2) = data(d);
+            if !d.list {
+                format!(
+                    "{a} read key {k} = {v}, and {b} set it to {v2}, which came later in the version order"
+                )
+            } else if d.value.is_none() {
                 format!(
                     "{a} observed the initial (nil) state of {k}, which {b} created by appending {v2}"
                 )
@@ -546,19 +731,12 @@ fn step_reason(s: &Step, a: &str, b: &str) -> String {
                 format!("{a} did not observe {b}'s append of {v2} to {k}")
             }
         }
-        (Rel::Ww, false) => format!(
-            "{a} set key {k} to {v}, and {b} set it to {v2}, which came later in the version order"
-        ),
-        (Rel::Wr, false) => format!("{a} wrote {k} = {v}, which was read by {b}"),
-        (Rel::Rw, false) => format!(
-            "{a} read key {k} = {v}, and {b} set it to {v2}, which came later in the version order"
-        ),
-        (Rel::Process, _) => match s.process {
+        Step::Process(p) => match p.process {
             Some(p) => format!("process {p} executed {a} before {b}"),
             None => format!("the same process executed {a} before {b}"),
         },
-        (Rel::Realtime, _) => match s.realtime {
-            Some((i, j)) => match s.dt_ns {
+        Step::Realtime(r) => match r.ops {
+            Some((i, j)) => match r.dt_ns {
                 Some(dt) if dt > 0 => format!(
                     "{a} completed at index {i}, {:.3} seconds before the invocation of {b}, at index {j}",
                     dt as f64 / 1e9
@@ -592,8 +770,9 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
             let n = cycle.len().saturating_sub(1);
             let mut names: Vec<OpIndex> = cycle[..n].to_vec();
             // Transactions named only by derived orders' cycles are shown too.
-            for d in steps.iter().filter_map(|s| s.derived.as_ref()) {
-                for o in d.cycle.iter().chain([&d.refuted.from, &d.refuted.to]) {
+            for d in steps.iter().filter_map(Step::derived) {
+                let (rf, rt) = d.refuted.ends();
+                for o in d.cycle.iter().chain([&rf, &rt]) {
                     if !names.contains(o) {
                         names.push(*o);
                     }
@@ -608,9 +787,10 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
                     .map_or_else(|| format!("op {o}"), |i| format!("T{}", i + 1))
             };
             for (i, s) in steps.iter().enumerate() {
-                let (ta, tb) = (name(&s.from), name(&s.to));
+                let (from, to) = s.ends();
+                let (ta, tb) = (name(&from), name(&to));
                 let mut reason = step_reason(s, &ta, &tb);
-                if let Some(d) = &s.derived {
+                if let Some(d) = s.derived() {
                     reason.push_str(&derived_reason(d, &name));
                 }
                 if i + 1 == steps.len() {
@@ -805,15 +985,16 @@ pub fn render_dot(a: &Anomaly, history: &History) -> Option<String> {
     }
     for s in steps {
         let port = |m: Option<usize>| m.map_or(String::new(), |i| format!(":f{i}"));
-        let c = rel_color(s.rel);
+        let (from, to) = s.ends();
+        let c = rel_color(s.rel());
         let _ = writeln!(
             out,
             "  T{}{} -> T{}{} [label=\"{}\" color=\"{c}\" fontcolor=\"{c}\"];",
-            s.from,
-            port(s.a_mop),
-            s.to,
-            port(s.b_mop),
-            s.rel.short()
+            from,
+            port(s.site().map(|x| x.a_mop)),
+            to,
+            port(s.site().map(|x| x.b_mop)),
+            s.rel().short()
         );
     }
     out.push_str("}\n");

@@ -1,8 +1,12 @@
 //! checker: an Elle-grade isolation checker for list-append and rw-register
 //! histories (see ARCHITECTURE.md and ../shared/specs/elle.md).
 //!
-//! Pure: no IO, no clock, no async. `check` = analysis (inference, graph,
-//! cycle search; `analysis`) + verdict (the model lattice; `model`).
+//! Pure: no IO, no clock, no async. `check` = analysis (observations, the
+//! workload's version order, then the list of analyses — non-cycle
+//! anomalies, lost updates, graph and cycle search, and the complete checks
+//! for the models asked for: `weak` (read committed, read atomic, causal)
+//! and `sat` (rw-register serializability, snapshot isolation);
+//! `analysis::ANALYSES`) + verdict (the model lattice; `model`).
 
 pub mod analysis;
 pub mod anomaly;
@@ -12,12 +16,14 @@ pub mod explain;
 pub mod graph;
 pub mod list_append;
 pub mod model;
+pub mod observe;
 pub mod order;
 pub mod rels;
 pub mod result;
 pub mod rw_register;
 pub mod sat;
 pub mod txn;
+pub mod versions;
 pub mod weak;
 
 pub use analysis::{AnalyzeOptions, Workload};
@@ -84,21 +90,11 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
             sequential_keys: opts.sequential_keys,
             linearizable_keys: opts.linearizable_keys,
             budget: &opts.budget,
+            models: &opts.models,
+            anomalies: &opts.anomalies,
+            complete: opts.complete,
         },
     );
-    let mut analysis = analysis;
-    // Complete read committed / read atomic / causal checks, when asked for
-    // by name (`weak::Level::needed`).
-    if let Some(level) = weak::Level::needed(&opts.models, &opts.anomalies) {
-        let w = weak::check(history, opts.workload, level);
-        for a in w.anomalies {
-            analysis.anomalies.entry(a.kind).or_default().push(a);
-        }
-        analysis.warnings.extend(w.warnings);
-    }
-    if opts.workload == Workload::RwRegister && opts.complete {
-        complete_register_check(history, opts, &mut analysis);
-    }
     let mut result = CheckResult::from_found(
         analysis.anomalies,
         &opts.models,
@@ -118,46 +114,6 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
         ));
     }
     result
-}
-
-/// rw-register: Elle's inference sees only the version orders that reads
-/// give away; for the serializable and snapshot-isolation models asked for
-/// (`sat::Level::for_models`), decide them exactly with `sat` and add its
-/// cycle. Skipped for a level when inference already found a cycle the
-/// level proscribes (the verdict is decided; the SAT cycle would repeat it).
-/// Out of budget: a warning, and the verdict stays Elle's.
-fn complete_register_check(
-    history: &History,
-    opts: &CheckOptions,
-    analysis: &mut analysis::Analysis,
-) {
-    let levels = sat::Level::for_models(&opts.models);
-    if levels.is_empty() {
-        return;
-    }
-    let txns = txn::Txns::new(history);
-    for level in levels {
-        let proscribed = model::anomalies_prohibited_by([level.model()]);
-        let decided = analysis
-            .anomalies
-            .keys()
-            .any(|a| a.is_cycle() && proscribed.contains(a));
-        if decided {
-            continue;
-        }
-        match sat::check_register(&txns, history, level, &opts.budget) {
-            sat::SatOutcome::Valid { .. } => {}
-            sat::SatOutcome::Invalid { anomalies } => {
-                for a in anomalies {
-                    analysis.anomalies.entry(a.kind).or_default().push(a);
-                }
-            }
-            sat::SatOutcome::Unknown { reason } => analysis.warnings.push(format!(
-                "{reason}; the {} verdict rests on Elle's inference alone",
-                level.model().name()
-            )),
-        }
-    }
 }
 
 /// How many micro-ops of completed client transactions `workload` cannot

@@ -4,7 +4,7 @@
 //! history, keeping a buffer of committed transactions not yet implied by a
 //! later one: O(history length × concurrency).
 
-use crate::explain::Step;
+use crate::explain::{ProcessStep, RealtimeStep, Step};
 use crate::graph::EdgeList;
 use crate::rels::{Rel, Rels};
 use crate::txn::{Status, Txns};
@@ -93,21 +93,28 @@ pub fn explain(txns: &Txns<'_>, history: &History, a: u32, b: u32, rel: Rel) -> 
     let ta = &txns.txns[a as usize];
     let tb = &txns.txns[b as usize];
     let ops = history.ops();
-    let mut s = Step::bare(rel, ops[ta.pos as usize].index, ops[tb.pos as usize].index);
+    let (from, to) = (ops[ta.pos as usize].index, ops[tb.pos as usize].index);
     match rel {
-        Rel::Process => s.process = ta.process,
+        Rel::Process => Some(Step::Process(ProcessStep {
+            from,
+            to,
+            process: ta.process,
+        })),
         Rel::Realtime => {
             let ac = &ops[ta.pos as usize];
             let bi = &ops[tb.inv as usize];
-            s.realtime = Some((ac.index, bi.index));
-            s.dt_ns = match (ac.time_ns, bi.time_ns) {
-                (Some(x), Some(y)) => Some(y - x),
-                _ => None,
-            };
+            Some(Step::Realtime(RealtimeStep {
+                from,
+                to,
+                ops: Some((ac.index, bi.index)),
+                dt_ns: match (ac.time_ns, bi.time_ns) {
+                    (Some(x), Some(y)) => Some(y - x),
+                    _ => None,
+                },
+            }))
         }
-        _ => return None,
+        _ => None,
     }
-    Some(s)
 }
 
 #[cfg(test)]

@@ -7,15 +7,16 @@
 //! never valid.
 
 use crate::anomaly::AnomalyType;
-use crate::explain::Anomaly;
+use crate::explain::{Anomaly, data_to_json, map};
 use crate::model::{
     ConsistencyModel, boundary, prohibited_anomaly_types, remove_redundant_cycle_exists,
     reportable_anomaly_types,
 };
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use store::Data;
 
 /// A verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -108,25 +109,60 @@ pub struct CheckResult {
 }
 
 impl CheckResult {
-    /// Elle's result map as JSON. A valid result with nothing to report is
-    /// just `{"valid?": true}`, as Elle prints it.
-    pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("valid?".into(), json(&self.valid));
+    /// Elle's result map: keyword keys and names (`{:valid? false,
+    /// :anomaly-types [:G1c], …}`). A valid result with nothing to report
+    /// is just `{:valid? true}`, as Elle prints it.
+    pub fn to_data(&self) -> Data {
+        let names = |v: Vec<&str>| {
+            Data::Vec(
+                v.into_iter()
+                    .map(|n| Data::Keyword(n.to_string()))
+                    .collect(),
+            )
+        };
+        let mut m = vec![(
+            "valid?",
+            match self.valid {
+                Valid::True => Data::Bool(true),
+                Valid::False => Data::Bool(false),
+                Valid::Unknown => Data::Keyword("unknown".into()),
+            },
+        )];
         if !(self.valid == Valid::True && self.anomaly_types.is_empty()) {
-            m.insert("anomaly-types".into(), json(&self.anomaly_types));
-            let mut anomalies = Map::new();
-            for (t, cases) in &self.anomalies {
-                anomalies.insert(t.name().to_string(), json(cases));
-            }
-            m.insert("anomalies".into(), Value::Object(anomalies));
-            m.insert("not".into(), json(&self.not));
-            m.insert("also-not".into(), json(&self.also_not));
+            m.push((
+                "anomaly-types",
+                names(self.anomaly_types.iter().map(|a| a.name()).collect()),
+            ));
+            let mut anomalies: Vec<(&str, Data)> = self
+                .anomalies
+                .iter()
+                .map(|(t, cases)| {
+                    (
+                        t.name(),
+                        Data::Vec(cases.iter().map(Anomaly::to_data).collect()),
+                    )
+                })
+                .collect();
+            anomalies.sort_by(|a, b| a.0.cmp(b.0));
+            m.push(("anomalies", map(anomalies)));
+            m.push(("not", names(self.not.iter().map(|c| c.name()).collect())));
+            m.push((
+                "also-not",
+                names(self.also_not.iter().map(|c| c.name()).collect()),
+            ));
         }
         if !self.warnings.is_empty() {
-            m.insert("warnings".into(), json(&self.warnings));
+            m.push((
+                "warnings",
+                Data::Vec(self.warnings.iter().map(|w| Data::Str(w.clone())).collect()),
+            ));
         }
-        Value::Object(m)
+        map(m)
+    }
+
+    /// [`CheckResult::to_data`] as JSON (keywords become strings).
+    pub fn to_json(&self) -> Value {
+        data_to_json(&self.to_data())
     }
 
     /// [`CheckResult::to_json`] as pretty-printed text.
@@ -137,11 +173,9 @@ impl CheckResult {
         })
     }
 
-    /// Elle's result map as EDN: map keys and anomaly/model/relation names
-    /// become keywords (`{:valid? false, :anomaly-types [:G1c], …}`).
+    /// [`CheckResult::to_data`] as EDN, through the store's EDN writer.
     pub fn to_edn(&self) -> String {
-        let mut out = String::new();
-        edn(&self.to_json(), Ctx::Top, &mut out);
+        let mut out = store::format::data_to_edn(&self.to_data());
         out.push('\n');
         out
     }
@@ -229,102 +263,6 @@ impl CheckResult {
             warnings,
         }
     }
-}
-
-fn json<T: Serialize + ?Sized>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or_else(|e| Value::String(format!("<unserialisable: {e}>")))
-}
-
-/// Where a JSON value sits, to decide which strings are EDN keywords.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Ctx {
-    /// The result map itself.
-    Top,
-    /// A list of names (`anomaly-types`, `not`, `also-not`): keywords.
-    Names,
-    /// The value of a `type` (or `rel`) field: a keyword.
-    Name,
-    /// Anything else: strings stay strings.
-    Data,
-}
-
-fn edn(v: &Value, ctx: Ctx, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("nil"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => {
-            if matches!(ctx, Ctx::Names | Ctx::Name) && is_keyword_body(s) {
-                out.push(':');
-                out.push_str(s);
-            } else {
-                edn_string(s, out);
-            }
-        }
-        Value::Array(xs) => {
-            out.push('[');
-            for (i, x) in xs.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                edn(
-                    x,
-                    if ctx == Ctx::Names {
-                        Ctx::Names
-                    } else {
-                        Ctx::Data
-                    },
-                    out,
-                );
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            out.push('{');
-            for (i, (k, x)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                if is_keyword_body(k) {
-                    out.push(':');
-                    out.push_str(k);
-                } else {
-                    edn_string(k, out);
-                }
-                out.push(' ');
-                let inner = match (ctx, k.as_str()) {
-                    (Ctx::Top, "anomaly-types" | "not" | "also-not") => Ctx::Names,
-                    (Ctx::Top, "valid?") => Ctx::Name,
-                    (_, "type" | "rel" | "anomaly-spec-type") => Ctx::Name,
-                    _ => Ctx::Data,
-                };
-                edn(x, inner, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn is_keyword_body(s: &str) -> bool {
-    !s.is_empty()
-        && !s.starts_with(|c: char| c.is_ascii_digit())
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_?!.+*<>=/'".contains(c))
-}
-
-fn edn_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]
@@ -462,15 +400,22 @@ mod tests {
         );
         assert!(e.contains(":not [:read-committed]"), "{e}");
         assert!(e.contains(":also-not [:strong-serializable]"), "{e}");
-        let mut s = String::new();
-        edn(
-            &serde_json::json!({"type": "ww", "key": "x\"y", "value": [1, null], "cycle": ["a b"]}),
-            Ctx::Data,
-            &mut s,
+        let step = crate::explain::Step::data(
+            crate::rels::Rel::Ww,
+            store::OpIndex(1),
+            store::OpIndex(2),
+            true,
+            Some(crate::explain::Site {
+                key: store::Key(store::Atom::Str("x\"y".into())),
+                a_mop: 0,
+                b_mop: 1,
+            }),
+            None,
+            Some(store::Val::int(1)),
         );
+        let s = store::format::data_to_edn(&step.to_data());
         assert!(s.contains(":type :ww"), "{s}");
         assert!(s.contains(":key \"x\\\"y\""), "{s}");
-        assert!(s.contains(":value [1 nil]"), "{s}");
-        assert!(s.contains(":cycle [\"a b\"]"), "{s}");
+        assert!(s.contains(":value nil, :value' 1"), "{s}");
     }
 }

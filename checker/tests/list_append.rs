@@ -326,6 +326,9 @@ fn exhausted_budget_gives_cycle_search_timeout() {
         sequential_keys: false,
         linearizable_keys: false,
         budget: &budget,
+        models: &[],
+        anomalies: &[],
+        complete: false,
     };
     let found = analyze(&hist, &opts).anomalies;
     assert!(

@@ -18,6 +18,9 @@ fn run_with(text: &str, wfr: bool, seq: bool, lin: bool) -> Vec<&'static str> {
         sequential_keys: seq,
         linearizable_keys: lin,
         budget: &budget,
+        models: &[],
+        anomalies: &[],
+        complete: false,
     };
     types(&analyze(&hist, &opts).anomalies)
 }
@@ -134,6 +137,9 @@ fn cyclic_versions_are_reported_and_left_out() {
         sequential_keys: true,
         linearizable_keys: false,
         budget: &budget,
+        models: &[],
+        anomalies: &[],
+        complete: false,
     };
     let found = analyze(&hist, &opts).anomalies;
     assert_eq!(types(&found), vec!["cyclic-versions"], "{found:?}");

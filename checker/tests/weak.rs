@@ -28,8 +28,7 @@ fn found(w: Workload, text: &str, level: Level) -> Vec<&'static str> {
             assert_eq!(cycle.len(), steps.len() + 1, "{a:?}");
             assert_eq!(cycle.first(), cycle.last());
             for (i, s) in steps.iter().enumerate() {
-                assert_eq!(s.from, cycle[i], "{a:?}");
-                assert_eq!(s.to, cycle[i + 1], "{a:?}");
+                assert_eq!(s.ends(), (cycle[i], cycle[i + 1]), "{a:?}");
             }
         }
     }

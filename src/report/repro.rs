@@ -29,7 +29,7 @@
 
 use anyhow::Context;
 use checker::CheckResult;
-use checker::explain::{Anomaly, Evidence, Step, fmt_read, fmt_vals};
+use checker::explain::{Anomaly, Evidence, Site, Step, fmt_read, fmt_vals};
 use checker::rels::Rel;
 use db_adapters::sql::{Isolation, TxnTables, int_key, int_val};
 use std::cmp::Reverse;
@@ -353,20 +353,20 @@ fn schedule(txns: &[Txn], steps: &[Step], snapshot_reads: bool) -> Schedule {
     let mut constraints: Vec<(usize, usize, String)> = Vec::new();
     let mut order_constraints = Vec::new();
     for s in steps {
-        let (Some(a), Some(b)) = (pos(s.from), pos(s.to)) else {
+        let (from, to) = s.ends();
+        let (Some(a), Some(b)) = (pos(from), pos(to)) else {
             continue;
         };
         let (na, nb) = (&txns[a].name, &txns[b].name);
         let key = s
-            .key
-            .as_ref()
-            .map_or(String::new(), |k| format!(" of key {k}"));
+            .site()
+            .map_or(String::new(), |x| format!(" of key {}", x.key));
         let b_snapshot = if snapshot_reads {
             Ev::Mop(0)
         } else {
-            Ev::Mop(s.b_mop.unwrap_or(0))
+            Ev::Mop(s.site().map_or(0, |x| x.b_mop))
         };
-        match s.rel {
+        match s.rel() {
             Rel::Wr | Rel::Ww => constraints.push((
                 node(a, Ev::Commit),
                 node(b, b_snapshot),
@@ -377,13 +377,16 @@ fn schedule(txns: &[Txn], steps: &[Step], snapshot_reads: bool) -> Schedule {
                     } else {
                         "reaches that statement"
                     },
-                    s.rel.name()
+                    s.rel().name()
                 ),
             )),
             Rel::Rw => constraints.push((
                 node(
                     a,
-                    Ev::Mop(s.a_mop.unwrap_or(txns[a].mops.len().saturating_sub(1))),
+                    Ev::Mop(
+                        s.site()
+                            .map_or(txns[a].mops.len().saturating_sub(1), |x| x.a_mop),
+                    ),
                 ),
                 node(b, Ev::Commit),
                 format!("{na}'s read{key} running before {nb} commits (rw)"),
@@ -391,7 +394,7 @@ fn schedule(txns: &[Txn], steps: &[Step], snapshot_reads: bool) -> Schedule {
             Rel::Process | Rel::Realtime => order_constraints.push((
                 node(a, Ev::Commit),
                 node(b, Ev::Begin),
-                format!("{na} committing before {nb} begins ({})", s.rel.name()),
+                format!("{na} committing before {nb} begins ({})", s.rel().name()),
             )),
         }
     }
@@ -472,11 +475,13 @@ fn observed_deps(txns: &[Txn], longest: &LongestReads<'_>) -> Vec<Step> {
             }
         }
     }
-    let step = |rel: Rel, a: usize, b: usize, k: &Key, am: usize, bm: usize| Step {
-        key: Some(k.clone()),
-        a_mop: Some(am),
-        b_mop: Some(bm),
-        ..Step::bare(rel, txns[a].op, txns[b].op)
+    let step = |rel: Rel, a: usize, b: usize, k: &Key, am: usize, bm: usize| {
+        let site = Site {
+            key: k.clone(),
+            a_mop: am,
+            b_mop: bm,
+        };
+        Step::data(rel, txns[a].op, txns[b].op, true, Some(site), None, None)
     };
     let mut out = Vec::new();
     for (k, ws) in &appends {

@@ -44,7 +44,7 @@ pub use solve::Stats;
 use crate::anomaly::{AnomalyType, Variant};
 use crate::budget::Budget;
 use crate::cycle::classify;
-use crate::explain::{Anomaly, Derived, Evidence, Step};
+use crate::explain::{Anomaly, Derived, Evidence, Site, Step};
 use crate::model::{ConsistencyModel, all_implied_models};
 use crate::order;
 use crate::rels::Rel;
@@ -280,15 +280,12 @@ impl Explainer<'_, '_> {
                 (read, self.written(f.to, f.b_mop))
             }
         };
-        Step {
-            list: false,
+        let site = key.map(|key| Site {
             key,
-            value,
-            value2,
-            a_mop: Some(f.a_mop as usize),
-            b_mop: Some(f.b_mop as usize),
-            ..Step::bare(rel, a, b)
-        }
+            a_mop: f.a_mop as usize,
+            b_mop: f.b_mop as usize,
+        });
+        Step::data(rel, a, b, false, site, value, value2)
     }
 
     /// Transaction-level steps of a node cycle (SI's internal edges dropped).
@@ -334,7 +331,7 @@ impl Explainer<'_, '_> {
                 if let Some(&f) = cycle.first() {
                     cycle.push(f);
                 }
-                let rels = steps.iter().map(|s| self.step(&s.fact).rel).collect();
+                let rels = steps.iter().map(|s| self.step(&s.fact).rel()).collect();
                 Some(Box::new(Derived {
                     refuted: self.step(&blocked),
                     cycle,
@@ -352,13 +349,13 @@ impl Explainer<'_, '_> {
     /// `G-nonadjacent-item` (every order has a cycle without adjacent rw),
     /// with `-realtime`/`-process` when such edges took part.
     fn kind(&self, rels: &[Rel], steps: &[Step]) -> AnomalyType {
-        if steps.iter().all(|s| s.derived.is_none()) {
+        if steps.iter().all(|s| s.derived().is_none()) {
             return classify(rels);
         }
         let used = |r: Rel| {
             steps
                 .iter()
-                .any(|s| s.rel == r || s.derived.as_ref().is_some_and(|d| d.rels.contains(&r)))
+                .any(|s| s.rel() == r || s.derived().is_some_and(|d| d.rels.contains(&r)))
         };
         let variant = if used(Rel::Realtime) {
             Variant::Realtime
@@ -385,12 +382,15 @@ impl Explainer<'_, '_> {
                 continue;
             }
             let mut s = self.step(&e.fact);
-            s.derived = self.derived(e, id);
+            // Only data steps (ww, rw) have version orders to derive.
+            if let Step::Ww(d) | Step::Wr(d) | Step::Rw(d) = &mut s {
+                d.derived = self.derived(e, id);
+            }
             steps.push(s);
         }
-        let rels: Vec<Rel> = steps.iter().map(|s| s.rel).collect();
+        let rels: Vec<Rel> = steps.iter().map(Step::rel).collect();
         let kind = self.kind(&rels, &steps);
-        let mut cycle: Vec<OpIndex> = steps.iter().map(|s| s.from).collect();
+        let mut cycle: Vec<OpIndex> = steps.iter().map(|s| s.ends().0).collect();
         if let Some(&f) = cycle.first() {
             cycle.push(f);
         }

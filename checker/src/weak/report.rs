@@ -13,7 +13,7 @@
 use super::observe::{INIT, Observations};
 use super::saturate::{Cat, Inferred};
 use crate::anomaly::AnomalyType;
-use crate::explain::{Anomaly, Evidence, Step};
+use crate::explain::{Anomaly, Evidence, ProcessStep, Site, Step};
 use crate::graph::{EdgeList, Graph, tarjan};
 use crate::rels::{Rel, Rels};
 use crate::txn::Txns;
@@ -180,34 +180,31 @@ impl Ctx<'_, '_> {
             self.txns.op_index(self.history, e.to),
         );
         match e.kind {
-            Kind::So => {
-                let mut s = Step::bare(Rel::Process, a, b);
-                s.process = self.obs.session_process.get(e.b as usize).copied();
-                s
-            }
+            Kind::So => Step::Process(ProcessStep {
+                from: a,
+                to: b,
+                process: self.obs.session_process.get(e.b as usize).copied(),
+            }),
             Kind::Wr => {
-                let mut s = Step::bare(Rel::Wr, a, b);
-                s.list = self.list;
-                s.key = self
+                let key = self
                     .mop(e.to, e.b)
                     .map(|m| Key(m.key().0.clone()))
                     .or_else(|| self.mop(e.from, e.c).map(|m| Key(m.key().0.clone())));
-                s.value = self.mop(e.from, e.c).and_then(written);
-                s.a_mop = Some(e.c as usize);
-                s.b_mop = Some(e.b as usize);
-                s
+                let value = self.mop(e.from, e.c).and_then(written);
+                let site = key.map(|key| Site {
+                    key,
+                    a_mop: e.c as usize,
+                    b_mop: e.b as usize,
+                });
+                Step::data(Rel::Wr, a, b, self.list, site, value, None)
             }
             Kind::Inf(_) => {
-                let mut s = Step::bare(Rel::Ww, a, b);
-                s.list = self.list;
-                s.key = Some(self.key(e.c));
                 let wa = self.obs.write_of(e.from, e.c);
                 let wb = self.obs.write_of(e.to, e.c);
-                s.value = wa.and_then(|i| self.mop(e.from, i)).and_then(written);
-                s.value2 = wb.and_then(|i| self.mop(e.to, i)).and_then(written);
-                s.a_mop = wa.map(|i| i as usize);
-                s.b_mop = wb.map(|i| i as usize);
-                s
+                let value = wa.and_then(|i| self.mop(e.from, i)).and_then(written);
+                let value2 = wb.and_then(|i| self.mop(e.to, i)).and_then(written);
+                let site = site(self.key(e.c), wa, wb);
+                Step::data(Rel::Ww, a, b, self.list, site, value, value2)
             }
         }
     }
@@ -219,7 +216,7 @@ impl Ctx<'_, '_> {
             .collect();
         let mut steps: Vec<Step> = path.iter().map(|e| self.step(e)).collect();
         if let Some(s) = closing {
-            cycle.push(s.from);
+            cycle.push(s.ends().0);
             steps.push(s);
         }
         if let Some(&f) = cycle.first() {
@@ -230,6 +227,16 @@ impl Ctx<'_, '_> {
             evidence: Evidence::Cycle { cycle, steps },
         }
     }
+}
+
+/// A data step's site: the key and both micro-ops (none when a micro-op is
+/// not known).
+fn site(key: Key, a_mop: Option<u32>, b_mop: Option<u32>) -> Option<Site> {
+    Some(Site {
+        key,
+        a_mop: a_mop? as usize,
+        b_mop: b_mop? as usize,
+    })
 }
 
 /// The anomaly type of a cycle with these edges.
@@ -332,18 +339,16 @@ pub fn report(
                 ctx.txns.op_index(ctx.history, e.reader),
                 ctx.txns.op_index(ctx.history, e.from),
             );
-            let mut rw = Step::bare(Rel::Rw, a, b);
-            rw.list = ctx.list;
-            rw.key = Some(ctx.key(e.key));
-            rw.a_mop = ctx
+            let a_mop = ctx
                 .obs
                 .reads(e.reader)
                 .iter()
                 .find(|r| r.key == e.key && r.writer == INIT)
-                .map(|r| r.mop as usize);
+                .map(|r| r.mop);
             let wb = ctx.obs.write_of(e.from, e.key);
-            rw.value2 = wb.and_then(|i| ctx.mop(e.from, i)).and_then(written);
-            rw.b_mop = wb.map(|i| i as usize);
+            let value2 = wb.and_then(|i| ctx.mop(e.from, i)).and_then(written);
+            let site = site(ctx.key(e.key), a_mop, wb);
+            let rw = Step::data(Rel::Rw, a, b, ctx.list, site, None, value2);
             let a = ctx.anomaly(init_kind(e.cat), &path, Some(rw));
             push(&mut out, &mut count, a);
         }

@@ -165,6 +165,9 @@ pub fn run(
         sequential_keys: false,
         linearizable_keys: false,
         budget: &budget,
+        models: &[],
+        anomalies: &[],
+        complete: false,
     };
     analyze(history, &opts).anomalies
 }

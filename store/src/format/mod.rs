@@ -768,3 +768,10 @@ pub fn to_edn(op: &Op) -> String {
     edn::write_op(&mut s, op);
     s
 }
+
+/// `d` as EDN (keywords, sets, tagged values as they are), e.g. a result map.
+pub fn data_to_edn(d: &crate::Data) -> String {
+    let mut s = String::with_capacity(256);
+    edn::write_data(&mut s, d);
+    s
+}

@@ -1,0 +1,238 @@
+//! The dependency-graph analysis (elle.md §5): the version order's `ww`,
+//! `wr`, `rw` edges plus process or real-time edges as Elle adds them, the
+//! graph's strongly connected components, the per-class cycle search inside
+//! them (bounded by the budget), explanations of the cycles found, and
+//! Elle's `<model>-cycle-exists` pre-pass. An empty graph is
+//! `empty-transaction-graph`; an exhausted search `cycle-search-timeout`.
+
+use super::{Analysis, AnalyzeOptions, Context, Found};
+use crate::anomaly::{AnomalyType, Variant};
+use crate::cycle::{self, Cycle};
+use crate::explain::{Anomaly, Evidence, Step};
+use crate::graph::{EdgeList, Graph, induced, tarjan};
+use crate::order;
+use crate::rels::{Rel, Rels};
+
+/// Graph → SCCs → cycle search → explanations.
+pub struct Cycles;
+
+impl Analysis for Cycles {
+    fn name(&self) -> &'static str {
+        "cycles"
+    }
+
+    /// Always: an empty graph must make the verdict unknown.
+    fn needed(&self, _: &AnalyzeOptions<'_>) -> bool {
+        true
+    }
+
+    fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
+        let (txns, history, opts) = (cx.txns, cx.history, cx.opts);
+        let mut edges = cx.versions.edges(txns);
+        // Order edges, as Elle adds them.
+        let has = |v: Variant| {
+            opts.search
+                .iter()
+                .any(|a| a.cycle_parts().is_some_and(|p| p.1 == v))
+        };
+        let variant = if has(Variant::Realtime) {
+            Variant::Realtime
+        } else if has(Variant::Process) {
+            Variant::Process
+        } else {
+            Variant::Plain
+        };
+        let data_graph_empty = edges.edges.is_empty();
+        match variant {
+            Variant::Realtime => edges
+                .edges
+                .extend(order::realtime_edges(txns, history).edges),
+            Variant::Process => edges.edges.extend(order::process_edges(txns).edges),
+            Variant::Plain => {}
+        }
+        let graph = Graph::from_edges(txns.len(), edges);
+        if data_graph_empty && graph.edge_count() == 0 {
+            out.anomalies.insert(
+                AnomalyType::EmptyTransactionGraph,
+                vec![Anomaly {
+                    kind: AnomalyType::EmptyTransactionGraph,
+                    evidence: Evidence::EmptyGraph,
+                }],
+            );
+        }
+        let mask = match variant {
+            Variant::Realtime => Rels::DATA | Rels::REALTIME,
+            Variant::Process => Rels::DATA | Rels::PROCESS,
+            Variant::Plain => Rels::DATA,
+        };
+        let variants: &[Variant] = match variant {
+            Variant::Realtime => &[Variant::Plain, Variant::Realtime],
+            Variant::Process => &[Variant::Plain, Variant::Process],
+            Variant::Plain => &[Variant::Plain],
+        };
+        let sccs = tarjan(&graph, mask).nontrivial();
+        let (cycles, timeouts) =
+            cycle::search(&graph, mask, &sccs, &opts.search, variants, opts.budget);
+        let explain = |a: u32, b: u32, rel: Rel| -> Step {
+            let s = match rel {
+                Rel::Process | Rel::Realtime => order::explain(txns, history, a, b, rel),
+                _ => cx.versions.explain(txns, history, a, b, rel),
+            };
+            s.unwrap_or_else(|| {
+                Step::bare(rel, txns.op_index(history, a), txns.op_index(history, b))
+            })
+        };
+        for Cycle { kind, steps } in cycles {
+            let n = steps.len();
+            let mut cyc: Vec<_> = steps.iter().map(|s| txns.op_index(history, s.0)).collect();
+            if let Some(&f) = cyc.first() {
+                cyc.push(f);
+            }
+            let explained: Vec<Step> = (0..n)
+                .map(|i| explain(steps[i].0, steps[(i + 1) % n].0, steps[i].1))
+                .collect();
+            out.push(Anomaly {
+                kind,
+                evidence: Evidence::Cycle {
+                    cycle: cyc,
+                    steps: explained,
+                },
+            });
+        }
+        for t in timeouts {
+            out.push(Anomaly {
+                kind: AnomalyType::CycleSearchTimeout,
+                evidence: Evidence::Timeout {
+                    scc_size: t.scc_size,
+                    does_not_contain: t.remaining,
+                },
+            });
+        }
+        cycle_exists(&graph, mask, &sccs, cx, out);
+    }
+}
+
+/// Elle's `<model>-cycle-exists` pre-pass (elle.md §5.3 step 3): for each
+/// such type in `search`, whether the subgraph of the relations that model
+/// forbids cycles in has a nontrivial SCC (one case per SCC).
+fn cycle_exists(
+    full: &Graph,
+    mask: Rels,
+    sccs: &[Vec<u32>],
+    cx: &Context<'_, '_>,
+    out: &mut Found,
+) {
+    if !cx.opts.search.iter().any(|a| a.is_cycle_exists()) {
+        return;
+    }
+    // Every cycle lies within one SCC of the full graph: work per SCC.
+    let mut scratch = vec![crate::graph::NO_NODE; full.node_count()];
+    for scc in sccs {
+        let sub = induced(full, scc, mask, &mut scratch);
+        cycle_exists_in(&sub, scc, cx, out);
+    }
+}
+
+fn cycle_exists_in(graph: &Graph, scc: &[u32], cx: &Context<'_, '_>, out: &mut Found) {
+    use AnomalyType as A;
+    let ww = Rels::WW;
+    let wwr = Rels::WW | Rels::WR;
+    let p = Rels::PROCESS;
+    let rt = Rels::REALTIME;
+    // (type, subgraph relations, extension-by-rw?, description)
+    let specs: [(AnomalyType, Rels, bool, &'static str); 13] = [
+        (A::Pl1CycleExists, ww, false, "ww"),
+        (A::Pl2CycleExists, wwr, false, "ww, wr"),
+        (A::PlSiCycleExists, wwr, true, "extension(ww wr, rw)"),
+        (A::Pl299CycleExists, Rels::DATA, false, "ww, wr, rw"),
+        (A::Pl3CycleExists, Rels::DATA, false, "ww, wr, rw"),
+        (A::StrongSessionPl1CycleExists, ww | p, false, "ww, process"),
+        (
+            A::StrongSessionPl2CycleExists,
+            wwr | p,
+            false,
+            "ww, wr, process",
+        ),
+        (
+            A::StrongSessionSnapshotIsolationCycleExists,
+            wwr | p,
+            true,
+            "extension(ww wr process, rw)",
+        ),
+        (
+            A::StrongSessionSerializableCycleExists,
+            Rels::DATA | p,
+            false,
+            "ww, wr, rw, process",
+        ),
+        (A::StrongPl1CycleExists, ww | rt, false, "ww, realtime"),
+        (A::StrongPl2CycleExists, wwr | rt, false, "ww, wr, realtime"),
+        (
+            A::StrongSnapshotIsolationCycleExists,
+            wwr | rt,
+            true,
+            "extension(ww wr realtime, rw)",
+        ),
+        (
+            A::PlSsCycleExists,
+            Rels::DATA | rt,
+            false,
+            "ww, wr, rw, realtime",
+        ),
+    ];
+    for (kind, rels, ext, desc) in specs {
+        if !cx.opts.search.contains(&kind) {
+            continue;
+        }
+        let comps = if ext {
+            // Two states per node: rw steps may not follow each other.
+            let n = graph.node_count() as u32;
+            let mut el = EdgeList::default();
+            for x in 0..n {
+                for (y, r) in graph.succ(x) {
+                    if r.intersects(rels) {
+                        el.add(2 * x, 2 * y, Rels::WW);
+                        el.add(2 * x + 1, 2 * y, Rels::WW);
+                    }
+                    if r.contains(Rel::Rw) {
+                        el.add(2 * x, 2 * y + 1, Rels::WW);
+                    }
+                }
+            }
+            let s = tarjan(&Graph::build(2 * n as usize, &el), Rels::WW);
+            let mut v: Vec<Vec<u32>> = s
+                .nontrivial()
+                .into_iter()
+                .map(|c| {
+                    let mut c: Vec<u32> = c.into_iter().map(|x| x / 2).collect();
+                    c.dedup();
+                    c
+                })
+                .filter(|c| c.len() > 1)
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        } else {
+            tarjan(graph, rels).nontrivial()
+        };
+        let cases: Vec<Anomaly> = comps
+            .into_iter()
+            .map(|c| Anomaly {
+                kind,
+                evidence: Evidence::CycleExists {
+                    subgraph: desc,
+                    scc_size: c.len(),
+                    scc: c
+                        .iter()
+                        .take(64)
+                        .map(|&t| cx.txns.op_index(cx.history, scc[t as usize]))
+                        .collect(),
+                },
+            })
+            .collect();
+        if !cases.is_empty() {
+            out.anomalies.entry(kind).or_default().extend(cases);
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The analysis pipeline (elle.md §11): preprocessing (`txn`), the
+//! observations (`observe`, computed once), the workload's version order
+//! (`versions`: list prefixes, or the register providers), then a list of
+//! [`Analysis`] entries, each turning those into anomalies. Entry point:
+//! [`analyze`].
+//!
+//! # Adding an analysis
+//!
+//! 1. Write one file here, `analysis/<name>.rs`, with a unit struct that
+//!    implements [`Analysis`]: `needed` says whether the anomaly types the
+//!    requested models and anomalies call for (`search`, from
+//!    `model::anomalies_to_search`) include any it can find; `run` reads the
+//!    [`Context`] — transactions (`txns`, with commit states and interned
+//!    keys), what was observed (`obs`: every write and each read's writer),
+//!    the version order (`versions`: `ww`/`wr`/`rw` edges, their
+//!    explanations, the version a read saw), the history for op indices
+//!    (and `order` for process / real-time order) — and pushes
+//!    [`Anomaly`]s into [`Found`]. Keep it pure and panic-free.
+//! 2. Add a `mod` line and an entry in [`ANALYSES`].
+//! 3. New anomaly types go in `anomaly.rs` (name, implications) and, if a
+//!    model proscribes them, in `model.rs`'s tables; new evidence shapes in
+//!    `explain.rs` (data, JSON, text).
+
+mod cycles;
+mod lost_update;
+mod reads;
+mod sat;
+mod weak;
+
+use crate::anomaly::AnomalyType;
+use crate::budget::Budget;
+use crate::explain::Anomaly;
+use crate::list_append::ListAppend;
+use crate::model::ConsistencyModel;
+use crate::observe::Observations;
+use crate::rw_register::{RwRegister, Sources};
+use crate::txn::Txns;
+use crate::versions::VersionOrder;
+use std::collections::{BTreeMap, BTreeSet};
+use store::{History, MicroOp, OpValue, ReadValue};
+
+/// Which kind of transactions a history holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Workload {
+    /// `append` + list reads.
+    ListAppend,
+    /// `w` + scalar reads.
+    RwRegister,
+}
+
+impl Workload {
+    /// Guesses the workload from the micro-ops: appends or list reads mean
+    /// list-append, writes or scalar reads rw-register; `None` if the history
+    /// has neither or both.
+    pub fn detect(history: &History) -> Option<Workload> {
+        let (mut la, mut rw) = (false, false);
+        for op in history.ops() {
+            let OpValue::Txn(m) = &op.value else { continue };
+            for x in m {
+                match x {
+                    MicroOp::Append(..) | MicroOp::Read(_, ReadValue::List(_)) => la = true,
+                    MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => rw = true,
+                    MicroOp::Read(_, ReadValue::Nil) => {}
+                }
+            }
+            if la && rw {
+                return None;
+            }
+        }
+        match (la, rw) {
+            (true, false) => Some(Workload::ListAppend),
+            (false, true) => Some(Workload::RwRegister),
+            _ => None,
+        }
+    }
+
+    /// The CLI spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::ListAppend => "list-append",
+            Workload::RwRegister => "rw-register",
+        }
+    }
+}
+
+/// What to analyze and how.
+#[derive(Debug)]
+pub struct AnalyzeOptions<'a> {
+    /// The workload's inference rules.
+    pub workload: Workload,
+    /// Cycle classes to look for (and `*-cycle-exists` types); non-cycle
+    /// anomalies are always reported. Order edges are added as Elle does:
+    /// realtime if a `*-realtime` class is here, else process if a
+    /// `*-process` class is.
+    pub search: BTreeSet<AnomalyType>,
+    /// rw-register: infer version order from writes following reads.
+    pub wfr_keys: bool,
+    /// rw-register: infer version order from process order.
+    pub sequential_keys: bool,
+    /// rw-register: infer version order from real-time order.
+    pub linearizable_keys: bool,
+    /// Limit on the cycle search (and the complete checks).
+    pub budget: &'a Budget,
+    /// The models asked for (empty: only Elle's inference runs; the
+    /// complete checks, `weak` and `sat`, run for the models that need
+    /// them).
+    pub models: &'a [ConsistencyModel],
+    /// The extra anomalies asked for (they may call for a `weak` level).
+    pub anomalies: &'a [AnomalyType],
+    /// rw-register: decide serializable / snapshot-isolation models
+    /// completely with `sat` (`CheckOptions::complete`).
+    pub complete: bool,
+}
+
+/// What the analyses found.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Anomalies by type (only non-empty entries).
+    pub anomalies: BTreeMap<AnomalyType, Vec<Anomaly>>,
+    /// Oddities in the input that did not stop the analysis.
+    pub warnings: Vec<String>,
+}
+
+impl Found {
+    /// Records one anomaly (after the others of its type).
+    pub fn push(&mut self, a: Anomaly) {
+        self.anomalies.entry(a.kind).or_default().push(a);
+    }
+}
+
+/// What every analysis may use.
+pub struct Context<'a, 'h> {
+    /// The history (for op indices, times, process order).
+    pub history: &'h History,
+    /// Its client transactions.
+    pub txns: &'a Txns<'h>,
+    /// What was observed: writes, and each read's writer.
+    pub obs: &'a Observations<'h>,
+    /// The workload's version order and the data edges it implies.
+    pub versions: &'a dyn VersionOrder<'h>,
+    /// What was asked for.
+    pub opts: &'a AnalyzeOptions<'a>,
+}
+
+/// One analysis: transactions + observations (+ version order, process and
+/// real-time order) in, anomalies out.
+pub trait Analysis: Sync {
+    /// A short name (for docs and diagnostics).
+    fn name(&self) -> &'static str;
+
+    /// Whether what was asked for needs this analysis: the anomaly types
+    /// the requested models and anomalies call for (`opts.search`), or the
+    /// models and anomalies themselves (`opts.models`, `opts.anomalies`).
+    /// Analyses whose findings count for `not` whatever was asked return
+    /// `true`.
+    fn needed(&self, opts: &AnalyzeOptions<'_>) -> bool;
+
+    /// Runs it, adding what it finds to `out`.
+    fn run(&self, cx: &Context<'_, '_>, out: &mut Found);
+}
+
+/// The analyses [`analyze`] runs (those `needed`), in this order.
+/// The complete checks come last: `sat` skips a level whose verdict the
+/// anomalies found before it already decide.
+pub const ANALYSES: &[&dyn Analysis] = &[
+    &reads::Reads,
+    &lost_update::LostUpdate,
+    &cycles::Cycles,
+    &weak::Weak,
+    &sat::Sat,
+];
+
+/// Runs the analysis. Never panics on odd input: what it cannot interpret
+/// becomes a warning.
+pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
+    let txns = Txns::new(history);
+    let obs = Observations::new(&txns, history, opts.workload);
+    let mut out = Found {
+        warnings: txns.warnings.clone(),
+        ..Found::default()
+    };
+    out.warnings.extend(obs.warnings.iter().cloned());
+    let sources = Sources {
+        wfr: opts.wfr_keys,
+        sequential: opts.sequential_keys,
+        linearizable: opts.linearizable_keys,
+    };
+    let list;
+    let register;
+    let versions: &dyn VersionOrder<'_> = match opts.workload {
+        Workload::ListAppend => {
+            list = ListAppend::new(&txns, &obs);
+            for a in list.anomalies(&txns, history) {
+                out.push(a);
+            }
+            &list
+        }
+        Workload::RwRegister => {
+            let (r, anomalies) = RwRegister::new(&txns, &obs, history, sources);
+            for a in anomalies {
+                out.push(a);
+            }
+            register = r;
+            &register
+        }
+    };
+    let cx = Context {
+        history,
+        txns: &txns,
+        obs: &obs,
+        versions,
+        opts,
+    };
+    for a in ANALYSES {
+        if a.needed(opts) {
+            a.run(&cx, &mut out);
+        }
+    }
+    out.anomalies.retain(|_, v| !v.is_empty());
+    out
+}

@@ -1,0 +1,225 @@
+//! What each read of a committed transaction observed, from the
+//! observations alone: a value nobody wrote (`garbage-read`), an aborted
+//! transaction's write (`G1a`), another transaction's intermediate write
+//! (`G1b`), its own later write (`future-read`), an element twice
+//! (`duplicate-elements`), or something its own earlier micro-ops rule out
+//! (`internal`). One pass over the reads; a list read is looked at element
+//! by element only when the observations flag it (`Read::careful`).
+
+use super::{Analysis, AnalyzeOptions, Context, Found};
+use crate::anomaly::AnomalyType;
+use crate::explain::{Anomaly, Evidence, Expected};
+use crate::observe::{Read, ReadFrom, Value, read_list, read_scalar};
+use crate::txn::{Status, Txns};
+use store::{Key, MicroOp, Val};
+
+/// The non-cycle anomalies of single reads.
+pub struct Reads;
+
+impl Analysis for Reads {
+    fn name(&self) -> &'static str {
+        "reads"
+    }
+
+    /// Always: what they find counts for `not` whatever was asked.
+    fn needed(&self, _: &AnalyzeOptions<'_>) -> bool {
+        true
+    }
+
+    fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
+        let (txns, history, obs) = (cx.txns, cx.history, cx.obs);
+        let opi = |t: u32| txns.op_index(history, t);
+        let key = |k: u32| Key(txns.keys[k as usize].clone());
+        let read = |kind, r: &Read<'_>, element: &Val, writer: Option<u32>| Anomaly {
+            kind,
+            evidence: Evidence::Read {
+                op: opi(r.txn),
+                mop: r.mop as usize,
+                key: key(r.key),
+                element: element.clone(),
+                writer: writer.map(opi),
+            },
+        };
+        let failed = |w: u32| txns.txns[obs.write(w).txn as usize].status == Status::Fail;
+        let mut stamp: Vec<u32> = vec![0; obs.writes.len()];
+        let mut stamp_gen = 0u32;
+        let mut dup_counts: Vec<(u32, usize)> = Vec::new();
+        for r in &obs.reads {
+            if txns.txns[r.txn as usize].status != Status::Ok {
+                continue;
+            }
+            match r.value {
+                Value::Register(got) => {
+                    if r.first_on_key
+                        && let Some(v) = got
+                    {
+                        match r.from {
+                            ReadFrom::Garbage => {
+                                out.push(read(AnomalyType::GarbageRead, r, v, None))
+                            }
+                            ReadFrom::Write(w) if obs.write(w).txn != r.txn => {
+                                if failed(w) {
+                                    out.push(read(AnomalyType::G1a, r, v, Some(obs.write(w).txn)));
+                                } else if !obs.write(w).is_final {
+                                    out.push(read(AnomalyType::G1b, r, v, Some(obs.write(w).txn)));
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    if let Some(expected) = register_expectation(txns, r)
+                        && expected != got
+                    {
+                        out.push(internal(
+                            opi(r.txn),
+                            r,
+                            key(r.key),
+                            Expected::Register(expected.cloned()),
+                        ));
+                    }
+                }
+                Value::List(l) => {
+                    if r.careful {
+                        stamp_gen = stamp_gen.wrapping_add(1);
+                        dup_counts.clear();
+                        for v in l {
+                            match obs.write_of(r.key, v) {
+                                None => out.push(read(AnomalyType::GarbageRead, r, v, None)),
+                                Some(id) if stamp[id as usize] == stamp_gen => {
+                                    match dup_counts.iter_mut().find(|d| d.0 == id) {
+                                        Some(d) => d.1 += 1,
+                                        None => dup_counts.push((id, 2)),
+                                    }
+                                }
+                                Some(id) => {
+                                    stamp[id as usize] = stamp_gen;
+                                    if failed(id) {
+                                        out.push(read(
+                                            AnomalyType::G1a,
+                                            r,
+                                            v,
+                                            Some(obs.write(id).txn),
+                                        ));
+                                    }
+                                }
+                            }
+                        }
+                        if !dup_counts.is_empty() {
+                            out.push(Anomaly {
+                                kind: AnomalyType::DuplicateElements,
+                                evidence: Evidence::DuplicateElements {
+                                    op: opi(r.txn),
+                                    mop: r.mop as usize,
+                                    key: key(r.key),
+                                    duplicates: dup_counts
+                                        .iter()
+                                        .map(|&(id, n)| (obs.write(id).val.clone(), n))
+                                        .collect(),
+                                },
+                            });
+                        }
+                    }
+                    if let (Some(last), ReadFrom::Write(w)) = (l.last(), r.from) {
+                        let e = obs.write(w);
+                        if !e.is_final && e.txn != r.txn {
+                            out.push(read(AnomalyType::G1b, r, last, Some(e.txn)));
+                        }
+                    }
+                    let tx = &txns.txns[r.txn as usize];
+                    for (j, m) in tx.mops.iter().enumerate().skip(r.mop as usize + 1) {
+                        if let MicroOp::Append(_, v) = m
+                            && txns.key_of(r.txn, j) == r.key
+                            && l.contains(v)
+                        {
+                            out.push(read(AnomalyType::FutureRead, r, v, None));
+                        }
+                    }
+                    if !r.first_on_key
+                        && let Some(expected) = list_expectation(txns, r)
+                    {
+                        let bad = match &expected {
+                            Expected::List {
+                                unknown_prefix: false,
+                                tail,
+                            } => tail.as_slice() != l,
+                            Expected::List {
+                                unknown_prefix: true,
+                                tail,
+                            } => !l.ends_with(tail),
+                            Expected::Register(_) => false,
+                        };
+                        if bad {
+                            out.push(internal(opi(r.txn), r, key(r.key), expected));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn internal(op: store::OpIndex, r: &Read<'_>, key: Key, expected: Expected) -> Anomaly {
+    Anomaly {
+        kind: AnomalyType::Internal,
+        evidence: Evidence::Internal {
+            op,
+            mop: r.mop as usize,
+            key,
+            expected,
+        },
+    }
+}
+
+/// What a register read must return given the transaction's previous
+/// micro-op on its key (its write, or what it read): `None` when nothing
+/// earlier constrains it.
+fn register_expectation<'h>(txns: &Txns<'h>, r: &Read<'h>) -> Option<Option<&'h Val>> {
+    let tx = &txns.txns[r.txn as usize];
+    let j = (0..r.mop as usize)
+        .rev()
+        .find(|&j| txns.key_of(r.txn, j) == r.key)?;
+    match &tx.mops[j] {
+        MicroOp::Write(_, v) | MicroOp::Append(_, v) => Some(Some(v)),
+        MicroOp::Read(_, rv) => read_scalar(rv),
+    }
+}
+
+/// What a list read must return given the transaction's own earlier
+/// micro-ops on its key (`None`: no constraint).
+fn list_expectation(txns: &Txns<'_>, r: &Read<'_>) -> Option<Expected> {
+    let (t, k) = (r.txn, r.key);
+    let tx = &txns.txns[t as usize];
+    let mut appended: Vec<Val> = Vec::new();
+    let mut base: Option<&[Val]> = None;
+    for j in (0..r.mop as usize).rev() {
+        if txns.key_of(t, j) != k {
+            continue;
+        }
+        match &tx.mops[j] {
+            MicroOp::Append(_, v) => appended.push(v.clone()),
+            MicroOp::Read(_, rv) => {
+                if let Some(l) = read_list(tx.status, rv) {
+                    base = Some(l);
+                    break;
+                }
+            }
+            MicroOp::Write(..) => {}
+        }
+    }
+    appended.reverse();
+    match base {
+        Some(b) => {
+            let mut tail = b.to_vec();
+            tail.extend(appended);
+            Some(Expected::List {
+                unknown_prefix: false,
+                tail,
+            })
+        }
+        None if !appended.is_empty() => Some(Expected::List {
+            unknown_prefix: true,
+            tail: appended,
+        }),
+        None => None,
+    }
+}

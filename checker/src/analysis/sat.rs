@@ -1,0 +1,52 @@
+//! rw-register: Elle's inference sees only the version orders that reads
+//! give away; for the serializable and snapshot-isolation models asked for
+//! (`sat::Level::for_models`), decide them exactly with `crate::sat` and
+//! add its cycle. Skipped for a level when an earlier analysis already found
+//! a cycle the level proscribes (the verdict is decided; the SAT cycle would
+//! repeat it). Out of budget: a warning, and the verdict stays Elle's.
+
+use super::{Analysis, AnalyzeOptions, Context, Found, Workload};
+use crate::model;
+use crate::sat::{Level, SatOutcome, check_register};
+
+/// `sat`: exact serializability and snapshot isolation for rw-register.
+pub struct Sat;
+
+impl Analysis for Sat {
+    fn name(&self) -> &'static str {
+        "sat"
+    }
+
+    /// rw-register with the complete check on, when a model asked for
+    /// implies a serializable or snapshot-isolation level.
+    fn needed(&self, opts: &AnalyzeOptions<'_>) -> bool {
+        opts.workload == Workload::RwRegister
+            && opts.complete
+            && !Level::for_models(opts.models).is_empty()
+    }
+
+    fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
+        for level in Level::for_models(cx.opts.models) {
+            let proscribed = model::anomalies_prohibited_by([level.model()]);
+            let decided = out
+                .anomalies
+                .keys()
+                .any(|a| a.is_cycle() && proscribed.contains(a));
+            if decided {
+                continue;
+            }
+            match check_register(cx.txns, cx.history, level, cx.opts.budget) {
+                SatOutcome::Valid { .. } => {}
+                SatOutcome::Invalid { anomalies } => {
+                    for a in anomalies {
+                        out.push(a);
+                    }
+                }
+                SatOutcome::Unknown { reason } => out.warnings.push(format!(
+                    "{reason}; the {} verdict rests on Elle's inference alone",
+                    level.model().name()
+                )),
+            }
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! What the history shows, computed once from the preprocessed [`Txns`] and
+//! shared by every analysis: each write (an append or a register write) with
+//! its transaction, micro-op, key, value and whether it is its transaction's
+//! final write of the key, indexed by (key, value); and each read of a
+//! transaction that did not abort, with what it returned and whose write it
+//! observed (a write, the initial state — nil, or the history's initial
+//! value on a key nobody writes it to — or nothing anyone wrote). For
+//! list-append also each key's longest read — the observation the prefix
+//! version order is built from — and which reads need an element-by-element
+//! look.
+//!
+//! Key decision: values are interned only where they are written (one hash
+//! insert per write); a list read is compared element-wise against its key's
+//! longest read and needs no hashing at all unless it disagrees with that
+//! read or reaches something suspicious in it (a garbage, duplicate or
+//! aborted element).
+
+use crate::analysis::Workload;
+use crate::txn::{Status, Txns};
+use rustc_hash::FxHashMap;
+use store::{Atom, History, Key, MicroOp, ReadValue, Val};
+
+/// "None" for dense ids (write ids, positions).
+pub const NO: u32 = u32::MAX;
+
+/// One write micro-op, of any transaction (committed, aborted or
+/// indeterminate).
+#[derive(Clone, Copy, Debug)]
+pub struct Write<'h> {
+    /// The writing transaction.
+    pub txn: u32,
+    /// The micro-op's position in it.
+    pub mop: u32,
+    /// Interned key.
+    pub key: u32,
+    /// The value appended or written.
+    pub val: &'h Val,
+    /// Whether it is the transaction's last write of `key` (else an
+    /// intermediate write).
+    pub is_final: bool,
+}
+
+/// Whose state a read observed: the last element of a list read, the value
+/// of a register read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// The initial state (an empty list, nil, or the history's initial
+    /// value on a key nobody writes it to).
+    Initial,
+    /// This write (an id into [`Observations::writes`]).
+    Write(u32),
+    /// A value nobody wrote.
+    Garbage,
+}
+
+/// What a read returned.
+#[derive(Clone, Copy, Debug)]
+pub enum Value<'h> {
+    /// A list (a committed `nil` is the empty list).
+    List(&'h [Val]),
+    /// A register value (`None` = nil).
+    Register(Option<&'h Val>),
+}
+
+/// One read micro-op of a transaction that did not abort, whose value the
+/// workload can interpret.
+#[derive(Clone, Copy, Debug)]
+pub struct Read<'h> {
+    /// The reading transaction.
+    pub txn: u32,
+    /// The micro-op's position in it.
+    pub mop: u32,
+    /// Interned key.
+    pub key: u32,
+    /// What it returned.
+    pub value: Value<'h>,
+    /// Whose state it observed.
+    pub from: ReadFrom,
+    /// No earlier micro-op of the transaction touches `key` (an external read).
+    pub first_on_key: bool,
+    /// A later micro-op of the transaction writes `key`.
+    pub writes_later: bool,
+    /// list-append: the read is a prefix of its key's longest read.
+    pub prefix: bool,
+    /// list-append: the read may hold garbage, duplicate or aborted
+    /// elements and needs an element-by-element look.
+    pub careful: bool,
+}
+
+/// (key, value) → write id. Integer values (what harness writes) are keyed
+/// inline, so probes never dereference into the history.
+#[derive(Debug, Default)]
+struct WriteIds<'h> {
+    ints: FxHashMap<(u32, i64), u32>,
+    others: FxHashMap<(u32, &'h Atom), u32>,
+}
+
+impl<'h> WriteIds<'h> {
+    fn with_capacity(n: usize) -> WriteIds<'h> {
+        WriteIds {
+            ints: FxHashMap::with_capacity_and_hasher(n, Default::default()),
+            others: FxHashMap::default(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, k: u32, v: &Atom) -> Option<u32> {
+        match v {
+            Atom::Int(i) => self.ints.get(&(k, *i)).copied(),
+            other => self.others.get(&(k, other)).copied(),
+        }
+    }
+
+    /// Inserts `id` unless present; returns the id already there.
+    fn insert(&mut self, k: u32, v: &'h Atom, id: u32) -> Option<u32> {
+        use std::collections::hash_map::Entry;
+        match v {
+            Atom::Int(i) => match self.ints.entry((k, *i)) {
+                Entry::Occupied(o) => Some(*o.get()),
+                Entry::Vacant(e) => {
+                    e.insert(id);
+                    None
+                }
+            },
+            other => match self.others.entry((k, other)) {
+                Entry::Occupied(o) => Some(*o.get()),
+                Entry::Vacant(e) => {
+                    e.insert(id);
+                    None
+                }
+            },
+        }
+    }
+}
+
+/// Everything observed, per key: writes and reads.
+#[derive(Debug, Default)]
+pub struct Observations<'h> {
+    /// Every write, by transaction then micro-op from last to first (a
+    /// repeated (key, value) keeps its first writer only).
+    pub writes: Vec<Write<'h>>,
+    ids: WriteIds<'h>,
+    /// Every interpretable read of a transaction that did not abort, by
+    /// transaction then micro-op.
+    pub reads: Vec<Read<'h>>,
+    /// list-append: per key, the longest read (ok and info reads; ties go
+    /// to the earliest transaction), empty if none.
+    pub longest: Vec<&'h [Val]>,
+    /// list-append: per key, start of its longest read's write ids in
+    /// [`Observations::longest_ids`].
+    longest_off: Vec<usize>,
+    /// list-append: the write id of each element of each longest read
+    /// ([`NO`]: nobody appended it).
+    longest_ids: Vec<u32>,
+    /// Oddities (values written twice, reads of the wrong shape).
+    pub warnings: Vec<String>,
+    /// rw-register: the history's initial value, when its format has one
+    /// other than nil ([`History::initial_value`]).
+    initial: Option<&'h Val>,
+}
+
+/// A list read as a list: `nil` is the empty list only in a committed
+/// transaction (an indeterminate `nil` read says nothing).
+pub fn read_list(status: Status, rv: &ReadValue) -> Option<&[Val]> {
+    match rv {
+        ReadValue::List(l) => Some(l),
+        ReadValue::Nil if status == Status::Ok => Some(&[]),
+        _ => None,
+    }
+}
+
+/// A register read as a value (`Some(None)` = nil); `None` for a list.
+pub fn read_scalar(rv: &ReadValue) -> Option<Option<&Val>> {
+    match rv {
+        ReadValue::Nil => Some(None),
+        ReadValue::Scalar(v) => Some(Some(v)),
+        ReadValue::List(_) => None,
+    }
+}
+
+impl<'h> Observations<'h> {
+    /// Observes `txns` as `workload` transactions.
+    pub fn new(txns: &Txns<'h>, history: &'h History, workload: Workload) -> Observations<'h> {
+        let mut o = Observations {
+            ids: WriteIds::with_capacity(txns.n_appends),
+            initial: history.initial_value(),
+            ..Observations::default()
+        };
+        let list = workload == Workload::ListAppend;
+        o.index_writes(txns, history, list);
+        if list {
+            o.list_reads(txns);
+        } else {
+            o.register_reads(txns);
+        }
+        o
+    }
+
+    /// The write of `v` to key `k`, if any.
+    #[inline]
+    pub fn write_of(&self, k: u32, v: &Val) -> Option<u32> {
+        self.ids.get(k, &v.0)
+    }
+
+    /// rw-register: whether reading `v` from key `k` is a read of the
+    /// initial state: `v` is the history's initial value and nobody writes
+    /// it to `k` (where someone does, the read has that writer).
+    #[inline]
+    pub fn reads_initial(&self, k: u32, v: &Val) -> bool {
+        self.initial.is_some_and(|iv| iv == v) && self.write_of(k, v).is_none()
+    }
+
+    /// The write with id `w`.
+    #[inline]
+    pub fn write(&self, w: u32) -> &Write<'h> {
+        &self.writes[w as usize]
+    }
+
+    /// list-append: the write ids of key `k`'s longest read, element by element.
+    pub fn longest_ids(&self, k: u32) -> &[u32] {
+        match (
+            self.longest_off.get(k as usize),
+            self.longest_off.get(k as usize + 1),
+        ) {
+            (Some(&a), Some(&b)) => &self.longest_ids[a..b],
+            _ => &[],
+        }
+    }
+
+    /// The transaction's micro-op writes (appends in list-append, writes in
+    /// rw-register), as their key and value.
+    fn write_mop(m: &MicroOp, list: bool) -> Option<&Val> {
+        match (m, list) {
+            (MicroOp::Append(_, v), true) | (MicroOp::Write(_, v), false) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Indexes every write; for list-append, also picks the longest read of
+    /// each key in the same pass.
+    fn index_writes(&mut self, txns: &Txns<'h>, history: &History, list: bool) {
+        let nkeys = txns.keys.len();
+        let opi = |t: u32| txns.op_index(history, t);
+        let key = |k: u32| Key(txns.keys[k as usize].clone());
+        let mut longest: Vec<(u32, u32)> = vec![(NO, 0); if list { nkeys } else { 0 }];
+        let mut longest_len: Vec<usize> = vec![0; longest.len()];
+        let mut bad_type = 0usize;
+        let mut seen_keys: Vec<u32> = Vec::new();
+        for (t, tx) in txns.txns.iter().enumerate() {
+            seen_keys.clear();
+            for (i, m) in tx.mops.iter().enumerate().rev() {
+                if list
+                    && let MicroOp::Read(_, rv) = m
+                    && tx.status != Status::Fail
+                {
+                    if matches!(rv, ReadValue::Scalar(_)) {
+                        bad_type += 1;
+                        continue;
+                    }
+                    let Some(l) = read_list(tx.status, rv) else {
+                        continue;
+                    };
+                    let k = txns.key_of(t as u32, i) as usize;
+                    if longest[k].0 == NO
+                        || l.len() > longest_len[k]
+                        || (l.len() == longest_len[k] && longest[k].0 == t as u32)
+                    {
+                        longest[k] = (t as u32, i as u32);
+                        longest_len[k] = l.len();
+                    }
+                    continue;
+                }
+                let Some(v) = Self::write_mop(m, list) else {
+                    continue;
+                };
+                let k = txns.key_of(t as u32, i);
+                let is_final = !seen_keys.contains(&k);
+                if is_final {
+                    seen_keys.push(k);
+                }
+                let id = self.writes.len() as u32;
+                match self.ids.insert(k, &v.0, id) {
+                    Some(existing) => {
+                        let first = self.writes[existing as usize].txn;
+                        self.warnings.push(format!(
+                            "value {v} {} key {} more than once (ops {} and {}); values must be unique per key",
+                            if list { "appended to" } else { "written to" },
+                            key(k),
+                            opi(first),
+                            opi(t as u32)
+                        ));
+                    }
+                    None => self.writes.push(Write {
+                        txn: t as u32,
+                        mop: i as u32,
+                        key: k,
+                        val: v,
+                        is_final,
+                    }),
+                }
+            }
+        }
+        if bad_type > 0 {
+            self.warnings.push(format!(
+                "{bad_type} reads returned a single value rather than a list; ignored by list-append"
+            ));
+        }
+        if !list {
+            return;
+        }
+        self.longest = longest
+            .iter()
+            .map(|&(t, i)| {
+                if t == NO {
+                    return &[][..];
+                }
+                let tx = &txns.txns[t as usize];
+                match &tx.mops[i as usize] {
+                    MicroOp::Read(_, rv) => read_list(tx.status, rv).unwrap_or(&[]),
+                    _ => &[],
+                }
+            })
+            .collect();
+        self.longest_off = Vec::with_capacity(nkeys + 1);
+        for k in 0..nkeys {
+            self.longest_off.push(self.longest_ids.len());
+            for v in self.longest[k] {
+                let id = self.ids.get(k as u32, &v.0).unwrap_or(NO);
+                self.longest_ids.push(id);
+            }
+        }
+        self.longest_off.push(self.longest_ids.len());
+    }
+
+    /// list-append reads: prefix of the longest read or not, the writer of
+    /// the last element, and whether a closer look is needed.
+    fn list_reads(&mut self, txns: &Txns<'h>) {
+        let nkeys = txns.keys.len();
+        // Raw position in each longest read from which reads need a careful
+        // look: a garbage element, one seen before, or an aborted one.
+        let mut suspicious_from: Vec<usize> = vec![usize::MAX; nkeys];
+        let mut placed = vec![false; self.writes.len()];
+        for (k, s) in suspicious_from.iter_mut().enumerate() {
+            for (raw, &id) in self.longest_ids(k as u32).iter().enumerate() {
+                let bad = id == NO
+                    || std::mem::replace(&mut placed[id as usize], true)
+                    || txns.txns[self.writes[id as usize].txn as usize].status == Status::Fail;
+                if bad {
+                    *s = raw;
+                    break;
+                }
+            }
+        }
+        self.reads.reserve(txns.n_reads);
+        for (t, tx) in txns.txns.iter().enumerate() {
+            let t = t as u32;
+            if tx.status == Status::Fail {
+                continue;
+            }
+            for (i, m) in tx.mops.iter().enumerate() {
+                let MicroOp::Read(_, rv) = m else { continue };
+                let Some(r) = read_list(tx.status, rv) else {
+                    continue;
+                };
+                let k = txns.key_of(t, i);
+                let l = self.longest[k as usize];
+                let prefix = r.len() <= l.len() && r.iter().zip(l).all(|(a, b)| a == b);
+                // The last element's write: from the longest read when this
+                // read is a prefix of it (no hashing), else looked up.
+                let from = match r.last() {
+                    None => ReadFrom::Initial,
+                    Some(_) if prefix => match self.longest_ids(k)[r.len() - 1] {
+                        NO => ReadFrom::Garbage,
+                        id => ReadFrom::Write(id),
+                    },
+                    Some(v) => self
+                        .write_of(k, v)
+                        .map_or(ReadFrom::Garbage, ReadFrom::Write),
+                };
+                let (first_on_key, writes_later) = around(txns, t, i, k, true);
+                self.reads.push(Read {
+                    txn: t,
+                    mop: i as u32,
+                    key: k,
+                    value: Value::List(r),
+                    from,
+                    first_on_key,
+                    writes_later,
+                    prefix,
+                    careful: !prefix || r.len() > suspicious_from[k as usize],
+                });
+            }
+        }
+    }
+
+    /// rw-register reads: the writer of the value read.
+    fn register_reads(&mut self, txns: &Txns<'h>) {
+        let mut bad_type = 0usize;
+        for (t, tx) in txns.txns.iter().enumerate() {
+            let t = t as u32;
+            if tx.status == Status::Fail {
+                continue;
+            }
+            for (i, m) in tx.mops.iter().enumerate() {
+                let MicroOp::Read(_, rv) = m else { continue };
+                let k = txns.key_of(t, i);
+                let (first_on_key, writes_later) = around(txns, t, i, k, false);
+                let Some(v) = read_scalar(rv) else {
+                    // Counted where Elle looks: external reads of committed txns.
+                    if first_on_key && tx.status == Status::Ok {
+                        bad_type += 1;
+                    }
+                    continue;
+                };
+                let from = match v {
+                    None => ReadFrom::Initial,
+                    Some(v) if self.reads_initial(k, v) => ReadFrom::Initial,
+                    Some(v) => self
+                        .write_of(k, v)
+                        .map_or(ReadFrom::Garbage, ReadFrom::Write),
+                };
+                self.reads.push(Read {
+                    txn: t,
+                    mop: i as u32,
+                    key: k,
+                    value: Value::Register(v),
+                    from,
+                    first_on_key,
+                    writes_later,
+                    prefix: true,
+                    careful: false,
+                });
+            }
+        }
+        if bad_type > 0 {
+            self.warnings.push(format!(
+                "{bad_type} reads returned a list rather than a single value; ignored by rw-register"
+            ));
+        }
+    }
+}
+
+/// Whether micro-op `i` (on key `k`) of `t` is the first on `k`, and whether
+/// a later micro-op writes `k`.
+fn around(txns: &Txns<'_>, t: u32, i: usize, k: u32, list: bool) -> (bool, bool) {
+    let tx = &txns.txns[t as usize];
+    let first = (0..i).all(|j| txns.key_of(t, j) != k);
+    let later = tx
+        .mops
+        .iter()
+        .enumerate()
+        .skip(i + 1)
+        .any(|(j, m)| Observations::write_mop(m, list).is_some() && txns.key_of(t, j) == k);
+    (first, later)
+}
