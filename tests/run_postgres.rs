@@ -253,7 +253,7 @@ fn repeatable_read_register_runs_g2_found_by_the_complete_check_where_elle_misse
                 "--expected-consistency-model",
                 "serializable",
                 "--ops",
-                "1500",
+                "2000",
                 "--time-limit",
                 "2m",
                 "--concurrency",
@@ -284,7 +284,7 @@ fn repeatable_read_register_runs_g2_found_by_the_complete_check_where_elle_misse
         sat += usize::from(by_sat);
     }
     eprintln!(
-        "postgres repeatable-read, wr, 1,500 txns, {} seeds: G2 found by elle-inference in \
+        "postgres repeatable-read, wr, 2,000 txns, {} seeds: G2 found by elle-inference in \
          {elle}, by the complete check in {sat}",
         seeds.len()
     );
