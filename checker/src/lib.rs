@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod anomaly;
 pub mod budget;
 pub mod cycle;
+pub mod engines;
 pub mod explain;
 pub mod graph;
 pub mod list_append;
@@ -74,6 +75,21 @@ impl CheckOptions {
 /// then decides the verdict from the anomaly types found exactly as Elle
 /// does (`result::verdict`).
 pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
+    check_with_engines(history, opts).result
+}
+
+/// A [`CheckResult`] with how each serializable / snapshot-isolation level
+/// was decided (empty unless the complete register check was asked for).
+#[derive(Debug)]
+pub struct Checked {
+    /// The verdict, exactly as [`check`] returns it.
+    pub result: CheckResult,
+    /// Per level: Elle's inference, the complete check, who decided.
+    pub engines: Vec<engines::LevelReport>,
+}
+
+/// As [`check`], also saying which engine decided each level.
+pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
     let search = model::anomalies_to_search(&opts.models, &opts.anomalies);
     let analysis = analysis::analyze(
         history,
@@ -96,9 +112,11 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
         }
         analysis.warnings.extend(w.warnings);
     }
-    if opts.workload == Workload::RwRegister && opts.complete {
-        complete_register_check(history, opts, &mut analysis);
-    }
+    let engines = if opts.workload == Workload::RwRegister && opts.complete {
+        complete_register_check(history, opts, &mut analysis)
+    } else {
+        Vec::new()
+    };
     let mut result = CheckResult::from_found(
         analysis.anomalies,
         &opts.models,
@@ -117,7 +135,7 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
             opts.workload.name()
         ));
     }
-    result
+    Checked { result, engines }
 }
 
 /// rw-register: Elle's inference sees only the version orders that reads
@@ -130,34 +148,62 @@ fn complete_register_check(
     history: &History,
     opts: &CheckOptions,
     analysis: &mut analysis::Analysis,
-) {
+) -> Vec<engines::LevelReport> {
+    use engines::Outcome;
     let levels = sat::Level::for_models(&opts.models);
     if levels.is_empty() {
-        return;
+        return Vec::new();
     }
+    let timed_out = analysis
+        .anomalies
+        .contains_key(&AnomalyType::CycleSearchTimeout);
     let txns = txn::Txns::new(history);
+    let mut reports = Vec::new();
     for level in levels {
         let proscribed = model::anomalies_prohibited_by([level.model()]);
         let decided = analysis
             .anomalies
             .keys()
             .any(|a| a.is_cycle() && proscribed.contains(a));
+        let inference = if decided {
+            Outcome::Invalid
+        } else if timed_out {
+            Outcome::Unknown("cycle search ran out of budget".to_string())
+        } else {
+            Outcome::Valid
+        };
+        let mut report = engines::LevelReport {
+            model: level.model(),
+            inference,
+            complete: Outcome::NotRun("inference already found a forbidden cycle".to_string()),
+            witness: None,
+        };
         if decided {
+            reports.push(report);
             continue;
         }
         match sat::check_register(&txns, history, level, &opts.budget) {
-            sat::SatOutcome::Valid { .. } => {}
+            sat::SatOutcome::Valid { witness } => {
+                report.complete = Outcome::Valid;
+                report.witness = Some(witness);
+            }
             sat::SatOutcome::Invalid { anomalies } => {
+                report.complete = Outcome::Invalid;
                 for a in anomalies {
                     analysis.anomalies.entry(a.kind).or_default().push(a);
                 }
             }
-            sat::SatOutcome::Unknown { reason } => analysis.warnings.push(format!(
-                "{reason}; the {} verdict rests on Elle's inference alone",
-                level.model().name()
-            )),
+            sat::SatOutcome::Unknown { reason } => {
+                analysis.warnings.push(format!(
+                    "{reason}; the {} verdict rests on Elle's inference alone",
+                    level.model().name()
+                ));
+                report.complete = Outcome::Unknown(reason);
+            }
         }
+        reports.push(report);
     }
+    reports
 }
 
 /// How many micro-ops of completed client transactions `workload` cannot
