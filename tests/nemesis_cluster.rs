@@ -134,7 +134,10 @@ fn galera_with_partitions_and_kills_completes_heals_and_recovers() {
     // summary; harness.log says it in words).
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
-    assert_eq!(meta["summary"]["final_reads_done"], true, "final reads done");
+    assert_eq!(
+        meta["summary"]["final_reads_done"], true,
+        "final reads done"
+    );
     let log = std::fs::read_to_string(dir.join("harness.log")).unwrap();
     assert!(
         log.contains("final reads: ") && !log.contains("(did not finish)"),
