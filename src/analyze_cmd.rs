@@ -39,6 +39,11 @@ pub struct AnalyzeArgs {
     #[arg(long, short = 'w', value_parser = parse_workload)]
     pub workload: Option<Workload>,
 
+    /// As `harness check --witness`: print (or write to FILE) the commit
+    /// order the complete register check found for each valid level.
+    #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
+    pub witness: Option<PathBuf>,
+
     /// Time budget of the cycle search; exhausting it makes the verdict
     /// unknown, never valid.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
@@ -156,8 +161,14 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
         complete: true,
     };
-    let mut result = checker::check(&history, &opts);
-    let json = crate::run_cmd::settle_no_commit(&history, &mut result);
+    let checker::Checked {
+        mut result,
+        engines,
+    } = checker::check_with_engines(&history, &opts);
+    let mut json = crate::run_cmd::settle_no_commit(&history, &mut result);
+    if !engines.is_empty() {
+        json["engines"] = checker::engines::to_json(&engines, false);
+    }
     let results_path = run.results_path();
     let text = serde_json::to_string_pretty(&json).context("serializing results")? + "\n";
     std::fs::write(&results_path, text)
@@ -175,6 +186,12 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
             format!(": {}", names.join(", "))
         }
     );
+    for r in &engines {
+        println!("decided by: {}", r.line());
+    }
+    if let Some(target) = &args.witness {
+        crate::check_cmd::write_witness(target, &engines, crate::check_cmd::Format::Text)?;
+    }
     println!("results and reports written to {}", dir.display());
     Ok(result.valid.exit_code())
 }

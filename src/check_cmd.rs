@@ -74,6 +74,14 @@ pub struct CheckArgs {
     /// `dot` is installed) per cycle.
     #[arg(long)]
     pub directory: Option<PathBuf>,
+
+    /// When the complete register check (serializable / snapshot-isolation
+    /// models of a rw-register history) says valid, print its witness: the
+    /// committed transactions' op indices in a commit order consistent with
+    /// every read, one line per level. `--witness FILE` writes them to FILE
+    /// instead (put the flag after the history, or use `--witness=FILE`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
+    pub witness: Option<PathBuf>,
 }
 
 /// `--workload`.
@@ -163,15 +171,29 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         complete: true,
     };
     let started = Instant::now();
-    let result = checker::check(&history, &opts);
+    let checker::Checked { result, engines } = checker::check_with_engines(&history, &opts);
     let elapsed = started.elapsed();
+    let witness_to_stdout = args.witness.as_deref() == Some(Path::new("-"));
     match args.format {
-        Format::Json => println!("{}", result.to_json_string()),
+        Format::Json if engines.is_empty() => println!("{}", result.to_json_string()),
+        Format::Json => {
+            // Only when the complete check was asked for: Elle's map plus an
+            // `engines` entry saying who decided each level.
+            let mut j = result.to_json();
+            j["engines"] = checker::engines::to_json(&engines, witness_to_stdout);
+            println!("{}", serde_json::to_string(&j).unwrap_or_default());
+        }
         Format::Edn => print!("{}", result.to_edn()),
         Format::Text => {
             print!("{}", render_text(&result, &history));
             println!("{}", what_was_checked(&history, &opts, elapsed));
+            for r in &engines {
+                println!("engine: {}", r.line());
+            }
         }
+    }
+    if let Some(target) = &args.witness {
+        write_witness(target, &engines, args.format)?;
     }
     if let Some(dir) = &args.directory {
         write_directory(dir, &result, &history)
@@ -183,6 +205,37 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
     std::mem::forget(history);
     std::mem::forget(result);
     Ok(code)
+}
+
+/// `--witness`: one line per level the complete check found valid, to
+/// stdout (text output; JSON carries it in `engines`) or to a file. Says so
+/// on stderr when there is no witness to give.
+pub(crate) fn write_witness(
+    target: &Path,
+    engines: &[checker::engines::LevelReport],
+    format: Format,
+) -> anyhow::Result<()> {
+    let lines: Vec<String> = engines
+        .iter()
+        .filter_map(checker::engines::LevelReport::witness_line)
+        .collect();
+    if lines.is_empty() {
+        eprintln!(
+            "warning: no witness: the complete register check did not find a serializable or \
+             snapshot-isolation model valid (it runs for rw-register histories checked against one)"
+        );
+        return Ok(());
+    }
+    if target == Path::new("-") {
+        if format == Format::Text {
+            for l in &lines {
+                println!("witness (commit order, op indices) {l}");
+            }
+        }
+        return Ok(());
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(target, text).with_context(|| format!("writing {}", target.display()))
 }
 
 fn join_names<T: std::fmt::Display>(xs: &[T]) -> String {

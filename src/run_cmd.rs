@@ -832,10 +832,18 @@ fn check_and_report(
         complete: true,
     };
     let checked_at = std::time::Instant::now();
-    let mut result = checker::check(&history, &opts);
+    let checker::Checked {
+        mut result,
+        engines,
+    } = checker::check_with_engines(&history, &opts);
     let check_s = checked_at.elapsed().as_secs_f64();
     tracing::info!("checked {} ops in {check_s:.2} s", history.len());
-    let json = settle_no_commit(&history, &mut result);
+    let mut json = settle_no_commit(&history, &mut result);
+    if !engines.is_empty() {
+        // Which engine decided (only when the complete register check was
+        // asked for, so other runs' results.json keep Elle's map exactly).
+        json["engines"] = checker::engines::to_json(&engines, false);
+    }
     let valid = result.valid;
     write_json(&run_dir.results_path(), &json)?;
     // Reports never change the verdict: a failure is a warning.
@@ -865,6 +873,9 @@ fn check_and_report(
             String::new()
         }
     );
+    for r in &engines {
+        println!("decided by: {}", r.line());
+    }
     match valid {
         Valid::True => println!(
             "valid: no anomaly forbidden by {} was found",

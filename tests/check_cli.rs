@@ -343,3 +343,86 @@ fn malformed_peer_files_are_errors_with_their_place() {
     assert_eq!(code(&o), 3);
     assert!(stderr(&o).contains("bad.json:1:"), "{}", stderr(&o));
 }
+
+/// rw-register read skew over writes no read orders: Elle's inference is
+/// blind to it, the complete check is not.
+const REGISTER_SKEW: &str = r#"[
+{"index":0,"process":0,"type":"invoke","value":[["w","x",1],["w","y",1]]},
+{"index":1,"process":0,"type":"ok","value":[["w","x",1],["w","y",1]]},
+{"index":2,"process":1,"type":"invoke","value":[["w","x",2],["w","y",2]]},
+{"index":3,"process":1,"type":"ok","value":[["w","x",2],["w","y",2]]},
+{"index":4,"process":2,"type":"invoke","value":[["r","x",null],["r","y",null]]},
+{"index":5,"process":2,"type":"ok","value":[["r","x",1],["r","y",2]]}
+]"#;
+
+/// Serial rw-register transactions: valid, with one commit order.
+const REGISTER_VALID: &str = r#"[
+{"index":0,"process":0,"type":"invoke","value":[["w","x",1]]},
+{"index":1,"process":0,"type":"ok","value":[["w","x",1]]},
+{"index":2,"process":1,"type":"invoke","value":[["r","x",null],["w","x",2]]},
+{"index":3,"process":1,"type":"ok","value":[["r","x",1],["w","x",2]]},
+{"index":4,"process":0,"type":"invoke","value":[["r","x",null]]},
+{"index":5,"process":0,"type":"ok","value":[["r","x",2]]}
+]"#;
+
+#[test]
+fn engines_and_witness() -> Result<(), serde_json::Error> {
+    let d = Dir::new();
+    let skew = d.file("skew.json", REGISTER_SKEW);
+    let valid = d.file("rvalid.json", REGISTER_VALID);
+    let g1c = d.file("g1c.json", G1C);
+
+    // List-append: Elle's map exactly, no engines entry.
+    let o = harness(&["check", s(&g1c), "--format", "json"]);
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o))?;
+    assert!(j.get("engines").is_none(), "{j}");
+
+    // Register read skew: invalid, decided by the complete check.
+    let o = harness(&["check", s(&skew), "-c", "serializable", "--format", "json"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o))?;
+    assert_eq!(j["engines"][0]["model"], "serializable", "{j}");
+    assert_eq!(j["engines"][0]["decided-by"], "sat (complete)", "{j}");
+    assert_eq!(j["engines"][0]["elle-inference"]["outcome"], "valid", "{j}");
+    assert_eq!(
+        j["engines"][0]["sat (complete)"]["outcome"], "invalid",
+        "{j}"
+    );
+    let o = harness(&["check", s(&skew), "-c", "serializable", "--witness"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stdout(&o).contains("engine: serializable: invalid, decided by sat (complete)"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains("no witness"), "{}", stderr(&o));
+    assert!(
+        !stdout(&o).contains("witness (commit order"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Valid: the witness is the serial order 1, 3, 5.
+    let o = harness(&["check", s(&valid), "-c", "serializable", "--witness"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("witness (commit order, op indices) serializable: 1 3 5\n"),
+        "{}",
+        stdout(&o)
+    );
+    let file = d.path().join("w.txt");
+    let o = harness(&[
+        "check",
+        s(&valid),
+        "-c",
+        "serializable",
+        "--witness",
+        s(&file),
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        "serializable: 1 3 5\n"
+    );
+    Ok(())
+}

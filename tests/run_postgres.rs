@@ -215,3 +215,79 @@ fn database_dying_mid_run_turns_ops_into_info_or_fail_and_the_run_reports() {
         "ok {ok}, fail {fail}, info {info}"
     );
 }
+
+/// Repeatable read is snapshot isolation in PostgreSQL: on register runs
+/// checked as serializable, the complete check (checker::sat) finds G2
+/// (write skew) in every run, where Elle's inference alone, on the same
+/// histories, misses it in most. Counts side by side (BENCHMARKS.md).
+#[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
+fn repeatable_read_register_runs_g2_found_by_the_complete_check_where_elle_misses_it() {
+    use checker::model::ConsistencyModel;
+    use checker::{CheckOptions, Valid, Workload};
+    let finds_g2 = |history: &store::History, complete: bool| {
+        let mut opts = CheckOptions::new(Workload::RwRegister);
+        opts.models = vec![ConsistencyModel::Serializable];
+        opts.complete = complete;
+        let r = checker::check(history, &opts);
+        let g2 = r.anomaly_types.iter().any(|t| t.name().starts_with("G2"));
+        assert_eq!(g2, r.valid == Valid::False, "{:?}", r.anomaly_types);
+        g2
+    };
+    let seeds = [21u64, 22, 23];
+    let (mut elle, mut sat) = (0, 0);
+    for seed in seeds {
+        let store = tempfile::tempdir().unwrap();
+        let name = format!("pg-rr-wr-{seed}");
+        let seed_s = seed.to_string();
+        let out = run(
+            store.path(),
+            &[
+                "--db",
+                "postgres",
+                "--local",
+                "--workload",
+                "wr",
+                "--isolation",
+                "repeatable-read",
+                "--expected-consistency-model",
+                "serializable",
+                "--ops",
+                "2000",
+                "--time-limit",
+                "2m",
+                "--concurrency",
+                "10",
+                "--seed",
+                &seed_s,
+                "--test-name",
+                &name,
+            ],
+        );
+        let dir = run_dir(store.path(), &name);
+        assert_complete(&dir);
+        let (invoked, ok, _, _) = counts(&dir);
+        assert!(invoked >= 1000 && ok >= 500, "{invoked} invoked, {ok} ok");
+        let types = anomaly_types(&results(&dir));
+        assert_eq!(out.status.code(), Some(1), "seed {seed}: {types:?}");
+        let engines = &results(&dir)["engines"];
+        assert_eq!(engines[0]["valid?"], false, "{engines}");
+        let history = store::format::load_history(&dir.join("history.jsonl.gz"))
+            .unwrap()
+            .0;
+        let by_elle = finds_g2(&history, false);
+        let by_sat = finds_g2(&history, true);
+        if !by_elle {
+            assert_eq!(engines[0]["decided-by"], "sat (complete)", "{engines}");
+        }
+        elle += usize::from(by_elle);
+        sat += usize::from(by_sat);
+    }
+    eprintln!(
+        "postgres repeatable-read, wr, 2,000 txns, {} seeds: G2 found by elle-inference in \
+         {elle}, by the complete check in {sat}",
+        seeds.len()
+    );
+    assert_eq!(sat, seeds.len(), "the complete check finds G2 in every run");
+    assert!(elle < sat, "Elle's inference alone: {elle} of {sat}");
+}

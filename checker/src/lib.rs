@@ -12,6 +12,7 @@ pub mod analysis;
 pub mod anomaly;
 pub mod budget;
 pub mod cycle;
+pub mod engines;
 pub mod explain;
 pub mod graph;
 pub mod list_append;
@@ -80,6 +81,21 @@ impl CheckOptions {
 /// then decides the verdict from the anomaly types found exactly as Elle
 /// does (`result::verdict`).
 pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
+    check_with_engines(history, opts).result
+}
+
+/// A [`CheckResult`] with how each serializable / snapshot-isolation level
+/// was decided (empty unless the complete register check was asked for).
+#[derive(Debug)]
+pub struct Checked {
+    /// The verdict, exactly as [`check`] returns it.
+    pub result: CheckResult,
+    /// Per level: Elle's inference, the complete check, who decided.
+    pub engines: Vec<engines::LevelReport>,
+}
+
+/// As [`check`], also saying which engine decided each level.
+pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
     let search = model::anomalies_to_search(&opts.models, &opts.anomalies);
     let analysis = analysis::analyze(
         history,
@@ -95,6 +111,7 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
             complete: opts.complete,
         },
     );
+    let engines = analysis.engines;
     let mut result = CheckResult::from_found(
         analysis.anomalies,
         &opts.models,
@@ -113,7 +130,7 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
             opts.workload.name()
         ));
     }
-    result
+    Checked { result, engines }
 }
 
 /// How many micro-ops of completed client transactions `workload` cannot

@@ -706,3 +706,93 @@ fn levels_cover_the_requested_models_once() {
     );
     assert!(Level::for_models(&[M::ReadCommitted, M::RepeatableRead]).is_empty());
 }
+
+#[test]
+fn engines_say_who_decided_each_level_and_give_the_witness() {
+    use checker::engines::{ELLE, Outcome, SAT};
+    use checker::{CheckOptions, ConsistencyModel as M, check_with_engines};
+    // Elle is blind to this read skew; the complete check decides it.
+    let blind = h("
+        ok 0 [w x 1] [w y 1]
+        ok 1 [w x 2] [w y 2]
+        ok 2 [r x 1] [r y 2]
+    ");
+    for model in [M::Serializable, M::SnapshotIsolation] {
+        let opts = CheckOptions {
+            models: vec![model],
+            ..CheckOptions::new(Workload::RwRegister)
+        };
+        let c = check_with_engines(&blind, &opts);
+        let models: Vec<M> = c.engines.iter().map(|r| r.model).collect();
+        assert_eq!(models, vec![model]);
+        let r = &c.engines[0];
+        assert_eq!(r.inference, Outcome::Valid, "{r:?}");
+        assert_eq!(r.complete, Outcome::Invalid, "{r:?}");
+        assert_eq!(r.decided_by(), SAT);
+        assert!(r.witness.is_none());
+        assert!(
+            r.line().contains("invalid, decided by sat (complete)"),
+            "{}",
+            r.line()
+        );
+    }
+    let opts = CheckOptions {
+        models: vec![M::Serializable],
+        ..CheckOptions::new(Workload::RwRegister)
+    };
+    // Inference finds this G1c itself: the complete check does not run.
+    let g1c = h("
+        ok 0 [w x 1] [r y 1]
+        ok 1 [w y 1] [r x 1]
+    ");
+    let c = check_with_engines(&g1c, &opts);
+    assert!(!c.engines.is_empty());
+    for r in &c.engines {
+        assert_eq!(r.inference, Outcome::Invalid, "{r:?}");
+        assert!(matches!(r.complete, Outcome::NotRun(_)), "{r:?}");
+        assert_eq!(r.decided_by(), ELLE);
+    }
+    // Valid: the witness orders every committed transaction.
+    let ok = h("
+        ok 0 [w x 1]
+        ok 1 [r x 1] [w x 2]
+        ok 2 [r x 2]
+    ");
+    let c = check_with_engines(&ok, &opts);
+    let ser = &c.engines[0];
+    assert_eq!(ser.decided_by(), SAT);
+    assert_eq!(ser.complete, Outcome::Valid);
+    let w = ser.witness.as_ref().expect("witness");
+    let pos = |t: u64| w.iter().position(|i| i.0 == t);
+    let idx: Vec<u64> = ok
+        .ops()
+        .iter()
+        .filter(|o| o.op_type == OpType::Ok)
+        .map(|o| o.index.0)
+        .collect();
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(
+        pos(idx[0]) < pos(idx[1]) && pos(idx[1]) < pos(idx[2]),
+        "{w:?}"
+    );
+    assert!(
+        ser.witness_line()
+            .is_some_and(|l| l.starts_with("serializable: "))
+    );
+    // Budget exhausted: unknown, said so, and Elle decides.
+    let tight = CheckOptions {
+        budget: Budget::steps(0),
+        ..CheckOptions::new(Workload::RwRegister)
+    };
+    let c = check_with_engines(&blind, &tight);
+    let r = &c.engines[0];
+    assert!(r.budget_exhausted(), "{r:?}");
+    assert_eq!(r.decided_by(), ELLE);
+    assert!(r.line().contains("budget was exhausted"), "{}", r.line());
+    // Other workloads and models: no engines entry.
+    let rc = CheckOptions {
+        models: vec![M::ReadCommitted],
+        ..CheckOptions::new(Workload::RwRegister)
+    };
+    assert!(check_with_engines(&ok, &rc).engines.is_empty());
+}

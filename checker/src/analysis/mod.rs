@@ -119,6 +119,9 @@ pub struct Found {
     pub anomalies: BTreeMap<AnomalyType, Vec<Anomaly>>,
     /// Oddities in the input that did not stop the analysis.
     pub warnings: Vec<String>,
+    /// How each serializable / snapshot-isolation level was decided (the
+    /// `sat` analysis fills it; empty when it did not run).
+    pub engines: Vec<crate::engines::LevelReport>,
 }
 
 impl Found {

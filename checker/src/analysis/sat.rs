@@ -6,6 +6,7 @@
 //! repeat it). Out of budget: a warning, and the verdict stays Elle's.
 
 use super::{Analysis, AnalyzeOptions, Context, Found, Workload};
+use crate::engines::{LevelReport, Outcome};
 use crate::model;
 use crate::sat::{Level, SatOutcome, check_register};
 
@@ -26,27 +27,52 @@ impl Analysis for Sat {
     }
 
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
+        let timed_out = out
+            .anomalies
+            .contains_key(&crate::anomaly::AnomalyType::CycleSearchTimeout);
         for level in Level::for_models(cx.opts.models) {
             let proscribed = model::anomalies_prohibited_by([level.model()]);
             let decided = out
                 .anomalies
                 .keys()
                 .any(|a| a.is_cycle() && proscribed.contains(a));
-            if decided {
-                continue;
-            }
-            match check_register(cx.txns, cx.history, level, cx.opts.budget) {
-                SatOutcome::Valid { .. } => {}
-                SatOutcome::Invalid { anomalies } => {
-                    for a in anomalies {
-                        out.push(a);
+            let inference = if decided {
+                Outcome::Invalid
+            } else if timed_out {
+                Outcome::Unknown("cycle search ran out of budget".to_string())
+            } else {
+                Outcome::Valid
+            };
+            let mut report = LevelReport {
+                model: level.model(),
+                inference,
+                complete: Outcome::NotRun(
+                    "inference already found a forbidden cycle".to_string(),
+                ),
+                witness: None,
+            };
+            if !decided {
+                match check_register(cx.txns, cx.history, level, cx.opts.budget) {
+                    SatOutcome::Valid { witness } => {
+                        report.complete = Outcome::Valid;
+                        report.witness = Some(witness);
+                    }
+                    SatOutcome::Invalid { anomalies } => {
+                        report.complete = Outcome::Invalid;
+                        for a in anomalies {
+                            out.push(a);
+                        }
+                    }
+                    SatOutcome::Unknown { reason } => {
+                        out.warnings.push(format!(
+                            "{reason}; the {} verdict rests on Elle's inference alone",
+                            level.model().name()
+                        ));
+                        report.complete = Outcome::Unknown(reason);
                     }
                 }
-                SatOutcome::Unknown { reason } => out.warnings.push(format!(
-                    "{reason}; the {} verdict rests on Elle's inference alone",
-                    level.model().name()
-                )),
             }
+            out.engines.push(report);
         }
     }
 }
