@@ -122,7 +122,7 @@ pub fn check_txns(
     workload: Workload,
     level: Level,
 ) -> WeakAnalysis {
-    let obs = Observations::new(txns, workload);
+    let obs = Observations::new(txns, workload, history.initial_value());
     let mut out = WeakAnalysis::default();
     let mut inferred = Vec::new();
     saturate::read_committed(&obs, &mut inferred);

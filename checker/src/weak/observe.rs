@@ -102,7 +102,10 @@ impl Observations {
     }
 
     /// Collects the observations of `txns` for `workload`.
-    pub fn new(txns: &Txns<'_>, workload: Workload) -> Observations {
+    /// `initial`: the value the history's format names as every key's
+    /// initial state (peer formats: `0`); a read of it on a key nobody
+    /// writes it to reads the initial state.
+    pub fn new(txns: &Txns<'_>, workload: Workload, initial: Option<&Val>) -> Observations {
         let n = txns.len();
         let mut out = Observations {
             n,
@@ -171,6 +174,9 @@ impl Observations {
                             };
                             let (w, wmop) = match observed {
                                 None => (INIT, 0),
+                                Some(v) if initial == Some(v) && !writer.contains_key(&(k, v)) => {
+                                    (INIT, 0)
+                                }
                                 Some(v) => match writer.get(&(k, v)) {
                                     Some(&(w, wmop, true))
                                         if w != AMBIGUOUS
