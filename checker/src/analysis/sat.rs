@@ -46,9 +46,7 @@ impl Analysis for Sat {
             let mut report = LevelReport {
                 model: level.model(),
                 inference,
-                complete: Outcome::NotRun(
-                    "inference already found a forbidden cycle".to_string(),
-                ),
+                complete: Outcome::NotRun("inference already found a forbidden cycle".to_string()),
                 witness: None,
             };
             if !decided {
