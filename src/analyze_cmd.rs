@@ -164,6 +164,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let checker::Checked {
         mut result,
         engines,
+        ..
     } = checker::check_with_engines(&history, &opts);
     let mut json = crate::run_cmd::settle_no_commit(&history, &mut result);
     if !engines.is_empty() {

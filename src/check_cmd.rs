@@ -171,7 +171,11 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         complete: true,
     };
     let started = Instant::now();
-    let checker::Checked { result, engines } = checker::check_with_engines(&history, &opts);
+    let checker::Checked {
+        result,
+        engines,
+        analyses,
+    } = checker::check_with_engines(&history, &opts);
     let elapsed = started.elapsed();
     let witness_to_stdout = args.witness.as_deref() == Some(Path::new("-"));
     match args.format {
@@ -186,7 +190,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         Format::Edn => print!("{}", result.to_edn()),
         Format::Text => {
             print!("{}", render_text(&result, &history));
-            println!("{}", what_was_checked(&history, &opts, elapsed));
+            println!("{}", what_was_checked(&history, &opts, &analyses, elapsed));
             for r in &engines {
                 println!("engine: {}", r.line());
             }
@@ -246,8 +250,14 @@ fn join_names<T: std::fmt::Display>(xs: &[T]) -> String {
 }
 
 /// One line (to stdout after the verdict, in text output only) saying what
-/// was checked: transactions by outcome, keys, workload, models, time.
-fn what_was_checked(history: &History, opts: &CheckOptions, elapsed: Duration) -> String {
+/// was checked: transactions by outcome, keys, workload, models, the
+/// analyses that ran (their names in `checker::analysis::ANALYSES`), time.
+fn what_was_checked(
+    history: &History,
+    opts: &CheckOptions,
+    analyses: &[&str],
+    elapsed: Duration,
+) -> String {
     use store::{MicroOp, OpType};
     let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
     let mut keys = std::collections::HashSet::new();
@@ -266,7 +276,7 @@ fn what_was_checked(history: &History, opts: &CheckOptions, elapsed: Duration) -
     let models: Vec<&str> = opts.models.iter().map(|m| m.name()).collect();
     format!(
         "checked: {} transactions ({ok} ok, {fail} fail, {info} info) on {} key{}, {}, against {} \
-         (Elle-style inference of version orders, process and realtime order, cycle search), in {:.2} s",
+         (analyses: {}), in {:.2} s",
         ok + fail + info,
         keys.len(),
         if keys.len() == 1 { "" } else { "s" },
@@ -276,6 +286,7 @@ fn what_was_checked(history: &History, opts: &CheckOptions, elapsed: Duration) -
         } else {
             models.join(", ")
         },
+        analyses.join(", "),
         elapsed.as_secs_f64()
     )
 }

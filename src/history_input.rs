@@ -18,7 +18,17 @@ pub const EXPECTED: &str = "expected a history: JSON Lines, Elle JSON or Jepsen 
 
 /// Why `path` cannot be a history, in one sentence; `None` when it may be.
 pub fn not_a_history(path: &Path) -> Option<String> {
+    explain(path).map(|(_, why)| why)
+}
+
+/// [`not_a_history`] with the kind it named.
+fn explain(path: &Path) -> Option<(NotHistory, String)> {
     let kind = store::format::not_a_history(path)?;
+    Some((kind, sentence(path, kind)?))
+}
+
+/// The sentence for `kind`; `None` for a directory of Cobra logs (a history).
+fn sentence(path: &Path, kind: NotHistory) -> Option<String> {
     if kind == NotHistory::Directory && has_cobra_logs(path) {
         return None;
     }
@@ -65,23 +75,21 @@ pub fn load(
     if !path.exists() {
         anyhow::bail!("{} does not exist", path.display());
     }
-    // A directory or an empty file is named before parsing; a file that
-    // merely looks like Markdown or TOML only after the parser gave up, so
-    // that nothing readable is ever refused.
-    if matches!(
-        store::format::not_a_history(path),
-        Some(NotHistory::Directory | NotHistory::Empty)
-    ) && let Some(why) = not_a_history(path)
-    {
-        anyhow::bail!(why);
+    // Looked at once. A directory or an empty file is named before parsing;
+    // a file that merely looks like Markdown or TOML only after the parser
+    // gave up, so that nothing readable is ever refused.
+    let named = explain(path);
+    if let Some((NotHistory::Directory | NotHistory::Empty, why)) = &named {
+        anyhow::bail!(why.clone());
     }
     match store::import::load(path, format) {
         Ok(loaded) if !loaded.history.is_empty() => Ok((loaded.history, loaded.warnings)),
-        Ok(_) => Err(anyhow::anyhow!(not_a_history(path).unwrap_or_else(
-            || format!("{} holds no operations; {EXPECTED}", path.display())
+        Ok(_) => Err(anyhow::anyhow!(named.map_or_else(
+            || format!("{} holds no operations; {EXPECTED}", path.display()),
+            |(_, why)| why
         ))),
-        Err(e) => match not_a_history(path) {
-            Some(why) if format.is_none() => Err(anyhow::anyhow!(why)),
+        Err(e) => match named {
+            Some((_, why)) if format.is_none() => Err(anyhow::anyhow!(why)),
             _ => Err(e).with_context(|| format!("reading history {}", path.display())),
         },
     }

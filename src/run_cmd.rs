@@ -805,19 +805,8 @@ fn check_and_report(
     for w in &warnings {
         tracing::warn!("history: {w}");
     }
-    let committed = history
-        .ops()
-        .iter()
-        .filter(|o| o.op_type == OpType::Ok && matches!(&o.value, OpValue::Txn(m) if !m.is_empty()))
-        .count();
-    let writes_ok = history
-        .ops()
-        .iter()
-        .filter(|o| o.op_type == OpType::Ok)
-        .filter_map(|o| o.value.txn())
-        .flatten()
-        .filter(|m| !matches!(m, MicroOp::Read(..)))
-        .count();
+    let counts = count_types(&history);
+    let committed = counts.committed;
     let deadline = std::time::Instant::now() + args.check_time_limit;
     let opts = checker::CheckOptions {
         workload: checker_workload(plan.workload),
@@ -835,6 +824,7 @@ fn check_and_report(
     let checker::Checked {
         mut result,
         engines,
+        ..
     } = checker::check_with_engines(&history, &opts);
     let check_s = checked_at.elapsed().as_secs_f64();
     tracing::info!("checked {} ops in {check_s:.2} s", history.len());
@@ -851,12 +841,14 @@ fn check_and_report(
         tracing::warn!("reports: {e:#}");
         eprintln!("warning: {e:#}");
     }
-    let (invoked, fail, info) = count_types(&history);
-    let ok_all = history
-        .ops()
-        .iter()
-        .filter(|o| o.is_client() && o.op_type == OpType::Ok)
-        .count();
+    let Counts {
+        invoked,
+        ok: ok_all,
+        fail,
+        info,
+        writes: writes_ok,
+        ..
+    } = counts;
     let pending = invoked.saturating_sub(ok_all + fail + info);
     println!(
         "checked {} transactions against {} in {check_s:.1} s: {} ok ({} writes committed), \
@@ -984,18 +976,36 @@ fn mb(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / 1e6)
 }
 
-/// (invocations, fails, infos) of client transactions.
-fn count_types(history: &store::History) -> (usize, usize, usize) {
-    let mut c = (0, 0, 0);
+fn count_types(history: &store::History) -> Counts {
+    let mut c = Counts::default();
     for op in history.ops().iter().filter(|o| o.is_client()) {
         match op.op_type {
-            OpType::Invoke => c.0 += 1,
-            OpType::Fail => c.1 += 1,
-            OpType::Info => c.2 += 1,
-            OpType::Ok => {}
+            OpType::Invoke => c.invoked += 1,
+            OpType::Fail => c.fail += 1,
+            OpType::Info => c.info += 1,
+            OpType::Ok => {
+                c.ok += 1;
+                if let OpValue::Txn(m) = &op.value {
+                    c.committed += usize::from(!m.is_empty());
+                    c.writes += m.iter().filter(|m| !matches!(m, MicroOp::Read(..))).count();
+                }
+            }
         }
     }
     c
+}
+
+/// Client transactions of a history by outcome, counted in one pass.
+#[derive(Default)]
+struct Counts {
+    invoked: usize,
+    ok: usize,
+    fail: usize,
+    info: usize,
+    /// `ok` transactions with at least one micro-op.
+    committed: usize,
+    /// Write and append micro-ops of `ok` transactions.
+    writes: usize,
 }
 
 fn test_json(

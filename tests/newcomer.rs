@@ -188,4 +188,16 @@ fn a_valid_check_says_what_was_checked() {
     assert!(line.contains("on 1 key,"), "{line}");
     assert!(line.contains("list-append"), "{line}");
     assert!(line.contains(" s"), "{line}");
+    assert!(
+        line.contains("(analyses: reads, lost-update, cycles)"),
+        "{line}"
+    );
+    // The line names the analyses that ran, the complete ones included.
+    let peer = repo("store/tests/data/peer-formats/initial-only.txt");
+    let o = harness(&["check", &peer, "-c", "read-atomic,serializable"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("(analyses: reads, lost-update, cycles, weak, sat)"),
+        "{out}"
+    );
 }

@@ -92,6 +92,8 @@ pub struct Checked {
     pub result: CheckResult,
     /// Per level: Elle's inference, the complete check, who decided.
     pub engines: Vec<engines::LevelReport>,
+    /// The analyses that ran (`analysis::ANALYSES` names), in order.
+    pub analyses: Vec<&'static str>,
 }
 
 /// As [`check`], also saying which engine decided each level.
@@ -112,6 +114,7 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
         },
     );
     let engines = analysis.engines;
+    let analyses = analysis.ran;
     let mut result = CheckResult::from_found(
         analysis.anomalies,
         &opts.models,
@@ -130,7 +133,11 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
             opts.workload.name()
         ));
     }
-    Checked { result, engines }
+    Checked {
+        result,
+        engines,
+        analyses,
+    }
 }
 
 /// How many micro-ops of completed client transactions `workload` cannot

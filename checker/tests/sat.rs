@@ -31,23 +31,7 @@ const LEVELS: [Level; 6] = [
 /// visible at its invocation, and how its reads pick a version.
 type Open = (Vec<(usize, bool, bool)>, Vec<usize>, usize);
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, pct: usize) -> bool {
-        self.below(100) < pct
-    }
-}
+use register_gen::Rng;
 
 /// A random register history from a sloppy database: a read returns the
 /// latest committed version, the version at the transaction's invocation,

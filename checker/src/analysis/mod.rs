@@ -122,6 +122,8 @@ pub struct Found {
     /// How each serializable / snapshot-isolation level was decided (the
     /// `sat` analysis fills it; empty when it did not run).
     pub engines: Vec<crate::engines::LevelReport>,
+    /// The names of the analyses that ran, in order.
+    pub ran: Vec<&'static str>,
 }
 
 impl Found {
@@ -216,6 +218,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
     };
     for a in ANALYSES {
         if a.needed(opts) {
+            out.ran.push(a.name());
             a.run(&cx, &mut out);
         }
     }

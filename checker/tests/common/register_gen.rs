@@ -7,18 +7,25 @@
 
 use store::{History, Key, MicroOp, Op, OpType, ReadValue, Val};
 
-struct Rng(u64);
+/// SplitMix64: the seeded generator of the checker's test histories.
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
+    }
+    /// True with probability `pct`%.
+    pub fn chance(&mut self, pct: usize) -> bool {
+        self.below(100) < pct
     }
 }
 
