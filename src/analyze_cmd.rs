@@ -4,11 +4,11 @@
 //! Reads only `test.json` (loosely: the workload and the expected model),
 //! the history (`history.jsonl.gz`, or `history.jsonl` of a run that did
 //! not finish), and writes `results.json` plus everything
-//! [`crate::report::write_reports`] writes. `--reports-only` skips the
+//! [`engine::report::write_reports`] writes. `--reports-only` skips the
 //! checker and regenerates the timeline and plots alone (`--keep edn` adds
 //! `history.edn`).
 
-use crate::exit;
+use engine::exit;
 use anyhow::Context;
 use checker::anomaly::AnomalyType;
 use checker::model::ConsistencyModel;
@@ -55,8 +55,8 @@ pub struct AnalyzeArgs {
 
     /// Also write what a run leaves out by default: edn (history.edn),
     /// timeline (every transaction, not a sample), all; comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',')]
-    pub keep: Vec<crate::report::KeepItem>,
+    #[arg(long, value_parser = crate::run_cmd::keep_arg(), value_delimiter = ',')]
+    pub keep: Vec<engine::report::KeepItem>,
 }
 
 fn parse_model(s: &str) -> Result<ConsistencyModel, String> {
@@ -103,9 +103,9 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     for w in &warnings {
         eprintln!("warning: {w}");
     }
-    let keep = crate::report::Keep::from_items(&args.keep);
+    let keep = engine::report::Keep::from_items(&args.keep);
     if args.reports_only {
-        crate::report::write_reports(&dir, &history, None, keep)?;
+        engine::report::write_reports(&dir, &history, None, keep)?;
         println!("reports regenerated in {}", dir.display());
         return Ok(exit::VALID);
     }
@@ -166,7 +166,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         engines,
         ..
     } = checker::check_with_engines(&history, &opts);
-    let mut json = crate::run_cmd::settle_no_commit(&history, &mut result);
+    let mut json = engine::run::settle_no_commit(&history, &mut result);
     if !engines.is_empty() {
         json["engines"] = checker::engines::to_json(&engines, false);
     }
@@ -174,7 +174,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let text = serde_json::to_string_pretty(&json).context("serializing results")? + "\n";
     std::fs::write(&results_path, text)
         .with_context(|| format!("writing {}", results_path.display()))?;
-    crate::report::write_reports(&dir, &history, Some(&result), keep)?;
+    engine::report::write_reports(&dir, &history, Some(&result), keep)?;
     let names: Vec<&str> = result.anomaly_types.iter().map(|t| t.name()).collect();
     let model_names: Vec<&str> = models.iter().map(|m| m.name()).collect();
     println!(

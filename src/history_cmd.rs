@@ -3,7 +3,7 @@
 //! Malformed input (a `FormatError`: file, line, column, reason) is printed
 //! to stderr and gives exit code 3 (`exit::ERROR`), like every other error.
 
-use crate::exit;
+use engine::exit;
 use clap::Subcommand;
 use std::collections::{BTreeMap, HashSet};
 use std::fs;

@@ -5,21 +5,18 @@
 
 mod analyze_cmd;
 mod check_cmd;
-mod exit;
 mod history_cmd;
 mod history_input;
 mod nemesis_cmd;
-mod nemesis_task;
-mod report;
 mod reproduce_cmd;
 mod run_cmd;
-mod runner;
 mod serve;
 mod soak_cmd;
 mod suite;
 mod testbed_cmd;
 
 use clap::{Parser, Subcommand};
+use engine::exit;
 use std::process::ExitCode;
 
 /// The version line: crate version and the git commit it was built from.

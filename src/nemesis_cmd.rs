@@ -2,8 +2,8 @@
 //! run — removes every partition rule harness wrote on the nodes (and only
 //! those), and checks that none remains.
 
-use crate::exit;
-use crate::nemesis_task::NodeArgs;
+use engine::exit;
+use crate::run_cmd::NodeArgs;
 use nemesis::fault::Nemesis;
 
 /// `harness nemesis` subcommands.
@@ -29,6 +29,7 @@ pub fn run(cmd: NemesisCommand) -> anyhow::Result<u8> {
     rt.block_on(async move {
         match cmd {
             NemesisCommand::Heal { nodes } => {
+                let nodes = nodes.to_spec();
                 if !nodes.is_set() {
                     eprintln!("error: harness nemesis heal needs --nodes or --nodes-file");
                     return Ok(exit::ERROR);

@@ -27,7 +27,7 @@
 //! failure, 4 setup failed (including a scenario that needs a database this
 //! machine does not have and no flags naming one).
 
-use crate::exit;
+use engine::exit;
 use crate::suite::{self, ChildSpec, Outcome, flag_value, parse_run_flags, run_child, run_dirs};
 use anyhow::{Context as _, bail};
 use std::path::{Path, PathBuf};
@@ -290,7 +290,7 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
                     meta_path.display()
                 );
             }
-            crate::run_cmd::reproducible_flags(&cl[2..], seed)
+            engine::run::reproducible_flags(&cl[2..], seed)
         }
     };
     let name = meta["name"]

@@ -36,7 +36,7 @@
 //! Exit codes: 0 every run ended as expected, 1 some did not, 2 the suite
 //! was interrupted, 3 a bad suite file.
 
-use crate::exit;
+use engine::exit;
 use crate::suite::{self, ChildSpec, Outcome, RunFacts, run_child, run_dirs, table_flags};
 use anyhow::{Context as _, bail};
 use serde_json::json;
@@ -249,7 +249,7 @@ fn parse_suite(path: &Path, text: &str) -> anyhow::Result<Suite> {
             };
             // Checked now, so a typo fails the suite before the first run.
             let args = suite::checked_run_flags(&flags).with_context(|| what.clone())?;
-            let watchdog = watchdog.unwrap_or(args.time_limit * 2 + Duration::from_secs(600));
+            let watchdog = watchdog.unwrap_or(args.limits.time_limit * 2 + Duration::from_secs(600));
             for _ in 0..count {
                 runs.push(Planned {
                     id: runs.len() + 1,
@@ -520,10 +520,10 @@ fn summary_json(
     })
 }
 
-/// [`crate::report::html_escape`], which is valid XML too, after blanking
+/// [`engine::report::html_escape`], which is valid XML too, after blanking
 /// the control characters XML 1.0 forbids.
 fn xml_escape(s: &str) -> String {
-    crate::report::html_escape(&s.replace(
+    engine::report::html_escape(&s.replace(
         |c: char| (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t'),
         " ",
     ))

@@ -164,9 +164,9 @@ struct RunOnly {
 ///
 /// # Errors
 /// clap's message (unknown flag, bad value), on one line.
-pub fn parse_run_flags(flags: &[String]) -> anyhow::Result<crate::run_cmd::RunArgs> {
+pub fn parse_run_flags(flags: &[String]) -> anyhow::Result<engine::spec::RunSpec> {
     use clap::Parser as _;
-    RunOnly::try_parse_from(flags).map(|r| r.args).map_err(|e| {
+    let args = RunOnly::try_parse_from(flags).map(|r| r.args).map_err(|e| {
         let msg = e.render().to_string();
         let first = msg
             .lines()
@@ -175,17 +175,18 @@ pub fn parse_run_flags(flags: &[String]) -> anyhow::Result<crate::run_cmd::RunAr
             .trim_start_matches("error: ")
             .to_string();
         anyhow::anyhow!("{first} (flags: {})", flags.join(" "))
-    })
+    })?;
+    args.to_spec()
 }
 
 /// Parses `flags` and checks them as `harness run` would before starting
-/// anything ([`crate::run_cmd::validate`]).
+/// anything ([`engine::spec::RunSpec::validate`]).
 ///
 /// # Errors
 /// The first problem with the flags.
-pub fn checked_run_flags(flags: &[String]) -> anyhow::Result<crate::run_cmd::RunArgs> {
+pub fn checked_run_flags(flags: &[String]) -> anyhow::Result<engine::spec::RunSpec> {
     let args = parse_run_flags(flags)?;
-    crate::run_cmd::validate(&args)?;
+    args.validate()?;
     Ok(args)
 }
 
@@ -494,7 +495,7 @@ pub fn self_rss_kb() -> Option<u64> {
 /// A fresh seed: `base` mixed with `i` when a suite fixes its base seed,
 /// else the clock mixed with `i`.
 pub fn seed_for(base: Option<u64>, i: u64) -> u64 {
-    workloads::rng::derive_seed(base.unwrap_or_else(crate::run_cmd::clock_seed), i)
+    workloads::rng::derive_seed(base.unwrap_or_else(engine::run::clock_seed), i)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `harness testbed up [--nodes 3] | down | status`: the local testbed of
 //! network-namespace nodes with sshd (see `nemesis::testbed`).
 
-use crate::exit;
+use engine::exit;
 use nemesis::testbed::Testbed;
 use std::time::Instant;
 

@@ -5,6 +5,7 @@
 //! lives in each adapter, next to the SQL that produces the errors; anything
 //! not known to be definite is indefinite.
 
+pub mod catalog;
 pub mod client;
 pub mod cluster;
 pub mod cockroach;

@@ -94,6 +94,13 @@ impl Isolation {
     }
 }
 
+impl std::str::FromStr for Isolation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Isolation, String> {
+        Isolation::parse(s)
+    }
+}
+
 impl fmt::Display for Isolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -1,4 +1,4 @@
-//! Databases on nodes for `harness run`: node and SSH flags, the database
+//! Databases on nodes for a run: reaching the nodes, the database
 //! lifecycle around the run (setup on every node, log collection, teardown),
 //! the nemesis task that injects faults during the main phase, and the heal
 //! hook the runner calls after it.
@@ -9,8 +9,10 @@
 //! are removed at setup; nemesis ops go to the same history log as client
 //! ops, through a mutex ([`SharedLog`]).
 
-use crate::runner::{self, HistorySink, NemesisLog};
+use crate::runner::{self, HistorySink};
+use crate::spec::{FaultSpec, NodeSpec, RunSpec};
 use anyhow::Context as _;
+use db_adapters::catalog::DbKind;
 use db_adapters::client::{BoxFuture, ClientFactory};
 use db_adapters::db::{Db, DbError, collect_logs, connect_all, setup_with_retry};
 use db_adapters::mysql::{MariaDb, MariaDbConfig, MysqlFactory};
@@ -22,66 +24,14 @@ use nemesis::fault::Nemesis as FaultNemesis;
 use nemesis::node::{parse_node_list, parse_nodes_file};
 use nemesis::partition::PartitionKind;
 use nemesis::remote::{Remote, SshConfig, SshRemote};
-use nemesis::schedule::{FaultKind, Recorder, Schedule, parse_faults};
+use nemesis::schedule::{FaultKind, Recorder, Schedule};
 use nemesis::testbed::Testbed;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use store::{Data, F, Op, OpIndex, OpType, OpValue, Process};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-
-/// Node and SSH flags (`harness run`, `harness nemesis heal`).
-#[derive(clap::Args, Debug, Clone, Default)]
-#[command(next_help_heading = "Nodes and SSH")]
-pub struct NodeArgs {
-    /// Database nodes: `n1,n2,…` (each `host` or `name=host`), or `testbed`
-    /// (the local testbed; brought up with 3 nodes when none is up), or
-    /// `testbed:N`.
-    #[arg(long, conflicts_with = "nodes_file")]
-    pub nodes: Option<String>,
-    /// File with one node per line (`host` or `name=host`; `#` comments).
-    #[arg(long)]
-    pub nodes_file: Option<PathBuf>,
-    /// SSH login user; commands run through `sudo -n` unless it is root.
-    #[arg(long, alias = "username", default_value = "root")]
-    pub ssh_user: String,
-    /// SSH private key (default: ssh's own defaults and agent).
-    #[arg(long, alias = "ssh-private-key")]
-    pub ssh_key: Option<PathBuf>,
-    /// SSH port.
-    #[arg(long, default_value_t = 22)]
-    pub ssh_port: u16,
-    /// Check host keys against known_hosts (off: any host key is accepted).
-    #[arg(long)]
-    pub ssh_strict_host_key_checking: bool,
-}
-
-/// Fault and lifecycle flags of `harness run`.
-#[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Faults (nemesis) and the database on nodes")]
-pub struct FaultArgs {
-    /// Faults: none, or a comma list of partition, kill, pause.
-    #[arg(long, default_value = "none")]
-    pub nemesis: String,
-    /// Time between fault starts and stops.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub nemesis_interval: Duration,
-    /// Partition shape: one, majority, majorities-ring, minority-third,
-    /// bridge, random-halves, primaries.
-    #[arg(long, default_value = "majority")]
-    pub partition: String,
-    /// PostgreSQL on nodes: send read-only transactions to a replica.
-    #[arg(long)]
-    pub replica_reads: bool,
-    /// Do not tear the database down after the run.
-    #[arg(long)]
-    pub leave_db_running: bool,
-    /// Most time to wait for the database to serve again after the faults
-    /// are healed, before the final reads.
-    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
-    pub heal_timeout: Duration,
-}
 
 /// Where `--nodes` points.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,7 +42,7 @@ pub enum NodeSource {
     Nodes(Vec<Node>),
 }
 
-impl NodeArgs {
+impl NodeSpec {
     /// Whether nodes were given at all.
     pub fn is_set(&self) -> bool {
         self.nodes.is_some() || self.nodes_file.is_some()
@@ -129,7 +79,7 @@ impl NodeArgs {
     /// The nodes a run will use (the testbed's are fixed names).
     ///
     /// # Errors
-    /// As [`NodeArgs::source`].
+    /// As [`NodeSpec::source`].
     pub fn planned_nodes(&self) -> anyhow::Result<Option<Vec<Node>>> {
         Ok(match self.source()? {
             None => None,
@@ -151,10 +101,10 @@ impl NodeArgs {
         self.connect_first(usize::MAX).await
     }
 
-    /// As [`NodeArgs::connect`], for the first `limit` nodes only.
+    /// As [`NodeSpec::connect`], for the first `limit` nodes only.
     ///
     /// # Errors
-    /// As [`NodeArgs::connect`].
+    /// As [`NodeSpec::connect`].
     pub async fn connect_first(&self, limit: usize) -> anyhow::Result<Vec<Arc<dyn Remote>>> {
         let (nodes, ssh) = match self.source()? {
             None => anyhow::bail!("no nodes given (--nodes or --nodes-file)"),
@@ -166,10 +116,10 @@ impl NodeArgs {
             }
             Some(NodeSource::Nodes(nodes)) => {
                 let mut ssh = SshConfig::new();
-                ssh.user = self.ssh_user.clone();
-                ssh.key = self.ssh_key.clone();
-                ssh.port = self.ssh_port;
-                ssh.strict_host_key_checking = self.ssh_strict_host_key_checking;
+                ssh.user = self.ssh.user.clone();
+                ssh.key = self.ssh.key.clone();
+                ssh.port = self.ssh.port;
+                ssh.strict_host_key_checking = self.ssh.strict_host_key_checking;
                 (nodes, ssh)
             }
         };
@@ -186,18 +136,22 @@ impl NodeArgs {
     }
 }
 
-/// Validates the node and fault flags of `harness run` and returns the
+/// Validates the node and fault settings of `spec` and returns the
 /// nodes of a database on nodes (`None`: not on nodes).
 ///
 /// # Errors
-/// Flags that do not fit together, unknown fault or partition names.
-pub fn plan_nodes(args: &crate::run_cmd::RunArgs) -> anyhow::Result<Option<Vec<Node>>> {
-    use crate::run_cmd::DbKind;
-    let (kinds, _) = parse_fault_args(&args.faults)?;
-    // cockroach, tidb, yugabyte: on nodes when --nodes are given (else --url).
-    let newsql = args.db.newsql();
-    let on_nodes = matches!(args.db, DbKind::Galera | DbKind::Mariadb)
-        || ((args.db == DbKind::Postgres || newsql.is_some()) && args.nodes.is_set());
+/// Settings that do not fit together.
+pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
+    use db_adapters::catalog::Placement;
+    let kinds = &args.faults.faults;
+    // Databases behind a URL (postgres, cockroach, tidb, yugabyte) are on
+    // nodes when --nodes are given.
+    let on_nodes = match args.db.placement() {
+        Placement::Nodes => true,
+        Placement::UrlOrNodes => args.nodes.is_set(),
+        Placement::Embedded => false,
+    };
+    let newsql = args.db.is_tarball();
     if !on_nodes {
         if args.nodes.is_set() {
             anyhow::bail!(
@@ -215,12 +169,12 @@ pub fn plan_nodes(args: &crate::run_cmd::RunArgs) -> anyhow::Result<Option<Vec<N
     if !args.nodes.is_set() {
         anyhow::bail!("--db {:?} needs --nodes (n1,n2,… or testbed)", args.db);
     }
-    if (args.url.is_some() && newsql.is_none()) || args.local {
+    if (args.url.is_some() && !newsql) || args.local {
         anyhow::bail!("--url and --local do not combine with --nodes");
     }
     let mut nodes = args.nodes.planned_nodes()?.unwrap_or_default();
-    if let Some(kind) = newsql {
-        nodes = crate::run_cmd::newsql_db::client_nodes(kind, &args.newsql, nodes)?;
+    if newsql {
+        nodes = crate::newsql::client_nodes(args.db, &args.newsql, nodes)?;
     }
     if args.db == DbKind::Mariadb {
         nodes.truncate(1);
@@ -236,18 +190,12 @@ pub fn plan_nodes(args: &crate::run_cmd::RunArgs) -> anyhow::Result<Option<Vec<N
 /// # Errors
 /// As [`Cluster::open`].
 pub async fn open_cluster(
-    args: &crate::run_cmd::RunArgs,
+    args: &RunSpec,
     isolation: Isolation,
     model: DataModel,
     run_dir: &Path,
 ) -> anyhow::Result<Cluster> {
-    use crate::run_cmd::DbKind;
-    let kind = match args.db {
-        DbKind::Galera => ClusterDb::Galera,
-        DbKind::Mariadb => ClusterDb::Mariadb,
-        _ => ClusterDb::Postgres,
-    };
-    Cluster::open(kind, &args.nodes, &args.faults, isolation, model, run_dir).await
+    Cluster::open(args.db, &args.nodes, &args.faults, isolation, model, run_dir).await
 }
 
 /// Removes this process's own control-socket directory (never the
@@ -256,17 +204,6 @@ fn remove_control_dir(ssh: &SshConfig) {
     if ssh.control_dir == SshConfig::new().control_dir {
         let _ = std::fs::remove_dir_all(&ssh.control_dir);
     }
-}
-
-/// Databases harness runs on nodes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClusterDb {
-    /// MariaDB Galera (3+ nodes).
-    Galera,
-    /// One MariaDB server (on the first node).
-    Mariadb,
-    /// PostgreSQL primary (first node) + streaming replicas.
-    Postgres,
 }
 
 /// A database running on nodes for one test.
@@ -289,33 +226,32 @@ impl Cluster {
     /// # Errors
     /// Anything that keeps the database from serving; the caller exits 4.
     pub async fn open(
-        kind: ClusterDb,
-        nodes: &NodeArgs,
-        faults: &FaultArgs,
+        kind: DbKind,
+        nodes: &NodeSpec,
+        faults: &FaultSpec,
         isolation: Isolation,
         model: DataModel,
         run_dir: &Path,
     ) -> anyhow::Result<Cluster> {
-        if kind != ClusterDb::Postgres && !nodes.is_set() {
+        if kind != DbKind::Postgres && !nodes.is_set() {
             anyhow::bail!("--db galera and --db mariadb need --nodes (n1,n2,… or testbed)");
         }
-        parse_fault_args(faults)?;
-        let limit = if kind == ClusterDb::Mariadb {
+        let limit = if kind == DbKind::Mariadb {
             1
         } else {
             usize::MAX
         };
         let remotes = nodes.connect_first(limit).await?;
         let (db, factory): (Arc<dyn Db>, Arc<dyn ClientFactory>) = match kind {
-            ClusterDb::Galera | ClusterDb::Mariadb => {
+            DbKind::Galera | DbKind::Mariadb => {
                 let db = MariaDb::new(
-                    MariaDbConfig::new(kind == ClusterDb::Galera),
+                    MariaDbConfig::new(kind == DbKind::Galera),
                     remotes.clone(),
                 );
                 let f = MysqlFactory::new(isolation, model).map_err(|e| anyhow::anyhow!(e))?;
                 (Arc::new(db), Arc::new(f))
             }
-            ClusterDb::Postgres => {
+            DbKind::Postgres => {
                 let db = PgCluster::new(PgClusterConfig::default(), remotes.clone());
                 let primary = db.primary_url();
                 let f = PgFactory::new(&primary, isolation, model)?;
@@ -338,13 +274,14 @@ impl Cluster {
                 };
                 (Arc::new(db), factory)
             }
+            other => anyhow::bail!("--db {other} is not set up by Cluster::open"),
         };
         Cluster::start(db, remotes, factory, faults, run_dir).await
     }
 
     /// Heals stale faults and sets `db` up (retried) on `remotes`, which
     /// are connected already (used by [`Cluster::open`] and by the tarball
-    /// databases of `run_cmd::newsql_db`).
+    /// databases of [`crate::newsql`]).
     ///
     /// # Errors
     /// Anything that keeps the database from serving; the caller exits 4.
@@ -352,7 +289,7 @@ impl Cluster {
         db: Arc<dyn Db>,
         remotes: Vec<Arc<dyn Remote>>,
         factory: Arc<dyn ClientFactory>,
-        faults: &FaultArgs,
+        faults: &FaultSpec,
         run_dir: &Path,
     ) -> anyhow::Result<Cluster> {
         let nemesis = Arc::new(FaultNemesis::new(remotes.clone(), db.process()));
@@ -470,10 +407,10 @@ impl Recorder for SharedLog {
 /// The runner's fault hook: the cluster's nemesis, or none.
 ///
 /// # Errors
-/// Bad `--nemesis`/`--partition`.
+/// `--partition primaries` for a database without primaries.
 pub fn nemesis_for(
     cluster: Option<&Cluster>,
-    faults: &FaultArgs,
+    faults: &FaultSpec,
     seed: u64,
     log: &SharedLog,
 ) -> anyhow::Result<Box<dyn runner::Nemesis>> {
@@ -494,31 +431,18 @@ pub struct ClusterNemesis {
     heal_timeout: Duration,
 }
 
-/// Parses `--nemesis` and `--partition` (before anything starts).
-///
-/// # Errors
-/// Unknown names, naming the entry; `primaries` for a database without any.
-pub fn parse_fault_args(f: &FaultArgs) -> anyhow::Result<(Vec<FaultKind>, PartitionKind)> {
-    let kinds = parse_faults(&f.nemesis)?;
-    let partition: PartitionKind = f
-        .partition
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--partition: {e}"))?;
-    Ok((kinds, partition))
-}
-
 impl ClusterNemesis {
     /// Starts the nemesis loop over `cluster` (no loop for `--nemesis none`).
     ///
     /// # Errors
-    /// Bad `--nemesis`/`--partition`.
+    /// `--partition primaries` for a database without primaries.
     pub fn start(
         cluster: &Cluster,
-        faults: &FaultArgs,
+        faults: &FaultSpec,
         seed: u64,
         log: &SharedLog,
     ) -> anyhow::Result<ClusterNemesis> {
-        let (kinds, partition) = parse_fault_args(faults)?;
+        let (kinds, partition) = (faults.faults.clone(), faults.partition);
         let names: Vec<String> = cluster
             .remotes
             .iter()
@@ -554,7 +478,7 @@ impl ClusterNemesis {
             me.task = Some(tokio::spawn(nemesis::schedule::run(
                 cluster.nemesis.clone(),
                 schedule,
-                faults.nemesis_interval,
+                faults.interval,
                 recorder,
                 rx,
             )));
@@ -591,7 +515,7 @@ impl ClusterNemesis {
 }
 
 impl runner::Nemesis for ClusterNemesis {
-    fn heal<'a>(&'a mut self, _log: &'a mut dyn NemesisLog) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn heal(&mut self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(self.heal_inner())
     }
 }

@@ -1,6 +1,6 @@
-//! `harness run --db cockroach|tidb|yugabyte`: the flags of the distributed
-//! SQL databases and how they become a client factory and a cluster
-//! lifecycle.
+//! `--db cockroach|tidb|yugabyte`: the settings of the distributed SQL
+//! databases ([`NewSqlSpec`]) and how they become a client factory and a
+//! cluster lifecycle.
 //!
 //! Three ways to point harness at one of them:
 //! * `--nodes … --tarball PATH|URL`: harness installs the release on every
@@ -10,80 +10,19 @@
 //!   faults do not (harness has no pid files for daemons it did not start);
 //! * `--url`: an existing cluster behind one address, no SSH at all.
 
+use crate::spec::NewSqlSpec;
 use anyhow::bail;
+use db_adapters::catalog::DbKind;
 use db_adapters::client::ClientFactory;
 use db_adapters::cluster::{ClusterDb, Tarball};
 use db_adapters::sql::{DataModel, Isolation};
-use db_adapters::tidb::{AutoRetry, Roles, TidbOptions, TxnMode};
+use db_adapters::tidb::{AutoRetry, Roles, TidbOptions};
 use db_adapters::{cockroach, tidb, yugabyte};
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::sync::Arc;
 
-/// Flags of `--db cockroach|tidb|yugabyte`.
-#[derive(clap::Args, Debug, Clone, Default)]
-#[command(next_help_heading = "CockroachDB, TiDB and YugabyteDB")]
-pub struct NewSqlArgs {
-    /// Release tarball to install on every node (cockroach, tidb, yugabyte):
-    /// a local path (copied over SSH) or an http(s) URL (downloaded by each
-    /// node). Unpacked once per node under --db-dir.
-    #[arg(long, value_name = "PATH|URL")]
-    pub tarball: Option<String>,
-    /// The cluster already runs on --nodes (cockroach, tidb, yugabyte):
-    /// no install, no teardown; clients connect to each node's SQL port.
-    #[arg(long)]
-    pub no_setup: bool,
-    /// SQL port on every node (default: cockroach 26257, tidb 4000,
-    /// yugabyte 5433).
-    #[arg(long, value_name = "PORT")]
-    pub db_port: Option<u16>,
-    /// Directory on the nodes for releases, data and logs (default:
-    /// /var/lib/harness/<db>).
-    #[arg(long, value_name = "DIR")]
-    pub db_dir: Option<String>,
-    /// TiDB transaction mode: optimistic or pessimistic (default: the
-    /// server's, pessimistic since TiDB 3.0.8).
-    #[arg(long, value_name = "MODE")]
-    pub txn_mode: Option<String>,
-    /// TiDB automatic retry of optimistic transactions: on or off (sets
-    /// tidb_disable_txn_auto_retry; off also sets tidb_retry_limit = 0).
-    #[arg(long, value_name = "on|off")]
-    pub auto_retry: Option<String>,
-    /// TiDB tidb_retry_limit.
-    #[arg(long, value_name = "N")]
-    pub auto_retry_limit: Option<u32>,
-    /// Reads lock the rows they read (SELECT … FOR UPDATE): cockroach, tidb,
-    /// yugabyte.
-    #[arg(long)]
-    pub select_for_update: bool,
-    /// TiDB roles per node: `pd=n1,n2,n3;tikv=n1,n2,n3;tidb=n4,n5`
-    /// (default: every role on every node). Started pd → tikv → tidb.
-    #[arg(long, value_name = "ROLES")]
-    pub roles: Option<String>,
-}
-
-/// The three databases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// CockroachDB.
-    Cockroach,
-    /// TiDB.
-    Tidb,
-    /// YugabyteDB YSQL.
-    Yugabyte,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Cockroach => "cockroach",
-            Kind::Tidb => "tidb",
-            Kind::Yugabyte => "yugabyte",
-        }
-    }
-}
-
-impl NewSqlArgs {
+impl NewSqlSpec {
     fn any_set(&self) -> bool {
         self.tarball.is_some()
             || self.no_setup
@@ -100,24 +39,13 @@ impl NewSqlArgs {
             || self.roles.is_some()
     }
 
-    fn tidb_options(&self) -> anyhow::Result<TidbOptions> {
-        Ok(TidbOptions {
-            txn_mode: self
-                .txn_mode
-                .as_deref()
-                .map(TxnMode::parse)
-                .transpose()
-                .map_err(anyhow::Error::msg)?,
-            auto_retry: self
-                .auto_retry
-                .as_deref()
-                .map(AutoRetry::parse)
-                .transpose()
-                .map_err(anyhow::Error::msg)?
-                .unwrap_or(AutoRetry::Default),
+    fn tidb_options(&self) -> TidbOptions {
+        TidbOptions {
+            txn_mode: self.txn_mode,
+            auto_retry: self.auto_retry.unwrap_or(AutoRetry::Default),
             retry_limit: self.auto_retry_limit,
             select_for_update: self.select_for_update,
-        })
+        }
     }
 }
 
@@ -128,21 +56,21 @@ impl NewSqlArgs {
 /// A flag that does not apply, a bad value, a missing way to reach the
 /// database.
 pub fn validate(
-    kind: Option<Kind>,
-    a: &NewSqlArgs,
+    kind: DbKind,
+    a: &NewSqlSpec,
     url: Option<&str>,
     nodes: Option<&[Node]>,
     isolation: Isolation,
 ) -> anyhow::Result<Isolation> {
-    let Some(kind) = kind else {
+    if !kind.is_tarball() {
         if a.any_set() {
             bail!(
                 "--tarball, --no-setup, --db-port, --db-dir, --select-for-update, --txn-mode, --auto-retry, --auto-retry-limit and --roles apply to --db cockroach, tidb and yugabyte only"
             );
         }
         return Ok(isolation);
-    };
-    if kind != Kind::Tidb && a.tidb_only_set() {
+    }
+    if kind != DbKind::Tidb && a.tidb_only_set() {
         bail!("--txn-mode, --auto-retry, --auto-retry-limit and --roles apply to --db tidb only");
     }
     match (url, nodes) {
@@ -172,9 +100,9 @@ pub fn validate(
         bail!("--roles needs --nodes");
     }
     let iso = match kind {
-        Kind::Cockroach => cockroach::check_isolation(isolation),
-        Kind::Yugabyte => yugabyte::check_isolation(isolation),
-        Kind::Tidb => tidb::check_isolation(isolation, a.tidb_options()?.txn_mode),
+        DbKind::Cockroach => cockroach::check_isolation(isolation),
+        DbKind::Yugabyte => yugabyte::check_isolation(isolation),
+        _ => tidb::check_isolation(isolation, a.txn_mode),
     }
     .map_err(anyhow::Error::msg)?;
     Ok(iso)
@@ -185,9 +113,9 @@ pub fn validate(
 ///
 /// # Errors
 /// A bad `--roles`.
-pub fn client_nodes(kind: Kind, a: &NewSqlArgs, nodes: Vec<Node>) -> anyhow::Result<Vec<Node>> {
+pub fn client_nodes(kind: DbKind, a: &NewSqlSpec, nodes: Vec<Node>) -> anyhow::Result<Vec<Node>> {
     match (kind, &a.roles) {
-        (Kind::Tidb, Some(r)) => {
+        (DbKind::Tidb, Some(r)) => {
             let roles = Roles::parse(r, &nodes).map_err(anyhow::Error::msg)?;
             Ok(roles.nodes(tidb::Role::Tidb).to_vec())
         }
@@ -200,14 +128,14 @@ pub fn client_nodes(kind: Kind, a: &NewSqlArgs, nodes: Vec<Node>) -> anyhow::Res
 /// # Errors
 /// A bad URL or flag value.
 pub fn factory(
-    kind: Kind,
-    a: &NewSqlArgs,
+    kind: DbKind,
+    a: &NewSqlSpec,
     url: Option<&str>,
     isolation: Isolation,
     model: DataModel,
 ) -> anyhow::Result<Arc<dyn ClientFactory>> {
     Ok(match kind {
-        Kind::Cockroach => {
+        DbKind::Cockroach => {
             let target = match url {
                 Some(u) => db_adapters::pgwire::Target::Url(u.to_string()),
                 None => cockroach::node_target(a.db_port.unwrap_or(cockroach::DEFAULT_PORT)),
@@ -217,7 +145,7 @@ pub fn factory(
                     .map_err(anyhow::Error::msg)?,
             )
         }
-        Kind::Yugabyte => {
+        DbKind::Yugabyte => {
             let target = match url {
                 Some(u) => db_adapters::pgwire::Target::Url(u.to_string()),
                 None => yugabyte::node_target(a.db_port.unwrap_or(yugabyte::DEFAULT_PORT)),
@@ -227,13 +155,14 @@ pub fn factory(
                     .map_err(anyhow::Error::msg)?,
             )
         }
-        Kind::Tidb => {
-            let mut f = tidb::TidbFactory::new(isolation, model, a.tidb_options()?)
+        DbKind::Tidb => {
+            let mut f = tidb::TidbFactory::new(isolation, model, a.tidb_options())
                 .map_err(anyhow::Error::msg)?;
             f.port = a.db_port.unwrap_or(tidb::DEFAULT_PORT);
             f.url = url.map(str::to_string);
             Arc::new(f)
         }
+        other => bail!("not a tarball database: {other}"),
     })
 }
 
@@ -242,8 +171,8 @@ pub fn factory(
 /// # Errors
 /// A bad flag value.
 pub fn cluster_db(
-    kind: Kind,
-    a: &NewSqlArgs,
+    kind: DbKind,
+    a: &NewSqlSpec,
     isolation: Isolation,
     remotes: Vec<Arc<dyn Remote>>,
 ) -> anyhow::Result<ClusterDb> {
@@ -254,7 +183,7 @@ pub fn cluster_db(
         None => Tarball::Url(String::new()),
     };
     let spec = match kind {
-        Kind::Cockroach => {
+        DbKind::Cockroach => {
             let mut c = cockroach::CockroachConfig::new(tarball);
             if let Some(d) = &a.db_dir {
                 c.layout.base = d.clone();
@@ -263,7 +192,7 @@ pub fn cluster_db(
             c.no_setup = a.no_setup;
             c.spec(&nodes)
         }
-        Kind::Yugabyte => {
+        DbKind::Yugabyte => {
             let mut c = yugabyte::YugabyteConfig::new(tarball);
             if let Some(d) = &a.db_dir {
                 c.layout.base = d.clone();
@@ -273,7 +202,7 @@ pub fn cluster_db(
             c.read_committed = isolation == Isolation::ReadCommitted;
             c.spec(&nodes)
         }
-        Kind::Tidb => {
+        DbKind::Tidb => {
             let roles = match &a.roles {
                 Some(r) => Roles::parse(r, &nodes).map_err(anyhow::Error::msg)?,
                 None => Roles::spread(&nodes),
@@ -286,6 +215,7 @@ pub fn cluster_db(
             c.no_setup = a.no_setup;
             c.spec(&nodes)
         }
+        other => bail!("not a tarball database: {other}"),
     };
     Ok(ClusterDb::new(spec, remotes))
 }
@@ -304,9 +234,9 @@ mod tests {
     #[test]
     fn flags_are_checked_per_database() {
         let n = nodes();
-        let none = NewSqlArgs::default();
+        let none = NewSqlSpec::default();
         let e = validate(
-            Some(Kind::Cockroach),
+            DbKind::Cockroach,
             &none,
             None,
             Some(&n),
@@ -315,7 +245,7 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("--tarball PATH|URL"), "{e}");
         let e = validate(
-            Some(Kind::Yugabyte),
+            DbKind::Yugabyte,
             &none,
             None,
             None,
@@ -323,13 +253,13 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("--db yugabyte needs --nodes"), "{e}");
-        let no_setup = NewSqlArgs {
+        let no_setup = NewSqlSpec {
             no_setup: true,
-            ..NewSqlArgs::default()
+            ..NewSqlSpec::default()
         };
         assert_eq!(
             validate(
-                Some(Kind::Yugabyte),
+                DbKind::Yugabyte,
                 &no_setup,
                 None,
                 Some(&n),
@@ -338,12 +268,12 @@ mod tests {
             .unwrap(),
             Isolation::RepeatableRead
         );
-        let tidb_flags = NewSqlArgs {
-            txn_mode: Some("pessimistic".into()),
+        let tidb_flags = NewSqlSpec {
+            txn_mode: Some(db_adapters::tidb::TxnMode::Pessimistic),
             ..no_setup.clone()
         };
         let e = validate(
-            Some(Kind::Cockroach),
+            DbKind::Cockroach,
             &tidb_flags,
             None,
             Some(&n),
@@ -351,7 +281,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("apply to --db tidb only"), "{e}");
-        let e = validate(None, &tidb_flags, None, None, Isolation::Serializable).unwrap_err();
+        let e = validate(DbKind::Postgres, &tidb_flags, None, None, Isolation::Serializable).unwrap_err();
         assert!(
             e.to_string()
                 .contains("apply to --db cockroach, tidb and yugabyte only"),
@@ -359,7 +289,7 @@ mod tests {
         );
         assert_eq!(
             validate(
-                Some(Kind::Tidb),
+                DbKind::Tidb,
                 &tidb_flags,
                 None,
                 Some(&n),
@@ -369,7 +299,7 @@ mod tests {
             Isolation::ReadCommitted
         );
         let e = validate(
-            Some(Kind::Tidb),
+            DbKind::Tidb,
             &no_setup,
             None,
             Some(&n),
@@ -377,12 +307,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("TiDB runs repeatable-read"), "{e}");
-        let bad_roles = NewSqlArgs {
+        let bad_roles = NewSqlSpec {
             roles: Some("pd=n1;tikv=n9;tidb=n1".into()),
             ..no_setup.clone()
         };
         let e = validate(
-            Some(Kind::Tidb),
+            DbKind::Tidb,
             &bad_roles,
             None,
             Some(&n),
@@ -390,12 +320,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("unknown node \"n9\""), "{e}");
-        let missing = NewSqlArgs {
+        let missing = NewSqlSpec {
             tarball: Some("/nonexistent/crdb.tgz".into()),
-            ..NewSqlArgs::default()
+            ..NewSqlSpec::default()
         };
         let e = validate(
-            Some(Kind::Cockroach),
+            DbKind::Cockroach,
             &missing,
             None,
             Some(&n),
@@ -406,7 +336,7 @@ mod tests {
         // --url: no nodes needed.
         assert!(
             validate(
-                Some(Kind::Cockroach),
+                DbKind::Cockroach,
                 &none,
                 Some("postgres://root@h:26257/defaultdb"),
                 None,
@@ -414,13 +344,13 @@ mod tests {
             )
             .is_ok()
         );
-        let bad_retry = NewSqlArgs {
+        let bad_retry = NewSqlSpec {
             auto_retry: Some("sometimes".into()),
             ..no_setup
         };
         assert!(
             validate(
-                Some(Kind::Tidb),
+                DbKind::Tidb,
                 &bad_retry,
                 None,
                 Some(&n),

@@ -15,14 +15,16 @@
 //! unless `--sim-bug` names a bug mode (e.g. `retry-reapply`, `non-monotonic-read`, `torn-commit`,
 //! `lost-update`), which then replaces it.
 
-#[path = "newsql_db.rs"]
-pub mod newsql_db;
-
+use crate::cluster::Cluster;
 use crate::exit;
+use crate::newsql;
+use crate::report::Keep;
 use crate::runner::{self, HistorySink, RunnerConfig, progress};
+use crate::spec::RunSpec;
 use anyhow::{Context as _, bail};
 use checker::model::ConsistencyModel;
 use checker::result::Valid;
+use db_adapters::catalog::DbKind;
 use db_adapters::client::ClientFactory;
 use db_adapters::postgres::PgFactory;
 use db_adapters::postgres::local::LocalCluster;
@@ -30,7 +32,7 @@ use db_adapters::sql::{DataModel, Isolation};
 use db_adapters::sqlite::SqliteFactory;
 use nemesis::Node;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use store::{MicroOp, OpIndex, OpType, OpValue};
@@ -39,167 +41,13 @@ use workloads::{WorkloadConfig, WorkloadKind};
 /// Version of the `test.json` layout.
 const TEST_JSON_SCHEMA_VERSION: u32 = 1;
 
-/// Which database to test.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DbKind {
-    /// Embedded SQLite (compiled in; the default).
-    Sqlite,
-    /// The in-memory simulator with selectable isolation and bugs.
-    Sim,
-    /// PostgreSQL (`--url` to a server, or `--local` for a throwaway cluster,
-    /// or `--nodes` for a primary + streaming replicas on nodes).
-    Postgres,
-    /// MariaDB Galera on 3+ `--nodes`.
-    Galera,
-    /// One MariaDB server on the first of `--nodes`.
-    Mariadb,
-    /// CockroachDB (PG wire, port 26257): `--nodes` with `--tarball` or
-    /// `--no-setup`, or `--url postgres://root@host:26257/defaultdb`.
-    /// Isolation: serializable, read-committed.
-    Cockroach,
-    /// TiDB (MySQL wire, port 4000): `--nodes` with `--tarball` (roles from
-    /// `--roles`) or `--no-setup`, or `--url mysql://root@host:4000/test`.
-    /// Isolation: repeatable-read (snapshot isolation), read-committed.
-    Tidb,
-    /// YugabyteDB YSQL (PG wire, port 5433): `--nodes` with `--tarball` or
-    /// `--no-setup`, or `--url postgres://yugabyte@host:5433/yugabyte`.
-    /// Isolation: serializable, repeatable-read, read-committed.
-    Yugabyte,
-}
-
-impl DbKind {
-    fn name(self) -> &'static str {
-        match self {
-            DbKind::Sqlite => "sqlite",
-            DbKind::Sim => "sim",
-            DbKind::Postgres => "postgres",
-            DbKind::Galera => "galera",
-            DbKind::Mariadb => "mariadb",
-            DbKind::Cockroach => "cockroach",
-            DbKind::Tidb => "tidb",
-            DbKind::Yugabyte => "yugabyte",
-        }
-    }
-
-    /// The tarball-installed distributed SQL databases.
-    pub fn newsql(self) -> Option<newsql_db::Kind> {
-        match self {
-            DbKind::Cockroach => Some(newsql_db::Kind::Cockroach),
-            DbKind::Tidb => Some(newsql_db::Kind::Tidb),
-            DbKind::Yugabyte => Some(newsql_db::Kind::Yugabyte),
-            _ => None,
-        }
-    }
-}
-
-/// `harness run` flags.
-#[derive(clap::Args, Debug, Clone)]
-pub struct RunArgs {
-    /// Database to test.
-    #[arg(long, value_enum, default_value = "sqlite", help_heading = "Database")]
-    pub db: DbKind,
-    /// Isolation level the database is asked for: serializable,
-    /// snapshot-isolation, repeatable-read, read-committed, read-uncommitted
-    /// (each database accepts some of them; `--db sim` all five).
-    #[arg(
-        long,
-        short = 'i',
-        default_value = "serializable",
-        help_heading = "Database"
-    )]
-    pub isolation: String,
-    /// Model the history must satisfy (any of Elle's model names, e.g.
-    /// strong-serializable, serializable, snapshot-isolation,
-    /// repeatable-read, read-committed). Default from --isolation:
-    /// serializable → strong-serializable on one node (alias
-    /// strict-serializable), serializable on several; other levels → the
-    /// model of the same name.
-    #[arg(long, help_heading = "Database")]
-    pub expected_consistency_model: Option<String>,
-    /// URL of an existing server: postgres (postgres://user@host:port/db),
-    /// cockroach and yugabyte (postgres://…), tidb (mysql://user@host:4000/db).
-    #[arg(long, conflicts_with = "local", help_heading = "Database")]
-    pub url: Option<String>,
-    /// Create a throwaway PostgreSQL cluster with the installed binaries.
-    #[arg(long, help_heading = "Database")]
-    pub local: bool,
-    /// Simulator bug mode (with --db sim), replacing --isolation:
-    /// retry-reapply (TiDB 2.1.7's auto-retry: lost updates), lost-update
-    /// (overwrites concurrent writes), stale-read (serializable, not strict),
-    /// non-monotonic-read (reads a random recent version: breaks read
-    /// committed), torn-commit (a commit's keys become visible one by one:
-    /// breaks read atomic).
-    #[arg(long, help_heading = "Database")]
-    pub sim_bug: Option<String>,
-    /// Workload: list-append (alias append) or rw-register (alias wr).
-    #[arg(
-        long,
-        short = 'w',
-        default_value = "list-append",
-        help_heading = "Workload"
-    )]
-    pub workload: String,
-    /// Seed of every random choice (default: from the clock; recorded in test.json).
-    #[arg(long, help_heading = "Workload")]
-    pub seed: Option<u64>,
-    /// Active keys at a time (Elle: 10).
-    #[arg(long, help_heading = "Workload")]
-    pub key_count: Option<usize>,
-    /// Writes to a key before it retires (32).
-    #[arg(long, help_heading = "Workload")]
-    pub max_writes_per_key: Option<u64>,
-    /// Fewest micro-ops per transaction (1).
-    #[arg(long, help_heading = "Workload")]
-    pub min_txn_length: Option<usize>,
-    /// Most micro-ops per transaction (4).
-    #[arg(long, help_heading = "Workload")]
-    pub max_txn_length: Option<usize>,
-    /// Probability that a micro-op is a read (0.5).
-    #[arg(long, help_heading = "Workload")]
-    pub read_ratio: Option<f64>,
-    /// Worker count: N, or Nn for N per node.
-    #[arg(long, default_value = "10", help_heading = "Limits")]
-    pub concurrency: String,
-    /// Target rate in transactions per second over all workers (default: as
-    /// fast as the database answers).
-    #[arg(long, short = 'r', help_heading = "Limits")]
-    pub rate: Option<f64>,
-    /// Length of the main phase (e.g. 30s, 2m).
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, help_heading = "Limits")]
-    pub time_limit: Duration,
-    /// Stop the main phase after this many transactions.
-    #[arg(long, help_heading = "Limits")]
-    pub ops: Option<u64>,
-    /// Per-transaction timeout; a transaction without an answer by then is `info`.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, help_heading = "Limits")]
-    pub op_timeout: Duration,
-    /// Wait between healing faults and the final reads.
-    #[arg(long, alias = "final-recovery-time", default_value = "0s", value_parser = humantime::parse_duration, help_heading = "Limits")]
-    pub recovery_time: Duration,
-    /// Time the checker may spend searching for cycles before giving `unknown`.
-    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration, help_heading = "Limits")]
-    pub check_time_limit: Duration,
-    /// Store root: runs go to <store>/runs/<test-name>/<timestamp>/, with
-    /// <store>/runs/latest pointing at the newest.
-    #[arg(long, default_value = ".", help_heading = "Output")]
-    pub store: PathBuf,
-    /// Test name (default: <db>-<workload>-<isolation>).
-    #[arg(long, help_heading = "Output")]
-    pub test_name: Option<String>,
-    /// Also keep what a run leaves out by default, comma-separated: edn
-    /// (history.edn), jsonl (history.jsonl uncompressed instead of
-    /// history.jsonl.gz), timeline (every transaction, not a sample), all.
-    #[arg(long, value_enum, value_delimiter = ',', help_heading = "Output")]
-    pub keep: Vec<crate::report::KeepItem>,
-    /// Nodes and SSH (databases on nodes: galera, mariadb, postgres).
-    #[command(flatten)]
-    pub nodes: crate::nemesis_task::NodeArgs,
-    /// Faults and the database lifecycle on nodes.
-    #[command(flatten)]
-    pub faults: crate::nemesis_task::FaultArgs,
-    /// CockroachDB, TiDB and YugabyteDB flags.
-    #[command(flatten)]
-    pub newsql: newsql_db::NewSqlArgs,
+/// The binary's version and commit, recorded in `test.json`.
+#[derive(Clone, Copy, Debug)]
+pub struct Build {
+    /// Crate version.
+    pub version: &'static str,
+    /// Git commit it was built from.
+    pub commit: &'static str,
 }
 
 /// The validated configuration of a run.
@@ -215,54 +63,41 @@ struct Plan {
     test_name: String,
 }
 
-/// Checks `args` as `harness run` would before starting anything (no IO
-/// beyond reading a `--nodes-file`).
-///
-/// # Errors
-/// The first problem with the flags.
-pub fn validate(args: &RunArgs) -> anyhow::Result<()> {
-    plan(args).map(|_| ())
+impl RunSpec {
+    /// Checks the spec as a run would before starting anything (no IO
+    /// beyond reading a `--nodes-file`).
+    ///
+    /// # Errors
+    /// The first problem, naming the flag.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        plan(self).map(|_| ())
+    }
 }
 
-fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
-    let workload =
-        WorkloadKind::parse(&args.workload).map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
-    let isolation =
-        Isolation::parse(&args.isolation).map_err(|e| anyhow::anyhow!("--isolation: {e}"))?;
+fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
+    let workload = args.workload;
+    let isolation = args.isolation;
     // Databases on nodes (galera, mariadb, postgres with --nodes).
-    let nodes = crate::nemesis_task::plan_nodes(args)?.unwrap_or_else(|| vec![Node::local()]);
-    let expected = match &args.expected_consistency_model {
-        Some(m) => ConsistencyModel::parse(m)
-            .map_err(|e| anyhow::anyhow!("--expected-consistency-model: {e}"))?,
+    let nodes = crate::cluster::plan_nodes(args)?.unwrap_or_else(|| vec![Node::local()]);
+    let expected = match args.expected {
+        Some(m) => m,
         None => default_model(isolation, nodes.len()),
     };
-    let mut wcfg = WorkloadConfig::default();
-    if let Some(v) = args.key_count {
-        wcfg.key_count = v;
-    }
-    if let Some(v) = args.max_writes_per_key {
-        wcfg.max_writes_per_key = v;
-    }
-    if let Some(v) = args.min_txn_length {
-        wcfg.min_txn_length = v;
-    }
-    if let Some(v) = args.max_txn_length {
-        wcfg.max_txn_length = v;
-    }
-    if let Some(v) = args.read_ratio {
-        wcfg.read_ratio = v;
-    }
-    wcfg.validate()?;
-    let concurrency = parse_concurrency(&args.concurrency, nodes.len())?;
-    if let Some(r) = args.rate
+    let wcfg = workload_config(&args.workload_overrides)?;
+    let concurrency = args
+        .concurrency
+        .workers(nodes.len())
+        .map_err(anyhow::Error::msg)?;
+    let limits = &args.limits;
+    if let Some(r) = limits.rate
         && !(r.is_finite() && r > 0.0)
     {
         bail!("--rate must be a positive number of transactions per second, got {r}");
     }
-    if args.op_timeout.is_zero() {
+    if limits.op_timeout.is_zero() {
         bail!("--op-timeout must be greater than zero");
     }
-    if args.time_limit.is_zero() {
+    if limits.time_limit.is_zero() {
         bail!("--time-limit must be greater than zero");
     }
     match args.db {
@@ -285,8 +120,8 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         }
     }
     let all_nodes = args.nodes.planned_nodes()?;
-    let isolation = newsql_db::validate(
-        args.db.newsql(),
+    let isolation = newsql::validate(
+        args.db,
         &args.newsql,
         args.url.as_deref(),
         all_nodes.as_deref(),
@@ -294,8 +129,8 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     )?;
     // TiDB's and YSQL's REPEATABLE READ is snapshot isolation (write skew
     // allowed): check it as such unless told otherwise.
-    let expected = if args.db.newsql().is_some()
-        && args.expected_consistency_model.is_none()
+    let expected = if args.db.is_tarball()
+        && args.expected.is_none()
         && isolation == Isolation::RepeatableRead
     {
         ConsistencyModel::SnapshotIsolation
@@ -315,7 +150,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         )?;
     }
     if args.db == DbKind::Sim {
-        sim_mode(args, isolation)?;
+        sim_mode(args.sim_bug, isolation)?;
     }
     let seed = args.seed.unwrap_or_else(clock_seed);
     let test_name = match &args.test_name {
@@ -336,8 +171,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         None => {
             let level = args
                 .sim_bug
-                .clone()
-                .unwrap_or_else(|| isolation.name().to_string());
+                .map_or_else(|| isolation.name().to_string(), |b| b.to_string());
             format!("{}-{}-{}", args.db.name(), workload.name(), level)
         }
     };
@@ -374,36 +208,38 @@ fn default_model(isolation: Isolation, node_count: usize) -> ConsistencyModel {
     }
 }
 
-fn parse_concurrency(s: &str, nodes: usize) -> anyhow::Result<usize> {
-    let (num, per_node) = match s.strip_suffix('n') {
-        Some(n) => (n, true),
-        None => (s, false),
-    };
-    let n: usize = num
-        .parse()
-        .map_err(|_| anyhow::anyhow!("--concurrency {s:?}: expected N or Nn (N per node)"))?;
-    let n = if per_node { n * nodes } else { n };
-    if n == 0 || n > 10_000 {
-        bail!("--concurrency {s:?}: must be between 1 and 10000 workers");
+/// The workload's defaults with `o`'s overrides, checked.
+fn workload_config(o: &crate::spec::WorkloadOverrides) -> anyhow::Result<WorkloadConfig> {
+    let mut wcfg = WorkloadConfig::default();
+    if let Some(v) = o.key_count {
+        wcfg.key_count = v;
     }
-    Ok(n)
+    if let Some(v) = o.max_writes_per_key {
+        wcfg.max_writes_per_key = v;
+    }
+    if let Some(v) = o.min_txn_length {
+        wcfg.min_txn_length = v;
+    }
+    if let Some(v) = o.max_txn_length {
+        wcfg.max_txn_length = v;
+    }
+    if let Some(v) = o.read_ratio {
+        wcfg.read_ratio = v;
+    }
+    wcfg.validate()?;
+    Ok(wcfg)
 }
 
-fn sim_mode(args: &RunArgs, isolation: Isolation) -> anyhow::Result<db_adapters::sim::SimMode> {
-    let name = args
-        .sim_bug
-        .clone()
-        .unwrap_or_else(|| isolation.name().to_string());
-    db_adapters::sim::SimMode::parse(&name).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: {e}",
-            if args.sim_bug.is_some() {
-                "--sim-bug"
-            } else {
-                "--isolation (for --db sim)"
-            }
-        )
-    })
+/// The simulator's mode: the bug mode, or the isolation level's.
+fn sim_mode(
+    bug: Option<db_adapters::sim::SimMode>,
+    isolation: Isolation,
+) -> anyhow::Result<db_adapters::sim::SimMode> {
+    if let Some(b) = bug {
+        return Ok(b);
+    }
+    db_adapters::sim::SimMode::parse(isolation.name())
+        .map_err(|e| anyhow::anyhow!("--isolation (for --db sim): {e}"))
 }
 
 fn data_model(w: WorkloadKind) -> DataModel {
@@ -453,13 +289,13 @@ pub fn reproducible_flags(argv: &[String], seed: u64) -> Vec<String> {
 
 /// Runs `harness run`, returning the exit code. `argv` is what followed
 /// `run` on the command line (recorded in test.json for `reproduce`).
-pub fn run(args: RunArgs, argv: Vec<String>) -> anyhow::Result<u8> {
+pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8> {
     let plan = plan(&args)?;
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
         .with_context(|| format!("creating a run directory under {}", args.store.display()))?;
     init_tracing(&run_dir.log_path());
     let started_at = SystemTime::now();
-    let mut meta = test_json(&args, &plan, &run_dir, started_at);
+    let mut meta = test_json(&args, &plan, &run_dir, started_at, build);
     meta["run_flags"] = json!(reproducible_flags(&argv, plan.seed));
     write_json(&run_dir.test_json_path(), &meta)?;
     let header = header(&args, &plan);
@@ -492,7 +328,7 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> anyhow::Result<u8> {
     meta["summary"] = serde_json::to_value(&code).unwrap_or_default();
     write_json(&run_dir.test_json_path(), &meta)?;
     println!("{}", phase_lines(&code));
-    let keep = crate::report::Keep::from_items(&args.keep);
+    let keep = args.keep;
     let verdict = check_and_report(&args, &plan, &run_dir, keep)?;
     if !keep.jsonl {
         match run_dir.compress_history() {
@@ -520,13 +356,13 @@ enum Outcome {
 }
 
 async fn execute(
-    args: &RunArgs,
+    args: &RunSpec,
     plan: &Plan,
     run_dir: &store::run::RunDir,
 ) -> anyhow::Result<Outcome> {
     let model = data_model(plan.workload);
     let mut cluster: Option<LocalCluster> = None;
-    let mut on_nodes: Option<crate::nemesis_task::Cluster> = None;
+    let mut on_nodes: Option<Cluster> = None;
     let mut sqlite: Option<SqliteFactory> = None;
     let factory: Arc<dyn ClientFactory> = match plan.db {
         DbKind::Sqlite => Arc::new(
@@ -536,16 +372,16 @@ async fn execute(
                     plan.isolation,
                     model,
                     // Below the op timeout, so a busy wait ends as a definite fail.
-                    (args.op_timeout / 2).min(Duration::from_secs(2)),
+                    (args.limits.op_timeout / 2).min(Duration::from_secs(2)),
                 )?)
                 .clone(),
         ),
         DbKind::Sim => Arc::new(db_adapters::sim::SimFactory::new(
-            sim_mode(args, plan.isolation)?,
+            sim_mode(args.sim_bug, plan.isolation)?,
             plan.seed,
         )),
         DbKind::Galera | DbKind::Mariadb => {
-            match crate::nemesis_task::open_cluster(args, plan.isolation, model, run_dir.path())
+            match crate::cluster::open_cluster(args, plan.isolation, model, run_dir.path())
                 .await
             {
                 Ok(c) => on_nodes.insert(c).factory.clone(),
@@ -564,7 +400,7 @@ async fn execute(
             }
         }
         DbKind::Postgres if args.nodes.is_set() => {
-            match crate::nemesis_task::open_cluster(args, plan.isolation, model, run_dir.path())
+            match crate::cluster::open_cluster(args, plan.isolation, model, run_dir.path())
                 .await
             {
                 Ok(c) => on_nodes.insert(c).factory.clone(),
@@ -610,16 +446,14 @@ async fn execute(
 /// cluster (installed from `--tarball`, or running already with `--no-setup`
 /// or `--url`). The inner error is a setup failure (exit 4).
 async fn open_newsql(
-    args: &RunArgs,
+    args: &RunSpec,
     plan: &Plan,
     model: DataModel,
     run_dir: &store::run::RunDir,
-) -> anyhow::Result<Result<(Arc<dyn ClientFactory>, Option<crate::nemesis_task::Cluster>), String>>
+) -> anyhow::Result<Result<(Arc<dyn ClientFactory>, Option<Cluster>), String>>
 {
-    let Some(kind) = plan.db.newsql() else {
-        bail!("not a tarball database: {}", plan.db.name());
-    };
-    let factory = newsql_db::factory(
+    let kind = plan.db;
+    let factory = newsql::factory(
         kind,
         &args.newsql,
         args.url.as_deref(),
@@ -636,8 +470,8 @@ async fn open_newsql(
     let mut flags = args.newsql.clone();
     // --url with --nodes: the cluster runs already; the nodes serve faults.
     flags.no_setup |= args.url.is_some();
-    let db = newsql_db::cluster_db(kind, &flags, plan.isolation, remotes.clone())?;
-    match crate::nemesis_task::Cluster::start(
+    let db = newsql::cluster_db(kind, &flags, plan.isolation, remotes.clone())?;
+    match Cluster::start(
         Arc::new(db),
         remotes,
         factory.clone(),
@@ -652,11 +486,11 @@ async fn open_newsql(
 }
 
 async fn run_with(
-    args: &RunArgs,
+    args: &RunSpec,
     plan: &Plan,
     run_dir: &store::run::RunDir,
     factory: Arc<dyn ClientFactory>,
-    on_nodes: Option<&crate::nemesis_task::Cluster>,
+    on_nodes: Option<&Cluster>,
 ) -> anyhow::Result<Outcome> {
     for node in &plan.nodes {
         let setup = tokio::time::timeout(Duration::from_secs(30), factory.setup(node)).await;
@@ -681,27 +515,27 @@ async fn run_with(
         }
     }
     let mut main = workloads::for_workload(plan.workload, &plan.wcfg, plan.seed)?;
-    if let Some(r) = args.rate {
+    if let Some(r) = args.limits.rate {
         main = Box::new(workloads::generator::rate(r, plan.seed ^ 0x5eed, main)?);
     }
     let log = store::run::HistoryLog::create(&run_dir.history_log_path())
         .with_context(|| format!("creating {}", run_dir.history_log_path().display()))?;
     // Shared with the nemesis task, which records its ops in the same log.
-    let mut log = crate::nemesis_task::SharedLog::new(log);
-    let mut nemesis = crate::nemesis_task::nemesis_for(on_nodes, &args.faults, plan.seed, &log)?;
+    let mut log = crate::cluster::SharedLog::new(log);
+    let mut nemesis = crate::cluster::nemesis_for(on_nodes, &args.faults, plan.seed, &log)?;
     let (trigger, stop) = runner::stop_signal();
     let faults = on_nodes.map(|c| c.nemesis.clone());
-    let signals = tokio::spawn(watch_signals(trigger, args.op_timeout, faults));
+    let signals = tokio::spawn(watch_signals(trigger, args.limits.op_timeout, faults));
     let counters = Arc::new(progress::Counters::default());
-    let limit = Some(args.time_limit);
+    let limit = Some(args.limits.time_limit);
     let progress = progress::Progress::start(counters.clone(), limit);
     let cfg = RunnerConfig {
         concurrency: plan.concurrency,
         nodes: plan.nodes.clone(),
         time_limit: limit,
-        ops_limit: args.ops,
-        op_timeout: args.op_timeout,
-        recovery_time: args.recovery_time,
+        ops_limit: args.limits.ops,
+        op_timeout: args.limits.op_timeout,
+        recovery_time: args.limits.recovery_time,
         final_read_batch: plan.wcfg.final_read_batch,
         final_reads: true,
     };
@@ -794,10 +628,10 @@ pub fn settle_no_commit(
 }
 
 fn check_and_report(
-    args: &RunArgs,
+    args: &RunSpec,
     plan: &Plan,
     run_dir: &store::run::RunDir,
-    keep: crate::report::Keep,
+    keep: Keep,
 ) -> anyhow::Result<Valid> {
     println!("checking the history against {} …", plan.expected.name());
     let (history, warnings) = store::format::load_history(&run_dir.history_path())
@@ -807,7 +641,7 @@ fn check_and_report(
     }
     let counts = count_types(&history);
     let committed = counts.committed;
-    let deadline = std::time::Instant::now() + args.check_time_limit;
+    let deadline = std::time::Instant::now() + args.limits.check_time_limit;
     let opts = checker::CheckOptions {
         workload: checker_workload(plan.workload),
         models: vec![plan.expected],
@@ -910,24 +744,24 @@ fn check_and_report(
 }
 
 /// The first line a run prints: what is tested, how, and its seed.
-fn header(args: &RunArgs, plan: &Plan) -> String {
-    let level = args.sim_bug.as_deref().map_or_else(
+fn header(args: &RunSpec, plan: &Plan) -> String {
+    let level = args.sim_bug.map_or_else(
         || format!("isolation {}", plan.isolation.name()),
         |b| format!("bug mode {b}"),
     );
-    let limit = match args.ops {
+    let limit = match args.limits.ops {
         Some(n) => format!(
             "{} or {n} transactions",
-            humantime::format_duration(args.time_limit)
+            humantime::format_duration(args.limits.time_limit)
         ),
-        None => humantime::format_duration(args.time_limit).to_string(),
+        None => humantime::format_duration(args.limits.time_limit).to_string(),
     };
     format!(
         "harness run: {} · {} · {level} · checked as {} · nemesis {} · {} workers · {limit} · seed {}",
         plan.db.name(),
         plan.workload.name(),
         plan.expected.name(),
-        args.faults.nemesis,
+        args.faults.name(),
         plan.concurrency,
         plan.seed
     )
@@ -1009,10 +843,11 @@ struct Counts {
 }
 
 fn test_json(
-    args: &RunArgs,
+    args: &RunSpec,
     plan: &Plan,
     run_dir: &store::run::RunDir,
     started: SystemTime,
+    build: Build,
 ) -> serde_json::Value {
     json!({
         "schema_version": TEST_JSON_SCHEMA_VERSION,
@@ -1020,8 +855,8 @@ fn test_json(
         "seed": plan.seed,
         "nodes": plan.nodes.iter().map(|n| json!({"name": n.name, "host": n.host})).collect::<Vec<_>>(),
         "harness": {
-            "version": env!("CARGO_PKG_VERSION"),
-            "commit": env!("HARNESS_GIT_COMMIT"),
+            "version": build.version,
+            "commit": build.commit,
         },
         "command_line": std::env::args().collect::<Vec<_>>(),
         "cwd": std::env::current_dir().ok().map(|d| d.display().to_string()),
@@ -1032,14 +867,14 @@ fn test_json(
             "db": plan.db.name(),
             "workload": plan.workload.name(),
             "isolation": plan.isolation.name(),
-            "sim_bug": args.sim_bug,
+            "sim_bug": args.sim_bug.map(|b| b.name()),
             "expected_consistency_model": plan.expected.name(),
             "concurrency": plan.concurrency,
-            "rate": args.rate,
-            "time_limit_s": args.time_limit.as_secs_f64(),
-            "ops": args.ops,
-            "op_timeout_s": args.op_timeout.as_secs_f64(),
-            "recovery_time_s": args.recovery_time.as_secs_f64(),
+            "rate": args.limits.rate,
+            "time_limit_s": args.limits.time_limit.as_secs_f64(),
+            "ops": args.limits.ops,
+            "op_timeout_s": args.limits.op_timeout.as_secs_f64(),
+            "recovery_time_s": args.limits.recovery_time.as_secs_f64(),
             "url": args.url.as_deref().map(redact_url),
             "local": args.local,
             "key_count": plan.wcfg.key_count,
@@ -1048,10 +883,10 @@ fn test_json(
             "max_txn_length": plan.wcfg.max_txn_length,
             "read_ratio": plan.wcfg.read_ratio,
             "final_read_batch": plan.wcfg.final_read_batch,
-            "check_time_limit_s": args.check_time_limit.as_secs_f64(),
-            "nemesis": args.faults.nemesis,
-            "nemesis_interval_s": args.faults.nemesis_interval.as_secs_f64(),
-            "partition": args.faults.partition,
+            "check_time_limit_s": args.limits.check_time_limit.as_secs_f64(),
+            "nemesis": args.faults.name(),
+            "nemesis_interval_s": args.faults.interval.as_secs_f64(),
+            "partition": args.faults.partition.to_string(),
         },
     })
 }
@@ -1148,14 +983,6 @@ mod tests {
         );
         // The checker alone already says unknown there (no dependency graph).
         assert_eq!(checker::check(&failed, &opts).valid, Valid::Unknown);
-    }
-
-    #[test]
-    fn concurrency_accepts_n_and_per_node() {
-        assert_eq!(parse_concurrency("10", 1).ok(), Some(10));
-        assert_eq!(parse_concurrency("3n", 5).ok(), Some(15));
-        assert!(parse_concurrency("0", 1).is_err());
-        assert!(parse_concurrency("x", 1).is_err());
     }
 
     #[test]

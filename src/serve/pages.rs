@@ -2,7 +2,7 @@
 //! escaped; pages are self-contained (inline CSS and JS, no network).
 
 use super::runs::{RunInfo, Verdict, show};
-use crate::report::html_escape as esc;
+use engine::report::html_escape as esc;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;

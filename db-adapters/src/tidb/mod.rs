@@ -94,6 +94,13 @@ impl TxnMode {
     }
 }
 
+impl std::str::FromStr for TxnMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<TxnMode, String> {
+        TxnMode::parse(s)
+    }
+}
+
 /// TiDB's automatic retry of optimistic transactions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AutoRetry {
@@ -117,6 +124,13 @@ impl AutoRetry {
             "default" => Ok(AutoRetry::Default),
             _ => Err(format!("--auto-retry {s:?}: expected on, off or default")),
         }
+    }
+}
+
+impl std::str::FromStr for AutoRetry {
+    type Err = String;
+    fn from_str(s: &str) -> Result<AutoRetry, String> {
+        AutoRetry::parse(s)
     }
 }
 

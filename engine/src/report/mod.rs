@@ -74,7 +74,7 @@ pub struct Keep {
 }
 
 /// One `--keep` item.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeepItem {
     /// Everything below.
     All,
@@ -84,6 +84,51 @@ pub enum KeepItem {
     Jsonl,
     /// Every transaction in `timeline.html` (no sampling).
     Timeline,
+}
+
+impl KeepItem {
+    /// Every item, in `--help` order.
+    pub const ALL: [KeepItem; 4] = [
+        KeepItem::All,
+        KeepItem::Edn,
+        KeepItem::Jsonl,
+        KeepItem::Timeline,
+    ];
+
+    /// The `--keep` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeepItem::All => "all",
+            KeepItem::Edn => "edn",
+            KeepItem::Jsonl => "jsonl",
+            KeepItem::Timeline => "timeline",
+        }
+    }
+
+    /// The help line of its `--keep` value.
+    pub fn about(self) -> &'static str {
+        match self {
+            KeepItem::All => "Everything below",
+            KeepItem::Edn => "`history.edn`, the history as Jepsen EDN",
+            KeepItem::Jsonl => "`history.jsonl` uncompressed (instead of `history.jsonl.gz`)",
+            KeepItem::Timeline => "Every transaction in `timeline.html` (no sampling)",
+        }
+    }
+}
+
+impl std::str::FromStr for KeepItem {
+    type Err = String;
+
+    /// Parses a `--keep` item.
+    ///
+    /// # Errors
+    /// Names the unknown item and lists the known ones.
+    fn from_str(s: &str) -> Result<KeepItem, String> {
+        KeepItem::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown --keep item {s:?}; expected all, edn, jsonl or timeline"))
+    }
 }
 
 impl Keep {

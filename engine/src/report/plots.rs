@@ -22,7 +22,7 @@ const SVG_MAX_POINTS: usize = 20_000;
 /// Time buckets of the quantile and rate plots.
 const BUCKETS: usize = 60;
 
-static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 static FONT_REGISTERED: OnceLock<bool> = OnceLock::new();
 
 fn register_font() -> anyhow::Result<()> {

@@ -31,6 +31,7 @@ use anyhow::Context;
 use checker::CheckResult;
 use checker::explain::{Anomaly, Evidence, Site, Step, fmt_read, fmt_vals};
 use checker::rels::Rel;
+use db_adapters::catalog::{DbKind, SqlFamily};
 use db_adapters::sql::{Isolation, TxnTables, int_key, int_val};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
@@ -40,15 +41,6 @@ use store::{History, Key, MicroOp, Op, OpIndex, OpType, Process, ReadValue, Val}
 
 /// Cycles written per anomaly type at most.
 const MAX_CYCLES_PER_TYPE: usize = 20;
-
-/// The SQL family a database speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SqlFamily {
-    /// PostgreSQL wire and dialect (PostgreSQL, CockroachDB, YugabyteDB).
-    Postgres,
-    /// MySQL dialect (MariaDB, Galera, TiDB).
-    Mysql,
-}
 
 /// How to spell the statements: the family, the table layout and the
 /// per-database details harness's client for that database uses.
@@ -72,57 +64,38 @@ impl Dialect {
     /// The dialect harness's client for `db` (a `--db` name) uses;
     /// unknown or missing names get the PostgreSQL dialect with a note.
     pub fn for_db(db: Option<&str>, select_for_update: bool) -> Dialect {
-        // The layouts the clients create: TxnTables::default() (3 tables)
-        // unless the database's adapter says otherwise.
-        let pg = |tables: TxnTables, note: Option<String>| Dialect {
+        let pg = |note: String| Dialect {
             family: SqlFamily::Postgres,
             db: db.map(str::to_string),
-            tables,
+            tables: TxnTables::default(),
             read_for_update: false,
             innodb: false,
-            note,
+            note: Some(note),
         };
-        match db {
-            Some("postgres") => pg(TxnTables::default(), None),
-            Some("cockroach") => Dialect {
-                read_for_update: select_for_update,
-                ..pg(TxnTables::default(), None)
-            },
-            Some("yugabyte") => Dialect {
-                read_for_update: select_for_update,
-                ..pg(db_adapters::yugabyte::TABLES, None)
-            },
-            Some(name @ ("mariadb" | "galera" | "tidb")) => Dialect {
-                family: SqlFamily::Mysql,
-                db: Some(name.to_string()),
-                tables: if name == "tidb" {
-                    db_adapters::tidb::TABLES
-                } else {
-                    TxnTables::default()
-                },
-                read_for_update: name == "tidb" && select_for_update,
-                innodb: name != "tidb",
-                note: None,
-            },
-            Some(name @ ("sqlite" | "sim")) => pg(
-                TxnTables::default(),
-                Some(format!(
-                    "{name} does not run these statements; they are given in the PostgreSQL dialect (3 tables) to replay the cycle on PostgreSQL"
-                )),
-            ),
-            Some(other) => pg(
-                TxnTables::default(),
-                Some(format!(
-                    "database {other:?} is not one harness knows; statements are in the PostgreSQL dialect (3 tables)"
-                )),
-            ),
-            None => pg(
-                TxnTables::default(),
-                Some(
-                    "the database is unknown (no test.json with config.db): statements are in the PostgreSQL dialect (3 tables)"
-                        .to_string(),
-                ),
-            ),
+        let Some(name) = db else {
+            return pg(
+                "the database is unknown (no test.json with config.db): statements are in the PostgreSQL dialect (3 tables)"
+                    .to_string(),
+            );
+        };
+        let Ok(kind) = name.parse::<DbKind>() else {
+            return pg(format!(
+                "database {name:?} is not one harness knows; statements are in the PostgreSQL dialect (3 tables)"
+            ));
+        };
+        let d = kind.dialect();
+        if !d.native {
+            return pg(format!(
+                "{name} does not run these statements; they are given in the PostgreSQL dialect (3 tables) to replay the cycle on PostgreSQL"
+            ));
+        }
+        Dialect {
+            family: d.family,
+            db: Some(name.to_string()),
+            tables: d.tables,
+            read_for_update: d.for_update_flag && select_for_update,
+            innodb: d.innodb,
+            note: None,
         }
     }
 

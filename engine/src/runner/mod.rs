@@ -43,25 +43,14 @@ pub trait HistorySink: Send {
     fn append(&mut self, op: Op) -> anyhow::Result<OpIndex>;
 }
 
-/// Records the nemesis's own ops (process `nemesis`) in the history.
-// Called by the fault injectors of the nemesis issue; unused until then.
-#[allow(dead_code)]
-pub trait NemesisLog: Send {
-    /// Appends one nemesis op (`invoke`, or `info` for its completion).
-    ///
-    /// # Errors
-    /// The history could not be written.
-    fn record(&mut self, op_type: OpType, f: F, value: Data) -> anyhow::Result<OpIndex>;
-}
-
 /// The fault injector as the runner sees it: the hook between the main phase
-/// and the recovery wait. Faults are the nemesis issue's; until then tests
-/// run with [`NoNemesis`].
+/// and the recovery wait (faults themselves run in their own task, which
+/// records its ops in the history; see `crate::cluster`).
 pub trait Nemesis: Send {
     /// Heals every fault this nemesis may have started (network, paused or
-    /// killed processes, clocks), logging what it does as `nemesis` ops.
+    /// killed processes, clocks) and waits for the database to serve again.
     /// Called after the main phase, on a stop request, and after an error.
-    fn heal<'a>(&'a mut self, _log: &'a mut dyn NemesisLog) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn heal(&mut self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async { Ok(()) })
     }
 }
@@ -183,13 +172,7 @@ pub async fn run(
     let drained = interp.drain(&mut *main).await;
     let main_phase_s = started.elapsed().as_secs_f64();
     let main_counts = interp.counters.snapshot();
-    let healed = {
-        let mut nlog = NemesisSink {
-            log: &mut *interp.log,
-            started,
-        };
-        nemesis.heal(&mut nlog).await
-    };
+    let healed = nemesis.heal().await;
     let main_end = outcome?;
     drained?;
     healed.context("healing faults")?;
@@ -223,27 +206,6 @@ pub async fn run(
         main_phase_s,
         elapsed_s: started.elapsed().as_secs_f64(),
     })
-}
-
-#[allow(dead_code)] // read through `NemesisLog::record`, see above
-struct NemesisSink<'a> {
-    log: &'a mut dyn HistorySink,
-    started: Instant,
-}
-
-impl NemesisLog for NemesisSink<'_> {
-    fn record(&mut self, op_type: OpType, f: F, value: Data) -> anyhow::Result<OpIndex> {
-        self.log.append(Op {
-            index: OpIndex(0),
-            time_ns: Some(nanos_since(self.started)),
-            op_type,
-            process: Some(Process::Nemesis),
-            f: Some(f),
-            value: OpValue::Data(value),
-            error: None,
-            extra: Vec::new(),
-        })
-    }
 }
 
 fn nanos_since(t: Instant) -> i64 {

@@ -1,0 +1,22 @@
+//! harness's engine: everything one test needs below the command line.
+//!
+//! A [`spec::RunSpec`] (typed: database, workload, isolation, nemesis,
+//! nodes, limits, seed, store) is planned and run by [`run::run`]: the
+//! database is set up ([`cluster`] on nodes, [`newsql`] for the tarball
+//! databases), the [`runner`] drives the workload and writes the history,
+//! the nemesis task injects faults, then the history is checked and the
+//! [`report`]s are written.
+//!
+//! Key decisions: no clap type appears here (the CLI parses names into
+//! typed values and builds the spec); the databases' names and properties
+//! come from `db_adapters::catalog`; `anyhow` is this crate's error type,
+//! as in the binary, because its errors are reported to a person, never
+//! matched on.
+
+pub mod cluster;
+pub mod exit;
+pub mod newsql;
+pub mod report;
+pub mod run;
+pub mod runner;
+pub mod spec;
