@@ -8,12 +8,12 @@
 //! checker and regenerates the timeline and plots alone (`--keep edn` adds
 //! `history.edn`).
 
-use engine::exit;
 use anyhow::Context;
 use checker::anomaly::AnomalyType;
 use checker::model::ConsistencyModel;
 use checker::{Budget, CheckOptions, Workload};
 use clap::Args;
+use engine::exit;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -3,8 +3,8 @@
 //! Malformed input (a `FormatError`: file, line, column, reason) is printed
 //! to stderr and gives exit code 3 (`exit::ERROR`), like every other error.
 
-use engine::exit;
 use clap::Subcommand;
+use engine::exit;
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::{self, BufWriter, Write};

@@ -2,8 +2,8 @@
 //! run — removes every partition rule harness wrote on the nodes (and only
 //! those), and checks that none remains.
 
-use engine::exit;
 use crate::run_cmd::NodeArgs;
+use engine::exit;
 use nemesis::fault::Nemesis;
 
 /// `harness nemesis` subcommands.

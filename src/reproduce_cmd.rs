@@ -27,9 +27,9 @@
 //! failure, 4 setup failed (including a scenario that needs a database this
 //! machine does not have and no flags naming one).
 
-use engine::exit;
 use crate::suite::{self, ChildSpec, Outcome, flag_value, parse_run_flags, run_child, run_dirs};
 use anyhow::{Context as _, bail};
+use engine::exit;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -221,7 +221,6 @@ pub struct NewSqlArgs {
     pub roles: Option<String>,
 }
 
-
 /// `--db`'s values and their help, from the catalog.
 fn db_values() -> impl clap::builder::TypedValueParser<Value = DbKind> {
     let values = DbKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about()));

@@ -166,16 +166,18 @@ struct RunOnly {
 /// clap's message (unknown flag, bad value), on one line.
 pub fn parse_run_flags(flags: &[String]) -> anyhow::Result<engine::spec::RunSpec> {
     use clap::Parser as _;
-    let args = RunOnly::try_parse_from(flags).map(|r| r.args).map_err(|e| {
-        let msg = e.render().to_string();
-        let first = msg
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("invalid flags")
-            .trim_start_matches("error: ")
-            .to_string();
-        anyhow::anyhow!("{first} (flags: {})", flags.join(" "))
-    })?;
+    let args = RunOnly::try_parse_from(flags)
+        .map(|r| r.args)
+        .map_err(|e| {
+            let msg = e.render().to_string();
+            let first = msg
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid flags")
+                .trim_start_matches("error: ")
+                .to_string();
+            anyhow::anyhow!("{first} (flags: {})", flags.join(" "))
+        })?;
     args.to_spec()
 }
 

@@ -207,7 +207,10 @@ impl DbKind {
         };
         match self {
             DbKind::Postgres => pg,
-            DbKind::Sqlite | DbKind::Sim => SqlDialect { native: false, ..pg },
+            DbKind::Sqlite | DbKind::Sim => SqlDialect {
+                native: false,
+                ..pg
+            },
             DbKind::Cockroach => SqlDialect {
                 for_update_flag: true,
                 ..pg

@@ -195,7 +195,15 @@ pub async fn open_cluster(
     model: DataModel,
     run_dir: &Path,
 ) -> anyhow::Result<Cluster> {
-    Cluster::open(args.db, &args.nodes, &args.faults, isolation, model, run_dir).await
+    Cluster::open(
+        args.db,
+        &args.nodes,
+        &args.faults,
+        isolation,
+        model,
+        run_dir,
+    )
+    .await
 }
 
 /// Removes this process's own control-socket directory (never the
@@ -244,10 +252,7 @@ impl Cluster {
         let remotes = nodes.connect_first(limit).await?;
         let (db, factory): (Arc<dyn Db>, Arc<dyn ClientFactory>) = match kind {
             DbKind::Galera | DbKind::Mariadb => {
-                let db = MariaDb::new(
-                    MariaDbConfig::new(kind == DbKind::Galera),
-                    remotes.clone(),
-                );
+                let db = MariaDb::new(MariaDbConfig::new(kind == DbKind::Galera), remotes.clone());
                 let f = MysqlFactory::new(isolation, model).map_err(|e| anyhow::anyhow!(e))?;
                 (Arc::new(db), Arc::new(f))
             }

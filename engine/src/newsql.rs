@@ -244,14 +244,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("--tarball PATH|URL"), "{e}");
-        let e = validate(
-            DbKind::Yugabyte,
-            &none,
-            None,
-            None,
-            Isolation::Serializable,
-        )
-        .unwrap_err();
+        let e = validate(DbKind::Yugabyte, &none, None, None, Isolation::Serializable).unwrap_err();
         assert!(e.to_string().contains("--db yugabyte needs --nodes"), "{e}");
         let no_setup = NewSqlSpec {
             no_setup: true,
@@ -281,7 +274,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("apply to --db tidb only"), "{e}");
-        let e = validate(DbKind::Postgres, &tidb_flags, None, None, Isolation::Serializable).unwrap_err();
+        let e = validate(
+            DbKind::Postgres,
+            &tidb_flags,
+            None,
+            None,
+            Isolation::Serializable,
+        )
+        .unwrap_err();
         assert!(
             e.to_string()
                 .contains("apply to --db cockroach, tidb and yugabyte only"),

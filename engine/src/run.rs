@@ -381,9 +381,7 @@ async fn execute(
             plan.seed,
         )),
         DbKind::Galera | DbKind::Mariadb => {
-            match crate::cluster::open_cluster(args, plan.isolation, model, run_dir.path())
-                .await
-            {
+            match crate::cluster::open_cluster(args, plan.isolation, model, run_dir.path()).await {
                 Ok(c) => on_nodes.insert(c).factory.clone(),
                 Err(e) => return Ok(Outcome::SetupFailed(format!("{e:#}"))),
             }
@@ -400,9 +398,7 @@ async fn execute(
             }
         }
         DbKind::Postgres if args.nodes.is_set() => {
-            match crate::cluster::open_cluster(args, plan.isolation, model, run_dir.path())
-                .await
-            {
+            match crate::cluster::open_cluster(args, plan.isolation, model, run_dir.path()).await {
                 Ok(c) => on_nodes.insert(c).factory.clone(),
                 Err(e) => return Ok(Outcome::SetupFailed(format!("{e:#}"))),
             }
@@ -450,8 +446,7 @@ async fn open_newsql(
     plan: &Plan,
     model: DataModel,
     run_dir: &store::run::RunDir,
-) -> anyhow::Result<Result<(Arc<dyn ClientFactory>, Option<Cluster>), String>>
-{
+) -> anyhow::Result<Result<(Arc<dyn ClientFactory>, Option<Cluster>), String>> {
     let kind = plan.db;
     let factory = newsql::factory(
         kind,

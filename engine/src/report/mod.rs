@@ -127,7 +127,9 @@ impl std::str::FromStr for KeepItem {
         KeepItem::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown --keep item {s:?}; expected all, edn, jsonl or timeline"))
+            .ok_or_else(|| {
+                format!("unknown --keep item {s:?}; expected all, edn, jsonl or timeline")
+            })
     }
 }
 

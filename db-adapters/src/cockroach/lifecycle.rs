@@ -1,0 +1,168 @@
+//! CockroachDB's cluster lifecycle from a release tarball, as command plans
+//! (see the module doc of `super`).
+
+use super::*;
+use crate::cluster::{Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, log};
+use nemesis::Node;
+use std::time::Duration;
+
+/// Settings of a CockroachDB cluster.
+#[derive(Clone, Debug)]
+pub struct CockroachConfig {
+    /// Node-side directories.
+    pub layout: Layout,
+    /// The release tarball.
+    pub tarball: Tarball,
+    /// SQL/RPC port.
+    pub port: u16,
+    /// DB Console port.
+    pub http_port: u16,
+    /// The cluster runs already (`--no-setup`).
+    pub no_setup: bool,
+}
+
+impl CockroachConfig {
+    /// Defaults: `/var/lib/harness/cockroach`, ports 26257 and 8080.
+    pub fn new(tarball: Tarball) -> CockroachConfig {
+        CockroachConfig {
+            layout: Layout {
+                base: "/var/lib/harness/cockroach".to_string(),
+            },
+            tarball,
+            port: DEFAULT_PORT,
+            http_port: DEFAULT_HTTP_PORT,
+            no_setup: false,
+        }
+    }
+
+    fn bin(&self, node: &str) -> String {
+        format!("{}/cockroach", self.layout.dist(node))
+    }
+
+    /// The `cockroach start` daemon of `node`. Flags from
+    /// <https://www.cockroachlabs.com/docs/stable/cockroach-start>:
+    /// `--insecure`; `--listen-addr`/`--advertise-addr` (host:port this node
+    /// serves and is reached at); `--http-addr` (DB Console); `--join` (the
+    /// nodes to join, the same list on every node); `--store=path=` (data
+    /// directory); `--cache=.25 --max-sql-memory=.25` (the production
+    /// recommendation); `--log-dir` (log files). No `--background`: harness
+    /// supervises the process through its pid file.
+    pub fn daemon(&self, node: &Node, nodes: &[Node]) -> Daemon {
+        let dir = self.layout.dir(&node.name);
+        let addr = format!("{}:{}", node.host, self.port);
+        Daemon {
+            name: "cockroach".to_string(),
+            bin: self.bin(&node.name),
+            args: vec![
+                "start".to_string(),
+                "--insecure".to_string(),
+                format!("--listen-addr={addr}"),
+                format!("--advertise-addr={addr}"),
+                format!("--http-addr={}:{}", node.host, self.http_port),
+                format!(
+                    "--join={}",
+                    host_ports(nodes.iter().map(|n| n.host.as_str()), self.port)
+                ),
+                format!("--store=path={dir}/data"),
+                "--cache=.25".to_string(),
+                "--max-sql-memory=.25".to_string(),
+                format!("--log-dir={dir}/logs"),
+            ],
+            cwd: dir.clone(),
+            pid_file: self.layout.pid_file(&node.name, "cockroach"),
+            stdout: self.layout.stdout_file(&node.name, "cockroach"),
+        }
+    }
+
+    /// `cockroach init --insecure --host=<first node>` (once per cluster,
+    /// <https://www.cockroachlabs.com/docs/stable/cockroach-init>), retried
+    /// until the node listens.
+    pub fn init_step(&self, first: &Node) -> Step {
+        Step::run(
+            &first.name,
+            "cockroach init",
+            format!(
+                "{} init --insecure --host={}:{}",
+                self.bin(&first.name),
+                first.host,
+                self.port
+            ),
+        )
+        .retry(60, Duration::from_secs(1))
+    }
+
+    /// A readiness check on `node`: `cockroach sql --insecure --host=… -e 'SELECT 1'`
+    /// (<https://www.cockroachlabs.com/docs/stable/cockroach-sql>).
+    pub fn ready_step(&self, node: &Node) -> Step {
+        Step::run(
+            &node.name,
+            "cockroach ready",
+            format!(
+                "{} sql --insecure --host={}:{} -e 'SELECT 1'",
+                self.bin(&node.name),
+                node.host,
+                self.port
+            ),
+        )
+        .retry(120, Duration::from_secs(1))
+    }
+
+    /// The whole lifecycle of a cluster on `nodes`.
+    pub fn spec(&self, nodes: &[Node]) -> Spec {
+        let mut setup = Plan::default();
+        for n in nodes {
+            setup.extend(install_steps(
+                &self.layout,
+                &n.name,
+                &self.tarball,
+                "CockroachDB",
+                &["cockroach"],
+            ));
+        }
+        let daemons: Vec<(String, Daemon)> = nodes
+            .iter()
+            .map(|n| (n.name.clone(), self.daemon(n, nodes)))
+            .collect();
+        for (node, d) in &daemons {
+            setup.push(Step::run(node, "start cockroach", d.start_cmd()));
+        }
+        if let Some(first) = nodes.first() {
+            setup.push(self.init_step(first));
+        }
+        let mut ready = Plan::default();
+        for n in nodes {
+            ready.push(self.ready_step(n));
+        }
+        let mut logs = Vec::new();
+        let mut wipe = Vec::new();
+        for n in nodes {
+            let dir = self.layout.dir(&n.name);
+            logs.push(log(
+                &n.name,
+                format!("{dir}/logs/cockroach.log"),
+                "cockroach.log",
+            ));
+            logs.push(log(
+                &n.name,
+                self.layout.stdout_file(&n.name, "cockroach"),
+                "cockroach.stdout.log",
+            ));
+            wipe.push((n.name.clone(), format!("{dir}/data")));
+            wipe.push((n.name.clone(), format!("{dir}/logs")));
+        }
+        for n in nodes {
+            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
+        }
+        Spec {
+            name: "cockroach",
+            setup,
+            ready,
+            daemons,
+            wipe,
+            logs,
+            client_nodes: nodes.to_vec(),
+            primaries: Vec::new(),
+            no_setup: self.no_setup,
+        }
+    }
+}
