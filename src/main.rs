@@ -12,7 +12,6 @@ mod reproduce_cmd;
 mod run_cmd;
 mod serve;
 mod soak_cmd;
-mod suite;
 mod testbed_cmd;
 
 use clap::{Parser, Subcommand};

@@ -27,9 +27,10 @@
 //! failure, 4 setup failed (including a scenario that needs a database this
 //! machine does not have and no flags naming one).
 
-use crate::suite::{self, ChildSpec, Outcome, flag_value, parse_run_flags, run_child, run_dirs};
+use crate::run_cmd::{checked_run_flags, parse_run_flags};
 use anyhow::{Context as _, bail};
 use engine::exit;
+use engine::suite::{self, ChildSpec, Outcome, flag_value, run_child, run_dirs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -133,7 +134,7 @@ pub fn parse_scenario(path: &Path) -> anyhow::Result<Scenario> {
     )?;
     let needs = doc.get("needs").map(|_| string("needs")).transpose()?;
     if needs.is_none() {
-        suite::checked_run_flags(&flags).with_context(|| format!("{what}: [run]"))?;
+        checked_run_flags(&flags).with_context(|| format!("{what}: [run]"))?;
     } else {
         // A scenario that needs more (nodes, a tarball) is validated once
         // those flags are given.
@@ -315,7 +316,7 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
         .as_str()
         .map(PathBuf::from)
         .filter(|d| d.is_dir());
-    suite::checked_run_flags(&flags)?;
+    checked_run_flags(&flags)?;
     let original = suite::run_facts(&dir);
     eprintln!(
         "reproduce {}: harness run {} (seed {seed})",
@@ -430,7 +431,7 @@ fn reproduce_scenario(args: &ReproduceArgs) -> anyhow::Result<u8> {
     if flag_value(&flags, "--test-name").is_none() {
         flags.extend(["--test-name".to_string(), format!("scenario-{}", s.name)]);
     }
-    suite::checked_run_flags(&flags)?;
+    checked_run_flags(&flags)?;
     let store = suite::prepare_store(args.store.as_deref().unwrap_or(Path::new(".")))?;
     attempt_loop(
         args.attempts.unwrap_or(s.attempts),

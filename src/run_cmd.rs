@@ -380,3 +380,70 @@ pub fn run(args: RunArgs, argv: Vec<String>) -> anyhow::Result<u8> {
     };
     engine::run::run(spec, argv, build)
 }
+
+/// `harness run`'s flags, for validating a flag list before anything runs.
+#[derive(clap::Parser, Debug)]
+#[command(name = "harness run", no_binary_name = true)]
+struct RunOnly {
+    #[command(flatten)]
+    args: RunArgs,
+}
+
+/// Parses `flags` as `harness run` would.
+///
+/// # Errors
+/// clap's message (unknown flag, bad value), on one line.
+pub fn parse_run_flags(flags: &[String]) -> anyhow::Result<RunSpec> {
+    use clap::Parser as _;
+    let args = RunOnly::try_parse_from(flags)
+        .map(|r| r.args)
+        .map_err(|e| {
+            let msg = e.render().to_string();
+            let first = msg
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid flags")
+                .trim_start_matches("error: ")
+                .to_string();
+            anyhow::anyhow!("{first} (flags: {})", flags.join(" "))
+        })?;
+    args.to_spec()
+}
+
+/// Parses `flags` and checks them as `harness run` would before starting
+/// anything ([`RunSpec::validate`]).
+///
+/// # Errors
+/// The first problem with the flags.
+pub fn checked_run_flags(flags: &[String]) -> anyhow::Result<RunSpec> {
+    let args = parse_run_flags(flags)?;
+    args.validate()?;
+    Ok(args)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_lists_parse_as_run_does() {
+        let f: Vec<String> = [
+            "--db",
+            "galera",
+            "--nodes=testbed",
+            "--ssh-user",
+            "root",
+            "--seed",
+            "1",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert!(parse_run_flags(&f).is_ok());
+        let bad: Vec<String> = ["--db", "sim", "--colour", "red"]
+            .map(String::from)
+            .to_vec();
+        let e = parse_run_flags(&bad).unwrap_err().to_string();
+        assert!(e.contains("--colour"), "{e}");
+    }
+}

@@ -36,9 +36,10 @@
 //! Exit codes: 0 every run ended as expected, 1 some did not, 2 the suite
 //! was interrupted, 3 a bad suite file.
 
-use crate::suite::{self, ChildSpec, Outcome, RunFacts, run_child, run_dirs, table_flags};
+use crate::run_cmd::checked_run_flags;
 use anyhow::{Context as _, bail};
 use engine::exit;
+use engine::suite::{self, ChildSpec, Outcome, RunFacts, run_child, run_dirs, table_flags};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -248,7 +249,7 @@ fn parse_suite(path: &Path, text: &str) -> anyhow::Result<Suite> {
                 format!("{}-{}", name_part(&tname), labels.join("-"))
             };
             // Checked now, so a typo fails the suite before the first run.
-            let args = suite::checked_run_flags(&flags).with_context(|| what.clone())?;
+            let args = checked_run_flags(&flags).with_context(|| what.clone())?;
             let watchdog =
                 watchdog.unwrap_or(args.limits.time_limit * 2 + Duration::from_secs(600));
             for _ in 0..count {

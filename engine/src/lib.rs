@@ -20,3 +20,6 @@ pub mod report;
 pub mod run;
 pub mod runner;
 pub mod spec;
+// Child processes: SIGINT handler, wait4 (rusage), kill of a process group.
+#[allow(unsafe_code)]
+pub mod suite;

@@ -1,6 +1,7 @@
 //! What `soak` and `reproduce` share: `harness run` flags written as TOML
 //! tables, child `harness run` processes with a watchdog, and reading a
-//! finished run back.
+//! finished run back. (Parsing those flags into a `RunSpec` is the CLI's:
+//! `src/run_cmd.rs`.)
 //!
 //! Key decision: every run is a child process of the binary itself
 //! (`current_exe() run …`). A crash, a panic, a leak or a hang of one run
@@ -150,46 +151,6 @@ pub fn count_setting(
             .filter(|c| (1..=max).contains(c))
             .with_context(|| format!("{what}: expected an integer from 1 to {max}")),
     }
-}
-
-/// `harness run`'s flags, for validating a flag list before anything runs.
-#[derive(clap::Parser, Debug)]
-#[command(name = "harness run", no_binary_name = true)]
-struct RunOnly {
-    #[command(flatten)]
-    args: crate::run_cmd::RunArgs,
-}
-
-/// Parses `flags` as `harness run` would.
-///
-/// # Errors
-/// clap's message (unknown flag, bad value), on one line.
-pub fn parse_run_flags(flags: &[String]) -> anyhow::Result<engine::spec::RunSpec> {
-    use clap::Parser as _;
-    let args = RunOnly::try_parse_from(flags)
-        .map(|r| r.args)
-        .map_err(|e| {
-            let msg = e.render().to_string();
-            let first = msg
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid flags")
-                .trim_start_matches("error: ")
-                .to_string();
-            anyhow::anyhow!("{first} (flags: {})", flags.join(" "))
-        })?;
-    args.to_spec()
-}
-
-/// Parses `flags` and checks them as `harness run` would before starting
-/// anything ([`engine::spec::RunSpec::validate`]).
-///
-/// # Errors
-/// The first problem with the flags.
-pub fn checked_run_flags(flags: &[String]) -> anyhow::Result<engine::spec::RunSpec> {
-    let args = parse_run_flags(flags)?;
-    args.validate()?;
-    Ok(args)
 }
 
 /// Creates the store root if needed and returns it absolute (child runs
@@ -497,7 +458,7 @@ pub fn self_rss_kb() -> Option<u64> {
 /// A fresh seed: `base` mixed with `i` when a suite fixes its base seed,
 /// else the clock mixed with `i`.
 pub fn seed_for(base: Option<u64>, i: u64) -> u64 {
-    workloads::rng::derive_seed(base.unwrap_or_else(engine::run::clock_seed), i)
+    workloads::rng::derive_seed(base.unwrap_or_else(crate::run::clock_seed), i)
 }
 
 #[cfg(test)]
@@ -569,12 +530,6 @@ mod tests {
             node_flags(&jepsen),
             ["--username", "admin", "--nodes", "n1"]
         );
-        assert!(parse_run_flags(&f).is_ok());
-        let bad: Vec<String> = ["--db", "sim", "--colour", "red"]
-            .map(String::from)
-            .to_vec();
-        let e = parse_run_flags(&bad).unwrap_err().to_string();
-        assert!(e.contains("--colour"), "{e}");
     }
 
     #[test]
