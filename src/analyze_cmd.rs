@@ -166,7 +166,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         engines,
         ..
     } = checker::check_with_engines(&history, &opts);
-    let mut json = engine::run::settle_no_commit(&history, &mut result);
+    let mut json = engine::check::settle_no_commit(&history, &mut result);
     if !engines.is_empty() {
         json["engines"] = checker::engines::to_json(&engines, false);
     }

@@ -13,6 +13,7 @@
 //! as in the binary, because its errors are reported to a person, never
 //! matched on.
 
+pub mod check;
 pub mod cluster;
 pub mod exit;
 pub mod newsql;

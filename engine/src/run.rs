@@ -18,7 +18,6 @@
 use crate::cluster::Cluster;
 use crate::exit;
 use crate::newsql;
-use crate::report::Keep;
 use crate::runner::{self, HistorySink, RunnerConfig, progress};
 use crate::spec::RunSpec;
 use anyhow::{Context as _, bail};
@@ -35,7 +34,7 @@ use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use store::{MicroOp, OpIndex, OpType, OpValue};
+use store::OpIndex;
 use workloads::{WorkloadConfig, WorkloadKind};
 
 /// Version of the `test.json` layout.
@@ -249,13 +248,6 @@ fn data_model(w: WorkloadKind) -> DataModel {
     }
 }
 
-fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {
-    match w {
-        WorkloadKind::ListAppend => checker::analysis::Workload::ListAppend,
-        WorkloadKind::RwRegister => checker::analysis::Workload::RwRegister,
-    }
-}
-
 impl HistorySink for store::run::HistoryLog {
     fn append(&mut self, op: store::Op) -> anyhow::Result<OpIndex> {
         Ok(store::run::HistoryLog::append(self, op)?)
@@ -329,7 +321,13 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
     write_json(&run_dir.test_json_path(), &meta)?;
     println!("{}", phase_lines(&code));
     let keep = args.keep;
-    let verdict = check_and_report(&args, &plan, &run_dir, keep)?;
+    let check = crate::check::CheckSpec {
+        workload: plan.workload,
+        expected: plan.expected,
+        time_limit: args.limits.check_time_limit,
+        keep,
+    };
+    let verdict = crate::check::check_and_report(&check, &run_dir)?;
     if !keep.jsonl {
         match run_dir.compress_history() {
             Ok((raw, packed)) => println!(
@@ -597,147 +595,6 @@ async fn watch_signals(
     }
 }
 
-/// ARCHITECTURE.md: a run in which no transaction committed is `unknown`,
-/// never `valid`. Settles that on `result` itself (so `results.edn` and the
-/// reports agree with `results.json`) and returns the `results.json` value,
-/// with a `reason` when it applied.
-pub fn settle_no_commit(
-    history: &store::History,
-    result: &mut checker::CheckResult,
-) -> serde_json::Value {
-    let committed = history.ops().iter().any(|o| {
-        o.is_client()
-            && o.op_type == OpType::Ok
-            && matches!(&o.value, OpValue::Txn(m) if !m.is_empty())
-    });
-    let settle = !committed && result.valid == Valid::True;
-    if settle {
-        result.valid = Valid::Unknown;
-    }
-    let mut json = result.to_json();
-    if settle {
-        json["valid?"] = json!("unknown");
-        json["reason"] = json!("no transaction committed");
-    }
-    json
-}
-
-fn check_and_report(
-    args: &RunSpec,
-    plan: &Plan,
-    run_dir: &store::run::RunDir,
-    keep: Keep,
-) -> anyhow::Result<Valid> {
-    println!("checking the history against {} …", plan.expected.name());
-    let (history, warnings) = store::format::load_history(&run_dir.history_path())
-        .with_context(|| format!("reading back {}", run_dir.history_path().display()))?;
-    for w in &warnings {
-        tracing::warn!("history: {w}");
-    }
-    let counts = count_types(&history);
-    let committed = counts.committed;
-    let deadline = std::time::Instant::now() + args.limits.check_time_limit;
-    let opts = checker::CheckOptions {
-        workload: checker_workload(plan.workload),
-        models: vec![plan.expected],
-        anomalies: Vec::new(),
-        wfr_keys: false,
-        sequential_keys: false,
-        linearizable_keys: false,
-        budget: checker::budget::Budget::until(Box::new(move || {
-            std::time::Instant::now() >= deadline
-        })),
-        complete: true,
-    };
-    let checked_at = std::time::Instant::now();
-    let checker::Checked {
-        mut result,
-        engines,
-        ..
-    } = checker::check_with_engines(&history, &opts);
-    let check_s = checked_at.elapsed().as_secs_f64();
-    tracing::info!("checked {} ops in {check_s:.2} s", history.len());
-    let mut json = settle_no_commit(&history, &mut result);
-    if !engines.is_empty() {
-        // Which engine decided (only when the complete register check was
-        // asked for, so other runs' results.json keep Elle's map exactly).
-        json["engines"] = checker::engines::to_json(&engines, false);
-    }
-    let valid = result.valid;
-    write_json(&run_dir.results_path(), &json)?;
-    // Reports never change the verdict: a failure is a warning.
-    if let Err(e) = crate::report::write_reports(run_dir.path(), &history, Some(&result), keep) {
-        tracing::warn!("reports: {e:#}");
-        eprintln!("warning: {e:#}");
-    }
-    let Counts {
-        invoked,
-        ok: ok_all,
-        fail,
-        info,
-        writes: writes_ok,
-        ..
-    } = counts;
-    let pending = invoked.saturating_sub(ok_all + fail + info);
-    println!(
-        "checked {} transactions against {} in {check_s:.1} s: {} ok ({} writes committed), \
-         {} fail (did not take effect), {} info (outcome unknown){}",
-        thousands(invoked as u64),
-        plan.expected.name(),
-        thousands(ok_all as u64),
-        thousands(writes_ok as u64),
-        thousands(fail as u64),
-        thousands(info as u64),
-        if pending > 0 {
-            format!(", {} never completed", thousands(pending as u64))
-        } else {
-            String::new()
-        }
-    );
-    for r in &engines {
-        println!("decided by: {}", r.line());
-    }
-    match valid {
-        Valid::True => println!(
-            "valid: no anomaly forbidden by {} was found",
-            plan.expected.name()
-        ),
-        Valid::False => {
-            let names: Vec<&str> = result.anomaly_types.iter().map(|a| a.name()).collect();
-            println!(
-                "INVALID: {} (expected {}; not {})",
-                names.join(", "),
-                plan.expected.name(),
-                result
-                    .not
-                    .iter()
-                    .map(|m| m.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            for (t, cases) in &result.anomalies {
-                if let Some(first) = cases.first() {
-                    println!("\n{} ({} found), e.g.:", t.name(), cases.len());
-                    println!("{}", checker::explain::render_text(first, &history));
-                }
-            }
-        }
-        Valid::Unknown => {
-            if committed == 0 {
-                println!("unknown: no transaction committed, so nothing could be checked");
-            } else {
-                let names: Vec<&str> = result.anomaly_types.iter().map(|a| a.name()).collect();
-                println!(
-                    "unknown: the checker could not decide ({})",
-                    names.join(", ")
-                );
-            }
-        }
-    }
-    println!("run directory: {}", run_dir.path().display());
-    Ok(valid)
-}
-
 /// The first line a run prints: what is tested, how, and its seed.
 fn header(args: &RunSpec, plan: &Plan) -> String {
     let level = args.sim_bug.map_or_else(
@@ -775,10 +632,10 @@ fn phase_lines(s: &runner::RunSummary) -> String {
     format!(
         "main phase: {} transactions completed in {:.1} s ({:.0} txn/s), ended by {ended}\n\
          final reads: {} read-only transactions after the main phase{}",
-        thousands(main_done),
+        crate::check::thousands(main_done),
         s.main_phase_s,
         main_done as f64 / s.main_phase_s.max(1e-9),
-        thousands(final_reads),
+        crate::check::thousands(final_reads),
         if s.final_reads_done {
             ""
         } else {
@@ -787,54 +644,9 @@ fn phase_lines(s: &runner::RunSummary) -> String {
     )
 }
 
-/// `n` with a comma every three digits.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Bytes as megabytes with one decimal.
 fn mb(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / 1e6)
-}
-
-fn count_types(history: &store::History) -> Counts {
-    let mut c = Counts::default();
-    for op in history.ops().iter().filter(|o| o.is_client()) {
-        match op.op_type {
-            OpType::Invoke => c.invoked += 1,
-            OpType::Fail => c.fail += 1,
-            OpType::Info => c.info += 1,
-            OpType::Ok => {
-                c.ok += 1;
-                if let OpValue::Txn(m) = &op.value {
-                    c.committed += usize::from(!m.is_empty());
-                    c.writes += m.iter().filter(|m| !matches!(m, MicroOp::Read(..))).count();
-                }
-            }
-        }
-    }
-    c
-}
-
-/// Client transactions of a history by outcome, counted in one pass.
-#[derive(Default)]
-struct Counts {
-    invoked: usize,
-    ok: usize,
-    fail: usize,
-    info: usize,
-    /// `ok` transactions with at least one micro-op.
-    committed: usize,
-    /// Write and append micro-ops of `ok` transactions.
-    writes: usize,
 }
 
 fn test_json(
@@ -897,7 +709,7 @@ fn redact_url(url: &str) -> String {
     url.to_string()
 }
 
-fn write_json(path: &Path, v: &serde_json::Value) -> anyhow::Result<()> {
+pub(crate) fn write_json(path: &Path, v: &serde_json::Value) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(v)?;
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, text + "\n").with_context(|| format!("writing {}", tmp.display()))?;
@@ -940,45 +752,6 @@ fn init_tracing(log_path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn history(jsonl: &str) -> store::History {
-        let read = store::format::read_str(jsonl, store::format::Format::JsonLines).unwrap();
-        store::History::new(read.ops).unwrap()
-    }
-
-    #[test]
-    fn a_history_without_commits_is_unknown_in_every_result_file() {
-        let failed = history(concat!(
-            "{\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
-            "{\"type\":\"fail\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
-        ));
-        let committed = history(concat!(
-            "{\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
-            "{\"type\":\"ok\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
-            "{\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"r\",1,null]]}\n",
-            "{\"type\":\"ok\",\"process\":0,\"f\":\"txn\",\"value\":[[\"r\",1,[1]]]}\n",
-        ));
-        let opts = checker::CheckOptions::new(checker::analysis::Workload::ListAppend);
-        // With a commit, the checker's verdict stands.
-        let mut result = checker::check(&committed, &opts);
-        assert_eq!(result.valid, Valid::True);
-        let json = settle_no_commit(&committed, &mut result);
-        assert_eq!(json["valid?"], true);
-        assert!(json.get("reason").is_none());
-        // The same verdict over a history without commits becomes unknown,
-        // in the result itself (results.edn, reports) and in results.json.
-        let json = settle_no_commit(&failed, &mut result);
-        assert_eq!(result.valid, Valid::Unknown);
-        assert_eq!(json["valid?"], "unknown");
-        assert_eq!(json["reason"], "no transaction committed");
-        assert!(
-            result.to_edn().contains(":valid? :unknown"),
-            "{}",
-            result.to_edn()
-        );
-        // The checker alone already says unknown there (no dependency graph).
-        assert_eq!(checker::check(&failed, &opts).valid, Valid::Unknown);
-    }
 
     #[test]
     fn expected_model_follows_isolation() {

@@ -1,0 +1,267 @@
+//! The check-and-report step of a run: read the history back, check it
+//! against the expected model, settle the "no commit → unknown" policy,
+//! write `results.json` and the reports, print the verdict.
+//!
+//! Key decision: `settle_no_commit` is the one place of that policy; `run`
+//! and `analyze` both go through it, so a stored run re-checked gives the
+//! same verdict it was given.
+
+use crate::report::Keep;
+use crate::run::write_json;
+use anyhow::Context as _;
+use checker::model::ConsistencyModel;
+use checker::result::Valid;
+use serde_json::json;
+use std::time::Duration;
+use store::{MicroOp, OpType, OpValue};
+use workloads::WorkloadKind;
+
+/// ARCHITECTURE.md: a run in which no transaction committed is `unknown`,
+/// never `valid`. Settles that on `result` itself (so `results.edn` and the
+/// reports agree with `results.json`) and returns the `results.json` value,
+/// with a `reason` when it applied.
+pub fn settle_no_commit(
+    history: &store::History,
+    result: &mut checker::CheckResult,
+) -> serde_json::Value {
+    let committed = history.ops().iter().any(|o| {
+        o.is_client()
+            && o.op_type == OpType::Ok
+            && matches!(&o.value, OpValue::Txn(m) if !m.is_empty())
+    });
+    let settle = !committed && result.valid == Valid::True;
+    if settle {
+        result.valid = Valid::Unknown;
+    }
+    let mut json = result.to_json();
+    if settle {
+        json["valid?"] = json!("unknown");
+        json["reason"] = json!("no transaction committed");
+    }
+    json
+}
+
+/// What to check a run's history against.
+pub struct CheckSpec {
+    /// The workload the history came from.
+    pub workload: WorkloadKind,
+    /// The model it must satisfy.
+    pub expected: ConsistencyModel,
+    /// Time the cycle search may take.
+    pub time_limit: Duration,
+    /// What the reports keep.
+    pub keep: Keep,
+}
+
+/// Reads back the run's history, checks it, writes `results.json` and the
+/// reports, prints the verdict with the first explanation of each anomaly.
+///
+/// # Errors
+/// The history or results could not be read or written.
+pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyhow::Result<Valid> {
+    let keep = spec.keep;
+    println!("checking the history against {} …", spec.expected.name());
+    let (history, warnings) = store::format::load_history(&run_dir.history_path())
+        .with_context(|| format!("reading back {}", run_dir.history_path().display()))?;
+    for w in &warnings {
+        tracing::warn!("history: {w}");
+    }
+    let counts = count_types(&history);
+    let committed = counts.committed;
+    let deadline = std::time::Instant::now() + spec.time_limit;
+    let opts = checker::CheckOptions {
+        workload: checker_workload(spec.workload),
+        models: vec![spec.expected],
+        anomalies: Vec::new(),
+        wfr_keys: false,
+        sequential_keys: false,
+        linearizable_keys: false,
+        budget: checker::budget::Budget::until(Box::new(move || {
+            std::time::Instant::now() >= deadline
+        })),
+        complete: true,
+    };
+    let checked_at = std::time::Instant::now();
+    let checker::Checked {
+        mut result,
+        engines,
+        ..
+    } = checker::check_with_engines(&history, &opts);
+    let check_s = checked_at.elapsed().as_secs_f64();
+    tracing::info!("checked {} ops in {check_s:.2} s", history.len());
+    let mut json = settle_no_commit(&history, &mut result);
+    if !engines.is_empty() {
+        // Which engine decided (only when the complete register check was
+        // asked for, so other runs' results.json keep Elle's map exactly).
+        json["engines"] = checker::engines::to_json(&engines, false);
+    }
+    let valid = result.valid;
+    write_json(&run_dir.results_path(), &json)?;
+    // Reports never change the verdict: a failure is a warning.
+    if let Err(e) = crate::report::write_reports(run_dir.path(), &history, Some(&result), keep) {
+        tracing::warn!("reports: {e:#}");
+        eprintln!("warning: {e:#}");
+    }
+    let Counts {
+        invoked,
+        ok: ok_all,
+        fail,
+        info,
+        writes: writes_ok,
+        ..
+    } = counts;
+    let pending = invoked.saturating_sub(ok_all + fail + info);
+    println!(
+        "checked {} transactions against {} in {check_s:.1} s: {} ok ({} writes committed), \
+         {} fail (did not take effect), {} info (outcome unknown){}",
+        thousands(invoked as u64),
+        spec.expected.name(),
+        thousands(ok_all as u64),
+        thousands(writes_ok as u64),
+        thousands(fail as u64),
+        thousands(info as u64),
+        if pending > 0 {
+            format!(", {} never completed", thousands(pending as u64))
+        } else {
+            String::new()
+        }
+    );
+    for r in &engines {
+        println!("decided by: {}", r.line());
+    }
+    match valid {
+        Valid::True => println!(
+            "valid: no anomaly forbidden by {} was found",
+            spec.expected.name()
+        ),
+        Valid::False => {
+            let names: Vec<&str> = result.anomaly_types.iter().map(|a| a.name()).collect();
+            println!(
+                "INVALID: {} (expected {}; not {})",
+                names.join(", "),
+                spec.expected.name(),
+                result
+                    .not
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            for (t, cases) in &result.anomalies {
+                if let Some(first) = cases.first() {
+                    println!("\n{} ({} found), e.g.:", t.name(), cases.len());
+                    println!("{}", checker::explain::render_text(first, &history));
+                }
+            }
+        }
+        Valid::Unknown => {
+            if committed == 0 {
+                println!("unknown: no transaction committed, so nothing could be checked");
+            } else {
+                let names: Vec<&str> = result.anomaly_types.iter().map(|a| a.name()).collect();
+                println!(
+                    "unknown: the checker could not decide ({})",
+                    names.join(", ")
+                );
+            }
+        }
+    }
+    println!("run directory: {}", run_dir.path().display());
+    Ok(valid)
+}
+
+fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {
+    match w {
+        WorkloadKind::ListAppend => checker::analysis::Workload::ListAppend,
+        WorkloadKind::RwRegister => checker::analysis::Workload::RwRegister,
+    }
+}
+
+/// `n` with a comma every three digits.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn count_types(history: &store::History) -> Counts {
+    let mut c = Counts::default();
+    for op in history.ops().iter().filter(|o| o.is_client()) {
+        match op.op_type {
+            OpType::Invoke => c.invoked += 1,
+            OpType::Fail => c.fail += 1,
+            OpType::Info => c.info += 1,
+            OpType::Ok => {
+                c.ok += 1;
+                if let OpValue::Txn(m) = &op.value {
+                    c.committed += usize::from(!m.is_empty());
+                    c.writes += m.iter().filter(|m| !matches!(m, MicroOp::Read(..))).count();
+                }
+            }
+        }
+    }
+    c
+}
+
+/// Client transactions of a history by outcome, counted in one pass.
+#[derive(Default)]
+struct Counts {
+    invoked: usize,
+    ok: usize,
+    fail: usize,
+    info: usize,
+    /// `ok` transactions with at least one micro-op.
+    committed: usize,
+    /// Write and append micro-ops of `ok` transactions.
+    writes: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn history(jsonl: &str) -> store::History {
+        let read = store::format::read_str(jsonl, store::format::Format::JsonLines).unwrap();
+        store::History::new(read.ops).unwrap()
+    }
+
+    #[test]
+    fn a_history_without_commits_is_unknown_in_every_result_file() {
+        let failed = history(concat!(
+            "{\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
+            "{\"type\":\"fail\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
+        ));
+        let committed = history(concat!(
+            "{\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
+            "{\"type\":\"ok\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
+            "{\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"r\",1,null]]}\n",
+            "{\"type\":\"ok\",\"process\":0,\"f\":\"txn\",\"value\":[[\"r\",1,[1]]]}\n",
+        ));
+        let opts = checker::CheckOptions::new(checker::analysis::Workload::ListAppend);
+        // With a commit, the checker's verdict stands.
+        let mut result = checker::check(&committed, &opts);
+        assert_eq!(result.valid, Valid::True);
+        let json = settle_no_commit(&committed, &mut result);
+        assert_eq!(json["valid?"], true);
+        assert!(json.get("reason").is_none());
+        // The same verdict over a history without commits becomes unknown,
+        // in the result itself (results.edn, reports) and in results.json.
+        let json = settle_no_commit(&failed, &mut result);
+        assert_eq!(result.valid, Valid::Unknown);
+        assert_eq!(json["valid?"], "unknown");
+        assert_eq!(json["reason"], "no transaction committed");
+        assert!(
+            result.to_edn().contains(":valid? :unknown"),
+            "{}",
+            result.to_edn()
+        );
+        // The checker alone already says unknown there (no dependency graph).
+        assert_eq!(checker::check(&failed, &opts).valid, Valid::Unknown);
+    }
+}
