@@ -385,6 +385,12 @@ impl SharedLog {
     }
 }
 
+impl HistorySink for store::run::HistoryLog {
+    fn append(&mut self, op: store::Op) -> anyhow::Result<OpIndex> {
+        Ok(store::run::HistoryLog::append(self, op)?)
+    }
+}
+
 impl HistorySink for SharedLog {
     fn append(&mut self, op: Op) -> anyhow::Result<OpIndex> {
         self.append_op(op)

@@ -17,6 +17,7 @@ pub mod check;
 pub mod cluster;
 pub mod exit;
 pub mod newsql;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod runner;

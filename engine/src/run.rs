@@ -18,24 +18,21 @@
 use crate::cluster::Cluster;
 use crate::exit;
 use crate::newsql;
-use crate::runner::{self, HistorySink, RunnerConfig, progress};
+use crate::plan::{Plan, data_model, plan, sim_mode};
+use crate::runner::{self, RunnerConfig, progress};
 use crate::spec::RunSpec;
-use anyhow::{Context as _, bail};
-use checker::model::ConsistencyModel;
+use anyhow::Context as _;
 use checker::result::Valid;
 use db_adapters::catalog::DbKind;
 use db_adapters::client::ClientFactory;
 use db_adapters::postgres::PgFactory;
 use db_adapters::postgres::local::LocalCluster;
-use db_adapters::sql::{DataModel, Isolation};
+use db_adapters::sql::DataModel;
 use db_adapters::sqlite::SqliteFactory;
-use nemesis::Node;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use store::OpIndex;
-use workloads::{WorkloadConfig, WorkloadKind};
 
 /// Version of the `test.json` layout.
 const TEST_JSON_SCHEMA_VERSION: u32 = 1;
@@ -47,211 +44,6 @@ pub struct Build {
     pub version: &'static str,
     /// Git commit it was built from.
     pub commit: &'static str,
-}
-
-/// The validated configuration of a run.
-struct Plan {
-    db: DbKind,
-    workload: WorkloadKind,
-    isolation: Isolation,
-    expected: ConsistencyModel,
-    wcfg: WorkloadConfig,
-    concurrency: usize,
-    nodes: Vec<Node>,
-    seed: u64,
-    test_name: String,
-}
-
-impl RunSpec {
-    /// Checks the spec as a run would before starting anything (no IO
-    /// beyond reading a `--nodes-file`).
-    ///
-    /// # Errors
-    /// The first problem, naming the flag.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        plan(self).map(|_| ())
-    }
-}
-
-fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
-    let workload = args.workload;
-    let isolation = args.isolation;
-    // Databases on nodes (galera, mariadb, postgres with --nodes).
-    let nodes = crate::cluster::plan_nodes(args)?.unwrap_or_else(|| vec![Node::local()]);
-    let expected = match args.expected {
-        Some(m) => m,
-        None => default_model(isolation, nodes.len()),
-    };
-    let wcfg = workload_config(&args.workload_overrides)?;
-    let concurrency = args
-        .concurrency
-        .workers(nodes.len())
-        .map_err(anyhow::Error::msg)?;
-    let limits = &args.limits;
-    if let Some(r) = limits.rate
-        && !(r.is_finite() && r > 0.0)
-    {
-        bail!("--rate must be a positive number of transactions per second, got {r}");
-    }
-    if limits.op_timeout.is_zero() {
-        bail!("--op-timeout must be greater than zero");
-    }
-    if limits.time_limit.is_zero() {
-        bail!("--time-limit must be greater than zero");
-    }
-    match args.db {
-        DbKind::Postgres => {
-            if args.url.is_none() && !args.local && !args.nodes.is_set() {
-                bail!("--db postgres needs --url postgres://… or --local");
-            }
-        }
-        DbKind::Cockroach | DbKind::Tidb | DbKind::Yugabyte => {
-            if args.local {
-                bail!("--local applies to --db postgres only");
-            }
-        }
-        _ => {
-            if args.url.is_some() || args.local {
-                bail!(
-                    "--url applies to --db postgres, cockroach, tidb and yugabyte; --local to postgres only"
-                );
-            }
-        }
-    }
-    let all_nodes = args.nodes.planned_nodes()?;
-    let isolation = newsql::validate(
-        args.db,
-        &args.newsql,
-        args.url.as_deref(),
-        all_nodes.as_deref(),
-        isolation,
-    )?;
-    // TiDB's and YSQL's REPEATABLE READ is snapshot isolation (write skew
-    // allowed): check it as such unless told otherwise.
-    let expected = if args.db.is_tarball()
-        && args.expected.is_none()
-        && isolation == Isolation::RepeatableRead
-    {
-        ConsistencyModel::SnapshotIsolation
-    } else {
-        expected
-    };
-    if args.sim_bug.is_some() && args.db != DbKind::Sim {
-        bail!("--sim-bug applies to --db sim only");
-    }
-    if args.db == DbKind::Sqlite {
-        // Reject before anything is created (exit 3).
-        SqliteFactory::new(
-            "unused",
-            isolation,
-            DataModel::ListAppend,
-            Duration::from_secs(1),
-        )?;
-    }
-    if args.db == DbKind::Sim {
-        sim_mode(args.sim_bug, isolation)?;
-    }
-    let seed = args.seed.unwrap_or_else(clock_seed);
-    let test_name = match &args.test_name {
-        Some(n) => {
-            if n.is_empty()
-                || n == "latest"
-                || n.starts_with('.')
-                || !n
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
-            {
-                bail!(
-                    "--test-name {n:?}: use letters, digits, '-', '_', '.', '+' (not starting with '.', not \"latest\")"
-                );
-            }
-            n.clone()
-        }
-        None => {
-            let level = args
-                .sim_bug
-                .map_or_else(|| isolation.name().to_string(), |b| b.to_string());
-            format!("{}-{}-{}", args.db.name(), workload.name(), level)
-        }
-    };
-    Ok(Plan {
-        db: args.db,
-        workload,
-        isolation,
-        expected,
-        wcfg,
-        concurrency,
-        nodes,
-        seed,
-        test_name,
-    })
-}
-
-/// A seed from the clock (nanoseconds since the epoch), when none is given.
-pub fn clock_seed() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
-/// ARCHITECTURE.md "Expected model": what `--isolation` claims.
-fn default_model(isolation: Isolation, node_count: usize) -> ConsistencyModel {
-    match isolation {
-        Isolation::Serializable if node_count == 1 => ConsistencyModel::StrictSerializable,
-        Isolation::Serializable => ConsistencyModel::Serializable,
-        Isolation::SnapshotIsolation => ConsistencyModel::SnapshotIsolation,
-        Isolation::RepeatableRead => ConsistencyModel::RepeatableRead,
-        Isolation::ReadCommitted => ConsistencyModel::ReadCommitted,
-        Isolation::ReadUncommitted => ConsistencyModel::ReadUncommitted,
-    }
-}
-
-/// The workload's defaults with `o`'s overrides, checked.
-fn workload_config(o: &crate::spec::WorkloadOverrides) -> anyhow::Result<WorkloadConfig> {
-    let mut wcfg = WorkloadConfig::default();
-    if let Some(v) = o.key_count {
-        wcfg.key_count = v;
-    }
-    if let Some(v) = o.max_writes_per_key {
-        wcfg.max_writes_per_key = v;
-    }
-    if let Some(v) = o.min_txn_length {
-        wcfg.min_txn_length = v;
-    }
-    if let Some(v) = o.max_txn_length {
-        wcfg.max_txn_length = v;
-    }
-    if let Some(v) = o.read_ratio {
-        wcfg.read_ratio = v;
-    }
-    wcfg.validate()?;
-    Ok(wcfg)
-}
-
-/// The simulator's mode: the bug mode, or the isolation level's.
-fn sim_mode(
-    bug: Option<db_adapters::sim::SimMode>,
-    isolation: Isolation,
-) -> anyhow::Result<db_adapters::sim::SimMode> {
-    if let Some(b) = bug {
-        return Ok(b);
-    }
-    db_adapters::sim::SimMode::parse(isolation.name())
-        .map_err(|e| anyhow::anyhow!("--isolation (for --db sim): {e}"))
-}
-
-fn data_model(w: WorkloadKind) -> DataModel {
-    match w {
-        WorkloadKind::ListAppend => DataModel::ListAppend,
-        WorkloadKind::RwRegister => DataModel::RwRegister,
-    }
-}
-
-impl HistorySink for store::run::HistoryLog {
-    fn append(&mut self, op: store::Op) -> anyhow::Result<OpIndex> {
-        Ok(store::run::HistoryLog::append(self, op)?)
-    }
 }
 
 /// The flags of `harness run` as given (`argv` after `run`) made
@@ -752,22 +544,6 @@ fn init_tracing(log_path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn expected_model_follows_isolation() {
-        assert_eq!(
-            default_model(Isolation::Serializable, 1),
-            ConsistencyModel::StrictSerializable
-        );
-        assert_eq!(
-            default_model(Isolation::Serializable, 3),
-            ConsistencyModel::Serializable
-        );
-        assert_eq!(
-            default_model(Isolation::ReadCommitted, 1),
-            ConsistencyModel::ReadCommitted
-        );
-    }
 
     #[test]
     fn passwords_are_redacted() {

@@ -458,7 +458,7 @@ pub fn self_rss_kb() -> Option<u64> {
 /// A fresh seed: `base` mixed with `i` when a suite fixes its base seed,
 /// else the clock mixed with `i`.
 pub fn seed_for(base: Option<u64>, i: u64) -> u64 {
-    workloads::rng::derive_seed(base.unwrap_or_else(crate::run::clock_seed), i)
+    workloads::rng::derive_seed(base.unwrap_or_else(crate::plan::clock_seed), i)
 }
 
 #[cfg(test)]
