@@ -39,10 +39,10 @@
 use crate::run_cmd::checked_run_flags;
 use anyhow::{Context as _, bail};
 use engine::exit;
+use engine::report::soak::{
+    Planned, Record, Suite, expect_names, junit_xml, log_tail, summary_json, table,
+};
 use engine::suite::{self, ChildSpec, Outcome, RunFacts, run_child, run_dirs, table_flags};
-use serde_json::json;
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -61,31 +61,6 @@ pub struct SoakArgs {
     /// Print the runs the suite expands to and exit.
     #[arg(long)]
     pub dry_run: bool,
-}
-
-/// One run of a suite, before it runs.
-#[derive(Debug, Clone)]
-struct Planned {
-    /// Position in the suite, from 1.
-    id: usize,
-    /// The `[[test]]` it comes from.
-    test: String,
-    /// Its `--test-name` (test name plus matrix values).
-    test_name: String,
-    /// `harness run` flags, without store, seed and test name.
-    flags: Vec<String>,
-    /// Acceptable outcomes.
-    expect: Vec<Outcome>,
-    watchdog: Duration,
-}
-
-/// A parsed suite.
-#[derive(Debug)]
-struct Suite {
-    name: String,
-    seed: Option<u64>,
-    grace: Duration,
-    runs: Vec<Planned>,
 }
 
 const RESERVED: [&str; 5] = ["name", "expect", "count", "watchdog", "matrix"];
@@ -272,31 +247,6 @@ fn parse_suite(path: &Path, text: &str) -> anyhow::Result<Suite> {
     })
 }
 
-/// One finished run.
-#[derive(Debug)]
-struct Record {
-    planned: Planned,
-    seed: u64,
-    outcome: Outcome,
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    interrupted: bool,
-    duration: Duration,
-    run_dir: Option<PathBuf>,
-    log: PathBuf,
-    facts: RunFacts,
-    /// Why it crashed or could not start (last lines of its output).
-    detail: Option<String>,
-    child_max_rss_kb: i64,
-    soak_rss_kb: Option<u64>,
-}
-
-impl Record {
-    fn as_expected(&self) -> bool {
-        self.planned.expect.contains(&self.outcome)
-    }
-}
-
 /// Runs `harness soak`.
 ///
 /// # Errors
@@ -417,7 +367,20 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     }
     let interrupted = suite::interrupted();
     let ended = SystemTime::now();
-    let summary = summary_json(&suite, &args.suite, &records, &not_run, started, ended);
+    let build = engine::run::Build {
+        version: env!("CARGO_PKG_VERSION"),
+        commit: env!("HARNESS_GIT_COMMIT"),
+    };
+    let summary = summary_json(
+        &suite,
+        &args.suite,
+        &records,
+        &not_run,
+        started,
+        ended,
+        suite::interrupted(),
+        build,
+    );
     let summary_path = soak_dir.join("summary.json");
     std::fs::write(
         &summary_path,
@@ -439,242 +402,6 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     } else {
         exit::VALID
     })
-}
-
-/// Acceptable outcomes as `valid|unknown`.
-fn expect_names(expect: &[Outcome]) -> String {
-    expect
-        .iter()
-        .map(|o| o.name())
-        .collect::<Vec<_>>()
-        .join("|")
-}
-
-/// How many runs ended with each outcome (every outcome listed).
-fn outcome_counts(records: &[Record]) -> BTreeMap<&'static str, usize> {
-    let mut counts: BTreeMap<&str, usize> = Outcome::ALL.iter().map(|o| (o.name(), 0)).collect();
-    for r in records {
-        *counts.entry(r.outcome.name()).or_default() += 1;
-    }
-    counts
-}
-
-/// The last `n` non-empty lines of a log file, joined by " | ".
-fn log_tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].join(" | ")
-}
-
-fn summary_json(
-    suite: &Suite,
-    file: &Path,
-    records: &[Record],
-    not_run: &[Planned],
-    started: SystemTime,
-    ended: SystemTime,
-) -> serde_json::Value {
-    let counts = outcome_counts(records);
-    let runs: Vec<serde_json::Value> = records
-        .iter()
-        .map(|r| {
-            json!({
-                "id": r.planned.id,
-                "test": r.planned.test,
-                "test_name": r.planned.test_name,
-                "seed": r.seed,
-                "flags": r.planned.flags,
-                "outcome": r.outcome.name(),
-                "expected": r.planned.expect.iter().map(|o| o.name()).collect::<Vec<_>>(),
-                "as_expected": r.as_expected(),
-                "exit_code": r.exit_code,
-                "signal": r.signal,
-                "interrupted": r.interrupted,
-                "duration_s": r.duration.as_secs_f64(),
-                "watchdog_s": r.planned.watchdog.as_secs_f64(),
-                "run_dir": r.run_dir.as_ref().map(|d| d.display().to_string()),
-                "log": r.log.display().to_string(),
-                "valid": r.facts.valid,
-                "anomaly_types": r.facts.anomaly_types,
-                "detail": r.detail,
-                "child_max_rss_kb": r.child_max_rss_kb,
-                "soak_rss_kb": r.soak_rss_kb,
-            })
-        })
-        .collect();
-    json!({
-        "suite": suite.name,
-        "suite_file": file.display().to_string(),
-        "base_seed": suite.seed,
-        "started": humantime::format_rfc3339_millis(started).to_string(),
-        "ended": humantime::format_rfc3339_millis(ended).to_string(),
-        "interrupted": suite::interrupted(),
-        "planned": records.len() + not_run.len(),
-        "outcomes": counts,
-        "as_expected": records.iter().filter(|r| r.as_expected()).count(),
-        "unexpected": records.iter().filter(|r| !r.as_expected()).count(),
-        "runs": runs,
-        "not_run": not_run.iter().map(|p| json!({"id": p.id, "test_name": p.test_name})).collect::<Vec<_>>(),
-        "harness": {
-            "version": env!("CARGO_PKG_VERSION"),
-            "commit": env!("HARNESS_GIT_COMMIT"),
-        },
-    })
-}
-
-/// [`engine::report::html_escape`], which is valid XML too, after blanking
-/// the control characters XML 1.0 forbids.
-fn xml_escape(s: &str) -> String {
-    engine::report::html_escape(&s.replace(
-        |c: char| (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t'),
-        " ",
-    ))
-}
-
-/// JUnit XML: a test case per run; a run that ended as expected passes,
-/// an unexpected verdict is a `failure`, an unexpected crash, timeout or
-/// setup failure an `error`, a run an interrupt kept from starting `skipped`.
-fn junit_xml(
-    suite: &Suite,
-    records: &[Record],
-    not_run: &[Planned],
-    started: SystemTime,
-) -> String {
-    let failures = records
-        .iter()
-        .filter(|r| !r.as_expected() && r.outcome.is_verdict())
-        .count();
-    let errors = records.iter().filter(|r| !r.as_expected()).count() - failures;
-    let time: f64 = records.iter().map(|r| r.duration.as_secs_f64()).sum();
-    let tests = records.len() + not_run.len();
-    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        x,
-        "<testsuites name=\"harness soak\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{}\" time=\"{time:.3}\">",
-        not_run.len()
-    );
-    let _ = writeln!(
-        x,
-        "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{}\" time=\"{time:.3}\" timestamp=\"{}\">",
-        xml_escape(&suite.name),
-        not_run.len(),
-        humantime::format_rfc3339_seconds(started)
-    );
-    for r in records {
-        let _ = writeln!(
-            x,
-            "    <testcase classname=\"{}.{}\" name=\"{}#{} seed={}\" time=\"{:.3}\">",
-            xml_escape(&suite.name),
-            xml_escape(&r.planned.test),
-            xml_escape(&r.planned.test_name),
-            r.planned.id,
-            r.seed,
-            r.duration.as_secs_f64()
-        );
-        if !r.as_expected() {
-            let tag = if r.outcome.is_verdict() {
-                "failure"
-            } else {
-                "error"
-            };
-            let mut body = String::new();
-            if !r.facts.anomaly_types.is_empty() {
-                let _ = writeln!(body, "anomalies: {}", r.facts.anomaly_types.join(", "));
-            }
-            if let Some(d) = &r.detail {
-                let _ = writeln!(body, "{d}");
-            }
-            let _ = writeln!(body, "harness run {}", r.planned.flags.join(" "));
-            let _ = writeln!(
-                x,
-                "      <{tag} type=\"{}\" message=\"{} (expected {})\">{}</{tag}>",
-                r.outcome.name(),
-                r.outcome.name(),
-                expect_names(&r.planned.expect),
-                xml_escape(body.trim_end())
-            );
-        }
-        let _ = writeln!(
-            x,
-            "      <system-out>outcome: {}\nrun dir: {}\nlog: {}</system-out>",
-            r.outcome.name(),
-            xml_escape(
-                &r.run_dir
-                    .as_ref()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_else(|| "(none)".to_string())
-            ),
-            xml_escape(&r.log.display().to_string())
-        );
-        x.push_str("    </testcase>\n");
-    }
-    for p in not_run {
-        let _ = writeln!(
-            x,
-            "    <testcase classname=\"{}.{}\" name=\"{}#{}\" time=\"0\">\n      <skipped message=\"not run: the suite was interrupted\"/>\n    </testcase>",
-            xml_escape(&suite.name),
-            xml_escape(&p.test),
-            xml_escape(&p.test_name),
-            p.id
-        );
-    }
-    x.push_str("  </testsuite>\n</testsuites>\n");
-    x
-}
-
-/// The terminal table.
-fn table(records: &[Record], not_run: &[Planned]) -> String {
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "{:>3}  {:<32} {:>20}  {:<13} {:<8} {:>8}  anomalies / detail",
-        "#", "test", "seed", "outcome", "expected", "time"
-    );
-    for r in records {
-        let note = if !r.facts.anomaly_types.is_empty() {
-            r.facts.anomaly_types.join(", ")
-        } else {
-            r.detail.clone().unwrap_or_default()
-        };
-        let note: String = note.chars().take(80).collect();
-        let _ = writeln!(
-            t,
-            "{:>3}  {:<32} {:>20}  {:<13} {:<8} {:>7.1}s  {}",
-            r.planned.id,
-            r.planned.test_name,
-            r.seed,
-            r.outcome.name(),
-            if r.as_expected() { "yes" } else { "NO" },
-            r.duration.as_secs_f64(),
-            note
-        );
-    }
-    for p in not_run {
-        let _ = writeln!(
-            t,
-            "{:>3}  {:<32} {:>20}  {:<13} {:<8} {:>8}  the suite was interrupted",
-            p.id, p.test_name, "-", "not-run", "-", "-"
-        );
-    }
-    let line: Vec<String> = outcome_counts(records)
-        .iter()
-        .filter(|(_, v)| **v > 0)
-        .map(|(k, v)| format!("{v} {k}"))
-        .collect();
-    let unexpected = records.iter().filter(|r| !r.as_expected()).count();
-    let _ = writeln!(
-        t,
-        "{} runs: {}; {} not as expected{}",
-        records.len(),
-        line.join(", "),
-        unexpected,
-        if not_run.is_empty() {
-            String::new()
-        } else {
-            format!("; {} not run", not_run.len())
-        }
-    );
-    t
 }
 
 #[cfg(test)]

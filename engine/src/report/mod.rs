@@ -10,6 +10,7 @@ pub mod elle;
 pub mod graph_svg;
 pub mod plots;
 pub mod repro;
+pub mod soak;
 pub mod spans;
 pub mod timeline;
 
