@@ -42,7 +42,7 @@ use engine::exit;
 use engine::report::soak::{
     Planned, Record, Suite, expect_names, junit_xml, log_tail, summary_json, table,
 };
-use engine::suite::{self, ChildSpec, Outcome, RunFacts, run_child, run_dirs, table_flags};
+use engine::suite::{self, ChildSpec, Outcome, run_child, run_dirs, table_flags};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -407,6 +407,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::suite::RunFacts;
 
     fn parse(text: &str) -> anyhow::Result<Suite> {
         parse_suite(Path::new("/x/nightly.toml"), text)

@@ -13,6 +13,9 @@
 //! as in the binary, because its errors are reported to a person, never
 //! matched on.
 
+// Tests may unwrap and panic (the workspace lints are for library code).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
 pub mod check;
 pub mod cluster;
 pub mod exit;
