@@ -13,7 +13,7 @@
 //! `--db sim`: the simulator's behaviour is `--isolation` (serializable,
 //! snapshot-isolation, repeatable-read, read-committed, read-uncommitted)
 //! unless `--sim-bug` names a bug mode (e.g. `retry-reapply`, `non-monotonic-read`, `torn-commit`,
-//! `lost-update`), which then replaces it.
+//! `causal-gap`, `lost-update`), which then replaces it.
 
 #[path = "newsql_db.rs"]
 pub mod newsql_db;
@@ -128,7 +128,8 @@ pub struct RunArgs {
     /// (overwrites concurrent writes), stale-read (serializable, not strict),
     /// non-monotonic-read (reads a random recent version: breaks read
     /// committed), torn-commit (a commit's keys become visible one by one:
-    /// breaks read atomic).
+    /// breaks read atomic), causal-gap (snapshots miss some commits of
+    /// other sessions: breaks causal, not read atomic).
     #[arg(long, help_heading = "Database")]
     pub sim_bug: Option<String>,
     /// Workload: list-append (alias append) or rw-register (alias wr).
