@@ -233,6 +233,52 @@ fn peer(name: &str) -> String {
         .to_string()
 }
 
+/// The simulator's bug modes, run and written in other checkers' formats
+/// (store/tests/data/peer-formats/sim-*, README there): each breaks exactly
+/// its level, in every format — the level below holds, as AWDIT also says.
+#[test]
+fn simulator_bug_runs_in_peer_formats_break_their_level() {
+    let cases = [
+        (
+            "sim-non-monotonic-read",
+            "read-committed",
+            "non-monotonic-read",
+            None,
+        ),
+        (
+            "sim-torn-commit",
+            "read-atomic",
+            "non-repeatable-read",
+            Some("read-committed"),
+        ),
+        (
+            "sim-causal-gap",
+            "causal-cerone",
+            "causality-violation",
+            Some("read-atomic"),
+        ),
+    ];
+    for (name, model, anomaly, holds) in cases {
+        let mut files = vec![format!("{name}.txt"), format!("{name}.json")];
+        if name == "sim-causal-gap" {
+            files.push(format!("{name}.cobra"));
+        }
+        for file in files {
+            let f = peer(&file);
+            let o = harness(&["check", f.as_str(), "-c", model]);
+            let out = stdout(&o);
+            assert_eq!(code(&o), 1, "{f} -c {model}: {out}{}", stderr(&o));
+            assert!(out.contains(&format!("{anomaly} #0")), "{f}: {out}");
+            assert!(out.contains("Then:"), "{f}: explained: {out}");
+            assert!(!out.contains("garbage-read"), "{f}: {out}");
+            if let Some(below) = holds {
+                let o = harness(&["check", f.as_str(), "-c", below]);
+                assert_eq!(code(&o), 0, "{f} -c {below}: {}", stdout(&o));
+            }
+        }
+    }
+}
+
 /// Other checkers' files (store/tests/data/peer-formats, README there):
 /// each anomaly pattern is found, with an explanation, in both formats.
 #[test]

@@ -544,12 +544,19 @@ fn causal_gap_refuses_a_writer_whose_view_of_its_key_is_not_current() {
                 let ReadValue::List(after) = read(&mut e, r, 1) else {
                     panic!("a list")
                 };
-                assert_eq!(after[..after.len() - 1], before[..], "installed over its view");
+                assert_eq!(
+                    after[..after.len() - 1],
+                    before[..],
+                    "installed over its view"
+                );
                 e.abort(r);
             }
             Err(SimError::Conflict { .. }) => refused += 1,
             Err(other) => panic!("{other}"),
         }
     }
-    assert!(committed > 0 && refused > 0, "{committed} committed, {refused} refused");
+    assert!(
+        committed > 0 && refused > 0,
+        "{committed} committed, {refused} refused"
+    );
 }
