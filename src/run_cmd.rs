@@ -306,6 +306,15 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     if args.sim_bug.is_some() && args.db != DbKind::Sim {
         bail!("--sim-bug applies to --db sim only");
     }
+    // A bug mode is checked against what the buggy database claimed.
+    let expected = match &args.sim_bug {
+        Some(_) if args.expected_consistency_model.is_none() => {
+            let claimed = sim_mode(args, isolation)?.claimed_model();
+            ConsistencyModel::parse(claimed)
+                .map_err(|e| anyhow::anyhow!("--sim-bug: claimed model: {e}"))?
+        }
+        _ => expected,
+    };
     if args.db == DbKind::Sqlite {
         // Reject before anything is created (exit 3).
         SqliteFactory::new(
