@@ -497,3 +497,21 @@ fn engines_and_witness() -> Result<(), serde_json::Error> {
     );
     Ok(())
 }
+
+/// `harness check FILE | head -1`: a reader that goes away ends the check
+/// quietly (SIGPIPE), never with a panic about a broken pipe.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let f = peer("sim-non-monotonic-read.txt");
+    let mut child = Command::new(BIN)
+        .args(["check", f.as_str(), "-c", "read-committed"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(o.status.code(), Some(101), "{err}");
+}
