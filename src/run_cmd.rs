@@ -53,7 +53,8 @@ pub struct RunArgs {
     /// (overwrites concurrent writes), stale-read (serializable, not strict),
     /// non-monotonic-read (reads a random recent version: breaks read
     /// committed), torn-commit (a commit's keys become visible one by one:
-    /// breaks read atomic).
+    /// breaks read atomic), causal-gap (snapshots miss some commits of
+    /// other sessions: breaks causal, not read atomic).
     #[arg(long, help_heading = "Database")]
     pub sim_bug: Option<String>,
     /// Workload: list-append (alias append) or rw-register (alias wr).

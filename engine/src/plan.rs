@@ -108,6 +108,12 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     if args.sim_bug.is_some() && args.db != DbKind::Sim {
         bail!("--sim-bug applies to --db sim only");
     }
+    // A bug mode is checked against what the buggy database claimed.
+    let expected = match args.sim_bug {
+        Some(bug) if args.expected.is_none() => ConsistencyModel::parse(bug.claimed_model())
+            .map_err(|e| anyhow::anyhow!("--sim-bug: claimed model: {e}"))?,
+        _ => expected,
+    };
     if args.db == DbKind::Sqlite {
         // Reject before anything is created (exit 3).
         SqliteFactory::new(

@@ -13,7 +13,7 @@
 //! `--db sim`: the simulator's behaviour is `--isolation` (serializable,
 //! snapshot-isolation, repeatable-read, read-committed, read-uncommitted)
 //! unless `--sim-bug` names a bug mode (e.g. `retry-reapply`, `non-monotonic-read`, `torn-commit`,
-//! `lost-update`), which then replaces it.
+//! `causal-gap`, `lost-update`), which then replaces it.
 
 use crate::cluster::Cluster;
 use crate::exit;
