@@ -9,31 +9,9 @@ use checker::budget::Budget;
 use checker::model::{ConsistencyModel, anomalies_to_search};
 use std::time::Instant;
 
-/// CPU seconds used so far by this thread (from /proc/thread-self/schedstat,
-/// nanosecond resolution; the analysis is single-threaded).
-fn cpu_s() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|x| x.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
-        / 1e9
-}
-
-/// Peak resident set so far, in MB.
-fn peak_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|x| x.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
+#[path = "common/measure.rs"]
+mod measure;
+use measure::{cpu_s, peak_mb};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -20,29 +20,9 @@ use std::io::Write;
 use std::time::Instant;
 use store::{Atom, MicroOp, ReadValue};
 
-/// CPU seconds used so far by this thread (the check is single-threaded).
-fn cpu_s() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|x| x.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
-        / 1e9
-}
-
-fn peak_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|x| x.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
+#[path = "common/measure.rs"]
+mod measure;
+use measure::{cpu_s, peak_mb};
 
 fn int(a: &Atom) -> i64 {
     match a {

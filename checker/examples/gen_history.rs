@@ -16,23 +16,9 @@ use std::io::Write;
 use store::format::to_json_line;
 use store::{Key, MicroOp, Op, OpType, ReadValue, Val};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
-    }
-}
+#[path = "../tests/common/register_gen.rs"]
+mod register_gen;
+use register_gen::Rng;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Iso {
@@ -113,23 +99,23 @@ fn main() {
         writeln!(w, "{}", to_json_line(&op)).unwrap();
     };
     while completed < n {
-        let s = rng.below(conc) as usize;
-        time_ns += 1 + rng.below(20_000) as i64;
+        let s = rng.below_u64(conc) as usize;
+        time_ns += 1 + rng.below_u64(20_000) as i64;
         if !slots[s].busy {
             if invoked >= n {
                 continue;
             }
             // A new transaction of 1-4 micro-ops; half reads, half writes.
-            let len = 1 + rng.below(4);
+            let len = 1 + rng.below_u64(4);
             let mut mops = Vec::new();
             for _ in 0..len {
                 // Skewed key choice: the last active key is the hottest.
                 let mut slot = active.len() - 1;
-                while slot > 0 && rng.chance(0.5) {
+                while slot > 0 && rng.chance_f64(0.5) {
                     slot -= 1;
                 }
                 let k = active[slot];
-                if rng.chance(0.5) {
+                if rng.chance_f64(0.5) {
                     mops.push(MicroOp::Read(Key::int(k as i64), ReadValue::Nil));
                 } else {
                     let v = next_val[k];
@@ -170,7 +156,7 @@ fn main() {
             clock
         };
         let mops = std::mem::take(&mut slots[s].mops);
-        let crashed = rng.chance(crash);
+        let crashed = rng.chance_f64(crash);
         // SI: first committer wins on written keys.
         let conflict = iso == Iso::Si
             && mops.iter().any(|m| match m {
@@ -216,7 +202,7 @@ fn main() {
                 other => done.push(other.clone()),
             }
         }
-        let applies = !conflict && (!crashed || rng.chance(0.5));
+        let applies = !conflict && (!crashed || rng.chance_f64(0.5));
         if applies {
             clock += 1;
             for (k, vs) in local {

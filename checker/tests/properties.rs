@@ -11,19 +11,9 @@ use common::{all_cycles, run, types};
 use proptest::prelude::*;
 use store::{History, Key, MicroOp, Op, OpType, ReadValue, Val};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+#[path = "common/register_gen.rs"]
+mod register_gen;
+use register_gen::Rng;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Phase {
@@ -53,16 +43,16 @@ fn serial_history(
     let mut done_mops: Vec<Vec<MicroOp>> = vec![Vec::new(); conc as usize];
     let (mut started, mut finished) = (0usize, 0usize);
     while finished < n {
-        let c = rng.below(conc) as usize;
+        let c = rng.below_u64(conc) as usize;
         match phase[c] {
             Phase::Idle => {
                 if started == n {
                     continue;
                 }
                 let mut mops = Vec::new();
-                for _ in 0..1 + rng.below(3) {
-                    let k = rng.below(keys as u64) as i64;
-                    if rng.below(2) == 0 {
+                for _ in 0..1 + rng.below_u64(3) {
+                    let k = rng.below_u64(keys as u64) as i64;
+                    if rng.below_u64(2) == 0 {
                         mops.push(MicroOp::Read(Key::int(k), ReadValue::Nil));
                     } else {
                         let v = next_val[k as usize];
@@ -84,7 +74,7 @@ fn serial_history(
                 phase[c] = Phase::Invoked;
                 started += 1;
             }
-            Phase::Invoked if rng.below(100) < crash_pct / 2 => {
+            Phase::Invoked if rng.below_u64(100) < crash_pct / 2 => {
                 // Crash before taking effect.
                 ops.push(Op::txn(
                     ops.len() as u64,
@@ -122,7 +112,7 @@ fn serial_history(
                 phase[c] = Phase::Executed;
             }
             Phase::Executed => {
-                if rng.below(100) < crash_pct / 2 {
+                if rng.below_u64(100) < crash_pct / 2 {
                     ops.push(Op::txn(
                         ops.len() as u64,
                         OpType::Info,
@@ -413,24 +403,24 @@ fn million_transaction_cycle_is_found_without_stack_overflow() {
 fn arbitrary_history(seed: u64, n: usize) -> Option<History> {
     let mut rng = Rng(seed);
     let atom = |rng: &mut Rng| -> store::Atom {
-        match rng.below(4) {
-            0 => store::Atom::Str(format!("k{}", rng.below(3)).into()),
-            1 => store::Atom::Keyword(format!("x{}", rng.below(2)).into()),
-            _ => store::Atom::Int(rng.below(4) as i64),
+        match rng.below_u64(4) {
+            0 => store::Atom::Str(format!("k{}", rng.below_u64(3)).into()),
+            1 => store::Atom::Keyword(format!("x{}", rng.below_u64(2)).into()),
+            _ => store::Atom::Int(rng.below_u64(4) as i64),
         }
     };
     let mut ops = Vec::new();
     for i in 0..n {
         let mut mops = Vec::new();
-        for _ in 0..rng.below(4) {
+        for _ in 0..rng.below_u64(4) {
             let k = Key(atom(&mut rng));
-            mops.push(match rng.below(5) {
+            mops.push(match rng.below_u64(5) {
                 0 => MicroOp::Append(k, Val(atom(&mut rng))),
                 1 => MicroOp::Write(k, Val(atom(&mut rng))),
                 2 => MicroOp::Read(k, ReadValue::Nil),
                 3 => MicroOp::Read(k, ReadValue::Scalar(Val(atom(&mut rng)))),
                 _ => {
-                    let len = rng.below(5);
+                    let len = rng.below_u64(5);
                     MicroOp::Read(
                         k,
                         ReadValue::List((0..len).map(|_| Val(atom(&mut rng))).collect()),
@@ -438,13 +428,13 @@ fn arbitrary_history(seed: u64, n: usize) -> Option<History> {
                 }
             });
         }
-        let t = match rng.below(5) {
+        let t = match rng.below_u64(5) {
             0 => OpType::Fail,
             1 => OpType::Info,
             _ => OpType::Ok,
         };
         // Completion-only ops (each is its own invocation), random processes.
-        ops.push(Op::txn(i as u64, t, rng.below(4), mops));
+        ops.push(Op::txn(i as u64, t, rng.below_u64(4), mops));
     }
     History::new(ops).ok()
 }

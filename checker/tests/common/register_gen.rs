@@ -27,6 +27,14 @@ impl Rng {
     pub fn chance(&mut self, pct: usize) -> bool {
         self.below(100) < pct
     }
+    /// Uniform in `0..n` (`0` for `n = 0`).
+    pub fn below_u64(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    /// True with probability `p`.
+    pub fn chance_f64(&mut self, p: f64) -> bool {
+        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
 }
 
 struct Open {
