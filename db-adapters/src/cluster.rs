@@ -571,7 +571,7 @@ impl crate::db::Db for ClusterDb {
     }
 
     fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
-        self.remotes.iter().find(|r| r.node().name == node).cloned()
+        crate::db::remote_named(&self.remotes, node)
     }
 
     fn setup(&self) -> crate::client::BoxFuture<'_, Result<(), DbError>> {

@@ -71,6 +71,12 @@ pub struct LogFile {
     pub local_name: String,
 }
 
+/// The remote of the node named `node` among `remotes` (what every
+/// lifecycle's [`Db::remote`] is).
+pub fn remote_named(remotes: &[Arc<dyn Remote>], node: &str) -> Option<Arc<dyn Remote>> {
+    remotes.iter().find(|r| r.node().name == node).cloned()
+}
+
 /// A database's lifecycle on its nodes.
 pub trait Db: Send + Sync {
     /// Short name (`galera`, `mariadb`, `postgres`).

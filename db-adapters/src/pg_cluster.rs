@@ -345,11 +345,7 @@ impl Db for PgCluster {
         self.inner.nodes()
     }
     fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
-        self.inner
-            .remotes
-            .iter()
-            .find(|r| r.node().name == node)
-            .cloned()
+        crate::db::remote_named(&self.inner.remotes, node)
     }
     fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
         Box::pin(self.inner.setup())

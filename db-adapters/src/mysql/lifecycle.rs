@@ -603,11 +603,7 @@ impl Db for MariaDb {
     }
 
     fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
-        self.inner
-            .remotes
-            .iter()
-            .find(|r| r.node().name == node)
-            .cloned()
+        crate::db::remote_named(&self.inner.remotes, node)
     }
 
     fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
