@@ -27,12 +27,12 @@ pub struct AnalyzeArgs {
     /// Consistency model(s) to check against instead of the run's expected
     /// model; repeatable and comma-separated.
     #[arg(short = 'c', long = "consistency-models", visible_alias = "consistency-model",
-          value_delimiter = ',', value_parser = parse_model)]
+          value_delimiter = ',', value_parser = str::parse::<ConsistencyModel>)]
     pub consistency_models: Vec<ConsistencyModel>,
 
     /// Extra anomaly types that must not occur; repeatable, comma-separated.
     #[arg(long = "anomalies", visible_alias = "anomaly", value_delimiter = ',',
-          value_parser = parse_anomaly)]
+          value_parser = str::parse::<AnomalyType>)]
     pub anomalies: Vec<AnomalyType>,
 
     /// Workload (default: from test.json, else detected from the history).
@@ -57,14 +57,6 @@ pub struct AnalyzeArgs {
     /// timeline (every transaction, not a sample), all; comma-separated.
     #[arg(long, value_parser = crate::run_cmd::keep_arg(), value_delimiter = ',')]
     pub keep: Vec<engine::report::KeepItem>,
-}
-
-fn parse_model(s: &str) -> Result<ConsistencyModel, String> {
-    ConsistencyModel::parse(s).map_err(|e| e.to_string())
-}
-
-fn parse_anomaly(s: &str) -> Result<AnomalyType, String> {
-    AnomalyType::parse(s).map_err(|e| e.to_string())
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {
@@ -143,8 +135,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
             ],
         ) {
             Some(name) => vec![
-                parse_model(&name)
-                    .map_err(anyhow::Error::msg)
+                name.parse::<ConsistencyModel>()
                     .context("test.json: expected consistency model")?,
             ],
             None => vec![checker::model::DEFAULT_MODEL],

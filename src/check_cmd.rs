@@ -39,13 +39,13 @@ pub struct CheckArgs {
     /// Consistency model(s) that should hold (default strong-serializable, alias strict-serializable);
     /// repeatable and comma-separated, e.g. `-c serializable,read-committed`.
     #[arg(short = 'c', long = "consistency-models", visible_alias = "consistency-model",
-          value_delimiter = ',', value_parser = parse_model)]
+          value_delimiter = ',', value_parser = str::parse::<ConsistencyModel>)]
     pub consistency_models: Vec<ConsistencyModel>,
 
     /// Extra anomaly types that must not occur (e.g. G0, G1c); repeatable,
     /// comma-separated.
     #[arg(long = "anomalies", visible_alias = "anomaly", value_delimiter = ',',
-          value_parser = parse_anomaly)]
+          value_parser = str::parse::<AnomalyType>)]
     pub anomalies: Vec<AnomalyType>,
 
     /// rw-register: infer version orders from writes following reads.
@@ -117,14 +117,6 @@ fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
 
 fn parse_file_format(s: &str) -> Result<FileFormat, String> {
     FileFormat::parse(s)
-}
-
-fn parse_model(s: &str) -> Result<ConsistencyModel, String> {
-    ConsistencyModel::parse(s).map_err(|e| e.to_string())
-}
-
-fn parse_anomaly(s: &str) -> Result<AnomalyType, String> {
-    AnomalyType::parse(s).map_err(|e| e.to_string())
 }
 
 /// Runs `harness check`, returning the exit code.
