@@ -167,7 +167,7 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
         return Ok(None);
     }
     if !args.nodes.is_set() {
-        anyhow::bail!("--db {:?} needs --nodes (n1,n2,… or testbed)", args.db);
+        anyhow::bail!("--db {} needs --nodes (n1,n2,… or testbed)", args.db);
     }
     if (args.url.is_some() && !newsql) || args.local {
         anyhow::bail!("--url and --local do not combine with --nodes");
