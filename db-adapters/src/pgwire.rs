@@ -40,6 +40,17 @@ pub enum Target {
     },
 }
 
+impl Target {
+    /// Worker `i` connects as `user` to `dbname` on its node's `port`.
+    pub fn on_nodes(port: u16, user: &str, dbname: &str) -> Target {
+        Target::Nodes {
+            port,
+            user: user.to_string(),
+            dbname: dbname.to_string(),
+        }
+    }
+}
+
 /// Errors configuring a PG-wire factory.
 #[derive(Debug, thiserror::Error)]
 pub enum PgWireError {

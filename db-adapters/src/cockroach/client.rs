@@ -64,11 +64,7 @@ pub fn dialect(isolation: Isolation, select_for_update: bool) -> Dialect {
 
 /// Clients connect as `root` (insecure mode) to `defaultdb` on every node.
 pub fn node_target(port: u16) -> Target {
-    Target::Nodes {
-        port,
-        user: "root".to_string(),
-        dbname: "defaultdb".to_string(),
-    }
+    Target::on_nodes(port, "root", "defaultdb")
 }
 
 /// A CockroachDB client factory.

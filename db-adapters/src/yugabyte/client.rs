@@ -79,11 +79,7 @@ pub fn dialect(select_for_update: bool) -> Dialect {
 
 /// Clients connect as `yugabyte` to database `yugabyte` on every node.
 pub fn node_target(port: u16) -> Target {
-    Target::Nodes {
-        port,
-        user: "yugabyte".to_string(),
-        dbname: "yugabyte".to_string(),
-    }
+    Target::on_nodes(port, "yugabyte", "yugabyte")
 }
 
 /// A YSQL client factory (5 tables, as Jepsen's YSQL append workload).
