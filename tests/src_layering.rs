@@ -73,6 +73,9 @@ fn src_modules_do_not_import_each_other_in_a_loop() {
         assert_eq!(cycle(&graph, m), None, "import loop in src/");
     }
     for engine_part in ["runner", "report", "nemesis_task", "suite"] {
-        assert!(!graph.contains_key(engine_part), "src/{engine_part} belongs in engine/");
+        assert!(
+            !graph.contains_key(engine_part),
+            "src/{engine_part} belongs in engine/"
+        );
     }
 }
