@@ -408,14 +408,16 @@ fn sim_mode(args: &RunArgs, isolation: Isolation) -> anyhow::Result<db_adapters:
 
 fn data_model(w: WorkloadKind) -> DataModel {
     match w {
-        WorkloadKind::ListAppend => DataModel::ListAppend,
+        WorkloadKind::ListAppend | WorkloadKind::Predicate => DataModel::ListAppend,
         WorkloadKind::RwRegister => DataModel::RwRegister,
     }
 }
 
 fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {
     match w {
-        WorkloadKind::ListAppend => checker::analysis::Workload::ListAppend,
+        WorkloadKind::ListAppend | WorkloadKind::Predicate => {
+            checker::analysis::Workload::ListAppend
+        }
         WorkloadKind::RwRegister => checker::analysis::Workload::RwRegister,
     }
 }

@@ -617,7 +617,24 @@ pub fn fmt_mop(m: &MicroOp) -> String {
         MicroOp::Append(k, v) => format!("[:append {k} {v}]"),
         MicroOp::Write(k, v) => format!("[:w {k} {v}]"),
         MicroOp::Read(k, r) => format!("[:r {k} {}]", fmt_read(r)),
+        MicroOp::ReadRange(r) => fmt_range_read(r),
     }
+}
+
+/// A range read in EDN (`[:rr [1 5] [[2 [7 8]] [4 [9]]]]`, `nil` rows
+/// when unknown).
+fn fmt_range_read(r: &store::RangeRead) -> String {
+    let rows = match &r.rows {
+        None => "nil".to_string(),
+        Some(rows) => {
+            let v: Vec<String> = rows
+                .iter()
+                .map(|(k, l)| format!("[{k} {}]", fmt_vals(l)))
+                .collect();
+            format!("[{}]", v.join(" "))
+        }
+    };
+    format!("[:rr [{} {}] {rows}]", r.lo, r.hi)
 }
 
 /// An op in Elle's EDN spelling (`{:index 3, :type :ok, :process 0, :value [...]}`).

@@ -13,6 +13,7 @@ pub mod mysql;
 pub mod pg_cluster;
 pub mod pgwire;
 pub mod postgres;
+pub mod predicate;
 pub mod sim;
 pub mod sql;
 pub mod sqlite;

@@ -445,6 +445,9 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                     }
                 }
                 MicroOp::Read(..) => {}
+                MicroOp::ReadRange(r) => {
+                    crate::predicate::bounds(r)?;
+                }
             }
         }
         self.ensure_session().await?;
@@ -461,6 +464,22 @@ impl<S: PgSessionSource> PgTxnClient<S> {
         let body = async {
             let mut out = Vec::with_capacity(txn.len());
             for mop in txn {
+                if let MicroOp::ReadRange(r) = mop {
+                    let (lo, hi) = crate::predicate::bounds(r)?;
+                    let sql = crate::predicate::pg_range_sql(&tables);
+                    let rows = s
+                        .client
+                        .query(sql.as_str(), &[&lo, &hi])
+                        .await
+                        .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
+                    let rows = rows
+                        .iter()
+                        .map(|r| Ok((r.try_get::<_, i64>(0)?, r.try_get::<_, Option<String>>(1)?)))
+                        .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+                        .map_err(|e| ClientError::definite("decode", format!("range row: {e}")))?;
+                    out.push(MicroOp::ReadRange(Box::new(crate::predicate::complete(r, rows)?)));
+                    continue;
+                }
                 let id = int_key(mop.key())?;
                 let t = tables.table_of(id);
                 match mop {
@@ -487,6 +506,7 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                             .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
                         out.push(mop.clone());
                     }
+                    MicroOp::ReadRange(_) => {}
                 }
             }
             Ok::<_, ClientError>(out)

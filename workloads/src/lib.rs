@@ -15,6 +15,7 @@
 pub mod append;
 pub mod generator;
 pub mod keys;
+pub mod predicate;
 pub mod register;
 pub mod rng;
 pub mod txn;
@@ -32,17 +33,24 @@ pub enum WorkloadKind {
     ListAppend,
     /// `rw-register` (alias `wr`): blind writes of unique values to registers.
     RwRegister,
+    /// `predicate`: list-append with range reads (`predicate.rs`).
+    Predicate,
 }
 
 impl WorkloadKind {
     /// Every kind.
-    pub const ALL: &'static [WorkloadKind] = &[WorkloadKind::ListAppend, WorkloadKind::RwRegister];
+    pub const ALL: &'static [WorkloadKind] = &[
+        WorkloadKind::ListAppend,
+        WorkloadKind::RwRegister,
+        WorkloadKind::Predicate,
+    ];
 
     /// The canonical name (`list-append`, `rw-register`).
     pub fn name(self) -> &'static str {
         match self {
             WorkloadKind::ListAppend => "list-append",
             WorkloadKind::RwRegister => "rw-register",
+            WorkloadKind::Predicate => "predicate",
         }
     }
 
@@ -54,6 +62,7 @@ impl WorkloadKind {
         match s {
             "list-append" | "append" => Ok(WorkloadKind::ListAppend),
             "rw-register" | "wr" => Ok(WorkloadKind::RwRegister),
+            "predicate" => Ok(WorkloadKind::Predicate),
             other => Err(WorkloadError::UnknownWorkload(other.to_string())),
         }
     }
@@ -167,7 +176,7 @@ impl WorkloadConfig {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum WorkloadError {
     /// Not a known workload name.
-    #[error("unknown workload {0:?}; known: list-append (append), rw-register (wr)")]
+    #[error("unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate")]
     UnknownWorkload(String),
     /// A tunable out of range.
     #[error("invalid --{field}: {reason}")]
@@ -190,5 +199,8 @@ pub fn for_workload(
     cfg: &WorkloadConfig,
     seed: u64,
 ) -> Result<Box<dyn Generator>, WorkloadError> {
-    Ok(Box::new(TxnGen::new(kind, cfg, seed)?))
+    match kind {
+        WorkloadKind::Predicate => Ok(Box::new(predicate::PredicateGen::new(cfg, seed)?)),
+        _ => Ok(Box::new(TxnGen::new(kind, cfg, seed)?)),
+    }
 }

@@ -60,6 +60,7 @@ impl Workload {
                 match x {
                     MicroOp::Append(..) | MicroOp::Read(_, ReadValue::List(_)) => la = true,
                     MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => rw = true,
+                    MicroOp::ReadRange(_) => la = true,
                     MicroOp::Read(_, ReadValue::Nil) => {}
                 }
             }
