@@ -154,7 +154,7 @@ fn foreign_micro_ops(history: &History, workload: Workload) -> usize {
         .filter(|m| {
             !matches!(
                 (workload, m),
-                (Workload::ListAppend, MicroOp::Append(..))
+                (Workload::ListAppend, MicroOp::Append(..) | MicroOp::ReadRange(_))
                     | (
                         Workload::ListAppend,
                         MicroOp::Read(_, ReadValue::Nil | ReadValue::List(_))

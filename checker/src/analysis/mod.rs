@@ -23,6 +23,7 @@
 
 mod cycles;
 mod lost_update;
+mod predicate;
 mod reads;
 mod sat;
 mod weak;
@@ -161,6 +162,12 @@ pub trait Analysis: Sync {
     /// `true`.
     fn needed(&self, opts: &AnalyzeOptions<'_>) -> bool;
 
+    /// Whether the history holds anything this analysis reads (default:
+    /// yes); an analysis that does not apply neither runs nor is named.
+    fn applies(&self, _cx: &Context<'_, '_>) -> bool {
+        true
+    }
+
     /// Runs it, adding what it finds to `out`.
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found);
 }
@@ -172,6 +179,7 @@ pub const ANALYSES: &[&dyn Analysis] = &[
     &reads::Reads,
     &lost_update::LostUpdate,
     &cycles::Cycles,
+    &predicate::Predicate,
     &weak::Weak,
     &sat::Sat,
 ];
@@ -218,7 +226,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
         opts,
     };
     for a in ANALYSES {
-        if a.needed(opts) {
+        if a.needed(opts) && a.applies(&cx) {
             out.ran.push(a.name());
             a.run(&cx, &mut out);
         }
