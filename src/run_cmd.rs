@@ -123,6 +123,12 @@ pub struct RunArgs {
     /// Create a throwaway PostgreSQL cluster with the installed binaries.
     #[arg(long, help_heading = "Database")]
     pub local: bool,
+    /// Where the checker's version order comes from: `inferred` (black box,
+    /// the default) or `db` (PostgreSQL: record each transaction's txid and
+    /// snapshot and each read row's xmin; the checker orders every key's
+    /// versions by the database's own visibility).
+    #[arg(long, default_value = "inferred", value_parser = ["inferred", "db"], help_heading = "Database")]
+    pub version_order: String,
     /// Simulator bug mode (with --db sim), replacing --isolation:
     /// retry-reapply (TiDB 2.1.7's auto-retry: lost updates), lost-update
     /// (overwrites concurrent writes), stale-read (serializable, not strict),
@@ -264,6 +270,12 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     }
     if args.time_limit.is_zero() {
         bail!("--time-limit must be greater than zero");
+    }
+    if args.version_order == "db" && !(args.db == DbKind::Postgres && !args.nodes.is_set()) {
+        bail!("--version-order db: only single-server PostgreSQL (--url or --local) records its version order");
+    }
+    if workload == WorkloadKind::Predicate && args.db == DbKind::Sim {
+        bail!("--workload predicate: the simulator does not model range reads; use a SQL database");
     }
     match args.db {
         DbKind::Postgres => {
@@ -585,7 +597,12 @@ async fn execute(
                     Err(e) => return Ok(Outcome::SetupFailed(format!("local PostgreSQL: {e}"))),
                 },
             };
-            Arc::new(PgFactory::new(&url, plan.isolation, model)?)
+            let f = PgFactory::new(&url, plan.isolation, model)?;
+            Arc::new(if args.version_order == "db" {
+                f.with_version_order_db()
+            } else {
+                f
+            })
         }
     };
     let outcome = run_with(args, plan, run_dir, factory, on_nodes.as_ref()).await;

@@ -26,6 +26,7 @@ pub mod sat;
 pub mod txn;
 pub mod versions;
 pub mod weak;
+pub mod whitebox;
 
 pub use analysis::{AnalyzeOptions, Workload};
 pub use anomaly::AnomalyType;
