@@ -11,8 +11,15 @@
 //! second fails with 40001), so visibility is each key's version order:
 //! `rw_register`'s `db` provider. Malformed fields are ignored (that
 //! transaction just adds no order), never a panic.
+//!
+//! Timestamp-ordered databases (CockroachDB, TiDB; `commit-ts`, an integer
+//! or `[wall, logical]`): their expected serialization order is ascending
+//! commit timestamp, so [`replay`] checks a history as Enne does — apply
+//! the committed transactions in that order and compare every read with
+//! the state it should have seen. Linear, no graph.
 
-use store::{Data, Op};
+use std::collections::{BTreeMap, HashMap};
+use store::{Data, History, Key, MicroOp, Op, OpIndex, OpType, ReadValue, Val};
 
 /// A transaction's snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,6 +91,107 @@ pub fn cert(op: &Op) -> Option<Cert> {
     })
 }
 
+/// A read the expected serialization order contradicts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    /// The reading transaction.
+    pub op: OpIndex,
+    /// The micro-op's position.
+    pub mop: usize,
+    /// The key (a range read: its lower bound).
+    pub key: Key,
+    /// What the replay says the read should have returned.
+    pub expected: String,
+}
+
+fn commit_ts(op: &Op) -> Option<(i64, i64)> {
+    match &op.extra.iter().find(|(k, _)| k == "commit-ts")?.1 {
+        Data::Int(i) => Some((*i, 0)),
+        Data::Vec(v) => match v.as_slice() {
+            [Data::Int(w), Data::Int(l)] => Some((*w, *l)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Enne's check: replays the `ok` transactions in ascending `commit-ts`
+/// (ties by index) and returns every read that disagrees; `None` when some
+/// `ok` transaction has no timestamp (no expected order to replay).
+pub fn replay(history: &History) -> Option<Vec<Mismatch>> {
+    let mut order: Vec<((i64, i64), &Op)> = Vec::new();
+    for op in history.ops() {
+        if op.op_type == OpType::Ok && op.value.txn().is_some() {
+            order.push((commit_ts(op)?, op));
+        }
+    }
+    order.sort_by_key(|(ts, op)| (*ts, op.index));
+    let mut lists: BTreeMap<&Key, Vec<&Val>> = BTreeMap::new();
+    let mut regs: HashMap<&Key, &Val> = HashMap::new();
+    let mut out = Vec::new();
+    for (_, op) in order {
+        for (i, m) in op.value.txn().into_iter().flatten().enumerate() {
+            let expected = match m {
+                MicroOp::Append(k, v) => {
+                    lists.entry(k).or_default().push(v);
+                    None
+                }
+                MicroOp::Write(k, v) => {
+                    regs.insert(k, v);
+                    None
+                }
+                MicroOp::Read(k, rv) => read_mismatch(k, rv, &lists, &regs),
+                MicroOp::ReadRange(r) => {
+                    let want: Vec<(&Key, &Vec<&Val>)> = lists
+                        .range::<Key, _>(&r.lo..=&r.hi)
+                        .filter(|(k, l)| r.matches(k) && !l.is_empty())
+                        .map(|(k, l)| (*k, l))
+                        .collect();
+                    let got = r.rows.as_ref();
+                    let same = got.is_some_and(|rows| {
+                        rows.len() == want.len()
+                            && rows.iter().zip(&want).all(|((k, l), (wk, wl))| {
+                                k == *wk && l.iter().eq(wl.iter().copied())
+                            })
+                    });
+                    (!same).then(|| format!("{} rows", want.len()))
+                }
+            };
+            if let Some(expected) = expected {
+                out.push(Mismatch {
+                    op: op.index,
+                    mop: i,
+                    key: m.key().clone(),
+                    expected,
+                });
+            }
+        }
+    }
+    Some(out)
+}
+
+fn read_mismatch(
+    k: &Key,
+    rv: &ReadValue,
+    lists: &BTreeMap<&Key, Vec<&Val>>,
+    regs: &HashMap<&Key, &Val>,
+) -> Option<String> {
+    match rv {
+        ReadValue::List(l) => {
+            let want = lists.get(k).map_or(&[][..], Vec::as_slice);
+            (!l.iter().eq(want.iter().copied())).then(|| format!("{} elements", want.len()))
+        }
+        ReadValue::Scalar(v) => (regs.get(k) != Some(&v)).then(|| {
+            regs.get(k)
+                .map_or("nil".to_string(), |w| w.to_string())
+        }),
+        ReadValue::Nil => {
+            let written = regs.contains_key(k) || lists.get(k).is_some_and(|l| !l.is_empty());
+            written.then(|| "a written value".to_string())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +223,28 @@ mod tests {
         assert!(a.precedes(&b) && !b.precedes(&a));
         op.extra[1].1 = Data::Int(3);
         assert_eq!(cert(&op), None);
+    }
+
+    #[test]
+    fn replay_in_timestamp_order_finds_a_stale_read() {
+        let ok = |i: u64, ts: i64, m: Vec<MicroOp>| {
+            let mut op = Op::txn(i, OpType::Ok, i, m);
+            op.extra = vec![("commit-ts".into(), Data::Vec(vec![Data::Int(ts), Data::Int(0)]))];
+            op
+        };
+        let k = Key::int(1);
+        let ops = vec![
+            ok(0, 20, vec![MicroOp::Append(k.clone(), Val::int(2))]),
+            ok(1, 10, vec![MicroOp::Append(k.clone(), Val::int(1))]),
+            ok(2, 30, vec![MicroOp::Read(k.clone(), ReadValue::List(vec![Val::int(1), Val::int(2)]))]),
+            ok(3, 15, vec![MicroOp::Read(k.clone(), ReadValue::List(vec![Val::int(1), Val::int(2)]))]),
+        ];
+        let h = History::new(ops).unwrap();
+        let m = replay(&h).unwrap();
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert_eq!((m[0].op, m[0].expected.as_str()), (OpIndex(3), "1 elements"));
+        let mut bare = h.ops().to_vec();
+        bare[0].extra.clear();
+        assert_eq!(replay(&History::new(bare).unwrap()), None);
     }
 }

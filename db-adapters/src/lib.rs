@@ -18,4 +18,5 @@ pub mod sim;
 pub mod sql;
 pub mod sqlite;
 pub mod tidb;
+pub mod whitebox;
 pub mod yugabyte;
