@@ -271,8 +271,10 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     if args.time_limit.is_zero() {
         bail!("--time-limit must be greater than zero");
     }
-    if args.version_order == "db" && !(args.db == DbKind::Postgres && !args.nodes.is_set()) {
-        bail!("--version-order db: only single-server PostgreSQL (--url or --local) records its version order");
+    if args.version_order == "db" && (args.db != DbKind::Postgres || args.nodes.is_set()) {
+        bail!(
+            "--version-order db: only single-server PostgreSQL (--url or --local) records its version order"
+        );
     }
     if workload == WorkloadKind::Predicate && args.db == DbKind::Sim {
         bail!("--workload predicate: the simulator does not model range reads; use a SQL database");

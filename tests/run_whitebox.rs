@@ -96,7 +96,10 @@ fn repeatable_read_g2_found_with_the_database_version_order() {
         black += usize::from(b.valid == Valid::False);
         assert!(!w.found_types.contains(&AnomalyType::CyclicVersions));
     }
-    assert_eq!(white, 2, "G2-item found with the recovered order in every run");
+    assert_eq!(
+        white, 2,
+        "G2-item found with the recovered order in every run"
+    );
     assert_eq!(black, 0, "black-box inference finds nothing in these runs");
 }
 

@@ -747,7 +747,10 @@ fn step_reason(s: &Step, a: &str, b: &str) -> String {
         let k = d.site.as_ref().map_or(String::new(), |s| s.key.to_string());
         (k, opt_val(&d.value), opt_val(&d.value2))
     };
-    if let Some(p) = s.data_step().and_then(|d| d.predicate.as_ref().map(|p| (d, p))) {
+    if let Some(p) = s
+        .data_step()
+        .and_then(|d| d.predicate.as_ref().map(|p| (d, p)))
+    {
         return predicate_reason(p.0, p.1, a, b);
     }
     match s {

@@ -155,12 +155,13 @@ fn foreign_micro_ops(history: &History, workload: Workload) -> usize {
         .filter(|m| {
             !matches!(
                 (workload, m),
-                (Workload::ListAppend, MicroOp::Append(..) | MicroOp::ReadRange(_))
-                    | (
-                        Workload::ListAppend,
-                        MicroOp::Read(_, ReadValue::Nil | ReadValue::List(_))
-                    )
-                    | (Workload::RwRegister, MicroOp::Write(..))
+                (
+                    Workload::ListAppend,
+                    MicroOp::Append(..) | MicroOp::ReadRange(_)
+                ) | (
+                    Workload::ListAppend,
+                    MicroOp::Read(_, ReadValue::Nil | ReadValue::List(_))
+                ) | (Workload::RwRegister, MicroOp::Write(..))
                     | (
                         Workload::RwRegister,
                         MicroOp::Read(_, ReadValue::Nil | ReadValue::Scalar(_))

@@ -181,10 +181,8 @@ fn read_mismatch(
             let want = lists.get(k).map_or(&[][..], Vec::as_slice);
             (!l.iter().eq(want.iter().copied())).then(|| format!("{} elements", want.len()))
         }
-        ReadValue::Scalar(v) => (regs.get(k) != Some(&v)).then(|| {
-            regs.get(k)
-                .map_or("nil".to_string(), |w| w.to_string())
-        }),
+        ReadValue::Scalar(v) => (regs.get(k) != Some(&v))
+            .then(|| regs.get(k).map_or("nil".to_string(), |w| w.to_string())),
         ReadValue::Nil => {
             let written = regs.contains_key(k) || lists.get(k).is_some_and(|l| !l.is_empty());
             written.then(|| "a written value".to_string())
@@ -193,6 +191,7 @@ fn read_mismatch(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
 
@@ -229,20 +228,40 @@ mod tests {
     fn replay_in_timestamp_order_finds_a_stale_read() {
         let ok = |i: u64, ts: i64, m: Vec<MicroOp>| {
             let mut op = Op::txn(i, OpType::Ok, i, m);
-            op.extra = vec![("commit-ts".into(), Data::Vec(vec![Data::Int(ts), Data::Int(0)]))];
+            op.extra = vec![(
+                "commit-ts".into(),
+                Data::Vec(vec![Data::Int(ts), Data::Int(0)]),
+            )];
             op
         };
         let k = Key::int(1);
         let ops = vec![
             ok(0, 20, vec![MicroOp::Append(k.clone(), Val::int(2))]),
             ok(1, 10, vec![MicroOp::Append(k.clone(), Val::int(1))]),
-            ok(2, 30, vec![MicroOp::Read(k.clone(), ReadValue::List(vec![Val::int(1), Val::int(2)]))]),
-            ok(3, 15, vec![MicroOp::Read(k.clone(), ReadValue::List(vec![Val::int(1), Val::int(2)]))]),
+            ok(
+                2,
+                30,
+                vec![MicroOp::Read(
+                    k.clone(),
+                    ReadValue::List(vec![Val::int(1), Val::int(2)]),
+                )],
+            ),
+            ok(
+                3,
+                15,
+                vec![MicroOp::Read(
+                    k.clone(),
+                    ReadValue::List(vec![Val::int(1), Val::int(2)]),
+                )],
+            ),
         ];
         let h = History::new(ops).unwrap();
         let m = replay(&h).unwrap();
         assert_eq!(m.len(), 1, "{m:?}");
-        assert_eq!((m[0].op, m[0].expected.as_str()), (OpIndex(3), "1 elements"));
+        assert_eq!(
+            (m[0].op, m[0].expected.as_str()),
+            (OpIndex(3), "1 elements")
+        );
         let mut bare = h.ops().to_vec();
         bare[0].extra.clear();
         assert_eq!(replay(&History::new(bare).unwrap()), None);

@@ -14,15 +14,18 @@ use store::{Format, History, read_str};
 /// time unless `overlap` pairs are given by writing `inv`/`ok` lines.
 fn history(lines: &str) -> History {
     let mut edn = String::new();
-    let mut i = 0;
-    for l in lines.lines().map(str::trim).filter(|l| !l.is_empty()) {
+    for (i, l) in lines
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .enumerate()
+    {
         let (ty, rest) = l.split_once(' ').unwrap();
         let (p, v) = rest.split_once(' ').unwrap();
         let ty = if ty == "inv" { "invoke" } else { ty };
         edn.push_str(&format!(
             "{{:index {i} :type :{ty} :process {p} :f :txn :value {v}}}\n"
         ));
-        i += 1;
     }
     History::new(read_str(&edn, Format::Edn).unwrap().ops).unwrap()
 }
@@ -166,4 +169,3 @@ fn range_reads_round_trip_through_json_and_edn() {
         }
     }
 }
-

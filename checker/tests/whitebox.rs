@@ -60,7 +60,10 @@ fn certificates_survive_json_round_trip() {
     let mut buf = Vec::new();
     store::format::write_ops(&mut buf, h.ops(), Format::JsonLines).unwrap();
     let text = String::from_utf8(buf).unwrap();
-    assert!(text.contains(r#""txid":11"#) && text.contains(r#""snapshot":"11:11:""#), "{text}");
+    assert!(
+        text.contains(r#""txid":11"#) && text.contains(r#""snapshot":"11:11:""#),
+        "{text}"
+    );
     let back = History::new(read_str(&text, Format::JsonLines).unwrap().ops).unwrap();
     assert_eq!(inference_only(&back).valid, Valid::False);
 }

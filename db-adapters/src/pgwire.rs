@@ -487,7 +487,9 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                         .map(|r| Ok((r.try_get::<_, i64>(0)?, r.try_get::<_, Option<String>>(1)?)))
                         .collect::<Result<Vec<_>, tokio_postgres::Error>>()
                         .map_err(|e| ClientError::definite("decode", format!("range row: {e}")))?;
-                    out.push(MicroOp::ReadRange(Box::new(crate::predicate::complete(r, rows)?)));
+                    out.push(MicroOp::ReadRange(Box::new(crate::predicate::complete(
+                        r, rows,
+                    )?)));
                     xmins.push(None);
                     continue;
                 }
@@ -534,9 +536,8 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                     .await
                     .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
                 let text = |i: usize| {
-                    row.try_get::<_, String>(i).map_err(|e| {
-                        ClientError::definite("decode", format!("txid/snapshot: {e}"))
-                    })
+                    row.try_get::<_, String>(i)
+                        .map_err(|e| ClientError::definite("decode", format!("txid/snapshot: {e}")))
                 };
                 crate::postgres::whitebox::extra(&text(0)?, &text(1)?, xmins)
             } else {

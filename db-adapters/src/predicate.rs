@@ -39,10 +39,7 @@ fn union(tables: &TxnTables, lo: &str, hi: &str) -> String {
 /// # Errors
 /// A definite error for non-integer bounds (nothing was sent).
 pub fn bounds(r: &RangeRead) -> Result<(i64, i64), ClientError> {
-    Ok((
-        crate::sql::int_key(&r.lo)?,
-        crate::sql::int_key(&r.hi)?,
-    ))
+    Ok((crate::sql::int_key(&r.lo)?, crate::sql::int_key(&r.hi)?))
 }
 
 /// The completed micro-op: `r`'s bounds with the rows `(id, val text)` the
@@ -65,6 +62,7 @@ pub fn complete(r: &RangeRead, rows: Vec<(i64, Option<String>)>) -> Result<Range
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
 

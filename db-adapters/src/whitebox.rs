@@ -58,7 +58,10 @@ impl Hlc {
 
     /// The certificate field value: `[wall, logical]`.
     pub fn to_data(self) -> Data {
-        Data::Vec(vec![Data::Int(self.wall), Data::Int(i64::from(self.logical))])
+        Data::Vec(vec![
+            Data::Int(self.wall),
+            Data::Int(i64::from(self.logical)),
+        ])
     }
 }
 
@@ -108,13 +111,20 @@ pub fn ts_extra(commit_ts: Data, version_ts: Vec<Data>) -> Vec<(String, Data)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
 
     #[test]
     fn hlc_parses_and_orders() {
         let a = Hlc::parse("1700000000123456789.0000000002").unwrap();
-        assert_eq!(a, Hlc { wall: 1_700_000_000_123_456_789, logical: 2 });
+        assert_eq!(
+            a,
+            Hlc {
+                wall: 1_700_000_000_123_456_789,
+                logical: 2
+            }
+        );
         let b = Hlc::parse("1700000000123456789.0000000010").unwrap();
         let c = Hlc::parse("1700000000123456790").unwrap();
         assert!(a < b && b < c);
@@ -122,7 +132,10 @@ mod tests {
         for bad in ["", "x.1", "17.5", "1.00000000001", "1.-2", "1.9999999999"] {
             assert!(Hlc::parse(bad).is_err(), "{bad}");
         }
-        assert_eq!(a.to_data(), Data::Vec(vec![Data::Int(a.wall), Data::Int(2)]));
+        assert_eq!(
+            a.to_data(),
+            Data::Vec(vec![Data::Int(a.wall), Data::Int(2)])
+        );
     }
 
     #[test]
@@ -132,7 +145,11 @@ mod tests {
             tidb_last_txn(j).unwrap(),
             (434520817946345473, 434520817946345474)
         );
-        assert!(tidb_last_txn(r#"{"start_ts":1}"#).unwrap_err().contains("commit_ts"));
+        assert!(
+            tidb_last_txn(r#"{"start_ts":1}"#)
+                .unwrap_err()
+                .contains("commit_ts")
+        );
     }
 
     #[test]

@@ -118,6 +118,7 @@ impl Generator for PredicateGen {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use std::collections::HashSet;

@@ -260,7 +260,11 @@ fn combine(cx: &Context<'_, '_>, edges: &[PredEdge<'_>]) -> (Combined, Graph) {
     for &(a, b, rels) in &item.edges {
         let p = pairs.entry((a, b)).or_default();
         if rels.contains(Rel::Ww) || rels.contains(Rel::Wr) {
-            let r = if rels.contains(Rel::Wr) { Rel::Wr } else { Rel::Ww };
+            let r = if rels.contains(Rel::Wr) {
+                Rel::Wr
+            } else {
+                Rel::Ww
+            };
             p.flow.get_or_insert(Label::Item(r));
         }
         if rels.contains(Rel::Rw) {
@@ -481,15 +485,7 @@ fn predicate_step(cx: &Context<'_, '_>, e: &PredEdge<'_>) -> Step {
         a_mop,
         b_mop,
     };
-    let mut s = Step::data(
-        rel,
-        op(e.from),
-        op(e.to),
-        true,
-        Some(site),
-        value,
-        value2,
-    );
+    let mut s = Step::data(rel, op(e.from), op(e.to), true, Some(site), value, value2);
     if let Step::Wr(d) | Step::Rw(d) = &mut s {
         d.predicate = Some(Box::new(PredicateSite {
             lo: e.range.lo.clone(),

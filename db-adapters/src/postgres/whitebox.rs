@@ -52,6 +52,7 @@ pub fn extra(txid: &str, snapshot: &str, xmins: Vec<Option<String>>) -> Vec<(Str
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
 
@@ -63,10 +64,7 @@ mod tests {
             e[1],
             ("snapshot".to_string(), Data::Str("740:745:741,743".into()))
         );
-        assert_eq!(
-            e[2].1,
-            Data::Vec(vec![Data::Nil, Data::Int(739)])
-        );
+        assert_eq!(e[2].1, Data::Vec(vec![Data::Nil, Data::Int(739)]));
         assert!(read_sql(2).contains("xmin::text FROM txn2"));
     }
 }

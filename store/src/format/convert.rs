@@ -294,7 +294,8 @@ fn micro_op_from_data(d: &Data) -> Result<MicroOp, String> {
         }
     };
     if fname == crate::predicate::RANGE_READ {
-        return crate::predicate::RangeRead::from_data(k, v).map(|r| MicroOp::ReadRange(Box::new(r)));
+        return crate::predicate::RangeRead::from_data(k, v)
+            .map(|r| MicroOp::ReadRange(Box::new(r)));
     }
     let key = Key(atom_from_data(k).map_err(|e| format!("key: {e}"))?);
     match fname {
