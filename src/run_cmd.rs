@@ -13,7 +13,7 @@
 //! `--db sim`: the simulator's behaviour is `--isolation` (serializable,
 //! snapshot-isolation, repeatable-read, read-committed, read-uncommitted)
 //! unless `--sim-bug` names a bug mode (e.g. `retry-reapply`, `non-monotonic-read`, `torn-commit`,
-//! `lost-update`), which then replaces it.
+//! `causal-gap`, `lost-update`), which then replaces it.
 
 #[path = "newsql_db.rs"]
 pub mod newsql_db;
@@ -134,7 +134,8 @@ pub struct RunArgs {
     /// (overwrites concurrent writes), stale-read (serializable, not strict),
     /// non-monotonic-read (reads a random recent version: breaks read
     /// committed), torn-commit (a commit's keys become visible one by one:
-    /// breaks read atomic).
+    /// breaks read atomic), causal-gap (snapshots miss some commits of
+    /// other sessions: breaks causal, not read atomic).
     #[arg(long, help_heading = "Database")]
     pub sim_bug: Option<String>,
     /// Workload: list-append (alias append) or rw-register (alias wr).
@@ -319,6 +320,15 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     if args.sim_bug.is_some() && args.db != DbKind::Sim {
         bail!("--sim-bug applies to --db sim only");
     }
+    // A bug mode is checked against what the buggy database claimed.
+    let expected = match &args.sim_bug {
+        Some(_) if args.expected_consistency_model.is_none() => {
+            let claimed = sim_mode(args, isolation)?.claimed_model();
+            ConsistencyModel::parse(claimed)
+                .map_err(|e| anyhow::anyhow!("--sim-bug: claimed model: {e}"))?
+        }
+        _ => expected,
+    };
     if args.db == DbKind::Sqlite {
         // Reject before anything is created (exit 3).
         SqliteFactory::new(
