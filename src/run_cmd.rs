@@ -48,6 +48,12 @@ pub struct RunArgs {
     /// Create a throwaway PostgreSQL cluster with the installed binaries.
     #[arg(long, help_heading = "Database")]
     pub local: bool,
+    /// Where the checker's version order comes from: `inferred` (black box,
+    /// the default) or `db` (PostgreSQL: record each transaction's txid and
+    /// snapshot and each read row's xmin; the checker orders every key's
+    /// versions by the database's own visibility).
+    #[arg(long, default_value = "inferred", value_parser = ["inferred", "db"], help_heading = "Database")]
+    pub version_order: String,
     /// Simulator bug mode (with --db sim), replacing --isolation:
     /// retry-reapply (TiDB 2.1.7's auto-retry: lost updates), lost-update
     /// (overwrites concurrent writes), stale-read (serializable, not strict),
@@ -272,6 +278,7 @@ impl RunArgs {
             )?,
             url: self.url.clone(),
             local: self.local,
+            version_order: self.version_order.parse().map_err(anyhow::Error::msg)?,
             sim_bug: parse_opt("--sim-bug", self.sim_bug.as_deref())?,
             workload,
             workload_overrides: WorkloadOverrides {

@@ -172,7 +172,9 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
 
 fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {
     match w {
-        WorkloadKind::ListAppend => checker::analysis::Workload::ListAppend,
+        WorkloadKind::ListAppend | WorkloadKind::Predicate => {
+            checker::analysis::Workload::ListAppend
+        }
         WorkloadKind::RwRegister => checker::analysis::Workload::RwRegister,
     }
 }

@@ -8,7 +8,7 @@
 //! `soak` and `reproduce` refuse the same specs with the same messages.
 
 use crate::newsql;
-use crate::spec::RunSpec;
+use crate::spec::{RunSpec, VersionOrder};
 use anyhow::bail;
 use checker::model::ConsistencyModel;
 use db_adapters::catalog::DbKind;
@@ -67,6 +67,16 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     }
     if limits.time_limit.is_zero() {
         bail!("--time-limit must be greater than zero");
+    }
+    if args.version_order == VersionOrder::Db
+        && (args.db != DbKind::Postgres || args.nodes.is_set())
+    {
+        bail!(
+            "--version-order db: only single-server PostgreSQL (--url or --local) records its version order"
+        );
+    }
+    if workload == WorkloadKind::Predicate && args.db == DbKind::Sim {
+        bail!("--workload predicate: the simulator does not model range reads; use a SQL database");
     }
     match args.db {
         DbKind::Postgres => {
@@ -218,7 +228,7 @@ pub(crate) fn sim_mode(
 
 pub(crate) fn data_model(w: WorkloadKind) -> DataModel {
     match w {
-        WorkloadKind::ListAppend => DataModel::ListAppend,
+        WorkloadKind::ListAppend | WorkloadKind::Predicate => DataModel::ListAppend,
         WorkloadKind::RwRegister => DataModel::RwRegister,
     }
 }

@@ -20,7 +20,7 @@ use crate::exit;
 use crate::newsql;
 use crate::plan::{Plan, data_model, plan, sim_mode};
 use crate::runner::{self, RunnerConfig, progress};
-use crate::spec::RunSpec;
+use crate::spec::{RunSpec, VersionOrder};
 use anyhow::Context as _;
 use checker::result::Valid;
 use db_adapters::catalog::DbKind;
@@ -205,7 +205,12 @@ async fn execute(
                     Err(e) => return Ok(Outcome::SetupFailed(format!("local PostgreSQL: {e}"))),
                 },
             };
-            Arc::new(PgFactory::new(&url, plan.isolation, model)?)
+            let f = PgFactory::new(&url, plan.isolation, model)?;
+            Arc::new(if args.version_order == VersionOrder::Db {
+                f.with_version_order_db()
+            } else {
+                f
+            })
         }
     };
     let outcome = run_with(args, plan, run_dir, factory, on_nodes.as_ref()).await;

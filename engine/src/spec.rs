@@ -37,6 +37,8 @@ pub struct RunSpec {
     pub url: Option<String>,
     /// A throwaway local PostgreSQL cluster (`--local`).
     pub local: bool,
+    /// Where the checker's version order comes from (`--version-order`).
+    pub version_order: VersionOrder,
     /// A simulator bug mode replacing `isolation` (`--sim-bug`).
     pub sim_bug: Option<SimMode>,
     /// The workload.
@@ -61,6 +63,43 @@ pub struct RunSpec {
     pub faults: FaultSpec,
     /// CockroachDB, TiDB and YugabyteDB settings.
     pub newsql: NewSqlSpec,
+}
+
+/// Where the checker's version order comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum VersionOrder {
+    /// Black box: inferred from the history (the default).
+    #[default]
+    Inferred,
+    /// PostgreSQL records each transaction's txid and snapshot and each
+    /// read row's xmin; the checker orders versions by visibility.
+    Db,
+}
+
+impl VersionOrder {
+    /// The `--version-order` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            VersionOrder::Inferred => "inferred",
+            VersionOrder::Db => "db",
+        }
+    }
+}
+
+impl std::str::FromStr for VersionOrder {
+    type Err = String;
+
+    /// Parses `inferred` or `db`.
+    ///
+    /// # Errors
+    /// Names the value and the accepted ones.
+    fn from_str(s: &str) -> Result<VersionOrder, String> {
+        match s {
+            "inferred" => Ok(VersionOrder::Inferred),
+            "db" => Ok(VersionOrder::Db),
+            _ => Err(format!("--version-order {s:?}: expected inferred or db")),
+        }
+    }
 }
 
 /// Workload settings given explicitly (`None`: the workload's default).

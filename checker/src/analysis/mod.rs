@@ -23,6 +23,7 @@
 
 mod cycles;
 mod lost_update;
+mod predicate;
 mod reads;
 mod sat;
 mod weak;
@@ -60,6 +61,7 @@ impl Workload {
                 match x {
                     MicroOp::Append(..) | MicroOp::Read(_, ReadValue::List(_)) => la = true,
                     MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => rw = true,
+                    MicroOp::ReadRange(_) => la = true,
                     MicroOp::Read(_, ReadValue::Nil) => {}
                 }
             }
@@ -170,6 +172,12 @@ pub trait Analysis: Sync {
     /// `true`.
     fn needed(&self, opts: &AnalyzeOptions<'_>) -> bool;
 
+    /// Whether the history holds anything this analysis reads (default:
+    /// yes); an analysis that does not apply neither runs nor is named.
+    fn applies(&self, _cx: &Context<'_, '_>) -> bool {
+        true
+    }
+
     /// Runs it, adding what it finds to `out`.
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found);
 
@@ -189,6 +197,7 @@ pub const ANALYSES: &[&dyn Analysis] = &[
     &reads::Reads,
     &lost_update::LostUpdate,
     &cycles::Cycles,
+    &predicate::Predicate,
     &weak::Weak,
     &sat::Sat,
 ];
@@ -237,7 +246,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
     let (after, beside): (Vec<&dyn Analysis>, Vec<&dyn Analysis>) = ANALYSES
         .iter()
         .copied()
-        .filter(|a| a.needed(opts))
+        .filter(|a| a.needed(opts) && a.applies(&cx))
         .partition(|a| a.reads_earlier_findings());
     for (a, found) in beside.iter().zip(run_each(&cx, &beside)) {
         out.ran.push(a.name());

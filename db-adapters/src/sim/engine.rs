@@ -349,6 +349,9 @@ impl Engine {
     fn execute_inner(&mut self, id: TxnId, mop: &MicroOp) -> Result<MicroOp, SimError> {
         let mode = self.mode;
         let txn = self.txns.get_mut(&id).ok_or(SimError::UnknownTxn(id.0))?;
+        if let MicroOp::ReadRange(_) = mop {
+            return Err(SimError::Unsupported { f: mop.f_name() });
+        }
         let key = mop.key();
         let ks = self.keys.entry(key.clone()).or_default();
         match mop {
@@ -390,6 +393,7 @@ impl Engine {
                 };
                 Ok(MicroOp::Read(k.clone(), value.to_read()))
             }
+            MicroOp::ReadRange(_) => Err(SimError::Unsupported { f: mop.f_name() }),
             MicroOp::Append(k, v) | MicroOp::Write(k, v) => {
                 let w = match mop {
                     MicroOp::Append(..) => Write::Append(v.clone()),

@@ -192,6 +192,13 @@ pub enum SimError {
         /// The locked key.
         key: Key,
     },
+    /// A micro-op the simulator does not model (range reads: it keeps no
+    /// key order), refused before anything ran.
+    #[error("{f} micro-ops are not simulated")]
+    Unsupported {
+        /// The micro-op's function.
+        f: &'static str,
+    },
     /// The engine chose to abort (seeded, `abort_probability`).
     #[error("transaction aborted by the simulator")]
     RandomAbort,
@@ -231,6 +238,7 @@ impl SimError {
             SimError::LockConflict { .. } => "lock-conflict",
             SimError::RandomAbort => "aborted",
             SimError::TypeMismatch { .. } => "type-mismatch",
+            SimError::Unsupported { .. } => "unsupported",
             SimError::UnknownTxn(_) => "unknown-transaction",
             SimError::UnknownMode(_) => "unknown-mode",
             SimError::InvalidConfig { .. } => "invalid-config",
