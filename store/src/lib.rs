@@ -12,6 +12,7 @@ pub mod data;
 pub mod format;
 pub mod history;
 pub mod import;
+pub mod list;
 pub mod run;
 
 pub use data::Data;
@@ -20,4 +21,5 @@ pub use history::{
     Atom, F, History, HistoryError, HistoryWarning, Key, MicroOp, Op, OpIndex, OpType, OpValue,
     Process, ProcessId, ReadValue, Val,
 };
+pub use list::{ListSharer, ValList};
 pub use run::{HistoryLog, RunDir, RunError};

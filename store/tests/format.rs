@@ -51,7 +51,7 @@ fn native_json_lines_example_reads() {
         ok.value,
         OpValue::Txn(vec![
             MicroOp::Append(Key::int(3), Val::int(7)),
-            MicroOp::Read(Key::int(4), ReadValue::List(vec![Val::int(1), Val::int(7)])),
+            MicroOp::Read(Key::int(4), ReadValue::List(vec![Val::int(1), Val::int(7)].into())),
         ])
     );
     let nem = &out.ops[2];

@@ -594,9 +594,7 @@ impl<'a> Json<'a> {
                                 }
                             }
                         }
-                        // Histories are held whole: exact capacity, not doubling slack.
-                        l.shrink_to_fit();
-                        MicroOp::Read(key, ReadValue::List(l))
+                        MicroOp::Read(key, ReadValue::List(l.into()))
                     }
                     _ => MicroOp::Read(key, ReadValue::Scalar(Val(self.atom()?))),
                 },

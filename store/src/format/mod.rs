@@ -601,8 +601,11 @@ impl<R: Read> Iterator for OpReader<R> {
 
 fn collect<R: Read>(mut r: OpReader<R>) -> Result<ReadOutcome, FormatError> {
     let mut ops = Vec::new();
+    let mut sharer = crate::list::ListSharer::new();
     for op in r.by_ref() {
-        ops.push(op?);
+        let mut op = op?;
+        sharer.share_op(&mut op);
+        ops.push(op);
     }
     Ok(ReadOutcome {
         format: r.format,

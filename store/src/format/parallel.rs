@@ -138,8 +138,11 @@ fn parse_chunk(path: &Path, start: u64, end: u64) -> Option<Vec<Op>> {
         Some(path.to_path_buf()),
     );
     let mut ops = Vec::new();
+    let mut sharer = crate::list::ListSharer::new();
     for op in r.by_ref() {
-        ops.push(op.ok()?);
+        let mut op = op.ok()?;
+        sharer.share_op(&mut op);
+        ops.push(op);
     }
     r.warnings().is_empty().then_some(ops)
 }
