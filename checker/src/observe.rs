@@ -368,7 +368,8 @@ impl<'h> Observations<'h> {
                 // A read that shares the longest read's buffer (the store's
                 // `ValList`) starts where it starts: a prefix, no compare.
                 let prefix = r.len() <= l.len()
-                    && (std::ptr::eq(r.as_ptr(), l.as_ptr()) || r.iter().zip(l).all(|(a, b)| a == b));
+                    && (std::ptr::eq(r.as_ptr(), l.as_ptr())
+                        || r.iter().zip(l).all(|(a, b)| a == b));
                 // The last element's write: from the longest read when this
                 // read is a prefix of it (no hashing), else looked up.
                 let from = match r.last() {

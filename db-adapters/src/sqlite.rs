@@ -338,9 +338,15 @@ mod tests {
             .unwrap();
         assert_eq!(
             out[1],
-            MicroOp::Read(k.clone(), ReadValue::List(vec![Val::int(10), Val::int(11)].into()))
+            MicroOp::Read(
+                k.clone(),
+                ReadValue::List(vec![Val::int(10), Val::int(11)].into())
+            )
         );
-        assert_eq!(out[2], MicroOp::Read(Key::int(2), ReadValue::List(vec![].into())));
+        assert_eq!(
+            out[2],
+            MicroOp::Read(Key::int(2), ReadValue::List(vec![].into()))
+        );
         c.close().await;
     }
 
@@ -396,7 +402,10 @@ mod tests {
             .invoke(&[MicroOp::Read(Key::int(1), ReadValue::Nil)])
             .await
             .unwrap();
-        assert_eq!(out[0], MicroOp::Read(Key::int(1), ReadValue::List(vec![].into())));
+        assert_eq!(
+            out[0],
+            MicroOp::Read(Key::int(1), ReadValue::List(vec![].into()))
+        );
     }
 
     #[test]

@@ -592,7 +592,9 @@ mod tests {
                 Ok(txn
                     .iter()
                     .map(|m| match m {
-                        MicroOp::Read(k, _) => MicroOp::Read(k.clone(), ReadValue::List(vec![].into())),
+                        MicroOp::Read(k, _) => {
+                            MicroOp::Read(k.clone(), ReadValue::List(vec![].into()))
+                        }
                         other => other.clone(),
                     })
                     .collect())

@@ -27,8 +27,8 @@
 #![allow(unsafe_code)]
 
 use crate::history::{Key, MicroOp, Op, OpValue, ReadValue, Val};
+use rustc_hash::FxHashMap;
 use std::cell::UnsafeCell;
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::mem::MaybeUninit;
@@ -235,7 +235,8 @@ impl Hash for ValList {
 /// the longest read so far (see the module doc). One per reader thread.
 #[derive(Default)]
 pub struct ListSharer {
-    longest: HashMap<Key, ValList>,
+    longest: FxHashMap<Key, ValList>,
+    scratch: Vec<Val>,
 }
 
 impl ListSharer {
@@ -248,6 +249,13 @@ impl ListSharer {
     /// is a prefix of it or extends it; otherwise in a buffer of its own,
     /// which becomes the key's if it is longer.
     pub fn share(&mut self, key: &Key, list: &ValList) -> ValList {
+        self.share_vals(key, list)
+    }
+
+    /// [`ListSharer::share`] for elements not yet in a list: what the
+    /// readers call, so a read that is a prefix of its key's buffer costs no
+    /// allocation at all.
+    pub fn share_vals(&mut self, key: &Key, list: &[Val]) -> ValList {
         if list.is_empty() {
             return ValList::new();
         }
@@ -257,7 +265,7 @@ impl ListSharer {
             return own;
         };
         let n = cur.len();
-        if list.len() <= n && cur[..list.len()] == list[..] {
+        if list.len() <= n && cur[..list.len()] == *list {
             return cur.prefix(list.len());
         }
         let ext = list.len() > n && list[..n] == cur[..];
@@ -270,6 +278,19 @@ impl ListSharer {
             *cur = own.clone();
         }
         own
+    }
+
+    /// A cleared buffer for a reader to collect a list's elements in before
+    /// [`ListSharer::share_vals`]; give it back with [`ListSharer::put_scratch`].
+    pub fn take_scratch(&mut self) -> Vec<Val> {
+        let mut v = std::mem::take(&mut self.scratch);
+        v.clear();
+        v
+    }
+
+    /// Returns the buffer of [`ListSharer::take_scratch`] for reuse.
+    pub fn put_scratch(&mut self, v: Vec<Val>) {
+        self.scratch = v;
     }
 }
 
@@ -288,7 +309,7 @@ impl ListSharer {
 }
 
 /// `list` in a new buffer with room to double.
-fn fresh(list: &ValList) -> ValList {
+fn fresh(list: &[Val]) -> ValList {
     let n = list.len();
     ValList::with_capacity(list.to_vec(), (2 * n).max(8))
 }
@@ -310,7 +331,14 @@ mod tests {
         let b = s.share(&k, &l(&[1, 2, 3, 4]));
         let c = s.share(&k, &l(&[1]));
         assert!(a.shares(&b) && b.shares(&c));
-        assert_eq!((a.to_vec(), b.to_vec(), c.to_vec()), (l(&[1, 2]).to_vec(), l(&[1, 2, 3, 4]).to_vec(), l(&[1]).to_vec()));
+        assert_eq!(
+            (a.to_vec(), b.to_vec(), c.to_vec()),
+            (
+                l(&[1, 2]).to_vec(),
+                l(&[1, 2, 3, 4]).to_vec(),
+                l(&[1]).to_vec()
+            )
+        );
         // A read that diverges gets its own buffer and leaves the others intact.
         let d = s.share(&k, &l(&[1, 9]));
         assert!(!d.shares(&b));
@@ -343,11 +371,22 @@ mod tests {
     fn shared_lists_cross_threads() {
         let mut s = ListSharer::new();
         let k = Key::int(1);
-        let lists: Vec<ValList> = (1..=20).map(|n| s.share(&k, &l(&(0..n).collect::<Vec<_>>()))).collect();
+        let lists: Vec<ValList> = (1..=20)
+            .map(|n| s.share(&k, &l(&(0..n).collect::<Vec<_>>())))
+            .collect();
         let sums: Vec<i64> = std::thread::scope(|sc| {
             let h: Vec<_> = lists
                 .iter()
-                .map(|x| sc.spawn(move || x.iter().map(|v| match v.0 { crate::Atom::Int(i) => i, _ => 0 }).sum::<i64>()))
+                .map(|x| {
+                    sc.spawn(move || {
+                        x.iter()
+                            .map(|v| match v.0 {
+                                crate::Atom::Int(i) => i,
+                                _ => 0,
+                            })
+                            .sum::<i64>()
+                    })
+                })
                 .collect();
             h.into_iter().map(|h| h.join().unwrap()).collect()
         });

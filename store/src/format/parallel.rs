@@ -132,17 +132,15 @@ fn chunk_bounds(path: &Path, len: u64, parts: usize) -> Option<Vec<u64>> {
 fn parse_chunk(path: &Path, start: u64, end: u64) -> Option<Vec<Op>> {
     let mut f = File::open(path).ok()?;
     f.seek(SeekFrom::Start(start)).ok()?;
-    let mut r = OpReader::new(
+    let r = OpReader::new(
         f.take(end - start),
         Format::JsonLines,
         Some(path.to_path_buf()),
     );
+    let mut r = r.sharing_lists();
     let mut ops = Vec::new();
-    let mut sharer = crate::list::ListSharer::new();
     for op in r.by_ref() {
-        let mut op = op.ok()?;
-        sharer.share_op(&mut op);
-        ops.push(op);
+        ops.push(op.ok()?);
     }
     r.warnings().is_empty().then_some(ops)
 }
