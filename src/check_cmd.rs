@@ -269,8 +269,9 @@ fn what_was_checked(
             OpType::Invoke => {}
         }
         for m in op.value.txn().into_iter().flatten() {
-            let (MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _)) = m;
-            keys.insert(k);
+            if let MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _) = m {
+                keys.insert(k);
+            }
         }
     }
     let models: Vec<&str> = opts.models.iter().map(|m| m.name()).collect();

@@ -85,6 +85,9 @@ fn main() -> ExitCode {
             return exit::code(code);
         }
     };
+    if matches!(cli.command, Command::Check(_) | Command::History(_)) {
+        quiet_on_closed_stdout();
+    }
     let result = match cli.command {
         Command::Check(args) => check_cmd::run(args),
         Command::History(cmd) => history_cmd::run(cmd),
@@ -102,5 +105,18 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             exit::code(exit::ERROR)
         }
+    }
+}
+
+/// `harness check … | head`: end quietly, as other Unix filters do, when the
+/// reader of stdout goes away, instead of panicking in `println!` on EPIPE.
+/// Only for the commands that just read files and print: the others keep
+/// Rust's ignored SIGPIPE so a closed socket or pipe to a child is an error
+/// they handle.
+fn quiet_on_closed_stdout() {
+    // SAFETY: restoring the default disposition of one signal, before any
+    // thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

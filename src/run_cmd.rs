@@ -13,7 +13,7 @@
 //! `--db sim`: the simulator's behaviour is `--isolation` (serializable,
 //! snapshot-isolation, repeatable-read, read-committed, read-uncommitted)
 //! unless `--sim-bug` names a bug mode (e.g. `retry-reapply`, `non-monotonic-read`, `torn-commit`,
-//! `lost-update`), which then replaces it.
+//! `causal-gap`, `lost-update`), which then replaces it.
 
 #[path = "newsql_db.rs"]
 pub mod newsql_db;
@@ -123,12 +123,19 @@ pub struct RunArgs {
     /// Create a throwaway PostgreSQL cluster with the installed binaries.
     #[arg(long, help_heading = "Database")]
     pub local: bool,
+    /// Where the checker's version order comes from: `inferred` (black box,
+    /// the default) or `db` (PostgreSQL: record each transaction's txid and
+    /// snapshot and each read row's xmin; the checker orders every key's
+    /// versions by the database's own visibility).
+    #[arg(long, default_value = "inferred", value_parser = ["inferred", "db"], help_heading = "Database")]
+    pub version_order: String,
     /// Simulator bug mode (with --db sim), replacing --isolation:
     /// retry-reapply (TiDB 2.1.7's auto-retry: lost updates), lost-update
     /// (overwrites concurrent writes), stale-read (serializable, not strict),
     /// non-monotonic-read (reads a random recent version: breaks read
     /// committed), torn-commit (a commit's keys become visible one by one:
-    /// breaks read atomic).
+    /// breaks read atomic), causal-gap (snapshots miss some commits of
+    /// other sessions: breaks causal, not read atomic).
     #[arg(long, help_heading = "Database")]
     pub sim_bug: Option<String>,
     /// Workload: list-append (alias append) or rw-register (alias wr).
@@ -265,6 +272,14 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     if args.time_limit.is_zero() {
         bail!("--time-limit must be greater than zero");
     }
+    if args.version_order == "db" && (args.db != DbKind::Postgres || args.nodes.is_set()) {
+        bail!(
+            "--version-order db: only single-server PostgreSQL (--url or --local) records its version order"
+        );
+    }
+    if workload == WorkloadKind::Predicate && args.db == DbKind::Sim {
+        bail!("--workload predicate: the simulator does not model range reads; use a SQL database");
+    }
     match args.db {
         DbKind::Postgres => {
             if args.url.is_none() && !args.local && !args.nodes.is_set() {
@@ -305,6 +320,15 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     if args.sim_bug.is_some() && args.db != DbKind::Sim {
         bail!("--sim-bug applies to --db sim only");
     }
+    // A bug mode is checked against what the buggy database claimed.
+    let expected = match &args.sim_bug {
+        Some(_) if args.expected_consistency_model.is_none() => {
+            let claimed = sim_mode(args, isolation)?.claimed_model();
+            ConsistencyModel::parse(claimed)
+                .map_err(|e| anyhow::anyhow!("--sim-bug: claimed model: {e}"))?
+        }
+        _ => expected,
+    };
     if args.db == DbKind::Sqlite {
         // Reject before anything is created (exit 3).
         SqliteFactory::new(
@@ -408,14 +432,16 @@ fn sim_mode(args: &RunArgs, isolation: Isolation) -> anyhow::Result<db_adapters:
 
 fn data_model(w: WorkloadKind) -> DataModel {
     match w {
-        WorkloadKind::ListAppend => DataModel::ListAppend,
+        WorkloadKind::ListAppend | WorkloadKind::Predicate => DataModel::ListAppend,
         WorkloadKind::RwRegister => DataModel::RwRegister,
     }
 }
 
 fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {
     match w {
-        WorkloadKind::ListAppend => checker::analysis::Workload::ListAppend,
+        WorkloadKind::ListAppend | WorkloadKind::Predicate => {
+            checker::analysis::Workload::ListAppend
+        }
         WorkloadKind::RwRegister => checker::analysis::Workload::RwRegister,
     }
 }
@@ -583,7 +609,12 @@ async fn execute(
                     Err(e) => return Ok(Outcome::SetupFailed(format!("local PostgreSQL: {e}"))),
                 },
             };
-            Arc::new(PgFactory::new(&url, plan.isolation, model)?)
+            let f = PgFactory::new(&url, plan.isolation, model)?;
+            Arc::new(if args.version_order == "db" {
+                f.with_version_order_db()
+            } else {
+                f
+            })
         }
     };
     let outcome = run_with(args, plan, run_dir, factory, on_nodes.as_ref()).await;

@@ -233,6 +233,52 @@ fn peer(name: &str) -> String {
         .to_string()
 }
 
+/// The simulator's bug modes, run and written in other checkers' formats
+/// (store/tests/data/peer-formats/sim-*, README there): each breaks exactly
+/// its level, in every format — the level below holds, as AWDIT also says.
+#[test]
+fn simulator_bug_runs_in_peer_formats_break_their_level() {
+    let cases = [
+        (
+            "sim-non-monotonic-read",
+            "read-committed",
+            "non-monotonic-read",
+            None,
+        ),
+        (
+            "sim-torn-commit",
+            "read-atomic",
+            "non-repeatable-read",
+            Some("read-committed"),
+        ),
+        (
+            "sim-causal-gap",
+            "causal-cerone",
+            "causality-violation",
+            Some("read-atomic"),
+        ),
+    ];
+    for (name, model, anomaly, holds) in cases {
+        let mut files = vec![format!("{name}.txt"), format!("{name}.json")];
+        if name == "sim-causal-gap" {
+            files.push(format!("{name}.cobra"));
+        }
+        for file in files {
+            let f = peer(&file);
+            let o = harness(&["check", f.as_str(), "-c", model]);
+            let out = stdout(&o);
+            assert_eq!(code(&o), 1, "{f} -c {model}: {out}{}", stderr(&o));
+            assert!(out.contains(&format!("{anomaly} #0")), "{f}: {out}");
+            assert!(out.contains("Then:"), "{f}: explained: {out}");
+            assert!(!out.contains("garbage-read"), "{f}: {out}");
+            if let Some(below) = holds {
+                let o = harness(&["check", f.as_str(), "-c", below]);
+                assert_eq!(code(&o), 0, "{f} -c {below}: {}", stdout(&o));
+            }
+        }
+    }
+}
+
 /// Other checkers' files (store/tests/data/peer-formats, README there):
 /// each anomaly pattern is found, with an explanation, in both formats.
 #[test]
@@ -450,4 +496,22 @@ fn engines_and_witness() -> Result<(), serde_json::Error> {
         "serializable: 1 3 5\n"
     );
     Ok(())
+}
+
+/// `harness check FILE | head -1`: a reader that goes away ends the check
+/// quietly (SIGPIPE), never with a panic about a broken pipe.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let f = peer("sim-non-monotonic-read.txt");
+    let mut child = Command::new(BIN)
+        .args(["check", f.as_str(), "-c", "read-committed"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(o.status.code(), Some(101), "{err}");
 }

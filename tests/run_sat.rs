@@ -205,7 +205,9 @@ fn replay(history: &store::History, order: &[u64]) {
                     other => panic!("op {i}: {other:?}"),
                 },
                 MicroOp::Read(..) => {}
-                MicroOp::Append(..) => panic!("op {i}: append in a register history"),
+                MicroOp::Append(..) | MicroOp::ReadRange(_) => {
+                    panic!("op {i}: {m:?} in a register history")
+                }
             }
         }
     }

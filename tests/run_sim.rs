@@ -117,6 +117,28 @@ fn read_uncommitted_checked_against_read_committed_shows_g1() {
 
 #[test]
 fn bug_modes_are_caught() {
+    // Each checked, by default, against what the buggy database claims.
+    // causal-gap breaks exactly that (read atomic holds); torn-commit also
+    // breaks read committed as Biswas & Enea define it (non-monotonic reads).
+    for (bug, claimed, anomaly, below) in [
+        ("torn-commit", "read-atomic", "fractured-read", None),
+        (
+            "causal-gap",
+            "causal-cerone",
+            "causality-violation",
+            Some("read-atomic"),
+        ),
+    ] {
+        let args = ["--sim-bug", bug, "--ops", "4000", "--seed", "7"];
+        let (code, types) = sim(bug, &args);
+        assert_eq!(code, Some(1), "{bug} vs {claimed}: {types:?}");
+        assert!(types.iter().any(|t| t == anomaly), "{bug}: {types:?}");
+        let Some(below) = below else { continue };
+        let mut args = args.to_vec();
+        args.extend(["--expected-consistency-model", below]);
+        let (code, types) = sim(bug, &args);
+        assert_eq!(code, Some(0), "{bug} vs {below}: {types:?}");
+    }
     for bug in ["retry-reapply", "lost-update"] {
         let (code, types) = sim(bug, &["--sim-bug", bug, "--ops", "4000", "--seed", "7"]);
         assert_eq!(code, Some(1), "{bug}: {types:?}");

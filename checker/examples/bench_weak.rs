@@ -86,6 +86,7 @@ fn main() {
                         };
                         format!("r({},{v},{s},{id})", int(&k.0))
                     }
+                    MicroOp::ReadRange(_) => continue,
                 };
                 writeln!(w, "{line}").unwrap();
                 events += 1;

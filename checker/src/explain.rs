@@ -168,6 +168,24 @@ pub struct DataStep {
     /// For a ww/rw step whose version order the complete (SAT) check chose
     /// rather than read off the history: why this order and not the other.
     pub derived: Option<Box<Derived>>,
+    /// For a predicate step (`wr`/`rw` of a range read, issue 16): the
+    /// range and the row.
+    pub predicate: Option<Box<PredicateSite>>,
+}
+
+/// Where a predicate step happened: the reader's range read and the row
+/// whose insertion changed the predicate's matches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PredicateSite {
+    /// Inclusive bounds of the range read.
+    pub lo: Key,
+    /// Upper bound.
+    pub hi: Key,
+    /// The row (key) inserted.
+    pub row: Key,
+    /// Whether the range read returned the row (predicate-wr) or missed it
+    /// (predicate-rw).
+    pub seen: bool,
 }
 
 /// A process step: `from` and `to` ran one after the other on one process.
@@ -251,6 +269,7 @@ impl Step {
             value,
             value2,
             derived: None,
+            predicate: None,
         };
         match rel {
             Rel::Ww => Step::Ww(d),
@@ -404,6 +423,19 @@ impl Step {
                 if let Some(site) = &d.site {
                     m.push(("a-mop-index", int(site.a_mop)));
                     m.push(("b-mop-index", int(site.b_mop)));
+                }
+                if let Some(p) = &d.predicate {
+                    m.push((
+                        "predicate",
+                        map(vec![
+                            (
+                                "range",
+                                Data::Vec(vec![atom_data(&p.lo.0), atom_data(&p.hi.0)]),
+                            ),
+                            ("row", atom_data(&p.row.0)),
+                            ("seen", Data::Bool(p.seen)),
+                        ]),
+                    ));
                 }
                 if let Some(x) = &d.derived {
                     m.push((
@@ -617,7 +649,24 @@ pub fn fmt_mop(m: &MicroOp) -> String {
         MicroOp::Append(k, v) => format!("[:append {k} {v}]"),
         MicroOp::Write(k, v) => format!("[:w {k} {v}]"),
         MicroOp::Read(k, r) => format!("[:r {k} {}]", fmt_read(r)),
+        MicroOp::ReadRange(r) => fmt_range_read(r),
     }
+}
+
+/// A range read in EDN (`[:rr [1 5] [[2 [7 8]] [4 [9]]]]`, `nil` rows
+/// when unknown).
+fn fmt_range_read(r: &store::RangeRead) -> String {
+    let rows = match &r.rows {
+        None => "nil".to_string(),
+        Some(rows) => {
+            let v: Vec<String> = rows
+                .iter()
+                .map(|(k, l)| format!("[{k} {}]", fmt_vals(l)))
+                .collect();
+            format!("[{}]", v.join(" "))
+        }
+    };
+    format!("[:rr [{} {}] {rows}]", r.lo, r.hi)
 }
 
 /// An op in Elle's EDN spelling (`{:index 3, :type :ok, :process 0, :value [...]}`).
@@ -698,6 +747,12 @@ fn step_reason(s: &Step, a: &str, b: &str) -> String {
         let k = d.site.as_ref().map_or(String::new(), |s| s.key.to_string());
         (k, opt_val(&d.value), opt_val(&d.value2))
     };
+    if let Some(p) = s
+        .data_step()
+        .and_then(|d| d.predicate.as_ref().map(|p| (d, p)))
+    {
+        return predicate_reason(p.0, p.1, a, b);
+    }
     match s {
         Step::Ww(d) => {
             let (k, v, v2) = data(d);
@@ -750,6 +805,22 @@ fn step_reason(s: &Step, a: &str, b: &str) -> String {
             },
             None => format!("{a} completed before the invocation of {b}"),
         },
+    }
+}
+
+/// A predicate step in words: the range, the row, who inserted it.
+fn predicate_reason(d: &DataStep, p: &PredicateSite, a: &str, b: &str) -> String {
+    let (lo, hi, row) = (&p.lo, &p.hi, &p.row);
+    if p.seen {
+        format!(
+            "{b}'s range read of keys {lo}..={hi} returned row {row}, which {a} inserted by appending {}",
+            opt_val(&d.value)
+        )
+    } else {
+        format!(
+            "{a}'s range read of keys {lo}..={hi} did not return row {row} (missing row), which {b} inserted by appending {}",
+            opt_val(&d.value2)
+        )
     }
 }
 

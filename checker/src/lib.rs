@@ -26,6 +26,7 @@ pub mod sat;
 pub mod txn;
 pub mod versions;
 pub mod weak;
+pub mod whitebox;
 
 pub use analysis::{AnalyzeOptions, Workload};
 pub use anomaly::AnomalyType;
@@ -154,12 +155,13 @@ fn foreign_micro_ops(history: &History, workload: Workload) -> usize {
         .filter(|m| {
             !matches!(
                 (workload, m),
-                (Workload::ListAppend, MicroOp::Append(..))
-                    | (
-                        Workload::ListAppend,
-                        MicroOp::Read(_, ReadValue::Nil | ReadValue::List(_))
-                    )
-                    | (Workload::RwRegister, MicroOp::Write(..))
+                (
+                    Workload::ListAppend,
+                    MicroOp::Append(..) | MicroOp::ReadRange(_)
+                ) | (
+                    Workload::ListAppend,
+                    MicroOp::Read(_, ReadValue::Nil | ReadValue::List(_))
+                ) | (Workload::RwRegister, MicroOp::Write(..))
                     | (
                         Workload::RwRegister,
                         MicroOp::Read(_, ReadValue::Nil | ReadValue::Scalar(_))

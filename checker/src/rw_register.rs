@@ -45,8 +45,9 @@ type Provider = fn(&Versions<'_>, &Txns<'_>, &History) -> Vec<(u32, u32, u32)>;
 
 /// The providers, in the order they are merged (a later one is dropped for
 /// a key it makes cyclic); the names appear in `cyclic-versions`.
-const PROVIDERS: [(&str, Provider); 4] = [
+const PROVIDERS: [(&str, Provider); 5] = [
     ("initial-state", initial_state),
+    ("db", database),
     ("wfr", writes_follow_reads),
     ("sequential", sequential),
     ("linearizable", linearizable),
@@ -194,6 +195,42 @@ fn initial_state(v: &Versions<'_>, txns: &Txns<'_>, _: &History) -> Vec<(u32, u3
     out
 }
 
+/// The database's own version order, where the history carries it
+/// (`whitebox`: `--version-order db`): of two committed writers of a key
+/// with certificates, the one visible in the other's snapshot came first.
+/// Nothing for black-box histories. Quadratic in a key's writers, which
+/// key rotation bounds (`--max-writes-per-key`).
+fn database(v: &Versions<'_>, txns: &Txns<'_>, history: &History) -> Vec<(u32, u32, u32)> {
+    let certs: Vec<Option<crate::whitebox::Cert>> = (0..txns.len() as u32)
+        .map(|t| match txns.txns[t as usize].status {
+            Status::Ok => crate::whitebox::cert(txns.op(history, t)),
+            _ => None,
+        })
+        .collect();
+    let mut writers: FxHashMap<u32, Vec<(usize, u32)>> = FxHashMap::default();
+    for (t, c) in certs.iter().enumerate() {
+        if c.is_some() {
+            for e in v.exts(t as u32).iter().filter(|e| e.write) {
+                writers.entry(e.key).or_default().push((t, e.vid));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (k, ws) in writers {
+        for &(a, va) in &ws {
+            for &(b, vb) in &ws {
+                if let (Some(ca), Some(cb)) = (&certs[a], &certs[b])
+                    && va != vb
+                    && ca.precedes(cb)
+                {
+                    out.push((k, va, vb));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// A committed transaction's write of a key follows the version it read.
 fn writes_follow_reads(v: &Versions<'_>, txns: &Txns<'_>, _: &History) -> Vec<(u32, u32, u32)> {
     let mut out = Vec::new();
@@ -307,7 +344,13 @@ impl<'h> RwRegister<'h> {
         sources: Sources,
     ) -> (RwRegister<'h>, Vec<Anomaly>) {
         let versions = Versions::new(txns, obs);
-        let used = [true, sources.wfr, sources.sequential, sources.linearizable];
+        let used = [
+            true,
+            true,
+            sources.wfr,
+            sources.sequential,
+            sources.linearizable,
+        ];
         // Candidates: (key, provider, v1, v2).
         let mut vedges: Vec<(u32, u8, u32, u32)> = Vec::new();
         for (src, (_, provider)) in PROVIDERS.iter().enumerate() {

@@ -105,7 +105,7 @@ impl<'h> Txns<'h> {
                 match m {
                     MicroOp::Append(..) => out.n_appends += 1,
                     MicroOp::Read(..) => out.n_reads += 1,
-                    MicroOp::Write(..) => {}
+                    MicroOp::Write(..) | MicroOp::ReadRange(_) => {}
                 }
             }
             out.txns.push(Txn {

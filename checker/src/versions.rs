@@ -14,7 +14,7 @@ use crate::txn::Txns;
 use store::{History, ReadValue};
 
 /// A per-key version order and the data dependencies it implies.
-pub trait VersionOrder<'h> {
+pub trait VersionOrder<'h>: Sync {
     /// The `ww`, `wr` and `rw` edges between transactions (ids of `txns`).
     fn edges(&self, txns: &Txns<'h>) -> EdgeList;
 

@@ -184,7 +184,7 @@ fn txns_of(h: &History) -> Vec<T> {
                     writes.retain(|w: &(i64, i64)| w.0 != int(&k.0));
                     writes.push((int(&k.0), int(&v.0)));
                 }
-                MicroOp::Append(..) => {}
+                MicroOp::Append(..) | MicroOp::ReadRange(_) => {}
             }
         }
         let process = match op.process {

@@ -104,6 +104,8 @@ async fn main() {
                                 c.execute(&appends[tables.table_of(id)], &[&id, &val])
                                     .await?;
                             }
+                            // The baseline runs list-append only.
+                            MicroOp::ReadRange(_) => {}
                         }
                     }
                     c.batch_execute("COMMIT").await

@@ -66,6 +66,13 @@ pub trait Client: Send {
 
     /// Closes the session (best effort).
     fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
+
+    /// White-box facts about the last transaction that completed `ok`
+    /// (extra fields of its completion, e.g. PostgreSQL's `txid` and
+    /// `snapshot` under `--version-order db`); empty by default.
+    fn take_extra(&mut self) -> Vec<(String, store::Data)> {
+        Vec::new()
+    }
 }
 
 /// Opens clients of one database, and creates its schema.

@@ -363,6 +363,10 @@ pub(crate) trait PgSessionSource: Send + Sync + 'static {
     fn classify(&self) -> Classifier;
     /// What an error before `COMMIT` becomes.
     fn pre_commit(&self) -> PreCommitErrors;
+    /// Whether to record white-box facts (PostgreSQL `--version-order db`).
+    fn white_box(&self) -> bool {
+        false
+    }
 }
 
 impl PgSessionSource for PgWireFactory {
@@ -394,6 +398,8 @@ pub(crate) struct PgTxnClient<S> {
     /// connect waits out the backoff from then (see the MySQL client).
     last_failure: Option<Instant>,
     begin: String,
+    /// The last `ok` transaction's white-box fields (see `postgres::whitebox`).
+    extra: Vec<(String, store::Data)>,
 }
 
 impl<S: PgSessionSource> PgTxnClient<S> {
@@ -405,6 +411,7 @@ impl<S: PgSessionSource> PgTxnClient<S> {
             session: Some(session),
             last_failure: None,
             begin: format!("BEGIN ISOLATION LEVEL {}", isolation.sql()),
+            extra: Vec::new(),
         }
     }
 
@@ -445,12 +452,17 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                     }
                 }
                 MicroOp::Read(..) => {}
+                MicroOp::ReadRange(r) => {
+                    crate::predicate::bounds(r)?;
+                }
             }
         }
         self.ensure_session().await?;
         let classify = self.source.classify();
         let tables = self.source.tables();
         let pre_commit = self.source.pre_commit();
+        let white_box = self.source.white_box();
+        self.extra.clear();
         let Some(s) = self.session.as_ref() else {
             return Err(ClientError::definite("no-client", "no session"));
         };
@@ -460,22 +472,48 @@ impl<S: PgSessionSource> PgTxnClient<S> {
             .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
         let body = async {
             let mut out = Vec::with_capacity(txn.len());
+            let mut xmins: Vec<Option<String>> = Vec::with_capacity(txn.len());
             for mop in txn {
+                if let MicroOp::ReadRange(r) = mop {
+                    let (lo, hi) = crate::predicate::bounds(r)?;
+                    let sql = crate::predicate::pg_range_sql(&tables);
+                    let rows = s
+                        .client
+                        .query(sql.as_str(), &[&lo, &hi])
+                        .await
+                        .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
+                    let rows = rows
+                        .iter()
+                        .map(|r| Ok((r.try_get::<_, i64>(0)?, r.try_get::<_, Option<String>>(1)?)))
+                        .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+                        .map_err(|e| ClientError::definite("decode", format!("range row: {e}")))?;
+                    out.push(MicroOp::ReadRange(Box::new(crate::predicate::complete(
+                        r, rows,
+                    )?)));
+                    xmins.push(None);
+                    continue;
+                }
                 let id = int_key(mop.key())?;
                 let t = tables.table_of(id);
                 match mop {
                     MicroOp::Read(k, _) => {
-                        let row = s
-                            .client
-                            .query_opt(&s.reads[t], &[&id])
-                            .await
-                            .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
-                        let text: Option<String> = match row {
+                        let row = if white_box {
+                            let sql = crate::postgres::whitebox::read_sql(t);
+                            s.client.query_opt(sql.as_str(), &[&id]).await
+                        } else {
+                            s.client.query_opt(&s.reads[t], &[&id]).await
+                        }
+                        .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
+                        let text: Option<String> = match &row {
                             Some(r) => r.try_get(0).map_err(|e| {
                                 ClientError::definite("decode", format!("reading val: {e}"))
                             })?,
                             None => None,
                         };
+                        xmins.push(match (&row, white_box) {
+                            (Some(r), true) => r.try_get::<_, Option<String>>(1).ok().flatten(),
+                            _ => None,
+                        });
                         let read = decode_read(model, text.as_deref())?;
                         out.push(MicroOp::Read(k.clone(), read));
                     }
@@ -486,17 +524,34 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                             .await
                             .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
                         out.push(mop.clone());
+                        xmins.push(None);
                     }
+                    MicroOp::ReadRange(_) => {}
                 }
             }
-            Ok::<_, ClientError>(out)
+            let extra = if white_box {
+                let row = s
+                    .client
+                    .query_one(crate::postgres::whitebox::TXN_SQL, &[])
+                    .await
+                    .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
+                let text = |i: usize| {
+                    row.try_get::<_, String>(i)
+                        .map_err(|e| ClientError::definite("decode", format!("txid/snapshot: {e}")))
+                };
+                crate::postgres::whitebox::extra(&text(0)?, &text(1)?, xmins)
+            } else {
+                Vec::new()
+            };
+            Ok::<_, ClientError>((out, extra))
         };
         match body.await {
-            Ok(out) => {
+            Ok((out, extra)) => {
                 s.client
                     .batch_execute("COMMIT")
                     .await
                     .map_err(|e| classify(&e, TxnPhase::Commit))?;
+                self.extra = extra;
                 Ok(out)
             }
             Err(e) => {
@@ -524,6 +579,10 @@ impl<S: PgSessionSource> Client for PgTxnClient<S> {
     fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
         // Dropping the client ends the connection task.
         Box::pin(async move { drop(self) })
+    }
+
+    fn take_extra(&mut self) -> Vec<(String, store::Data)> {
+        std::mem::take(&mut self.extra)
     }
 }
 

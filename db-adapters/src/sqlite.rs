@@ -286,6 +286,21 @@ fn run_body(
                 .map_err(|e| classify(&e, "write"))?;
                 out.push(mop.clone());
             }
+            MicroOp::ReadRange(r) => {
+                let (lo, hi) = crate::predicate::bounds(r)?;
+                let rows = conn
+                    .prepare_cached(
+                        "SELECT id, val FROM txn WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+                    )
+                    .and_then(|mut s| {
+                        s.query_map([lo, hi], |row| Ok((row.get(0)?, row.get(1)?)))?
+                            .collect::<Result<Vec<(i64, Option<String>)>, _>>()
+                    })
+                    .map_err(|e| classify(&e, "range read"))?;
+                out.push(MicroOp::ReadRange(Box::new(crate::predicate::complete(
+                    r, rows,
+                )?)));
+            }
         }
     }
     Ok(out)

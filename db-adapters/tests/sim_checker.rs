@@ -21,7 +21,7 @@ fn history(mode: SimMode, kind: WorkloadKind, seed: u64, txns: u64) -> History {
 
 fn result(h: &History, kind: WorkloadKind, model: &str) -> (Valid, Vec<String>) {
     let workload = match kind {
-        WorkloadKind::ListAppend => Workload::ListAppend,
+        WorkloadKind::ListAppend | WorkloadKind::Predicate => Workload::ListAppend,
         WorkloadKind::RwRegister => Workload::RwRegister,
     };
     let mut opts = CheckOptions::new(workload);
@@ -132,6 +132,7 @@ fn honest_modes_hold_their_claim_and_bug_modes_break_it() {
                 | SimMode::StaleRead
                 | SimMode::NonMonotonicRead
                 | SimMode::TornCommit
+                | SimMode::CausalGap
         );
         let expected = if honest { Valid::True } else { Valid::False };
         assert_eq!(
@@ -236,6 +237,18 @@ fn read_committed_mode_is_not_read_atomic_and_snapshot_isolation_is_causal() {
     for kind in WorkloadKind::ALL {
         let h = history(SimMode::SnapshotIsolation, *kind, 2, 3000);
         let (valid, names) = result(&h, *kind, "causal-cerone");
+        assert_eq!(valid, Valid::True, "{kind}: {names:?}");
+    }
+}
+
+#[test]
+fn causal_gap_breaks_causal_but_not_read_atomic() {
+    for kind in WorkloadKind::ALL {
+        let h = history(SimMode::CausalGap, *kind, 1, 3000);
+        let (valid, names) = result(&h, *kind, "causal-cerone");
+        assert_eq!(valid, Valid::False, "{kind}: {names:?}");
+        assert!(has(&names, "causality-violation"), "{kind}: {names:?}");
+        let (valid, names) = result(&h, *kind, "read-atomic");
         assert_eq!(valid, Valid::True, "{kind}: {names:?}");
     }
 }

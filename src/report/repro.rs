@@ -778,6 +778,15 @@ fn render_cycle(
                 let s = step(i + 1);
                 let id = int_key(m.key()).unwrap_or_default();
                 match m {
+                    MicroOp::ReadRange(r) => {
+                        let _ = writeln!(
+                            out,
+                            "/* {s} */ SELECT id, val FROM txn WHERE id BETWEEN {} AND {};  -- observed: {}",
+                            r.lo,
+                            r.hi,
+                            checker::explain::fmt_mop(m)
+                        );
+                    }
                     MicroOp::Read(_, r) => {
                         let observed = if x.observed {
                             fmt_read(r)

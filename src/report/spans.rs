@@ -247,6 +247,9 @@ pub fn value_text(value: &OpValue, max: usize) -> String {
                     break;
                 }
                 match m {
+                    store::MicroOp::ReadRange(_) => {
+                        s.push_str(&checker::explain::fmt_mop(m));
+                    }
                     store::MicroOp::Append(k, v) => s.push_str(&format!("[append {k} {v}]")),
                     store::MicroOp::Write(k, v) => s.push_str(&format!("[w {k} {v}]")),
                     store::MicroOp::Read(k, r) => {

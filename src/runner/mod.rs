@@ -474,7 +474,7 @@ impl<'l> Interpreter<'l> {
             f: Some(F::Txn),
             value: OpValue::Txn(d.value.clone()),
             error,
-            extra: Vec::new(),
+            extra: d.extra,
         })?;
         let counter = match d.op_type {
             OpType::Ok => &self.counters.ok,

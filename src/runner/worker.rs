@@ -31,6 +31,9 @@ pub struct Done {
     pub error: Option<(String, String)>,
     /// When the completion happened.
     pub at: Instant,
+    /// White-box fields the client reported for an `ok` transaction
+    /// (`Client::take_extra`), recorded as the completion's extra fields.
+    pub extra: Vec<(String, store::Data)>,
 }
 
 /// What a worker needs to run.
@@ -100,6 +103,7 @@ async fn execute(
         value,
         error,
         at: Instant::now(),
+        extra: Vec::new(),
     };
     if client.is_none() {
         let message =
@@ -138,7 +142,9 @@ async fn execute(
             if value.len() == job.mops.len()
                 && value.iter().zip(&job.mops).all(|(a, b)| a.same_shape(b))
             {
-                finish(OpType::Ok, value, None)
+                let mut d = finish(OpType::Ok, value, None);
+                d.extra = c.take_extra();
+                d
             } else {
                 // A client bug; the transaction may have committed.
                 *client = None;

@@ -163,6 +163,9 @@ pub enum MicroOp {
     Write(Key, Val),
     /// `["r", k, value]`.
     Read(Key, ReadValue),
+    /// `["rr", [lo, hi], rows]`: a predicate (range) read
+    /// ([`crate::predicate`]).
+    ReadRange(Box<crate::predicate::RangeRead>),
 }
 
 impl MicroOp {
@@ -170,6 +173,8 @@ impl MicroOp {
     pub fn key(&self) -> &Key {
         match self {
             MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _) => k,
+            // Its lower bound: a range read has no one key.
+            MicroOp::ReadRange(r) => &r.lo,
         }
     }
 
@@ -179,6 +184,7 @@ impl MicroOp {
             MicroOp::Append(..) => "append",
             MicroOp::Write(..) => "w",
             MicroOp::Read(..) => "r",
+            MicroOp::ReadRange(..) => crate::predicate::RANGE_READ,
         }
     }
 
@@ -189,6 +195,7 @@ impl MicroOp {
             (MicroOp::Append(k1, v1), MicroOp::Append(k2, v2))
             | (MicroOp::Write(k1, v1), MicroOp::Write(k2, v2)) => k1 == k2 && v1 == v2,
             (MicroOp::Read(k1, _), MicroOp::Read(k2, _)) => k1 == k2,
+            (MicroOp::ReadRange(a), MicroOp::ReadRange(b)) => a.lo == b.lo && a.hi == b.hi,
             _ => false,
         }
     }

@@ -13,6 +13,7 @@ pub mod format;
 pub mod history;
 pub mod import;
 pub mod list;
+pub mod predicate;
 pub mod run;
 
 pub use data::Data;
@@ -22,4 +23,5 @@ pub use history::{
     Process, ProcessId, ReadValue, Val,
 };
 pub use list::{ListSharer, ValList};
+pub use predicate::RangeRead;
 pub use run::{HistoryLog, RunDir, RunError};

@@ -15,6 +15,7 @@
 pub mod append;
 pub mod generator;
 pub mod keys;
+pub mod predicate;
 pub mod register;
 pub mod rng;
 pub mod txn;
@@ -32,10 +33,13 @@ pub enum WorkloadKind {
     ListAppend,
     /// `rw-register` (alias `wr`): blind writes of unique values to registers.
     RwRegister,
+    /// `predicate`: list-append with range reads (`predicate.rs`).
+    Predicate,
 }
 
 impl WorkloadKind {
-    /// Every kind.
+    /// The item workloads every database runs, the simulator included
+    /// (`predicate` needs a SQL database: the simulator has no range reads).
     pub const ALL: &'static [WorkloadKind] = &[WorkloadKind::ListAppend, WorkloadKind::RwRegister];
 
     /// The canonical name (`list-append`, `rw-register`).
@@ -43,6 +47,7 @@ impl WorkloadKind {
         match self {
             WorkloadKind::ListAppend => "list-append",
             WorkloadKind::RwRegister => "rw-register",
+            WorkloadKind::Predicate => "predicate",
         }
     }
 
@@ -54,6 +59,7 @@ impl WorkloadKind {
         match s {
             "list-append" | "append" => Ok(WorkloadKind::ListAppend),
             "rw-register" | "wr" => Ok(WorkloadKind::RwRegister),
+            "predicate" => Ok(WorkloadKind::Predicate),
             other => Err(WorkloadError::UnknownWorkload(other.to_string())),
         }
     }
@@ -167,7 +173,7 @@ impl WorkloadConfig {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum WorkloadError {
     /// Not a known workload name.
-    #[error("unknown workload {0:?}; known: list-append (append), rw-register (wr)")]
+    #[error("unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate")]
     UnknownWorkload(String),
     /// A tunable out of range.
     #[error("invalid --{field}: {reason}")]
@@ -190,5 +196,8 @@ pub fn for_workload(
     cfg: &WorkloadConfig,
     seed: u64,
 ) -> Result<Box<dyn Generator>, WorkloadError> {
-    Ok(Box::new(TxnGen::new(kind, cfg, seed)?))
+    match kind {
+        WorkloadKind::Predicate => Ok(Box::new(predicate::PredicateGen::new(cfg, seed)?)),
+        _ => Ok(Box::new(TxnGen::new(kind, cfg, seed)?)),
+    }
 }

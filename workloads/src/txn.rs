@@ -56,7 +56,9 @@ impl TxnGen {
             } else {
                 let (k, v) = self.pool.write(slot);
                 mops.push(match self.kind {
-                    WorkloadKind::ListAppend => MicroOp::Append(k, Val::int(v)),
+                    WorkloadKind::ListAppend | WorkloadKind::Predicate => {
+                        MicroOp::Append(k, Val::int(v))
+                    }
                     WorkloadKind::RwRegister => MicroOp::Write(k, Val::int(v)),
                 });
             }

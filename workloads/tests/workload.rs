@@ -17,7 +17,7 @@ fn writes(t: &[Vec<MicroOp>]) -> Vec<(Key, Val)> {
         .flatten()
         .filter_map(|m| match m {
             MicroOp::Append(k, v) | MicroOp::Write(k, v) => Some((k.clone(), v.clone())),
-            MicroOp::Read(..) => None,
+            MicroOp::Read(..) | MicroOp::ReadRange(_) => None,
         })
         .collect()
 }

@@ -23,6 +23,7 @@
 
 mod cycles;
 mod lost_update;
+mod predicate;
 mod reads;
 mod sat;
 mod weak;
@@ -60,6 +61,7 @@ impl Workload {
                 match x {
                     MicroOp::Append(..) | MicroOp::Read(_, ReadValue::List(_)) => la = true,
                     MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => rw = true,
+                    MicroOp::ReadRange(_) => la = true,
                     MicroOp::Read(_, ReadValue::Nil) => {}
                 }
             }
@@ -131,6 +133,16 @@ impl Found {
     pub fn push(&mut self, a: Anomaly) {
         self.anomalies.entry(a.kind).or_default().push(a);
     }
+
+    /// Adds what another analysis found after what this one holds.
+    pub fn merge(&mut self, other: Found) {
+        for (kind, list) in other.anomalies {
+            self.anomalies.entry(kind).or_default().extend(list);
+        }
+        self.warnings.extend(other.warnings);
+        self.engines.extend(other.engines);
+        self.ran.extend(other.ran);
+    }
 }
 
 /// What every analysis may use.
@@ -160,17 +172,32 @@ pub trait Analysis: Sync {
     /// `true`.
     fn needed(&self, opts: &AnalyzeOptions<'_>) -> bool;
 
+    /// Whether the history holds anything this analysis reads (default:
+    /// yes); an analysis that does not apply neither runs nor is named.
+    fn applies(&self, _cx: &Context<'_, '_>) -> bool {
+        true
+    }
+
     /// Runs it, adding what it finds to `out`.
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found);
+
+    /// Whether `run` reads what the analyses before it found (then `out`
+    /// holds their findings, and it runs after them); otherwise `out`
+    /// starts empty and it runs beside the others, on a thread of its own.
+    fn reads_earlier_findings(&self) -> bool {
+        false
+    }
 }
 
-/// The analyses [`analyze`] runs (those `needed`), in this order.
-/// The complete checks come last: `sat` skips a level whose verdict the
-/// anomalies found before it already decide.
+/// The analyses [`analyze`] runs (those `needed`), their findings merged in
+/// this order. The complete checks come last: `sat` skips a level whose
+/// verdict the anomalies found before it already decide (it
+/// `reads_earlier_findings`; such entries come after all the others).
 pub const ANALYSES: &[&dyn Analysis] = &[
     &reads::Reads,
     &lost_update::LostUpdate,
     &cycles::Cycles,
+    &predicate::Predicate,
     &weak::Weak,
     &sat::Sat,
 ];
@@ -216,12 +243,62 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
         versions,
         opts,
     };
-    for a in ANALYSES {
-        if a.needed(opts) {
-            out.ran.push(a.name());
-            a.run(&cx, &mut out);
-        }
+    let (after, beside): (Vec<&dyn Analysis>, Vec<&dyn Analysis>) = ANALYSES
+        .iter()
+        .copied()
+        .filter(|a| a.needed(opts) && a.applies(&cx))
+        .partition(|a| a.reads_earlier_findings());
+    for (a, found) in beside.iter().zip(run_each(&cx, &beside)) {
+        out.ran.push(a.name());
+        out.merge(found);
+    }
+    for a in after {
+        out.ran.push(a.name());
+        a.run(&cx, &mut out);
     }
     out.anomalies.retain(|_, v| !v.is_empty());
     out
+}
+
+/// Runs `analyses` on `cx`, each on a thread of its own (they only read the
+/// context), and returns what each found, in the order given — so the
+/// merged result is the same as running them one after the other.
+fn run_each(cx: &Context<'_, '_>, analyses: &[&dyn Analysis]) -> Vec<Found> {
+    let run = |a: &dyn Analysis| {
+        let mut found = Found::default();
+        a.run(cx, &mut found);
+        found
+    };
+    let Some((first, rest)) = analyses.split_first() else {
+        return Vec::new();
+    };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = rest.iter().map(|&a| scope.spawn(move || run(a))).collect();
+        let mut all = vec![run(*first)];
+        for handle in others {
+            match handle.join() {
+                Ok(found) => all.push(found),
+                // An analysis that panicked is a bug of ours: re-raise it.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ANALYSES;
+
+    /// Findings merge in table order whether an entry ran beside the others
+    /// or after them only if every entry that reads earlier findings comes
+    /// after all that do not.
+    #[test]
+    fn entries_that_read_earlier_findings_come_last() {
+        let first_reader = ANALYSES.iter().position(|a| a.reads_earlier_findings());
+        if let Some(i) = first_reader {
+            assert!(ANALYSES[i..].iter().all(|a| a.reads_earlier_findings()));
+        }
+        assert_eq!(first_reader, Some(ANALYSES.len() - 1), "sat reads them");
+    }
 }

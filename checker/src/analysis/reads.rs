@@ -181,6 +181,7 @@ fn register_expectation<'h>(txns: &Txns<'h>, r: &Read<'h>) -> Option<Option<&'h 
     match &tx.mops[j] {
         MicroOp::Write(_, v) | MicroOp::Append(_, v) => Some(Some(v)),
         MicroOp::Read(_, rv) => read_scalar(rv),
+        MicroOp::ReadRange(_) => None,
     }
 }
 
@@ -203,7 +204,7 @@ fn list_expectation(txns: &Txns<'_>, r: &Read<'_>) -> Option<Expected> {
                     break;
                 }
             }
-            MicroOp::Write(..) => {}
+            MicroOp::Write(..) | MicroOp::ReadRange(_) => {}
         }
     }
     appended.reverse();

@@ -26,6 +26,11 @@ impl Analysis for Sat {
             && !Level::for_models(opts.models).is_empty()
     }
 
+    /// Skips a level that the cycles found before it already decide.
+    fn reads_earlier_findings(&self) -> bool {
+        true
+    }
+
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
         let timed_out = out
             .anomalies

@@ -199,6 +199,7 @@ impl Observations {
                             });
                         }
                         MicroOp::Write(..) | MicroOp::Append(..) => own_stamp[k as usize] = t,
+                        MicroOp::ReadRange(_) => {}
                     }
                 }
             }

@@ -161,7 +161,7 @@ fn written(m: &MicroOp) -> Option<Val> {
         MicroOp::Write(_, v) | MicroOp::Append(_, v) => Some(v.clone()),
         MicroOp::Read(_, ReadValue::Scalar(v)) => Some(v.clone()),
         MicroOp::Read(_, ReadValue::List(l)) => l.last().cloned(),
-        MicroOp::Read(_, ReadValue::Nil) => None,
+        MicroOp::Read(_, ReadValue::Nil) | MicroOp::ReadRange(_) => None,
     }
 }
 

@@ -298,6 +298,19 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
         conn.query_drop("START TRANSACTION").await.map_err(before)?;
         let mut out = Vec::with_capacity(txn.len());
         for mop in txn {
+            if let MicroOp::ReadRange(r) = mop {
+                let (lo, hi) = crate::predicate::bounds(r).map_err(|e| (e, true))?;
+                let params: Vec<mysql_async::Value> = (0..tables.table_count.max(1))
+                    .flat_map(|_| [lo.into(), hi.into()])
+                    .collect();
+                let rows: Vec<(i64, Option<String>)> = conn
+                    .exec(crate::predicate::mysql_range_sql(&tables), params)
+                    .await
+                    .map_err(before)?;
+                let done = crate::predicate::complete(r, rows).map_err(|e| (e, true))?;
+                out.push(MicroOp::ReadRange(Box::new(done)));
+                continue;
+            }
             let id = int_key(mop.key()).map_err(|e| (e, true))?;
             let t = tables.table_of(id);
             match mop {
@@ -321,6 +334,7 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
                         .map_err(before)?;
                     out.push(mop.clone());
                 }
+                MicroOp::ReadRange(_) => {}
             }
         }
         Ok(out)

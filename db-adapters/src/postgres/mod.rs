@@ -17,6 +17,7 @@
 //! request was sent.
 
 pub mod local;
+pub mod whitebox;
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::pgwire::{Classifier, PgSession, PgSessionSource, PreCommitErrors};
@@ -45,6 +46,7 @@ pub struct PgFactory {
     isolation: Isolation,
     model: DataModel,
     tables: TxnTables,
+    white_box: bool,
 }
 
 impl std::fmt::Debug for PgFactory {
@@ -75,7 +77,15 @@ impl PgFactory {
             isolation,
             model,
             tables: TxnTables::default(),
+            white_box: false,
         })
+    }
+
+    /// Records each transaction's id, snapshot and the `xmin` of every row
+    /// read (`--version-order db`, [`whitebox`]).
+    pub fn with_version_order_db(mut self) -> PgFactory {
+        self.white_box = true;
+        self
     }
 
     /// The isolation level transactions run at.
@@ -120,6 +130,9 @@ impl PgSessionSource for PgFactory {
     }
     fn pre_commit(&self) -> PreCommitErrors {
         PreCommitErrors::ForceDefinite
+    }
+    fn white_box(&self) -> bool {
+        self.white_box
     }
 }
 

@@ -15,6 +15,8 @@ struct Shared {
     /// Decides which commits end indeterminate (`info`).
     rng: SeededRng,
     crash_probability: f64,
+    /// Sessions opened so far (each client is one).
+    sessions: u64,
 }
 
 /// Opens clients of one shared simulated database.
@@ -55,6 +57,7 @@ impl SimFactory {
                 engine,
                 rng: seeded(derive_seed(seed, 4)),
                 crash_probability,
+                sessions: 0,
             })),
         }
     }
@@ -90,13 +93,21 @@ impl ClientFactory for SimFactory {
 
     fn open<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
         let shared = Arc::clone(&self.shared);
-        Box::pin(async move { Ok(Box::new(SimClient { shared }) as Box<dyn Client>) })
+        Box::pin(async move {
+            let session = {
+                let mut s = lock(&shared)?;
+                s.sessions += 1;
+                s.sessions
+            };
+            Ok(Box::new(SimClient { shared, session }) as Box<dyn Client>)
+        })
     }
 }
 
 /// One session to the simulated database.
 pub struct SimClient {
     shared: Arc<Mutex<Shared>>,
+    session: u64,
 }
 
 /// Aborts the transaction if the invoke future is dropped midway, so its
@@ -123,7 +134,7 @@ impl Client for SimClient {
         txn: &'a [MicroOp],
     ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
         Box::pin(async move {
-            let id = lock(&self.shared)?.engine.begin();
+            let id = lock(&self.shared)?.engine.begin_session(self.session);
             let mut guard = OpenTxn {
                 shared: Arc::clone(&self.shared),
                 txn: id,

@@ -237,7 +237,7 @@ impl Run {
             return;
         }
         self.push(OpType::Invoke, thread, mops.clone(), None);
-        let txn = self.engine.begin();
+        let txn = self.engine.begin_session(self.slots[thread].process);
         self.slots[thread].open = Some(Open {
             txn,
             done: Vec::with_capacity(mops.len()),

@@ -7,7 +7,7 @@
 
 use super::{SimError, SimMode};
 use rand::RngExt;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use store::{Key, MicroOp, ReadValue, Val};
 use workloads::rng::{SeededRng, seeded};
 
@@ -135,16 +135,29 @@ const NIL: Value = Value::Nil;
 /// stale-read: how many commits behind the latest a snapshot may be.
 const STALE_READ_MAX_LAG: u64 = 8;
 
+/// causal-gap: how many of the latest commits a snapshot may miss, and the
+/// chance that it misses each one of another session's.
+const CAUSAL_GAP_WINDOW: usize = 8;
+const CAUSAL_GAP_PROBABILITY: f64 = 0.3;
+
+/// The session of a transaction begun without one ([`Engine::begin`]).
+const NO_SESSION: u64 = u64::MAX;
+
 impl KeyState {
     fn latest(&self) -> (u64, &Value) {
         self.versions.last().map_or((0, &NIL), |(ts, v)| (*ts, v))
     }
 
     fn at(&self, ts: u64) -> &Value {
+        self.at_without(ts, &[])
+    }
+
+    /// The newest version at `ts` that no commit in `holes` made.
+    fn at_without(&self, ts: u64, holes: &[u64]) -> &Value {
         self.versions
             .iter()
             .rev()
-            .find(|(t, _)| *t <= ts)
+            .find(|(t, _)| *t <= ts && !holes.contains(t))
             .map_or(&NIL, |(_, v)| v)
     }
 
@@ -165,6 +178,10 @@ impl KeyState {
 #[derive(Debug)]
 struct Txn {
     start_ts: u64,
+    /// The session that began it ([`NO_SESSION`] if none was named).
+    session: u64,
+    /// causal-gap: commits at or before `start_ts` this snapshot misses.
+    holes: Vec<u64>,
     /// serializable: (key, commit ts of the version read) for validation.
     reads: Vec<(Key, u64)>,
     /// Buffered writes in order (all modes but read-uncommitted).
@@ -199,6 +216,8 @@ pub struct Engine {
     stats: EngineStats,
     /// torn-commit: committed writes not yet visible (key, writes, ts).
     deferred: Vec<(Key, Vec<Write>, u64)>,
+    /// causal-gap: the latest writing commits (ts, session), oldest first.
+    recent: VecDeque<(u64, u64)>,
 }
 
 impl Engine {
@@ -218,6 +237,7 @@ impl Engine {
             next_txn: 0,
             stats: EngineStats::default(),
             deferred: Vec::new(),
+            recent: VecDeque::new(),
         })
     }
 
@@ -234,6 +254,7 @@ impl Engine {
             next_txn: 0,
             stats: EngineStats::default(),
             deferred: Vec::new(),
+            recent: VecDeque::new(),
         }
     }
 
@@ -262,8 +283,14 @@ impl Engine {
         self.txns.len()
     }
 
-    /// Begins a transaction.
+    /// Begins a transaction of no particular session.
     pub fn begin(&mut self) -> TxnId {
+        self.begin_session(NO_SESSION)
+    }
+
+    /// Begins a transaction of `session` (a client connection; causal-gap
+    /// never hides a session's own commits from it).
+    pub fn begin_session(&mut self, session: u64) -> TxnId {
         if self.mode == SimMode::TornCommit && self.rng.random_bool(0.5) {
             self.flush_deferred();
         }
@@ -273,12 +300,15 @@ impl Engine {
         } else {
             self.clock
         };
+        let holes = self.causal_gap_holes(session);
         let id = TxnId(self.next_txn);
         self.next_txn += 1;
         self.txns.insert(
             id,
             Txn {
                 start_ts,
+                session,
+                holes,
                 reads: Vec::new(),
                 writes: Vec::new(),
                 base: HashMap::new(),
@@ -286,6 +316,21 @@ impl Engine {
             },
         );
         id
+    }
+
+    /// causal-gap: which of the latest commits of other sessions a
+    /// snapshot taken now misses (none in every other mode).
+    fn causal_gap_holes(&mut self, session: u64) -> Vec<u64> {
+        if self.mode != SimMode::CausalGap {
+            return Vec::new();
+        }
+        let mut holes = Vec::new();
+        for &(ts, by) in &self.recent {
+            if by != session && self.rng.random_bool(CAUSAL_GAP_PROBABILITY) {
+                holes.push(ts);
+            }
+        }
+        holes
     }
 
     /// Runs one micro-op of `txn` and returns it completed (reads filled in).
@@ -304,6 +349,9 @@ impl Engine {
     fn execute_inner(&mut self, id: TxnId, mop: &MicroOp) -> Result<MicroOp, SimError> {
         let mode = self.mode;
         let txn = self.txns.get_mut(&id).ok_or(SimError::UnknownTxn(id.0))?;
+        if let MicroOp::ReadRange(_) = mop {
+            return Err(SimError::Unsupported { f: mop.f_name() });
+        }
         let key = mop.key();
         let ks = self.keys.entry(key.clone()).or_default();
         match mop {
@@ -312,11 +360,15 @@ impl Engine {
                     SimMode::ReadUncommitted => {
                         ks.dirty.clone().unwrap_or_else(|| ks.latest().1.clone())
                     }
-                    SimMode::SnapshotIsolation | SimMode::RetryReapply | SimMode::StaleRead => {
+                    SimMode::SnapshotIsolation
+                    | SimMode::RetryReapply
+                    | SimMode::StaleRead
+                    | SimMode::CausalGap => {
                         if mode == SimMode::StaleRead {
                             txn.reads.push((k.clone(), txn.start_ts));
                         }
-                        with_own_writes(ks.at(txn.start_ts).clone(), k, &txn.writes)?
+                        let seen = ks.at_without(txn.start_ts, &txn.holes);
+                        with_own_writes(seen.clone(), k, &txn.writes)?
                     }
                     SimMode::LostUpdate => {
                         let base = txn
@@ -341,6 +393,7 @@ impl Engine {
                 };
                 Ok(MicroOp::Read(k.clone(), value.to_read()))
             }
+            MicroOp::ReadRange(_) => Err(SimError::Unsupported { f: mop.f_name() }),
             MicroOp::Append(k, v) | MicroOp::Write(k, v) => {
                 let w = match mop {
                     MicroOp::Append(..) => Write::Append(v.clone()),
@@ -375,7 +428,8 @@ impl Engine {
                         let base = match mode {
                             SimMode::SnapshotIsolation
                             | SimMode::RetryReapply
-                            | SimMode::StaleRead => ks.at(txn.start_ts),
+                            | SimMode::StaleRead
+                            | SimMode::CausalGap => ks.at_without(txn.start_ts, &txn.holes),
                             SimMode::LostUpdate => txn.base.get(k).unwrap_or(&NIL),
                             _ => ks.latest().1,
                         };
@@ -420,6 +474,12 @@ impl Engine {
         // Only writing commits make a new version (and take a timestamp).
         if !txn.writes.is_empty() || !txn.locks.is_empty() {
             self.clock += 1;
+            if self.mode == SimMode::CausalGap {
+                if self.recent.len() == CAUSAL_GAP_WINDOW {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back((self.clock, txn.session));
+            }
         }
         let ts = self.clock;
         let oldest = self.oldest_snapshot();
@@ -519,6 +579,20 @@ impl Engine {
                     }
                 }
             }
+            SimMode::CausalGap => {
+                // Every written key must be current in this snapshot, so the
+                // install (on the latest version) is what the txn saw.
+                let stale = txn.writes.iter().find(|(k, _)| {
+                    self.keys.get(k).is_some_and(|ks| {
+                        ks.versions
+                            .iter()
+                            .any(|(t, _)| *t > txn.start_ts || txn.holes.contains(t))
+                    })
+                });
+                if let Some((k, _)) = stale {
+                    return Err(SimError::Conflict { key: k.clone() });
+                }
+            }
             SimMode::ReadCommitted
             | SimMode::ReadUncommitted
             | SimMode::LostUpdate
@@ -613,7 +687,15 @@ impl Engine {
                 SimMode::StaleRead => self.clock.saturating_sub(STALE_READ_MAX_LAG),
                 _ => u64::MAX,
             };
-            open.unwrap_or(u64::MAX).min(future)
+            let oldest = open.unwrap_or(u64::MAX).min(future);
+            if self.mode == SimMode::CausalGap {
+                // A snapshot may miss up to the window's commits before it.
+                oldest
+                    .min(self.clock)
+                    .saturating_sub(CAUSAL_GAP_WINDOW as u64)
+            } else {
+                oldest
+            }
         } else {
             u64::MAX
         }

@@ -71,6 +71,16 @@ pub enum SimMode {
     /// and non-monotonic ones when a reader saw the visible half first
     /// (breaks read committed as Biswas & Enea define it, not PL-2).
     TornCommit,
+    /// Bug mode `causal-gap`: each transaction reads a snapshot taken at
+    /// begin from which some recent commits of *other* sessions are missing
+    /// while later ones are there, as a follower that applies whole
+    /// transactions but not in causal order would show. A session always
+    /// sees its own commits, and a writer commits only if every key it
+    /// writes is current in its view (first-committer-wins), so reads are
+    /// atomic and installs stay in commit order: it breaks causal
+    /// consistency (a transaction sees an effect without its cause) but not
+    /// read atomic.
+    CausalGap,
 }
 
 impl SimMode {
@@ -85,6 +95,7 @@ impl SimMode {
         SimMode::StaleRead,
         SimMode::NonMonotonicRead,
         SimMode::TornCommit,
+        SimMode::CausalGap,
     ];
 
     /// The name used by `--isolation` with `--db sim`.
@@ -99,6 +110,7 @@ impl SimMode {
             SimMode::StaleRead => "stale-read",
             SimMode::NonMonotonicRead => "non-monotonic-read",
             SimMode::TornCommit => "torn-commit",
+            SimMode::CausalGap => "causal-gap",
         }
     }
 
@@ -125,6 +137,7 @@ impl SimMode {
             SimMode::ReadUncommitted => "read-uncommitted",
             SimMode::LostUpdate => "repeatable-read",
             SimMode::TornCommit => "read-atomic",
+            SimMode::CausalGap => "causal-cerone",
         }
     }
 
@@ -132,7 +145,10 @@ impl SimMode {
     pub(crate) fn snapshot_reads(self) -> bool {
         matches!(
             self,
-            SimMode::SnapshotIsolation | SimMode::RetryReapply | SimMode::StaleRead
+            SimMode::SnapshotIsolation
+                | SimMode::RetryReapply
+                | SimMode::StaleRead
+                | SimMode::CausalGap
         )
     }
 
@@ -176,6 +192,13 @@ pub enum SimError {
         /// The locked key.
         key: Key,
     },
+    /// A micro-op the simulator does not model (range reads: it keeps no
+    /// key order), refused before anything ran.
+    #[error("{f} micro-ops are not simulated")]
+    Unsupported {
+        /// The micro-op's function.
+        f: &'static str,
+    },
     /// The engine chose to abort (seeded, `abort_probability`).
     #[error("transaction aborted by the simulator")]
     RandomAbort,
@@ -194,7 +217,7 @@ pub enum SimError {
     UnknownTxn(u64),
     /// Not a mode name.
     #[error(
-        "unknown sim mode {0:?}; known: serializable, snapshot-isolation, read-committed, read-uncommitted, retry-reapply, lost-update, stale-read, non-monotonic-read, torn-commit"
+        "unknown sim mode {0:?}; known: serializable, snapshot-isolation, read-committed, read-uncommitted, retry-reapply, lost-update, stale-read, non-monotonic-read, torn-commit, causal-gap"
     )]
     UnknownMode(String),
     /// A setting out of range.
@@ -215,6 +238,7 @@ impl SimError {
             SimError::LockConflict { .. } => "lock-conflict",
             SimError::RandomAbort => "aborted",
             SimError::TypeMismatch { .. } => "type-mismatch",
+            SimError::Unsupported { .. } => "unsupported",
             SimError::UnknownTxn(_) => "unknown-transaction",
             SimError::UnknownMode(_) => "unknown-mode",
             SimError::InvalidConfig { .. } => "invalid-config",

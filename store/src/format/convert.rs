@@ -293,6 +293,10 @@ fn micro_op_from_data(d: &Data) -> Result<MicroOp, String> {
             ));
         }
     };
+    if fname == crate::predicate::RANGE_READ {
+        return crate::predicate::RangeRead::from_data(k, v)
+            .map(|r| MicroOp::ReadRange(Box::new(r)));
+    }
     let key = Key(atom_from_data(k).map_err(|e| format!("key: {e}"))?);
     match fname {
         "append" => Ok(MicroOp::Append(
@@ -305,7 +309,7 @@ fn micro_op_from_data(d: &Data) -> Result<MicroOp, String> {
         )),
         "r" => Ok(MicroOp::Read(key, read_value_from_data(v)?)),
         other => Err(format!(
-            "unknown micro-op function {other:?} (expected append, r or w)"
+            "unknown micro-op function {other:?} (expected append, r, rr or w)"
         )),
     }
 }
@@ -356,7 +360,11 @@ pub(crate) fn txn_to_data(m: &[MicroOp], keyword_names: bool) -> Data {
                 } else {
                     Data::Str(name)
                 };
+                if let MicroOp::ReadRange(r) = mop {
+                    return Data::Vec(vec![f, r.range_to_data(), r.rows_to_data()]);
+                }
                 let v = match mop {
+                    MicroOp::ReadRange(_) => Data::Nil,
                     MicroOp::Append(_, v) | MicroOp::Write(_, v) => atom_to_data(&v.0),
                     MicroOp::Read(_, ReadValue::Nil) => Data::Nil,
                     MicroOp::Read(_, ReadValue::Scalar(v)) => atom_to_data(&v.0),

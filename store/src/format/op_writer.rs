@@ -39,11 +39,18 @@ pub(crate) fn write_txn<S: Syntax>(out: &mut String, m: &[MicroOp]) {
         out.push('[');
         S::name(out, mop.f_name());
         out.push_str(S::SEP);
+        if let MicroOp::ReadRange(r) = mop {
+            S::data(out, &r.range_to_data());
+            out.push_str(S::SEP);
+            S::data(out, &r.rows_to_data());
+            out.push(']');
+            continue;
+        }
         S::atom(out, &mop.key().0);
         out.push_str(S::SEP);
         match mop {
             MicroOp::Append(_, v) | MicroOp::Write(_, v) => S::atom(out, &v.0),
-            MicroOp::Read(_, ReadValue::Nil) => out.push_str(S::NIL),
+            MicroOp::Read(_, ReadValue::Nil) | MicroOp::ReadRange(_) => out.push_str(S::NIL),
             MicroOp::Read(_, ReadValue::Scalar(v)) => S::atom(out, &v.0),
             MicroOp::Read(_, ReadValue::List(l)) => {
                 out.push('[');

@@ -288,7 +288,9 @@ pub(crate) fn write(txns: &[PTxn]) -> Result<Written, String> {
                     let (w, wid) = writer.get(&(k, v)).copied().unwrap_or((0, v));
                     rec(b'R', &[w, wid, k, v]);
                 }
-                MicroOp::Read(_, ReadValue::List(_)) | MicroOp::Append(..) => {
+                MicroOp::Read(_, ReadValue::List(_))
+                | MicroOp::Append(..)
+                | MicroOp::ReadRange(_) => {
                     return Err("list-append micro-ops: Cobra logs hold registers only".into());
                 }
             }

@@ -295,6 +295,9 @@ pub(crate) fn write(txns: &[PTxn]) -> Result<String, String> {
                     MicroOp::Append(..) => {
                         return Err("append micro-ops: dbcop holds registers only".into());
                     }
+                    MicroOp::ReadRange(_) => {
+                        return Err("range reads: dbcop holds registers only".into());
+                    }
                 }
             }
             let _ = write!(data, "], \"committed\": {}}}", t.committed);

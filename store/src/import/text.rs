@@ -218,7 +218,9 @@ pub(crate) fn write(txns: &[PTxn]) -> Result<String, String> {
                 MicroOp::Read(k, ReadValue::Scalar(v)) => {
                     ('r', int(&k.0, "key")?, int(&v.0, "value")?)
                 }
-                MicroOp::Read(_, ReadValue::List(_)) | MicroOp::Append(..) => {
+                MicroOp::Read(_, ReadValue::List(_))
+                | MicroOp::Append(..)
+                | MicroOp::ReadRange(_) => {
                     return Err(
                         "list-append micro-ops: the text format holds rw-register histories only"
                             .into(),
