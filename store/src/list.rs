@@ -54,12 +54,15 @@ impl Chunk {
     /// A buffer holding `vals`, with room for `capacity` (≥ `vals.len()`).
     fn new(vals: Vec<Val>, capacity: usize) -> Chunk {
         let n = vals.len();
-        let mut slots: Vec<UnsafeCell<MaybeUninit<Val>>> = Vec::with_capacity(capacity.max(n));
-        slots.extend(
-            vals.into_iter()
-                .map(|v| UnsafeCell::new(MaybeUninit::new(v))),
-        );
-        slots.resize_with(capacity.max(n), || UnsafeCell::new(MaybeUninit::uninit()));
+        // Same layout: collected in place, `vals`' allocation reused.
+        let mut slots: Vec<UnsafeCell<MaybeUninit<Val>>> = vals
+            .into_iter()
+            .map(|v| UnsafeCell::new(MaybeUninit::new(v)))
+            .collect();
+        if capacity > n {
+            slots.reserve_exact(capacity - n);
+            slots.resize_with(capacity, || UnsafeCell::new(MaybeUninit::uninit()));
+        }
         Chunk {
             claimed: AtomicUsize::new(n),
             slots: slots.into_boxed_slice(),
