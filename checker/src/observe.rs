@@ -13,7 +13,8 @@
 //! insert per write); a list read is compared element-wise against its key's
 //! longest read and needs no hashing at all unless it disagrees with that
 //! read or reaches something suspicious in it (a garbage, duplicate or
-//! aborted element).
+//! aborted element). Reads the store shares with the longest read (one
+//! buffer, `store::ValList`) are known prefixes by their address alone.
 
 use crate::analysis::Workload;
 use crate::txn::{Status, Txns};
@@ -364,7 +365,11 @@ impl<'h> Observations<'h> {
                 };
                 let k = txns.key_of(t, i);
                 let l = self.longest[k as usize];
-                let prefix = r.len() <= l.len() && r.iter().zip(l).all(|(a, b)| a == b);
+                // A read that shares the longest read's buffer (the store's
+                // `ValList`) starts where it starts: a prefix, no compare.
+                let prefix = r.len() <= l.len()
+                    && (std::ptr::eq(r.as_ptr(), l.as_ptr())
+                        || r.iter().zip(l).all(|(a, b)| a == b));
                 // The last element's write: from the longest read when this
                 // read is a prefix of it (no hashing), else looked up.
                 let from = match r.last() {

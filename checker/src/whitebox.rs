@@ -243,7 +243,7 @@ mod tests {
                 30,
                 vec![MicroOp::Read(
                     k.clone(),
-                    ReadValue::List(vec![Val::int(1), Val::int(2)]),
+                    ReadValue::List(vec![Val::int(1), Val::int(2)].into()),
                 )],
             ),
             ok(
@@ -251,7 +251,7 @@ mod tests {
                 15,
                 vec![MicroOp::Read(
                     k.clone(),
-                    ReadValue::List(vec![Val::int(1), Val::int(2)]),
+                    ReadValue::List(vec![Val::int(1), Val::int(2)].into()),
                 )],
             ),
         ];

@@ -382,7 +382,7 @@ fn million_transaction_cycle_is_found_without_stack_overflow() {
         let prev = (i + n - 1) % n;
         let mops = vec![
             MicroOp::Append(Key::int(i), Val::int(1)),
-            MicroOp::Read(Key::int(prev), ReadValue::List(vec![Val::int(1)])),
+            MicroOp::Read(Key::int(prev), ReadValue::List(vec![Val::int(1)].into())),
         ];
         ops.push(Op::txn(ops.len() as u64, OpType::Ok, i as u64, mops));
     }

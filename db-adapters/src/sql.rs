@@ -287,7 +287,7 @@ pub fn parse_register(text: Option<&str>) -> Result<Option<Val>, ClientError> {
 /// [`parse_register`].
 pub fn decode_read(model: DataModel, text: Option<&str>) -> Result<ReadValue, ClientError> {
     Ok(match model {
-        DataModel::ListAppend => ReadValue::List(parse_list(text)?),
+        DataModel::ListAppend => ReadValue::List(parse_list(text)?.into()),
         DataModel::RwRegister => match parse_register(text)? {
             Some(v) => ReadValue::Scalar(v),
             None => ReadValue::Nil,

@@ -258,7 +258,7 @@ fn run_body(
                     .map_err(|e| classify(&e, "read"))?;
                 let text = val.flatten();
                 let read = match model {
-                    DataModel::ListAppend => ReadValue::List(parse_list(text.as_deref())?),
+                    DataModel::ListAppend => ReadValue::List(parse_list(text.as_deref())?.into()),
                     DataModel::RwRegister => match parse_register(text.as_deref())? {
                         Some(v) => ReadValue::Scalar(v),
                         None => ReadValue::Nil,
@@ -353,9 +353,15 @@ mod tests {
             .unwrap();
         assert_eq!(
             out[1],
-            MicroOp::Read(k.clone(), ReadValue::List(vec![Val::int(10), Val::int(11)]))
+            MicroOp::Read(
+                k.clone(),
+                ReadValue::List(vec![Val::int(10), Val::int(11)].into())
+            )
         );
-        assert_eq!(out[2], MicroOp::Read(Key::int(2), ReadValue::List(vec![])));
+        assert_eq!(
+            out[2],
+            MicroOp::Read(Key::int(2), ReadValue::List(vec![].into()))
+        );
         c.close().await;
     }
 
@@ -411,7 +417,10 @@ mod tests {
             .invoke(&[MicroOp::Read(Key::int(1), ReadValue::Nil)])
             .await
             .unwrap();
-        assert_eq!(out[0], MicroOp::Read(Key::int(1), ReadValue::List(vec![])));
+        assert_eq!(
+            out[0],
+            MicroOp::Read(Key::int(1), ReadValue::List(vec![].into()))
+        );
     }
 
     #[test]

@@ -87,7 +87,7 @@ async fn galera_cluster_serves_every_node_and_survives_a_kill() {
                 if r[0]
                     == MicroOp::Read(
                         Key::int(1),
-                        ReadValue::List(vec![Val::int(1), Val::int(2), Val::int(3)]),
+                        ReadValue::List(vec![Val::int(1), Val::int(2), Val::int(3)].into()),
                     )
                 {
                     break;
@@ -98,7 +98,7 @@ async fn galera_cluster_serves_every_node_and_survives_a_kill() {
                 seen,
                 Some(MicroOp::Read(
                     Key::int(1),
-                    ReadValue::List(vec![Val::int(1), Val::int(2), Val::int(3)])
+                    ReadValue::List(vec![Val::int(1), Val::int(2), Val::int(3)].into())
                 )),
                 "read on {}",
                 n.name

@@ -56,13 +56,19 @@ async fn local_cluster_appends_reads_serialization_failures_and_death() {
         .unwrap();
     assert_eq!(
         out[1],
-        MicroOp::Read(Key::int(1), ReadValue::List(vec![Val::int(1), Val::int(2)]))
+        MicroOp::Read(
+            Key::int(1),
+            ReadValue::List(vec![Val::int(1), Val::int(2)].into())
+        )
     );
     assert_eq!(
         out[2],
-        MicroOp::Read(Key::int(2), ReadValue::List(vec![Val::int(1)]))
+        MicroOp::Read(Key::int(2), ReadValue::List(vec![Val::int(1)].into()))
     );
-    assert_eq!(out[3], MicroOp::Read(Key::int(99), ReadValue::List(vec![])));
+    assert_eq!(
+        out[3],
+        MicroOp::Read(Key::int(99), ReadValue::List(vec![].into()))
+    );
 
     // Dynamic shared memory lives in the data directory (removed with the
     // cluster), not as /dev/shm/PostgreSQL.* segments that a killed

@@ -387,10 +387,10 @@ fn serializable_sim_reads_are_prefixes_of_final_reads() {
     for o in ops.iter().filter(|o| o.op_type == OpType::Ok) {
         for m in o.value.txn().unwrap() {
             if let MicroOp::Read(k, ReadValue::List(l)) = m {
-                all.push((k.clone(), l.clone()));
+                all.push((k.clone(), l.to_vec()));
                 let e = last.entry(k.clone()).or_default();
                 if l.len() >= e.len() {
-                    *e = l.clone();
+                    *e = l.to_vec();
                 }
             }
         }

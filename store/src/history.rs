@@ -9,6 +9,7 @@
 //! op types; the checker interprets it, the store keeps it losslessly.
 
 use crate::data::Data;
+pub use crate::list::ValList;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 
@@ -146,8 +147,9 @@ pub enum ReadValue {
     /// `null`/`nil`: not yet known (in an invocation or `info`), or the
     /// initial nil state of a register (in an `ok` rw-register read).
     Nil,
-    /// A list (list-append reads).
-    List(Vec<Val>),
+    /// A list (list-append reads); shares its elements with the key's other
+    /// reads where one is a prefix of another ([`ValList`]).
+    List(ValList),
     /// A single value (rw-register reads).
     Scalar(Val),
 }

@@ -12,6 +12,7 @@ pub mod data;
 pub mod format;
 pub mod history;
 pub mod import;
+pub mod list;
 pub mod predicate;
 pub mod run;
 
@@ -21,5 +22,6 @@ pub use history::{
     Atom, F, History, HistoryError, HistoryWarning, Key, MicroOp, Op, OpIndex, OpType, OpValue,
     Process, ProcessId, ReadValue, Val,
 };
+pub use list::{ListSharer, ValList};
 pub use predicate::RangeRead;
 pub use run::{HistoryLog, RunDir, RunError};

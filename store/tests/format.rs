@@ -51,7 +51,10 @@ fn native_json_lines_example_reads() {
         ok.value,
         OpValue::Txn(vec![
             MicroOp::Append(Key::int(3), Val::int(7)),
-            MicroOp::Read(Key::int(4), ReadValue::List(vec![Val::int(1), Val::int(7)])),
+            MicroOp::Read(
+                Key::int(4),
+                ReadValue::List(vec![Val::int(1), Val::int(7)].into())
+            ),
         ])
     );
     let nem = &out.ops[2];
@@ -428,5 +431,46 @@ fn the_reader_streams_across_chunk_boundaries() {
         let r = OpReader::new(Odd(&buf, 1), f, None);
         let back: Result<Vec<Op>, _> = r.collect();
         assert_eq!(back.unwrap(), ops, "{f}");
+    }
+}
+
+/// The list reads of a key read whole share one buffer where one is a prefix
+/// of another, in every format, and read back exactly as written.
+#[test]
+fn list_reads_of_a_key_share_one_buffer() {
+    let text = concat!(
+        r#"{"index":0,"type":"ok","process":0,"f":"txn","value":[["r",1,[1]],["r",2,[5]]]}"#,
+        "\n",
+        r#"{"index":1,"type":"ok","process":0,"f":"txn","value":[["r",1,[1,2,3]]]}"#,
+        "\n",
+        r#"{"index":2,"type":"ok","process":0,"f":"txn","value":[["r",1,[1,2]],["r",1,[1,9]]]}"#,
+        "\n",
+    );
+    let lists = |ops: &[Op]| -> Vec<store::ValList> {
+        ops.iter()
+            .flat_map(|o| o.value.txn().unwrap().iter())
+            .filter_map(|m| match m {
+                MicroOp::Read(_, ReadValue::List(l)) => Some(l.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let jsonl = format::read_str(text, Format::JsonLines).unwrap().ops;
+    let mut edn = Vec::new();
+    format::write_ops(&mut edn, &jsonl, Format::Edn).unwrap();
+    let edn = format::read_bytes(&edn, Format::Edn).unwrap().ops;
+    for ops in [&jsonl, &edn] {
+        let l = lists(ops);
+        let want: Vec<Vec<Val>> = [&[1][..], &[5], &[1, 2, 3], &[1, 2], &[1, 9]]
+            .iter()
+            .map(|v| v.iter().map(|&i| Val::int(i)).collect())
+            .collect();
+        assert_eq!(l.iter().map(|x| x.to_vec()).collect::<Vec<_>>(), want);
+        assert!(
+            l[0].shares(&l[2]) && l[2].shares(&l[3]),
+            "prefixes of key 1 share"
+        );
+        assert!(!l[1].shares(&l[0]), "keys never share");
+        assert!(!l[4].shares(&l[2]), "a diverging read has its own buffer");
     }
 }

@@ -57,7 +57,7 @@ fn parse_mops(toks: &[String]) -> Vec<MicroOp> {
                         i += 1;
                     }
                     i += 1;
-                    ReadValue::List(l)
+                    ReadValue::List(l.into())
                 } else if toks[i] == "nil" {
                     i += 1;
                     ReadValue::Nil

@@ -49,7 +49,7 @@ impl Value {
     fn to_read(&self) -> ReadValue {
         match self {
             Value::Nil => ReadValue::Nil,
-            Value::List(l) => ReadValue::List(l.clone()),
+            Value::List(l) => ReadValue::List(l.clone().into()),
             Value::Reg(v) => ReadValue::Scalar(v.clone()),
         }
     }

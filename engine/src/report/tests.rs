@@ -77,7 +77,7 @@ pub(crate) fn sample_history(clients: u64, txns: u64) -> History {
             };
             let comp = vec![
                 MicroOp::Append(k.clone(), Val::int(n as i64)),
-                MicroOp::Read(k, ReadValue::List(vec![Val::int(n as i64)])),
+                MicroOp::Read(k, ReadValue::List(vec![Val::int(n as i64)].into())),
             ];
             // Latency grows through the partition so the plots have shape.
             let lat = 200_000 + (n % 13) as i64 * 50_000;

@@ -554,7 +554,9 @@ mod tests {
                 Ok(txn
                     .iter()
                     .map(|m| match m {
-                        MicroOp::Read(k, _) => MicroOp::Read(k.clone(), ReadValue::List(vec![])),
+                        MicroOp::Read(k, _) => {
+                            MicroOp::Read(k.clone(), ReadValue::List(vec![].into()))
+                        }
                         other => other.clone(),
                     })
                     .collect())

@@ -321,7 +321,7 @@ fn read_value_from_data(v: &Data) -> Result<ReadValue, String> {
             .iter()
             .map(|x| atom_from_data(x).map(Val))
             .collect::<Result<Vec<_>, _>>()
-            .map(ReadValue::List)
+            .map(|l| ReadValue::List(l.into()))
             .map_err(|e| format!("read list element: {e}")),
         other => atom_from_data(other)
             .map(|a| ReadValue::Scalar(Val(a)))

@@ -12,6 +12,7 @@ use super::op_writer::{self, Syntax};
 use super::source::PErr;
 use crate::data::Data;
 use crate::history::{Atom, F, Key, MicroOp, Op, ReadValue, Val};
+use crate::list::ListSharer;
 use std::borrow::Cow;
 
 /// Deepest nesting of JSON arrays/objects accepted.
@@ -424,7 +425,8 @@ impl<'a> Json<'a> {
     }
 
     /// One op object, at its `{`.
-    pub fn op(&mut self, next_index: u64) -> Result<Op, PErr> {
+    /// With `lists`, list reads are built in shared buffers (`crate::list`).
+    pub fn op(&mut self, next_index: u64, mut lists: Option<&mut ListSharer>) -> Result<Op, PErr> {
         let start = self.pos;
         self.expect(b'{', "an op object `{`")?;
         let mut raw = RawOp::default();
@@ -493,7 +495,7 @@ impl<'a> Json<'a> {
                         })?;
                         let save = self.pos;
                         let fast = if self.peek() == Some(b'[') {
-                            self.try_txn()
+                            self.try_txn(lists.as_deref_mut())
                         } else {
                             None
                         };
@@ -534,7 +536,7 @@ impl<'a> Json<'a> {
 
     /// The usual transaction shape, parsed without building `Data`; `None`
     /// when the value is anything else (the caller re-parses it as data).
-    fn try_txn(&mut self) -> Option<Vec<MicroOp>> {
+    fn try_txn(&mut self, mut lists: Option<&mut ListSharer>) -> Option<Vec<MicroOp>> {
         self.pos += 1;
         let mut mops = Vec::new();
         self.ws();
@@ -574,28 +576,20 @@ impl<'a> Json<'a> {
                         MicroOp::Read(key, ReadValue::Nil)
                     }
                     b'[' => {
-                        self.pos += 1;
-                        let mut l = Vec::new();
-                        self.ws();
-                        if self.peek() == Some(b']') {
-                            self.pos += 1;
-                        } else {
-                            loop {
-                                self.ws();
-                                l.push(Val(self.atom()?));
-                                self.ws();
-                                match self.peek()? {
-                                    b',' => self.pos += 1,
-                                    b']' => {
-                                        self.pos += 1;
-                                        break;
-                                    }
-                                    _ => return None,
-                                }
+                        let l = match lists.as_deref_mut() {
+                            Some(s) => {
+                                let mut buf = s.take_scratch();
+                                let ok = self.list_into(&mut buf).is_some();
+                                let l = ok.then(|| s.share_vals(&key, &buf));
+                                s.put_scratch(buf);
+                                l?
                             }
-                        }
-                        // Histories are held whole: exact capacity, not doubling slack.
-                        l.shrink_to_fit();
+                            None => {
+                                let mut buf = Vec::new();
+                                self.list_into(&mut buf)?;
+                                buf.into()
+                            }
+                        };
                         MicroOp::Read(key, ReadValue::List(l))
                     }
                     _ => MicroOp::Read(key, ReadValue::Scalar(Val(self.atom()?))),
@@ -611,6 +605,29 @@ impl<'a> Json<'a> {
                     self.pos += 1;
                     mops.shrink_to_fit();
                     return Some(mops);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A list of atoms, at its `[`, into `out`.
+    fn list_into(&mut self, out: &mut Vec<Val>) -> Option<()> {
+        self.pos += 1;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            out.push(Val(self.atom()?));
+            self.ws();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b']' => {
+                    self.pos += 1;
+                    return Some(());
                 }
                 _ => return None,
             }

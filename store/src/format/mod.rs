@@ -44,6 +44,7 @@ mod parallel;
 mod source;
 
 use crate::history::{History, Op};
+use crate::list::ListSharer;
 pub use input::{Input, compress_file, is_gzip};
 pub use kind::{NotHistory, classify as classify_head, not_a_history};
 use source::{MAX_ITEM_BYTES, PErr, Source};
@@ -230,6 +231,9 @@ pub struct OpReader<R> {
     state: State,
     next_index: u64,
     warnings: Vec<String>,
+    /// Set by [`OpReader::sharing_lists`]: JSON Lines list reads are built
+    /// in per-key shared buffers (`crate::list`).
+    lists: Option<ListSharer>,
 }
 
 impl OpReader<Input> {
@@ -269,7 +273,17 @@ impl<R: Read> OpReader<R> {
             state: State::Start,
             next_index: 0,
             warnings: Vec::new(),
+            lists: None,
         }
+    }
+
+    /// Builds the list reads of JSON Lines ops in per-key shared buffers
+    /// (`crate::list`): for a reader whose ops are all kept (a whole
+    /// history in memory), not for streaming one op at a time, where each
+    /// op would pin a buffer.
+    pub fn sharing_lists(mut self) -> OpReader<R> {
+        self.lists = Some(ListSharer::new());
+        self
     }
 
     /// The format being read.
@@ -365,7 +379,7 @@ impl<R: Read> OpReader<R> {
                 let e = self.err_at(p.pos, "expected an op object `{` at the start of the line");
                 return self.fail(e);
             }
-            return match p.op(self.next_index) {
+            return match p.op(self.next_index, self.lists.as_mut()) {
                 Ok(op) => {
                     p.ws();
                     if !p.at_end() {
@@ -527,7 +541,7 @@ impl<R: Read> OpReader<R> {
                             match p.peek() {
                                 None => (Err(PErr::Incomplete), p.pos),
                                 Some(b'{') => {
-                                    let r = p.op(next).map(Some);
+                                    let r = p.op(next, None).map(Some);
                                     (r, p.pos)
                                 }
                                 Some(_) => (
@@ -599,10 +613,17 @@ impl<R: Read> Iterator for OpReader<R> {
     }
 }
 
-fn collect<R: Read>(mut r: OpReader<R>) -> Result<ReadOutcome, FormatError> {
+fn collect<R: Read>(r: OpReader<R>) -> Result<ReadOutcome, FormatError> {
+    let mut r = r.sharing_lists();
     let mut ops = Vec::new();
+    let mut sharer = ListSharer::new();
+    let jsonl = r.format == Format::JsonLines;
     for op in r.by_ref() {
-        ops.push(op?);
+        let mut op = op?;
+        if !jsonl {
+            sharer.share_op(&mut op);
+        }
+        ops.push(op);
     }
     Ok(ReadOutcome {
         format: r.format,

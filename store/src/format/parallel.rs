@@ -132,11 +132,12 @@ fn chunk_bounds(path: &Path, len: u64, parts: usize) -> Option<Vec<u64>> {
 fn parse_chunk(path: &Path, start: u64, end: u64) -> Option<Vec<Op>> {
     let mut f = File::open(path).ok()?;
     f.seek(SeekFrom::Start(start)).ok()?;
-    let mut r = OpReader::new(
+    let r = OpReader::new(
         f.take(end - start),
         Format::JsonLines,
         Some(path.to_path_buf()),
     );
+    let mut r = r.sharing_lists();
     let mut ops = Vec::new();
     for op in r.by_ref() {
         ops.push(op.ok()?);
