@@ -19,7 +19,7 @@
 use super::txns::PTxn;
 use crate::format::FormatError;
 use crate::history::{Atom, Key, MicroOp, ReadValue, Val};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -68,22 +68,30 @@ fn parse_line(l: &[u8]) -> Result<Line, (usize, String)> {
     for (n, name) in NAMES.iter().enumerate() {
         skip_ws(&mut i);
         let start = i;
-        if l.get(i) == Some(&b'-') {
+        let negative = l.get(i) == Some(&b'-');
+        if negative {
             i += 1;
         }
-        while l.get(i).is_some_and(u8::is_ascii_digit) {
+        // Accumulated negatively, so i64::MIN parses too.
+        let mut v: Option<i64> = Some(0);
+        while let Some(d) = l.get(i).filter(|c| c.is_ascii_digit()) {
+            v = v.and_then(|v| v.checked_mul(10)?.checked_sub(i64::from(d - b'0')));
             i += 1;
         }
-        let digits = std::str::from_utf8(&l[start..i]).unwrap_or("");
-        fields[n] = match digits.parse::<i64>() {
-            Ok(v) => v,
-            Err(_) if digits.len() > 1 => {
-                return Err((
-                    start,
-                    format!("the {name} {digits} is out of range (64-bit integers)"),
-                ));
+        let out_of_range = || {
+            let digits = String::from_utf8_lossy(&l[start..i]);
+            (
+                start,
+                format!("the {name} {digits} is out of range (64-bit integers)"),
+            )
+        };
+        fields[n] = match v {
+            _ if i == start + usize::from(negative) => {
+                return Err((start, format!("expected an integer {name}")));
             }
-            Err(_) => return Err((start, format!("expected an integer {name}"))),
+            Some(v) if negative => v,
+            Some(v) => v.checked_neg().ok_or_else(out_of_range)?,
+            None => return Err(out_of_range()),
         };
         skip_ws(&mut i);
         let sep = if n == 3 { b')' } else { b',' };
@@ -112,7 +120,7 @@ fn parse_line(l: &[u8]) -> Result<Line, (usize, String)> {
 pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, FormatError> {
     let mut txns: Vec<PTxn> = Vec::new();
     // Committed (and `< -1`) txn id → (position in `txns`, line of first use).
-    let mut by_id: HashMap<i64, (usize, u64)> = HashMap::new();
+    let mut by_id: FxHashMap<i64, (usize, u64)> = FxHashMap::default();
     // The open group of `-1` lines: (session, position).
     let mut aborted_run: Option<(u64, usize)> = None;
     for (n, raw) in bytes.split(|&b| b == b'\n').enumerate() {

@@ -1,11 +1,13 @@
 //! The shape every peer format shares: sessions of transactions, each
 //! committed or aborted, of register micro-ops; and its mapping to ops.
 //!
-//! Key decision: a transaction becomes an invocation and a completion at
-//! adjacent positions, in the order the file lists transactions. Those
-//! positions mean nothing across sessions (the files have no clock), so the
-//! history is marked session-order-only and the checker derives no
-//! real-time edges between sessions from them.
+//! Key decision: a transaction becomes one completion (`ok` or `fail`), in
+//! the order the file lists transactions, with no invocation: the files
+//! have no clock, so an invocation would say nothing a completion does not
+//! (Elle reads a completion without invocation as standing for itself), and
+//! leaving it out halves the ops a big file loads into. Positions mean
+//! nothing across sessions, so the history is marked session-order-only and
+//! the checker derives no real-time edges between sessions from them.
 
 use crate::history::{
     F, History, Key, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId, ReadValue, Val,
@@ -23,39 +25,26 @@ pub(crate) struct PTxn {
     pub mops: Vec<MicroOp>,
 }
 
-/// Ops for `txns`, in their order: an invocation (reads `nil`) then its
-/// completion, at consecutive indices from 0.
+/// Ops for `txns`, in their order: one completion each, at consecutive
+/// indices from 0.
 pub(crate) fn to_ops(txns: Vec<PTxn>) -> Vec<Op> {
-    let mut ops = Vec::with_capacity(txns.len() * 2);
-    for (i, t) in txns.into_iter().enumerate() {
-        let invoked: Vec<MicroOp> = t
-            .mops
-            .iter()
-            .map(|m| match m {
-                MicroOp::Read(k, _) => MicroOp::Read(k.clone(), ReadValue::Nil),
-                other => other.clone(),
-            })
-            .collect();
-        let i = i as u64;
-        let op = |index: u64, op_type: OpType, mops: Vec<MicroOp>| Op {
-            index: OpIndex(index),
+    txns.into_iter()
+        .enumerate()
+        .map(|(i, t)| Op {
+            index: OpIndex(i as u64),
             time_ns: None,
-            op_type,
+            op_type: if t.committed {
+                OpType::Ok
+            } else {
+                OpType::Fail
+            },
             process: Some(Process::Client(ProcessId(t.session))),
             f: Some(F::Txn),
-            value: OpValue::Txn(mops),
+            value: OpValue::Txn(t.mops),
             error: None,
             extra: Vec::new(),
-        };
-        let done = if t.committed {
-            OpType::Ok
-        } else {
-            OpType::Fail
-        };
-        ops.push(op(2 * i, OpType::Invoke, invoked));
-        ops.push(op(2 * i + 1, done, t.mops));
-    }
-    ops
+        })
+        .collect()
 }
 
 /// What a history holds that a peer format can say: its `ok` and `fail`
