@@ -120,19 +120,28 @@ fn bug_modes_are_caught() {
     // Each checked, by default, against what the buggy database claims.
     // causal-gap breaks exactly that (read atomic holds); torn-commit also
     // breaks read committed as Biswas & Enea define it (non-monotonic reads).
-    for (bug, claimed, anomaly, below) in [
-        ("torn-commit", "read-atomic", "fractured-read", None),
-        (
-            "causal-gap",
-            "causal-cerone",
-            "causality-violation",
-            Some("read-atomic"),
-        ),
+    // Which of a level's anomalies a run shows depends on tokio's
+    // interleaving (a fractured read within a session or across, a read
+    // that is not repeatable), so each bug names the set it must hit.
+    let torn: &[&str] = &[
+        "fractured-read",
+        "fractured-read-process",
+        "non-repeatable-read",
+        "non-monotonic-read",
+        "non-monotonic-read-process",
+    ];
+    let gap: &[&str] = &["causality-violation"];
+    for (bug, claimed, anomalies, below) in [
+        ("torn-commit", "read-atomic", torn, None),
+        ("causal-gap", "causal-cerone", gap, Some("read-atomic")),
     ] {
         let args = ["--sim-bug", bug, "--ops", "4000", "--seed", "7"];
         let (code, types) = sim(bug, &args);
         assert_eq!(code, Some(1), "{bug} vs {claimed}: {types:?}");
-        assert!(types.iter().any(|t| t == anomaly), "{bug}: {types:?}");
+        assert!(
+            types.iter().any(|t| anomalies.contains(&t.as_str())),
+            "{bug}: {types:?}"
+        );
         let Some(below) = below else { continue };
         let mut args = args.to_vec();
         args.extend(["--expected-consistency-model", below]);
