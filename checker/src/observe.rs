@@ -39,6 +39,9 @@ pub struct Write<'h> {
     /// Whether it is the transaction's last write of `key` (else an
     /// intermediate write).
     pub is_final: bool,
+    /// Another micro-op wrote the same value to `key` too (values must be
+    /// unique per key; a read of it cannot name its writer).
+    pub repeated: bool,
 }
 
 /// Whose state a read observed: the last element of a list read, the value
@@ -81,6 +84,9 @@ pub struct Read<'h> {
     pub first_on_key: bool,
     /// A later micro-op of the transaction writes `key`.
     pub writes_later: bool,
+    /// An earlier micro-op of the transaction writes `key` (the read should
+    /// see that write: `internal` checks it).
+    pub after_own_write: bool,
     /// list-append: the read is a prefix of its key's longest read.
     pub prefix: bool,
     /// list-append: the read may hold garbage, duplicate or aborted
@@ -282,6 +288,7 @@ impl<'h> Observations<'h> {
                 let id = self.writes.len() as u32;
                 match self.ids.insert(k, &v.0, id) {
                     Some(existing) => {
+                        self.writes[existing as usize].repeated = true;
                         let first = self.writes[existing as usize].txn;
                         self.warnings.push(format!(
                             "value {v} {} key {} more than once (ops {} and {}); values must be unique per key",
@@ -297,6 +304,7 @@ impl<'h> Observations<'h> {
                         key: k,
                         val: v,
                         is_final,
+                        repeated: false,
                     }),
                 }
             }
@@ -382,7 +390,7 @@ impl<'h> Observations<'h> {
                         .write_of(k, v)
                         .map_or(ReadFrom::Garbage, ReadFrom::Write),
                 };
-                let (first_on_key, writes_later) = around(txns, t, i, k, true);
+                let (first_on_key, writes_later, after_own_write) = around(txns, t, i, k, true);
                 self.reads.push(Read {
                     txn: t,
                     mop: i as u32,
@@ -391,6 +399,7 @@ impl<'h> Observations<'h> {
                     from,
                     first_on_key,
                     writes_later,
+                    after_own_write,
                     prefix,
                     careful: !prefix || r.len() > suspicious_from[k as usize],
                 });
@@ -409,7 +418,7 @@ impl<'h> Observations<'h> {
             for (i, m) in tx.mops.iter().enumerate() {
                 let MicroOp::Read(_, rv) = m else { continue };
                 let k = txns.key_of(t, i);
-                let (first_on_key, writes_later) = around(txns, t, i, k, false);
+                let (first_on_key, writes_later, after_own_write) = around(txns, t, i, k, false);
                 let Some(v) = read_scalar(rv) else {
                     // Counted where Elle looks: external reads of committed txns.
                     if first_on_key && tx.status == Status::Ok {
@@ -432,6 +441,7 @@ impl<'h> Observations<'h> {
                     from,
                     first_on_key,
                     writes_later,
+                    after_own_write,
                     prefix: true,
                     careful: false,
                 });
@@ -445,16 +455,14 @@ impl<'h> Observations<'h> {
     }
 }
 
-/// Whether micro-op `i` (on key `k`) of `t` is the first on `k`, and whether
-/// a later micro-op writes `k`.
-fn around(txns: &Txns<'_>, t: u32, i: usize, k: u32, list: bool) -> (bool, bool) {
+/// Whether micro-op `i` (on key `k`) of `t` is the first on `k`, whether
+/// a later micro-op writes `k`, and whether an earlier one does.
+fn around(txns: &Txns<'_>, t: u32, i: usize, k: u32, list: bool) -> (bool, bool, bool) {
     let tx = &txns.txns[t as usize];
-    let first = (0..i).all(|j| txns.key_of(t, j) != k);
-    let later = tx
-        .mops
-        .iter()
-        .enumerate()
-        .skip(i + 1)
-        .any(|(j, m)| Observations::write_mop(m, list).is_some() && txns.key_of(t, j) == k);
-    (first, later)
+    let on_k = |j: usize| txns.key_of(t, j) == k;
+    let writes = |j: usize| Observations::write_mop(&tx.mops[j], list).is_some();
+    let first = !(0..i).any(on_k);
+    let later = (i + 1..tx.mops.len()).any(|j| writes(j) && on_k(j));
+    let before = (0..i).any(|j| writes(j) && on_k(j));
+    (first, later, before)
 }

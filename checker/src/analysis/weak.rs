@@ -3,7 +3,7 @@
 //! requested models or anomalies name (`weak::Level::needed`).
 
 use super::{Analysis, AnalyzeOptions, Context, Found};
-use crate::weak::{Level, check_txns};
+use crate::weak::{Level, check_observed};
 
 /// `weak`: polynomial RC / RA / causal.
 pub struct Weak;
@@ -22,7 +22,7 @@ impl Analysis for Weak {
         let Some(level) = Level::needed(cx.opts.models, cx.opts.anomalies) else {
             return;
         };
-        let w = check_txns(cx.history, cx.txns, cx.opts.workload, level);
+        let w = check_observed(cx.history, cx.txns, cx.obs, cx.opts.workload, level);
         for a in w.anomalies {
             out.push(a);
         }

@@ -122,7 +122,19 @@ pub fn check_txns(
     workload: Workload,
     level: Level,
 ) -> WeakAnalysis {
-    let obs = Observations::new(txns, workload, history.initial_value());
+    let seen = crate::observe::Observations::new(txns, history, workload);
+    check_observed(history, txns, &seen, workload, level)
+}
+
+/// [`check_txns`] on observations already made (the analysis pipeline's).
+pub fn check_observed(
+    history: &History,
+    txns: &Txns<'_>,
+    seen: &crate::observe::Observations<'_>,
+    workload: Workload,
+    level: Level,
+) -> WeakAnalysis {
+    let obs = Observations::new(txns, seen, workload);
     let mut out = WeakAnalysis::default();
     let mut inferred = Vec::new();
     saturate::read_committed(&obs, &mut inferred);

@@ -11,9 +11,10 @@
 //! constraints, so it can never make a valid history look invalid.
 
 use crate::analysis::Workload;
+use crate::observe::ReadFrom;
 use crate::txn::{Status, Txns};
 use rustc_hash::FxHashMap;
-use store::{MicroOp, ReadValue, Val};
+use store::MicroOp;
 
 /// The writer of a read that observed the initial state.
 pub const INIT: u32 = u32::MAX;
@@ -101,107 +102,78 @@ impl Observations {
         self.write_of(t, key).is_some()
     }
 
-    /// Collects the observations of `txns` for `workload`.
-    /// `initial`: the value the history's format names as every key's
-    /// initial state (peer formats: `0`); a read of it on a key nobody
-    /// writes it to reads the initial state.
-    pub fn new(txns: &Txns<'_>, workload: Workload, initial: Option<&Val>) -> Observations {
+    /// Collects what the saturation needs from `txns` and what the shared
+    /// observations (`seen`, computed once for every analysis) say each
+    /// read observed — no value is looked up again here.
+    pub fn new(
+        txns: &Txns<'_>,
+        seen: &crate::observe::Observations<'_>,
+        workload: Workload,
+    ) -> Observations {
         let n = txns.len();
         let mut out = Observations {
             n,
             included: vec![false; n],
             ..Observations::default()
         };
-        // (key, value) → (writer, micro-op, final?), AMBIGUOUS when written twice.
-        const AMBIGUOUS: u32 = u32::MAX - 1;
-        let mut writer: FxHashMap<(u32, &Val), (u32, u32, bool)> = FxHashMap::default();
+        // Keys each transaction writes, with the micro-op of its last write.
         let mut last_write: FxHashMap<u32, u32> = FxHashMap::default();
         out.write_off.push(0);
         for (t, txn) in txns.txns.iter().enumerate() {
-            let t = t as u32;
             last_write.clear();
-            for (i, m) in txn.mops.iter().enumerate() {
-                let v = match (workload, m) {
-                    (Workload::RwRegister, MicroOp::Write(_, v))
-                    | (Workload::ListAppend, MicroOp::Append(_, v)) => v,
-                    _ => continue,
-                };
-                let k = txns.key_of(t, i);
-                writer
-                    .entry((k, v))
-                    .and_modify(|e| e.0 = AMBIGUOUS)
-                    .or_insert((t, i as u32, false));
-                last_write.insert(k, i as u32);
-            }
-            let start = out.write_list.len();
-            for (&k, &i) in &last_write {
-                if let MicroOp::Write(_, v) | MicroOp::Append(_, v) = &txn.mops[i as usize]
-                    && let Some(e) = writer.get_mut(&(k, v))
-                    && e.0 == t
-                {
-                    e.2 = true;
-                }
-                if txn.status != Status::Fail {
-                    out.write_list.push((k, i));
+            if txn.status != Status::Fail {
+                for (i, m) in txn.mops.iter().enumerate() {
+                    if matches!(
+                        (workload, m),
+                        (Workload::RwRegister, MicroOp::Write(..))
+                            | (Workload::ListAppend, MicroOp::Append(..))
+                    ) {
+                        last_write.insert(txns.key_of(t as u32, i), i as u32);
+                    }
                 }
             }
+            out.write_list
+                .extend(last_write.iter().map(|(&k, &i)| (k, i)));
+            let start = out.write_off[t] as usize;
             out.write_list[start..].sort_unstable();
             out.write_off.push(out.write_list.len() as u32);
         }
 
-        // Reads, and which indeterminate writers are read.
-        let mut own_stamp: Vec<u32> = vec![u32::MAX; txns.keys.len()];
+        // External reads of committed transactions whose writer is named
+        // uniquely: the initial state, or a committed or indeterminate
+        // transaction's final write of the value, not its own.
+        let mut reads = seen.reads.iter().peekable();
         out.read_off.push(0);
         for (t, txn) in txns.txns.iter().enumerate() {
             let t = t as u32;
-            if txn.status == Status::Ok {
-                out.included[t as usize] = true;
-                for (i, m) in txn.mops.iter().enumerate() {
-                    let k = txns.key_of(t, i);
-                    match m {
-                        MicroOp::Read(_, r) => {
-                            if own_stamp[k as usize] == t {
-                                continue; // internal read: `internal` checks it
-                            }
-                            let observed = match (workload, r) {
-                                (_, ReadValue::Nil) => None,
-                                (Workload::ListAppend, ReadValue::List(l)) => l.last(),
-                                (Workload::RwRegister, ReadValue::Scalar(v)) => Some(v),
-                                _ => {
-                                    out.skipped_reads += 1;
-                                    continue;
-                                }
-                            };
-                            let (w, wmop) = match observed {
-                                None => (INIT, 0),
-                                Some(v) if initial == Some(v) && !writer.contains_key(&(k, v)) => {
-                                    (INIT, 0)
-                                }
-                                Some(v) => match writer.get(&(k, v)) {
-                                    Some(&(w, wmop, true))
-                                        if w != AMBIGUOUS
-                                            && w != t
-                                            && txns.txns[w as usize].status != Status::Fail =>
-                                    {
-                                        (w, wmop)
-                                    }
-                                    _ => {
-                                        out.skipped_reads += 1;
-                                        continue;
-                                    }
-                                },
-                            };
-                            out.read_list.push(Read {
-                                key: k,
-                                writer: w,
-                                mop: i as u32,
-                                wmop,
-                            });
-                        }
-                        MicroOp::Write(..) | MicroOp::Append(..) => own_stamp[k as usize] = t,
-                        MicroOp::ReadRange(_) => {}
-                    }
+            let committed = txn.status == Status::Ok;
+            out.included[t as usize] |= committed;
+            while let Some(r) = reads.next_if(|r| r.txn == t) {
+                if !committed || r.after_own_write {
+                    continue; // internal reads: `internal` checks them
                 }
+                let (writer, wmop) = match r.from {
+                    ReadFrom::Initial => (INIT, 0),
+                    ReadFrom::Write(id) => {
+                        let w = seen.write(id);
+                        let named = w.is_final && !w.repeated && w.txn != t;
+                        if !named || txns.txns[w.txn as usize].status == Status::Fail {
+                            out.skipped_reads += 1;
+                            continue;
+                        }
+                        (w.txn, w.mop)
+                    }
+                    ReadFrom::Garbage => {
+                        out.skipped_reads += 1;
+                        continue;
+                    }
+                };
+                out.read_list.push(Read {
+                    key: r.key,
+                    writer,
+                    mop: r.mop,
+                    wmop,
+                });
             }
             out.read_off.push(out.read_list.len() as u32);
         }
