@@ -99,17 +99,7 @@ impl PredicateGen {
 
 impl Generator for PredicateGen {
     fn next(&mut self, ctx: &Ctx) -> Next {
-        let Some(thread) = ctx.first_free() else {
-            return Next::Pending;
-        };
-        Next::Op {
-            thread,
-            at_ns: ctx.time_ns,
-            invocation: Invocation {
-                f: F::Txn,
-                value: self.next_txn(),
-            },
-        }
+        crate::txn::txn_for_free_thread(ctx, || self.next_txn())
     }
 
     fn touched_keys(&self) -> Vec<Key> {

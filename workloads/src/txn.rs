@@ -87,19 +87,25 @@ impl TxnGen {
     }
 }
 
+/// A transaction for the first free thread, now (what every transaction
+/// generator emits); `txn` is only called when a thread is free.
+pub(crate) fn txn_for_free_thread(ctx: &Ctx, txn: impl FnOnce() -> Vec<MicroOp>) -> Next {
+    let Some(thread) = ctx.first_free() else {
+        return Next::Pending;
+    };
+    Next::Op {
+        thread,
+        at_ns: ctx.time_ns,
+        invocation: Invocation {
+            f: F::Txn,
+            value: txn(),
+        },
+    }
+}
+
 impl Generator for TxnGen {
     fn next(&mut self, ctx: &Ctx) -> Next {
-        let Some(thread) = ctx.first_free() else {
-            return Next::Pending;
-        };
-        Next::Op {
-            thread,
-            at_ns: ctx.time_ns,
-            invocation: Invocation {
-                f: F::Txn,
-                value: self.next_txn(),
-            },
-        }
+        txn_for_free_thread(ctx, || self.next_txn())
     }
 
     fn touched_keys(&self) -> Vec<Key> {
