@@ -37,8 +37,8 @@ fn serializable_20k_transactions_are_valid() {
     eprintln!("20k serializable transactions took {:?}", started.elapsed());
     let dir = run_dir(store.path(), "pg-ser");
     assert_complete(&dir);
-    // PostgreSQL's SERIALIZABLE is not always serializable here: in about
-    // one run in fifteen of this size it lets a G2-item cycle through
+    // PostgreSQL's SERIALIZABLE is not always serializable here: in 3 of 50
+    // runs of this size it let a G2-item cycle through
     // (findings/postgres-serializable-g2-item, as Jepsen reported for 18.4).
     // What must hold every time: it is snapshot isolation, so anything
     // found is a G2-item (two adjacent anti-dependencies), never G0, G1 or

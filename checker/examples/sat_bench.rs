@@ -14,17 +14,10 @@ use checker::sat::{Level, SatOutcome, check_register_stats};
 use checker::txn::Txns;
 use std::time::Instant;
 
-/// Peak resident set so far, in MB.
-fn peak_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|x| x.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
+#[path = "common/measure.rs"]
+#[allow(dead_code)]
+mod measure;
+use measure::peak_mb;
 
 #[path = "../tests/common/register_gen.rs"]
 mod register_gen;

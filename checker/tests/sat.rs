@@ -6,7 +6,7 @@
 
 mod common;
 
-use checker::analysis::{AnalyzeOptions, Workload, analyze};
+use checker::analysis::Workload;
 use checker::anomaly::AnomalyType;
 use checker::budget::Budget;
 use checker::explain::{Evidence, render_text};
@@ -339,24 +339,10 @@ fn ser_reads_ok(ts: &[&T], order: &[usize]) -> bool {
 
 /// Elle's cycle anomalies (no order edges) on the history.
 fn elle_cycles(h: &History) -> BTreeSet<AnomalyType> {
-    let search = common::plain_cycles();
-    let budget = Budget::unlimited();
-    let found = analyze(
-        h,
-        &AnalyzeOptions {
-            workload: Workload::RwRegister,
-            search,
-            wfr_keys: false,
-            sequential_keys: false,
-            linearizable_keys: false,
-            budget: &budget,
-            models: &[],
-            anomalies: &[],
-            complete: false,
-        },
-    )
-    .anomalies;
-    found.into_keys().filter(|a| a.is_cycle()).collect()
+    common::run(Workload::RwRegister, h, common::plain_cycles())
+        .into_keys()
+        .filter(|a| a.is_cycle())
+        .collect()
 }
 
 fn sat(h: &History, level: Level) -> SatOutcome {
