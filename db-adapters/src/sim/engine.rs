@@ -227,27 +227,19 @@ impl Engine {
     /// [`SimError::InvalidConfig`] when `abort_probability` is not in `[0, 1]`.
     pub fn new(opts: EngineOptions) -> Result<Engine, SimError> {
         check_probability("abort-probability", opts.abort_probability)?;
-        Ok(Engine {
-            mode: opts.mode,
-            abort_probability: opts.abort_probability,
-            rng: seeded(opts.seed),
-            keys: HashMap::new(),
-            txns: HashMap::new(),
-            clock: 0,
-            next_txn: 0,
-            stats: EngineStats::default(),
-            deferred: Vec::new(),
-            recent: VecDeque::new(),
-        })
+        Ok(Engine::build(&opts))
     }
 
     /// An empty database in `mode` with the default abort probability.
     pub fn with_mode(mode: SimMode, seed: u64) -> Engine {
-        let opts = EngineOptions::new(mode, seed);
+        Engine::build(&EngineOptions::new(mode, seed))
+    }
+
+    fn build(opts: &EngineOptions) -> Engine {
         Engine {
-            mode,
+            mode: opts.mode,
             abort_probability: opts.abort_probability,
-            rng: seeded(seed),
+            rng: seeded(opts.seed),
             keys: HashMap::new(),
             txns: HashMap::new(),
             clock: 0,
