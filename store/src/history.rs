@@ -163,8 +163,8 @@ pub enum MicroOp {
     Write(Key, Val),
     /// `["r", k, value]`.
     Read(Key, ReadValue),
-    /// `["rr", [lo, hi], rows]`: a predicate (range) read
-    /// ([`crate::predicate`]).
+    /// `["rr", [lo, hi], rows]` / `["rc", [lo, hi], n]`: a predicate read
+    /// of rows or of their count ([`crate::predicate`]).
     ReadRange(Box<crate::predicate::RangeRead>),
 }
 
@@ -184,7 +184,7 @@ impl MicroOp {
             MicroOp::Append(..) => "append",
             MicroOp::Write(..) => "w",
             MicroOp::Read(..) => "r",
-            MicroOp::ReadRange(..) => crate::predicate::RANGE_READ,
+            MicroOp::ReadRange(r) => r.f_name(),
         }
     }
 
@@ -195,7 +195,9 @@ impl MicroOp {
             (MicroOp::Append(k1, v1), MicroOp::Append(k2, v2))
             | (MicroOp::Write(k1, v1), MicroOp::Write(k2, v2)) => k1 == k2 && v1 == v2,
             (MicroOp::Read(k1, _), MicroOp::Read(k2, _)) => k1 == k2,
-            (MicroOp::ReadRange(a), MicroOp::ReadRange(b)) => a.lo == b.lo && a.hi == b.hi,
+            (MicroOp::ReadRange(a), MicroOp::ReadRange(b)) => {
+                a.lo == b.lo && a.hi == b.hi && a.is_count() == b.is_count()
+            }
             _ => false,
         }
     }

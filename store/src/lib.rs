@@ -23,5 +23,5 @@ pub use history::{
     Process, ProcessId, ReadValue, Val,
 };
 pub use list::{ListSharer, ValList};
-pub use predicate::RangeRead;
+pub use predicate::{RangeKind, RangeRead};
 pub use run::{HistoryLog, RunDir, RunError};

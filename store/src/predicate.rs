@@ -13,6 +13,14 @@
 //! (an invocation, an `info`) and otherwise a list of `[k, [v …]]` pairs in
 //! key order, one per row returned. Bounds are inclusive.
 //!
+//! A count read (`rc`) is the same predicate with `count(*)` as its
+//! result: `["rc", [lo, hi], n]` / `[:rc [lo hi] n]`, `n` a non-negative
+//! integer or `null`/`nil` while unknown. It says how many keys of the
+//! range existed in the version set, not which: the checker derives only
+//! the edges a count pins down (none seen, or all seen; see
+//! `checker::analysis::predicate`). Both kinds are one [`RangeRead`] (one
+//! `MicroOp::ReadRange`), told apart by [`RangeKind`].
+//!
 //! Invariant: this module and its three encoders/decoders (`convert.rs`,
 //! `op_writer.rs`) are the only places in `store` that know the shape.
 
@@ -22,6 +30,18 @@ use crate::history::{Atom, Key, Val};
 /// The micro-op function name (`rr`: range read).
 pub const RANGE_READ: &str = "rr";
 
+/// The micro-op function name of a count read (`rc`: range count).
+pub const RANGE_COUNT: &str = "rc";
+
+/// What a predicate read returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RangeKind {
+    /// The rows themselves (`rr`, in [`RangeRead::rows`]).
+    Rows,
+    /// `count(*)` of the rows (`rc`); `None` until known.
+    Count(Option<u64>),
+}
+
 /// `["rr", [lo, hi], rows]`: the rows whose key lies in `lo..=hi`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RangeRead {
@@ -29,8 +49,11 @@ pub struct RangeRead {
     pub lo: Key,
     /// Inclusive upper bound.
     pub hi: Key,
-    /// The rows returned (key, its list), in key order; `None` until known.
+    /// The rows returned (key, its list), in key order; `None` until known,
+    /// and always for a count read.
     pub rows: Option<Vec<(Key, Vec<Val>)>>,
+    /// Rows or a count.
+    pub kind: RangeKind,
 }
 
 impl RangeRead {
@@ -40,6 +63,36 @@ impl RangeRead {
             lo: Key(Atom::Int(lo)),
             hi: Key(Atom::Int(hi)),
             rows: None,
+            kind: RangeKind::Rows,
+        }
+    }
+
+    /// A count read (`count(*)` over `lo..=hi`) whose result is not known yet.
+    pub fn count(lo: i64, hi: i64) -> RangeRead {
+        RangeRead {
+            kind: RangeKind::Count(None),
+            ..RangeRead::new(lo, hi)
+        }
+    }
+
+    /// The micro-op function name: `rr` or `rc`.
+    pub fn f_name(&self) -> &'static str {
+        match self.kind {
+            RangeKind::Rows => RANGE_READ,
+            RangeKind::Count(_) => RANGE_COUNT,
+        }
+    }
+
+    /// Whether this is a count read.
+    pub fn is_count(&self) -> bool {
+        matches!(self.kind, RangeKind::Count(_))
+    }
+
+    /// Whether the result is known (rows or count).
+    pub fn is_known(&self) -> bool {
+        match self.kind {
+            RangeKind::Rows => self.rows.is_some(),
+            RangeKind::Count(n) => n.is_some(),
         }
     }
 
@@ -58,11 +111,12 @@ impl RangeRead {
         Data::Vec(vec![atom_data(&self.lo.0), atom_data(&self.hi.0)])
     }
 
-    /// The rows as data: `nil` or `[[k, [v …]] …]`.
-    pub fn rows_to_data(&self) -> Data {
-        match &self.rows {
-            None => Data::Nil,
-            Some(rows) => Data::Vec(
+    /// The result as data: `nil`, `[[k, [v …]] …]` or the count.
+    pub fn value_to_data(&self) -> Data {
+        match (&self.kind, &self.rows) {
+            (RangeKind::Count(Some(n)), _) => Data::Int(i64::try_from(*n).unwrap_or(i64::MAX)),
+            (RangeKind::Count(None), _) | (RangeKind::Rows, None) => Data::Nil,
+            (RangeKind::Rows, Some(rows)) => Data::Vec(
                 rows.iter()
                     .map(|(k, l)| {
                         Data::Vec(vec![
@@ -73,6 +127,29 @@ impl RangeRead {
                     .collect(),
             ),
         }
+    }
+
+    /// Decodes `[f, [lo, hi], value]` where `f` is `rr` or `rc`; `None` for
+    /// any other `f` (not a predicate read).
+    pub fn decode(f: &str, range: &Data, value: &Data) -> Option<Result<RangeRead, String>> {
+        match f {
+            RANGE_READ => Some(RangeRead::from_data(range, value)),
+            RANGE_COUNT => Some(RangeRead::count_from_data(range, value)),
+            _ => None,
+        }
+    }
+
+    /// Decodes a count read's `[lo, hi]` and `n`.
+    pub fn count_from_data(range: &Data, n: &Data) -> Result<RangeRead, String> {
+        let mut r = RangeRead::from_data(range, &Data::Nil)?;
+        r.kind = RangeKind::Count(match n {
+            Data::Nil => None,
+            Data::Int(i) => Some(u64::try_from(*i).map_err(|_| {
+                format!("range count: expected a count of rows >= 0, found {i}")
+            })?),
+            _ => return Err("range count: the count must be null or an integer".into()),
+        });
+        Ok(r)
     }
 
     /// Decodes `[lo, hi]` and the rows; errors name the part that is wrong.
@@ -98,7 +175,12 @@ impl RangeRead {
             ),
             _ => return Err("range read: rows must be null or a list of [k, [v …]]".into()),
         };
-        Ok(RangeRead { lo, hi, rows })
+        Ok(RangeRead {
+            lo,
+            hi,
+            rows,
+            kind: RangeKind::Rows,
+        })
     }
 }
 

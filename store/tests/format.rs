@@ -474,3 +474,35 @@ fn list_reads_of_a_key_share_one_buffer() {
         assert!(!l[4].shares(&l[2]), "a diverging read has its own buffer");
     }
 }
+
+#[test]
+fn range_and_count_reads_round_trip_and_bad_counts_are_refused() {
+    let ops = jsonl(concat!(
+        r#"{"index":0,"type":"invoke","process":0,"f":"txn","value":[["rc",[1,4],null],["rr",[1,4],null]]}"#,
+        "\n",
+        r#"{"index":1,"type":"ok","process":0,"f":"txn","value":[["rc",[1,4],2],["rr",[1,4],[[1,[5]],[3,[6,7]]]]]}"#,
+        "\n"
+    ))
+    .ops;
+    let OpValue::Txn(m) = &ops[1].value else {
+        panic!("not a txn")
+    };
+    let [MicroOp::ReadRange(c), MicroOp::ReadRange(r)] = m.as_slice() else {
+        panic!("{m:?}")
+    };
+    assert_eq!(c.kind, store::RangeKind::Count(Some(2)));
+    assert_eq!(c.rows, None);
+    assert_eq!(r.kind, store::RangeKind::Rows);
+    assert_eq!(r.rows.as_ref().map(Vec::len), Some(2));
+    round_trip(&ops);
+    let e = err(
+        "{:index 0 :type :ok :process 0 :f :txn :value [[:rc [1 4] -1]]}\n",
+        Format::Edn,
+    );
+    assert!(e.to_string().contains("count of rows >= 0"), "{e}");
+    let e = err(
+        "{:index 0 :type :ok :process 0 :f :txn :value [[:rc [1 4] [1]]]}\n",
+        Format::Edn,
+    );
+    assert!(e.to_string().contains("null or an integer"), "{e}");
+}

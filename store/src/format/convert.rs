@@ -293,9 +293,8 @@ fn micro_op_from_data(d: &Data) -> Result<MicroOp, String> {
             ));
         }
     };
-    if fname == crate::predicate::RANGE_READ {
-        return crate::predicate::RangeRead::from_data(k, v)
-            .map(|r| MicroOp::ReadRange(Box::new(r)));
+    if let Some(r) = crate::predicate::RangeRead::decode(fname, k, v) {
+        return r.map(|r| MicroOp::ReadRange(Box::new(r)));
     }
     let key = Key(atom_from_data(k).map_err(|e| format!("key: {e}"))?);
     match fname {
@@ -309,7 +308,7 @@ fn micro_op_from_data(d: &Data) -> Result<MicroOp, String> {
         )),
         "r" => Ok(MicroOp::Read(key, read_value_from_data(v)?)),
         other => Err(format!(
-            "unknown micro-op function {other:?} (expected append, r, rr or w)"
+            "unknown micro-op function {other:?} (expected append, r, rc, rr or w)"
         )),
     }
 }
@@ -361,7 +360,7 @@ pub(crate) fn txn_to_data(m: &[MicroOp], keyword_names: bool) -> Data {
                     Data::Str(name)
                 };
                 if let MicroOp::ReadRange(r) = mop {
-                    return Data::Vec(vec![f, r.range_to_data(), r.rows_to_data()]);
+                    return Data::Vec(vec![f, r.range_to_data(), r.value_to_data()]);
                 }
                 let v = match mop {
                     MicroOp::ReadRange(_) => Data::Nil,

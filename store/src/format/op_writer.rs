@@ -42,7 +42,7 @@ pub(crate) fn write_txn<S: Syntax>(out: &mut String, m: &[MicroOp]) {
         if let MicroOp::ReadRange(r) = mop {
             S::data(out, &r.range_to_data());
             out.push_str(S::SEP);
-            S::data(out, &r.rows_to_data());
+            S::data(out, &r.value_to_data());
             out.push(']');
             continue;
         }
