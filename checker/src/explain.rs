@@ -107,6 +107,21 @@ pub enum Evidence {
         /// The transactions.
         txns: Vec<OpIndex>,
     },
+    /// A count read whose `count(*)` no version set of its range can give
+    /// (`predicate-read-miss`): fewer rows than the transaction itself
+    /// inserted there, or more than were ever inserted.
+    CountMiss {
+        /// The reading transaction.
+        op: OpIndex,
+        /// The count micro-op's position in it.
+        mop: usize,
+        /// Inclusive bounds of the range.
+        range: [Key; 2],
+        /// The count returned.
+        count: u64,
+        /// The fewest and most rows the range can have held.
+        bounds: [u64; 2],
+    },
     /// A register's inferred version order is cyclic.
     CyclicVersions {
         /// The key.
@@ -186,6 +201,9 @@ pub struct PredicateSite {
     /// Whether the range read returned the row (predicate-wr) or missed it
     /// (predicate-rw).
     pub seen: bool,
+    /// For a count read: the count it returned (all rows, or none, of the
+    /// range; the only counts that pin rows down).
+    pub count: Option<u64>,
 }
 
 /// A process step: `from` and `to` ran one after the other on one process.
@@ -434,6 +452,10 @@ impl Step {
                             ),
                             ("row", atom_data(&p.row.0)),
                             ("seen", Data::Bool(p.seen)),
+                            (
+                                "count",
+                                p.count.map_or(Data::Nil, int),
+                            ),
                         ]),
                     ));
                 }
@@ -503,6 +525,25 @@ impl Anomaly {
                 m.push(("key", atom_data(&key.0)));
                 m.push(("element", atom_data(&element.0)));
                 m.push(("writer", writer.map_or(Data::Nil, |w| int(w.0))));
+            }
+            Evidence::CountMiss {
+                op,
+                mop,
+                range,
+                count,
+                bounds,
+            } => {
+                m.push(("op", int(op.0)));
+                m.push(("mop", int(*mop)));
+                m.push((
+                    "range",
+                    Data::Vec(range.iter().map(|k| atom_data(&k.0)).collect()),
+                ));
+                m.push(("count", int(*count)));
+                m.push((
+                    "bounds",
+                    Data::Vec(bounds.iter().map(|&b| int(b)).collect()),
+                ));
             }
             Evidence::Internal {
                 op,
@@ -598,7 +639,9 @@ impl Anomaly {
         let mut v = match &self.evidence {
             Evidence::Cycle { cycle, .. } => cycle.clone(),
             Evidence::Read { op, writer, .. } => std::iter::once(*op).chain(*writer).collect(),
-            Evidence::Internal { op, .. } | Evidence::DuplicateElements { op, .. } => vec![*op],
+            Evidence::Internal { op, .. }
+            | Evidence::DuplicateElements { op, .. }
+            | Evidence::CountMiss { op, .. } => vec![*op],
             Evidence::DirtyUpdate { txns, .. } | Evidence::LostUpdate { txns, .. } => txns.clone(),
             _ => Vec::new(),
         };
@@ -656,6 +699,10 @@ pub fn fmt_mop(m: &MicroOp) -> String {
 /// A range read in EDN (`[:rr [1 5] [[2 [7 8]] [4 [9]]]]`, `nil` rows
 /// when unknown).
 fn fmt_range_read(r: &store::RangeRead) -> String {
+    if let store::RangeKind::Count(n) = r.kind {
+        let n = n.map_or_else(|| "nil".to_string(), |n| n.to_string());
+        return format!("[:rc [{} {}] {n}]", r.lo, r.hi);
+    }
     let rows = match &r.rows {
         None => "nil".to_string(),
         Some(rows) => {
@@ -811,6 +858,18 @@ fn step_reason(s: &Step, a: &str, b: &str) -> String {
 /// A predicate step in words: the range, the row, who inserted it.
 fn predicate_reason(d: &DataStep, p: &PredicateSite, a: &str, b: &str) -> String {
     let (lo, hi, row) = (&p.lo, &p.hi, &p.row);
+    if let Some(n) = p.count {
+        let (what, who, v) = if p.seen {
+            ("every row ever inserted there, so it counted row", a, &d.value)
+        } else {
+            ("no row it did not insert itself, so it did not count row", b, &d.value2)
+        };
+        let reader = if p.seen { b } else { a };
+        return format!(
+            "{reader}'s count read of keys {lo}..={hi} returned {n}: {what} {row}, which {who} inserted by appending {}",
+            opt_val(v)
+        );
+    }
     if p.seen {
         format!(
             "{b}'s range read of keys {lo}..={hi} returned row {row}, which {a} inserted by appending {}",
@@ -888,6 +947,12 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
                 (AnomalyType::G1b, Some(_)) => format!(
                     "T1 read {element} from key {key} (micro-op {mop}), an intermediate state of T2, which wrote to {key} again afterwards: an intermediate read."
                 ),
+                (AnomalyType::PredicateReadMiss, Some(_)) => format!(
+                    "T1's range read (micro-op {mop}) did not return row {key}, which T1 itself inserted earlier by appending {element}: a predicate read miss."
+                ),
+                (AnomalyType::PredicateReadMiss, None) => format!(
+                    "T1's range read (micro-op {mop}) returned row {key} (last element {element}), which lies outside its range: a predicate read miss."
+                ),
                 (AnomalyType::FutureRead, _) => format!(
                     "T1 read {element} from key {key} (micro-op {mop}), before T1 itself wrote it: a future read."
                 ),
@@ -930,6 +995,19 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
                 "Key {key} was read as {} and as {}; neither is a prefix of the other, so they cannot come from one order of appends.",
                 fmt_vals(&values[0]),
                 fmt_vals(&values[1])
+            );
+        }
+        Evidence::CountMiss {
+            op,
+            mop,
+            range: [lo, hi],
+            count,
+            bounds: [least, most],
+        } => {
+            let_block(history, &[*op], &mut out);
+            let _ = write!(
+                out,
+                "\nThen:\n  - T1's count read of keys {lo}..={hi} (micro-op {mop}) returned {count}, but the range held at least {least} (T1's own inserts) and at most {most} rows (every row ever inserted there): a predicate read miss."
             );
         }
         Evidence::DirtyUpdate { key, values, txns } => {

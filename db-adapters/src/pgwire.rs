@@ -487,6 +487,21 @@ impl<S: PgSessionSource> PgTxnClient<S> {
             for mop in txn {
                 if let MicroOp::ReadRange(r) = mop {
                     let (lo, hi) = crate::predicate::bounds(r)?;
+                    if r.is_count() {
+                        let sql = crate::predicate::pg_count_sql(&tables);
+                        let n: i64 = s
+                            .client
+                            .query_one(sql.as_str(), &[&lo, &hi])
+                            .await
+                            .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?
+                            .try_get(0)
+                            .map_err(|e| ClientError::definite("decode", format!("count: {e}")))?;
+                        out.push(MicroOp::ReadRange(Box::new(
+                            crate::predicate::complete_count(r, n)?,
+                        )));
+                        xmins.push(None);
+                        continue;
+                    }
                     let sql = crate::predicate::pg_range_sql(&tables);
                     let rows = s
                         .client

@@ -12,6 +12,10 @@
 //! bounds because each `?` binds once); SQLite has one table and its own
 //! client. Rows come back as `(id, val)` text; a row with a NULL or empty
 //! `val` is still a row (its list is empty).
+//!
+//! A count read (`["rc", [lo, hi], n]`) is `SELECT count(*)` over the same
+//! `UNION ALL` ([`pg_count_sql`], [`mysql_count_sql`], [`SQLITE_COUNT_SQL`]):
+//! still one statement, so one snapshot.
 
 use crate::client::ClientError;
 use crate::sql::{TxnTables, parse_list};
@@ -27,11 +31,35 @@ pub fn mysql_range_sql(tables: &TxnTables) -> String {
     union(tables, "?", "?")
 }
 
+/// `SELECT count(*) FROM (… UNION ALL …) AS r` with `$1`/`$2`.
+pub fn pg_count_sql(tables: &TxnTables) -> String {
+    count(tables, "$1", "$2")
+}
+
+/// The MySQL-wire count (params as [`mysql_range_sql`]).
+pub fn mysql_count_sql(tables: &TxnTables) -> String {
+    count(tables, "?", "?")
+}
+
+/// SQLite's count over its one table.
+pub const SQLITE_COUNT_SQL: &str = "SELECT count(*) FROM txn WHERE id BETWEEN ?1 AND ?2";
+
 fn union(tables: &TxnTables, lo: &str, hi: &str) -> String {
+    format!("{} ORDER BY id", selects(tables, "id, val", lo, hi))
+}
+
+fn count(tables: &TxnTables, lo: &str, hi: &str) -> String {
+    format!(
+        "SELECT count(*) FROM ({}) AS r",
+        selects(tables, "id", lo, hi)
+    )
+}
+
+fn selects(tables: &TxnTables, cols: &str, lo: &str, hi: &str) -> String {
     let parts: Vec<String> = (0..tables.table_count.max(1))
-        .map(|t| format!("SELECT id, val FROM txn{t} WHERE id BETWEEN {lo} AND {hi}"))
+        .map(|t| format!("SELECT {cols} FROM txn{t} WHERE id BETWEEN {lo} AND {hi}"))
         .collect();
-    format!("{} ORDER BY id", parts.join(" UNION ALL "))
+    parts.join(" UNION ALL ")
 }
 
 /// The integer bounds of a range read.
@@ -55,9 +83,22 @@ pub fn complete(r: &RangeRead, rows: Vec<(i64, Option<String>)>) -> Result<Range
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(RangeRead {
-        lo: r.lo.clone(),
-        hi: r.hi.clone(),
         rows: Some(out),
+        ..r.clone()
+    })
+}
+
+/// The completed count read: `r` with the database's `count(*)`.
+///
+/// # Errors
+/// The indefinite `unparseable-read` for a negative count.
+pub fn complete_count(r: &RangeRead, n: i64) -> Result<RangeRead, ClientError> {
+    let n = u64::try_from(n).map_err(|_| {
+        ClientError::indefinite("unparseable-read", format!("count(*) returned {n}"))
+    })?;
+    Ok(RangeRead {
+        kind: store::RangeKind::Count(Some(n)),
+        ..r.clone()
     })
 }
 
@@ -76,6 +117,22 @@ mod tests {
              SELECT id, val FROM txn2 WHERE id BETWEEN $1 AND $2 ORDER BY id"
         );
         assert_eq!(mysql_range_sql(&t).matches('?').count(), 6);
+        assert_eq!(
+            pg_count_sql(&TxnTables { table_count: 2 }),
+            "SELECT count(*) FROM (SELECT id FROM txn0 WHERE id BETWEEN $1 AND $2 UNION ALL \
+             SELECT id FROM txn1 WHERE id BETWEEN $1 AND $2) AS r"
+        );
+        assert_eq!(mysql_count_sql(&t).matches('?').count(), 6);
+    }
+
+    #[test]
+    fn counts_complete_and_negative_counts_are_indefinite() {
+        let r = RangeRead::count(1, 9);
+        let done = complete_count(&r, 3).unwrap();
+        assert_eq!(done.kind, store::RangeKind::Count(Some(3)));
+        assert!(done.rows.is_none());
+        let e = complete_count(&r, -1).unwrap_err();
+        assert!(format!("{e:?}").contains("unparseable-read"));
     }
 
     #[test]

@@ -286,6 +286,16 @@ fn run_body(
                 .map_err(|e| classify(&e, "write"))?;
                 out.push(mop.clone());
             }
+            MicroOp::ReadRange(r) if r.is_count() => {
+                let (lo, hi) = crate::predicate::bounds(r)?;
+                let n: i64 = conn
+                    .prepare_cached(crate::predicate::SQLITE_COUNT_SQL)
+                    .and_then(|mut s| s.query_row([lo, hi], |row| row.get(0)))
+                    .map_err(|e| classify(&e, "count read"))?;
+                out.push(MicroOp::ReadRange(Box::new(
+                    crate::predicate::complete_count(r, n)?,
+                )));
+            }
             MicroOp::ReadRange(r) => {
                 let (lo, hi) = crate::predicate::bounds(r)?;
                 let rows = conn

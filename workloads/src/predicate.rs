@@ -11,6 +11,9 @@
 //!   cover rows that concurrent transactions are inserting: the phantoms
 //!   the predicate analysis looks for. With `--max-writes-per-key 1` every
 //!   append is an insert.
+//! * One predicate read in [`COUNT_EVERY`] is a count read
+//!   `["rc", [lo, hi], nil]` (`SELECT count(*) … BETWEEN`): the same
+//!   predicate, a result that reveals less (how many rows, not which).
 //! * Reads are range reads only: the rows a range read returns are its
 //!   whole version set, and item reads would add item anti-dependencies
 //!   that blur which analysis found a cycle.
@@ -26,6 +29,9 @@ use store::{F, Key, MicroOp, RangeRead, ReadValue, Val};
 
 /// Keys per range read.
 pub const RANGE_WIDTH: i64 = 4;
+
+/// One predicate read in this many counts its rows instead of returning them.
+pub const COUNT_EVERY: u32 = 4;
 
 /// An endless generator of predicate transactions.
 #[derive(Clone, Debug)]
@@ -76,8 +82,12 @@ impl PredicateGen {
         } else {
             active[self.rng.random_range(0..active.len())]
         };
-        let lo = centre - self.rng.random_range(0..RANGE_WIDTH);
-        RangeRead::new(lo.max(0), lo.max(0) + RANGE_WIDTH - 1)
+        let lo = (centre - self.rng.random_range(0..RANGE_WIDTH)).max(0);
+        if self.rng.random_ratio(1, COUNT_EVERY) {
+            RangeRead::count(lo, lo + RANGE_WIDTH - 1)
+        } else {
+            RangeRead::new(lo, lo + RANGE_WIDTH - 1)
+        }
     }
 
     /// Item reads of every key touched so far, `final_read_batch` a
@@ -120,13 +130,14 @@ mod tests {
             ..WorkloadConfig::default()
         };
         let mut g = PredicateGen::new(&cfg, 7).unwrap();
-        let (mut ranges, mut seen) = (0, HashSet::new());
+        let (mut ranges, mut counts, mut seen) = (0, 0, HashSet::new());
         for _ in 0..500 {
             for m in g.next_txn() {
                 match m {
                     MicroOp::ReadRange(r) => {
                         ranges += 1;
-                        assert!(r.rows.is_none());
+                        counts += usize::from(r.is_count());
+                        assert!(!r.is_known());
                         assert!(r.lo <= r.hi);
                     }
                     MicroOp::Append(k, v) => assert!(seen.insert((k, v)), "duplicate append"),
@@ -135,6 +146,7 @@ mod tests {
             }
         }
         assert!(ranges > 100 && seen.len() > 100);
+        assert!(counts > ranges / 8 && counts < ranges / 2, "{counts} of {ranges}");
         // One write per key: every append is an insert of a fresh key.
         let keys: HashSet<_> = seen.iter().map(|(k, _)| k.clone()).collect();
         assert_eq!(keys.len(), seen.len());

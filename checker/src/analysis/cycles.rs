@@ -29,27 +29,10 @@ impl Analysis for Cycles {
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
         let (txns, history, opts) = (cx.txns, cx.history, cx.opts);
         let mut edges = cx.versions.edges(txns);
-        // Order edges, as Elle adds them.
-        let has = |v: Variant| {
-            opts.search
-                .iter()
-                .any(|a| a.cycle_parts().is_some_and(|p| p.1 == v))
-        };
-        let variant = if has(Variant::Realtime) {
-            Variant::Realtime
-        } else if has(Variant::Process) {
-            Variant::Process
-        } else {
-            Variant::Plain
-        };
         let data_graph_empty = edges.edges.is_empty();
-        match variant {
-            Variant::Realtime => edges
-                .edges
-                .extend(order::realtime_edges(txns, history).edges),
-            Variant::Process => edges.edges.extend(order::process_edges(txns).edges),
-            Variant::Plain => {}
-        }
+        let order = order_edges(cx);
+        let (variant, mask) = (order.variant, order.mask);
+        edges.edges.extend(order.edges.edges);
         let graph = Graph::from_edges(txns.len(), edges);
         if data_graph_empty && graph.edge_count() == 0 {
             out.anomalies.insert(
@@ -60,11 +43,6 @@ impl Analysis for Cycles {
                 }],
             );
         }
-        let mask = match variant {
-            Variant::Realtime => Rels::DATA | Rels::REALTIME,
-            Variant::Process => Rels::DATA | Rels::PROCESS,
-            Variant::Plain => Rels::DATA,
-        };
         let variants: &[Variant] = match variant {
             Variant::Realtime => &[Variant::Plain, Variant::Realtime],
             Variant::Process => &[Variant::Plain, Variant::Process],
@@ -109,6 +87,42 @@ impl Analysis for Cycles {
             });
         }
         cycle_exists(&graph, mask, &sccs, cx, out);
+    }
+}
+
+/// The order edges Elle adds for the classes searched: realtime if a
+/// `*-realtime` class is searched, else process if a `*-process` one is.
+pub(super) struct OrderEdges {
+    /// Which variant the edges give.
+    pub variant: Variant,
+    /// The relations of a graph with them (data + the order relation).
+    pub mask: Rels,
+    /// The edges (none for [`Variant::Plain`]).
+    pub edges: EdgeList,
+}
+
+/// The order edges of `cx`'s history for `cx.opts.search` (shared with the
+/// predicate analysis, so both add the same ones).
+pub(super) fn order_edges(cx: &Context<'_, '_>) -> OrderEdges {
+    let has = |v: Variant| {
+        cx.opts
+            .search
+            .iter()
+            .any(|a| a.cycle_parts().is_some_and(|p| p.1 == v))
+    };
+    let (variant, mask, edges) = if has(Variant::Realtime) {
+        let e = order::realtime_edges(cx.txns, cx.history);
+        (Variant::Realtime, Rels::DATA | Rels::REALTIME, e)
+    } else if has(Variant::Process) {
+        let e = order::process_edges(cx.txns);
+        (Variant::Process, Rels::DATA | Rels::PROCESS, e)
+    } else {
+        (Variant::Plain, Rels::DATA, EdgeList::default())
+    };
+    OrderEdges {
+        variant,
+        mask,
+        edges,
     }
 }
 

@@ -21,23 +21,37 @@
 //! * The rows are the read's version set, not item reads: they add no item
 //!   `wr`/`rw` edges (Adya), so a cycle reported here needs its predicate
 //!   edge.
+//! * A count read `["rc", [lo, hi], n]` reveals only how many keys of the
+//!   range existed in its version set, not which. Only two counts pin the
+//!   version of every key down: `n` = the reader's own earlier inserts in
+//!   range (it saw no other row: `reader →rw(p) creator` for each) and
+//!   `n` = own + every key in range any non-aborted transaction wrote (it
+//!   saw them all: `creator →wr(p) reader` for each). Any count between
+//!   says "some of these", which orders no pair: no edge (sound, and
+//!   incomplete on purpose). A count below the own inserts or above all
+//!   possible rows is `predicate-read-miss` (`Evidence::CountMiss`).
 //! * Result-set mismatch (`predicate-read-miss`): a row outside the range,
 //!   or a row the transaction itself inserted earlier missing.
 //! * Cycles: the combined graph (item edges of the version order + the
 //!   predicate edges) → SCCs; per SCC and per predicate edge in it, the
 //!   cycle through that edge with the fewest anti-dependencies (0-1 BFS
 //!   capped at one rw, then unrestricted BFS), classified as Elle
-//!   classifies; one case per type per SCC. Plain variants only (no
-//!   process / real-time edges). Bounded by the budget.
+//!   classifies; one case per type per SCC. Process or real-time edges are
+//!   added as the `cycles` analysis adds them (`cycles::order_edges`, from
+//!   the classes searched); a predicate edge's cycle is searched without
+//!   them first, and only a cycle that needs one is a `-process` /
+//!   `-realtime` variant (`G-single-process`, `G2-realtime`, …), which the
+//!   strong-session and strict models proscribe. Bounded by the budget.
 
 use super::{Analysis, AnalyzeOptions, Context, Found};
-use crate::anomaly::AnomalyType;
+use super::cycles::{OrderEdges, order_edges};
+use crate::anomaly::{AnomalyType, Variant};
 use crate::explain::{Anomaly, Evidence, PredicateSite, Site, Step};
 use crate::graph::{EdgeList, Graph, tarjan};
 use crate::rels::{Rel, Rels};
 use crate::txn::{Status, Txns};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use store::{Atom, Key, MicroOp, OpIndex, RangeRead, Val};
+use store::{Atom, Key, MicroOp, OpIndex, RangeKind, RangeRead, Val};
 
 /// Predicate edges and predicate-form cycles.
 pub struct Predicate;
@@ -63,7 +77,7 @@ impl Analysis for Predicate {
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
         let keys = KeyIndex::new(cx.txns);
         let creators = creators(cx, &keys);
-        let (edges, misses) = predicate_edges(cx, &keys, &creators);
+        let (edges, misses) = Edges::new(cx, &keys, &creators).collect();
         for a in misses {
             out.push(a);
         }
@@ -162,55 +176,139 @@ struct PredEdge<'h> {
     range: &'h RangeRead,
     row: &'h Atom,
     creator: Creator<'h>,
+    /// The count, for an edge of a count read.
+    count: Option<u64>,
 }
 
-/// The predicate edges of every committed range read, and its result-set
-/// mismatches.
-fn predicate_edges<'h>(
-    cx: &Context<'_, 'h>,
-    keys: &KeyIndex<'h>,
-    creators: &[Option<Creator<'h>>],
-) -> (Vec<PredEdge<'h>>, Vec<Anomaly>) {
-    let (mut edges, mut misses) = (Vec::new(), Vec::new());
-    for (t, txn) in cx.txns.txns.iter().enumerate() {
-        if txn.status != Status::Ok {
-            continue;
+/// Builds the predicate edges of every committed range and count read,
+/// and their result-set mismatches.
+struct Edges<'c, 'h> {
+    cx: &'c Context<'c, 'h>,
+    keys: &'c KeyIndex<'h>,
+    creators: &'c [Option<Creator<'h>>],
+    /// Keys some non-aborted transaction wrote (rows that may exist).
+    live: Vec<bool>,
+    edges: Vec<PredEdge<'h>>,
+    misses: Vec<Anomaly>,
+}
+
+impl<'c, 'h> Edges<'c, 'h> {
+    fn new(
+        cx: &'c Context<'c, 'h>,
+        keys: &'c KeyIndex<'h>,
+        creators: &'c [Option<Creator<'h>>],
+    ) -> Edges<'c, 'h> {
+        let mut live = vec![false; cx.txns.keys.len()];
+        for w in &cx.obs.writes {
+            if cx.txns.txns[w.txn as usize].status != Status::Fail {
+                live[w.key as usize] = true;
+            }
         }
-        let t = t as u32;
-        for (j, m) in txn.mops.iter().enumerate() {
-            let MicroOp::ReadRange(r) = m else { continue };
-            let Some(rows) = &r.rows else { continue };
-            for (rk, l) in rows {
-                if !r.matches(rk) {
-                    misses.push(miss(cx, t, j, rk, l.last().cloned(), None));
+        Edges {
+            cx,
+            keys,
+            creators,
+            live,
+            edges: Vec::new(),
+            misses: Vec::new(),
+        }
+    }
+
+    fn collect(mut self) -> (Vec<PredEdge<'h>>, Vec<Anomaly>) {
+        let txns = self.cx.txns;
+        for (t, txn) in txns.txns.iter().enumerate() {
+            if txn.status != Status::Ok {
+                continue;
+            }
+            for (j, m) in txn.mops.iter().enumerate() {
+                let MicroOp::ReadRange(r) = m else { continue };
+                match (&r.kind, &r.rows) {
+                    (RangeKind::Rows, Some(rows)) => self.rows(t as u32, j, r, rows),
+                    (RangeKind::Count(Some(n)), _) => self.count(t as u32, j, r, *n),
+                    _ => {}
                 }
             }
-            for (atom, k) in keys.in_range(r) {
-                let Some(c) = creators[k as usize] else {
-                    continue;
-                };
-                let seen = rows.iter().any(|(rk, _)| &rk.0 == atom);
-                if c.txn == t {
-                    if !seen && (c.mop as usize) < j {
-                        let w = Some(cx.txns.op_index(cx.history, t));
-                        misses.push(miss(cx, t, j, &Key(atom.clone()), Some(c.val.clone()), w));
-                    }
-                    continue;
-                }
-                let (from, to) = if seen { (c.txn, t) } else { (t, c.txn) };
-                edges.push(PredEdge {
-                    from,
-                    to,
-                    seen,
-                    reader: (t, j),
-                    range: r,
-                    row: atom,
-                    creator: c,
-                });
+        }
+        (self.edges, self.misses)
+    }
+
+    /// `c →wr(p) t` if the read `(t, j)` saw `row`, else `t →rw(p) c`.
+    fn edge(&mut self, (t, j): (u32, usize), r: &'h RangeRead, row: &'h Atom, c: Creator<'h>, seen: bool) {
+        let (from, to) = if seen { (c.txn, t) } else { (t, c.txn) };
+        self.edges.push(PredEdge {
+            from,
+            to,
+            seen,
+            reader: (t, j),
+            range: r,
+            row,
+            creator: c,
+            count: match r.kind {
+                RangeKind::Count(n) => n,
+                RangeKind::Rows => None,
+            },
+        });
+    }
+
+    /// A range read: per key in range, seen or missed.
+    fn rows(&mut self, t: u32, j: usize, r: &'h RangeRead, rows: &'h [(Key, Vec<Val>)]) {
+        let cx = self.cx;
+        for (rk, l) in rows {
+            if !r.matches(rk) {
+                self.misses
+                    .push(miss(cx, t, j, rk, l.last().cloned(), None));
+            }
+        }
+        for (atom, k) in self.keys.in_range(r) {
+            let Some(c) = self.creators[k as usize] else {
+                continue;
+            };
+            let seen = rows.iter().any(|(rk, _)| &rk.0 == atom);
+            if c.txn != t {
+                self.edge((t, j), r, atom, c, seen);
+            } else if (c.mop as usize) < j && !seen {
+                let w = Some(cx.txns.op_index(cx.history, t));
+                let key = Key(atom.clone());
+                self.misses.push(miss(cx, t, j, &key, Some(c.val.clone()), w));
             }
         }
     }
-    (edges, misses)
+
+    /// A count read: edges only when it counted none or all of the other
+    /// transactions' rows (module doc).
+    fn count(&mut self, t: u32, j: usize, r: &'h RangeRead, n: u64) {
+        let (mut own, mut possible) = (0u64, 0u64);
+        let mut others: Vec<(&'h Atom, Creator<'h>)> = Vec::new();
+        for (atom, k) in self.keys.in_range(r) {
+            match self.creators[k as usize] {
+                Some(c) if c.txn == t => own += u64::from((c.mop as usize) < j),
+                Some(c) => {
+                    possible += 1;
+                    others.push((atom, c));
+                }
+                None => possible += u64::from(self.live[k as usize]),
+            }
+        }
+        if n < own || n > own + possible {
+            let cx = self.cx;
+            self.misses.push(Anomaly {
+                kind: AnomalyType::PredicateReadMiss,
+                evidence: Evidence::CountMiss {
+                    op: cx.txns.op_index(cx.history, t),
+                    mop: j,
+                    range: [r.lo.clone(), r.hi.clone()],
+                    count: n,
+                    bounds: [own, own + possible],
+                },
+            });
+        } else if possible > 0 && (n == own || n == own + possible) {
+            // n == own: none of the others' rows seen; else all of them.
+            let all = n > own;
+            for (atom, c) in others {
+                self.edge((t, j), r, atom, c, all);
+            }
+        }
+    }
 }
 
 fn miss(
@@ -238,21 +336,24 @@ fn miss(
 enum Label {
     Item(Rel),
     Pred(u32),
+    /// A process or real-time step.
+    Order(Rel),
 }
 
-/// Per directed pair: the best non-anti-dependency label and the best
-/// anti-dependency label.
+/// Per directed pair: the best non-anti-dependency label, the best
+/// anti-dependency label, and an order (process / real-time) step.
 #[derive(Clone, Copy, Default)]
 struct Pair {
     flow: Option<Label>,
     anti: Option<Label>,
+    order: Option<Label>,
 }
 
 struct Combined {
     succ: Vec<Vec<(u32, Pair)>>,
 }
 
-fn combine(cx: &Context<'_, '_>, edges: &[PredEdge<'_>]) -> (Combined, Graph) {
+fn combine(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], order: OrderEdges) -> (Combined, Graph) {
     let n = cx.txns.len();
     let mut pairs: HashMap<(u32, u32), Pair> = HashMap::new();
     let item = cx.versions.edges(cx.txns);
@@ -278,6 +379,15 @@ fn combine(cx: &Context<'_, '_>, edges: &[PredEdge<'_>]) -> (Combined, Graph) {
         slot.get_or_insert(Label::Pred(i as u32));
         all.add(e.from, e.to, Rels::DATA);
     }
+    for (a, b, rels) in order.edges.edges {
+        let rel = if rels.contains(Rel::Realtime) {
+            Rel::Realtime
+        } else {
+            Rel::Process
+        };
+        pairs.entry((a, b)).or_default().order.get_or_insert(Label::Order(rel));
+        all.add(a, b, rels);
+    }
     let mut succ = vec![Vec::new(); n];
     for ((a, b), p) in pairs {
         if a != b {
@@ -298,10 +408,21 @@ const CLASSES: [AnomalyType; 4] = [
     AnomalyType::G2,
 ];
 
-/// Cycles through predicate edges, one case per type per SCC.
+/// Cycles through predicate edges, one case per type (and variant) per SCC.
 fn find_cycles(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], out: &mut Found) {
-    let (g, graph) = combine(cx, edges);
-    let sccs = tarjan(&graph, Rels::DATA);
+    let order = order_edges(cx);
+    let (variant, mask) = (order.variant, order.mask);
+    let (g, graph) = combine(cx, edges, order);
+    let sccs = tarjan(&graph, mask);
+    let kinds: Vec<AnomalyType> = [Variant::Plain, variant]
+        .into_iter()
+        .flat_map(|v| CLASSES.iter().filter_map(move |c| c.with_variant(v)))
+        .fold(Vec::new(), |mut v, k| {
+            if !v.contains(&k) {
+                v.push(k);
+            }
+            v
+        });
     let mut by_comp: HashMap<u32, Vec<u32>> = HashMap::new();
     for (i, e) in edges.iter().enumerate() {
         let (ca, cb) = (sccs.comp[e.from as usize], sccs.comp[e.to as usize]);
@@ -319,7 +440,7 @@ fn find_cycles(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], out: &mut Found) {
         let mut found: Vec<AnomalyType> = Vec::new();
         let size = sccs.size[comp as usize];
         for i in pred {
-            if found.len() == CLASSES.len() {
+            if found.len() == kinds.len() {
                 break;
             }
             if cx.opts.budget.charge(u64::from(size)) {
@@ -327,7 +448,7 @@ fn find_cycles(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], out: &mut Found) {
                     kind: AnomalyType::CycleSearchTimeout,
                     evidence: Evidence::Timeout {
                         scc_size: size as usize,
-                        does_not_contain: CLASSES
+                        does_not_contain: kinds
                             .iter()
                             .copied()
                             .filter(|c| !found.contains(c))
@@ -336,10 +457,10 @@ fn find_cycles(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], out: &mut Found) {
                 });
                 break;
             }
-            let Some(steps) = cheapest_cycle(&g, edges, i, &in_comp) else {
+            let Some(steps) = cheapest_cycle(&g, edges, i, &in_comp, variant) else {
                 continue;
             };
-            let kind = classify(&steps, edges);
+            let kind = classify(&steps, edges, variant);
             if found.contains(&kind) {
                 continue;
             }
@@ -350,27 +471,46 @@ fn find_cycles(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], out: &mut Found) {
 }
 
 /// The cycle through predicate edge `i` with the fewest anti-dependencies:
-/// steps `(from, label)` starting at the edge's source.
+/// steps `(from, label)` starting at the edge's source. Order steps only if
+/// no cycle of data steps exists (then it is the `variant`'s).
 fn cheapest_cycle(
     g: &Combined,
     edges: &[PredEdge<'_>],
     i: u32,
     in_comp: &[bool],
+    variant: Variant,
 ) -> Option<Vec<(u32, Label)>> {
     let e = &edges[i as usize];
     let first = (e.from, Label::Pred(i));
-    for cap in [0u8, 1, u8::MAX] {
-        if let Some(mut path) = bfs(g, e.to, e.from, cap, in_comp) {
-            path.insert(0, first);
-            return Some(path);
+    let with_order: &[bool] = if variant == Variant::Plain {
+        &[false]
+    } else {
+        &[false, true]
+    };
+    for &order in with_order {
+        for cap in [0u8, 1, u8::MAX] {
+            let search = Search { cap, order };
+            if let Some(mut path) = bfs(g, e.to, e.from, search, in_comp) {
+                path.insert(0, first);
+                return Some(path);
+            }
         }
     }
     None
 }
 
+/// What a path may use: at most `cap` anti-dependency steps (`u8::MAX`:
+/// any), and order steps or not.
+#[derive(Clone, Copy)]
+struct Search {
+    cap: u8,
+    order: bool,
+}
+
 /// Shortest path `src ⇝ dst` using at most `cap` anti-dependency steps
 /// (`u8::MAX`: any), over states (node, anti-dependencies used).
-fn bfs(g: &Combined, src: u32, dst: u32, cap: u8, in_comp: &[bool]) -> Option<Vec<(u32, Label)>> {
+fn bfs(g: &Combined, src: u32, dst: u32, search: Search, in_comp: &[bool]) -> Option<Vec<(u32, Label)>> {
+    let cap = search.cap;
     let levels = if cap == u8::MAX { 1 } else { cap as usize + 1 };
     let n = g.succ.len();
     let idx = |v: u32, r: usize| v as usize * levels + r;
@@ -394,8 +534,11 @@ fn bfs(g: &Combined, src: u32, dst: u32, cap: u8, in_comp: &[bool]) -> Option<Ve
             if !in_comp[v as usize] {
                 continue;
             }
-            let mut next: Vec<(usize, Label)> = Vec::with_capacity(2);
+            let mut next: Vec<(usize, Label)> = Vec::with_capacity(3);
             if let Some(l) = pair.flow {
+                next.push((r, l));
+            }
+            if let (true, Some(l)) = (search.order, pair.order) {
                 next.push((r, l));
             }
             if let Some(l) = pair.anti {
@@ -420,22 +563,27 @@ fn is_anti(l: Label, edges: &[PredEdge<'_>]) -> bool {
     match l {
         Label::Item(r) => r == Rel::Rw,
         Label::Pred(i) => !edges[i as usize].seen,
+        Label::Order(_) => false,
     }
 }
 
 /// Elle's classification (elle.md §3.1) of a cycle holding a predicate
-/// edge: by its anti-dependencies (item or predicate), with no `-item`.
-fn classify(steps: &[(u32, Label)], edges: &[PredEdge<'_>]) -> AnomalyType {
+/// edge: by its anti-dependencies (item or predicate), with no `-item`;
+/// the `variant` if it holds an order step.
+fn classify(steps: &[(u32, Label)], edges: &[PredEdge<'_>], variant: Variant) -> AnomalyType {
     let n = steps.len();
     let anti: Vec<bool> = steps.iter().map(|s| is_anti(s.1, edges)).collect();
     let count = anti.iter().filter(|a| **a).count();
     let adjacent = (0..n).any(|i| anti[i] && anti[(i + 1) % n]);
-    match count {
+    let base = match count {
         0 => AnomalyType::G1c,
         1 => AnomalyType::GSingle,
         _ if adjacent => AnomalyType::G2,
         _ => AnomalyType::GNonadjacent,
-    }
+    };
+    let ordered = steps.iter().any(|s| matches!(s.1, Label::Order(_)));
+    let v = if ordered { variant } else { Variant::Plain };
+    base.with_variant(v).unwrap_or(base)
 }
 
 fn explain_cycle(
@@ -458,6 +606,8 @@ fn explain_cycle(
                     .explain(cx.txns, cx.history, a, b, rel)
                     .unwrap_or_else(|| Step::bare(rel, op(a), op(b))),
                 Label::Pred(j) => predicate_step(cx, &edges[j as usize]),
+                Label::Order(rel) => crate::order::explain(cx.txns, cx.history, a, b, rel)
+                    .unwrap_or_else(|| Step::bare(rel, op(a), op(b))),
             }
         })
         .collect();
@@ -492,6 +642,7 @@ fn predicate_step(cx: &Context<'_, '_>, e: &PredEdge<'_>) -> Step {
             hi: e.range.hi.clone(),
             row,
             seen: e.seen,
+            count: e.count,
         }));
     }
     s

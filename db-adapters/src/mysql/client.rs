@@ -303,11 +303,20 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
                 let params: Vec<mysql_async::Value> = (0..tables.table_count.max(1))
                     .flat_map(|_| [lo.into(), hi.into()])
                     .collect();
-                let rows: Vec<(i64, Option<String>)> = conn
-                    .exec(crate::predicate::mysql_range_sql(&tables), params)
-                    .await
-                    .map_err(before)?;
-                let done = crate::predicate::complete(r, rows).map_err(|e| (e, true))?;
+                let done = if r.is_count() {
+                    let n: Option<i64> = conn
+                        .exec_first(crate::predicate::mysql_count_sql(&tables), params)
+                        .await
+                        .map_err(before)?;
+                    crate::predicate::complete_count(r, n.unwrap_or(0))
+                } else {
+                    let rows: Vec<(i64, Option<String>)> = conn
+                        .exec(crate::predicate::mysql_range_sql(&tables), params)
+                        .await
+                        .map_err(before)?;
+                    crate::predicate::complete(r, rows)
+                }
+                .map_err(|e| (e, true))?;
                 out.push(MicroOp::ReadRange(Box::new(done)));
                 continue;
             }
