@@ -152,6 +152,10 @@ anomalies! {
     WriteSkew => "write-skew",
     /// Predicate read miss (closed-predicate checker only).
     PredicateReadMiss => "predicate-read-miss",
+    /// A read that disagrees with the state the database's own expected
+    /// serialization order (ascending commit timestamps, white-box) gives
+    /// it: Enne's replay check (`analysis::expected_order`).
+    ExpectedOrderViolation => "expected-order-violation",
     /// A transaction fails to observe its own prior reads/writes.
     Internal => "internal",
     /// A transaction reads an element it appends later.

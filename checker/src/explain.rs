@@ -122,6 +122,19 @@ pub enum Evidence {
         /// The fewest and most rows the range can have held.
         bounds: [u64; 2],
     },
+    /// A read the database's expected serialization order contradicts
+    /// (`expected-order-violation`, `crate::whitebox::replay`).
+    Replay {
+        /// The reading transaction.
+        op: OpIndex,
+        /// The read micro-op's position in it.
+        mop: usize,
+        /// The key (a range or count read: its lower bound).
+        key: Key,
+        /// What replaying in commit-timestamp order says it should have
+        /// returned (EDN).
+        expected: String,
+    },
     /// A register's inferred version order is cyclic.
     CyclicVersions {
         /// The key.
@@ -545,6 +558,17 @@ impl Anomaly {
                     Data::Vec(bounds.iter().map(|&b| int(b)).collect()),
                 ));
             }
+            Evidence::Replay {
+                op,
+                mop,
+                key,
+                expected,
+            } => {
+                m.push(("op", int(op.0)));
+                m.push(("mop", int(*mop)));
+                m.push(("key", atom_data(&key.0)));
+                m.push(("expected", Data::Str(expected.clone())));
+            }
             Evidence::Internal {
                 op,
                 mop,
@@ -641,7 +665,8 @@ impl Anomaly {
             Evidence::Read { op, writer, .. } => std::iter::once(*op).chain(*writer).collect(),
             Evidence::Internal { op, .. }
             | Evidence::DuplicateElements { op, .. }
-            | Evidence::CountMiss { op, .. } => vec![*op],
+            | Evidence::CountMiss { op, .. }
+            | Evidence::Replay { op, .. } => vec![*op],
             Evidence::DirtyUpdate { txns, .. } | Evidence::LostUpdate { txns, .. } => txns.clone(),
             _ => Vec::new(),
         };
@@ -1008,6 +1033,18 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
             let _ = write!(
                 out,
                 "\nThen:\n  - T1's count read of keys {lo}..={hi} (micro-op {mop}) returned {count}, but the range held at least {least} (T1's own inserts) and at most {most} rows (every row ever inserted there): a predicate read miss."
+            );
+        }
+        Evidence::Replay {
+            op,
+            mop,
+            key,
+            expected,
+        } => {
+            let_block(history, &[*op], &mut out);
+            let _ = write!(
+                out,
+                "\nThen:\n  - Replaying the committed transactions in ascending commit timestamp (the database's own serialization order), T1's micro-op {mop} on key {key} should have read {expected}, but it read something else: an expected-order violation."
             );
         }
         Evidence::DirtyUpdate { key, values, txns } => {

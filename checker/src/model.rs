@@ -258,6 +258,7 @@ impl ConsistencyModel {
                 A::G1,
                 A::G2,
                 A::PredicateReadMiss,
+                A::ExpectedOrderViolation,
                 A::Pl3CycleExists,
             ],
             M::StrictSerializable => &[A::G1, A::G1cRealtime, A::G2Realtime, A::PlSsCycleExists],

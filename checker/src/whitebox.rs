@@ -16,10 +16,12 @@
 //! or `[wall, logical]`): their expected serialization order is ascending
 //! commit timestamp, so [`replay`] checks a history as Enne does — apply
 //! the committed transactions in that order and compare every read with
-//! the state it should have seen. Linear, no graph.
+//! the state it should have seen. Linear, no graph. It runs as the
+//! `expected_order` entry of `analysis::ANALYSES` when every `ok`
+//! transaction carries a `commit-ts`.
 
 use std::collections::{BTreeMap, HashMap};
-use store::{Data, History, Key, MicroOp, Op, OpIndex, OpType, ReadValue, Val};
+use store::{Data, History, Key, MicroOp, Op, OpIndex, OpType, RangeKind, RangeRead, ReadValue, Val};
 
 /// A transaction's snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,8 +102,14 @@ pub struct Mismatch {
     pub mop: usize,
     /// The key (a range read: its lower bound).
     pub key: Key,
-    /// What the replay says the read should have returned.
+    /// What the replay says the read should have returned (EDN: a list,
+    /// a value, `nil`, rows `[[k [v …]] …]`, or a count).
     pub expected: String,
+}
+
+/// Whether the op carries a commit timestamp (white-box, timestamp-ordered).
+pub fn has_commit_ts(op: &Op) -> bool {
+    commit_ts(op).is_some()
 }
 
 fn commit_ts(op: &Op) -> Option<(i64, i64)> {
@@ -141,21 +149,7 @@ pub fn replay(history: &History) -> Option<Vec<Mismatch>> {
                     None
                 }
                 MicroOp::Read(k, rv) => read_mismatch(k, rv, &lists, &regs),
-                MicroOp::ReadRange(r) => {
-                    let want: Vec<(&Key, &Vec<&Val>)> = lists
-                        .range::<Key, _>(&r.lo..=&r.hi)
-                        .filter(|(k, l)| r.matches(k) && !l.is_empty())
-                        .map(|(k, l)| (*k, l))
-                        .collect();
-                    let got = r.rows.as_ref();
-                    let same = got.is_some_and(|rows| {
-                        rows.len() == want.len()
-                            && rows.iter().zip(&want).all(|((k, l), (wk, wl))| {
-                                k == *wk && l.iter().eq(wl.iter().copied())
-                            })
-                    });
-                    (!same).then(|| format!("{} rows", want.len()))
-                }
+                MicroOp::ReadRange(r) => range_mismatch(r, &lists),
             };
             if let Some(expected) = expected {
                 out.push(Mismatch {
@@ -170,6 +164,35 @@ pub fn replay(history: &History) -> Option<Vec<Mismatch>> {
     Some(out)
 }
 
+fn range_mismatch(r: &RangeRead, lists: &BTreeMap<&Key, Vec<&Val>>) -> Option<String> {
+    let want: Vec<(&Key, &Vec<&Val>)> = lists
+        .range::<Key, _>(&r.lo..=&r.hi)
+        .filter(|(k, l)| r.matches(k) && !l.is_empty())
+        .map(|(k, l)| (*k, l))
+        .collect();
+    if let RangeKind::Count(n) = r.kind {
+        let n = n.and_then(|n| usize::try_from(n).ok());
+        return (n != Some(want.len())).then(|| format!("count {}", want.len()));
+    }
+    let same = r.rows.as_ref().is_some_and(|rows| {
+        rows.len() == want.len()
+            && rows
+                .iter()
+                .zip(&want)
+                .all(|((k, l), (wk, wl))| k == *wk && l.iter().eq(wl.iter().copied()))
+    });
+    let rows: Vec<String> = want
+        .iter()
+        .map(|(k, l)| format!("[{k} {}]", fmt_list(l)))
+        .collect();
+    (!same).then(|| format!("rows [{}]", rows.join(" ")))
+}
+
+fn fmt_list(l: &[&Val]) -> String {
+    let v: Vec<String> = l.iter().map(ToString::to_string).collect();
+    format!("[{}]", v.join(" "))
+}
+
 fn read_mismatch(
     k: &Key,
     rv: &ReadValue,
@@ -179,13 +202,16 @@ fn read_mismatch(
     match rv {
         ReadValue::List(l) => {
             let want = lists.get(k).map_or(&[][..], Vec::as_slice);
-            (!l.iter().eq(want.iter().copied())).then(|| format!("{} elements", want.len()))
+            (!l.iter().eq(want.iter().copied())).then(|| fmt_list(want))
         }
         ReadValue::Scalar(v) => (regs.get(k) != Some(&v))
             .then(|| regs.get(k).map_or("nil".to_string(), |w| w.to_string())),
         ReadValue::Nil => {
             let written = regs.contains_key(k) || lists.get(k).is_some_and(|l| !l.is_empty());
-            written.then(|| "a written value".to_string())
+            written.then(|| {
+                regs.get(k)
+                    .map_or_else(|| fmt_list(lists.get(k).map_or(&[][..], Vec::as_slice)), |v| v.to_string())
+            })
         }
     }
 }
@@ -260,7 +286,7 @@ mod tests {
         assert_eq!(m.len(), 1, "{m:?}");
         assert_eq!(
             (m[0].op, m[0].expected.as_str()),
-            (OpIndex(3), "1 elements")
+            (OpIndex(3), "[1]")
         );
         let mut bare = h.ops().to_vec();
         bare[0].extra.clear();

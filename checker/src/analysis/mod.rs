@@ -22,6 +22,7 @@
 //!    `explain.rs` (data, JSON, text).
 
 mod cycles;
+mod expected_order;
 mod lost_update;
 mod predicate;
 mod reads;
@@ -198,6 +199,7 @@ pub const ANALYSES: &[&dyn Analysis] = &[
     &lost_update::LostUpdate,
     &cycles::Cycles,
     &predicate::Predicate,
+    &expected_order::ExpectedOrder,
     &weak::Weak,
     &sat::Sat,
 ];
