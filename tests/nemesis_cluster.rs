@@ -10,7 +10,8 @@ use nemesis::fault::Nemesis;
 use nemesis::remote::Remote;
 use nemesis::testbed::{Testbed, TestbedLock};
 use run_common::{
-    anomaly_types, assert_complete, harness, history_text, results, run, run_dir, signal, wait_for,
+    Down, anomaly_types, assert_complete, harness, history_text, results, run, run_dir, signal,
+    testbed_up, wait_for,
 };
 use std::path::Path;
 use std::sync::Arc;
@@ -31,28 +32,6 @@ fn harness_rules_left() -> usize {
         eprintln!("harness rules left: {rules:?}");
         rules.values().map(Vec::len).sum()
     })
-}
-
-/// Brings the testbed down when dropped (also when a test panics).
-struct Down;
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        let _ = harness().args(["testbed", "down"]).output();
-    }
-}
-
-fn testbed_up() {
-    let out = harness()
-        .args(["testbed", "up", "--nodes", "3"])
-        .output()
-        .unwrap();
-    eprintln!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(0));
 }
 
 fn testbed_down() {

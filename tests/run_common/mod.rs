@@ -169,3 +169,26 @@ pub fn wait_for(secs: u64, mut f: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// Brings the testbed down when dropped (also when a test panics).
+pub struct Down;
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = harness().args(["testbed", "down"]).output();
+    }
+}
+
+/// `harness testbed up --nodes 3`, asserting it worked.
+pub fn testbed_up() {
+    let out = harness()
+        .args(["testbed", "up", "--nodes", "3"])
+        .output()
+        .unwrap();
+    eprintln!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
