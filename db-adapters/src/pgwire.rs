@@ -18,6 +18,7 @@ use crate::sql::{
 use nemesis::Node;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
+use crate::whitebox::WhiteBox;
 use store::MicroOp;
 use tokio_postgres::{NoTls, Statement};
 
@@ -81,6 +82,8 @@ pub struct Dialect {
     pub version_marker: &'static str,
     /// Optional lock clause appended to reads (` FOR UPDATE`).
     pub read_lock: Option<&'static str>,
+    /// The certificates `--version-order db` records (`Off`: none exist).
+    pub white_box: WhiteBox,
 }
 
 /// Opens PG-wire sessions and creates the schema.
@@ -92,6 +95,7 @@ pub struct PgWireFactory {
     model: DataModel,
     tables: TxnTables,
     dialect: Dialect,
+    white_box: WhiteBox,
 }
 
 impl std::fmt::Debug for PgWireFactory {
@@ -144,7 +148,15 @@ impl PgWireFactory {
             model,
             tables,
             dialect,
+            white_box: WhiteBox::Off,
         })
+    }
+
+    /// Records the dialect's white-box certificates (`--version-order db`);
+    /// a dialect without any records nothing.
+    pub fn with_version_order_db(mut self) -> PgWireFactory {
+        self.white_box = self.dialect.white_box;
+        self
     }
 
     /// The isolation level transactions run at.
@@ -374,9 +386,9 @@ pub(crate) trait PgSessionSource: Send + Sync + 'static {
     fn classify(&self) -> Classifier;
     /// What an error before `COMMIT` becomes.
     fn pre_commit(&self) -> PreCommitErrors;
-    /// Whether to record white-box facts (PostgreSQL `--version-order db`).
-    fn white_box(&self) -> bool {
-        false
+    /// Which white-box facts to record (`--version-order db`).
+    fn white_box(&self) -> WhiteBox {
+        WhiteBox::Off
     }
 }
 
@@ -395,6 +407,9 @@ impl PgSessionSource for PgWireFactory {
     }
     fn pre_commit(&self) -> PreCommitErrors {
         PreCommitErrors::KeepVerdict
+    }
+    fn white_box(&self) -> WhiteBox {
+        self.white_box
     }
 }
 
@@ -523,8 +538,7 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                 let t = tables.table_of(id);
                 match mop {
                     MicroOp::Read(k, _) => {
-                        let row = if white_box {
-                            let sql = crate::postgres::whitebox::read_sql(t);
+                        let row = if let Some(sql) = white_box.read_sql(t) {
                             s.client.query_opt(sql.as_str(), &[&id]).await
                         } else {
                             s.client.query_opt(&s.reads[t], &[&id]).await
@@ -537,7 +551,9 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                             None => None,
                         };
                         xmins.push(match (&row, white_box) {
-                            (Some(r), true) => r.try_get::<_, Option<String>>(1).ok().flatten(),
+                            (Some(r), w) if w != WhiteBox::Off => {
+                                r.try_get::<_, Option<String>>(1).ok().flatten()
+                            }
                             _ => None,
                         });
                         let read = decode_read(model, text.as_deref())?;
@@ -555,17 +571,17 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                     MicroOp::ReadRange(_) => {}
                 }
             }
-            let extra = if white_box {
+            let extra = if let Some(sql) = white_box.txn_sql() {
                 let row = s
                     .client
-                    .query_one(crate::postgres::whitebox::TXN_SQL, &[])
+                    .query_one(sql, &[])
                     .await
                     .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
-                let text = |i: usize| {
-                    row.try_get::<_, String>(i)
-                        .map_err(|e| ClientError::definite("decode", format!("txid/snapshot: {e}")))
-                };
-                crate::postgres::whitebox::extra(&text(0)?, &text(1)?, xmins)
+                let cols = (0..row.len())
+                    .map(|i| row.try_get::<_, String>(i))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| ClientError::definite("decode", format!("certificate: {e}")))?;
+                white_box.extra(&cols, xmins)?
             } else {
                 Vec::new()
             };

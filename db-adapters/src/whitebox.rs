@@ -17,11 +17,87 @@
 //! * TiDB: `@@tidb_current_ts` is the start TSO; the commit TSO is in
 //!   `@@tidb_last_txn_info` (JSON) after `COMMIT`.
 //!
-//! Not wired into the clients yet: these adapters are written and tested
-//! against literal server output here (no CockroachDB or TiDB server on
-//! this machine).
+//! [`WhiteBox`] is what the PG-wire client records under `--version-order
+//! db`: PostgreSQL's txid/snapshot/xmin or CockroachDB's commit and
+//! version timestamps (`commit-ts`, `version-ts`), from the same
+//! two-column reads and one statement before `COMMIT`. TiDB's MySQL-wire
+//! client reads `@@tidb_last_txn_info` after `COMMIT` ([`tidb_extra`]).
+//! No CockroachDB or TiDB server runs on this machine: the parsing is
+//! tested on literal server output, and the PG-wire path end to end
+//! against PostgreSQL with CockroachDB's column and function stood in
+//! (`db-adapters/tests/crdb_whitebox_on_pg.rs`).
 
+use crate::client::ClientError;
 use store::Data;
+
+/// Which database's certificates a PG-wire client records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WhiteBox {
+    /// None (black-box).
+    #[default]
+    Off,
+    /// PostgreSQL: `xmin` per read, `txid` + `snapshot` per transaction.
+    Postgres,
+    /// CockroachDB: `crdb_internal_mvcc_timestamp` per read,
+    /// `cluster_logical_timestamp()` per transaction.
+    Cockroach,
+}
+
+impl WhiteBox {
+    /// The read-by-key statement returning `(val, version text)`, if any.
+    pub fn read_sql(self, table: usize) -> Option<String> {
+        match self {
+            WhiteBox::Off => None,
+            WhiteBox::Postgres => Some(crate::postgres::whitebox::read_sql(table)),
+            WhiteBox::Cockroach => Some(crdb_read_sql(table)),
+        }
+    }
+
+    /// The statement run before `COMMIT` (text columns), if any.
+    pub fn txn_sql(self) -> Option<&'static str> {
+        match self {
+            WhiteBox::Off => None,
+            WhiteBox::Postgres => Some(crate::postgres::whitebox::TXN_SQL),
+            WhiteBox::Cockroach => Some(CRDB_TXN_TS_SQL),
+        }
+    }
+
+    /// The completion's extra fields from `txn_sql`'s columns and each
+    /// micro-op's version text (`None`: a write, an absent row).
+    ///
+    /// # Errors
+    /// A definite `decode` error naming what the server returned (the
+    /// transaction is rolled back, nothing recorded wrong).
+    pub fn extra(
+        self,
+        cols: &[String],
+        versions: Vec<Option<String>>,
+    ) -> Result<Vec<(String, Data)>, ClientError> {
+        let decode = |m: String| ClientError::definite("decode", m);
+        match (self, cols) {
+            (WhiteBox::Off, _) => Ok(Vec::new()),
+            (WhiteBox::Postgres, [txid, snapshot]) => Ok(crate::postgres::whitebox::extra(
+                txid, snapshot, versions,
+            )),
+            (WhiteBox::Cockroach, [ts]) => {
+                let commit = Hlc::parse(ts).map_err(decode)?;
+                let versions = versions
+                    .iter()
+                    .map(|v| match v {
+                        None => Ok(Data::Nil),
+                        Some(t) => Hlc::parse(t).map(Hlc::to_data),
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(decode)?;
+                Ok(ts_extra(commit.to_data(), versions))
+            }
+            (w, c) => Err(decode(format!(
+                "{w:?} certificate: unexpected {} columns",
+                c.len()
+            ))),
+        }
+    }
+}
 
 /// A hybrid logical clock timestamp: wall nanoseconds, then logical ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -79,6 +155,24 @@ pub const TIDB_START_TS_SQL: &str = "SELECT @@tidb_current_ts";
 /// TiDB: the last transaction's info (JSON with `start_ts`, `commit_ts`),
 /// read after `COMMIT`.
 pub const TIDB_LAST_TXN_SQL: &str = "SELECT @@tidb_last_txn_info";
+
+/// TiDB: the extra fields from `@@tidb_last_txn_info` (read after
+/// `COMMIT`): `commit-ts` (the commit TSO) and `start-ts`.
+///
+/// # Errors
+/// The text and the missing or malformed field.
+pub fn tidb_extra(json: &str) -> Result<Vec<(String, Data)>, String> {
+    let (start, commit) = tidb_last_txn(json)?;
+    let int = |x: u64| {
+        i64::try_from(x)
+            .map(Data::Int)
+            .map_err(|_| format!("TSO {x} out of range"))
+    };
+    Ok(vec![
+        ("commit-ts".to_string(), int(commit)?),
+        ("start-ts".to_string(), int(start)?),
+    ])
+}
 
 /// TiDB: `(start_ts, commit_ts)` from `@@tidb_last_txn_info`, e.g.
 /// `{"txn_scope":"global","start_ts":4301,"commit_ts":4302}`.
@@ -150,6 +244,43 @@ mod tests {
                 .unwrap_err()
                 .contains("commit_ts")
         );
+    }
+
+    #[test]
+    fn cockroach_certificates_decode_from_server_text() {
+        let w = WhiteBox::Cockroach;
+        assert!(w.read_sql(0).unwrap().contains("crdb_internal_mvcc_timestamp"));
+        let e = w
+            .extra(
+                &["1700000000123456789.0000000002".to_string()],
+                vec![None, Some("1700000000000000000.0000000000".to_string())],
+            )
+            .unwrap();
+        assert_eq!(e[0].0, "commit-ts");
+        assert_eq!(
+            e[0].1,
+            Data::Vec(vec![Data::Int(1_700_000_000_123_456_789), Data::Int(2)])
+        );
+        assert_eq!(
+            e[1].1,
+            Data::Vec(vec![
+                Data::Nil,
+                Data::Vec(vec![Data::Int(1_700_000_000_000_000_000), Data::Int(0)])
+            ])
+        );
+        let bad = w.extra(&["soon".to_string()], vec![]).unwrap_err();
+        assert!(format!("{bad:?}").contains("soon"));
+        assert!(w.extra(&[], vec![]).is_err());
+        assert!(WhiteBox::Off.extra(&[], vec![]).unwrap().is_empty());
+        assert_eq!(WhiteBox::Off.txn_sql(), None);
+    }
+
+    #[test]
+    fn tidb_extra_names_commit_and_start() {
+        let e = tidb_extra(r#"{"txn_scope":"global","start_ts":4301,"commit_ts":4302}"#).unwrap();
+        assert_eq!(e[0], ("commit-ts".to_string(), Data::Int(4302)));
+        assert_eq!(e[1], ("start-ts".to_string(), Data::Int(4301)));
+        assert!(tidb_extra("{}").is_err());
     }
 
     #[test]

@@ -6,6 +6,12 @@
 //! (→ `info`), and each database's own error texts raised by the real
 //! server with the SQLSTATEs those databases use.
 //!
+//! CockroachDB's white-box path (`--version-order db`) runs here with its
+//! hidden column and function stood in by a real column and a SQL
+//! function of the same names: what is verified is the SQL the client
+//! sends, the decoding of HLC text and the extra fields recorded — not
+//! CockroachDB's timestamps themselves.
+//!
 //! Not covered here (needs the real databases): CockroachDB's `SET CLUSTER
 //! SETTING` for READ COMMITTED (skipped: the server is not CockroachDB, and
 //! the test checks it was skipped rather than sent) and YugabyteDB's
@@ -332,6 +338,78 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
         e.contains("read-uncommitted") && e.contains("YugabyteDB"),
         "{e}"
     );
+    cluster.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
+async fn cockroach_white_box_and_count_reads_on_postgresql_with_stand_ins() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = LocalCluster::start(dir.path())
+        .await
+        .expect("local PostgreSQL");
+    let url = cluster.url();
+    let f = cockroach::factory(
+        Target::Url(url.clone()),
+        Isolation::Serializable,
+        DataModel::ListAppend,
+        false,
+    )
+    .unwrap()
+    .with_version_order_db();
+    let node = Node::local();
+    f.setup(&node).await.unwrap();
+    let pg = raw(&url).await;
+    pg.batch_execute(
+        "CREATE SEQUENCE hlc; \
+         CREATE FUNCTION cluster_logical_timestamp() RETURNS numeric LANGUAGE sql \
+           AS $$ SELECT (1700000000000000000 + nextval('hlc'))::numeric + 0.0000000002 $$;",
+    )
+    .await
+    .unwrap();
+    for t in 0..TxnTables::default().table_count {
+        pg.batch_execute(&format!(
+            "ALTER TABLE txn{t} ADD COLUMN crdb_internal_mvcc_timestamp numeric \
+             DEFAULT 1700000000000000000.0000000001"
+        ))
+        .await
+        .unwrap();
+    }
+    let mut c = f.open(&node).await.unwrap();
+    c.invoke(&[append(1, 1)]).await.unwrap();
+    let first = c.take_extra();
+    let count = MicroOp::ReadRange(Box::new(store::RangeRead::count(0, 9)));
+    let out = c.invoke(&[read(1), read(2), count]).await.unwrap();
+    let MicroOp::ReadRange(r) = &out[2] else {
+        panic!("{out:?}")
+    };
+    assert_eq!(r.kind, store::RangeKind::Count(Some(1)));
+    let extra = c.take_extra();
+    let field = |e: &[(String, store::Data)], k: &str| {
+        e.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap()
+    };
+    use store::Data::{Int, Nil, Vec as V};
+    assert_eq!(
+        field(&first, "commit-ts"),
+        V(vec![Int(1_700_000_000_000_000_001), Int(2)])
+    );
+    assert_eq!(
+        field(&extra, "commit-ts"),
+        V(vec![Int(1_700_000_000_000_000_002), Int(2)])
+    );
+    assert_eq!(
+        field(&extra, "version-ts"),
+        V(vec![V(vec![Int(1_700_000_000_000_000_000), Int(1)]), Nil, Nil])
+    );
+    // A malformed timestamp is a definite decode error, not a wrong record.
+    pg.batch_execute(
+        "CREATE OR REPLACE FUNCTION cluster_logical_timestamp() RETURNS numeric \
+         LANGUAGE sql AS $$ SELECT 1.5 $$;",
+    )
+    .await
+    .unwrap();
+    let e = c.invoke(&[append(1, 2)]).await.unwrap_err();
+    assert_eq!((e.kind, e.code.as_str()), (ErrorKind::Definite, "decode"));
     cluster.stop().await.unwrap();
 }
 

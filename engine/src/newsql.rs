@@ -133,6 +133,7 @@ pub fn factory(
     url: Option<&str>,
     isolation: Isolation,
     model: DataModel,
+    version_order_db: bool,
 ) -> anyhow::Result<Arc<dyn ClientFactory>> {
     Ok(match kind {
         DbKind::Cockroach => {
@@ -140,10 +141,13 @@ pub fn factory(
                 Some(u) => db_adapters::pgwire::Target::Url(u.to_string()),
                 None => cockroach::node_target(a.db_port.unwrap_or(cockroach::DEFAULT_PORT)),
             };
-            Arc::new(
-                cockroach::factory(target, isolation, model, a.select_for_update)
-                    .map_err(anyhow::Error::msg)?,
-            )
+            let f = cockroach::factory(target, isolation, model, a.select_for_update)
+                .map_err(anyhow::Error::msg)?;
+            Arc::new(if version_order_db {
+                f.with_version_order_db()
+            } else {
+                f
+            })
         }
         DbKind::Yugabyte => {
             let target = match url {
@@ -160,6 +164,7 @@ pub fn factory(
                 .map_err(anyhow::Error::msg)?;
             f.port = a.db_port.unwrap_or(tidb::DEFAULT_PORT);
             f.url = url.map(str::to_string);
+            f.version_order_db = version_order_db;
             Arc::new(f)
         }
         other => bail!("not a tarball database: {other}"),

@@ -69,10 +69,11 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
         bail!("--time-limit must be greater than zero");
     }
     if args.version_order == VersionOrder::Db
+        && !matches!(args.db, DbKind::Cockroach | DbKind::Tidb)
         && (args.db != DbKind::Postgres || args.nodes.is_set())
     {
         bail!(
-            "--version-order db: only single-server PostgreSQL (--url or --local) records its version order"
+            "--version-order db: only single-server PostgreSQL (--url or --local), CockroachDB and TiDB record their version order"
         );
     }
     if workload == WorkloadKind::Predicate && args.db == DbKind::Sim {

@@ -249,6 +249,7 @@ async fn open_newsql(
         args.url.as_deref(),
         plan.isolation,
         model,
+        args.version_order == VersionOrder::Db,
     )?;
     if !args.nodes.is_set() {
         return Ok(Ok((factory, None)));

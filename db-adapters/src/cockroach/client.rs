@@ -59,6 +59,7 @@ pub fn dialect(isolation: Isolation, select_for_update: bool) -> Dialect {
         setup_statements,
         version_marker: "CockroachDB",
         read_lock: select_for_update.then_some(" FOR UPDATE"),
+        white_box: crate::whitebox::WhiteBox::Cockroach,
     }
 }
 

@@ -200,9 +200,21 @@ pub(crate) struct MysqlTxnDialect {
     /// before deciding to drop the connection (TiDB) instead of dropping it
     /// at once (MariaDB).
     pub rollback_after_fatal: bool,
+    /// White-box certificates (`--version-order db`, TiDB): a statement
+    /// run after a successful `COMMIT` whose one text column becomes the
+    /// completion's extra fields. Its failure records nothing (the
+    /// transaction did commit; the checker warns that some `ok`
+    /// transactions carry no timestamp).
+    pub after_commit: Option<AfterCommit>,
 }
 
 /// What the shared MySQL-wire client needs from a factory.
+/// A statement and the parser of its one text column into extra fields.
+pub(crate) type AfterCommit = (
+    &'static str,
+    fn(&str) -> Result<Vec<(String, store::Data)>, String>,
+);
+
 pub(crate) trait MysqlConnSource: Send + Sync + 'static {
     /// A fresh session connection to `node`.
     fn conn<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<mysql_async::Conn, ClientError>>;
@@ -231,6 +243,7 @@ impl MysqlConnSource for MysqlFactory {
             reject_wrong_workload: false,
             reconnect_error_is_no_client: false,
             rollback_after_fatal: false,
+            after_commit: None,
         }
     }
 }
@@ -249,6 +262,8 @@ pub(crate) struct MysqlTxnClient<S> {
     /// times a second: ~15k sockets in TIME_WAIT after one 60 s run, and the
     /// next test could not get a local port (EADDRNOTAVAIL).
     last_failure: Option<Instant>,
+    /// The last `ok` transaction's white-box fields.
+    extra: Vec<(String, store::Data)>,
 }
 
 impl<S: MysqlConnSource> MysqlTxnClient<S> {
@@ -259,6 +274,7 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
             node,
             conn: Some(conn),
             last_failure: None,
+            extra: Vec::new(),
         }
     }
 
@@ -367,6 +383,7 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
             }
         }
         self.ensure_conn(&d).await?;
+        self.extra.clear();
         let tables = self.source.tables();
         let Some(conn) = self.conn.as_mut() else {
             let code = if d.reconnect_error_is_no_client {
@@ -390,7 +407,12 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
             }
         };
         match conn.query_drop("COMMIT").await {
-            Ok(()) => Ok(out),
+            Ok(()) => {
+                if let Some(after) = d.after_commit {
+                    self.extra = after_commit(conn, after).await;
+                }
+                Ok(out)
+            }
             Err(e) => {
                 let err = (d.classify)(&e, TxnPhase::Commit);
                 if e.is_fatal() || conn.query_drop("ROLLBACK").await.is_err() {
@@ -403,12 +425,34 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
     }
 }
 
+/// Runs `after`'s statement on a committed transaction's connection; what
+/// it cannot read is logged and left out (never a failed transaction).
+async fn after_commit(conn: &mut mysql_async::Conn, after: AfterCommit) -> Vec<(String, store::Data)> {
+    let (sql, parse) = after;
+    let text: Result<Option<Option<String>>, _> = conn.query_first(sql).await;
+    match text.map(Option::flatten) {
+        Ok(Some(t)) => parse(&t).unwrap_or_else(|e| {
+            tracing::warn!("`{sql}`: {e}");
+            Vec::new()
+        }),
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            tracing::warn!("`{sql}`: {e}");
+            Vec::new()
+        }
+    }
+}
+
 impl<S: MysqlConnSource> Client for MysqlTxnClient<S> {
     fn invoke<'a>(
         &'a mut self,
         txn: &'a [MicroOp],
     ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
         Box::pin(self.run(txn))
+    }
+
+    fn take_extra(&mut self) -> Vec<(String, store::Data)> {
+        std::mem::take(&mut self.extra)
     }
 
     fn close(self: Box<Self>) -> BoxFuture<'static, ()> {

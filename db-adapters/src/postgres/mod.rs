@@ -131,8 +131,12 @@ impl PgSessionSource for PgFactory {
     fn pre_commit(&self) -> PreCommitErrors {
         PreCommitErrors::ForceDefinite
     }
-    fn white_box(&self) -> bool {
-        self.white_box
+    fn white_box(&self) -> crate::whitebox::WhiteBox {
+        if self.white_box {
+            crate::whitebox::WhiteBox::Postgres
+        } else {
+            crate::whitebox::WhiteBox::Off
+        }
     }
 }
 

@@ -199,6 +199,9 @@ pub struct TidbFactory {
     /// Limit for opening a connection.
     pub connect_timeout: Duration,
     require_tidb: bool,
+    /// `--version-order db`: record `commit-ts`/`start-ts` from
+    /// `@@tidb_last_txn_info` after each `COMMIT`.
+    pub version_order_db: bool,
 }
 
 impl TidbFactory {
@@ -225,6 +228,7 @@ impl TidbFactory {
             options,
             connect_timeout: Duration::from_secs(5),
             require_tidb: true,
+            version_order_db: false,
         })
     }
 
@@ -402,6 +406,10 @@ impl MysqlConnSource for TidbFactory {
             reject_wrong_workload: true,
             reconnect_error_is_no_client: true,
             rollback_after_fatal: true,
+            after_commit: self.version_order_db.then_some((
+                crate::whitebox::TIDB_LAST_TXN_SQL,
+                crate::whitebox::tidb_extra as fn(&str) -> _,
+            )),
         }
     }
 }

@@ -74,6 +74,7 @@ pub fn dialect(select_for_update: bool) -> Dialect {
         setup_statements: Vec::new(),
         version_marker: "-YB-",
         read_lock: select_for_update.then_some(" FOR UPDATE"),
+        white_box: crate::whitebox::WhiteBox::Off,
     }
 }
 
