@@ -6,6 +6,9 @@
 //! (1213 → `fail`) and a connection lost while `COMMIT` is in flight
 //! (→ `info`, and the commit really happened: why `info` is needed).
 //!
+//! With `--version-order db` a transaction stays `ok` when the server has
+//! no `@@tidb_last_txn_info` (MariaDB); count reads run as one statement.
+//!
 //! Skipped, with the reason: the TiDB-only session variables
 //! (`tidb_txn_mode`, `tidb_disable_txn_auto_retry`, `tidb_retry_limit`) —
 //! MariaDB has no such variables (the test shows it), so the client sends
@@ -361,6 +364,23 @@ async fn tidb_client_on_real_mariadb() {
         Some(Some("1".to_string())),
         "the commit happened although the client could not know"
     );
+
+    // --version-order db: after COMMIT the client asks for
+    // @@tidb_last_txn_info. MariaDB has no such variable, so this shows
+    // only that the statement's failure leaves the transaction ok with no
+    // certificate (TiDB's reply is parsed by `whitebox::tidb_extra`,
+    // unit-tested on literal output). A count read is one statement.
+    let mut wb =
+        factory(port, Isolation::RepeatableRead, TidbOptions::default()).allow_non_tidb_server();
+    wb.version_order_db = true;
+    let mut wc = wb.open(&node).await.unwrap();
+    let count = MicroOp::ReadRange(Box::new(store::RangeRead::count(40, 41)));
+    let out = wc.invoke(&[append(40, 1), count]).await.unwrap();
+    let MicroOp::ReadRange(r) = &out[1] else {
+        panic!("{out:?}")
+    };
+    assert_eq!(r.kind, store::RangeKind::Count(Some(1)));
+    assert!(wc.take_extra().is_empty());
 
     let _ = admin.disconnect().await;
     let _ = heavy.disconnect().await;
