@@ -51,7 +51,9 @@ pub struct RunArgs {
     /// Where the checker's version order comes from: `inferred` (black box,
     /// the default) or `db` (PostgreSQL: record each transaction's txid and
     /// snapshot and each read row's xmin; the checker orders every key's
-    /// versions by the database's own visibility).
+    /// versions by the database's own visibility. CockroachDB, TiDB: record
+    /// each transaction's commit timestamp; the checker replays them in
+    /// that order, as Enne does).
     #[arg(long, default_value = "inferred", value_parser = ["inferred", "db"], help_heading = "Database")]
     pub version_order: String,
     /// Simulator bug mode (with --db sim), replacing --isolation:

@@ -107,7 +107,11 @@ fn repeatable_read_shows_predicate_g2_the_item_analysis_misses() {
 fn predicate_cycles(types: &[String]) -> Vec<&String> {
     types
         .iter()
-        .filter(|t| ["G1c", "G-single", "G-nonadjacent", "G2"].iter().any(|p| t.starts_with(p)))
+        .filter(|t| {
+            ["G1c", "G-single", "G-nonadjacent", "G2"]
+                .iter()
+                .any(|p| t.starts_with(p))
+        })
         .filter(|t| !t.contains("-item"))
         .collect()
 }

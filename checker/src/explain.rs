@@ -465,10 +465,7 @@ impl Step {
                             ),
                             ("row", atom_data(&p.row.0)),
                             ("seen", Data::Bool(p.seen)),
-                            (
-                                "count",
-                                p.count.map_or(Data::Nil, int),
-                            ),
+                            ("count", p.count.map_or(Data::Nil, int)),
                         ]),
                     ));
                 }
@@ -885,13 +882,21 @@ fn predicate_reason(d: &DataStep, p: &PredicateSite, a: &str, b: &str) -> String
     let (lo, hi, row) = (&p.lo, &p.hi, &p.row);
     if let Some(n) = p.count {
         let (what, who, v) = if p.seen {
-            ("every row ever inserted there, so it counted row", a, &d.value)
+            (
+                "every row ever inserted there, so it counted row",
+                a,
+                &d.value,
+            )
         } else {
-            ("no row it did not insert itself, so it did not count row", b, &d.value2)
+            (
+                "no more than its own inserts there, so it did not count row",
+                b,
+                &d.value2,
+            )
         };
         let reader = if p.seen { b } else { a };
         return format!(
-            "{reader}'s count read of keys {lo}..={hi} returned {n}: {what} {row}, which {who} inserted by appending {}",
+            "{reader}'s count read of keys {lo}..={hi} returned {n}, {what} {row}, which {who} inserted by appending {}",
             opt_val(v)
         );
     }

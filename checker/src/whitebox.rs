@@ -21,7 +21,9 @@
 //! transaction carries a `commit-ts`.
 
 use std::collections::{BTreeMap, HashMap};
-use store::{Data, History, Key, MicroOp, Op, OpIndex, OpType, RangeKind, RangeRead, ReadValue, Val};
+use store::{
+    Data, History, Key, MicroOp, Op, OpIndex, OpType, RangeKind, RangeRead, ReadValue, Val,
+};
 
 /// A transaction's snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,8 +211,10 @@ fn read_mismatch(
         ReadValue::Nil => {
             let written = regs.contains_key(k) || lists.get(k).is_some_and(|l| !l.is_empty());
             written.then(|| {
-                regs.get(k)
-                    .map_or_else(|| fmt_list(lists.get(k).map_or(&[][..], Vec::as_slice)), |v| v.to_string())
+                regs.get(k).map_or_else(
+                    || fmt_list(lists.get(k).map_or(&[][..], Vec::as_slice)),
+                    |v| v.to_string(),
+                )
             })
         }
     }
@@ -284,10 +288,7 @@ mod tests {
         let h = History::new(ops).unwrap();
         let m = replay(&h).unwrap();
         assert_eq!(m.len(), 1, "{m:?}");
-        assert_eq!(
-            (m[0].op, m[0].expected.as_str()),
-            (OpIndex(3), "[1]")
-        );
+        assert_eq!((m[0].op, m[0].expected.as_str()), (OpIndex(3), "[1]"));
         let mut bare = h.ops().to_vec();
         bare[0].extra.clear();
         assert_eq!(replay(&History::new(bare).unwrap()), None);

@@ -89,7 +89,10 @@ fn a_history_with_some_timestamps_missing_is_not_replayed_and_says_so() {
 "#,
     );
     let r = serializable(&h);
-    assert!(!r.anomalies.contains_key(&AnomalyType::ExpectedOrderViolation));
+    assert!(
+        !r.anomalies
+            .contains_key(&AnomalyType::ExpectedOrderViolation)
+    );
     assert!(
         r.warnings.iter().any(|w| w.contains("no commit-ts")),
         "{:?}",

@@ -15,10 +15,10 @@ use crate::client::{BoxFuture, Client, ClientError, ClientFactory, ErrorKind};
 use crate::sql::{
     DataModel, Isolation, TxnPhase, TxnTables, decode_read, int_key, int_val, reconnect_backoff,
 };
+use crate::whitebox::WhiteBox;
 use nemesis::Node;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
-use crate::whitebox::WhiteBox;
 use store::MicroOp;
 use tokio_postgres::{NoTls, Statement};
 

@@ -76,9 +76,9 @@ impl WhiteBox {
         let decode = |m: String| ClientError::definite("decode", m);
         match (self, cols) {
             (WhiteBox::Off, _) => Ok(Vec::new()),
-            (WhiteBox::Postgres, [txid, snapshot]) => Ok(crate::postgres::whitebox::extra(
-                txid, snapshot, versions,
-            )),
+            (WhiteBox::Postgres, [txid, snapshot]) => {
+                Ok(crate::postgres::whitebox::extra(txid, snapshot, versions))
+            }
             (WhiteBox::Cockroach, [ts]) => {
                 let commit = Hlc::parse(ts).map_err(decode)?;
                 let versions = versions
@@ -249,7 +249,11 @@ mod tests {
     #[test]
     fn cockroach_certificates_decode_from_server_text() {
         let w = WhiteBox::Cockroach;
-        assert!(w.read_sql(0).unwrap().contains("crdb_internal_mvcc_timestamp"));
+        assert!(
+            w.read_sql(0)
+                .unwrap()
+                .contains("crdb_internal_mvcc_timestamp")
+        );
         let e = w
             .extra(
                 &["1700000000123456789.0000000002".to_string()],

@@ -386,7 +386,10 @@ async fn cockroach_white_box_and_count_reads_on_postgresql_with_stand_ins() {
     assert_eq!(r.kind, store::RangeKind::Count(Some(1)));
     let extra = c.take_extra();
     let field = |e: &[(String, store::Data)], k: &str| {
-        e.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap()
+        e.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .unwrap()
     };
     use store::Data::{Int, Nil, Vec as V};
     assert_eq!(
@@ -399,7 +402,11 @@ async fn cockroach_white_box_and_count_reads_on_postgresql_with_stand_ins() {
     );
     assert_eq!(
         field(&extra, "version-ts"),
-        V(vec![V(vec![Int(1_700_000_000_000_000_000), Int(1)]), Nil, Nil])
+        V(vec![
+            V(vec![Int(1_700_000_000_000_000_000), Int(1)]),
+            Nil,
+            Nil
+        ])
     );
     // A malformed timestamp is a definite decode error, not a wrong record.
     pg.batch_execute(

@@ -142,13 +142,14 @@ impl RangeRead {
     /// Decodes a count read's `[lo, hi]` and `n`.
     pub fn count_from_data(range: &Data, n: &Data) -> Result<RangeRead, String> {
         let mut r = RangeRead::from_data(range, &Data::Nil)?;
-        r.kind = RangeKind::Count(match n {
-            Data::Nil => None,
-            Data::Int(i) => Some(u64::try_from(*i).map_err(|_| {
-                format!("range count: expected a count of rows >= 0, found {i}")
-            })?),
-            _ => return Err("range count: the count must be null or an integer".into()),
-        });
+        r.kind =
+            RangeKind::Count(match n {
+                Data::Nil => None,
+                Data::Int(i) => Some(u64::try_from(*i).map_err(|_| {
+                    format!("range count: expected a count of rows >= 0, found {i}")
+                })?),
+                _ => return Err("range count: the count must be null or an integer".into()),
+            });
         Ok(r)
     }
 

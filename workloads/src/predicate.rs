@@ -146,7 +146,10 @@ mod tests {
             }
         }
         assert!(ranges > 100 && seen.len() > 100);
-        assert!(counts > ranges / 8 && counts < ranges / 2, "{counts} of {ranges}");
+        assert!(
+            counts > ranges / 8 && counts < ranges / 2,
+            "{counts} of {ranges}"
+        );
         // One write per key: every append is an insert of a fresh key.
         let keys: HashSet<_> = seen.iter().map(|(k, _)| k.clone()).collect();
         assert_eq!(keys.len(), seen.len());

@@ -43,8 +43,8 @@
 //!   `-realtime` variant (`G-single-process`, `G2-realtime`, …), which the
 //!   strong-session and strict models proscribe. Bounded by the budget.
 
-use super::{Analysis, AnalyzeOptions, Context, Found};
 use super::cycles::{OrderEdges, order_edges};
+use super::{Analysis, AnalyzeOptions, Context, Found};
 use crate::anomaly::{AnomalyType, Variant};
 use crate::explain::{Anomaly, Evidence, PredicateSite, Site, Step};
 use crate::graph::{EdgeList, Graph, tarjan};
@@ -233,7 +233,14 @@ impl<'c, 'h> Edges<'c, 'h> {
     }
 
     /// `c →wr(p) t` if the read `(t, j)` saw `row`, else `t →rw(p) c`.
-    fn edge(&mut self, (t, j): (u32, usize), r: &'h RangeRead, row: &'h Atom, c: Creator<'h>, seen: bool) {
+    fn edge(
+        &mut self,
+        (t, j): (u32, usize),
+        r: &'h RangeRead,
+        row: &'h Atom,
+        c: Creator<'h>,
+        seen: bool,
+    ) {
         let (from, to) = if seen { (c.txn, t) } else { (t, c.txn) };
         self.edges.push(PredEdge {
             from,
@@ -269,7 +276,8 @@ impl<'c, 'h> Edges<'c, 'h> {
             } else if (c.mop as usize) < j && !seen {
                 let w = Some(cx.txns.op_index(cx.history, t));
                 let key = Key(atom.clone());
-                self.misses.push(miss(cx, t, j, &key, Some(c.val.clone()), w));
+                self.misses
+                    .push(miss(cx, t, j, &key, Some(c.val.clone()), w));
             }
         }
     }
@@ -385,7 +393,11 @@ fn combine(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], order: OrderEdges) -> (
         } else {
             Rel::Process
         };
-        pairs.entry((a, b)).or_default().order.get_or_insert(Label::Order(rel));
+        pairs
+            .entry((a, b))
+            .or_default()
+            .order
+            .get_or_insert(Label::Order(rel));
         all.add(a, b, rels);
     }
     let mut succ = vec![Vec::new(); n];
@@ -414,6 +426,8 @@ fn find_cycles(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], out: &mut Found) {
     let (variant, mask) = (order.variant, order.mask);
     let (g, graph) = combine(cx, edges, order);
     let sccs = tarjan(&graph, mask);
+    // Cycles without order steps lie in the SCCs of the data edges alone.
+    let data = (variant != Variant::Plain).then(|| tarjan(&graph, Rels::DATA).comp);
     let kinds: Vec<AnomalyType> = [Variant::Plain, variant]
         .into_iter()
         .flat_map(|v| CLASSES.iter().filter_map(move |c| c.with_variant(v)))
@@ -432,11 +446,15 @@ fn find_cycles(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], out: &mut Found) {
     }
     let mut comps: Vec<_> = by_comp.into_iter().collect();
     comps.sort_by_key(|c| c.0);
-    let mut in_comp = vec![false; cx.txns.len()];
+    let mut search = Searcher {
+        g: &g,
+        edges,
+        comp: &sccs.comp,
+        data: data.as_deref().unwrap_or(&sccs.comp),
+        variant,
+        scratch: Scratch::new(cx.txns.len()),
+    };
     for (comp, pred) in comps {
-        for (v, c) in sccs.comp.iter().enumerate() {
-            in_comp[v] = *c == comp;
-        }
         let mut found: Vec<AnomalyType> = Vec::new();
         let size = sccs.size[comp as usize];
         for i in pred {
@@ -457,7 +475,7 @@ fn find_cycles(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], out: &mut Found) {
                 });
                 break;
             }
-            let Some(steps) = cheapest_cycle(&g, edges, i, &in_comp, variant) else {
+            let Some(steps) = search.cheapest_cycle(i) else {
                 continue;
             };
             let kind = classify(&steps, edges, variant);
@@ -470,35 +488,6 @@ fn find_cycles(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], out: &mut Found) {
     }
 }
 
-/// The cycle through predicate edge `i` with the fewest anti-dependencies:
-/// steps `(from, label)` starting at the edge's source. Order steps only if
-/// no cycle of data steps exists (then it is the `variant`'s).
-fn cheapest_cycle(
-    g: &Combined,
-    edges: &[PredEdge<'_>],
-    i: u32,
-    in_comp: &[bool],
-    variant: Variant,
-) -> Option<Vec<(u32, Label)>> {
-    let e = &edges[i as usize];
-    let first = (e.from, Label::Pred(i));
-    let with_order: &[bool] = if variant == Variant::Plain {
-        &[false]
-    } else {
-        &[false, true]
-    };
-    for &order in with_order {
-        for cap in [0u8, 1, u8::MAX] {
-            let search = Search { cap, order };
-            if let Some(mut path) = bfs(g, e.to, e.from, search, in_comp) {
-                path.insert(0, first);
-                return Some(path);
-            }
-        }
-    }
-    None
-}
-
 /// What a path may use: at most `cap` anti-dependency steps (`u8::MAX`:
 /// any), and order steps or not.
 #[derive(Clone, Copy)]
@@ -507,56 +496,150 @@ struct Search {
     order: bool,
 }
 
-/// Shortest path `src ⇝ dst` using at most `cap` anti-dependency steps
-/// (`u8::MAX`: any), over states (node, anti-dependencies used).
-fn bfs(g: &Combined, src: u32, dst: u32, search: Search, in_comp: &[bool]) -> Option<Vec<(u32, Label)>> {
-    let cap = search.cap;
-    let levels = if cap == u8::MAX { 1 } else { cap as usize + 1 };
-    let n = g.succ.len();
-    let idx = |v: u32, r: usize| v as usize * levels + r;
-    let mut prev: Vec<Option<(u32, usize, Label)>> = vec![None; n * levels];
-    let mut seen = vec![false; n * levels];
-    let mut q = VecDeque::new();
-    seen[idx(src, 0)] = true;
-    q.push_back((src, 0usize));
-    while let Some((u, r)) = q.pop_front() {
-        if u == dst {
-            let mut path = Vec::new();
-            let (mut v, mut rv) = (u, r);
-            while let Some((p, pr, l)) = prev[idx(v, rv)] {
-                path.push((p, l));
-                (v, rv) = (p, pr);
-            }
-            path.reverse();
-            return Some(path);
-        }
-        for &(v, pair) in &g.succ[u as usize] {
-            if !in_comp[v as usize] {
-                continue;
-            }
-            let mut next: Vec<(usize, Label)> = Vec::with_capacity(3);
-            if let Some(l) = pair.flow {
-                next.push((r, l));
-            }
-            if let (true, Some(l)) = (search.order, pair.order) {
-                next.push((r, l));
-            }
-            if let Some(l) = pair.anti {
-                let r2 = if cap == u8::MAX { 0 } else { r + 1 };
-                if r2 < levels {
-                    next.push((r2, l));
-                }
-            }
-            for (r2, l) in next {
-                if !seen[idx(v, r2)] {
-                    seen[idx(v, r2)] = true;
-                    prev[idx(v, r2)] = Some((u, r, l));
-                    q.push_back((v, r2));
-                }
-            }
+/// BFS state over (node, anti-dependencies used ≤ 1), allocated once and
+/// reset by what a search touched, so a search costs what it visits, not
+/// the history's size (thousands of small SCCs in a 100k history).
+struct Scratch {
+    prev: Vec<Option<(u32, usize, Label)>>,
+    seen: Vec<bool>,
+    touched: Vec<usize>,
+    queue: VecDeque<(u32, usize)>,
+}
+
+impl Scratch {
+    fn new(n: usize) -> Scratch {
+        Scratch {
+            prev: vec![None; 2 * n],
+            seen: vec![false; 2 * n],
+            touched: Vec::new(),
+            queue: VecDeque::new(),
         }
     }
-    None
+
+    fn reset(&mut self) {
+        for i in self.touched.drain(..) {
+            self.seen[i] = false;
+            self.prev[i] = None;
+        }
+        self.queue.clear();
+    }
+}
+
+/// The cycle search of one analysis: the combined graph, its SCCs (with
+/// and without order edges) and the BFS scratch.
+struct Searcher<'a, 'h> {
+    g: &'a Combined,
+    edges: &'a [PredEdge<'h>],
+    /// SCC of each node in the graph with order edges (if any).
+    comp: &'a [u32],
+    /// SCC of each node over data edges alone.
+    data: &'a [u32],
+    variant: Variant,
+    scratch: Scratch,
+}
+
+impl Searcher<'_, '_> {
+    /// The cycle through predicate edge `i` with the fewest
+    /// anti-dependencies: steps `(from, label)` starting at the edge's
+    /// source. Order steps only if no cycle of data steps exists (then it
+    /// is the `variant`'s).
+    fn cheapest_cycle(&mut self, i: u32) -> Option<Vec<(u32, Label)>> {
+        let e = &self.edges[i as usize];
+        let (from, to) = (e.from as usize, e.to as usize);
+        let mut tries: Vec<(Search, &[u32])> = Vec::with_capacity(6);
+        if self.data[from] == self.data[to] {
+            for cap in [0u8, 1, u8::MAX] {
+                tries.push((Search { cap, order: false }, self.data));
+            }
+        }
+        if self.variant != Variant::Plain {
+            for cap in [0u8, 1, u8::MAX] {
+                tries.push((Search { cap, order: true }, self.comp));
+            }
+        }
+        for (search, within) in tries {
+            let c = within[from];
+            if let Some(mut path) = self.bfs(e.to, e.from, search, |v| within[v as usize] == c) {
+                path.insert(0, (e.from, Label::Pred(i)));
+                return Some(path);
+            }
+        }
+        None
+    }
+
+    /// Shortest path `src ⇝ dst` within the nodes `inside` accepts, under
+    /// `search`'s limits.
+    fn bfs(
+        &mut self,
+        src: u32,
+        dst: u32,
+        search: Search,
+        inside: impl Fn(u32) -> bool,
+    ) -> Option<Vec<(u32, Label)>> {
+        let found = self.walk(src, dst, search, inside);
+        let path = found.map(|end| self.path(end));
+        self.scratch.reset();
+        path
+    }
+
+    fn walk(
+        &mut self,
+        src: u32,
+        dst: u32,
+        search: Search,
+        inside: impl Fn(u32) -> bool,
+    ) -> Option<usize> {
+        let cap = search.cap;
+        let levels = if cap == u8::MAX { 1 } else { cap as usize + 1 };
+        let idx = |v: u32, r: usize| v as usize * 2 + r;
+        let s = &mut self.scratch;
+        s.seen[idx(src, 0)] = true;
+        s.touched.push(idx(src, 0));
+        s.queue.push_back((src, 0usize));
+        while let Some((u, r)) = s.queue.pop_front() {
+            if u == dst {
+                return Some(idx(u, r));
+            }
+            for &(v, pair) in &self.g.succ[u as usize] {
+                if !inside(v) {
+                    continue;
+                }
+                let mut next: [Option<(usize, Label)>; 3] = [None; 3];
+                next[0] = pair.flow.map(|l| (r, l));
+                if search.order {
+                    next[1] = pair.order.map(|l| (r, l));
+                }
+                if let Some(l) = pair.anti {
+                    let r2 = if cap == u8::MAX { 0 } else { r + 1 };
+                    if r2 < levels {
+                        next[2] = Some((r2, l));
+                    }
+                }
+                for (r2, l) in next.into_iter().flatten() {
+                    let j = idx(v, r2);
+                    if !s.seen[j] {
+                        s.seen[j] = true;
+                        s.prev[j] = Some((u, r, l));
+                        s.touched.push(j);
+                        s.queue.push_back((v, r2));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The steps leading to state `end`, in order.
+    fn path(&self, end: usize) -> Vec<(u32, Label)> {
+        let mut path = Vec::new();
+        let mut j = end;
+        while let Some((p, pr, l)) = self.scratch.prev[j] {
+            path.push((p, l));
+            j = p as usize * 2 + pr;
+        }
+        path.reverse();
+        path
+    }
 }
 
 fn is_anti(l: Label, edges: &[PredEdge<'_>]) -> bool {

@@ -427,7 +427,10 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
 
 /// Runs `after`'s statement on a committed transaction's connection; what
 /// it cannot read is logged and left out (never a failed transaction).
-async fn after_commit(conn: &mut mysql_async::Conn, after: AfterCommit) -> Vec<(String, store::Data)> {
+async fn after_commit(
+    conn: &mut mysql_async::Conn,
+    after: AfterCommit,
+) -> Vec<(String, store::Data)> {
     let (sql, parse) = after;
     let text: Result<Option<Option<String>>, _> = conn.query_first(sql).await;
     match text.map(Option::flatten) {
