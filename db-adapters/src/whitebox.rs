@@ -25,7 +25,7 @@
 //! No CockroachDB or TiDB server runs on this machine: the parsing is
 //! tested on literal server output, and the PG-wire path end to end
 //! against PostgreSQL with CockroachDB's column and function stood in
-//! (`db-adapters/tests/crdb_whitebox_on_pg.rs`).
+//! (`db-adapters/tests/pg_wire_dialects.rs`).
 
 use crate::client::ClientError;
 use store::Data;
