@@ -560,23 +560,13 @@ impl Anomaly {
                 mop,
                 key,
                 expected,
-            } => {
-                m.push(("op", int(op.0)));
-                m.push(("mop", int(*mop)));
-                m.push(("key", atom_data(&key.0)));
-                m.push(("expected", Data::Str(expected.clone())));
-            }
+            } => read_site(&mut m, *op, *mop, key, expected.clone()),
             Evidence::Internal {
                 op,
                 mop,
                 key,
                 expected,
-            } => {
-                m.push(("op", int(op.0)));
-                m.push(("mop", int(*mop)));
-                m.push(("key", atom_data(&key.0)));
-                m.push(("expected", Data::Str(render_expected(expected))));
-            }
+            } => read_site(&mut m, *op, *mop, key, render_expected(expected)),
             Evidence::DuplicateElements {
                 op,
                 mop,
@@ -877,6 +867,20 @@ fn step_reason(s: &Step, a: &str, b: &str) -> String {
     }
 }
 
+/// The fields of a read that should have returned `expected`.
+fn read_site(
+    m: &mut Vec<(&'static str, Data)>,
+    op: OpIndex,
+    mop: usize,
+    key: &Key,
+    expected: String,
+) {
+    m.push(("op", int(op.0)));
+    m.push(("mop", int(mop)));
+    m.push(("key", atom_data(&key.0)));
+    m.push(("expected", Data::Str(expected)));
+}
+
 /// A predicate step in words: the range, the row, who inserted it.
 fn predicate_reason(d: &DataStep, p: &PredicateSite, a: &str, b: &str) -> String {
     let (lo, hi, row) = (&p.lo, &p.hi, &p.row);
@@ -911,6 +915,12 @@ fn predicate_reason(d: &DataStep, p: &PredicateSite, a: &str, b: &str) -> String
             opt_val(&d.value2)
         )
     }
+}
+
+/// An anomaly of one transaction: "Let: T1 = … Then: - `why`".
+fn one_txn(h: &History, op: OpIndex, out: &mut String, why: &str) {
+    let_block(h, &[op], out);
+    let _ = write!(out, "\nThen:\n  - {why}");
 }
 
 fn let_block(h: &History, ops: &[OpIndex], out: &mut String) {
@@ -997,14 +1007,10 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
             mop,
             key,
             expected,
-        } => {
-            let_block(history, &[*op], &mut out);
-            let _ = write!(
-                out,
-                "\nThen:\n  - T1's read of key {key} (micro-op {mop}) should have returned {}, given T1's own earlier reads and writes: an internal inconsistency.",
-                render_expected(expected)
-            );
-        }
+        } => one_txn(history, *op, &mut out, &format!(
+            "T1's read of key {key} (micro-op {mop}) should have returned {}, given T1's own earlier reads and writes: an internal inconsistency.",
+            render_expected(expected)
+        )),
         Evidence::DuplicateElements {
             op,
             mop,
@@ -1033,25 +1039,17 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
             range: [lo, hi],
             count,
             bounds: [least, most],
-        } => {
-            let_block(history, &[*op], &mut out);
-            let _ = write!(
-                out,
-                "\nThen:\n  - T1's count read of keys {lo}..={hi} (micro-op {mop}) returned {count}, but the range held at least {least} (T1's own inserts) and at most {most} rows (every row ever inserted there): a predicate read miss."
-            );
-        }
+        } => one_txn(history, *op, &mut out, &format!(
+            "T1's count read of keys {lo}..={hi} (micro-op {mop}) returned {count}, but the range held at least {least} (T1's own inserts) and at most {most} rows (every row ever inserted there): a predicate read miss."
+        )),
         Evidence::Replay {
             op,
             mop,
             key,
             expected,
-        } => {
-            let_block(history, &[*op], &mut out);
-            let _ = write!(
-                out,
-                "\nThen:\n  - Replaying the committed transactions in ascending commit timestamp (the database's own serialization order), T1's micro-op {mop} on key {key} should have read {expected}, but it read something else: an expected-order violation."
-            );
-        }
+        } => one_txn(history, *op, &mut out, &format!(
+            "Replaying the committed transactions in ascending commit timestamp (the database's own serialization order), T1's micro-op {mop} on key {key} should have read {expected}, but it read something else: an expected-order violation."
+        )),
         Evidence::DirtyUpdate { key, values, txns } => {
             let_block(history, txns, &mut out);
             let _ = write!(

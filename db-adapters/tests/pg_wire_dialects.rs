@@ -314,6 +314,7 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
     killed_during_commit_is_indefinite(&yb, yb_tables, &url).await;
 
     dialect_errors(&url).await;
+    cockroach_white_box_and_count_reads(&url).await;
 
     // Levels the databases do not run are rejected, naming the level.
     let e = cockroach::factory(
@@ -341,16 +342,12 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
     cluster.stop().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
-async fn cockroach_white_box_and_count_reads_on_postgresql_with_stand_ins() {
-    let dir = tempfile::tempdir().unwrap();
-    let cluster = LocalCluster::start(dir.path())
-        .await
-        .expect("local PostgreSQL");
-    let url = cluster.url();
+/// CockroachDB's `--version-order db` path and a count read, with
+/// `crdb_internal_mvcc_timestamp` and `cluster_logical_timestamp()` stood
+/// in by a column and a function of those names (module doc).
+async fn cockroach_white_box_and_count_reads(url: &str) {
     let f = cockroach::factory(
-        Target::Url(url.clone()),
+        Target::Url(url.to_string()),
         Isolation::Serializable,
         DataModel::ListAppend,
         false,
@@ -359,7 +356,7 @@ async fn cockroach_white_box_and_count_reads_on_postgresql_with_stand_ins() {
     .with_version_order_db();
     let node = Node::local();
     f.setup(&node).await.unwrap();
-    let pg = raw(&url).await;
+    let pg = raw(url).await;
     pg.batch_execute(
         "CREATE SEQUENCE hlc; \
          CREATE FUNCTION cluster_logical_timestamp() RETURNS numeric LANGUAGE sql \
@@ -417,7 +414,6 @@ async fn cockroach_white_box_and_count_reads_on_postgresql_with_stand_ins() {
     .unwrap();
     let e = c.invoke(&[append(1, 2)]).await.unwrap_err();
     assert_eq!((e.kind, e.code.as_str()), (ErrorKind::Definite, "decode"));
-    cluster.stop().await.unwrap();
 }
 
 #[tokio::test]
