@@ -117,6 +117,17 @@ fn bad_flag_combinations_exit_3_naming_the_problem() {
             &["--db", "cockroach", "--local"],
             "--local applies to --db postgres only",
         ),
+        (
+            &[
+                "--db",
+                "yugabyte",
+                "--url",
+                "postgres://h/db",
+                "--version-order",
+                "db",
+            ],
+            "PostgreSQL (--url or --local), CockroachDB and TiDB record",
+        ),
     ];
     for (args, want) in cases {
         let o = run(store.path(), args);
