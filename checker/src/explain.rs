@@ -893,7 +893,7 @@ fn predicate_reason(d: &DataStep, p: &PredicateSite, a: &str, b: &str) -> String
             )
         } else {
             (
-                "no more than its own inserts there, so it did not count row",
+                "no more than the rows it wrote itself there, so it did not count row",
                 b,
                 &d.value2,
             )
@@ -1040,7 +1040,7 @@ pub fn render_text(a: &Anomaly, history: &History) -> String {
             count,
             bounds: [least, most],
         } => one_txn(history, *op, &mut out, &format!(
-            "T1's count read of keys {lo}..={hi} (micro-op {mop}) returned {count}, but the range held at least {least} (T1's own inserts) and at most {most} rows (every row ever inserted there): a predicate read miss."
+            "T1's count read of keys {lo}..={hi} (micro-op {mop}) returned {count}, but the range held at least {least} (rows T1 wrote itself) and at most {most} rows (every row ever inserted there): a predicate read miss."
         )),
         Evidence::Replay {
             op,

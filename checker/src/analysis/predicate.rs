@@ -24,9 +24,11 @@
 //! * A count read `["rc", [lo, hi], n]` reveals only how many keys of the
 //!   range existed in its version set, not which. Only two counts pin the
 //!   version of every key down: `n` = the reader's own earlier inserts in
-//!   range (it saw no other row: `reader →rw(p) creator` for each) and
-//!   `n` = own + every key in range any non-aborted transaction wrote (it
-//!   saw them all: `creator →wr(p) reader` for each). Any count between
+//!   range — every key it wrote before the count, which exists for it
+//!   whoever inserted it — (it saw no other row: `reader →rw(p) creator`
+//!   for each) and `n` = own + every other key in range any non-aborted
+//!   transaction wrote (it saw them all: `creator →wr(p) reader` for
+//!   each). Any count between
 //!   says "some of these", which orders no pair: no edge (sound, and
 //!   incomplete on purpose). A count below the own inserts or above all
 //!   possible rows is `predicate-read-miss` (`Evidence::CountMiss`).
@@ -287,9 +289,18 @@ impl<'c, 'h> Edges<'c, 'h> {
     fn count(&mut self, t: u32, j: usize, r: &'h RangeRead, n: u64) {
         let (mut own, mut possible) = (0u64, 0u64);
         let mut others: Vec<(&'h Atom, Creator<'h>)> = Vec::new();
+        // Rows the reader wrote before the count exist for it, whoever
+        // inserted them: counted, never "missed".
+        let mops = &self.cx.txns.txns[t as usize].mops;
+        let wrote = |a: &Atom| {
+            mops[..j]
+                .iter()
+                .any(|m| matches!(m, MicroOp::Append(k, _) | MicroOp::Write(k, _) if &k.0 == a))
+        };
         for (atom, k) in self.keys.in_range(r) {
             match self.creators[k as usize] {
-                Some(c) if c.txn == t => own += u64::from((c.mop as usize) < j),
+                _ if wrote(atom) => own += 1,
+                Some(c) if c.txn == t => {}
                 Some(c) => {
                     possible += 1;
                     others.push((atom, c));
