@@ -99,3 +99,22 @@ fn a_history_with_some_timestamps_missing_is_not_replayed_and_says_so() {
         r.warnings
     );
 }
+
+#[test]
+fn reads_of_what_an_indeterminate_transaction_wrote_are_not_judged() {
+    // T1's commit was ambiguous (info, no timestamp) but took effect; T2
+    // read its append. No expected order places T1, so no violation.
+    let h = history(
+        r#"
+{"index":0,"type":"invoke","process":0,"f":"txn","value":[["append",1,1]]}
+{"index":1,"type":"info","process":0,"f":"txn","value":[["append",1,1]]}
+{"index":2,"type":"ok","process":1,"f":"txn","value":[["r",1,[1]],["rc",[0,3],1],["append",2,1]],"commit-ts":7}
+{"index":3,"type":"ok","process":2,"f":"txn","value":[["r",2,[2]]],"commit-ts":8}
+"#,
+    );
+    let r = serializable(&h);
+    // Only the read of key 2 is judged (it should have been [1]).
+    let found = &r.anomalies[&AnomalyType::ExpectedOrderViolation];
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].ops(), vec![store::OpIndex(3)]);
+}

@@ -313,3 +313,16 @@ fn a_row_the_reader_wrote_counts_as_its_own_whoever_inserted_it() {
     let r = run(&h, ConsistencyModel::Serializable);
     assert_eq!(r.valid, Valid::True, "{r:?}");
 }
+
+#[test]
+fn a_garbage_first_element_names_no_creator_and_does_not_panic() {
+    // Key 2's longest read starts with an element nobody wrote: the key has
+    // no known creator (no predicate edge), and the read is a garbage read.
+    let h = history(
+        "ok 0 [[:rr [1 4] []] [:append 1 1]]
+         ok 1 [[:r 2 [9]] [:r 1 [1]]]",
+    );
+    let r = run(&h, ConsistencyModel::Serializable);
+    assert!(found(&r).contains(&"garbage-read"), "{:?}", found(&r));
+    assert!(!found(&r).contains(&"G2"), "{:?}", found(&r));
+}

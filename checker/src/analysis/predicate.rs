@@ -131,7 +131,10 @@ fn creators<'h>(cx: &Context<'_, 'h>, keys: &KeyIndex<'h>) -> Vec<Option<Creator
     let n = cx.txns.keys.len();
     let mut first: Vec<Option<&'h Val>> = vec![None; n];
     for k in 0..n as u32 {
-        if let Some(&w) = cx.obs.longest_ids(k).first() {
+        // A garbage first element (no writer, `observe::NO`) names no creator.
+        if let Some(&w) = cx.obs.longest_ids(k).first()
+            && w != crate::observe::NO
+        {
             first[k as usize] = Some(cx.obs.write(w).val);
         }
     }
