@@ -752,9 +752,10 @@ fn render_cycle(
                 let id = int_key(m.key()).unwrap_or_default();
                 match m {
                     MicroOp::ReadRange(r) => {
+                        let what = if r.is_count() { "count(*)" } else { "id, val" };
                         let _ = writeln!(
                             out,
-                            "/* {s} */ SELECT id, val FROM txn WHERE id BETWEEN {} AND {};  -- observed: {}",
+                            "/* {s} */ SELECT {what} FROM txn WHERE id BETWEEN {} AND {};  -- observed: {}",
                             r.lo,
                             r.hi,
                             checker::explain::fmt_mop(m)
@@ -1046,6 +1047,45 @@ mod tests {
         // The explanation is there, one line per step.
         assert!(sql.contains("-- Then:"), "{sql}");
         assert!(sql.contains("a contradiction!"), "{sql}");
+    }
+
+    #[test]
+    fn predicate_g2_renders_range_and_count_reads() {
+        use OpType::{Invoke, Ok};
+        let count = |n: Option<u64>| {
+            MicroOp::ReadRange(Box::new(store::RangeRead {
+                kind: store::RangeKind::Count(n),
+                ..store::RangeRead::count(1, 4)
+            }))
+        };
+        let rows = |rows| {
+            MicroOp::ReadRange(Box::new(store::RangeRead {
+                rows,
+                ..store::RangeRead::new(1, 4)
+            }))
+        };
+        let ops = vec![
+            Op::txn(0, Invoke, 0, vec![count(None), ap(1, 1)]),
+            Op::txn(1, Invoke, 1, vec![rows(None), ap(2, 1)]),
+            Op::txn(2, Ok, 0, vec![count(Some(0)), ap(1, 1)]),
+            Op::txn(3, Ok, 1, vec![rows(Some(vec![])), ap(2, 1)]),
+            Op::txn(4, Invoke, 2, vec![r0(1), r0(2)]),
+            Op::txn(5, Ok, 2, vec![r(1, &[1]), r(2, &[1])]),
+        ];
+        let h = History::new(ops).expect("valid history");
+        let mut opts = CheckOptions::new(Workload::ListAppend);
+        opts.models = vec![ConsistencyModel::Serializable];
+        let res = checker::check(&h, &opts);
+        let d = Dialect::for_db(Some("postgres"), false);
+        let sql = render(&res, &h, &d, Some(Isolation::RepeatableRead)).expect("a cycle");
+        pos(
+            &sql,
+            "SELECT count(*) FROM txn WHERE id BETWEEN 1 AND 4;  -- observed: [:rc [1 4] 0]",
+        );
+        pos(
+            &sql,
+            "SELECT id, val FROM txn WHERE id BETWEEN 1 AND 4;  -- observed: [:rr [1 4] []]",
+        );
     }
 
     #[test]
