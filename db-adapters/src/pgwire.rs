@@ -390,6 +390,10 @@ pub(crate) trait PgSessionSource: Send + Sync + 'static {
     fn white_box(&self) -> WhiteBox {
         WhiteBox::Off
     }
+    /// The lock clause of reads (` FOR UPDATE`), also on white-box reads.
+    fn read_lock(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl PgSessionSource for PgWireFactory {
@@ -410,6 +414,9 @@ impl PgSessionSource for PgWireFactory {
     }
     fn white_box(&self) -> WhiteBox {
         self.white_box
+    }
+    fn read_lock(&self) -> Option<&'static str> {
+        self.dialect.read_lock
     }
 }
 
@@ -488,6 +495,7 @@ impl<S: PgSessionSource> PgTxnClient<S> {
         let tables = self.source.tables();
         let pre_commit = self.source.pre_commit();
         let white_box = self.source.white_box();
+        let read_lock = self.source.read_lock();
         self.extra.clear();
         let Some(s) = self.session.as_ref() else {
             return Err(ClientError::definite("no-client", "no session"));
@@ -538,7 +546,8 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                 let t = tables.table_of(id);
                 match mop {
                     MicroOp::Read(k, _) => {
-                        let row = if let Some(sql) = white_box.read_sql(t) {
+                        let row = if let Some(mut sql) = white_box.read_sql(t) {
+                            sql.push_str(read_lock.unwrap_or_default());
                             s.client.query_opt(sql.as_str(), &[&id]).await
                         } else {
                             s.client.query_opt(&s.reads[t], &[&id]).await

@@ -350,7 +350,7 @@ async fn cockroach_white_box_and_count_reads(url: &str) {
         Target::Url(url.to_string()),
         Isolation::Serializable,
         DataModel::ListAppend,
-        false,
+        true, // reads keep FOR UPDATE on the white-box statement too
     )
     .unwrap()
     .with_version_order_db();
