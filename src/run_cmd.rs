@@ -52,8 +52,9 @@ pub struct RunArgs {
     /// the default) or `db` (PostgreSQL: record each transaction's txid and
     /// snapshot and each read row's xmin; the checker orders every key's
     /// versions by the database's own visibility. CockroachDB, TiDB: record
-    /// each transaction's commit timestamp; the checker replays them in
-    /// that order, as Enne does).
+    /// each transaction's commit timestamp; SQLite (serializable): its
+    /// commit order from a clock row; the checker replays them in that
+    /// order, as Enne does).
     #[arg(long, default_value = "inferred", value_parser = ["inferred", "db"], help_heading = "Database")]
     pub version_order: String,
     /// Simulator bug mode (with --db sim), replacing --isolation:

@@ -126,7 +126,18 @@ fn bad_flag_combinations_exit_3_naming_the_problem() {
                 "--version-order",
                 "db",
             ],
-            "PostgreSQL (--url or --local), CockroachDB and TiDB record",
+            "PostgreSQL (--url or --local), CockroachDB, TiDB and SQLite record",
+        ),
+        (
+            &[
+                "--db",
+                "sqlite",
+                "--isolation",
+                "snapshot-isolation",
+                "--version-order",
+                "db",
+            ],
+            "--db sqlite needs --isolation serializable",
         ),
     ];
     for (args, want) in cases {

@@ -4,7 +4,9 @@
 //! inference then finds the repeatable-read G2 it misses black-box (the
 //! same seeds as `run_postgres.rs`'s complete-check test, where inference
 //! alone found 0 of 3); serializable runs stay valid with the recovered
-//! order (no `cyclic-versions`).
+//! order (no `cyclic-versions`). SQLite's commit clock: a recorded
+//! predicate history replayed in commit order (Enne), valid, and the same
+//! history with one row removed from a range read found.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -134,4 +136,80 @@ fn serializable_is_valid_with_the_database_version_order() {
         "{:?}",
         r.found_types
     );
+}
+
+/// SQLite's commit clock (`--version-order db` at serializable): every `ok`
+/// transaction of a recorded predicate run carries `commit-ts`, the
+/// `expected-order` analysis replays them (valid); the same recorded
+/// history with one non-empty range read's first row removed is an
+/// `expected-order-violation` naming that read.
+#[test]
+fn sqlite_commit_order_replays_a_recorded_predicate_history() {
+    let store = tempfile::tempdir().unwrap();
+    let name = "sqlite-wb-predicate";
+    let out = run(
+        store.path(),
+        &[
+            "--workload",
+            "predicate",
+            "--version-order",
+            "db",
+            "--ops",
+            "600",
+            "--concurrency",
+            "4",
+            "--key-count",
+            "5",
+            "--max-writes-per-key",
+            "1",
+            "--seed",
+            "3",
+            "--test-name",
+            name,
+        ],
+    );
+    let dir = run_dir(store.path(), name);
+    assert_complete(&dir);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{:?}",
+        anomaly_types(&results(&dir))
+    );
+    let h = store::format::load_history(&dir.join("history.jsonl.gz"))
+        .unwrap()
+        .0;
+    let oks: Vec<_> = h.ops().iter().filter(|o| o.op_type == OpType::Ok).collect();
+    assert!(oks.len() >= 300);
+    assert!(oks.iter().all(|o| checker::whitebox::has_commit_ts(o)));
+    let mut o = CheckOptions::new(Workload::ListAppend);
+    o.models = vec![ConsistencyModel::Serializable];
+    assert_eq!(checker::check(&h, &o).valid, checker::Valid::True);
+    // Drop the first row of the first non-empty range read.
+    let mut ops = h.ops().to_vec();
+    let (at, _) = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| op.op_type == OpType::Ok)
+        .find(|(_, op)| {
+            op.value.txn().into_iter().flatten().any(|m| {
+                matches!(m, store::MicroOp::ReadRange(r) if r.rows.as_ref().is_some_and(|r| !r.is_empty()))
+            })
+        })
+        .expect("a non-empty range read");
+    if let store::OpValue::Txn(m) = &mut ops[at].value {
+        for x in m.iter_mut() {
+            if let store::MicroOp::ReadRange(r) = x
+                && let Some(rows) = r.rows.as_mut().filter(|r| !r.is_empty())
+            {
+                rows.remove(0);
+                break;
+            }
+        }
+    }
+    let index = ops[at].index;
+    let bad = History::new(ops).unwrap();
+    let r = checker::check(&bad, &o);
+    let found = &r.anomalies[&AnomalyType::ExpectedOrderViolation];
+    assert!(found.iter().any(|a| a.ops() == vec![index]), "{found:?}");
 }

@@ -13,7 +13,8 @@
 //! transaction just adds no order), never a panic.
 //!
 //! Timestamp-ordered databases (CockroachDB, TiDB; `commit-ts`, an integer
-//! or `[wall, logical]`): their expected serialization order is ascending
+//! or `[wall, logical]`) and SQLite at serializable (`commit-ts` from a
+//! clock row every transaction bumps under its write lock: commit order): their expected serialization order is ascending
 //! commit timestamp, so [`replay`] checks a history as Enne does — apply
 //! the committed transactions in that order and compare every read with
 //! the state it should have seen. Linear, no graph. It runs as the

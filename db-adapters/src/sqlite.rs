@@ -49,6 +49,7 @@ pub struct SqliteFactory {
     isolation: Isolation,
     model: DataModel,
     busy_timeout: Duration,
+    commit_clock: bool,
 }
 
 impl SqliteFactory {
@@ -69,9 +70,22 @@ impl SqliteFactory {
                 isolation,
                 model,
                 busy_timeout,
+                commit_clock: false,
             }),
             other => Err(SqliteError::UnsupportedIsolation(other)),
         }
+    }
+
+    /// `--version-order db`: every transaction also increments one clock
+    /// row just before `COMMIT` and records the value as its `commit-ts`.
+    /// Under `BEGIN IMMEDIATE` transactions hold the one write lock from
+    /// begin to commit, so the clock is their commit order, which is a
+    /// serialization order (commitment ordering): Enne's expected order
+    /// for SQLite, checked by the checker's `expected-order` analysis.
+    /// Only meaningful at `serializable` (the planner refuses others).
+    pub fn with_version_order_db(mut self) -> SqliteFactory {
+        self.commit_clock = true;
+        self
     }
 
     /// The database file.
@@ -137,7 +151,16 @@ impl ClientFactory for SqliteFactory {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS txn; CREATE TABLE txn (id INTEGER PRIMARY KEY, val TEXT);",
             )
-            .map_err(err)
+            .map_err(err)?;
+            if this.commit_clock {
+                conn.execute_batch(
+                    "DROP TABLE IF EXISTS harness_clock; \
+                     CREATE TABLE harness_clock (t INTEGER NOT NULL); \
+                     INSERT INTO harness_clock VALUES (0);",
+                )
+                .map_err(err)?;
+            }
+            Ok(())
         }))
     }
 
@@ -150,6 +173,8 @@ impl ClientFactory for SqliteFactory {
                 conn: Some(conn),
                 isolation: this.isolation,
                 model: this.model,
+                commit_clock: this.commit_clock,
+                extra: Vec::new(),
             }) as Box<dyn Client>)
         })
     }
@@ -162,6 +187,10 @@ struct SqliteClient {
     conn: Option<Connection>,
     isolation: Isolation,
     model: DataModel,
+    /// Record `commit-ts` from the clock row (`with_version_order_db`).
+    commit_clock: bool,
+    /// The last `ok` transaction's extra fields.
+    extra: Vec<(String, store::Data)>,
 }
 
 impl Client for SqliteClient {
@@ -177,16 +206,24 @@ impl Client for SqliteClient {
                 ));
             };
             let txn = txn.to_vec();
-            let (isolation, model) = (self.isolation, self.model);
+            let (isolation, model, clock) = (self.isolation, self.model, self.commit_clock);
             let (conn, result) = tokio::task::spawn_blocking(move || {
-                let r = run_txn(&conn, isolation, model, &txn);
+                let r = run_txn(&conn, isolation, model, &txn, clock);
                 (conn, r)
             })
             .await
             .map_err(|e| ClientError::indefinite("worker-panicked", e.to_string()))?;
             self.conn = Some(conn);
-            result
+            let (out, ts) = result?;
+            self.extra = ts
+                .map(|t| vec![("commit-ts".to_string(), store::Data::Int(t))])
+                .unwrap_or_default();
+            Ok(out)
         })
+    }
+
+    fn take_extra(&mut self) -> Vec<(String, store::Data)> {
+        std::mem::take(&mut self.extra)
     }
 
     fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
@@ -206,14 +243,15 @@ fn run_txn(
     isolation: Isolation,
     model: DataModel,
     txn: &[MicroOp],
-) -> Result<Vec<MicroOp>, ClientError> {
+    clock: bool,
+) -> Result<(Vec<MicroOp>, Option<i64>), ClientError> {
     let begin = match isolation {
         Isolation::Serializable => "BEGIN IMMEDIATE",
         _ => "BEGIN DEFERRED",
     };
     conn.execute_batch(begin)
         .map_err(|e| classify(&e, "begin"))?;
-    let body = run_body(conn, model, txn);
+    let body = run_body(conn, model, txn).and_then(|out| Ok((out, tick(conn, clock)?)));
     let out = match body {
         Ok(out) => out,
         Err(e) => {
@@ -237,6 +275,18 @@ fn run_txn(
             }
         }
     }
+}
+
+/// The clock row's next value, under the transaction's write lock.
+fn tick(conn: &Connection, clock: bool) -> Result<Option<i64>, ClientError> {
+    if !clock {
+        return Ok(None);
+    }
+    conn.query_row("UPDATE harness_clock SET t = t + 1 RETURNING t", [], |r| {
+        r.get(0)
+    })
+    .map(Some)
+    .map_err(|e| classify(&e, "commit clock"))
 }
 
 fn run_body(

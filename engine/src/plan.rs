@@ -69,11 +69,19 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
         bail!("--time-limit must be greater than zero");
     }
     if args.version_order == VersionOrder::Db
-        && !matches!(args.db, DbKind::Cockroach | DbKind::Tidb)
+        && !matches!(args.db, DbKind::Cockroach | DbKind::Tidb | DbKind::Sqlite)
         && (args.db != DbKind::Postgres || args.nodes.is_set())
     {
         bail!(
-            "--version-order db: only single-server PostgreSQL (--url or --local), CockroachDB and TiDB record their version order"
+            "--version-order db: only single-server PostgreSQL (--url or --local), CockroachDB, TiDB and SQLite record their version order"
+        );
+    }
+    if args.version_order == VersionOrder::Db
+        && args.db == DbKind::Sqlite
+        && isolation != Isolation::Serializable
+    {
+        bail!(
+            "--version-order db with --db sqlite needs --isolation serializable (its commit order is a serial order only under BEGIN IMMEDIATE)"
         );
     }
     if workload == WorkloadKind::Predicate && args.db == DbKind::Sim {

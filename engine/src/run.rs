@@ -157,13 +157,20 @@ async fn execute(
     let factory: Arc<dyn ClientFactory> = match plan.db {
         DbKind::Sqlite => Arc::new(
             sqlite
-                .insert(SqliteFactory::new(
-                    run_dir.path().join("sqlite.db"),
-                    plan.isolation,
-                    model,
-                    // Below the op timeout, so a busy wait ends as a definite fail.
-                    (args.limits.op_timeout / 2).min(Duration::from_secs(2)),
-                )?)
+                .insert({
+                    let f = SqliteFactory::new(
+                        run_dir.path().join("sqlite.db"),
+                        plan.isolation,
+                        model,
+                        // Below the op timeout, so a busy wait ends as a definite fail.
+                        (args.limits.op_timeout / 2).min(Duration::from_secs(2)),
+                    )?;
+                    if args.version_order == VersionOrder::Db {
+                        f.with_version_order_db()
+                    } else {
+                        f
+                    }
+                })
                 .clone(),
         ),
         DbKind::Sim => Arc::new(db_adapters::sim::SimFactory::new(
