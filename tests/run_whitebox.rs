@@ -61,14 +61,20 @@ fn white_box_run(isolation: &str, seed: u64) -> History {
         out.status.code(),
         anomaly_types(&results(&dir))
     );
+    recorded(&dir, 500, |o| checker::whitebox::cert(o).is_some())
+}
+
+/// The run's history, asserting at least `min_ok` `ok` transactions, each
+/// carrying its certificate (`certified`).
+fn recorded(dir: &std::path::Path, min_ok: usize, certified: fn(&store::Op) -> bool) -> History {
     let h = store::format::load_history(&dir.join("history.jsonl.gz"))
         .unwrap()
         .0;
     let oks: Vec<_> = h.ops().iter().filter(|o| o.op_type == OpType::Ok).collect();
-    assert!(oks.len() >= 500);
+    assert!(oks.len() >= min_ok, "{} ok transactions", oks.len());
     assert!(
-        oks.iter().all(|o| checker::whitebox::cert(o).is_some()),
-        "every ok transaction carries txid + snapshot"
+        oks.iter().all(|o| certified(o)),
+        "every ok transaction carries its certificate"
     );
     h
 }
@@ -176,12 +182,7 @@ fn sqlite_commit_order_replays_a_recorded_predicate_history() {
         "{:?}",
         anomaly_types(&results(&dir))
     );
-    let h = store::format::load_history(&dir.join("history.jsonl.gz"))
-        .unwrap()
-        .0;
-    let oks: Vec<_> = h.ops().iter().filter(|o| o.op_type == OpType::Ok).collect();
-    assert!(oks.len() >= 300);
-    assert!(oks.iter().all(|o| checker::whitebox::has_commit_ts(o)));
+    let h = recorded(&dir, 300, checker::whitebox::has_commit_ts);
     let mut o = CheckOptions::new(Workload::ListAppend);
     o.models = vec![ConsistencyModel::Serializable];
     assert_eq!(checker::check(&h, &o).valid, checker::Valid::True);
