@@ -35,6 +35,7 @@
 //! `time_ns: None` and is written back as absent.
 
 mod convert;
+mod cursor;
 mod edn;
 mod input;
 mod json;
@@ -45,6 +46,7 @@ mod source;
 
 use crate::history::{History, Op};
 use crate::list::ListSharer;
+use cursor::Cursor;
 pub use input::{Input, compress_file, is_gzip};
 pub use kind::{NotHistory, classify as classify_head, not_a_history};
 use source::{MAX_ITEM_BYTES, PErr, Source};
