@@ -632,21 +632,18 @@ impl crate::db::Db for ClusterDb {
     }
 }
 
-/// The unpack log of `node` as a log file entry (`unpack.log`: what the
-/// tarball contained).
-pub fn unpack_log(layout: &Layout, node: &str) -> (String, crate::db::LogFile) {
-    log(node, layout.unpack_log(node), "unpack.log")
-}
-
-/// A log file entry.
-pub fn log(node: &str, remote_path: String, local_name: &str) -> (String, crate::db::LogFile) {
-    (
-        node.to_string(),
-        crate::db::LogFile {
-            remote_path,
-            local_name: local_name.to_string(),
-        },
-    )
+/// The entries of `logs` on `node` (database directory `dir`, running the
+/// daemons `runs` says), as a [`Spec`]'s log list holds them.
+pub fn node_logs(
+    node: &str,
+    logs: &[crate::db::NodeLog],
+    dir: &str,
+    runs: impl Fn(&str) -> bool,
+) -> Vec<(String, crate::db::LogFile)> {
+    crate::db::node_logs(logs, dir, runs)
+        .into_iter()
+        .map(|l| (node.to_string(), l))
+        .collect()
 }
 
 #[cfg(test)]

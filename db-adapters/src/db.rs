@@ -71,6 +71,56 @@ pub struct LogFile {
     pub local_name: String,
 }
 
+/// A log file a database keeps on its nodes, as its catalog entry lists it
+/// (`DbKind::log_files`): where it is under the database's directory on
+/// the node, what it is called under `nodes/<node>/` of the run, and on
+/// which nodes it exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeLog {
+    /// Path under the database's directory on the node.
+    pub path: &'static str,
+    /// File name under `nodes/<node>/`.
+    pub local: &'static str,
+    /// Only on nodes that run this daemon (`None`: every node).
+    pub daemon: Option<&'static str>,
+}
+
+impl NodeLog {
+    /// A log on every node, named `local` in the run directory.
+    pub const fn every_node(path: &'static str, local: &'static str) -> NodeLog {
+        NodeLog {
+            path,
+            local,
+            daemon: None,
+        }
+    }
+
+    /// A log only on nodes running `daemon`.
+    pub const fn of_daemon(
+        daemon: &'static str,
+        path: &'static str,
+        local: &'static str,
+    ) -> NodeLog {
+        NodeLog {
+            path,
+            local,
+            daemon: Some(daemon),
+        }
+    }
+}
+
+/// The log files of `logs` that exist on a node whose database directory
+/// is `dir` and which runs the daemons `runs` says it runs.
+pub fn node_logs(logs: &[NodeLog], dir: &str, runs: impl Fn(&str) -> bool) -> Vec<LogFile> {
+    logs.iter()
+        .filter(|l| l.daemon.is_none_or(&runs))
+        .map(|l| LogFile {
+            remote_path: format!("{dir}/{}", l.path),
+            local_name: l.local.to_string(),
+        })
+        .collect()
+}
+
 /// The remote of the node named `node` among `remotes` (what every
 /// lifecycle's [`Db::remote`] is).
 pub fn remote_named(remotes: &[Arc<dyn Remote>], node: &str) -> Option<Arc<dyn Remote>> {

@@ -11,13 +11,16 @@
 //! ~0.2 s instead of seconds of fsync.
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
-use crate::db::{Db, DbError, LogFile, join_errors, poll};
+use crate::db::{Db, DbError, LogFile, NodeLog, join_errors, node_logs, poll};
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
 use std::sync::Arc;
 use std::time::Duration;
 use store::MicroOp;
+
+/// The server log of every node (the catalog's `log_files`).
+pub const LOGS: &[NodeLog] = &[NodeLog::every_node("postgres.log", "postgresql.log")];
 
 /// Settings of a PostgreSQL deployment on nodes.
 #[derive(Clone, Debug)]
@@ -354,11 +357,7 @@ impl Db for PgCluster {
         Box::pin(self.inner.teardown())
     }
     fn log_files(&self, node: &Node) -> Vec<LogFile> {
-        let d = self.inner.dir(node);
-        vec![LogFile {
-            remote_path: format!("{d}/postgres.log"),
-            local_name: "postgresql.log".to_string(),
-        }]
+        node_logs(LOGS, &self.inner.dir(node), |_| true)
     }
     fn primaries(&self) -> Vec<Node> {
         self.inner.primary().into_iter().collect()

@@ -2,9 +2,19 @@
 //! (see the module doc of `super`).
 
 use super::*;
-use crate::cluster::{Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, log};
+use crate::cluster::{
+    Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, node_logs,
+};
+use crate::db::NodeLog;
 use nemesis::Node;
 use std::time::Duration;
+
+/// Logs kept from every node (the catalog's `log_files`).
+pub const LOGS: &[NodeLog] = &[
+    NodeLog::every_node("logs/cockroach.log", "cockroach.log"),
+    NodeLog::every_node("cockroach.stdout.log", "cockroach.stdout.log"),
+    NodeLog::every_node("unpack.log", "unpack.log"),
+];
 
 /// Settings of a CockroachDB cluster.
 #[derive(Clone, Debug)]
@@ -137,21 +147,9 @@ impl CockroachConfig {
         let mut wipe = Vec::new();
         for n in nodes {
             let dir = self.layout.dir(&n.name);
-            logs.push(log(
-                &n.name,
-                format!("{dir}/logs/cockroach.log"),
-                "cockroach.log",
-            ));
-            logs.push(log(
-                &n.name,
-                self.layout.stdout_file(&n.name, "cockroach"),
-                "cockroach.stdout.log",
-            ));
+            logs.extend(node_logs(&n.name, LOGS, &dir, |_| true));
             wipe.push((n.name.clone(), format!("{dir}/data")));
             wipe.push((n.name.clone(), format!("{dir}/logs")));
-        }
-        for n in nodes {
-            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
         }
         Spec {
             name: "cockroach",

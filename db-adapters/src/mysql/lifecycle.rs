@@ -11,12 +11,19 @@
 //! other programs on the same machine may run their own mariadbd.
 
 use crate::client::BoxFuture;
-use crate::db::{Db, DbError, LogFile, join_errors, poll};
+use crate::db::{Db, DbError, LogFile, NodeLog, join_errors, node_logs, poll};
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The error log and the configuration of every node (the catalog's
+/// `log_files`).
+pub const LOGS: &[NodeLog] = &[
+    NodeLog::every_node("error.log", "mariadb-error.log"),
+    NodeLog::every_node("my.cnf", "my.cnf"),
+];
 
 /// Settings of a MariaDB deployment.
 #[derive(Clone, Debug)]
@@ -615,17 +622,7 @@ impl Db for MariaDb {
     }
 
     fn log_files(&self, node: &Node) -> Vec<LogFile> {
-        let dir = self.inner.dir(node);
-        vec![
-            LogFile {
-                remote_path: format!("{dir}/error.log"),
-                local_name: "mariadb-error.log".to_string(),
-            },
-            LogFile {
-                remote_path: format!("{dir}/my.cnf"),
-                local_name: "my.cnf".to_string(),
-            },
-        ]
+        node_logs(LOGS, &self.inner.dir(node), |_| true)
     }
 
     fn primaries(&self) -> Vec<Node> {

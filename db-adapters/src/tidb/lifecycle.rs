@@ -2,10 +2,25 @@
 //! (see the module doc of `super`).
 
 use super::*;
-use crate::cluster::{Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, log};
+use crate::cluster::{
+    Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, node_logs,
+};
+use crate::db::NodeLog;
 use nemesis::Node;
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// Logs kept from each node: each role's log and output where it runs,
+/// and the unpack log (the catalog's `log_files`).
+pub const LOGS: &[NodeLog] = &[
+    NodeLog::of_daemon("pd", "pd.log", "pd.log"),
+    NodeLog::of_daemon("pd", "pd.stdout.log", "pd.stdout.log"),
+    NodeLog::of_daemon("tikv", "tikv.log", "tikv.log"),
+    NodeLog::of_daemon("tikv", "tikv.stdout.log", "tikv.stdout.log"),
+    NodeLog::of_daemon("tidb", "tidb.log", "tidb.log"),
+    NodeLog::of_daemon("tidb", "tidb.stdout.log", "tidb.stdout.log"),
+    NodeLog::every_node("unpack.log", "unpack.log"),
+];
 
 /// A TiDB component.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -305,25 +320,18 @@ impl TidbConfig {
         let mut wipe = Vec::new();
         for n in &members {
             let dir = self.layout.dir(&n.name);
+            let runs = |role: &str| {
+                Role::ALL
+                    .iter()
+                    .any(|r| r.name() == role && self.roles.nodes(*r).contains(n))
+            };
+            logs.extend(node_logs(&n.name, LOGS, &dir, runs));
             for role in Role::ALL {
                 if self.roles.nodes(role).contains(n) {
-                    logs.push(log(
-                        &n.name,
-                        format!("{dir}/{}.log", role.name()),
-                        &format!("{}.log", role.name()),
-                    ));
-                    logs.push(log(
-                        &n.name,
-                        self.layout.stdout_file(&n.name, role.name()),
-                        &format!("{}.stdout.log", role.name()),
-                    ));
                     wipe.push((n.name.clone(), format!("{dir}/{}", role.name())));
                     wipe.push((n.name.clone(), format!("{dir}/{}.log", role.name())));
                 }
             }
-        }
-        for n in &members {
-            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
         }
         Spec {
             name: "tidb",

@@ -2,9 +2,29 @@
 //! (see the module doc of `super`).
 
 use super::*;
-use crate::cluster::{Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, log};
+use crate::cluster::{
+    Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, node_logs,
+};
+use crate::db::NodeLog;
 use nemesis::Node;
 use std::time::Duration;
+
+/// Logs kept from each node: the master's on the masters, the tserver's
+/// everywhere, and the unpack log (the catalog's `log_files`).
+pub const LOGS: &[NodeLog] = &[
+    NodeLog::of_daemon(
+        "yb-master",
+        "data/yb-data/master/logs/yb-master.INFO",
+        "yb-master.INFO",
+    ),
+    NodeLog::of_daemon("yb-master", "yb-master.stdout.log", "yb-master.stdout.log"),
+    NodeLog::every_node(
+        "data/yb-data/tserver/logs/yb-tserver.INFO",
+        "yb-tserver.INFO",
+    ),
+    NodeLog::every_node("yb-tserver.stdout.log", "yb-tserver.stdout.log"),
+    NodeLog::every_node("unpack.log", "unpack.log"),
+];
 
 /// Settings of a YugabyteDB cluster.
 #[derive(Clone, Debug)]
@@ -175,33 +195,10 @@ impl YugabyteConfig {
         let mut logs = Vec::new();
         let mut wipe = Vec::new();
         for n in nodes {
-            let data = self.data(&n.name);
-            if masters.iter().any(|m| m.name == n.name) {
-                logs.push(log(
-                    &n.name,
-                    format!("{data}/yb-data/master/logs/yb-master.INFO"),
-                    "yb-master.INFO",
-                ));
-                logs.push(log(
-                    &n.name,
-                    self.layout.stdout_file(&n.name, "yb-master"),
-                    "yb-master.stdout.log",
-                ));
-            }
-            logs.push(log(
-                &n.name,
-                format!("{data}/yb-data/tserver/logs/yb-tserver.INFO"),
-                "yb-tserver.INFO",
-            ));
-            logs.push(log(
-                &n.name,
-                self.layout.stdout_file(&n.name, "yb-tserver"),
-                "yb-tserver.stdout.log",
-            ));
-            wipe.push((n.name.clone(), data));
-        }
-        for n in nodes {
-            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
+            let master = masters.iter().any(|m| m.name == n.name);
+            let runs = |daemon: &str| master || daemon != "yb-master";
+            logs.extend(node_logs(&n.name, LOGS, &self.layout.dir(&n.name), runs));
+            wipe.push((n.name.clone(), self.data(&n.name)));
         }
         Spec {
             name: "yugabyte",
