@@ -85,6 +85,25 @@ impl Workload {
     }
 }
 
+impl std::str::FromStr for Workload {
+    type Err = String;
+
+    /// Parses `list-append` (`append`) or `rw-register` (`wr`,
+    /// `register`), with or without Elle's leading `:`.
+    ///
+    /// # Errors
+    /// Names the text and the known workloads.
+    fn from_str(s: &str) -> Result<Workload, String> {
+        match s.trim_start_matches(':') {
+            "list-append" | "append" => Ok(Workload::ListAppend),
+            "rw-register" | "wr" | "register" => Ok(Workload::RwRegister),
+            other => Err(format!(
+                "unknown workload {other:?}; known workloads: list-append (append), rw-register (wr)"
+            )),
+        }
+    }
+}
+
 /// What to analyze and how.
 #[derive(Debug)]
 pub struct AnalyzeOptions<'a> {
