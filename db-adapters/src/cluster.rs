@@ -233,6 +233,35 @@ impl Layout {
     }
 }
 
+/// What every tarball database's settings share: where it lives on the
+/// nodes, the release, its SQL port, and whether it runs already.
+#[derive(Clone, Debug)]
+pub struct Install {
+    /// Node-side directories.
+    pub layout: Layout,
+    /// The release tarball.
+    pub tarball: Tarball,
+    /// The SQL port clients connect to.
+    pub port: u16,
+    /// The cluster runs already (`--no-setup`): nothing is installed,
+    /// started or torn down.
+    pub no_setup: bool,
+}
+
+impl Install {
+    /// `tarball` installed under `base` on every node, serving SQL on `port`.
+    pub fn new(base: &str, tarball: Tarball, port: u16) -> Install {
+        Install {
+            layout: Layout {
+                base: base.to_string(),
+            },
+            tarball,
+            port,
+            no_setup: false,
+        }
+    }
+}
+
 /// Copies (or downloads) the tarball to `node` and unpacks it once into
 /// `dist/` (a marker file records a finished unpack; a later setup reuses
 /// it), then checks that every binary in `binaries` (paths relative to

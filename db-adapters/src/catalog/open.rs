@@ -12,7 +12,7 @@
 
 use super::DbKind;
 use crate::client::{BoxFuture, ClientFactory};
-use crate::cluster::{ClusterDb, Layout, Tarball};
+use crate::cluster::{ClusterDb, Install, Tarball};
 use crate::db::Db;
 use crate::mysql::{MariaDb, MariaDbConfig, MysqlFactory};
 use crate::newsql::NewSqlSpec;
@@ -313,22 +313,22 @@ impl DbKind {
             None => Tarball::Url(String::new()),
         };
         let no_setup = a.no_setup || s.url.is_some();
-        let common = |layout: &mut Layout, port: &mut u16, ns: &mut bool| {
+        let common = |i: &mut Install| {
             if let Some(d) = &a.db_dir {
-                layout.base = d.clone();
+                i.layout.base = d.clone();
             }
-            *port = a.db_port.unwrap_or(*port);
-            *ns = no_setup;
+            i.port = a.db_port.unwrap_or(i.port);
+            i.no_setup = no_setup;
         };
         let spec = match self {
             DbKind::Cockroach => {
                 let mut c = cockroach::CockroachConfig::new(tarball);
-                common(&mut c.layout, &mut c.port, &mut c.no_setup);
+                common(&mut c.install);
                 c.spec(&nodes)
             }
             DbKind::Yugabyte => {
                 let mut c = yugabyte::YugabyteConfig::new(tarball);
-                common(&mut c.layout, &mut c.port, &mut c.no_setup);
+                common(&mut c.install);
                 c.read_committed = s.isolation == Isolation::ReadCommitted;
                 c.spec(&nodes)
             }
@@ -338,7 +338,7 @@ impl DbKind {
                     None => Roles::spread(&nodes),
                 };
                 let mut c = tidb::TidbConfig::new(tarball, roles);
-                common(&mut c.layout, &mut c.port, &mut c.no_setup);
+                common(&mut c.install);
                 c.spec(&nodes)
             }
         };

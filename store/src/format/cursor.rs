@@ -53,6 +53,32 @@ pub(crate) trait Cursor<'a> {
     }
 }
 
+/// `new(bytes)` and the [`Cursor`] accessors for a parser struct with the
+/// fields `b: &'a [u8]` and `pos: usize`.
+macro_rules! cursor_over_fields {
+    ($t:ident) => {
+        impl<'a> $crate::format::cursor::Cursor<'a> for $t<'a> {
+            fn bytes(&self) -> &'a [u8] {
+                self.b
+            }
+            fn pos(&self) -> usize {
+                self.pos
+            }
+            fn set_pos(&mut self, pos: usize) {
+                self.pos = pos;
+            }
+        }
+
+        impl<'a> $t<'a> {
+            /// A parser at the start of `b`.
+            pub fn new(b: &'a [u8]) -> $t<'a> {
+                $t { b, pos: 0 }
+            }
+        }
+    };
+}
+pub(crate) use cursor_over_fields;
+
 /// `v` with the ASCII digit `c` appended, growing away from zero in the
 /// direction of the sign; `None` on overflow.
 #[inline]

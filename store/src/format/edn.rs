@@ -40,23 +40,9 @@ pub(crate) fn is_keyword_name(s: &str) -> bool {
     !s.is_empty() && !s.bytes().any(is_delim)
 }
 
-impl<'a> Cursor<'a> for Edn<'a> {
-    fn bytes(&self) -> &'a [u8] {
-        self.b
-    }
-    fn pos(&self) -> usize {
-        self.pos
-    }
-    fn set_pos(&mut self, pos: usize) {
-        self.pos = pos;
-    }
-}
+super::cursor::cursor_over_fields!(Edn);
 
 impl<'a> Edn<'a> {
-    pub fn new(b: &'a [u8]) -> Edn<'a> {
-        Edn { b, pos: 0 }
-    }
-
     /// Skips whitespace, commas and `;` comments.
     pub fn ws(&mut self) {
         while let Some(c) = self.peek() {

@@ -26,23 +26,9 @@ pub(crate) struct Json<'a> {
     pub pos: usize,
 }
 
-impl<'a> Cursor<'a> for Json<'a> {
-    fn bytes(&self) -> &'a [u8] {
-        self.b
-    }
-    fn pos(&self) -> usize {
-        self.pos
-    }
-    fn set_pos(&mut self, pos: usize) {
-        self.pos = pos;
-    }
-}
+super::cursor::cursor_over_fields!(Json);
 
 impl<'a> Json<'a> {
-    pub fn new(b: &'a [u8]) -> Json<'a> {
-        Json { b, pos: 0 }
-    }
-
     pub fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.pos += 1;

@@ -11,7 +11,7 @@ use rand::RngExt;
 use store::Key;
 
 /// How far after one op the next may start.
-pub trait Spacing {
+pub trait Spacing: Send {
     /// The gap after an op, in nanoseconds.
     fn gap_ns(&mut self) -> u64;
 }
