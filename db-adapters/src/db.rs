@@ -172,6 +172,65 @@ pub trait Db: Send + Sync {
     fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
 }
 
+/// A database that runs one server per node, installed from the system's
+/// packages (PostgreSQL, MariaDB/Galera): the parts that differ between
+/// them. Every such type is a [`Db`] through them.
+pub trait NodeServers: Send + Sync {
+    /// Short name (`postgres`, `galera`, `mariadb`).
+    fn server_name(&self) -> &'static str;
+    /// One remote per node, in test order.
+    fn remotes(&self) -> &[Arc<dyn Remote>];
+    /// The database's directory on `node`.
+    fn node_dir(&self, node: &Node) -> String;
+    /// The log files kept from each node (its catalog entry's).
+    fn logs(&self) -> &'static [NodeLog];
+    /// Nodes that are primaries (empty when every node is equal).
+    fn primary_nodes(&self) -> Vec<Node>;
+    /// Nodes clients connect to.
+    fn serving_nodes(&self) -> Vec<Node>;
+    /// Kill/start/pause/resume of the servers.
+    fn processes(&self) -> Arc<dyn Process>;
+    /// As [`Db::setup`].
+    fn start_all(&self) -> BoxFuture<'_, Result<(), DbError>>;
+    /// As [`Db::teardown`].
+    fn stop_all(&self) -> BoxFuture<'_, Result<(), DbError>>;
+    /// As [`Db::await_ready`].
+    fn ready_within(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
+}
+
+impl<T: NodeServers> Db for T {
+    fn name(&self) -> &'static str {
+        self.server_name()
+    }
+    fn nodes(&self) -> Vec<Node> {
+        self.remotes().iter().map(|r| r.node().clone()).collect()
+    }
+    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
+        remote_named(self.remotes(), node)
+    }
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        self.start_all()
+    }
+    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        self.stop_all()
+    }
+    fn log_files(&self, node: &Node) -> Vec<LogFile> {
+        node_logs(self.logs(), &self.node_dir(node), |_| true)
+    }
+    fn primaries(&self) -> Vec<Node> {
+        self.primary_nodes()
+    }
+    fn client_nodes(&self) -> Vec<Node> {
+        self.serving_nodes()
+    }
+    fn process(&self) -> Option<Arc<dyn Process>> {
+        Some(self.processes())
+    }
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
+        self.ready_within(limit)
+    }
+}
+
 /// Joins per-node results: `Ok` when all are, else every error.
 pub fn join_errors(mut errs: Vec<DbError>) -> Result<(), DbError> {
     match errs.len() {

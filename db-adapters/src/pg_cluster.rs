@@ -11,7 +11,7 @@
 //! ~0.2 s instead of seconds of fsync.
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
-use crate::db::{Db, DbError, LogFile, NodeLog, join_errors, node_logs, poll};
+use crate::db::{DbError, NodeLog, NodeServers, join_errors, poll};
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
@@ -340,35 +340,35 @@ impl PgCluster {
     }
 }
 
-impl Db for PgCluster {
-    fn name(&self) -> &'static str {
+impl NodeServers for PgCluster {
+    fn server_name(&self) -> &'static str {
         "postgres"
     }
-    fn nodes(&self) -> Vec<Node> {
-        self.inner.nodes()
+    fn remotes(&self) -> &[Arc<dyn Remote>] {
+        &self.inner.remotes
     }
-    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
-        crate::db::remote_named(&self.inner.remotes, node)
+    fn node_dir(&self, node: &Node) -> String {
+        self.inner.dir(node)
     }
-    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.setup())
+    fn logs(&self) -> &'static [NodeLog] {
+        LOGS
     }
-    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.teardown())
-    }
-    fn log_files(&self, node: &Node) -> Vec<LogFile> {
-        node_logs(LOGS, &self.inner.dir(node), |_| true)
-    }
-    fn primaries(&self) -> Vec<Node> {
+    fn primary_nodes(&self) -> Vec<Node> {
         self.inner.primary().into_iter().collect()
     }
-    fn client_nodes(&self) -> Vec<Node> {
-        self.primaries()
+    fn serving_nodes(&self) -> Vec<Node> {
+        self.primary_nodes()
     }
-    fn process(&self) -> Option<Arc<dyn Process>> {
-        Some(self.inner.clone())
+    fn processes(&self) -> Arc<dyn Process> {
+        self.inner.clone()
     }
-    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
+    fn start_all(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.setup())
+    }
+    fn stop_all(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.teardown())
+    }
+    fn ready_within(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
         Box::pin(self.inner.await_ready(limit))
     }
 }

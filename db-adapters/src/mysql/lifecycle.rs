@@ -11,7 +11,7 @@
 //! other programs on the same machine may run their own mariadbd.
 
 use crate::client::BoxFuture;
-use crate::db::{Db, DbError, LogFile, NodeLog, join_errors, node_logs, poll};
+use crate::db::{DbError, NodeLog, NodeServers, join_errors, poll};
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
@@ -596,56 +596,47 @@ impl Process for Inner {
     }
 }
 
-impl Db for MariaDb {
-    fn name(&self) -> &'static str {
+impl NodeServers for MariaDb {
+    fn server_name(&self) -> &'static str {
         if self.inner.cfg.galera {
             "galera"
         } else {
             "mariadb"
         }
     }
-
-    fn nodes(&self) -> Vec<Node> {
-        self.inner.nodes()
+    fn remotes(&self) -> &[Arc<dyn Remote>] {
+        &self.inner.remotes
     }
-
-    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
-        crate::db::remote_named(&self.inner.remotes, node)
+    fn node_dir(&self, node: &Node) -> String {
+        self.inner.dir(node)
     }
-
-    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.setup())
+    fn logs(&self) -> &'static [NodeLog] {
+        LOGS
     }
-
-    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.teardown())
-    }
-
-    fn log_files(&self, node: &Node) -> Vec<LogFile> {
-        node_logs(LOGS, &self.inner.dir(node), |_| true)
-    }
-
-    fn primaries(&self) -> Vec<Node> {
+    fn primary_nodes(&self) -> Vec<Node> {
         if self.inner.cfg.galera {
             Vec::new()
         } else {
             self.inner.nodes().into_iter().take(1).collect()
         }
     }
-
-    fn client_nodes(&self) -> Vec<Node> {
+    fn serving_nodes(&self) -> Vec<Node> {
         if self.inner.cfg.galera {
             self.inner.nodes()
         } else {
             self.inner.nodes().into_iter().take(1).collect()
         }
     }
-
-    fn process(&self) -> Option<Arc<dyn Process>> {
-        Some(self.inner.clone())
+    fn processes(&self) -> Arc<dyn Process> {
+        self.inner.clone()
     }
-
-    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
+    fn start_all(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.setup())
+    }
+    fn stop_all(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.inner.teardown())
+    }
+    fn ready_within(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
         Box::pin(self.inner.await_ready(limit))
     }
 }
