@@ -72,35 +72,16 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
         bail!("--time-limit must be greater than zero");
     }
     if args.version_order == VersionOrder::Db
-        && (args.db != DbKind::Postgres || args.nodes.is_set())
+        && (!args.db.records_version_order() || args.nodes.is_set())
     {
         bail!(
             "--version-order db: only single-server PostgreSQL (--url or --local) records its version order"
         );
     }
-    if workload == WorkloadKind::Predicate && args.db == DbKind::Sim {
+    if workload == WorkloadKind::Predicate && !args.db.range_reads() {
         bail!("--workload predicate: the simulator does not model range reads; use a SQL database");
     }
-    match args.db {
-        DbKind::Postgres => {
-            if args.url.is_none() && !args.local && !args.nodes.is_set() {
-                bail!("--db postgres needs --url postgres://… or --local");
-            }
-        }
-        DbKind::Cockroach | DbKind::Tidb | DbKind::Yugabyte => {
-            if args.local {
-                bail!("--local applies to --db postgres only");
-            }
-        }
-        _ => {
-            if args.url.is_some() || args.local {
-                bail!(
-                    "--url applies to --db postgres, cockroach, tidb and yugabyte; --local to postgres only"
-                );
-            }
-        }
-    }
-    if args.sim_bug.is_some() && args.db != DbKind::Sim {
+    if args.sim_bug.is_some() && !args.db.has_bug_modes() {
         bail!("--sim-bug applies to --db sim only");
     }
     let all_nodes = args.nodes.planned_nodes()?;
@@ -219,6 +200,7 @@ pub(crate) fn db_settings(
         isolation,
         model: data_model(args.workload),
         url: args.url.clone(),
+        local: args.local,
         newsql: args.newsql.clone(),
         replica_reads: args.faults.replica_reads,
         version_order_db: args.version_order == VersionOrder::Db,

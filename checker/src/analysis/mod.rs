@@ -133,6 +133,29 @@ pub struct AnalyzeOptions<'a> {
     pub complete: bool,
 }
 
+impl<'a> AnalyzeOptions<'a> {
+    /// Elle's inference alone: `search` for `workload` within `budget`, no
+    /// extra version-order sources, no models or anomalies asked for, no
+    /// complete checks. Set the other fields with struct update syntax.
+    pub fn new(
+        workload: Workload,
+        search: BTreeSet<AnomalyType>,
+        budget: &'a Budget,
+    ) -> AnalyzeOptions<'a> {
+        AnalyzeOptions {
+            workload,
+            search,
+            wfr_keys: false,
+            sequential_keys: false,
+            linearizable_keys: false,
+            budget,
+            models: &[],
+            anomalies: &[],
+            complete: false,
+        }
+    }
+}
+
 /// What the analyses found.
 #[derive(Debug, Default)]
 pub struct Found {

@@ -228,6 +228,28 @@ impl DbKind {
         }
     }
 
+    /// Has a throwaway local server (`--local`; PostgreSQL also without
+    /// `--url` and `--nodes`).
+    pub fn has_local_server(self) -> bool {
+        self == DbKind::Postgres
+    }
+
+    /// Its client can record the database's version order
+    /// (`--version-order db`, single server only).
+    pub fn records_version_order(self) -> bool {
+        self == DbKind::Postgres
+    }
+
+    /// Runs range reads (`--workload predicate`).
+    pub fn range_reads(self) -> bool {
+        self != DbKind::Sim
+    }
+
+    /// Has bug modes (`--sim-bug`).
+    pub fn has_bug_modes(self) -> bool {
+        self == DbKind::Sim
+    }
+
     /// Installed from a release tarball on `--nodes` (`--tarball`,
     /// `--no-setup`, `--db-port`, `--db-dir`, `--select-for-update`).
     pub fn is_tarball(self) -> bool {

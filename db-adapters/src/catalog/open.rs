@@ -10,7 +10,7 @@
 //! messages ([`OpenError`] says whether a spec or a setup step failed: exit
 //! 3 or 4).
 
-use super::DbKind;
+use super::{DbKind, Placement};
 use crate::client::{BoxFuture, ClientFactory};
 use crate::cluster::{ClusterDb, Install, Tarball};
 use crate::db::Db;
@@ -40,6 +40,8 @@ pub struct DbSettings {
     pub model: DataModel,
     /// An existing server (`--url`).
     pub url: Option<String>,
+    /// A throwaway local server (`--local`).
+    pub local: bool,
     /// Settings of the tarball databases.
     pub newsql: NewSqlSpec,
     /// PostgreSQL on nodes: read-only transactions go to a replica.
@@ -117,6 +119,7 @@ impl DbKind {
         s: &DbSettings,
         nodes: Option<&[Node]>,
     ) -> Result<Isolation, String> {
+        self.check_reach(s, nodes.is_some())?;
         if self.is_tarball() {
             return self.check_newsql(s, nodes);
         }
@@ -128,6 +131,31 @@ impl DbKind {
             DbKind::Sim => sim_mode(s.sim_bug, s.isolation).map(|_| s.isolation),
             _ => Ok(s.isolation),
         }
+    }
+
+    /// `--url` and `--local` only where the database can be reached so.
+    fn check_reach(self, s: &DbSettings, on_nodes: bool) -> Result<(), String> {
+        if self.placement() != Placement::UrlOrNodes {
+            if s.url.is_some() || s.local {
+                let by_url: Vec<&str> = DbKind::ALL
+                    .iter()
+                    .filter(|k| k.placement() == Placement::UrlOrNodes)
+                    .map(|k| k.name())
+                    .collect();
+                return Err(format!(
+                    "--url applies to --db {}; --local to {} only",
+                    names_and(&by_url),
+                    local_names()
+                ));
+            }
+        } else if !self.has_local_server() {
+            if s.local {
+                return Err(format!("--local applies to --db {} only", local_names()));
+            }
+        } else if s.url.is_none() && !s.local && !on_nodes {
+            return Err(format!("--db {self} needs --url postgres://… or --local"));
+        }
+        Ok(())
     }
 
     fn check_newsql(self, s: &DbSettings, nodes: Option<&[Node]>) -> Result<Isolation, String> {
@@ -361,6 +389,25 @@ impl DbKind {
     }
 }
 
+/// `a, b and c`.
+fn names_and(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// The databases with a local server (`--local`), as [`names_and`] writes them.
+fn local_names() -> String {
+    let names: Vec<&str> = DbKind::ALL
+        .iter()
+        .filter(|k| k.has_local_server())
+        .map(|k| k.name())
+        .collect();
+    names_and(&names)
+}
+
 fn sqlite_factory(s: &DbSettings) -> Result<SqliteFactory, String> {
     // Below the op timeout, so a busy wait ends as a definite fail.
     let busy = (s.op_timeout / 2).min(Duration::from_secs(2));
@@ -407,6 +454,7 @@ mod tests {
             isolation,
             model: DataModel::ListAppend,
             url: url.map(str::to_string),
+            local: false,
             newsql: a.clone(),
             replica_reads: false,
             version_order_db: false,
