@@ -14,7 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use db_adapters::client::{ClientFactory, ErrorKind};
-use db_adapters::pgwire::{PgWireFactory, Target};
+use db_adapters::pgwire::{PgWireDb, PgWireFactory, Target};
 use db_adapters::postgres::local::LocalCluster;
 use db_adapters::sql::{DataModel, Isolation, TxnPhase, TxnTables};
 use db_adapters::{cockroach, yugabyte};
@@ -259,27 +259,17 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
         .expect("local PostgreSQL");
     let url = cluster.url();
     let target = || Target::Url(url.clone());
+    let factory = |db: &PgWireDb, iso, select_for_update| {
+        db.factory(target(), iso, DataModel::ListAppend, select_for_update)
+            .unwrap()
+    };
 
     // CockroachDB: serializable (its default) and read committed.
-    let crdb = cockroach::PG_WIRE
-        .factory(
-            target(),
-            Isolation::Serializable,
-            DataModel::ListAppend,
-            false,
-        )
-        .unwrap();
+    let crdb = factory(&cockroach::PG_WIRE, Isolation::Serializable, false);
     append_read_isolation(&crdb, "serializable").await;
     write_skew_is_definite(&crdb, TxnTables::default(), &url).await;
     killed_during_commit_is_indefinite(&crdb, TxnTables::default(), &url).await;
-    let crdb_rc = cockroach::PG_WIRE
-        .factory(
-            target(),
-            Isolation::ReadCommitted,
-            DataModel::ListAppend,
-            true,
-        )
-        .unwrap();
+    let crdb_rc = factory(&cockroach::PG_WIRE, Isolation::ReadCommitted, true);
     assert_eq!(
         crdb_rc.dialect().setup_statements,
         vec!["SET CLUSTER SETTING sql.txn.read_committed_isolation.enabled = true".to_string()]
@@ -295,19 +285,10 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
         (Isolation::SnapshotIsolation, "repeatable read"),
         (Isolation::ReadCommitted, "read committed"),
     ] {
-        let yb = yugabyte::PG_WIRE
-            .factory(target(), iso, DataModel::ListAppend, false)
-            .unwrap();
+        let yb = factory(&yugabyte::PG_WIRE, iso, false);
         append_read_isolation(&yb, level).await;
     }
-    let yb = yugabyte::PG_WIRE
-        .factory(
-            target(),
-            Isolation::Serializable,
-            DataModel::ListAppend,
-            false,
-        )
-        .unwrap();
+    let yb = factory(&yugabyte::PG_WIRE, Isolation::Serializable, false);
     yb.setup(&Node::local()).await.unwrap();
     write_skew_is_definite(&yb, yb_tables, &url).await;
     killed_during_commit_is_indefinite(&yb, yb_tables, &url).await;

@@ -452,6 +452,14 @@ mod tests {
     ) -> Result<Isolation, String> {
         let s = DbSettings {
             isolation,
+            ..settings(a, url)
+        };
+        kind.check_settings(&s, nodes)
+    }
+
+    fn settings(a: &NewSqlSpec, url: Option<&str>) -> DbSettings {
+        DbSettings {
+            isolation: Isolation::Serializable,
             model: DataModel::ListAppend,
             url: url.map(str::to_string),
             local: false,
@@ -462,8 +470,17 @@ mod tests {
             op_timeout: Duration::from_secs(1),
             sim_bug: None,
             seed: 0,
-        };
-        kind.check_settings(&s, nodes)
+        }
+    }
+
+    /// The error of a spec without `--url`.
+    fn check_err(
+        kind: DbKind,
+        a: &NewSqlSpec,
+        nodes: Option<&[Node]>,
+        isolation: Isolation,
+    ) -> String {
+        check(kind, a, None, nodes, isolation).unwrap_err()
     }
 
     fn nodes() -> Vec<Node> {
@@ -476,16 +493,9 @@ mod tests {
     fn flags_are_checked_per_database() {
         let n = nodes();
         let none = NewSqlSpec::default();
-        let e = check(
-            DbKind::Cockroach,
-            &none,
-            None,
-            Some(&n),
-            Isolation::Serializable,
-        )
-        .unwrap_err();
+        let e = check_err(DbKind::Cockroach, &none, Some(&n), Isolation::Serializable);
         assert!(e.contains("--tarball PATH|URL"), "{e}");
-        let e = check(DbKind::Yugabyte, &none, None, None, Isolation::Serializable).unwrap_err();
+        let e = check_err(DbKind::Yugabyte, &none, None, Isolation::Serializable);
         assert!(e.contains("--db yugabyte needs --nodes"), "{e}");
         let no_setup = NewSqlSpec {
             no_setup: true,
@@ -506,27 +516,37 @@ mod tests {
             txn_mode: Some(crate::tidb::TxnMode::Pessimistic),
             ..no_setup.clone()
         };
-        let e = check(
+        let e = check_err(
             DbKind::Cockroach,
             &tidb_flags,
-            None,
             Some(&n),
             Isolation::Serializable,
-        )
-        .unwrap_err();
+        );
         assert!(e.contains("apply to --db tidb only"), "{e}");
-        let e = check(
+        // PostgreSQL on nodes: reachable, but the flags are not its own.
+        let e = check_err(
             DbKind::Postgres,
             &tidb_flags,
-            None,
-            None,
+            Some(&n),
             Isolation::Serializable,
-        )
-        .unwrap_err();
+        );
         assert!(
-            e.to_string()
-                .contains("apply to --db cockroach, tidb and yugabyte only"),
+            e.contains("apply to --db cockroach, tidb and yugabyte only"),
             "{e}"
+        );
+        let e = check_err(DbKind::Postgres, &none, None, Isolation::Serializable);
+        assert!(
+            e.contains("--db postgres needs --url postgres://… or --local"),
+            "{e}"
+        );
+        let local = DbSettings {
+            local: true,
+            ..settings(&none, None)
+        };
+        let e = DbKind::Sqlite.check_settings(&local, None).unwrap_err();
+        assert_eq!(
+            e,
+            "--url applies to --db postgres, cockroach, tidb and yugabyte; --local to postgres only"
         );
         assert_eq!(
             check(
@@ -539,40 +559,29 @@ mod tests {
             .unwrap(),
             Isolation::ReadCommitted
         );
-        let e = check(
-            DbKind::Tidb,
-            &no_setup,
-            None,
-            Some(&n),
-            Isolation::Serializable,
-        )
-        .unwrap_err();
+        let e = check_err(DbKind::Tidb, &no_setup, Some(&n), Isolation::Serializable);
         assert!(e.contains("TiDB runs repeatable-read"), "{e}");
         let bad_roles = NewSqlSpec {
             roles: Some("pd=n1;tikv=n9;tidb=n1".into()),
             ..no_setup.clone()
         };
-        let e = check(
+        let e = check_err(
             DbKind::Tidb,
             &bad_roles,
-            None,
             Some(&n),
             Isolation::RepeatableRead,
-        )
-        .unwrap_err();
+        );
         assert!(e.contains("unknown node \"n9\""), "{e}");
         let missing = NewSqlSpec {
             tarball: Some("/nonexistent/crdb.tgz".into()),
             ..NewSqlSpec::default()
         };
-        let e = check(
+        let e = check_err(
             DbKind::Cockroach,
             &missing,
-            None,
             Some(&n),
             Isolation::Serializable,
-        )
-        .unwrap_err();
+        );
         assert!(e.contains("/nonexistent/crdb.tgz"), "{e}");
         // --url: no nodes needed.
         assert!(
