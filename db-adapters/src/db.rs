@@ -11,7 +11,7 @@
 use crate::client::BoxFuture;
 use nemesis::Node;
 use nemesis::process::Process;
-use nemesis::remote::{Remote, RemoteError};
+use nemesis::remote::{Remote, RemoteError, shell_quote};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -172,30 +172,60 @@ pub trait Db: Send + Sync {
     fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
 }
 
-/// A database that runs one server per node, installed from the system's
-/// packages (PostgreSQL, MariaDB/Galera): the parts that differ between
-/// them. Every such type is a [`Db`] through them.
-pub trait NodeServers: Send + Sync {
-    /// Short name (`postgres`, `galera`, `mariadb`).
-    fn server_name(&self) -> &'static str;
+/// The shared state of a database that runs one server per node,
+/// installed from the system's packages (PostgreSQL, MariaDB/Galera): its
+/// nodes, their directories and the lifecycle steps over all of them.
+pub trait ServerSteps: Process + Send + Sync + 'static {
     /// One remote per node, in test order.
     fn remotes(&self) -> &[Arc<dyn Remote>];
-    /// The database's directory on `node`.
-    fn node_dir(&self, node: &Node) -> String;
+    /// The directory under which each node's server has its own.
+    fn base_dir(&self) -> &str;
+    /// The server's directory on `node`.
+    fn node_dir(&self, node: &Node) -> String {
+        format!("{}/{}", self.base_dir().trim_end_matches('/'), node.name)
+    }
+    /// As [`Db::setup`].
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>>;
+    /// Kills the servers on `node` (teardown's first step there).
+    fn kill_servers<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), DbError>>;
+    /// As [`Db::teardown`]: on every node, kill the servers and remove
+    /// the node's directory; every node's error is reported.
+    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(async move {
+            let mut errs = Vec::new();
+            for r in self.remotes() {
+                let n = r.node();
+                if let Err(e) = self.kill_servers(n).await {
+                    errs.push(e);
+                    continue;
+                }
+                let rm = format!("rm -rf {}", shell_quote(&self.node_dir(n)));
+                if let Err(e) = r.run(&rm).await {
+                    errs.push(e.into());
+                }
+            }
+            join_errors(errs)
+        })
+    }
+    /// As [`Db::await_ready`].
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
+}
+
+/// A database of [`ServerSteps`]: what differs beyond the steps. Every
+/// such type is a [`Db`] through them.
+pub trait NodeServers: Send + Sync {
+    /// The shared state and steps.
+    type Steps: ServerSteps;
+    /// Them.
+    fn steps(&self) -> &Arc<Self::Steps>;
+    /// Short name (`postgres`, `galera`, `mariadb`).
+    fn server_name(&self) -> &'static str;
     /// The log files kept from each node (its catalog entry's).
     fn logs(&self) -> &'static [NodeLog];
     /// Nodes that are primaries (empty when every node is equal).
     fn primary_nodes(&self) -> Vec<Node>;
     /// Nodes clients connect to.
     fn serving_nodes(&self) -> Vec<Node>;
-    /// Kill/start/pause/resume of the servers.
-    fn processes(&self) -> Arc<dyn Process>;
-    /// As [`Db::setup`].
-    fn start_all(&self) -> BoxFuture<'_, Result<(), DbError>>;
-    /// As [`Db::teardown`].
-    fn stop_all(&self) -> BoxFuture<'_, Result<(), DbError>>;
-    /// As [`Db::await_ready`].
-    fn ready_within(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
 }
 
 impl<T: NodeServers> Db for T {
@@ -203,19 +233,20 @@ impl<T: NodeServers> Db for T {
         self.server_name()
     }
     fn nodes(&self) -> Vec<Node> {
-        self.remotes().iter().map(|r| r.node().clone()).collect()
+        let remotes = self.steps().remotes();
+        remotes.iter().map(|r| r.node().clone()).collect()
     }
     fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
-        remote_named(self.remotes(), node)
+        remote_named(self.steps().remotes(), node)
     }
     fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        self.start_all()
+        self.steps().setup()
     }
     fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        self.stop_all()
+        self.steps().teardown()
     }
     fn log_files(&self, node: &Node) -> Vec<LogFile> {
-        node_logs(self.logs(), &self.node_dir(node), |_| true)
+        node_logs(self.logs(), &self.steps().node_dir(node), |_| true)
     }
     fn primaries(&self) -> Vec<Node> {
         self.primary_nodes()
@@ -224,10 +255,10 @@ impl<T: NodeServers> Db for T {
         self.serving_nodes()
     }
     fn process(&self) -> Option<Arc<dyn Process>> {
-        Some(self.processes())
+        Some(self.steps().clone())
     }
     fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
-        self.ready_within(limit)
+        self.steps().await_ready(limit)
     }
 }
 
