@@ -138,7 +138,7 @@ impl NodeSpec {
 /// # Errors
 /// Settings that do not fit together.
 pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
-    use db_adapters::catalog::Placement;
+    use db_adapters::catalog::{Placement, names_where};
     let kinds = &args.faults.faults;
     // Databases behind a URL (postgres, cockroach, tidb, yugabyte) are on
     // nodes when --nodes are given.
@@ -151,7 +151,8 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
     if !on_nodes {
         if args.nodes.is_set() {
             anyhow::bail!(
-                "--nodes applies to --db galera, mariadb, postgres, cockroach, tidb and yugabyte only"
+                "--nodes applies to --db {} only",
+                names_where(|k| k.placement() != Placement::Embedded)
             );
         }
         if !kinds.is_empty() {

@@ -295,6 +295,21 @@ impl DbKind {
     }
 }
 
+/// The `--db` names of the databases `keep` selects, in catalog order, as a
+/// message lists them: `a, b and c`.
+pub fn names_where(keep: impl Fn(DbKind) -> bool) -> String {
+    let names: Vec<&str> = DbKind::ALL
+        .into_iter()
+        .filter(|&k| keep(k))
+        .map(DbKind::name)
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 impl fmt::Display for DbKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -10,7 +10,7 @@
 //! messages ([`OpenError`] says whether a spec or a setup step failed: exit
 //! 3 or 4).
 
-use super::{DbKind, Placement};
+use super::{DbKind, Placement, names_where};
 use crate::client::{BoxFuture, ClientFactory};
 use crate::cluster::{ClusterDb, Install, Tarball};
 use crate::db::Db;
@@ -137,20 +137,18 @@ impl DbKind {
     fn check_reach(self, s: &DbSettings, on_nodes: bool) -> Result<(), String> {
         if self.placement() != Placement::UrlOrNodes {
             if s.url.is_some() || s.local {
-                let by_url: Vec<&str> = DbKind::ALL
-                    .iter()
-                    .filter(|k| k.placement() == Placement::UrlOrNodes)
-                    .map(|k| k.name())
-                    .collect();
                 return Err(format!(
                     "--url applies to --db {}; --local to {} only",
-                    names_and(&by_url),
-                    local_names()
+                    names_where(|k| k.placement() == Placement::UrlOrNodes),
+                    names_where(DbKind::has_local_server)
                 ));
             }
         } else if !self.has_local_server() {
             if s.local {
-                return Err(format!("--local applies to --db {} only", local_names()));
+                return Err(format!(
+                    "--local applies to --db {} only",
+                    names_where(DbKind::has_local_server)
+                ));
             }
         } else if s.url.is_none() && !s.local && !on_nodes {
             return Err(format!("--db {self} needs --url postgres://… or --local"));
@@ -387,25 +385,6 @@ impl DbKind {
             other => Err(format!("--db {other} has no local server (--local)")),
         }
     }
-}
-
-/// `a, b and c`.
-fn names_and(names: &[&str]) -> String {
-    match names.split_last() {
-        Some((last, [])) => last.to_string(),
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-        None => String::new(),
-    }
-}
-
-/// The databases with a local server (`--local`), as [`names_and`] writes them.
-fn local_names() -> String {
-    let names: Vec<&str> = DbKind::ALL
-        .iter()
-        .filter(|k| k.has_local_server())
-        .map(|k| k.name())
-        .collect();
-    names_and(&names)
 }
 
 fn sqlite_factory(s: &DbSettings) -> Result<SqliteFactory, String> {
