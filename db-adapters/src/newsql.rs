@@ -9,9 +9,9 @@
 //!   faults do not (harness has no pid files for daemons it did not start);
 //! * `--url`: an existing cluster behind one address, no SSH at all.
 //!
-//! The catalog (`DbKind::check_settings`, `catalog/open.rs`) checks these settings against the
-//! database and turns them into a client factory and a lifecycle; this
-//! module only holds them.
+//! The catalog (`catalog/open.rs`: `DbKind::check_settings`) checks
+//! these settings against the database and turns them into a client
+//! factory and a lifecycle; this module only holds them.
 
 use crate::tidb::{AutoRetry, TidbOptions, TxnMode};
 
