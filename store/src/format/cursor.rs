@@ -58,12 +58,15 @@ pub(crate) trait Cursor<'a> {
 macro_rules! cursor_over_fields {
     ($t:ident) => {
         impl<'a> $crate::format::cursor::Cursor<'a> for $t<'a> {
+            #[inline]
             fn bytes(&self) -> &'a [u8] {
                 self.b
             }
+            #[inline]
             fn pos(&self) -> usize {
                 self.pos
             }
+            #[inline]
             fn set_pos(&mut self, pos: usize) {
                 self.pos = pos;
             }
