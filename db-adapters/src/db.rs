@@ -172,41 +172,82 @@ pub trait Db: Send + Sync {
     fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
 }
 
-/// The shared state of a database that runs one server per node,
-/// installed from the system's packages (PostgreSQL, MariaDB/Galera): its
-/// nodes, their directories and the lifecycle steps over all of them.
-pub trait ServerSteps: Process + Send + Sync + 'static {
-    /// One remote per node, in test order.
-    fn remotes(&self) -> &[Arc<dyn Remote>];
+/// The settings of a one-server-per-node database: where on each node
+/// its servers keep their directories.
+pub trait ServerConfig: Send + Sync + 'static {
     /// The directory under which each node's server has its own.
     fn base_dir(&self) -> &str;
-    /// The server's directory on `node`.
-    fn node_dir(&self, node: &Node) -> String {
-        format!("{}/{}", self.base_dir().trim_end_matches('/'), node.name)
+}
+
+/// The servers of a one-server-per-node database installed from the
+/// system's packages (PostgreSQL, MariaDB/Galera): its settings and one
+/// remote per node, in test order.
+pub struct Servers<C> {
+    pub(crate) cfg: C,
+    pub(crate) remotes: Vec<Arc<dyn Remote>>,
+}
+
+impl<C: ServerConfig> Servers<C> {
+    /// Servers with `cfg` on the nodes of `remotes`.
+    pub fn new(cfg: C, remotes: Vec<Arc<dyn Remote>>) -> Servers<C> {
+        Servers { cfg, remotes }
     }
+
+    /// One remote per node, in test order.
+    pub fn remotes(&self) -> &[Arc<dyn Remote>] {
+        &self.remotes
+    }
+
+    /// The nodes, in test order.
+    pub fn nodes(&self) -> Vec<Node> {
+        self.remotes.iter().map(|r| r.node().clone()).collect()
+    }
+
+    /// The remote of `node`.
+    ///
+    /// # Errors
+    /// [`DbError::Topology`] for a node that is not one of them.
+    pub fn remote(&self, node: &Node) -> Result<&Arc<dyn Remote>, DbError> {
+        self.remotes
+            .iter()
+            .find(|r| r.node().name == node.name)
+            .ok_or_else(|| DbError::Topology(format!("unknown node {}", node.name)))
+    }
+
+    /// The server's directory on `node`.
+    pub fn node_dir(&self, node: &Node) -> String {
+        let base = self.cfg.base_dir().trim_end_matches('/');
+        format!("{base}/{}", node.name)
+    }
+
+    /// On every node, kill the servers and remove the node's directory;
+    /// every node's error is reported ([`Db::teardown`]).
+    pub async fn teardown_all(&self) -> Result<(), DbError>
+    where
+        Servers<C>: ServerSteps,
+    {
+        let mut errs = Vec::new();
+        for r in &self.remotes {
+            let n = r.node();
+            if let Err(e) = self.kill_servers(n).await {
+                errs.push(e);
+                continue;
+            }
+            let rm = format!("rm -rf {}", shell_quote(&self.node_dir(n)));
+            if let Err(e) = r.run(&rm).await {
+                errs.push(e.into());
+            }
+        }
+        join_errors(errs)
+    }
+}
+
+/// The steps of one kind of [`Servers`] over all its nodes.
+pub trait ServerSteps: Process + Send + Sync + 'static {
     /// As [`Db::setup`].
     fn setup(&self) -> BoxFuture<'_, Result<(), DbError>>;
     /// Kills the servers on `node` (teardown's first step there).
     fn kill_servers<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), DbError>>;
-    /// As [`Db::teardown`]: on every node, kill the servers and remove
-    /// the node's directory; every node's error is reported.
-    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(async move {
-            let mut errs = Vec::new();
-            for r in self.remotes() {
-                let n = r.node();
-                if let Err(e) = self.kill_servers(n).await {
-                    errs.push(e);
-                    continue;
-                }
-                let rm = format!("rm -rf {}", shell_quote(&self.node_dir(n)));
-                if let Err(e) = r.run(&rm).await {
-                    errs.push(e.into());
-                }
-            }
-            join_errors(errs)
-        })
-    }
     /// As [`Db::await_ready`].
     fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
 }
@@ -214,10 +255,10 @@ pub trait ServerSteps: Process + Send + Sync + 'static {
 /// A database of [`ServerSteps`]: what differs beyond the steps. Every
 /// such type is a [`Db`] through them.
 pub trait NodeServers: Send + Sync {
-    /// The shared state and steps.
-    type Steps: ServerSteps;
-    /// Them.
-    fn steps(&self) -> &Arc<Self::Steps>;
+    /// The settings of its servers.
+    type Config: ServerConfig;
+    /// Its servers.
+    fn steps(&self) -> &Arc<Servers<Self::Config>>;
     /// Short name (`postgres`, `galera`, `mariadb`).
     fn server_name(&self) -> &'static str;
     /// The log files kept from each node (its catalog entry's).
@@ -228,7 +269,10 @@ pub trait NodeServers: Send + Sync {
     fn serving_nodes(&self) -> Vec<Node>;
 }
 
-impl<T: NodeServers> Db for T {
+impl<T: NodeServers> Db for T
+where
+    Servers<T::Config>: ServerSteps,
+{
     fn name(&self) -> &'static str {
         self.server_name()
     }
@@ -243,7 +287,7 @@ impl<T: NodeServers> Db for T {
         self.steps().setup()
     }
     fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        self.steps().teardown()
+        Box::pin(self.steps().teardown_all())
     }
     fn log_files(&self, node: &Node) -> Vec<LogFile> {
         node_logs(self.logs(), &self.steps().node_dir(node), |_| true)

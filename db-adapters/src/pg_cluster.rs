@@ -11,7 +11,9 @@
 //! ~0.2 s instead of seconds of fsync.
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
-use crate::db::{DbError, NodeLog, NodeServers, ServerSteps, join_errors, poll};
+use crate::db::{
+    DbError, NodeLog, NodeServers, ServerConfig, ServerSteps, Servers, join_errors, poll,
+};
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
@@ -44,9 +46,12 @@ impl Default for PgClusterConfig {
 }
 
 /// The servers of a [`PgCluster`]: its settings and one remote per node.
-pub struct PgServers {
-    cfg: PgClusterConfig,
-    remotes: Vec<Arc<dyn Remote>>,
+pub type PgServers = Servers<PgClusterConfig>;
+
+impl ServerConfig for PgClusterConfig {
+    fn base_dir(&self) -> &str {
+        &self.base_dir
+    }
 }
 
 /// PostgreSQL primary + streaming replicas.
@@ -58,16 +63,7 @@ pub struct PgCluster {
 /// Finds the newest server binaries on the node.
 const BIN: &str = "$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)";
 
-impl PgServers {
-    fn remote(&self, node: &Node) -> Result<&Arc<dyn Remote>, DbError> {
-        self.remotes
-            .iter()
-            .find(|r| r.node().name == node.name)
-            .ok_or_else(|| DbError::Topology(format!("unknown node {}", node.name)))
-    }
-    fn nodes(&self) -> Vec<Node> {
-        self.remotes.iter().map(|r| r.node().clone()).collect()
-    }
+impl Servers<PgClusterConfig> {
     fn primary(&self) -> Option<Node> {
         self.remotes.first().map(|r| r.node().clone())
     }
@@ -170,15 +166,7 @@ impl PgServers {
     }
 }
 
-impl ServerSteps for PgServers {
-    fn remotes(&self) -> &[Arc<dyn Remote>] {
-        &self.remotes
-    }
-
-    fn base_dir(&self) -> &str {
-        &self.cfg.base_dir
-    }
-
+impl ServerSteps for Servers<PgClusterConfig> {
     fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
         Box::pin(async move {
             let Some(primary) = self.primary() else {
@@ -193,7 +181,7 @@ impl ServerSteps for PgServers {
                 }
             }
             join_errors(errs)?;
-            self.teardown().await?;
+            self.teardown_all().await?;
             let port = self.cfg.port;
             for n in self.nodes() {
                 let d = self.node_dir(&n);
@@ -278,7 +266,7 @@ fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
     }
 }
 
-impl Process for PgServers {
+impl Process for Servers<PgClusterConfig> {
     fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
             self.signal_all(node, "KILL", true)
@@ -313,7 +301,7 @@ impl PgCluster {
     /// PostgreSQL with `cfg`: the first remote's node is the primary.
     pub fn new(cfg: PgClusterConfig, remotes: Vec<Arc<dyn Remote>>) -> PgCluster {
         PgCluster {
-            inner: Arc::new(PgServers { cfg, remotes }),
+            inner: Arc::new(Servers::new(cfg, remotes)),
         }
     }
 
@@ -339,7 +327,7 @@ impl PgCluster {
 }
 
 impl NodeServers for PgCluster {
-    type Steps = PgServers;
+    type Config = PgClusterConfig;
     fn steps(&self) -> &Arc<PgServers> {
         &self.inner
     }

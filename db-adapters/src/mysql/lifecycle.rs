@@ -11,7 +11,9 @@
 //! other programs on the same machine may run their own mariadbd.
 
 use crate::client::BoxFuture;
-use crate::db::{DbError, NodeLog, NodeServers, ServerSteps, join_errors, poll};
+use crate::db::{
+    DbError, NodeLog, NodeServers, ServerConfig, ServerSteps, Servers, join_errors, poll,
+};
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
@@ -60,9 +62,12 @@ impl MariaDbConfig {
 }
 
 /// The servers of a [`MariaDb`]: its settings and one remote per node.
-pub struct MariaDbServers {
-    cfg: MariaDbConfig,
-    remotes: Vec<Arc<dyn Remote>>,
+pub type MariaDbServers = Servers<MariaDbConfig>;
+
+impl ServerConfig for MariaDbConfig {
+    fn base_dir(&self) -> &str {
+        &self.base_dir
+    }
 }
 
 /// MariaDB or Galera on a set of nodes.
@@ -101,7 +106,7 @@ impl std::fmt::Display for WsrepStatus {
     }
 }
 
-impl MariaDbServers {
+impl Servers<MariaDbConfig> {
     fn cnf(&self, node: &Node) -> String {
         format!("{}/my.cnf", self.node_dir(node))
     }
@@ -113,15 +118,6 @@ impl MariaDbServers {
             "^(/usr/sbin/)?mariadbd --defaults-file={}( |$)",
             self.cnf(node)
         ))
-    }
-    fn remote(&self, node: &Node) -> Result<&Arc<dyn Remote>, DbError> {
-        self.remotes
-            .iter()
-            .find(|r| r.node().name == node.name)
-            .ok_or_else(|| DbError::Topology(format!("unknown node {}", node.name)))
-    }
-    fn nodes(&self) -> Vec<Node> {
-        self.remotes.iter().map(|r| r.node().clone()).collect()
     }
 
     fn bind_address(node: &Node) -> &str {
@@ -355,15 +351,7 @@ impl MariaDbServers {
     }
 }
 
-impl ServerSteps for MariaDbServers {
-    fn remotes(&self) -> &[Arc<dyn Remote>] {
-        &self.remotes
-    }
-
-    fn base_dir(&self) -> &str {
-        &self.cfg.base_dir
-    }
-
+impl ServerSteps for Servers<MariaDbConfig> {
     fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
         Box::pin(async move {
             let nodes = self.nodes();
@@ -392,7 +380,7 @@ impl ServerSteps for MariaDbServers {
                 }
             }
             join_errors(errs)?;
-            self.teardown().await?;
+            self.teardown_all().await?;
             for n in &members {
                 self.prepare_node(n).await?;
             }
@@ -453,7 +441,7 @@ impl ServerSteps for MariaDbServers {
     }
 }
 
-impl MariaDbServers {
+impl Servers<MariaDbConfig> {
     /// After every member crashed and `pc.recovery` could not re-form the
     /// primary component: recover each node's position, bootstrap from the
     /// most advanced one, restart the others.
@@ -536,7 +524,7 @@ impl MariaDb {
     /// single: the first).
     pub fn new(cfg: MariaDbConfig, remotes: Vec<Arc<dyn Remote>>) -> MariaDb {
         MariaDb {
-            inner: Arc::new(MariaDbServers { cfg, remotes }),
+            inner: Arc::new(Servers::new(cfg, remotes)),
         }
     }
 
@@ -562,7 +550,7 @@ fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
     }
 }
 
-impl Process for MariaDbServers {
+impl Process for Servers<MariaDbConfig> {
     fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
             self.kill_node(node, "KILL")
@@ -597,7 +585,7 @@ impl Process for MariaDbServers {
 }
 
 impl NodeServers for MariaDb {
-    type Steps = MariaDbServers;
+    type Config = MariaDbConfig;
     fn steps(&self) -> &Arc<MariaDbServers> {
         &self.inner
     }
