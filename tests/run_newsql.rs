@@ -126,7 +126,7 @@ fn bad_flag_combinations_exit_3_naming_the_problem() {
                 "--version-order",
                 "db",
             ],
-            "PostgreSQL (--url or --local), CockroachDB, TiDB and SQLite record",
+            "only sqlite, postgres, cockroach and tidb record their version order",
         ),
         (
             &[

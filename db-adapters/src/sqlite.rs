@@ -40,6 +40,11 @@ pub enum SqliteError {
         "sqlite does not support --isolation {0}; accepted: serializable (BEGIN IMMEDIATE), snapshot-isolation (BEGIN DEFERRED in WAL mode)"
     )]
     UnsupportedIsolation(Isolation),
+    /// `--version-order db` at a level whose commit order is no serial order.
+    #[error(
+        "--version-order db with --db sqlite needs --isolation serializable (its commit order is a serial order only under BEGIN IMMEDIATE), got {0}"
+    )]
+    VersionOrderNeedsSerializable(Isolation),
 }
 
 /// Opens connections to one SQLite database file.
@@ -82,10 +87,15 @@ impl SqliteFactory {
     /// begin to commit, so the clock is their commit order, which is a
     /// serialization order (commitment ordering): Enne's expected order
     /// for SQLite, checked by the checker's `expected-order` analysis.
-    /// Only meaningful at `serializable` (the planner refuses others).
-    pub fn with_version_order_db(mut self) -> SqliteFactory {
+    ///
+    /// # Errors
+    /// [`SqliteError::VersionOrderNeedsSerializable`] at any other level.
+    pub fn with_version_order_db(mut self) -> Result<SqliteFactory, SqliteError> {
+        if self.isolation != Isolation::Serializable {
+            return Err(SqliteError::VersionOrderNeedsSerializable(self.isolation));
+        }
         self.commit_clock = true;
-        self
+        Ok(self)
     }
 
     /// The database file.
@@ -177,6 +187,11 @@ impl ClientFactory for SqliteFactory {
                 extra: Vec::new(),
             }) as Box<dyn Client>)
         })
+    }
+
+    fn finish(&self) -> BoxFuture<'_, Result<(), ClientError>> {
+        let this = self.clone();
+        Box::pin(blocking(move || this.checkpoint()))
     }
 }
 
