@@ -334,14 +334,15 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
 /// `crdb_internal_mvcc_timestamp` and `cluster_logical_timestamp()` stood
 /// in by a column and a function of those names (module doc).
 async fn cockroach_white_box_and_count_reads(url: &str) {
-    let f = cockroach::factory(
-        Target::Url(url.to_string()),
-        Isolation::Serializable,
-        DataModel::ListAppend,
-        true, // reads keep FOR UPDATE on the white-box statement too
-    )
-    .unwrap()
-    .with_version_order_db();
+    let f = cockroach::PG_WIRE
+        .factory(
+            Target::Url(url.to_string()),
+            Isolation::Serializable,
+            DataModel::ListAppend,
+            true, // reads keep FOR UPDATE on the white-box statement too
+        )
+        .unwrap()
+        .with_version_order_db();
     let node = Node::local();
     f.setup(&node).await.unwrap();
     let pg = raw(url).await;
