@@ -278,7 +278,7 @@ pub enum F {
     /// Nemesis: packet loss ends.
     StopLoss,
     /// Any other function, as found in a history written by another tool.
-    Other(Box<str>),
+    Other(Text),
 }
 
 impl F {
@@ -757,5 +757,36 @@ fn same_call(inv: &Op, comp: &Op) -> bool {
         }
         (OpValue::Data(_), OpValue::Data(_)) => true,
         _ => false,
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    /// A loaded history is mostly these (two ops and ~5 micro-ops per
+    /// transaction, an atom per list element): growing one is a memory
+    /// regression on every big check (BENCHMARKS.md, issue 15).
+    #[test]
+    fn the_model_stays_compact() {
+        assert_eq!(size_of::<Atom>(), 16);
+        assert_eq!(size_of::<MicroOp>(), 40);
+        assert_eq!(size_of::<Op>(), 104);
+    }
+
+    #[test]
+    fn text_and_extra_behave_like_what_they_wrap() {
+        let t = Text::from("a\"b");
+        assert_eq!(format!("{t:?} {t}"), format!("{:?} {}", "a\"b", "a\"b"));
+        assert!(Text::from("a") < Text::from("b"));
+        let mut e = Extra::new();
+        assert!(e.is_empty());
+        e.push(("node".into(), Data::Int(1)));
+        e[0].1 = Data::Int(2);
+        assert_eq!(*e, [("node".to_string(), Data::Int(2))]);
+        assert_eq!(format!("{e:?}"), r#"[("node", Int(2))]"#);
+        e.clear();
+        assert_eq!(e, Extra::from(Vec::new()));
     }
 }
