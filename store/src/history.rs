@@ -10,7 +10,8 @@
 
 use crate::data::Data;
 pub use crate::list::ValList;
-use std::collections::{HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::VecDeque;
 use std::fmt;
 
 /// Position of an op in its history (Elle's `:index`).
@@ -566,8 +567,8 @@ impl History {
         let mut partner = vec![NONE; ops.len()];
         let mut warnings = Vec::new();
         // Open invocation per process; processes after `info`.
-        let mut open: HashMap<Process, usize> = HashMap::new();
-        let mut infod: HashSet<Process> = HashSet::new();
+        let mut open: FxHashMap<Process, usize> = FxHashMap::default();
+        let mut infod: FxHashSet<Process> = FxHashSet::default();
         // Open invocations without a process, oldest first.
         let mut anonymous: VecDeque<usize> = VecDeque::new();
         for (pos, op) in ops.iter().enumerate() {
