@@ -367,6 +367,7 @@ pub struct Op {
 /// an [`Op`] pays 8 B for them instead of a `Vec`'s 24. Derefs to the
 /// `(name, value)` slice.
 #[derive(Clone, Default, PartialEq)]
+#[allow(clippy::box_collection)] // on purpose: a thin pointer, not a 24-B `Vec`
 pub struct Extra(Option<Box<Vec<(String, Data)>>>);
 
 impl Extra {

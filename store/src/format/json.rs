@@ -546,7 +546,11 @@ impl<'a> Json<'a> {
         let mut mops = SCRATCH.take();
         mops.clear();
         let ok = self.txn_into(&mut mops, lists).is_some();
-        let out = ok.then(|| mops.drain(..).collect());
+        let out = ok.then(|| {
+            let mut exact = Vec::with_capacity(mops.len());
+            exact.append(&mut mops);
+            exact
+        });
         mops.clear();
         SCRATCH.set(mops);
         out
