@@ -252,7 +252,8 @@ mod tests {
         op.extra = vec![
             ("txid".into(), Data::Int(101)),
             ("snapshot".into(), Data::Str("100:101:".into())),
-        ];
+        ]
+        .into();
         let a = cert(&op).unwrap();
         let b = Cert {
             txid: 102,
@@ -270,7 +271,8 @@ mod tests {
             op.extra = vec![(
                 "commit-ts".into(),
                 Data::Vec(vec![Data::Int(ts), Data::Int(0)]),
-            )];
+            )]
+            .into();
             op
         };
         let k = Key::int(1);

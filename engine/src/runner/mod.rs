@@ -405,7 +405,7 @@ impl<'l> Interpreter<'l> {
             f: Some(F::Txn),
             value: OpValue::Txn(mops.clone()),
             error: None,
-            extra: Vec::new(),
+            extra: store::Extra::new(),
         })?;
         self.free.remove(&thread);
         self.in_flight[thread] = Some(mops.clone());
@@ -427,7 +427,7 @@ impl<'l> Interpreter<'l> {
             .unwrap_or(i64::MAX);
         let error = d
             .error
-            .map(|(code, msg)| Data::Vec(vec![Data::Str(code), Data::Str(msg)]));
+            .map(|(code, msg)| Box::new(Data::Vec(vec![Data::Str(code), Data::Str(msg)])));
         self.log.append(Op {
             index: OpIndex(0),
             time_ns: Some(time),
@@ -436,7 +436,7 @@ impl<'l> Interpreter<'l> {
             f: Some(F::Txn),
             value: OpValue::Txn(d.value.clone()),
             error,
-            extra: d.extra,
+            extra: d.extra.into(),
         })?;
         let counter = match d.op_type {
             OpType::Ok => &self.counters.ok,
@@ -487,11 +487,11 @@ impl<'l> Interpreter<'l> {
                     process: Some(Process::Client(ProcessId(process))),
                     f: Some(F::Txn),
                     value: OpValue::Txn(mops),
-                    error: Some(Data::Vec(vec![
+                    error: Some(Box::new(Data::Vec(vec![
                         Data::Str("worker-unresponsive".into()),
                         Data::Str("no completion from the worker".into()),
-                    ])),
-                    extra: Vec::new(),
+                    ]))),
+                    extra: store::Extra::new(),
                 })?;
                 self.counters.info.fetch_add(1, Ordering::Relaxed);
                 self.process[t] += self.n as u64;
