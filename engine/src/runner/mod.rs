@@ -16,12 +16,22 @@
 //! completion per job); a thread whose op ended `info` continues as process
 //! `old + concurrency` with a fresh connection; per-op timeouts live in the
 //! worker, so draining in-flight ops is bounded by the op timeout.
+//!
+//! Throughput: the interpreter polls the running jobs itself (no worker
+//! tasks, no channels; see `worker`), and the history lines it appends wait
+//! in the log's buffer until it is about to poll them
+//! ([`HistorySink::flush`]): an invocation reaches the OS before its request
+//! can be sent, a completion before anything that follows it, and a burst of
+//! completions and the invocations they free is one `write(2)`.
 
 pub mod progress;
 mod worker;
 
 use anyhow::Context as _;
 use db_adapters::client::{BoxFuture, ClientFactory};
+use futures_util::FutureExt as _;
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
 use nemesis::Node;
 use progress::Counters;
 use std::collections::BTreeSet;
@@ -29,18 +39,27 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use store::{Data, F, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use workloads::generator::{Ctx, Event, Generator, Next, Thread, final_reads};
 
 /// Where the runner writes ops: the durable history log (one implementation
-/// wraps `store::run::HistoryLog`). `append` assigns the index and hands the
-/// line to the OS before returning.
+/// wraps `store::run::HistoryLog`). `append` assigns the index; the line
+/// may wait in a buffer until `flush`, which the runner calls before it
+/// polls any job (so before a request can be sent, and before it waits).
 pub trait HistorySink: Send {
     /// Appends `op` (its `index` is assigned here).
     ///
     /// # Errors
     /// The history could not be written; the run is aborted.
     fn append(&mut self, op: Op) -> anyhow::Result<OpIndex>;
+
+    /// Hands every line appended so far to the OS.
+    ///
+    /// # Errors
+    /// The history could not be written; the run is aborted.
+    fn flush(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
 }
 
 /// The fault injector as the runner sees it: the hook between the main phase
@@ -224,14 +243,13 @@ struct Interpreter<'l> {
     counters: Arc<Counters>,
     started: Instant,
     free: BTreeSet<usize>,
-    /// Threads whose worker never reported back within the drain deadline.
-    lost: BTreeSet<usize>,
     process: Vec<u64>,
     /// The invocation in flight per thread.
     in_flight: Vec<Option<Vec<MicroOp>>>,
-    jobs: Vec<mpsc::Sender<worker::Job>>,
-    done: mpsc::Receiver<worker::Done>,
-    workers: Vec<tokio::task::JoinHandle<()>>,
+    /// Each thread's worker while it is idle (`None` while a job has it).
+    slots: Vec<Option<worker::Slot>>,
+    /// The jobs in flight, polled by the interpreter.
+    running: FuturesUnordered<BoxFuture<'static, (worker::Slot, worker::Done)>>,
     main_invoked: u64,
 }
 
@@ -245,20 +263,16 @@ impl<'l> Interpreter<'l> {
         started: Instant,
     ) -> Interpreter<'l> {
         let n = cfg.concurrency;
-        let (done_tx, done) = mpsc::channel(n * 2);
-        let mut jobs = Vec::with_capacity(n);
-        let mut workers = Vec::with_capacity(n);
-        for t in 0..n {
-            let (tx, rx) = mpsc::channel(1);
-            jobs.push(tx);
-            let spec = worker::WorkerSpec {
-                thread: t,
-                node: cfg.nodes[t % cfg.nodes.len()].clone(),
-                factory: factory.clone(),
-                op_timeout: cfg.op_timeout,
-            };
-            workers.push(tokio::spawn(worker::run(spec, rx, done_tx.clone())));
-        }
+        let slots = (0..n)
+            .map(|t| {
+                Some(worker::Slot::new(worker::WorkerSpec {
+                    thread: t,
+                    node: cfg.nodes[t % cfg.nodes.len()].clone(),
+                    factory: factory.clone(),
+                    op_timeout: cfg.op_timeout,
+                }))
+            })
+            .collect();
         Interpreter {
             n,
             cfg: cfg.clone(),
@@ -267,12 +281,10 @@ impl<'l> Interpreter<'l> {
             counters,
             started,
             free: (0..n).collect(),
-            lost: BTreeSet::new(),
             process: (0..n as u64).collect(),
             in_flight: vec![None; n],
-            jobs,
-            done,
-            workers,
+            slots,
+            running: FuturesUnordered::new(),
             main_invoked: 0,
         }
     }
@@ -306,9 +318,6 @@ impl<'l> Interpreter<'l> {
     ) -> anyhow::Result<PhaseEnd> {
         let deadline = self.deadline(main);
         loop {
-            while let Ok(d) = self.done.try_recv() {
-                self.complete(d, &mut **generator)?;
-            }
             if self.stop.is_set() {
                 return Ok(PhaseEnd::Stopped);
             }
@@ -376,18 +385,20 @@ impl<'l> Interpreter<'l> {
             if stop.is_set() {
                 return Ok(false);
             }
+            self.log.flush()?;
             tokio::select! {
                 _ = tokio::time::sleep_until(t.into()) => return Ok(true),
-                d = self.done.recv() => match d {
-                    Some(d) => {
+                Some(d) = self.running.next() => {
+                    self.complete(d, generator)?;
+                    // Every other completion already there, for one batch.
+                    while let Some(Some(d)) = self.running.next().now_or_never() {
                         self.complete(d, generator)?;
-                        // A completion may free a thread a pending generator
-                        // was waiting for: let it be asked again.
-                        if on_completion {
-                            return Ok(true);
-                        }
                     }
-                    None => anyhow::bail!("all workers exited"),
+                    // A completion may free a thread a pending generator
+                    // was waiting for: let it be asked again.
+                    if on_completion {
+                        return Ok(true);
+                    }
                 },
                 _ = stop.wait() => return Ok(false),
             }
@@ -407,17 +418,25 @@ impl<'l> Interpreter<'l> {
             error: None,
             extra: Vec::new(),
         })?;
+        let slot = self.slots[thread]
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("worker {thread} is busy"))?;
         self.free.remove(&thread);
         self.in_flight[thread] = Some(mops.clone());
         self.counters.invoked.fetch_add(1, Ordering::Relaxed);
-        self.jobs[thread]
-            .try_send(worker::Job { process, mops })
-            .map_err(|_| anyhow::anyhow!("worker {thread} is not accepting jobs"))?;
+        // Not polled (so nothing is sent) before the next flush.
+        self.running
+            .push(Box::pin(worker::run_job(slot, worker::Job { process, mops })));
         Ok(())
     }
 
-    fn complete(&mut self, d: worker::Done, generator: &mut dyn Generator) -> anyhow::Result<()> {
+    fn complete(
+        &mut self,
+        (slot, d): (worker::Slot, worker::Done),
+        generator: &mut dyn Generator,
+    ) -> anyhow::Result<()> {
         let thread = d.thread;
+        self.slots[thread] = Some(slot);
         if self.in_flight[thread].take().is_none() {
             // A late report from a worker already given up on.
             return Ok(());
@@ -466,8 +485,9 @@ impl<'l> Interpreter<'l> {
     async fn drain(&mut self, generator: &mut dyn Generator) -> anyhow::Result<()> {
         let limit = Instant::now() + self.cfg.op_timeout * 2 + Duration::from_secs(1);
         while self.in_flight.iter().any(Option::is_some) {
+            self.log.flush()?;
             tokio::select! {
-                d = self.done.recv() => match d {
+                d = self.running.next() => match d {
                     Some(d) => self.complete(d, generator)?,
                     None => break,
                 },
@@ -495,24 +515,22 @@ impl<'l> Interpreter<'l> {
                 })?;
                 self.counters.info.fetch_add(1, Ordering::Relaxed);
                 self.process[t] += self.n as u64;
-                self.lost.insert(t);
                 self.free.remove(&t);
             }
         }
-        Ok(())
+        self.log.flush()
     }
 
+    /// Closes every idle worker's client (bounded by 5 s); jobs of lost
+    /// workers are dropped unfinished.
     async fn shutdown(self) {
-        drop(self.jobs);
-        for (t, w) in self.workers.into_iter().enumerate() {
-            if self.lost.contains(&t) {
-                w.abort();
-            } else if tokio::time::timeout(Duration::from_secs(5), w)
-                .await
-                .is_err()
-            {
-                tracing::warn!("worker {t} did not shut down");
-            }
+        drop(self.running);
+        let closing = futures_util::future::join_all(self.slots.into_iter().flatten().map(worker::Slot::close));
+        if tokio::time::timeout(Duration::from_secs(5), closing)
+            .await
+            .is_err()
+        {
+            tracing::warn!("workers' clients did not close within 5 s");
         }
     }
 }

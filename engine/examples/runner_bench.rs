@@ -1,0 +1,117 @@
+//! The runner's own throughput (BENCHMARKS.md, "Runner overhead"): the
+//! list-append generator, the interpreter and its workers, and the durable
+//! history log (`store::run::HistoryLog` behind the `SharedLog` that
+//! `harness run` uses), against a client that answers at once.
+//!
+//! ```text
+//! cargo build --release -p engine --example runner_bench
+//! runner_bench [TXNS] [CONCURRENCY] [instant|sim] [REPEATS]
+//! ```
+//!
+//! `instant` (the default) answers every transaction immediately (reads
+//! return the empty list), so what is measured is the harness; `sim` is the
+//! in-process simulator (`--db sim`), which also locks its engine and
+//! yields once per micro-op. Prints the main phase's txn/s per repeat and
+//! the best; the history goes to a temporary directory.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use db_adapters::client::{BoxFuture, Client, ClientError, ClientFactory};
+use db_adapters::sim::{SimFactory, SimMode};
+use engine::cluster::SharedLog;
+use engine::runner::{self, NoNemesis, RunnerConfig, progress::Counters};
+use nemesis::Node;
+use std::sync::Arc;
+use std::time::Duration;
+use store::{MicroOp, ReadValue};
+use workloads::{WorkloadConfig, WorkloadKind};
+
+/// Answers every transaction at once: reads see the empty list.
+struct Instant;
+
+impl Client for Instant {
+    fn invoke<'a>(
+        &'a mut self,
+        txn: &'a [MicroOp],
+    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+        let done = txn
+            .iter()
+            .map(|m| match m {
+                MicroOp::Read(k, _) => MicroOp::Read(k.clone(), ReadValue::List(vec![].into())),
+                other => other.clone(),
+            })
+            .collect();
+        Box::pin(async move { Ok(done) })
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+}
+
+impl ClientFactory for Instant {
+    fn setup<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn open<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+        Box::pin(async { Ok(Box::new(Instant) as Box<dyn Client>) })
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let txns: u64 = args.get(1).map_or(500_000, |s| s.parse().unwrap());
+    let concurrency: usize = args.get(2).map_or(10, |s| s.parse().unwrap());
+    let client = args.get(3).map_or("instant", String::as_str);
+    let repeats: usize = args.get(4).map_or(3, |s| s.parse().unwrap());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut best: f64 = 0.0;
+    for r in 0..repeats {
+        let factory: Arc<dyn ClientFactory> = match client {
+            "instant" => Arc::new(Instant),
+            "sim" => Arc::new(SimFactory::new(SimMode::Serializable, 1)),
+            other => panic!("client {other:?}: use instant or sim"),
+        };
+        let rate = rt.block_on(once(txns, concurrency, factory));
+        println!("run {r}: {txns} txns, concurrency {concurrency}, {client}: {rate:.0} txn/s");
+        best = best.max(rate);
+    }
+    println!("best of {repeats}: {best:.0} txn/s");
+}
+
+async fn once(txns: u64, concurrency: usize, factory: Arc<dyn ClientFactory>) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let log = store::run::HistoryLog::create(&dir.path().join("history.jsonl")).unwrap();
+    let mut log = SharedLog::new(log);
+    let cfg = RunnerConfig {
+        concurrency,
+        nodes: vec![Node::local()],
+        time_limit: Some(Duration::from_secs(300)),
+        ops_limit: Some(txns),
+        op_timeout: Duration::from_secs(5),
+        recovery_time: Duration::ZERO,
+        final_read_batch: 16,
+        final_reads: false,
+    };
+    let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 1)
+        .unwrap();
+    let (_trigger, stop) = runner::stop_signal();
+    let summary = runner::run(
+        &cfg,
+        main,
+        factory,
+        &mut log,
+        &mut NoNemesis,
+        stop,
+        Arc::new(Counters::default()),
+    )
+    .await
+    .unwrap();
+    log.finish().unwrap();
+    assert_eq!(summary.main_counts.invoked, txns);
+    txns as f64 / summary.main_phase_s
+}
