@@ -97,8 +97,8 @@ async fn once(txns: u64, concurrency: usize, factory: Arc<dyn ClientFactory>) ->
         final_read_batch: 16,
         final_reads: false,
     };
-    let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 1)
-        .unwrap();
+    let main =
+        workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 1).unwrap();
     let (_trigger, stop) = runner::stop_signal();
     let summary = runner::run(
         &cfg,

@@ -125,9 +125,7 @@ impl StreamPairing {
         self.next += 1;
         let kept = &self.kept;
         // Every open position is kept: the fallback is never taken.
-        let paired = self
-            .pairing
-            .push(pos, op, |i| kept.get(&i).unwrap_or(op))?;
+        let paired = self.pairing.push(pos, op, |i| kept.get(&i).unwrap_or(op))?;
         if let Some(inv) = paired {
             self.kept.remove(&inv);
         }

@@ -425,8 +425,10 @@ impl<'l> Interpreter<'l> {
         self.in_flight[thread] = Some(mops.clone());
         self.counters.invoked.fetch_add(1, Ordering::Relaxed);
         // Not polled (so nothing is sent) before the next flush.
-        self.running
-            .push(Box::pin(worker::run_job(slot, worker::Job { process, mops })));
+        self.running.push(Box::pin(worker::run_job(
+            slot,
+            worker::Job { process, mops },
+        )));
         Ok(())
     }
 
@@ -525,7 +527,9 @@ impl<'l> Interpreter<'l> {
     /// workers are dropped unfinished.
     async fn shutdown(self) {
         drop(self.running);
-        let closing = futures_util::future::join_all(self.slots.into_iter().flatten().map(worker::Slot::close));
+        let closing = futures_util::future::join_all(
+            self.slots.into_iter().flatten().map(worker::Slot::close),
+        );
         if tokio::time::timeout(Duration::from_secs(5), closing)
             .await
             .is_err()
@@ -701,6 +705,101 @@ mod tests {
                 .unwrap()
                 .iter()
                 .all(|m| matches!(m, MicroOp::Read(..)))
+        );
+    }
+
+    /// Records, at each request, whether its invocation was already in the
+    /// history file (read back through the file system, not the runner).
+    struct Peeking {
+        path: std::path::PathBuf,
+        seen: Arc<AtomicU64>,
+        missing: Arc<AtomicU64>,
+    }
+
+    impl Client for Peeking {
+        fn invoke<'a>(
+            &'a mut self,
+            txn: &'a [MicroOp],
+        ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+            let text = std::fs::read_to_string(&self.path).unwrap_or_default();
+            let logged = store::read_str(&text, store::Format::JsonLines)
+                .unwrap()
+                .ops
+                .iter()
+                .any(|o| o.op_type == OpType::Invoke && o.value.txn() == Some(txn));
+            let counter = if logged { &self.seen } else { &self.missing };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let done = txn
+                .iter()
+                .map(|m| match m {
+                    MicroOp::Read(k, _) => MicroOp::Read(k.clone(), ReadValue::List(vec![].into())),
+                    other => other.clone(),
+                })
+                .collect();
+            Box::pin(async move { Ok(done) })
+        }
+        fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    impl ClientFactory for Peeking {
+        fn setup<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn open<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+            let c = Peeking {
+                path: self.path.clone(),
+                seen: self.seen.clone(),
+                missing: self.missing.clone(),
+            };
+            Box::pin(async move { Ok(Box::new(c) as Box<dyn Client>) })
+        }
+    }
+
+    #[tokio::test]
+    async fn every_invocation_is_in_the_file_before_its_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.jsonl");
+        let mut log = store::run::HistoryLog::create(&path).unwrap();
+        let (seen, missing) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let factory = Arc::new(Peeking {
+            path: path.clone(),
+            seen: seen.clone(),
+            missing: missing.clone(),
+        });
+        let cfg = RunnerConfig {
+            concurrency: 5,
+            nodes: vec![Node::local()],
+            time_limit: Some(Duration::from_secs(30)),
+            ops_limit: Some(200),
+            op_timeout: Duration::from_secs(5),
+            recovery_time: Duration::ZERO,
+            final_read_batch: 8,
+            final_reads: true,
+        };
+        let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 3)
+            .unwrap();
+        let (_trigger, stop) = stop_signal();
+        let summary = run(
+            &cfg,
+            main,
+            factory,
+            &mut log,
+            &mut NoNemesis,
+            stop,
+            Arc::new(Counters::default()),
+        )
+        .await
+        .unwrap();
+        // Every completion is written by the end of the run, before finish.
+        let ops = store::read_path(&path).unwrap().ops;
+        assert_eq!(ops.len() as u64, 2 * summary.counts.invoked);
+        assert!(seen.load(Ordering::SeqCst) >= 200);
+        assert_eq!(
+            missing.load(Ordering::SeqCst),
+            0,
+            "a request went out unlogged"
         );
     }
 }
