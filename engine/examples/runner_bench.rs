@@ -8,56 +8,23 @@
 //! runner_bench [TXNS] [CONCURRENCY] [instant|sim] [REPEATS]
 //! ```
 //!
-//! `instant` (the default) answers every transaction immediately (reads
-//! return the empty list), so what is measured is the harness; `sim` is the
+//! `instant` (the default, `db_adapters::sim::instant`) answers every
+//! transaction immediately (reads return the empty list), so what is
+//! measured is the harness; `sim` is the
 //! in-process simulator (`--db sim`), which also locks its engine and
 //! yields once per micro-op. Prints the main phase's txn/s per repeat and
 //! the best; the history goes to a temporary directory.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use db_adapters::client::{BoxFuture, Client, ClientError, ClientFactory};
-use db_adapters::sim::{SimFactory, SimMode};
+use db_adapters::client::ClientFactory;
+use db_adapters::sim::{SimFactory, SimMode, instant::InstantFactory};
 use engine::cluster::SharedLog;
 use engine::runner::{self, NoNemesis, RunnerConfig, progress::Counters};
 use nemesis::Node;
 use std::sync::Arc;
 use std::time::Duration;
-use store::{MicroOp, ReadValue};
 use workloads::{WorkloadConfig, WorkloadKind};
-
-/// Answers every transaction at once: reads see the empty list.
-struct Instant;
-
-impl Client for Instant {
-    fn invoke<'a>(
-        &'a mut self,
-        txn: &'a [MicroOp],
-    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        let done = txn
-            .iter()
-            .map(|m| match m {
-                MicroOp::Read(k, _) => MicroOp::Read(k.clone(), ReadValue::List(vec![].into())),
-                other => other.clone(),
-            })
-            .collect();
-        Box::pin(async move { Ok(done) })
-    }
-
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async {})
-    }
-}
-
-impl ClientFactory for Instant {
-    fn setup<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn open<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
-        Box::pin(async { Ok(Box::new(Instant) as Box<dyn Client>) })
-    }
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -72,7 +39,7 @@ fn main() {
     let mut best: f64 = 0.0;
     for r in 0..repeats {
         let factory: Arc<dyn ClientFactory> = match client {
-            "instant" => Arc::new(Instant),
+            "instant" => Arc::new(InstantFactory),
             "sim" => Arc::new(SimFactory::new(SimMode::Serializable, 1)),
             other => panic!("client {other:?}: use instant or sim"),
         };

@@ -72,27 +72,30 @@ fn adjacency_pairs_alike_and_leaves_the_unpaired_open() {
 
 #[test]
 fn every_rule_fails_alike() {
-    let double = both(
-        r#"
-        {:index 0 :type :invoke :process 3 :f :txn :value [[:append 1 1]]}
-        {:index 1 :type :invoke :process 3 :f :txn :value [[:append 1 2]]}
-    "#,
-    );
-    assert!(matches!(double, Err(HistoryError::DoubleInvoke { .. })));
-    let f = both(
-        r#"
-        {:index 0 :type :invoke :process 0 :f :txn :value [[:append 1 1]]}
-        {:index 1 :type :ok :process 0 :f :read :value [[:append 1 1]]}
-    "#,
-    );
-    assert!(matches!(f, Err(HistoryError::FMismatch { .. })));
-    let shape = both(
-        r#"
-        {:index 0 :type :invoke :process 0 :f :txn :value [[:append 1 1]]}
-        {:index 1 :type :ok :process 0 :f :txn :value [[:r 1 [1]]]}
-    "#,
-    );
-    assert!(matches!(shape, Err(HistoryError::ValueMismatch { .. })));
-    let order = both("{:index 5 :type :ok :value []}\n{:index 4 :type :ok :value []}\n");
-    assert!(matches!(order, Err(HistoryError::NonMonotonicIndex { .. })));
+    type Is = fn(&HistoryError) -> bool;
+    let cases: [(&str, Is); 4] = [
+        (
+            "{:index 0 :type :invoke :process 3 :f :txn :value [[:append 1 1]]}
+             {:index 1 :type :invoke :process 3 :f :txn :value [[:append 1 2]]}",
+            |e| matches!(e, HistoryError::DoubleInvoke { .. }),
+        ),
+        (
+            "{:index 0 :type :invoke :process 0 :f :txn :value [[:append 1 1]]}
+             {:index 1 :type :ok :process 0 :f :read :value [[:append 1 1]]}",
+            |e| matches!(e, HistoryError::FMismatch { .. }),
+        ),
+        (
+            "{:index 0 :type :invoke :process 0 :f :txn :value [[:append 1 1]]}
+             {:index 1 :type :ok :process 0 :f :txn :value [[:r 1 [1]]]}",
+            |e| matches!(e, HistoryError::ValueMismatch { .. }),
+        ),
+        (
+            "{:index 5 :type :ok :value []}\n{:index 4 :type :ok :value []}",
+            |e| matches!(e, HistoryError::NonMonotonicIndex { .. }),
+        ),
+    ];
+    for (edn, is) in cases {
+        let e = both(edn).unwrap_err();
+        assert!(is(&e), "{e:?}");
+    }
 }

@@ -544,18 +544,26 @@ impl<'l> Interpreter<'l> {
 mod tests {
     use super::*;
     use db_adapters::client::{Client, ClientError};
+    use db_adapters::sim::instant;
     use std::collections::HashMap;
     use std::sync::atomic::AtomicU64;
-    use store::ReadValue;
     use workloads::{WorkloadConfig, WorkloadKind};
+
+    /// Opens the clients a closure makes.
+    struct Opens(Box<dyn Fn() -> Box<dyn Client> + Send + Sync>);
+
+    impl ClientFactory for Opens {
+        fn setup<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn open<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+            let c = (self.0)();
+            Box::pin(async move { Ok(c) })
+        }
+    }
 
     /// Answers ok, except: every 7th call an indefinite error, every 11th
     /// call hangs past the op timeout.
-    struct Scripted {
-        calls: Arc<AtomicU64>,
-        opens: Arc<AtomicU64>,
-    }
-
     struct ScriptedClient {
         calls: Arc<AtomicU64>,
     }
@@ -573,30 +581,11 @@ mod tests {
                 if n % 11 == 5 {
                     tokio::time::sleep(Duration::from_secs(5)).await;
                 }
-                Ok(txn
-                    .iter()
-                    .map(|m| match m {
-                        MicroOp::Read(k, _) => {
-                            MicroOp::Read(k.clone(), ReadValue::List(vec![].into()))
-                        }
-                        other => other.clone(),
-                    })
-                    .collect())
+                Ok(instant::answer(txn))
             })
         }
         fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
             Box::pin(async {})
-        }
-    }
-
-    impl ClientFactory for Scripted {
-        fn setup<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn open<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
-            self.opens.fetch_add(1, Ordering::SeqCst);
-            let calls = self.calls.clone();
-            Box::pin(async move { Ok(Box::new(ScriptedClient { calls }) as Box<dyn Client>) })
         }
     }
 
@@ -625,10 +614,14 @@ mod tests {
             final_reads: true,
         };
         let opens = Arc::new(AtomicU64::new(0));
-        let factory = Arc::new(Scripted {
-            calls: Arc::new(AtomicU64::new(0)),
-            opens: opens.clone(),
-        });
+        let calls = Arc::new(AtomicU64::new(0));
+        let opened = opens.clone();
+        let factory = Arc::new(Opens(Box::new(move || {
+            opened.fetch_add(1, Ordering::SeqCst);
+            Box::new(ScriptedClient {
+                calls: calls.clone(),
+            })
+        })));
         let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 9)
             .unwrap();
         let mut sink = VecSink::default();
@@ -729,31 +722,11 @@ mod tests {
                 .any(|o| o.op_type == OpType::Invoke && o.value.txn() == Some(txn));
             let counter = if logged { &self.seen } else { &self.missing };
             counter.fetch_add(1, Ordering::SeqCst);
-            let done = txn
-                .iter()
-                .map(|m| match m {
-                    MicroOp::Read(k, _) => MicroOp::Read(k.clone(), ReadValue::List(vec![].into())),
-                    other => other.clone(),
-                })
-                .collect();
+            let done = instant::answer(txn);
             Box::pin(async move { Ok(done) })
         }
         fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
             Box::pin(async {})
-        }
-    }
-
-    impl ClientFactory for Peeking {
-        fn setup<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn open<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
-            let c = Peeking {
-                path: self.path.clone(),
-                seen: self.seen.clone(),
-                missing: self.missing.clone(),
-            };
-            Box::pin(async move { Ok(Box::new(c) as Box<dyn Client>) })
         }
     }
 
@@ -763,11 +736,14 @@ mod tests {
         let path = dir.path().join("history.jsonl");
         let mut log = store::run::HistoryLog::create(&path).unwrap();
         let (seen, missing) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let factory = Arc::new(Peeking {
-            path: path.clone(),
-            seen: seen.clone(),
-            missing: missing.clone(),
-        });
+        let (p, s, m) = (path.clone(), seen.clone(), missing.clone());
+        let factory = Arc::new(Opens(Box::new(move || {
+            Box::new(Peeking {
+                path: p.clone(),
+                seen: s.clone(),
+                missing: m.clone(),
+            })
+        })));
         let cfg = RunnerConfig {
             concurrency: 5,
             nodes: vec![Node::local()],
