@@ -36,7 +36,7 @@ pub struct AnalyzeArgs {
     pub anomalies: Vec<AnomalyType>,
 
     /// Workload (default: from test.json, else detected from the history).
-    #[arg(long, short = 'w', value_parser = parse_workload)]
+    #[arg(long, short = 'w', value_parser = str::parse::<Workload>)]
     pub workload: Option<Workload>,
 
     /// As `harness check --witness`: print (or write to FILE) the commit
@@ -57,16 +57,6 @@ pub struct AnalyzeArgs {
     /// timeline (every transaction, not a sample), all; comma-separated.
     #[arg(long, value_parser = crate::run_cmd::keep_arg(), value_delimiter = ',')]
     pub keep: Vec<engine::report::KeepItem>,
-}
-
-fn parse_workload(s: &str) -> Result<Workload, String> {
-    match s.trim_start_matches(':') {
-        "list-append" | "append" => Ok(Workload::ListAppend),
-        "rw-register" | "wr" | "register" => Ok(Workload::RwRegister),
-        other => Err(format!(
-            "unknown workload {other:?}; known workloads: list-append (append), rw-register (wr)"
-        )),
-    }
 }
 
 /// A string field of test.json, looked up at the top level and under `config`,
@@ -112,7 +102,8 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let workload = match args.workload {
         Some(w) => w,
         None => match test_field(&test, &["workload"]) {
-            Some(name) => parse_workload(&name)
+            Some(name) => name
+                .parse::<Workload>()
                 .map_err(anyhow::Error::msg)
                 .context("test.json: config.workload")?,
             None => Workload::detect(&history).with_context(|| {

@@ -28,12 +28,12 @@ pub struct CheckArgs {
     /// (then extension): jsonl, json (elle-json), edn, text (polysi, plume,
     /// isovista, awdit), dbcop (dbcop-json), cobra.
     #[arg(long = "history-format", visible_aliases = ["input-format", "from"],
-          value_parser = parse_file_format)]
+          value_parser = str::parse::<FileFormat>)]
     pub history_format: Option<FileFormat>,
 
     /// Workload: auto, list-append (append) or rw-register (wr).
     #[arg(long, short = 'm', visible_alias = "model", default_value = "auto",
-          value_parser = parse_workload)]
+          value_parser = str::parse::<WorkloadArg>)]
     pub workload: WorkloadArg,
 
     /// Consistency model(s) that should hold (default strong-serializable, alias strict-serializable);
@@ -104,19 +104,20 @@ pub enum Format {
     Edn,
 }
 
-fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
-    match s.trim_start_matches(':') {
-        "auto" => Ok(WorkloadArg::Auto),
-        "list-append" | "append" => Ok(WorkloadArg::Given(Workload::ListAppend)),
-        "rw-register" | "wr" | "register" => Ok(WorkloadArg::Given(Workload::RwRegister)),
-        other => Err(format!(
-            "unknown workload {other:?}; known workloads: auto, list-append (append), rw-register (wr)"
-        )),
-    }
-}
+impl std::str::FromStr for WorkloadArg {
+    type Err = String;
 
-fn parse_file_format(s: &str) -> Result<FileFormat, String> {
-    FileFormat::parse(s)
+    /// `auto` or a workload name.
+    fn from_str(s: &str) -> Result<WorkloadArg, String> {
+        match s.trim_start_matches(':') {
+            "auto" => Ok(WorkloadArg::Auto),
+            w => w.parse().map(WorkloadArg::Given).map_err(|_| {
+                format!(
+                    "unknown workload {w:?}; known workloads: auto, list-append (append), rw-register (wr)"
+                )
+            }),
+        }
+    }
 }
 
 /// Runs `harness check`, returning the exit code.

@@ -28,10 +28,10 @@ pub enum HistoryCommand {
         output: PathBuf,
         /// The input's format instead of detecting it: jsonl, json, edn,
         /// text (polysi, plume, isovista, awdit), dbcop, cobra.
-        #[arg(long, visible_alias = "format", value_parser = FileFormat::parse)]
+        #[arg(long, visible_alias = "format", value_parser = str::parse::<FileFormat>)]
         from: Option<FileFormat>,
         /// The output's format instead of its extension (same names).
-        #[arg(long, value_parser = FileFormat::parse)]
+        #[arg(long, value_parser = str::parse::<FileFormat>)]
         to: Option<FileFormat>,
     },
     /// Summarize a history: ops by type and f, processes, keys, time span,
@@ -43,7 +43,7 @@ pub enum HistoryCommand {
         #[arg(long)]
         json: bool,
         /// The file's format instead of detecting it (names as for convert).
-        #[arg(long, visible_alias = "from", value_parser = FileFormat::parse)]
+        #[arg(long, visible_alias = "from", value_parser = str::parse::<FileFormat>)]
         format: Option<FileFormat>,
     },
 }

@@ -9,6 +9,38 @@ use run_common::*;
 use std::path::PathBuf;
 use std::process::Stdio;
 
+/// A contended run on a local cluster at `isolation`, checked as
+/// serializable: its exit code and the anomaly types found.
+fn checked_as_serializable(isolation: &str, seed: &str, name: &str) -> (Option<i32>, Vec<String>) {
+    let store = tempfile::tempdir().unwrap();
+    let out = run(
+        store.path(),
+        &[
+            "--db",
+            "postgres",
+            "--local",
+            "--isolation",
+            isolation,
+            "--expected-consistency-model",
+            "serializable",
+            "--ops",
+            "6000",
+            "--time-limit",
+            "2m",
+            "--concurrency",
+            "10",
+            "--key-count",
+            "5",
+            "--seed",
+            seed,
+            "--test-name",
+            name,
+        ],
+    );
+    let types = anomaly_types(&results(&run_dir(store.path(), name)));
+    (out.status.code(), types)
+}
+
 #[test]
 #[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn serializable_20k_transactions_are_valid() {
@@ -82,68 +114,16 @@ fn serializable_20k_transactions_are_valid() {
 #[test]
 #[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn repeatable_read_checked_against_serializable_shows_g2_item() {
-    let store = tempfile::tempdir().unwrap();
-    let out = run(
-        store.path(),
-        &[
-            "--db",
-            "postgres",
-            "--local",
-            "--isolation",
-            "repeatable-read",
-            "--expected-consistency-model",
-            "serializable",
-            "--ops",
-            "6000",
-            "--time-limit",
-            "2m",
-            "--concurrency",
-            "10",
-            "--key-count",
-            "5",
-            "--seed",
-            "12",
-            "--test-name",
-            "pg-rr",
-        ],
-    );
-    let dir = run_dir(store.path(), "pg-rr");
-    let types = anomaly_types(&results(&dir));
-    assert_eq!(out.status.code(), Some(1), "{types:?}");
+    let (code, types) = checked_as_serializable("repeatable-read", "12", "pg-rr");
+    assert_eq!(code, Some(1), "{types:?}");
     assert!(types.iter().any(|t| t == "G2-item"), "{types:?}");
 }
 
 #[test]
 #[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn read_committed_shows_g_single_item_or_lost_update() {
-    let store = tempfile::tempdir().unwrap();
-    let out = run(
-        store.path(),
-        &[
-            "--db",
-            "postgres",
-            "--local",
-            "--isolation",
-            "read-committed",
-            "--expected-consistency-model",
-            "serializable",
-            "--ops",
-            "6000",
-            "--time-limit",
-            "2m",
-            "--concurrency",
-            "10",
-            "--key-count",
-            "5",
-            "--seed",
-            "13",
-            "--test-name",
-            "pg-rc",
-        ],
-    );
-    let dir = run_dir(store.path(), "pg-rc");
-    let types = anomaly_types(&results(&dir));
-    assert_eq!(out.status.code(), Some(1), "{types:?}");
+    let (code, types) = checked_as_serializable("read-committed", "13", "pg-rc");
+    assert_eq!(code, Some(1), "{types:?}");
     assert!(
         types
             .iter()

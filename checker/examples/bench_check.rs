@@ -28,17 +28,7 @@ fn main() {
     let t1 = Instant::now();
     let search = anomalies_to_search(&[ConsistencyModel::StrictSerializable], &[]);
     let budget = Budget::unlimited();
-    let opts = AnalyzeOptions {
-        workload,
-        search,
-        wfr_keys: false,
-        sequential_keys: false,
-        linearizable_keys: false,
-        budget: &budget,
-        models: &[],
-        anomalies: &[],
-        complete: false,
-    };
+    let opts = AnalyzeOptions::new(workload, search, &budget);
     let a = analyze(&history, &opts);
     let t_check = t1.elapsed();
     let c_check = cpu_s() - c_load;

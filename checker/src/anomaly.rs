@@ -8,7 +8,6 @@
 //! `weak` (Plume's transactional anomalous patterns).
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 /// The kind of name that failed to parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -389,31 +388,41 @@ impl AnomalyType {
     }
 }
 
-impl fmt::Display for AnomalyType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// `Display`, `FromStr` and serde for a closed set of names, all through
+/// the type's `name()` and `parse()` (anomaly types and models are
+/// written and read as their names everywhere).
+macro_rules! name_impls {
+    ($t:ident) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
 
-impl std::str::FromStr for AnomalyType {
-    type Err = UnknownName;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        AnomalyType::parse(s)
-    }
-}
+        impl std::str::FromStr for $t {
+            type Err = $crate::anomaly::UnknownName;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $t::parse(s)
+            }
+        }
 
-impl serde::Serialize for AnomalyType {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
 
-impl<'de> serde::Deserialize<'de> for AnomalyType {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        AnomalyType::parse(&s).map_err(serde::de::Error::custom)
-    }
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                $t::parse(&s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
 }
+pub(crate) use name_impls;
+
+name_impls!(AnomalyType);
 
 /// Every anomaly implied by any of `anomalies`, including themselves
 /// (Elle's `all-implied-anomalies`: forward closure of §3.3).

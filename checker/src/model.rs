@@ -18,7 +18,6 @@ use crate::anomaly::{
     AnomalyType, BASE_CYCLE_TYPES, NameKind, UnknownName, Variant, all_implied, all_implying,
 };
 use std::collections::BTreeSet;
-use std::fmt;
 
 macro_rules! models {
     ($( $(#[$doc:meta])* $var:ident => $name:literal [$($alias:literal),*] ),* $(,)?) => {
@@ -322,31 +321,7 @@ impl ConsistencyModel {
     }
 }
 
-impl fmt::Display for ConsistencyModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for ConsistencyModel {
-    type Err = UnknownName;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ConsistencyModel::parse(s)
-    }
-}
-
-impl serde::Serialize for ConsistencyModel {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for ConsistencyModel {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        ConsistencyModel::parse(&s).map_err(serde::de::Error::custom)
-    }
-}
+crate::anomaly::name_impls!(ConsistencyModel);
 
 /// Every model implied by `models`, including themselves.
 pub fn all_implied_models(

@@ -120,6 +120,7 @@ pub fn explain(txns: &Txns<'_>, history: &History, a: u32, b: u32, rel: Rel) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use store::OpType::{Fail, Info, Invoke, Ok};
     use store::{Key, MicroOp, Op, OpType, Val};
 
     fn op(i: u64, t: OpType, p: u64) -> Op {
@@ -132,6 +133,18 @@ mod tests {
         )
     }
 
+    /// A history of `(type, process)` steps, indexed in order.
+    fn history(steps: &[(OpType, u64)]) -> History {
+        let ops = steps
+            .iter()
+            .enumerate()
+            .map(|(i, &(t, p))| op(i as u64, t, p))
+            .collect();
+        let h = History::new(ops).unwrap_or_default();
+        assert!(!h.is_empty());
+        h
+    }
+
     fn edges(el: &EdgeList) -> Vec<(u32, u32)> {
         let mut v: Vec<(u32, u32)> = el.edges.iter().map(|e| (e.0, e.1)).collect();
         v.sort_unstable();
@@ -141,16 +154,14 @@ mod tests {
     #[test]
     fn realtime_is_a_transitive_reduction() {
         // T0 then T1 then T2, one at a time: only T0→T1 and T1→T2.
-        let ops = vec![
-            op(0, OpType::Invoke, 0),
-            op(1, OpType::Ok, 0),
-            op(2, OpType::Invoke, 1),
-            op(3, OpType::Ok, 1),
-            op(4, OpType::Invoke, 2),
-            op(5, OpType::Ok, 2),
-        ];
-        let h = History::new(ops).unwrap_or_default();
-        assert!(!h.is_empty());
+        let h = history(&[
+            (Invoke, 0),
+            (Ok, 0),
+            (Invoke, 1),
+            (Ok, 1),
+            (Invoke, 2),
+            (Ok, 2),
+        ]);
         let t = Txns::new(&h);
         assert_eq!(edges(&realtime_edges(&t, &h)), vec![(0, 1), (1, 2)]);
         assert_eq!(edges(&process_edges(&t)), Vec::<(u32, u32)>::new());
@@ -159,18 +170,16 @@ mod tests {
     #[test]
     fn concurrent_ops_get_no_edge_and_info_is_only_a_sink() {
         // T0 ‖ T1 (overlapping); both precede T2; T3 crashed (info) after T2.
-        let ops = vec![
-            op(0, OpType::Invoke, 0),
-            op(1, OpType::Invoke, 1),
-            op(2, OpType::Ok, 0),
-            op(3, OpType::Ok, 1),
-            op(4, OpType::Invoke, 0),
-            op(5, OpType::Info, 0),
-            op(6, OpType::Invoke, 2),
-            op(7, OpType::Ok, 2),
-        ];
-        let h = History::new(ops).unwrap_or_default();
-        assert!(!h.is_empty());
+        let h = history(&[
+            (Invoke, 0),
+            (Invoke, 1),
+            (Ok, 0),
+            (Ok, 1),
+            (Invoke, 0),
+            (Info, 0),
+            (Invoke, 2),
+            (Ok, 2),
+        ]);
         let t = Txns::new(&h);
         // txns by completion: 0 = T0, 1 = T1, 2 = info, 3 = T2.
         assert_eq!(
@@ -184,18 +193,15 @@ mod tests {
     fn without_a_clock_only_session_order_is_realtime() {
         // Sessions 0 and 1 laid out one txn after another: op positions
         // would order every txn, but the history has no clock.
-        let ops = vec![
-            op(0, OpType::Invoke, 0),
-            op(1, OpType::Ok, 0),
-            op(2, OpType::Invoke, 1),
-            op(3, OpType::Ok, 1),
-            op(4, OpType::Invoke, 0),
-            op(5, OpType::Ok, 0),
-        ];
-        let h = History::new(ops)
-            .unwrap_or_default()
-            .with_session_order_only(true);
-        assert!(!h.is_empty());
+        let h = history(&[
+            (Invoke, 0),
+            (Ok, 0),
+            (Invoke, 1),
+            (Ok, 1),
+            (Invoke, 0),
+            (Ok, 0),
+        ])
+        .with_session_order_only(true);
         let t = Txns::new(&h);
         let el = realtime_edges(&t, &h);
         assert_eq!(edges(&el), vec![(0, 2)]);
@@ -204,16 +210,14 @@ mod tests {
 
     #[test]
     fn process_edges_link_consecutive_committed_txns() {
-        let ops = vec![
-            op(0, OpType::Invoke, 0),
-            op(1, OpType::Ok, 0),
-            op(2, OpType::Invoke, 0),
-            op(3, OpType::Fail, 0),
-            op(4, OpType::Invoke, 0),
-            op(5, OpType::Ok, 0),
-        ];
-        let h = History::new(ops).unwrap_or_default();
-        assert!(!h.is_empty());
+        let h = history(&[
+            (Invoke, 0),
+            (Ok, 0),
+            (Invoke, 0),
+            (Fail, 0),
+            (Invoke, 0),
+            (Ok, 0),
+        ]);
         let t = Txns::new(&h);
         assert_eq!(edges(&process_edges(&t)), vec![(0, 2)]);
     }

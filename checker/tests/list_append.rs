@@ -319,17 +319,7 @@ fn exhausted_budget_gives_cycle_search_timeout() {
                   ok 1 [a x 2] [a y 1]
                   ok 2 [r x [1 2]]");
     let budget = Budget::steps(0);
-    let opts = AnalyzeOptions {
-        workload: Workload::ListAppend,
-        search: all_cycles(),
-        wfr_keys: false,
-        sequential_keys: false,
-        linearizable_keys: false,
-        budget: &budget,
-        models: &[],
-        anomalies: &[],
-        complete: false,
-    };
+    let opts = AnalyzeOptions::new(Workload::ListAppend, all_cycles(), &budget);
     let found = analyze(&hist, &opts).anomalies;
     assert!(
         found.contains_key(&AnomalyType::CycleSearchTimeout),

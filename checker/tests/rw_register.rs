@@ -12,15 +12,10 @@ fn run_with(text: &str, wfr: bool, seq: bool, lin: bool) -> Vec<&'static str> {
     let hist = h(text);
     let budget = Budget::unlimited();
     let opts = AnalyzeOptions {
-        workload: Workload::RwRegister,
-        search: plain_cycles(),
         wfr_keys: wfr,
         sequential_keys: seq,
         linearizable_keys: lin,
-        budget: &budget,
-        models: &[],
-        anomalies: &[],
-        complete: false,
+        ..AnalyzeOptions::new(Workload::RwRegister, plain_cycles(), &budget)
     };
     types(&analyze(&hist, &opts).anomalies)
 }
@@ -131,15 +126,8 @@ fn cyclic_versions_are_reported_and_left_out() {
     let hist = h(text);
     let budget = Budget::unlimited();
     let opts = AnalyzeOptions {
-        workload: Workload::RwRegister,
-        search: plain_cycles(),
-        wfr_keys: false,
         sequential_keys: true,
-        linearizable_keys: false,
-        budget: &budget,
-        models: &[],
-        anomalies: &[],
-        complete: false,
+        ..AnalyzeOptions::new(Workload::RwRegister, plain_cycles(), &budget)
     };
     let found = analyze(&hist, &opts).anomalies;
     assert_eq!(types(&found), vec!["cyclic-versions"], "{found:?}");

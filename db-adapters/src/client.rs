@@ -88,4 +88,13 @@ pub trait ClientFactory: Send + Sync {
     /// # Errors
     /// A classified error (the node is unreachable, refused, …).
     fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>>;
+
+    /// Called once after the run, when no client is open (SQLite folds its
+    /// write-ahead log back into the database file). Default: nothing.
+    ///
+    /// # Errors
+    /// A classified error; the run only warns about it.
+    fn finish(&self) -> BoxFuture<'_, Result<(), ClientError>> {
+        Box::pin(async { Ok(()) })
+    }
 }

@@ -233,6 +233,35 @@ impl Layout {
     }
 }
 
+/// What every tarball database's settings share: where it lives on the
+/// nodes, the release, its SQL port, and whether it runs already.
+#[derive(Clone, Debug)]
+pub struct Install {
+    /// Node-side directories.
+    pub layout: Layout,
+    /// The release tarball.
+    pub tarball: Tarball,
+    /// The SQL port clients connect to.
+    pub port: u16,
+    /// The cluster runs already (`--no-setup`): nothing is installed,
+    /// started or torn down.
+    pub no_setup: bool,
+}
+
+impl Install {
+    /// `tarball` installed under `base` on every node, serving SQL on `port`.
+    pub fn new(base: &str, tarball: Tarball, port: u16) -> Install {
+        Install {
+            layout: Layout {
+                base: base.to_string(),
+            },
+            tarball,
+            port,
+            no_setup: false,
+        }
+    }
+}
+
 /// Copies (or downloads) the tarball to `node` and unpacks it once into
 /// `dist/` (a marker file records a finished unpack; a later setup reuses
 /// it), then checks that every binary in `binaries` (paths relative to
@@ -632,21 +661,18 @@ impl crate::db::Db for ClusterDb {
     }
 }
 
-/// The unpack log of `node` as a log file entry (`unpack.log`: what the
-/// tarball contained).
-pub fn unpack_log(layout: &Layout, node: &str) -> (String, crate::db::LogFile) {
-    log(node, layout.unpack_log(node), "unpack.log")
-}
-
-/// A log file entry.
-pub fn log(node: &str, remote_path: String, local_name: &str) -> (String, crate::db::LogFile) {
-    (
-        node.to_string(),
-        crate::db::LogFile {
-            remote_path,
-            local_name: local_name.to_string(),
-        },
-    )
+/// The entries of `logs` on `node` (database directory `dir`, running the
+/// daemons `runs` says), as a [`Spec`]'s log list holds them.
+pub fn node_logs(
+    node: &str,
+    logs: &[crate::db::NodeLog],
+    dir: &str,
+    runs: impl Fn(&str) -> bool,
+) -> Vec<(String, crate::db::LogFile)> {
+    crate::db::node_logs(logs, dir, runs)
+        .into_iter()
+        .map(|l| (node.to_string(), l))
+        .collect()
 }
 
 #[cfg(test)]

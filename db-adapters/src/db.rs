@@ -11,7 +11,7 @@
 use crate::client::BoxFuture;
 use nemesis::Node;
 use nemesis::process::Process;
-use nemesis::remote::{Remote, RemoteError};
+use nemesis::remote::{Remote, RemoteError, shell_quote};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,6 +71,56 @@ pub struct LogFile {
     pub local_name: String,
 }
 
+/// A log file a database keeps on its nodes, as its catalog entry lists it
+/// (`DbKind::log_files`): where it is under the database's directory on
+/// the node, what it is called under `nodes/<node>/` of the run, and on
+/// which nodes it exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeLog {
+    /// Path under the database's directory on the node.
+    pub path: &'static str,
+    /// File name under `nodes/<node>/`.
+    pub local: &'static str,
+    /// Only on nodes that run this daemon (`None`: every node).
+    pub daemon: Option<&'static str>,
+}
+
+impl NodeLog {
+    /// A log on every node, named `local` in the run directory.
+    pub const fn every_node(path: &'static str, local: &'static str) -> NodeLog {
+        NodeLog {
+            path,
+            local,
+            daemon: None,
+        }
+    }
+
+    /// A log only on nodes running `daemon`.
+    pub const fn of_daemon(
+        daemon: &'static str,
+        path: &'static str,
+        local: &'static str,
+    ) -> NodeLog {
+        NodeLog {
+            path,
+            local,
+            daemon: Some(daemon),
+        }
+    }
+}
+
+/// The log files of `logs` that exist on a node whose database directory
+/// is `dir` and which runs the daemons `runs` says it runs.
+pub fn node_logs(logs: &[NodeLog], dir: &str, runs: impl Fn(&str) -> bool) -> Vec<LogFile> {
+    logs.iter()
+        .filter(|l| l.daemon.is_none_or(&runs))
+        .map(|l| LogFile {
+            remote_path: format!("{dir}/{}", l.path),
+            local_name: l.local.to_string(),
+        })
+        .collect()
+}
+
 /// The remote of the node named `node` among `remotes` (what every
 /// lifecycle's [`Db::remote`] is).
 pub fn remote_named(remotes: &[Arc<dyn Remote>], node: &str) -> Option<Arc<dyn Remote>> {
@@ -120,6 +170,140 @@ pub trait Db: Send + Sync {
     /// # Errors
     /// [`DbError::NotReady`] when it does not recover within `limit`.
     fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
+}
+
+/// The settings of a one-server-per-node database: where on each node
+/// its servers keep their directories.
+pub trait ServerConfig: Send + Sync + 'static {
+    /// The directory under which each node's server has its own.
+    fn base_dir(&self) -> &str;
+}
+
+/// The servers of a one-server-per-node database installed from the
+/// system's packages (PostgreSQL, MariaDB/Galera): its settings and one
+/// remote per node, in test order.
+pub struct Servers<C> {
+    pub(crate) cfg: C,
+    pub(crate) remotes: Vec<Arc<dyn Remote>>,
+}
+
+impl<C: ServerConfig> Servers<C> {
+    /// Servers with `cfg` on the nodes of `remotes`.
+    pub fn new(cfg: C, remotes: Vec<Arc<dyn Remote>>) -> Servers<C> {
+        Servers { cfg, remotes }
+    }
+
+    /// One remote per node, in test order.
+    pub fn remotes(&self) -> &[Arc<dyn Remote>] {
+        &self.remotes
+    }
+
+    /// The nodes, in test order.
+    pub fn nodes(&self) -> Vec<Node> {
+        self.remotes.iter().map(|r| r.node().clone()).collect()
+    }
+
+    /// The remote of `node`.
+    ///
+    /// # Errors
+    /// [`DbError::Topology`] for a node that is not one of them.
+    pub fn remote(&self, node: &Node) -> Result<&Arc<dyn Remote>, DbError> {
+        self.remotes
+            .iter()
+            .find(|r| r.node().name == node.name)
+            .ok_or_else(|| DbError::Topology(format!("unknown node {}", node.name)))
+    }
+
+    /// The server's directory on `node`.
+    pub fn node_dir(&self, node: &Node) -> String {
+        let base = self.cfg.base_dir().trim_end_matches('/');
+        format!("{base}/{}", node.name)
+    }
+
+    /// On every node, kill the servers and remove the node's directory;
+    /// every node's error is reported ([`Db::teardown`]).
+    pub async fn teardown_all(&self) -> Result<(), DbError>
+    where
+        Servers<C>: ServerSteps,
+    {
+        let mut errs = Vec::new();
+        for r in &self.remotes {
+            let n = r.node();
+            if let Err(e) = self.kill_servers(n).await {
+                errs.push(e);
+                continue;
+            }
+            let rm = format!("rm -rf {}", shell_quote(&self.node_dir(n)));
+            if let Err(e) = r.run(&rm).await {
+                errs.push(e.into());
+            }
+        }
+        join_errors(errs)
+    }
+}
+
+/// The steps of one kind of [`Servers`] over all its nodes.
+pub trait ServerSteps: Process + Send + Sync + 'static {
+    /// As [`Db::setup`].
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>>;
+    /// Kills the servers on `node` (teardown's first step there).
+    fn kill_servers<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), DbError>>;
+    /// As [`Db::await_ready`].
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
+}
+
+/// A database of [`ServerSteps`]: what differs beyond the steps. Every
+/// such type is a [`Db`] through them.
+pub trait NodeServers: Send + Sync {
+    /// The settings of its servers.
+    type Config: ServerConfig;
+    /// Its servers.
+    fn steps(&self) -> &Arc<Servers<Self::Config>>;
+    /// Short name (`postgres`, `galera`, `mariadb`).
+    fn server_name(&self) -> &'static str;
+    /// The log files kept from each node (its catalog entry's).
+    fn logs(&self) -> &'static [NodeLog];
+    /// Nodes that are primaries (empty when every node is equal).
+    fn primary_nodes(&self) -> Vec<Node>;
+    /// Nodes clients connect to.
+    fn serving_nodes(&self) -> Vec<Node>;
+}
+
+impl<T: NodeServers> Db for T
+where
+    Servers<T::Config>: ServerSteps,
+{
+    fn name(&self) -> &'static str {
+        self.server_name()
+    }
+    fn nodes(&self) -> Vec<Node> {
+        let remotes = self.steps().remotes();
+        remotes.iter().map(|r| r.node().clone()).collect()
+    }
+    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
+        remote_named(self.steps().remotes(), node)
+    }
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        self.steps().setup()
+    }
+    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.steps().teardown_all())
+    }
+    fn log_files(&self, node: &Node) -> Vec<LogFile> {
+        node_logs(self.logs(), &self.steps().node_dir(node), |_| true)
+    }
+    fn primaries(&self) -> Vec<Node> {
+        self.primary_nodes()
+    }
+    fn client_nodes(&self) -> Vec<Node> {
+        self.serving_nodes()
+    }
+    fn process(&self) -> Option<Arc<dyn Process>> {
+        Some(self.steps().clone())
+    }
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
+        self.steps().await_ready(limit)
+    }
 }
 
 /// Joins per-node results: `Ok` when all are, else every error.

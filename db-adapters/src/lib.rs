@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod cockroach;
 pub mod db;
 pub mod mysql;
+pub mod newsql;
 pub mod pg_cluster;
 pub mod pgwire;
 pub mod postgres;

@@ -11,13 +11,18 @@
 //! ~0.2 s instead of seconds of fsync.
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
-use crate::db::{Db, DbError, LogFile, join_errors, poll};
+use crate::db::{
+    DbError, NodeLog, NodeServers, ServerConfig, ServerSteps, Servers, join_errors, poll,
+};
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
 use std::sync::Arc;
 use std::time::Duration;
 use store::MicroOp;
+
+/// The server log of every node (the catalog's `log_files`).
+pub const LOGS: &[NodeLog] = &[NodeLog::every_node("postgres.log", "postgresql.log")];
 
 /// Settings of a PostgreSQL deployment on nodes.
 #[derive(Clone, Debug)]
@@ -40,33 +45,25 @@ impl Default for PgClusterConfig {
     }
 }
 
-struct Inner {
-    cfg: PgClusterConfig,
-    remotes: Vec<Arc<dyn Remote>>,
+/// The servers of a [`PgCluster`]: its settings and one remote per node.
+pub type PgServers = Servers<PgClusterConfig>;
+
+impl ServerConfig for PgClusterConfig {
+    fn base_dir(&self) -> &str {
+        &self.base_dir
+    }
 }
 
 /// PostgreSQL primary + streaming replicas.
 #[derive(Clone)]
 pub struct PgCluster {
-    inner: Arc<Inner>,
+    inner: Arc<PgServers>,
 }
 
 /// Finds the newest server binaries on the node.
 const BIN: &str = "$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)";
 
-impl Inner {
-    fn dir(&self, node: &Node) -> String {
-        format!("{}/{}", self.cfg.base_dir.trim_end_matches('/'), node.name)
-    }
-    fn remote(&self, node: &Node) -> Result<&Arc<dyn Remote>, DbError> {
-        self.remotes
-            .iter()
-            .find(|r| r.node().name == node.name)
-            .ok_or_else(|| DbError::Topology(format!("unknown node {}", node.name)))
-    }
-    fn nodes(&self) -> Vec<Node> {
-        self.remotes.iter().map(|r| r.node().clone()).collect()
-    }
+impl Servers<PgClusterConfig> {
     fn primary(&self) -> Option<Node> {
         self.remotes.first().map(|r| r.node().clone())
     }
@@ -105,7 +102,7 @@ impl Inner {
     }
 
     async fn start_node(&self, node: &Node) -> Result<(), DbError> {
-        let d = self.dir(node);
+        let d = self.node_dir(node);
         let r = self.remote(node)?;
         let cmd = format!(
             "cd /tmp && B={BIN} && if runuser -u postgres -- $B/pg_ctl -D {d}/data status >/dev/null 2>&1; then exit 0; fi; \
@@ -116,7 +113,7 @@ impl Inner {
     }
 
     async fn signal_all(&self, node: &Node, signal: &str, wait_gone: bool) -> Result<(), DbError> {
-        let d = self.dir(node);
+        let d = self.node_dir(node);
         let r = self.remote(node)?;
         // Stop the postmaster first so it cannot fork while its children are
         // signalled; then the children, then the postmaster itself.
@@ -143,7 +140,7 @@ impl Inner {
     }
 
     async fn serving(&self, node: &Node) -> Result<bool, String> {
-        let d = self.dir(node);
+        let d = self.node_dir(node);
         self.pg(
             node,
             &format!(
@@ -167,55 +164,58 @@ impl Inner {
                 detail,
             })
     }
+}
 
-    async fn setup(&self) -> Result<(), DbError> {
-        let Some(primary) = self.primary() else {
-            return Err(DbError::Topology(
-                "postgres needs at least one node".to_string(),
-            ));
-        };
-        let mut errs = Vec::new();
-        for r in &self.remotes {
-            if let Err(e) = self.check_installed(r).await {
-                errs.push(e);
+impl ServerSteps for Servers<PgClusterConfig> {
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(async move {
+            let Some(primary) = self.primary() else {
+                return Err(DbError::Topology(
+                    "postgres needs at least one node".to_string(),
+                ));
+            };
+            let mut errs = Vec::new();
+            for r in &self.remotes {
+                if let Err(e) = self.check_installed(r).await {
+                    errs.push(e);
+                }
             }
-        }
-        join_errors(errs)?;
-        self.teardown().await?;
-        let port = self.cfg.port;
-        for n in self.nodes() {
-            let d = self.dir(&n);
-            self.remote(&n)?
+            join_errors(errs)?;
+            self.teardown_all().await?;
+            let port = self.cfg.port;
+            for n in self.nodes() {
+                let d = self.node_dir(&n);
+                self.remote(&n)?
                 .run(&format!(
                     "install -d -m 755 {base} && install -d -o postgres -g postgres -m 755 {d} {d}/sock",
                     base = shell_quote(&self.cfg.base_dir)
                 ))
                 .await?;
-        }
-        let d = self.dir(&primary);
-        self.pg(
+            }
+            let d = self.node_dir(&primary);
+            self.pg(
             &primary,
             &format!("$B/initdb -D {d}/data -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >{d}/initdb.log 2>&1"),
             Duration::from_secs(120),
         )
         .await?;
-        let conf = format!(
-            "listen_addresses = '{}'\nport = {port}\nunix_socket_directories = '{d}/sock'\nwal_level = replica\n\
+            let conf = format!(
+                "listen_addresses = '{}'\nport = {port}\nunix_socket_directories = '{d}/sock'\nwal_level = replica\n\
              max_wal_senders = 10\nhot_standby = on\nrecovery_init_sync_method = syncfs\nmax_connections = 200\n\
              dynamic_shared_memory_type = mmap\n",
-            Self::listen(&primary)
-        );
-        let r = self.remote(&primary)?;
-        r.run(&format!(
+                Self::listen(&primary)
+            );
+            let r = self.remote(&primary)?;
+            r.run(&format!(
             "cat >> {d}/data/postgresql.conf <<'EOF'\n{conf}EOF\n\
              printf 'host all all 0.0.0.0/0 trust\\nhost replication all 0.0.0.0/0 trust\\n' >> {d}/data/pg_hba.conf"
         ))
         .await?;
-        self.start_node(&primary).await?;
-        self.wait_serving(&primary, self.cfg.start_timeout).await?;
-        for n in self.nodes().into_iter().skip(1) {
-            let rd = self.dir(&n);
-            self.pg(
+            self.start_node(&primary).await?;
+            self.wait_serving(&primary, self.cfg.start_timeout).await?;
+            for n in self.nodes().into_iter().skip(1) {
+                let rd = self.node_dir(&n);
+                self.pg(
                 &n,
                 &format!(
                     "$B/pg_basebackup -h {} -p {port} -U postgres -D {rd}/data -R -X stream -c fast",
@@ -224,48 +224,37 @@ impl Inner {
                 Duration::from_secs(300),
             )
             .await?;
-            self.remote(&n)?
+                self.remote(&n)?
                 .run(&format!(
                     "printf \"listen_addresses = '{}'\\nunix_socket_directories = '{rd}/sock'\\n\" >> {rd}/data/postgresql.conf",
                     Self::listen(&n)
                 ))
                 .await?;
-            self.start_node(&n).await?;
-            self.wait_serving(&n, self.cfg.start_timeout).await?;
-        }
-        Ok(())
+                self.start_node(&n).await?;
+                self.wait_serving(&n, self.cfg.start_timeout).await?;
+            }
+            Ok(())
+        })
     }
 
-    async fn teardown(&self) -> Result<(), DbError> {
-        let mut errs = Vec::new();
-        for n in self.nodes() {
-            if let Err(e) = self.signal_all(&n, "KILL", true).await {
-                errs.push(e);
-                continue;
-            }
-            let Ok(r) = self.remote(&n) else { continue };
-            if let Err(e) = r
-                .run(&format!("rm -rf {}", shell_quote(&self.dir(&n))))
-                .await
-            {
-                errs.push(e.into());
-            }
-        }
-        join_errors(errs)
+    fn kill_servers<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), DbError>> {
+        Box::pin(self.signal_all(node, "KILL", true))
     }
 
-    async fn await_ready(&self, limit: Duration) -> Result<(), DbError> {
-        let nodes = self.nodes();
-        for n in &nodes {
-            self.start_node(n).await?;
-        }
-        let mut errs = Vec::new();
-        for n in &nodes {
-            if let Err(e) = self.wait_serving(n, limit).await {
-                errs.push(e);
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(async move {
+            let nodes = self.nodes();
+            for n in &nodes {
+                self.start_node(n).await?;
             }
-        }
-        join_errors(errs)
+            let mut errs = Vec::new();
+            for n in &nodes {
+                if let Err(e) = self.wait_serving(n, limit).await {
+                    errs.push(e);
+                }
+            }
+            join_errors(errs)
+        })
     }
 }
 
@@ -277,7 +266,7 @@ fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
     }
 }
 
-impl Process for Inner {
+impl Process for Servers<PgClusterConfig> {
     fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
             self.signal_all(node, "KILL", true)
@@ -312,7 +301,7 @@ impl PgCluster {
     /// PostgreSQL with `cfg`: the first remote's node is the primary.
     pub fn new(cfg: PgClusterConfig, remotes: Vec<Arc<dyn Remote>>) -> PgCluster {
         PgCluster {
-            inner: Arc::new(Inner { cfg, remotes }),
+            inner: Arc::new(Servers::new(cfg, remotes)),
         }
     }
 
@@ -337,40 +326,22 @@ impl PgCluster {
     }
 }
 
-impl Db for PgCluster {
-    fn name(&self) -> &'static str {
+impl NodeServers for PgCluster {
+    type Config = PgClusterConfig;
+    fn steps(&self) -> &Arc<PgServers> {
+        &self.inner
+    }
+    fn server_name(&self) -> &'static str {
         "postgres"
     }
-    fn nodes(&self) -> Vec<Node> {
-        self.inner.nodes()
+    fn logs(&self) -> &'static [NodeLog] {
+        LOGS
     }
-    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
-        crate::db::remote_named(&self.inner.remotes, node)
-    }
-    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.setup())
-    }
-    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.teardown())
-    }
-    fn log_files(&self, node: &Node) -> Vec<LogFile> {
-        let d = self.inner.dir(node);
-        vec![LogFile {
-            remote_path: format!("{d}/postgres.log"),
-            local_name: "postgresql.log".to_string(),
-        }]
-    }
-    fn primaries(&self) -> Vec<Node> {
+    fn primary_nodes(&self) -> Vec<Node> {
         self.inner.primary().into_iter().collect()
     }
-    fn client_nodes(&self) -> Vec<Node> {
-        self.primaries()
-    }
-    fn process(&self) -> Option<Arc<dyn Process>> {
-        Some(self.inner.clone())
-    }
-    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.await_ready(limit))
+    fn serving_nodes(&self) -> Vec<Node> {
+        self.primary_nodes()
     }
 }
 

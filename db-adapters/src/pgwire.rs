@@ -51,6 +51,47 @@ impl Target {
     }
 }
 
+/// What distinguishes one PG-wire database's client (CockroachDB, YSQL):
+/// the login on its nodes, its tables, the levels it runs and its dialect.
+/// Each such database is one constant of this type; the factory is built
+/// here once.
+pub struct PgWireDb {
+    /// Login user on every node.
+    pub user: &'static str,
+    /// Database name on every node.
+    pub dbname: &'static str,
+    /// The tables its clients create.
+    pub tables: TxnTables,
+    /// Checks `--isolation`, returning the level it really runs.
+    pub check_isolation: fn(Isolation) -> Result<Isolation, String>,
+    /// The dialect for a level and `--select-for-update`.
+    pub dialect: fn(Isolation, bool) -> Dialect,
+}
+
+impl PgWireDb {
+    /// Worker `i` connects to its node's host on `port`.
+    pub fn node_target(&self, port: u16) -> Target {
+        Target::on_nodes(port, self.user, self.dbname)
+    }
+
+    /// A client factory.
+    ///
+    /// # Errors
+    /// An unsupported isolation level or a bad URL, as a message.
+    pub fn factory(
+        &self,
+        target: Target,
+        isolation: Isolation,
+        model: DataModel,
+        select_for_update: bool,
+    ) -> Result<PgWireFactory, String> {
+        let isolation = (self.check_isolation)(isolation)?;
+        let dialect = (self.dialect)(isolation, select_for_update);
+        PgWireFactory::new(target, isolation, model, self.tables, dialect)
+            .map_err(|e: PgWireError| e.to_string())
+    }
+}
+
 /// Errors configuring a PG-wire factory.
 #[derive(Debug, thiserror::Error)]
 pub enum PgWireError {

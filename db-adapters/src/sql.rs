@@ -117,9 +117,14 @@ pub struct TxnTables {
     pub table_count: usize,
 }
 
+impl TxnTables {
+    /// Three tables, as Elle's SQL clients create (`Default` too).
+    pub const DEFAULT: TxnTables = TxnTables { table_count: 3 };
+}
+
 impl Default for TxnTables {
     fn default() -> TxnTables {
-        TxnTables { table_count: 3 }
+        TxnTables::DEFAULT
     }
 }
 

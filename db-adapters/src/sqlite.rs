@@ -153,6 +153,11 @@ impl ClientFactory for SqliteFactory {
             }) as Box<dyn Client>)
         })
     }
+
+    fn finish(&self) -> BoxFuture<'_, Result<(), ClientError>> {
+        let this = self.clone();
+        Box::pin(blocking(move || this.checkpoint()))
+    }
 }
 
 /// One SQLite connection.

@@ -28,3 +28,30 @@ fn readme_lists_every_database_of_the_catalog_in_order() {
     let catalog: Vec<&str> = DbKind::ALL.iter().map(|k| k.name()).collect();
     assert_eq!(named, catalog, "README row: {row}");
 }
+
+/// The catalog imports the database modules (ports, tables, log lists,
+/// factories, lifecycles); none of them imports the catalog, so there is
+/// no import loop.
+#[test]
+fn no_database_module_imports_the_catalog() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src.clone()];
+    let mut offenders = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if p != src.join("catalog") {
+                    stack.push(p);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs")
+                && std::fs::read_to_string(&p)
+                    .unwrap()
+                    .contains("crate::catalog")
+            {
+                offenders.push(p.display().to_string());
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "import the catalog: {offenders:?}");
+}

@@ -125,11 +125,18 @@ async fn tarball_lifecycles_over_ssh_without_the_binaries() {
         ],
     );
     let mut cfg = CockroachConfig::new(Tarball::Local(crdb_tgz));
-    cfg.layout = Layout {
+    cfg.install.layout = Layout {
         base: format!("{base_s}/cockroach"),
     };
     let crdb = ClusterDb::new(cfg.spec(&nodes), remotes.clone());
-    check_stops_at_missing_binary(&crdb, &cfg.layout, &remotes, "cockroach", "CockroachDB").await;
+    check_stops_at_missing_binary(
+        &crdb,
+        &cfg.install.layout,
+        &remotes,
+        "cockroach",
+        "CockroachDB",
+    )
+    .await;
     // Process control: nothing runs, so kill/pause/resume succeed; start
     // names the missing binary.
     let p = crdb.process().unwrap();
@@ -165,11 +172,18 @@ async fn tarball_lifecycles_over_ssh_without_the_binaries() {
         ],
     );
     let mut tcfg = TidbConfig::new(Tarball::Local(tidb_tgz), Roles::spread(&nodes));
-    tcfg.layout = Layout {
+    tcfg.install.layout = Layout {
         base: format!("{base_s}/tidb"),
     };
     let tidb = ClusterDb::new(tcfg.spec(&nodes), remotes.clone());
-    check_stops_at_missing_binary(&tidb, &tcfg.layout, &remotes, "bin/pd-server", "TiDB").await;
+    check_stops_at_missing_binary(
+        &tidb,
+        &tcfg.install.layout,
+        &remotes,
+        "bin/pd-server",
+        "TiDB",
+    )
+    .await;
     let p = tidb.process().unwrap();
     p.kill(&nodes[0]).await.unwrap();
     let e = p.start(&nodes[0]).await.unwrap_err();
@@ -186,11 +200,18 @@ async fn tarball_lifecycles_over_ssh_without_the_binaries() {
         ],
     );
     let mut ycfg = YugabyteConfig::new(Tarball::Local(yb_tgz));
-    ycfg.layout = Layout {
+    ycfg.install.layout = Layout {
         base: format!("{base_s}/yugabyte"),
     };
     let yb = ClusterDb::new(ycfg.spec(&nodes), remotes.clone());
-    check_stops_at_missing_binary(&yb, &ycfg.layout, &remotes, "bin/yb-master", "YugabyteDB").await;
+    check_stops_at_missing_binary(
+        &yb,
+        &ycfg.install.layout,
+        &remotes,
+        "bin/yb-master",
+        "YugabyteDB",
+    )
+    .await;
     let e = yb.process().unwrap().start(&nodes[0]).await.unwrap_err();
     assert!(e.message.contains("yb-master"), "{e}");
     yb.teardown().await.unwrap();

@@ -14,7 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use db_adapters::client::{ClientFactory, ErrorKind};
-use db_adapters::pgwire::{PgWireFactory, Target};
+use db_adapters::pgwire::{PgWireDb, PgWireFactory, Target};
 use db_adapters::postgres::local::LocalCluster;
 use db_adapters::sql::{DataModel, Isolation, TxnPhase, TxnTables};
 use db_adapters::{cockroach, yugabyte};
@@ -259,25 +259,17 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
         .expect("local PostgreSQL");
     let url = cluster.url();
     let target = || Target::Url(url.clone());
+    let factory = |db: &PgWireDb, iso, select_for_update| {
+        db.factory(target(), iso, DataModel::ListAppend, select_for_update)
+            .unwrap()
+    };
 
     // CockroachDB: serializable (its default) and read committed.
-    let crdb = cockroach::factory(
-        target(),
-        Isolation::Serializable,
-        DataModel::ListAppend,
-        false,
-    )
-    .unwrap();
+    let crdb = factory(&cockroach::PG_WIRE, Isolation::Serializable, false);
     append_read_isolation(&crdb, "serializable").await;
     write_skew_is_definite(&crdb, TxnTables::default(), &url).await;
     killed_during_commit_is_indefinite(&crdb, TxnTables::default(), &url).await;
-    let crdb_rc = cockroach::factory(
-        target(),
-        Isolation::ReadCommitted,
-        DataModel::ListAppend,
-        true,
-    )
-    .unwrap();
+    let crdb_rc = factory(&cockroach::PG_WIRE, Isolation::ReadCommitted, true);
     assert_eq!(
         crdb_rc.dialect().setup_statements,
         vec!["SET CLUSTER SETTING sql.txn.read_committed_isolation.enabled = true".to_string()]
@@ -293,16 +285,10 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
         (Isolation::SnapshotIsolation, "repeatable read"),
         (Isolation::ReadCommitted, "read committed"),
     ] {
-        let yb = yugabyte::factory(target(), iso, DataModel::ListAppend, false).unwrap();
+        let yb = factory(&yugabyte::PG_WIRE, iso, false);
         append_read_isolation(&yb, level).await;
     }
-    let yb = yugabyte::factory(
-        target(),
-        Isolation::Serializable,
-        DataModel::ListAppend,
-        false,
-    )
-    .unwrap();
+    let yb = factory(&yugabyte::PG_WIRE, Isolation::Serializable, false);
     yb.setup(&Node::local()).await.unwrap();
     write_skew_is_definite(&yb, yb_tables, &url).await;
     killed_during_commit_is_indefinite(&yb, yb_tables, &url).await;
@@ -310,24 +296,26 @@ async fn cockroach_and_yugabyte_sql_paths_on_real_postgresql() {
     dialect_errors(&url).await;
 
     // Levels the databases do not run are rejected, naming the level.
-    let e = cockroach::factory(
-        target(),
-        Isolation::RepeatableRead,
-        DataModel::ListAppend,
-        false,
-    )
-    .unwrap_err();
+    let e = cockroach::PG_WIRE
+        .factory(
+            target(),
+            Isolation::RepeatableRead,
+            DataModel::ListAppend,
+            false,
+        )
+        .unwrap_err();
     assert!(
         e.contains("repeatable-read") && e.contains("CockroachDB"),
         "{e}"
     );
-    let e = yugabyte::factory(
-        target(),
-        Isolation::ReadUncommitted,
-        DataModel::ListAppend,
-        false,
-    )
-    .unwrap_err();
+    let e = yugabyte::PG_WIRE
+        .factory(
+            target(),
+            Isolation::ReadUncommitted,
+            DataModel::ListAppend,
+            false,
+        )
+        .unwrap_err();
     assert!(
         e.contains("read-uncommitted") && e.contains("YugabyteDB"),
         "{e}"
@@ -343,13 +331,14 @@ async fn per_node_target_connects_to_the_nodes_port() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let f = cockroach::factory(
-        cockroach::node_target(port),
-        Isolation::Serializable,
-        DataModel::ListAppend,
-        false,
-    )
-    .unwrap();
+    let f = cockroach::PG_WIRE
+        .factory(
+            cockroach::PG_WIRE.node_target(port),
+            Isolation::Serializable,
+            DataModel::ListAppend,
+            false,
+        )
+        .unwrap();
     let node = Node::new("n7", "127.0.0.1");
     let e = f.setup(&node).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Definite);

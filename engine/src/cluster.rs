@@ -12,13 +12,9 @@
 use crate::runner::{self, HistorySink};
 use crate::spec::{FaultSpec, NodeSpec, RunSpec};
 use anyhow::Context as _;
-use db_adapters::catalog::DbKind;
+use db_adapters::catalog::{DbSettings, OpenError};
 use db_adapters::client::{BoxFuture, ClientFactory};
 use db_adapters::db::{Db, DbError, collect_logs, connect_all, setup_with_retry};
-use db_adapters::mysql::{MariaDb, MariaDbConfig, MysqlFactory};
-use db_adapters::pg_cluster::{PgCluster, PgClusterConfig, ReplicaReadsFactory};
-use db_adapters::postgres::PgFactory;
-use db_adapters::sql::{DataModel, Isolation};
 use nemesis::Node;
 use nemesis::fault::Nemesis as FaultNemesis;
 use nemesis::node::{parse_node_list, parse_nodes_file};
@@ -142,7 +138,7 @@ impl NodeSpec {
 /// # Errors
 /// Settings that do not fit together.
 pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
-    use db_adapters::catalog::Placement;
+    use db_adapters::catalog::{Placement, names_where};
     let kinds = &args.faults.faults;
     // Databases behind a URL (postgres, cockroach, tidb, yugabyte) are on
     // nodes when --nodes are given.
@@ -155,7 +151,8 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
     if !on_nodes {
         if args.nodes.is_set() {
             anyhow::bail!(
-                "--nodes applies to --db galera, mariadb, postgres, cockroach, tidb and yugabyte only"
+                "--nodes applies to --db {} only",
+                names_where(|k| k.placement() != Placement::Embedded)
             );
         }
         if !kinds.is_empty() {
@@ -172,38 +169,51 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
     if (args.url.is_some() && !newsql) || args.local {
         anyhow::bail!("--url and --local do not combine with --nodes");
     }
-    let mut nodes = args.nodes.planned_nodes()?.unwrap_or_default();
-    if newsql {
-        nodes = crate::newsql::client_nodes(args.db, &args.newsql, nodes)?;
-    }
-    if args.db == DbKind::Mariadb {
-        nodes.truncate(1);
-    }
-    if args.db == DbKind::Galera && nodes.len() < 3 {
-        anyhow::bail!("--db galera needs at least 3 nodes, got {}", nodes.len());
+    let nodes = args.nodes.planned_nodes()?.unwrap_or_default();
+    let nodes = args
+        .db
+        .client_nodes(&args.newsql, nodes)
+        .map_err(anyhow::Error::msg)?;
+    let min = args.db.min_nodes();
+    if nodes.len() < min {
+        anyhow::bail!(
+            "--db {} needs at least {min} nodes, got {}",
+            args.db,
+            nodes.len()
+        );
     }
     Ok(Some(nodes))
 }
 
-/// Sets up the database of `args.db` on `args.nodes` (exit 4 on error).
+/// Connects to the nodes of `args`, asks the catalog for the database's
+/// lifecycle and client factory there, and sets it up. The inner error is
+/// a setup failure (exit 4); the outer one a setting that does not fit.
 ///
 /// # Errors
-/// As [`Cluster::open`].
+/// As [`Cluster::start`].
 pub async fn open_cluster(
     args: &RunSpec,
-    isolation: Isolation,
-    model: DataModel,
+    settings: &DbSettings,
     run_dir: &Path,
-) -> anyhow::Result<Cluster> {
-    Cluster::open(
-        args.db,
-        &args.nodes,
-        &args.faults,
-        isolation,
-        model,
-        run_dir,
-    )
-    .await
+) -> anyhow::Result<Result<Cluster, String>> {
+    let remotes = match args.nodes.connect_first(args.db.max_nodes()).await {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(format!("{e:#}"))),
+    };
+    let opened = match args.db.lifecycle(settings, remotes.clone()) {
+        Ok(o) => o,
+        Err(e) => {
+            for r in &remotes {
+                r.close().await;
+            }
+            return match e {
+                OpenError::Spec(m) => Err(anyhow::Error::msg(m)),
+                OpenError::Setup(m) => Ok(Err(m)),
+            };
+        }
+    };
+    let started = Cluster::start(opened.db, remotes, opened.factory, &args.faults, run_dir).await;
+    Ok(started.map_err(|e| format!("{e:#}")))
 }
 
 /// Removes this process's own control-socket directory (never the
@@ -228,65 +238,8 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Connects to every node, heals stale faults, sets the database up
-    /// (retried) and makes the client factory.
-    ///
-    /// # Errors
-    /// Anything that keeps the database from serving; the caller exits 4.
-    pub async fn open(
-        kind: DbKind,
-        nodes: &NodeSpec,
-        faults: &FaultSpec,
-        isolation: Isolation,
-        model: DataModel,
-        run_dir: &Path,
-    ) -> anyhow::Result<Cluster> {
-        if kind != DbKind::Postgres && !nodes.is_set() {
-            anyhow::bail!("--db galera and --db mariadb need --nodes (n1,n2,… or testbed)");
-        }
-        let limit = if kind == DbKind::Mariadb {
-            1
-        } else {
-            usize::MAX
-        };
-        let remotes = nodes.connect_first(limit).await?;
-        let (db, factory): (Arc<dyn Db>, Arc<dyn ClientFactory>) = match kind {
-            DbKind::Galera | DbKind::Mariadb => {
-                let db = MariaDb::new(MariaDbConfig::new(kind == DbKind::Galera), remotes.clone());
-                let f = MysqlFactory::new(isolation, model).map_err(|e| anyhow::anyhow!(e))?;
-                (Arc::new(db), Arc::new(f))
-            }
-            DbKind::Postgres => {
-                let db = PgCluster::new(PgClusterConfig::default(), remotes.clone());
-                let primary = db.primary_url();
-                let f = PgFactory::new(&primary, isolation, model)?;
-                let factory: Arc<dyn ClientFactory> = if faults.replica_reads {
-                    let replica = db
-                        .replica_url()
-                        .ok_or_else(|| anyhow::anyhow!("--replica-reads needs at least 2 nodes"))?;
-                    // A hot standby refuses SERIALIZABLE; its strongest level is REPEATABLE READ.
-                    let replica_level = if isolation == Isolation::Serializable {
-                        Isolation::RepeatableRead
-                    } else {
-                        isolation
-                    };
-                    Arc::new(ReplicaReadsFactory::new(
-                        f,
-                        PgFactory::new(&replica, replica_level, model)?,
-                    ))
-                } else {
-                    Arc::new(f)
-                };
-                (Arc::new(db), factory)
-            }
-            other => anyhow::bail!("--db {other} is not set up by Cluster::open"),
-        };
-        Cluster::start(db, remotes, factory, faults, run_dir).await
-    }
-
     /// Heals stale faults and sets `db` up (retried) on `remotes`, which
-    /// are connected already (used by [`Cluster::open`] and by the tarball
-    /// databases of [`crate::newsql`]).
+    /// are connected already.
     ///
     /// # Errors
     /// Anything that keeps the database from serving; the caller exits 4.

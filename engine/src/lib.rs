@@ -2,8 +2,8 @@
 //!
 //! A [`spec::RunSpec`] (typed: database, workload, isolation, nemesis,
 //! nodes, limits, seed, store) is planned and run by [`run::run`]: the
-//! database is set up ([`cluster`] on nodes, [`newsql`] for the tarball
-//! databases), the [`runner`] drives the workload and writes the history,
+//! database is opened as its catalog entry says (`db_adapters::catalog`;
+//! [`cluster`] connects the nodes and runs the lifecycle), the [`runner`] drives the workload and writes the history,
 //! the nemesis task injects faults, then the history is checked and the
 //! [`report`]s are written.
 //!
@@ -19,7 +19,6 @@
 pub mod check;
 pub mod cluster;
 pub mod exit;
-pub mod newsql;
 pub mod plan;
 pub mod report;
 pub mod run;

@@ -4,18 +4,18 @@
 //! test name — before anything is created.
 //!
 //! Key decision: every cross-check of a spec lives here (and in
-//! `cluster::plan_nodes`, `newsql::validate`, which it calls), so `run`,
-//! `soak` and `reproduce` refuse the same specs with the same messages.
+//! `cluster::plan_nodes` and the catalog's `DbKind::check_settings`, which
+//! it calls), so `run`, `soak` and `reproduce` refuse the same specs with
+//! the same messages.
 
-use crate::newsql;
 use crate::spec::{RunSpec, VersionOrder};
 use anyhow::bail;
 use checker::model::ConsistencyModel;
-use db_adapters::catalog::DbKind;
+use db_adapters::catalog::{DbKind, DbSettings};
 use db_adapters::sql::{DataModel, Isolation};
-use db_adapters::sqlite::SqliteFactory;
 use nemesis::Node;
-use std::time::{Duration, SystemTime};
+use std::path::Path;
+use std::time::SystemTime;
 use workloads::{WorkloadConfig, WorkloadKind};
 
 /// The validated configuration of a run.
@@ -27,6 +27,8 @@ pub(crate) struct Plan {
     pub(crate) wcfg: WorkloadConfig,
     pub(crate) concurrency: usize,
     pub(crate) nodes: Vec<Node>,
+    /// The database runs on `nodes` (not embedded, not behind a URL).
+    pub(crate) on_nodes: bool,
     pub(crate) seed: u64,
     pub(crate) test_name: String,
 }
@@ -46,7 +48,8 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     let workload = args.workload;
     let isolation = args.isolation;
     // Databases on nodes (galera, mariadb, postgres with --nodes).
-    let nodes = crate::cluster::plan_nodes(args)?.unwrap_or_else(|| vec![Node::local()]);
+    let on_nodes = crate::cluster::plan_nodes(args)?;
+    let nodes = on_nodes.clone().unwrap_or_else(|| vec![Node::local()]);
     let expected = match args.expected {
         Some(m) => m,
         None => default_model(isolation, nodes.len()),
@@ -69,42 +72,27 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
         bail!("--time-limit must be greater than zero");
     }
     if args.version_order == VersionOrder::Db
-        && (args.db != DbKind::Postgres || args.nodes.is_set())
+        && (!args.db.records_version_order() || args.nodes.is_set())
     {
         bail!(
             "--version-order db: only single-server PostgreSQL (--url or --local) records its version order"
         );
     }
-    if workload == WorkloadKind::Predicate && args.db == DbKind::Sim {
+    if workload == WorkloadKind::Predicate && !args.db.range_reads() {
         bail!("--workload predicate: the simulator does not model range reads; use a SQL database");
     }
-    match args.db {
-        DbKind::Postgres => {
-            if args.url.is_none() && !args.local && !args.nodes.is_set() {
-                bail!("--db postgres needs --url postgres://… or --local");
-            }
-        }
-        DbKind::Cockroach | DbKind::Tidb | DbKind::Yugabyte => {
-            if args.local {
-                bail!("--local applies to --db postgres only");
-            }
-        }
-        _ => {
-            if args.url.is_some() || args.local {
-                bail!(
-                    "--url applies to --db postgres, cockroach, tidb and yugabyte; --local to postgres only"
-                );
-            }
-        }
+    if args.sim_bug.is_some() && !args.db.has_bug_modes() {
+        bail!("--sim-bug applies to --db sim only");
     }
     let all_nodes = args.nodes.planned_nodes()?;
-    let isolation = newsql::validate(
-        args.db,
-        &args.newsql,
-        args.url.as_deref(),
-        all_nodes.as_deref(),
-        isolation,
-    )?;
+    // Reject before anything is created (exit 3).
+    let isolation = args
+        .db
+        .check_settings(
+            &db_settings(args, isolation, 0, Path::new("unused")),
+            all_nodes.as_deref(),
+        )
+        .map_err(anyhow::Error::msg)?;
     // TiDB's and YSQL's REPEATABLE READ is snapshot isolation (write skew
     // allowed): check it as such unless told otherwise.
     let expected = if args.db.is_tarball()
@@ -115,27 +103,12 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     } else {
         expected
     };
-    if args.sim_bug.is_some() && args.db != DbKind::Sim {
-        bail!("--sim-bug applies to --db sim only");
-    }
     // A bug mode is checked against what the buggy database claimed.
     let expected = match args.sim_bug {
         Some(bug) if args.expected.is_none() => ConsistencyModel::parse(bug.claimed_model())
             .map_err(|e| anyhow::anyhow!("--sim-bug: claimed model: {e}"))?,
         _ => expected,
     };
-    if args.db == DbKind::Sqlite {
-        // Reject before anything is created (exit 3).
-        SqliteFactory::new(
-            "unused",
-            isolation,
-            DataModel::ListAppend,
-            Duration::from_secs(1),
-        )?;
-    }
-    if args.db == DbKind::Sim {
-        sim_mode(args.sim_bug, isolation)?;
-    }
     let seed = args.seed.unwrap_or_else(clock_seed);
     let test_name = match &args.test_name {
         Some(n) => {
@@ -166,6 +139,7 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
         expected,
         wcfg,
         concurrency,
+        on_nodes: on_nodes.is_some(),
         nodes,
         seed,
         test_name,
@@ -214,16 +188,27 @@ fn workload_config(o: &crate::spec::WorkloadOverrides) -> anyhow::Result<Workloa
     Ok(wcfg)
 }
 
-/// The simulator's mode: the bug mode, or the isolation level's.
-pub(crate) fn sim_mode(
-    bug: Option<db_adapters::sim::SimMode>,
+/// What the catalog needs to open the database of `args` at `isolation`
+/// (the level [`DbKind::check_settings`] returned) in the run directory `dir`.
+pub(crate) fn db_settings(
+    args: &RunSpec,
     isolation: Isolation,
-) -> anyhow::Result<db_adapters::sim::SimMode> {
-    if let Some(b) = bug {
-        return Ok(b);
+    seed: u64,
+    dir: &Path,
+) -> DbSettings {
+    DbSettings {
+        isolation,
+        model: data_model(args.workload),
+        url: args.url.clone(),
+        local: args.local,
+        newsql: args.newsql.clone(),
+        replica_reads: args.faults.replica_reads,
+        version_order_db: args.version_order == VersionOrder::Db,
+        dir: dir.to_path_buf(),
+        op_timeout: args.limits.op_timeout,
+        sim_bug: args.sim_bug,
+        seed,
     }
-    db_adapters::sim::SimMode::parse(isolation.name())
-        .map_err(|e| anyhow::anyhow!("--isolation (for --db sim): {e}"))
 }
 
 pub(crate) fn data_model(w: WorkloadKind) -> DataModel {

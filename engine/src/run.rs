@@ -17,18 +17,13 @@
 
 use crate::cluster::Cluster;
 use crate::exit;
-use crate::newsql;
-use crate::plan::{Plan, data_model, plan, sim_mode};
+use crate::plan::{Plan, db_settings, plan};
 use crate::runner::{self, RunnerConfig, progress};
-use crate::spec::{RunSpec, VersionOrder};
+use crate::spec::RunSpec;
 use anyhow::Context as _;
 use checker::result::Valid;
-use db_adapters::catalog::DbKind;
+use db_adapters::catalog::{LocalServer, Placement};
 use db_adapters::client::ClientFactory;
-use db_adapters::postgres::PgFactory;
-use db_adapters::postgres::local::LocalCluster;
-use db_adapters::sql::DataModel;
-use db_adapters::sqlite::SqliteFactory;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -150,129 +145,41 @@ async fn execute(
     plan: &Plan,
     run_dir: &store::run::RunDir,
 ) -> anyhow::Result<Outcome> {
-    let model = data_model(plan.workload);
-    let mut cluster: Option<LocalCluster> = None;
+    let settings = db_settings(args, plan.isolation, plan.seed, run_dir.path());
+    let mut local: Option<Box<dyn LocalServer>> = None;
     let mut on_nodes: Option<Cluster> = None;
-    let mut sqlite: Option<SqliteFactory> = None;
-    let factory: Arc<dyn ClientFactory> = match plan.db {
-        DbKind::Sqlite => Arc::new(
-            sqlite
-                .insert(SqliteFactory::new(
-                    run_dir.path().join("sqlite.db"),
-                    plan.isolation,
-                    model,
-                    // Below the op timeout, so a busy wait ends as a definite fail.
-                    (args.limits.op_timeout / 2).min(Duration::from_secs(2)),
-                )?)
-                .clone(),
-        ),
-        DbKind::Sim => Arc::new(db_adapters::sim::SimFactory::new(
-            sim_mode(args.sim_bug, plan.isolation)?,
-            plan.seed,
-        )),
-        DbKind::Galera | DbKind::Mariadb => {
-            match crate::cluster::open_cluster(args, plan.isolation, model, run_dir.path()).await {
-                Ok(c) => on_nodes.insert(c).factory.clone(),
-                Err(e) => return Ok(Outcome::SetupFailed(format!("{e:#}"))),
-            }
+    let factory: Arc<dyn ClientFactory> = if plan.on_nodes {
+        match crate::cluster::open_cluster(args, &settings, run_dir.path()).await? {
+            Ok(c) => on_nodes.insert(c).factory.clone(),
+            Err(msg) => return Ok(Outcome::SetupFailed(msg)),
         }
-        DbKind::Cockroach | DbKind::Tidb | DbKind::Yugabyte => {
-            match open_newsql(args, plan, model, run_dir).await? {
-                Ok((factory, cluster)) => {
-                    if let Some(c) = cluster {
-                        on_nodes = Some(c);
-                    }
-                    factory
-                }
+    } else {
+        // Behind --url, embedded, or on a throwaway local server.
+        let url = match (&args.url, plan.db.placement()) {
+            (Some(u), _) => Some(u.clone()),
+            (None, Placement::UrlOrNodes) => match plan.db.start_local(run_dir.path()).await {
+                Ok(server) => Some(local.insert(server).url()),
                 Err(msg) => return Ok(Outcome::SetupFailed(msg)),
-            }
-        }
-        DbKind::Postgres if args.nodes.is_set() => {
-            match crate::cluster::open_cluster(args, plan.isolation, model, run_dir.path()).await {
-                Ok(c) => on_nodes.insert(c).factory.clone(),
-                Err(e) => return Ok(Outcome::SetupFailed(format!("{e:#}"))),
-            }
-        }
-        DbKind::Postgres => {
-            let url = match (&args.url, args.local) {
-                (Some(u), _) => u.clone(),
-                (None, _) => match LocalCluster::start(run_dir.path()).await {
-                    Ok(c) => {
-                        let url = c.url();
-                        cluster = Some(c);
-                        url
-                    }
-                    Err(e) => return Ok(Outcome::SetupFailed(format!("local PostgreSQL: {e}"))),
-                },
-            };
-            let f = PgFactory::new(&url, plan.isolation, model)?;
-            Arc::new(if args.version_order == VersionOrder::Db {
-                f.with_version_order_db()
-            } else {
-                f
-            })
-        }
+            },
+            (None, _) => None,
+        };
+        plan.db
+            .client_factory(&settings, url.as_deref())
+            .map_err(anyhow::Error::msg)?
     };
-    let outcome = run_with(args, plan, run_dir, factory, on_nodes.as_ref()).await;
-    if let Some(f) = sqlite
-        && let Err(e) = tokio::task::spawn_blocking(move || f.checkpoint())
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.message))
-    {
-        tracing::warn!("sqlite checkpoint: {e}");
+    let outcome = run_with(args, plan, run_dir, factory.clone(), on_nodes.as_ref()).await;
+    if let Err(e) = factory.finish().await {
+        tracing::warn!("{} after the run: {}", plan.db, e.message);
     }
     if let Some(c) = on_nodes {
         c.finish(run_dir.path()).await;
     }
-    if let Some(c) = cluster
-        && let Err(e) = c.stop().await
+    if let Some(server) = local
+        && let Err(e) = server.stop().await
     {
-        tracing::warn!("stopping local PostgreSQL: {e}");
+        tracing::warn!("stopping the local {} server: {e}", plan.db);
     }
     outcome
-}
-
-/// `--db cockroach|tidb|yugabyte`: the client factory, and on `--nodes` the
-/// cluster (installed from `--tarball`, or running already with `--no-setup`
-/// or `--url`). The inner error is a setup failure (exit 4).
-async fn open_newsql(
-    args: &RunSpec,
-    plan: &Plan,
-    model: DataModel,
-    run_dir: &store::run::RunDir,
-) -> anyhow::Result<Result<(Arc<dyn ClientFactory>, Option<Cluster>), String>> {
-    let kind = plan.db;
-    let factory = newsql::factory(
-        kind,
-        &args.newsql,
-        args.url.as_deref(),
-        plan.isolation,
-        model,
-    )?;
-    if !args.nodes.is_set() {
-        return Ok(Ok((factory, None)));
-    }
-    let remotes = match args.nodes.connect().await {
-        Ok(r) => r,
-        Err(e) => return Ok(Err(format!("{e:#}"))),
-    };
-    let mut flags = args.newsql.clone();
-    // --url with --nodes: the cluster runs already; the nodes serve faults.
-    flags.no_setup |= args.url.is_some();
-    let db = newsql::cluster_db(kind, &flags, plan.isolation, remotes.clone())?;
-    match Cluster::start(
-        Arc::new(db),
-        remotes,
-        factory.clone(),
-        &args.faults,
-        run_dir.path(),
-    )
-    .await
-    {
-        Ok(c) => Ok(Ok((factory, Some(c)))),
-        Err(e) => Ok(Err(format!("{e:#}"))),
-    }
 }
 
 async fn run_with(

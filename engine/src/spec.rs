@@ -15,9 +15,9 @@
 use crate::report::Keep;
 use checker::model::ConsistencyModel;
 use db_adapters::catalog::DbKind;
+pub use db_adapters::newsql::NewSqlSpec;
 use db_adapters::sim::SimMode;
 use db_adapters::sql::Isolation;
-use db_adapters::tidb::{AutoRetry, TxnMode};
 use nemesis::partition::PartitionKind;
 use nemesis::schedule::FaultKind;
 use std::path::PathBuf;
@@ -204,29 +204,6 @@ impl FaultSpec {
         let names: Vec<String> = self.faults.iter().map(|f| f.to_string()).collect();
         names.join(",")
     }
-}
-
-/// Settings of the tarball databases (cockroach, tidb, yugabyte).
-#[derive(Clone, Debug, Default)]
-pub struct NewSqlSpec {
-    /// Release tarball: a local path or an http(s) URL.
-    pub tarball: Option<String>,
-    /// The cluster runs already on the nodes.
-    pub no_setup: bool,
-    /// SQL port on every node (`None`: the catalog's default).
-    pub db_port: Option<u16>,
-    /// Directory on the nodes for releases, data and logs.
-    pub db_dir: Option<String>,
-    /// TiDB transaction mode.
-    pub txn_mode: Option<TxnMode>,
-    /// TiDB automatic retry.
-    pub auto_retry: Option<AutoRetry>,
-    /// TiDB `tidb_retry_limit`.
-    pub auto_retry_limit: Option<u32>,
-    /// Reads lock the rows they read.
-    pub select_for_update: bool,
-    /// TiDB roles per node (`pd=…;tikv=…;tidb=…`), checked against the nodes.
-    pub roles: Option<String>,
 }
 
 impl Concurrency {

@@ -25,7 +25,10 @@ pub use combinators::{
     EachThread, FinalReads, Limit, Mix, Phases, Sequence, Synchronize, each_thread, final_reads,
     limit, mix, once, phases, synchronize, then_final_reads,
 };
-pub use timing::{Delay, Stagger, TimeLimit, delay, rate, stagger, time_limit};
+pub use timing::{
+    Delay, FixedGap, RandomGap, Spaced, Spacing, Stagger, TimeLimit, delay, rate, stagger,
+    time_limit,
+};
 
 /// A worker thread slot (0..concurrency). The runner maps it to a process id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -85,6 +85,25 @@ impl Workload {
     }
 }
 
+impl std::str::FromStr for Workload {
+    type Err = String;
+
+    /// Parses `list-append` (`append`) or `rw-register` (`wr`,
+    /// `register`), with or without Elle's leading `:`.
+    ///
+    /// # Errors
+    /// Names the text and the known workloads.
+    fn from_str(s: &str) -> Result<Workload, String> {
+        match s.trim_start_matches(':') {
+            "list-append" | "append" => Ok(Workload::ListAppend),
+            "rw-register" | "wr" | "register" => Ok(Workload::RwRegister),
+            other => Err(format!(
+                "unknown workload {other:?}; known workloads: list-append (append), rw-register (wr)"
+            )),
+        }
+    }
+}
+
 /// What to analyze and how.
 #[derive(Debug)]
 pub struct AnalyzeOptions<'a> {
@@ -112,6 +131,29 @@ pub struct AnalyzeOptions<'a> {
     /// rw-register: decide serializable / snapshot-isolation models
     /// completely with `sat` (`CheckOptions::complete`).
     pub complete: bool,
+}
+
+impl<'a> AnalyzeOptions<'a> {
+    /// Elle's inference alone: `search` for `workload` within `budget`, no
+    /// extra version-order sources, no models or anomalies asked for, no
+    /// complete checks. Set the other fields with struct update syntax.
+    pub fn new(
+        workload: Workload,
+        search: BTreeSet<AnomalyType>,
+        budget: &'a Budget,
+    ) -> AnalyzeOptions<'a> {
+        AnalyzeOptions {
+            workload,
+            search,
+            wfr_keys: false,
+            sequential_keys: false,
+            linearizable_keys: false,
+            budget,
+            models: &[],
+            anomalies: &[],
+            complete: false,
+        }
+    }
 }
 
 /// What the analyses found.

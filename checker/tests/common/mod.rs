@@ -158,17 +158,7 @@ pub fn run(
     search: BTreeSet<AnomalyType>,
 ) -> BTreeMap<AnomalyType, Vec<Anomaly>> {
     let budget = Budget::unlimited();
-    let opts = AnalyzeOptions {
-        workload,
-        search,
-        wfr_keys: false,
-        sequential_keys: false,
-        linearizable_keys: false,
-        budget: &budget,
-        models: &[],
-        anomalies: &[],
-        complete: false,
-    };
+    let opts = AnalyzeOptions::new(workload, search, &budget);
     analyze(history, &opts).anomalies
 }
 

@@ -2,8 +2,8 @@
 //! and client factory (see the module doc of `super`).
 
 use crate::client::ClientError;
-use crate::pgwire::{Dialect, PgWireError, PgWireFactory, Target, message_contains};
-use crate::sql::{DataModel, Isolation, TxnPhase, TxnTables, classify_pg};
+use crate::pgwire::{Dialect, PgWireDb, message_contains};
+use crate::sql::{Isolation, TxnPhase, TxnTables, classify_pg};
 
 /// CockroachDB's SQL port.
 pub const DEFAULT_PORT: u16 = 26257;
@@ -62,28 +62,11 @@ pub fn dialect(isolation: Isolation, select_for_update: bool) -> Dialect {
     }
 }
 
-/// Clients connect as `root` (insecure mode) to `defaultdb` on every node.
-pub fn node_target(port: u16) -> Target {
-    Target::on_nodes(port, "root", "defaultdb")
-}
-
-/// A CockroachDB client factory.
-///
-/// # Errors
-/// An unsupported isolation level or a bad URL, as a message.
-pub fn factory(
-    target: Target,
-    isolation: Isolation,
-    model: DataModel,
-    select_for_update: bool,
-) -> Result<PgWireFactory, String> {
-    let isolation = check_isolation(isolation)?;
-    PgWireFactory::new(
-        target,
-        isolation,
-        model,
-        TxnTables::default(),
-        dialect(isolation, select_for_update),
-    )
-    .map_err(|e: PgWireError| e.to_string())
-}
+/// CockroachDB's PG-wire client: `root` (insecure mode) on `defaultdb`.
+pub const PG_WIRE: PgWireDb = PgWireDb {
+    user: "root",
+    dbname: "defaultdb",
+    tables: TxnTables::DEFAULT,
+    check_isolation,
+    dialect,
+};

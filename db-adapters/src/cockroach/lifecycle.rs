@@ -2,41 +2,40 @@
 //! (see the module doc of `super`).
 
 use super::*;
-use crate::cluster::{Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, log};
+use crate::cluster::{
+    Daemon, Install, Plan, Spec, Step, Tarball, host_ports, install_steps, node_logs,
+};
+use crate::db::NodeLog;
 use nemesis::Node;
 use std::time::Duration;
+
+/// Logs kept from every node (the catalog's `log_files`).
+pub const LOGS: &[NodeLog] = &[
+    NodeLog::every_node("logs/cockroach.log", "cockroach.log"),
+    NodeLog::every_node("cockroach.stdout.log", "cockroach.stdout.log"),
+    NodeLog::every_node("unpack.log", "unpack.log"),
+];
 
 /// Settings of a CockroachDB cluster.
 #[derive(Clone, Debug)]
 pub struct CockroachConfig {
-    /// Node-side directories.
-    pub layout: Layout,
-    /// The release tarball.
-    pub tarball: Tarball,
-    /// SQL/RPC port.
-    pub port: u16,
+    /// Where and what to install, the SQL port, `--no-setup`.
+    pub install: Install,
     /// DB Console port.
     pub http_port: u16,
-    /// The cluster runs already (`--no-setup`).
-    pub no_setup: bool,
 }
 
 impl CockroachConfig {
     /// Defaults: `/var/lib/harness/cockroach`, ports 26257 and 8080.
     pub fn new(tarball: Tarball) -> CockroachConfig {
         CockroachConfig {
-            layout: Layout {
-                base: "/var/lib/harness/cockroach".to_string(),
-            },
-            tarball,
-            port: DEFAULT_PORT,
+            install: Install::new("/var/lib/harness/cockroach", tarball, DEFAULT_PORT),
             http_port: DEFAULT_HTTP_PORT,
-            no_setup: false,
         }
     }
 
     fn bin(&self, node: &str) -> String {
-        format!("{}/cockroach", self.layout.dist(node))
+        format!("{}/cockroach", self.install.layout.dist(node))
     }
 
     /// The `cockroach start` daemon of `node`. Flags from
@@ -48,8 +47,8 @@ impl CockroachConfig {
     /// recommendation); `--log-dir` (log files). No `--background`: harness
     /// supervises the process through its pid file.
     pub fn daemon(&self, node: &Node, nodes: &[Node]) -> Daemon {
-        let dir = self.layout.dir(&node.name);
-        let addr = format!("{}:{}", node.host, self.port);
+        let dir = self.install.layout.dir(&node.name);
+        let addr = format!("{}:{}", node.host, self.install.port);
         Daemon {
             name: "cockroach".to_string(),
             bin: self.bin(&node.name),
@@ -61,7 +60,7 @@ impl CockroachConfig {
                 format!("--http-addr={}:{}", node.host, self.http_port),
                 format!(
                     "--join={}",
-                    host_ports(nodes.iter().map(|n| n.host.as_str()), self.port)
+                    host_ports(nodes.iter().map(|n| n.host.as_str()), self.install.port)
                 ),
                 format!("--store=path={dir}/data"),
                 "--cache=.25".to_string(),
@@ -69,8 +68,8 @@ impl CockroachConfig {
                 format!("--log-dir={dir}/logs"),
             ],
             cwd: dir.clone(),
-            pid_file: self.layout.pid_file(&node.name, "cockroach"),
-            stdout: self.layout.stdout_file(&node.name, "cockroach"),
+            pid_file: self.install.layout.pid_file(&node.name, "cockroach"),
+            stdout: self.install.layout.stdout_file(&node.name, "cockroach"),
         }
     }
 
@@ -85,7 +84,7 @@ impl CockroachConfig {
                 "{} init --insecure --host={}:{}",
                 self.bin(&first.name),
                 first.host,
-                self.port
+                self.install.port
             ),
         )
         .retry(60, Duration::from_secs(1))
@@ -101,7 +100,7 @@ impl CockroachConfig {
                 "{} sql --insecure --host={}:{} -e 'SELECT 1'",
                 self.bin(&node.name),
                 node.host,
-                self.port
+                self.install.port
             ),
         )
         .retry(120, Duration::from_secs(1))
@@ -112,9 +111,9 @@ impl CockroachConfig {
         let mut setup = Plan::default();
         for n in nodes {
             setup.extend(install_steps(
-                &self.layout,
+                &self.install.layout,
                 &n.name,
-                &self.tarball,
+                &self.install.tarball,
                 "CockroachDB",
                 &["cockroach"],
             ));
@@ -136,22 +135,10 @@ impl CockroachConfig {
         let mut logs = Vec::new();
         let mut wipe = Vec::new();
         for n in nodes {
-            let dir = self.layout.dir(&n.name);
-            logs.push(log(
-                &n.name,
-                format!("{dir}/logs/cockroach.log"),
-                "cockroach.log",
-            ));
-            logs.push(log(
-                &n.name,
-                self.layout.stdout_file(&n.name, "cockroach"),
-                "cockroach.stdout.log",
-            ));
+            let dir = self.install.layout.dir(&n.name);
+            logs.extend(node_logs(&n.name, LOGS, &dir, |_| true));
             wipe.push((n.name.clone(), format!("{dir}/data")));
             wipe.push((n.name.clone(), format!("{dir}/logs")));
-        }
-        for n in nodes {
-            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
         }
         Spec {
             name: "cockroach",
@@ -162,7 +149,7 @@ impl CockroachConfig {
             logs,
             client_nodes: nodes.to_vec(),
             primaries: Vec::new(),
-            no_setup: self.no_setup,
+            no_setup: self.install.no_setup,
         }
     }
 }

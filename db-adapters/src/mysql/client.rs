@@ -411,17 +411,23 @@ impl<S: MysqlConnSource> Client for MysqlTxnClient<S> {
     }
 }
 
+/// A server error as MySQL-wire servers send it (for the classifiers' tests).
+#[cfg(test)]
+pub(crate) fn server_error(code: u16, state: &str, message: &str) -> mysql_async::Error {
+    mysql_async::Error::Server(mysql_async::ServerError {
+        code,
+        message: message.to_string(),
+        state: state.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::client::ErrorKind;
 
     fn server(code: u16, msg: &str) -> mysql_async::Error {
-        mysql_async::Error::Server(mysql_async::ServerError {
-            code,
-            message: msg.to_string(),
-            state: "40001".to_string(),
-        })
+        server_error(code, "40001", msg)
     }
 
     #[test]

@@ -11,12 +11,21 @@
 //! other programs on the same machine may run their own mariadbd.
 
 use crate::client::BoxFuture;
-use crate::db::{Db, DbError, LogFile, join_errors, poll};
+use crate::db::{
+    DbError, NodeLog, NodeServers, ServerConfig, ServerSteps, Servers, join_errors, poll,
+};
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The error log and the configuration of every node (the catalog's
+/// `log_files`).
+pub const LOGS: &[NodeLog] = &[
+    NodeLog::every_node("error.log", "mariadb-error.log"),
+    NodeLog::every_node("my.cnf", "my.cnf"),
+];
 
 /// Settings of a MariaDB deployment.
 #[derive(Clone, Debug)]
@@ -52,15 +61,19 @@ impl MariaDbConfig {
     }
 }
 
-struct Inner {
-    cfg: MariaDbConfig,
-    remotes: Vec<Arc<dyn Remote>>,
+/// The servers of a [`MariaDb`]: its settings and one remote per node.
+pub type MariaDbServers = Servers<MariaDbConfig>;
+
+impl ServerConfig for MariaDbConfig {
+    fn base_dir(&self) -> &str {
+        &self.base_dir
+    }
 }
 
 /// MariaDB or Galera on a set of nodes.
 #[derive(Clone)]
 pub struct MariaDb {
-    inner: Arc<Inner>,
+    inner: Arc<MariaDbServers>,
 }
 
 /// A node's state as Galera reports it.
@@ -93,12 +106,9 @@ impl std::fmt::Display for WsrepStatus {
     }
 }
 
-impl Inner {
-    fn dir(&self, node: &Node) -> String {
-        format!("{}/{}", self.cfg.base_dir.trim_end_matches('/'), node.name)
-    }
+impl Servers<MariaDbConfig> {
     fn cnf(&self, node: &Node) -> String {
-        format!("{}/my.cnf", self.dir(node))
+        format!("{}/my.cnf", self.node_dir(node))
     }
     /// A pattern matching this node's mariadbd: anchored at the start of
     /// the command line, so it never matches the shell that runs pgrep
@@ -108,15 +118,6 @@ impl Inner {
             "^(/usr/sbin/)?mariadbd --defaults-file={}( |$)",
             self.cnf(node)
         ))
-    }
-    fn remote(&self, node: &Node) -> Result<&Arc<dyn Remote>, DbError> {
-        self.remotes
-            .iter()
-            .find(|r| r.node().name == node.name)
-            .ok_or_else(|| DbError::Topology(format!("unknown node {}", node.name)))
-    }
-    fn nodes(&self) -> Vec<Node> {
-        self.remotes.iter().map(|r| r.node().clone()).collect()
     }
 
     fn bind_address(node: &Node) -> &str {
@@ -128,7 +129,7 @@ impl Inner {
     }
 
     fn config(&self, node: &Node) -> String {
-        let dir = self.dir(node);
+        let dir = self.node_dir(node);
         let mut c = format!(
             "[mysqld]\nuser=mysql\ndatadir={dir}/data\nsocket={dir}/mysqld.sock\npid-file={dir}/mariadbd.pid\n\
              log-error={dir}/error.log\nbind-address={}\nport={}\nskip-name-resolve\nbinlog_format=ROW\n\
@@ -201,7 +202,7 @@ impl Inner {
         } else {
             ""
         };
-        let dir = self.dir(node);
+        let dir = self.node_dir(node);
         let cmd = format!(
             "cd /tmp; if pgrep -f {pat} >/dev/null; then exit 0; fi; \
              rm -f {dir}/mysqld.sock {dir}/mariadbd.pid; \
@@ -215,7 +216,7 @@ impl Inner {
 
     async fn kill_node(&self, node: &Node, signal: &str) -> Result<(), DbError> {
         let r = self.remote(node)?;
-        let dir = self.dir(node);
+        let dir = self.node_dir(node);
         // Also the rsync daemon a joiner runs for SST: it would hold port 4444.
         let cmd = format!(
             "pkill -{signal} -f {pat}; pkill -{signal} -f {rs}; \
@@ -309,7 +310,7 @@ impl Inner {
 
     async fn prepare_node(&self, node: &Node) -> Result<(), DbError> {
         let r = self.remote(node)?;
-        let dir = self.dir(node);
+        let dir = self.node_dir(node);
         r.run(&format!(
             "install -d -m 755 {base} && rm -rf {dir} && install -d -o mysql -g mysql -m 750 {dir} {dir}/data",
             base = shell_quote(&self.cfg.base_dir)
@@ -323,7 +324,7 @@ impl Inner {
 
     async fn install_db(&self, node: &Node) -> Result<(), DbError> {
         let r = self.remote(node)?;
-        let dir = self.dir(node);
+        let dir = self.node_dir(node);
         r.run_timeout(
             &format!(
                 "cd /tmp && mariadb-install-db --defaults-file={} --user=mysql --skip-test-db \
@@ -348,69 +349,99 @@ impl Inner {
         self.sql_root(node, &sql).await?;
         Ok(())
     }
+}
 
-    async fn setup(&self) -> Result<(), DbError> {
-        let nodes = self.nodes();
-        let Some(first) = nodes.first().cloned() else {
-            return Err(DbError::Topology(
-                "mariadb needs at least one node".to_string(),
-            ));
-        };
-        if self.cfg.galera && nodes.len() < 3 {
-            return Err(DbError::Topology(format!(
-                "galera needs at least 3 nodes, got {}",
-                nodes.len()
-            )));
-        }
-        let members: Vec<Node> = if self.cfg.galera {
-            nodes.clone()
-        } else {
-            vec![first.clone()]
-        };
-        let mut errs = Vec::new();
-        for r in &self.remotes {
-            if members.iter().any(|m| m.name == r.node().name)
-                && let Err(e) = self.check_installed(r).await
-            {
-                errs.push(e);
+impl ServerSteps for Servers<MariaDbConfig> {
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(async move {
+            let nodes = self.nodes();
+            let Some(first) = nodes.first().cloned() else {
+                return Err(DbError::Topology(
+                    "mariadb needs at least one node".to_string(),
+                ));
+            };
+            if self.cfg.galera && nodes.len() < 3 {
+                return Err(DbError::Topology(format!(
+                    "galera needs at least 3 nodes, got {}",
+                    nodes.len()
+                )));
             }
-        }
-        join_errors(errs)?;
-        self.teardown().await?;
-        for n in &members {
-            self.prepare_node(n).await?;
-        }
-        self.install_db(&first).await?;
-        self.start_node(&first, self.cfg.galera).await?;
-        self.wait_serving(&first, self.cfg.start_timeout).await?;
-        self.create_login(&first).await?;
-        // Joiners one at a time: concurrent rsync SSTs from one donor are slow
-        // and were never verified.
-        for n in members.iter().skip(1) {
-            self.start_node(n, false).await?;
-            self.wait_serving(n, self.cfg.start_timeout).await?;
-        }
-        Ok(())
+            let members: Vec<Node> = if self.cfg.galera {
+                nodes.clone()
+            } else {
+                vec![first.clone()]
+            };
+            let mut errs = Vec::new();
+            for r in &self.remotes {
+                if members.iter().any(|m| m.name == r.node().name)
+                    && let Err(e) = self.check_installed(r).await
+                {
+                    errs.push(e);
+                }
+            }
+            join_errors(errs)?;
+            self.teardown_all().await?;
+            for n in &members {
+                self.prepare_node(n).await?;
+            }
+            self.install_db(&first).await?;
+            self.start_node(&first, self.cfg.galera).await?;
+            self.wait_serving(&first, self.cfg.start_timeout).await?;
+            self.create_login(&first).await?;
+            // Joiners one at a time: concurrent rsync SSTs from one donor are slow
+            // and were never verified.
+            for n in members.iter().skip(1) {
+                self.start_node(n, false).await?;
+                self.wait_serving(n, self.cfg.start_timeout).await?;
+            }
+            Ok(())
+        })
     }
 
-    async fn teardown(&self) -> Result<(), DbError> {
-        let mut errs = Vec::new();
-        for n in self.nodes() {
-            if let Err(e) = self.kill_node(&n, "KILL").await {
-                errs.push(e);
-                continue;
+    fn kill_servers<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), DbError>> {
+        Box::pin(self.kill_node(node, "KILL"))
+    }
+
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(async move {
+            let members: Vec<Node> = if self.cfg.galera {
+                self.nodes()
+            } else {
+                self.nodes().into_iter().take(1).collect()
+            };
+            for n in &members {
+                self.start_node(n, false).await?;
             }
-            let Ok(r) = self.remote(&n) else { continue };
-            if let Err(e) = r
-                .run(&format!("rm -rf {}", shell_quote(&self.dir(&n))))
+            let all = || async {
+                for n in &members {
+                    if !self.serving(n).await? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            };
+            let first_try = if self.cfg.galera { limit / 3 } else { limit };
+            if poll(first_try, Duration::from_millis(250), all)
                 .await
+                .is_ok()
             {
-                errs.push(e.into());
+                return Ok(());
             }
-        }
-        join_errors(errs)
+            if self.cfg.galera {
+                self.galera_repair(&members).await?;
+            }
+            let mut errs = Vec::new();
+            for n in &members {
+                if let Err(e) = self.wait_serving(n, limit - first_try).await {
+                    errs.push(e);
+                }
+            }
+            join_errors(errs)
+        })
     }
+}
 
+impl Servers<MariaDbConfig> {
     /// After every member crashed and `pc.recovery` could not re-form the
     /// primary component: recover each node's position, bootstrap from the
     /// most advanced one, restart the others.
@@ -420,7 +451,7 @@ impl Inner {
         for n in &nodes {
             self.kill_node(n, "KILL").await?;
             let r = self.remote(n)?;
-            let dir = self.dir(n);
+            let dir = self.node_dir(n);
             let out = r
                 .run_timeout(
                     &format!(
@@ -442,7 +473,7 @@ impl Inner {
         let r = self.remote(&first)?;
         r.run(&format!(
             "sed -i 's/^safe_to_bootstrap: 0/safe_to_bootstrap: 1/' {}/data/grastate.dat",
-            self.dir(&first)
+            self.node_dir(&first)
         ))
         .await?;
         self.start_node(&first, true).await?;
@@ -451,42 +482,6 @@ impl Inner {
             self.start_node(n, false).await?;
         }
         Ok(())
-    }
-
-    async fn await_ready(&self, limit: Duration) -> Result<(), DbError> {
-        let members: Vec<Node> = if self.cfg.galera {
-            self.nodes()
-        } else {
-            self.nodes().into_iter().take(1).collect()
-        };
-        for n in &members {
-            self.start_node(n, false).await?;
-        }
-        let all = || async {
-            for n in &members {
-                if !self.serving(n).await? {
-                    return Ok(false);
-                }
-            }
-            Ok(true)
-        };
-        let first_try = if self.cfg.galera { limit / 3 } else { limit };
-        if poll(first_try, Duration::from_millis(250), all)
-            .await
-            .is_ok()
-        {
-            return Ok(());
-        }
-        if self.cfg.galera {
-            self.galera_repair(&members).await?;
-        }
-        let mut errs = Vec::new();
-        for n in &members {
-            if let Err(e) = self.wait_serving(n, limit - first_try).await {
-                errs.push(e);
-            }
-        }
-        join_errors(errs)
     }
 
     /// Galera did not come back by itself after the heal. With no primary
@@ -529,7 +524,7 @@ impl MariaDb {
     /// single: the first).
     pub fn new(cfg: MariaDbConfig, remotes: Vec<Arc<dyn Remote>>) -> MariaDb {
         MariaDb {
-            inner: Arc::new(Inner { cfg, remotes }),
+            inner: Arc::new(Servers::new(cfg, remotes)),
         }
     }
 
@@ -555,7 +550,7 @@ fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
     }
 }
 
-impl Process for Inner {
+impl Process for Servers<MariaDbConfig> {
     fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
             self.kill_node(node, "KILL")
@@ -589,66 +584,33 @@ impl Process for Inner {
     }
 }
 
-impl Db for MariaDb {
-    fn name(&self) -> &'static str {
+impl NodeServers for MariaDb {
+    type Config = MariaDbConfig;
+    fn steps(&self) -> &Arc<MariaDbServers> {
+        &self.inner
+    }
+    fn server_name(&self) -> &'static str {
         if self.inner.cfg.galera {
             "galera"
         } else {
             "mariadb"
         }
     }
-
-    fn nodes(&self) -> Vec<Node> {
-        self.inner.nodes()
+    fn logs(&self) -> &'static [NodeLog] {
+        LOGS
     }
-
-    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
-        crate::db::remote_named(&self.inner.remotes, node)
-    }
-
-    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.setup())
-    }
-
-    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.teardown())
-    }
-
-    fn log_files(&self, node: &Node) -> Vec<LogFile> {
-        let dir = self.inner.dir(node);
-        vec![
-            LogFile {
-                remote_path: format!("{dir}/error.log"),
-                local_name: "mariadb-error.log".to_string(),
-            },
-            LogFile {
-                remote_path: format!("{dir}/my.cnf"),
-                local_name: "my.cnf".to_string(),
-            },
-        ]
-    }
-
-    fn primaries(&self) -> Vec<Node> {
+    fn primary_nodes(&self) -> Vec<Node> {
         if self.inner.cfg.galera {
             Vec::new()
         } else {
             self.inner.nodes().into_iter().take(1).collect()
         }
     }
-
-    fn client_nodes(&self) -> Vec<Node> {
+    fn serving_nodes(&self) -> Vec<Node> {
         if self.inner.cfg.galera {
             self.inner.nodes()
         } else {
             self.inner.nodes().into_iter().take(1).collect()
         }
-    }
-
-    fn process(&self) -> Option<Arc<dyn Process>> {
-        Some(self.inner.clone())
-    }
-
-    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
-        Box::pin(self.inner.await_ready(limit))
     }
 }

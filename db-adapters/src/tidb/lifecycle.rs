@@ -2,10 +2,25 @@
 //! (see the module doc of `super`).
 
 use super::*;
-use crate::cluster::{Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, log};
+use crate::cluster::{
+    Daemon, Install, Plan, Spec, Step, Tarball, host_ports, install_steps, node_logs,
+};
+use crate::db::NodeLog;
 use nemesis::Node;
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// Logs kept from each node: each role's log and output where it runs,
+/// and the unpack log (the catalog's `log_files`).
+pub const LOGS: &[NodeLog] = &[
+    NodeLog::of_daemon("pd", "pd.log", "pd.log"),
+    NodeLog::of_daemon("pd", "pd.stdout.log", "pd.stdout.log"),
+    NodeLog::of_daemon("tikv", "tikv.log", "tikv.log"),
+    NodeLog::of_daemon("tikv", "tikv.stdout.log", "tikv.stdout.log"),
+    NodeLog::of_daemon("tidb", "tidb.log", "tidb.log"),
+    NodeLog::of_daemon("tidb", "tidb.stdout.log", "tidb.stdout.log"),
+    NodeLog::every_node("unpack.log", "unpack.log"),
+];
 
 /// A TiDB component.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -124,17 +139,13 @@ impl Roles {
 /// Settings of a TiDB cluster.
 #[derive(Clone, Debug)]
 pub struct TidbConfig {
-    /// Node-side directories.
-    pub layout: Layout,
-    /// The release tarball (with `bin/pd-server`, `bin/tikv-server`,
-    /// `bin/tidb-server`, as `tidb-<version>-linux-amd64.tar.gz`).
-    pub tarball: Tarball,
+    /// Where and what to install (the tarball holds `bin/pd-server`,
+    /// `bin/tikv-server`, `bin/tidb-server`, as
+    /// `tidb-<version>-linux-amd64.tar.gz`), tidb-server's MySQL port,
+    /// `--no-setup`.
+    pub install: Install,
     /// Role assignment.
     pub roles: Roles,
-    /// tidb-server's MySQL port.
-    pub port: u16,
-    /// The cluster runs already (`--no-setup`).
-    pub no_setup: bool,
 }
 
 /// PD client port.
@@ -152,13 +163,8 @@ impl TidbConfig {
     /// Defaults: `/var/lib/harness/tidb`, port 4000.
     pub fn new(tarball: Tarball, roles: Roles) -> TidbConfig {
         TidbConfig {
-            layout: Layout {
-                base: "/var/lib/harness/tidb".to_string(),
-            },
-            tarball,
+            install: Install::new("/var/lib/harness/tidb", tarball, DEFAULT_PORT),
             roles,
-            port: DEFAULT_PORT,
-            no_setup: false,
         }
     }
 
@@ -182,7 +188,7 @@ impl TidbConfig {
     ///   `--store=tikv`, `--path` (PD endpoints), `--host`, `-P` (port),
     ///   `--status`, `--advertise-address`, `--log-file`.
     pub fn daemon(&self, role: Role, node: &Node) -> Daemon {
-        let dir = self.layout.dir(&node.name);
+        let dir = self.install.layout.dir(&node.name);
         let h = &node.host;
         let args = match role {
             Role::Pd => {
@@ -216,7 +222,7 @@ impl TidbConfig {
                 format!("--path={}", self.pd_endpoints()),
                 format!("--host={h}"),
                 "-P".to_string(),
-                self.port.to_string(),
+                self.install.port.to_string(),
                 format!("--status={TIDB_STATUS_PORT}"),
                 format!("--advertise-address={h}"),
                 format!("--log-file={dir}/tidb.log"),
@@ -224,11 +230,11 @@ impl TidbConfig {
         };
         Daemon {
             name: role.name().to_string(),
-            bin: format!("{}/{}", self.layout.dist(&node.name), role.binary()),
+            bin: format!("{}/{}", self.install.layout.dist(&node.name), role.binary()),
             args,
             cwd: dir.clone(),
-            pid_file: self.layout.pid_file(&node.name, role.name()),
-            stdout: self.layout.stdout_file(&node.name, role.name()),
+            pid_file: self.install.layout.pid_file(&node.name, role.name()),
+            stdout: self.install.layout.stdout_file(&node.name, role.name()),
         }
     }
 
@@ -256,9 +262,9 @@ impl TidbConfig {
                 .map(|r| r.binary())
                 .collect();
             setup.extend(install_steps(
-                &self.layout,
+                &self.install.layout,
                 &n.name,
-                &self.tarball,
+                &self.install.tarball,
                 "TiDB",
                 &bins,
             ));
@@ -304,26 +310,19 @@ impl TidbConfig {
         let mut logs = Vec::new();
         let mut wipe = Vec::new();
         for n in &members {
-            let dir = self.layout.dir(&n.name);
+            let dir = self.install.layout.dir(&n.name);
+            let runs = |role: &str| {
+                Role::ALL
+                    .iter()
+                    .any(|r| r.name() == role && self.roles.nodes(*r).contains(n))
+            };
+            logs.extend(node_logs(&n.name, LOGS, &dir, runs));
             for role in Role::ALL {
                 if self.roles.nodes(role).contains(n) {
-                    logs.push(log(
-                        &n.name,
-                        format!("{dir}/{}.log", role.name()),
-                        &format!("{}.log", role.name()),
-                    ));
-                    logs.push(log(
-                        &n.name,
-                        self.layout.stdout_file(&n.name, role.name()),
-                        &format!("{}.stdout.log", role.name()),
-                    ));
                     wipe.push((n.name.clone(), format!("{dir}/{}", role.name())));
                     wipe.push((n.name.clone(), format!("{dir}/{}.log", role.name())));
                 }
             }
-        }
-        for n in &members {
-            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
         }
         Spec {
             name: "tidb",
@@ -334,7 +333,7 @@ impl TidbConfig {
             logs,
             client_nodes: self.roles.nodes(Role::Tidb).to_vec(),
             primaries: self.roles.nodes(Role::Pd).to_vec(),
-            no_setup: self.no_setup,
+            no_setup: self.install.no_setup,
         }
     }
 }

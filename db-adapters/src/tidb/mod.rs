@@ -37,11 +37,7 @@ mod tests {
     use crate::sql::TxnPhase;
 
     fn server(code: u16, msg: &str) -> mysql_async::Error {
-        mysql_async::Error::Server(mysql_async::ServerError {
-            code,
-            message: msg.to_string(),
-            state: "HY000".to_string(),
-        })
+        crate::mysql::client::server_error(code, "HY000", msg)
     }
 
     #[test]

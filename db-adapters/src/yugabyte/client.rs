@@ -2,10 +2,8 @@
 //! and client factory (see the module doc of `super`).
 
 use crate::client::ClientError;
-use crate::pgwire::{
-    Dialect, PgWireError, PgWireFactory, Target, definite, indefinite, message_contains,
-};
-use crate::sql::{DataModel, Isolation, TxnPhase, TxnTables, classify_pg};
+use crate::pgwire::{Dialect, PgWireDb, definite, indefinite, message_contains};
+use crate::sql::{Isolation, TxnPhase, TxnTables, classify_pg};
 
 /// YSQL's port.
 pub const DEFAULT_PORT: u16 = 5433;
@@ -77,22 +75,12 @@ pub fn dialect(select_for_update: bool) -> Dialect {
     }
 }
 
-/// Clients connect as `yugabyte` to database `yugabyte` on every node.
-pub fn node_target(port: u16) -> Target {
-    Target::on_nodes(port, "yugabyte", "yugabyte")
-}
-
-/// A YSQL client factory (5 tables, as Jepsen's YSQL append workload).
-///
-/// # Errors
-/// An unsupported isolation level or a bad URL, as a message.
-pub fn factory(
-    target: Target,
-    isolation: Isolation,
-    model: DataModel,
-    select_for_update: bool,
-) -> Result<PgWireFactory, String> {
-    let isolation = check_isolation(isolation)?;
-    PgWireFactory::new(target, isolation, model, TABLES, dialect(select_for_update))
-        .map_err(|e: PgWireError| e.to_string())
-}
+/// YSQL's PG-wire client: `yugabyte` on database `yugabyte`, 5 tables (as
+/// Jepsen's YSQL append workload).
+pub const PG_WIRE: PgWireDb = PgWireDb {
+    user: "yugabyte",
+    dbname: "yugabyte",
+    tables: TABLES,
+    check_isolation,
+    dialect: |_, select_for_update| dialect(select_for_update),
+};

@@ -2,45 +2,54 @@
 //! (see the module doc of `super`).
 
 use super::*;
-use crate::cluster::{Daemon, Layout, Plan, Spec, Step, Tarball, host_ports, install_steps, log};
+use crate::cluster::{
+    Daemon, Install, Plan, Spec, Step, Tarball, host_ports, install_steps, node_logs,
+};
+use crate::db::NodeLog;
 use nemesis::Node;
 use std::time::Duration;
+
+/// Logs kept from each node: the master's on the masters, the tserver's
+/// everywhere, and the unpack log (the catalog's `log_files`).
+pub const LOGS: &[NodeLog] = &[
+    NodeLog::of_daemon(
+        "yb-master",
+        "data/yb-data/master/logs/yb-master.INFO",
+        "yb-master.INFO",
+    ),
+    NodeLog::of_daemon("yb-master", "yb-master.stdout.log", "yb-master.stdout.log"),
+    NodeLog::every_node(
+        "data/yb-data/tserver/logs/yb-tserver.INFO",
+        "yb-tserver.INFO",
+    ),
+    NodeLog::every_node("yb-tserver.stdout.log", "yb-tserver.stdout.log"),
+    NodeLog::every_node("unpack.log", "unpack.log"),
+];
 
 /// Settings of a YugabyteDB cluster.
 #[derive(Clone, Debug)]
 pub struct YugabyteConfig {
-    /// Node-side directories.
-    pub layout: Layout,
-    /// The release tarball.
-    pub tarball: Tarball,
-    /// YSQL port.
-    pub port: u16,
+    /// Where and what to install, the SQL port, `--no-setup`.
+    pub install: Install,
     /// Enable READ COMMITTED on the tservers.
     pub read_committed: bool,
-    /// The cluster runs already (`--no-setup`).
-    pub no_setup: bool,
 }
 
 impl YugabyteConfig {
     /// Defaults: `/var/lib/harness/yugabyte`, YSQL on 5433.
     pub fn new(tarball: Tarball) -> YugabyteConfig {
         YugabyteConfig {
-            layout: Layout {
-                base: "/var/lib/harness/yugabyte".to_string(),
-            },
-            tarball,
-            port: DEFAULT_PORT,
+            install: Install::new("/var/lib/harness/yugabyte", tarball, DEFAULT_PORT),
             read_committed: false,
-            no_setup: false,
         }
     }
 
     fn bin(&self, node: &str, b: &str) -> String {
-        format!("{}/bin/{b}", self.layout.dist(node))
+        format!("{}/bin/{b}", self.install.layout.dist(node))
     }
 
     fn data(&self, node: &str) -> String {
-        format!("{}/data", self.layout.dir(node))
+        format!("{}/data", self.install.layout.dir(node))
     }
 
     /// Masters: the first three nodes (one with fewer than three nodes).
@@ -69,9 +78,9 @@ impl YugabyteConfig {
                 "--replication_factor".to_string(),
                 rf.to_string(),
             ],
-            cwd: self.layout.dir(&node.name),
-            pid_file: self.layout.pid_file(&node.name, "yb-master"),
-            stdout: self.layout.stdout_file(&node.name, "yb-master"),
+            cwd: self.install.layout.dir(&node.name),
+            pid_file: self.install.layout.pid_file(&node.name, "yb-master"),
+            stdout: self.install.layout.stdout_file(&node.name, "yb-master"),
         }
     }
 
@@ -90,7 +99,7 @@ impl YugabyteConfig {
             format!("{}:{TSERVER_RPC_PORT}", node.host),
             "--enable_ysql".to_string(),
             "--pgsql_proxy_bind_address".to_string(),
-            format!("{}:{}", node.host, self.port),
+            format!("{}:{}", node.host, self.install.port),
             "--cql_proxy_bind_address".to_string(),
             format!("{}:{CQL_PORT}", node.host),
             "--fs_data_dirs".to_string(),
@@ -103,9 +112,9 @@ impl YugabyteConfig {
             name: "yb-tserver".to_string(),
             bin: self.bin(&node.name, "yb-tserver"),
             args,
-            cwd: self.layout.dir(&node.name),
-            pid_file: self.layout.pid_file(&node.name, "yb-tserver"),
-            stdout: self.layout.stdout_file(&node.name, "yb-tserver"),
+            cwd: self.install.layout.dir(&node.name),
+            pid_file: self.install.layout.pid_file(&node.name, "yb-tserver"),
+            stdout: self.install.layout.stdout_file(&node.name, "yb-tserver"),
         }
     }
 
@@ -118,9 +127,9 @@ impl YugabyteConfig {
         let mut setup = Plan::default();
         for n in nodes {
             setup.extend(install_steps(
-                &self.layout,
+                &self.install.layout,
                 &n.name,
-                &self.tarball,
+                &self.install.tarball,
                 "YugabyteDB",
                 &[
                     "bin/yb-master",
@@ -129,7 +138,7 @@ impl YugabyteConfig {
                     "bin/post_install.sh",
                 ],
             ));
-            let dist = self.layout.dist(&n.name);
+            let dist = self.install.layout.dist(&n.name);
             setup.push(
                 Step::run(
                     &n.name,
@@ -166,7 +175,7 @@ impl YugabyteConfig {
                         "{} -h {} -p {} -U yugabyte -c 'SELECT 1'",
                         self.bin(&n.name, "ysqlsh"),
                         n.host,
-                        self.port
+                        self.install.port
                     ),
                 )
                 .retry(180, Duration::from_secs(1)),
@@ -175,33 +184,15 @@ impl YugabyteConfig {
         let mut logs = Vec::new();
         let mut wipe = Vec::new();
         for n in nodes {
-            let data = self.data(&n.name);
-            if masters.iter().any(|m| m.name == n.name) {
-                logs.push(log(
-                    &n.name,
-                    format!("{data}/yb-data/master/logs/yb-master.INFO"),
-                    "yb-master.INFO",
-                ));
-                logs.push(log(
-                    &n.name,
-                    self.layout.stdout_file(&n.name, "yb-master"),
-                    "yb-master.stdout.log",
-                ));
-            }
-            logs.push(log(
+            let master = masters.iter().any(|m| m.name == n.name);
+            let runs = |daemon: &str| master || daemon != "yb-master";
+            logs.extend(node_logs(
                 &n.name,
-                format!("{data}/yb-data/tserver/logs/yb-tserver.INFO"),
-                "yb-tserver.INFO",
+                LOGS,
+                &self.install.layout.dir(&n.name),
+                runs,
             ));
-            logs.push(log(
-                &n.name,
-                self.layout.stdout_file(&n.name, "yb-tserver"),
-                "yb-tserver.stdout.log",
-            ));
-            wipe.push((n.name.clone(), data));
-        }
-        for n in nodes {
-            logs.push(crate::cluster::unpack_log(&self.layout, &n.name));
+            wipe.push((n.name.clone(), self.data(&n.name)));
         }
         Spec {
             name: "yugabyte",
@@ -212,7 +203,7 @@ impl YugabyteConfig {
             logs,
             client_nodes: nodes.to_vec(),
             primaries: masters,
-            no_setup: self.no_setup,
+            no_setup: self.install.no_setup,
         }
     }
 }

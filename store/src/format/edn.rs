@@ -6,8 +6,8 @@
 //! nesting depth, and never panics. Lists read as vectors; characters read as
 //! one-character strings; `#_` discards; `#tag value` keeps the tag.
 
-use super::json::float_text;
-use super::op_writer::{self, Syntax};
+use super::cursor::{Cursor, show};
+use super::op_writer::{self, Syntax, float_text};
 use super::source::PErr;
 use crate::data::Data;
 use crate::history::{Atom, Op};
@@ -40,34 +40,9 @@ pub(crate) fn is_keyword_name(s: &str) -> bool {
     !s.is_empty() && !s.bytes().any(is_delim)
 }
 
-fn show(c: u8) -> String {
-    if c.is_ascii_graphic() {
-        format!("`{}`", c as char)
-    } else {
-        format!("byte 0x{c:02x}")
-    }
-}
+super::cursor::cursor_over_fields!(Edn);
 
 impl<'a> Edn<'a> {
-    pub fn new(b: &'a [u8]) -> Edn<'a> {
-        Edn { b, pos: 0 }
-    }
-
-    pub fn peek(&self) -> Option<u8> {
-        self.b.get(self.pos).copied()
-    }
-
-    pub fn at_end(&self) -> bool {
-        self.pos >= self.b.len()
-    }
-
-    fn bad<T>(&self, reason: impl Into<String>) -> Result<T, PErr> {
-        Err(PErr::Bad {
-            pos: self.pos,
-            reason: reason.into(),
-        })
-    }
-
     /// Skips whitespace, commas and `;` comments.
     pub fn ws(&mut self) {
         while let Some(c) = self.peek() {
@@ -272,26 +247,8 @@ impl<'a> Edn<'a> {
             }
             _ => false,
         };
-        let mut v: i64 = 0;
-        let mut n = 0;
-        while let Some(c @ b'0'..=b'9') = self.peek() {
-            let d = i64::from(c - b'0');
-            let next = v.checked_mul(10).and_then(|x| {
-                if neg {
-                    x.checked_sub(d)
-                } else {
-                    x.checked_add(d)
-                }
-            });
-            match next {
-                Some(x) => v = x,
-                None => break,
-            }
-            n += 1;
-            self.pos += 1;
-        }
-        match self.peek() {
-            Some(c) if n > 0 && is_delim(c) => Some(v),
+        match (self.int_digits(neg), self.peek()) {
+            (Some((v, n)), Some(c)) if n > 0 && is_delim(c) => Some(v),
             _ => {
                 self.pos = save;
                 None

@@ -7,8 +7,9 @@
 //! The JSON encoding of EDN-only values is documented in the parent module.
 
 use super::convert::{RawOp, RawValue, SEEN_F, SEEN_TYPE, SEEN_VALUE, type_from_name};
+use super::cursor::{Cursor, push_digit, show};
 use super::edn::is_keyword_name;
-use super::op_writer::{self, Syntax};
+use super::op_writer::{self, Syntax, float_text};
 use super::source::PErr;
 use crate::data::Data;
 use crate::history::{Atom, F, Key, MicroOp, Op, ReadValue, Val};
@@ -25,38 +26,13 @@ pub(crate) struct Json<'a> {
     pub pos: usize,
 }
 
-fn show(c: u8) -> String {
-    if c.is_ascii_graphic() {
-        format!("`{}`", c as char)
-    } else {
-        format!("byte 0x{c:02x}")
-    }
-}
+super::cursor::cursor_over_fields!(Json);
 
 impl<'a> Json<'a> {
-    pub fn new(b: &'a [u8]) -> Json<'a> {
-        Json { b, pos: 0 }
-    }
-
-    pub fn peek(&self) -> Option<u8> {
-        self.b.get(self.pos).copied()
-    }
-
-    pub fn at_end(&self) -> bool {
-        self.pos >= self.b.len()
-    }
-
     pub fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.pos += 1;
         }
-    }
-
-    fn bad<T>(&self, reason: impl Into<String>) -> Result<T, PErr> {
-        Err(PErr::Bad {
-            pos: self.pos,
-            reason: reason.into(),
-        })
     }
 
     fn expect(&mut self, c: u8, what: &str) -> Result<(), PErr> {
@@ -216,6 +192,8 @@ impl<'a> Json<'a> {
 
     /// An integer in one pass; `None` (position unchanged) for anything
     /// else (floats, overflow, malformed), which the caller re-parses slowly.
+    /// Its own digit loop rather than `Cursor::int_digits`: on the JSON
+    /// Lines hot path that costs 3–5 % more CPU (BENCHMARKS.md).
     fn int_fast(&mut self) -> Option<i64> {
         let save = self.pos;
         let neg = self.peek() == Some(b'-');
@@ -225,15 +203,7 @@ impl<'a> Json<'a> {
         let first = self.pos;
         let mut v: i64 = 0;
         while let Some(c @ b'0'..=b'9') = self.peek() {
-            let d = i64::from(c - b'0');
-            let next = v.checked_mul(10).and_then(|x| {
-                if neg {
-                    x.checked_sub(d)
-                } else {
-                    x.checked_add(d)
-                }
-            });
-            match next {
+            match push_digit(v, c, neg) {
                 Some(x) => v = x,
                 None => {
                     self.pos = save;
@@ -297,25 +267,8 @@ impl<'a> Json<'a> {
         let text = &self.b[start..self.pos];
         if !float {
             let neg = text.first() == Some(&b'-');
-            let mut v: i64 = 0;
-            let mut ok = true;
-            for &d in &self.b[int_start..self.pos] {
-                let d = i64::from(d - b'0');
-                match v.checked_mul(10).and_then(|x| {
-                    if neg {
-                        x.checked_sub(d)
-                    } else {
-                        x.checked_add(d)
-                    }
-                }) {
-                    Some(x) => v = x,
-                    None => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            if ok {
+            let digits = &self.b[int_start..self.pos];
+            if let Some(v) = digits.iter().try_fold(0, |v, &c| push_digit(v, c, neg)) {
                 return Ok(Data::Int(v));
             }
         }
@@ -841,16 +794,6 @@ pub(crate) fn write_data(out: &mut String, d: &Data) {
             write_data(out, v);
             out.push_str("]}");
         }
-    }
-}
-
-/// A finite float in a form that reads back as a float (always has `.` or `e`).
-pub(crate) fn float_text(f: f64) -> String {
-    let s = format!("{f:?}");
-    if s.contains(['.', 'e', 'E']) {
-        s
-    } else {
-        format!("{s}.0")
     }
 }
 

@@ -35,6 +35,7 @@
 //! `time_ns: None` and is written back as absent.
 
 mod convert;
+mod cursor;
 mod edn;
 mod input;
 mod json;
@@ -45,6 +46,7 @@ mod source;
 
 use crate::history::{History, Op};
 use crate::list::ListSharer;
+use cursor::Cursor;
 pub use input::{Input, compress_file, is_gzip};
 pub use kind::{NotHistory, classify as classify_head, not_a_history};
 use source::{MAX_ITEM_BYTES, PErr, Source};
@@ -433,17 +435,7 @@ impl<R: Read> OpReader<R> {
                 State::Start => {
                     let is_edn = self.format == Format::Edn;
                     // Find the first significant byte.
-                    let r = self.item(|a| {
-                        if is_edn {
-                            let mut p = edn::Edn::new(a);
-                            let r = p.skip(0).map(|_| p.peek());
-                            (r, p.pos)
-                        } else {
-                            let mut p = json::Json::new(a);
-                            p.ws();
-                            (Ok(p.peek()), p.pos)
-                        }
-                    });
+                    let r = self.item(|a| first_significant(is_edn, a));
                     match r {
                         Err(e) => return self.fail(e),
                         Ok(None) => return self.ended_inside("a discarded form"),
@@ -572,15 +564,8 @@ impl<R: Read> OpReader<R> {
                 State::Trailer => {
                     let is_edn = self.format == Format::Edn;
                     let r = self.item(|a| {
-                        if is_edn {
-                            let mut p = edn::Edn::new(a);
-                            let r = p.skip(0).map(|_| p.at_end());
-                            (r, p.pos)
-                        } else {
-                            let mut p = json::Json::new(a);
-                            p.ws();
-                            (Ok(p.at_end()), p.pos)
-                        }
+                        let (r, pos) = first_significant(is_edn, a);
+                        (r.map(|c| c.is_none()), pos)
                     });
                     return match r {
                         Err(e) => self.fail(e),
@@ -654,6 +639,20 @@ pub fn read_path(path: &Path) -> Result<ReadOutcome, FormatError> {
 /// Malformed input.
 pub fn read_str(text: &str, format: Format) -> Result<ReadOutcome, FormatError> {
     collect(OpReader::new(text.as_bytes(), format, None))
+}
+
+/// The first byte of `a` that is not whitespace (in EDN: nor a comment
+/// or a discarded `#_` form), `None` when there is none, and its offset.
+fn first_significant(is_edn: bool, a: &[u8]) -> (Result<Option<u8>, PErr>, usize) {
+    if is_edn {
+        let mut p = edn::Edn::new(a);
+        let r = p.skip(0).map(|_| p.peek());
+        (r, p.pos)
+    } else {
+        let mut p = json::Json::new(a);
+        p.ws();
+        (Ok(p.peek()), p.pos)
+    }
 }
 
 /// Reads a history from bytes in `format`.

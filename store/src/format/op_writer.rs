@@ -117,3 +117,13 @@ pub(crate) fn write_op<S: Syntax>(out: &mut String, op: &Op) {
     }
     out.push('}');
 }
+
+/// A finite float in a form that reads back as a float (always has `.` or `e`).
+pub(crate) fn float_text(f: f64) -> String {
+    let s = format!("{f:?}");
+    if s.contains(['.', 'e', 'E']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}

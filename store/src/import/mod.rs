@@ -77,6 +77,15 @@ pub const FORMAT_NAMES: &[(&str, FileFormat)] = &[
     ("cobra", FileFormat::Peer(PeerFormat::Cobra)),
 ];
 
+impl std::str::FromStr for FileFormat {
+    type Err = String;
+
+    /// As [`FileFormat::parse`].
+    fn from_str(s: &str) -> Result<FileFormat, String> {
+        FileFormat::parse(s)
+    }
+}
+
 impl FileFormat {
     /// Parses a format name (see [`FORMAT_NAMES`]).
     ///

@@ -10,21 +10,62 @@ use crate::rng::{SeededRng, seeded};
 use rand::RngExt;
 use store::Key;
 
-/// Spaces ops by a uniformly random delay in `[0, 2·dt)`, globally across
-/// threads (Jepsen's `stagger`): on average one op every `dt_ns`.
-pub struct Stagger<G> {
+/// How far after one op the next may start.
+pub trait Spacing: Send {
+    /// The gap after an op, in nanoseconds.
+    fn gap_ns(&mut self) -> u64;
+}
+
+/// A uniformly random gap in `[0, 2·dt_ns)` (Jepsen's `stagger`).
+pub struct RandomGap {
     dt_ns: u64,
-    next_at: Option<u64>,
     rng: SeededRng,
+}
+
+impl Spacing for RandomGap {
+    fn gap_ns(&mut self) -> u64 {
+        let spread = self.dt_ns.saturating_mul(2);
+        if spread == 0 {
+            0
+        } else {
+            self.rng.random_range(0..spread)
+        }
+    }
+}
+
+/// Exactly `dt_ns` (Jepsen's `delay`).
+pub struct FixedGap(u64);
+
+impl Spacing for FixedGap {
+    fn gap_ns(&mut self) -> u64 {
+        self.0
+    }
+}
+
+/// Spaces ops globally across threads: each op starts no earlier than the
+/// previous op's start plus the spacing's gap.
+pub struct Spaced<G, S> {
+    spacing: S,
+    next_at: Option<u64>,
     inner: G,
 }
 
+/// Spaces ops by a uniformly random delay in `[0, 2·dt)`, globally across
+/// threads (Jepsen's `stagger`): on average one op every `dt_ns`.
+pub type Stagger<G> = Spaced<G, RandomGap>;
+
+/// Spaces ops exactly `dt_ns` apart, globally (Jepsen's `delay`).
+pub type Delay<G> = Spaced<G, FixedGap>;
+
 /// `inner` with ops spaced by a uniform random delay in `[0, 2·dt_ns)`.
 pub fn stagger<G: Generator>(dt_ns: u64, seed: u64, inner: G) -> Stagger<G> {
-    Stagger {
+    let spacing = RandomGap {
         dt_ns,
-        next_at: None,
         rng: seeded(seed),
+    };
+    Spaced {
+        spacing,
+        next_at: None,
         inner,
     }
 }
@@ -49,58 +90,16 @@ pub fn rate<G: Generator>(
     Ok(stagger(dt_ns, seed, inner))
 }
 
-impl<G: Generator> Generator for Stagger<G> {
-    fn next(&mut self, ctx: &Ctx) -> Next {
-        match self.inner.next(ctx) {
-            Next::Op {
-                thread,
-                at_ns,
-                invocation,
-            } => {
-                let at_ns = at_ns.max(self.next_at.unwrap_or(ctx.time_ns));
-                let spread = self.dt_ns.saturating_mul(2);
-                let gap = if spread == 0 {
-                    0
-                } else {
-                    self.rng.random_range(0..spread)
-                };
-                self.next_at = Some(at_ns.saturating_add(gap));
-                Next::Op {
-                    thread,
-                    at_ns,
-                    invocation,
-                }
-            }
-            other => other,
-        }
-    }
-
-    fn update(&mut self, ctx: &Ctx, event: &Event) {
-        self.inner.update(ctx, event);
-    }
-
-    fn touched_keys(&self) -> Vec<Key> {
-        self.inner.touched_keys()
-    }
-}
-
-/// Spaces ops exactly `dt_ns` apart, globally (Jepsen's `delay`).
-pub struct Delay<G> {
-    dt_ns: u64,
-    next_at: Option<u64>,
-    inner: G,
-}
-
 /// `inner` with ops at least `dt_ns` apart.
 pub fn delay<G: Generator>(dt_ns: u64, inner: G) -> Delay<G> {
-    Delay {
-        dt_ns,
+    Spaced {
+        spacing: FixedGap(dt_ns),
         next_at: None,
         inner,
     }
 }
 
-impl<G: Generator> Generator for Delay<G> {
+impl<G: Generator, S: Spacing> Generator for Spaced<G, S> {
     fn next(&mut self, ctx: &Ctx) -> Next {
         match self.inner.next(ctx) {
             Next::Op {
@@ -109,7 +108,7 @@ impl<G: Generator> Generator for Delay<G> {
                 invocation,
             } => {
                 let at_ns = at_ns.max(self.next_at.unwrap_or(ctx.time_ns));
-                self.next_at = Some(at_ns.saturating_add(self.dt_ns));
+                self.next_at = Some(at_ns.saturating_add(self.spacing.gap_ns()));
                 Next::Op {
                     thread,
                     at_ns,

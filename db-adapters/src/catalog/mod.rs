@@ -1,20 +1,30 @@
 //! The catalog of databases harness tests: one [`DbKind`] per `--db` value,
 //! and everything the rest of harness needs to know about it — its name
 //! and help line, its wire family, the isolation levels its adapter
-//! accepts, where it runs (embedded, a URL, nodes), its default SQL port,
-//! the tables its client creates and the SQL dialect `elle/repro.sql`
-//! replays its cycles in.
+//! accepts, where it runs (embedded, a URL, nodes) and on how many nodes,
+//! its default SQL port, the log files kept from its nodes, the tables its
+//! client creates and the SQL dialect `elle/repro.sql` replays its cycles
+//! in (this file), and how it becomes a client factory and a lifecycle
+//! (`open.rs`).
 //!
 //! Key decision: this is the only place a database is named. The CLI's
-//! `--db` values and help, the run planner, `repro.sql`'s dialect and the
-//! README's table all read it; adding a database is an entry here plus its
-//! client and lifecycle modules (ARCHITECTURE.md "Adding a database").
+//! `--db` values and help, the run planner, the engine's wiring,
+//! `repro.sql`'s dialect and the README's table all read it; adding a
+//! database is an entry here plus its client and lifecycle modules
+//! (ARCHITECTURE.md "Adding a database"). The database modules never
+//! import the catalog (it imports them: their ports, tables, log lists,
+//! factories and lifecycles), so there is no import loop.
 //! Invariant: `DbKind::ALL` lists every variant, in `--help` order, and
 //! `name` ∘ `from_str` is the identity on it (tested).
 
+use crate::db::NodeLog;
 use crate::sql::{Isolation, TxnTables};
 use std::fmt;
 use std::str::FromStr;
+
+mod open;
+
+pub use open::{DbSettings, LocalServer, OnNodes, OpenError, sim_mode};
 
 /// Which database to test (`--db`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -190,6 +200,56 @@ impl DbKind {
         }
     }
 
+    /// Fewest nodes it runs on (when on nodes).
+    pub fn min_nodes(self) -> usize {
+        match self {
+            DbKind::Galera => 3,
+            _ => 1,
+        }
+    }
+
+    /// Most nodes it uses of those given (the rest are ignored).
+    pub fn max_nodes(self) -> usize {
+        match self {
+            DbKind::Mariadb => 1,
+            _ => usize::MAX,
+        }
+    }
+
+    /// The log files kept from each of its nodes (empty: no nodes).
+    pub fn log_files(self) -> &'static [NodeLog] {
+        match self {
+            DbKind::Sqlite | DbKind::Sim => &[],
+            DbKind::Postgres => crate::pg_cluster::LOGS,
+            DbKind::Galera | DbKind::Mariadb => crate::mysql::lifecycle::LOGS,
+            DbKind::Cockroach => crate::cockroach::LOGS,
+            DbKind::Tidb => crate::tidb::LOGS,
+            DbKind::Yugabyte => crate::yugabyte::LOGS,
+        }
+    }
+
+    /// Has a throwaway local server (`--local`; PostgreSQL also without
+    /// `--url` and `--nodes`).
+    pub fn has_local_server(self) -> bool {
+        self == DbKind::Postgres
+    }
+
+    /// Its client can record the database's version order
+    /// (`--version-order db`, single server only).
+    pub fn records_version_order(self) -> bool {
+        self == DbKind::Postgres
+    }
+
+    /// Runs range reads (`--workload predicate`).
+    pub fn range_reads(self) -> bool {
+        self != DbKind::Sim
+    }
+
+    /// Has bug modes (`--sim-bug`).
+    pub fn has_bug_modes(self) -> bool {
+        self == DbKind::Sim
+    }
+
     /// Installed from a release tarball on `--nodes` (`--tarball`,
     /// `--no-setup`, `--db-port`, `--db-dir`, `--select-for-update`).
     pub fn is_tarball(self) -> bool {
@@ -232,6 +292,21 @@ impl DbKind {
                 ..pg
             },
         }
+    }
+}
+
+/// The `--db` names of the databases `keep` selects, in catalog order, as a
+/// message lists them: `a, b and c`.
+pub fn names_where(keep: impl Fn(DbKind) -> bool) -> String {
+    let names: Vec<&str> = DbKind::ALL
+        .into_iter()
+        .filter(|&k| keep(k))
+        .map(DbKind::name)
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -293,6 +368,13 @@ mod tests {
             assert!(!k.isolation_levels().is_empty());
         }
         assert_eq!(DbKind::Tidb.dialect().tables.table_count, 7);
+        for k in DbKind::ALL {
+            assert_eq!(
+                k.log_files().is_empty(),
+                k.placement() == Placement::Embedded,
+                "{k}"
+            );
+        }
         assert_eq!(DbKind::Cockroach.default_port(), Some(26257));
     }
 }

@@ -1,0 +1,66 @@
+//! Settings of the tarball databases (`--db cockroach|tidb|yugabyte`):
+//! [`NewSqlSpec`] and its checks.
+//!
+//! Three ways to point harness at one of them:
+//! * `--nodes … --tarball PATH|URL`: harness installs the release on every
+//!   node over SSH, starts and initialises the cluster, and tears it down;
+//! * `--nodes … --no-setup`: the cluster runs already on those nodes;
+//!   clients connect to each node's SQL port, partitions still work, process
+//!   faults do not (harness has no pid files for daemons it did not start);
+//! * `--url`: an existing cluster behind one address, no SSH at all.
+//!
+//! The catalog (`catalog/open.rs`: `DbKind::check_settings`) checks
+//! these settings against the database and turns them into a client
+//! factory and a lifecycle; this module only holds them.
+
+use crate::tidb::{AutoRetry, TidbOptions, TxnMode};
+
+/// Settings of the tarball databases (cockroach, tidb, yugabyte).
+#[derive(Clone, Debug, Default)]
+pub struct NewSqlSpec {
+    /// Release tarball: a local path or an http(s) URL.
+    pub tarball: Option<String>,
+    /// The cluster runs already on the nodes.
+    pub no_setup: bool,
+    /// SQL port on every node (`None`: the catalog's default).
+    pub db_port: Option<u16>,
+    /// Directory on the nodes for releases, data and logs.
+    pub db_dir: Option<String>,
+    /// TiDB transaction mode.
+    pub txn_mode: Option<TxnMode>,
+    /// TiDB automatic retry.
+    pub auto_retry: Option<AutoRetry>,
+    /// TiDB `tidb_retry_limit`.
+    pub auto_retry_limit: Option<u32>,
+    /// Reads lock the rows they read.
+    pub select_for_update: bool,
+    /// TiDB roles per node (`pd=…;tikv=…;tidb=…`), checked against the nodes.
+    pub roles: Option<String>,
+}
+
+impl NewSqlSpec {
+    pub(crate) fn any_set(&self) -> bool {
+        self.tarball.is_some()
+            || self.no_setup
+            || self.db_port.is_some()
+            || self.db_dir.is_some()
+            || self.select_for_update
+            || self.tidb_only_set()
+    }
+
+    pub(crate) fn tidb_only_set(&self) -> bool {
+        self.txn_mode.is_some()
+            || self.auto_retry.is_some()
+            || self.auto_retry_limit.is_some()
+            || self.roles.is_some()
+    }
+
+    pub(crate) fn tidb_options(&self) -> TidbOptions {
+        TidbOptions {
+            txn_mode: self.txn_mode,
+            auto_retry: self.auto_retry.unwrap_or(AutoRetry::Default),
+            retry_limit: self.auto_retry_limit,
+            select_for_update: self.select_for_update,
+        }
+    }
+}
