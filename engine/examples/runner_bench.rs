@@ -20,10 +20,8 @@
 use db_adapters::client::ClientFactory;
 use db_adapters::sim::{SimFactory, SimMode, instant::InstantFactory};
 use engine::cluster::SharedLog;
-use engine::runner::{self, NoNemesis, RunnerConfig, progress::Counters};
-use nemesis::Node;
+use engine::runner::{self, RunnerConfig};
 use std::sync::Arc;
-use std::time::Duration;
 use workloads::{WorkloadConfig, WorkloadKind};
 
 fn main() {
@@ -55,29 +53,14 @@ async fn once(txns: u64, concurrency: usize, factory: Arc<dyn ClientFactory>) ->
     let log = store::run::HistoryLog::create(&dir.path().join("history.jsonl")).unwrap();
     let mut log = SharedLog::new(log);
     let cfg = RunnerConfig {
-        concurrency,
-        nodes: vec![Node::local()],
-        time_limit: Some(Duration::from_secs(300)),
-        ops_limit: Some(txns),
-        op_timeout: Duration::from_secs(5),
-        recovery_time: Duration::ZERO,
-        final_read_batch: 16,
         final_reads: false,
+        ..RunnerConfig::local(concurrency, txns)
     };
     let main =
         workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 1).unwrap();
-    let (_trigger, stop) = runner::stop_signal();
-    let summary = runner::run(
-        &cfg,
-        main,
-        factory,
-        &mut log,
-        &mut NoNemesis,
-        stop,
-        Arc::new(Counters::default()),
-    )
-    .await
-    .unwrap();
+    let summary = runner::run_unfaulted(&cfg, main, factory, &mut log)
+        .await
+        .unwrap();
     log.finish().unwrap();
     assert_eq!(summary.main_counts.invoked, txns);
     txns as f64 / summary.main_phase_s

@@ -100,6 +100,24 @@ pub struct RunnerConfig {
     pub final_reads: bool,
 }
 
+impl RunnerConfig {
+    /// One node on this machine, `ops` main-phase transactions (within 5
+    /// minutes), a 5 s op timeout, no recovery wait, final reads in batches
+    /// of 16 (benchmarks and tests).
+    pub fn local(concurrency: usize, ops: u64) -> RunnerConfig {
+        RunnerConfig {
+            concurrency,
+            nodes: vec![Node::local()],
+            time_limit: Some(Duration::from_secs(300)),
+            ops_limit: Some(ops),
+            op_timeout: Duration::from_secs(5),
+            recovery_time: Duration::ZERO,
+            final_read_batch: 16,
+            final_reads: true,
+        }
+    }
+}
+
 /// A request to stop issuing ops (Ctrl-C, SIGTERM).
 #[derive(Clone)]
 pub struct StopSignal {
@@ -225,6 +243,32 @@ pub async fn run(
         main_phase_s,
         elapsed_s: started.elapsed().as_secs_f64(),
     })
+}
+
+/// [`run`] without faults or stop requests (benchmarks and tests).
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_unfaulted(
+    cfg: &RunnerConfig,
+    main: Box<dyn Generator>,
+    factory: Arc<dyn ClientFactory>,
+    log: &mut dyn HistorySink,
+) -> anyhow::Result<RunSummary> {
+    // Held to the end: a dropped trigger reads as a stop request.
+    let (trigger, stop) = stop_signal();
+    let summary = run(
+        cfg,
+        main,
+        factory,
+        log,
+        &mut NoNemesis,
+        stop,
+        Arc::new(Counters::default()),
+    )
+    .await;
+    drop(trigger);
+    summary
 }
 
 fn nanos_since(t: Instant) -> i64 {
@@ -562,31 +606,31 @@ mod tests {
         }
     }
 
-    /// Answers ok, except: every 7th call an indefinite error, every 11th
-    /// call hangs past the op timeout.
-    struct ScriptedClient {
-        calls: Arc<AtomicU64>,
-    }
+    type Answer = BoxFuture<'static, Result<Vec<MicroOp>, ClientError>>;
+    type Answers = dyn Fn(&[MicroOp]) -> Answer + Send + Sync;
 
-    impl Client for ScriptedClient {
+    /// A client whose transactions a shared closure answers.
+    #[derive(Clone)]
+    struct FnClient(Arc<Answers>);
+
+    impl Client for FnClient {
         fn invoke<'a>(
             &'a mut self,
             txn: &'a [MicroOp],
         ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-            Box::pin(async move {
-                let n = self.calls.fetch_add(1, Ordering::SeqCst);
-                if n % 7 == 3 {
-                    return Err(ClientError::indefinite("boom", "connection reset"));
-                }
-                if n % 11 == 5 {
-                    tokio::time::sleep(Duration::from_secs(5)).await;
-                }
-                Ok(instant::answer(txn))
-            })
+            (self.0)(txn)
         }
         fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
             Box::pin(async {})
         }
+    }
+
+    /// Opens a clone of `client` per connection, counting them in `opens`.
+    fn opens(client: FnClient, opens: Arc<AtomicU64>) -> Arc<Opens> {
+        Arc::new(Opens(Box::new(move || {
+            opens.fetch_add(1, Ordering::SeqCst);
+            Box::new(client.clone())
+        })))
     }
 
     #[derive(Default)]
@@ -604,40 +648,31 @@ mod tests {
     async fn info_renumbers_the_process_and_every_invocation_completes_first() {
         let n = 4;
         let cfg = RunnerConfig {
-            concurrency: n,
-            nodes: vec![Node::local()],
-            time_limit: Some(Duration::from_secs(30)),
-            ops_limit: Some(120),
             op_timeout: Duration::from_millis(100),
-            recovery_time: Duration::ZERO,
-            final_read_batch: 8,
-            final_reads: true,
+            ..RunnerConfig::local(n, 120)
         };
-        let opens = Arc::new(AtomicU64::new(0));
-        let calls = Arc::new(AtomicU64::new(0));
-        let opened = opens.clone();
-        let factory = Arc::new(Opens(Box::new(move || {
-            opened.fetch_add(1, Ordering::SeqCst);
-            Box::new(ScriptedClient {
-                calls: calls.clone(),
+        // Ok, except: every 7th call an indefinite error, every 11th call
+        // hangs past the op timeout.
+        let calls = AtomicU64::new(0);
+        let scripted = FnClient(Arc::new(move |txn: &[MicroOp]| -> Answer {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            let done = instant::answer(txn);
+            Box::pin(async move {
+                if n % 7 == 3 {
+                    return Err(ClientError::indefinite("boom", "connection reset"));
+                }
+                if n % 11 == 5 {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                Ok(done)
             })
-        })));
+        }));
+        let opened = Arc::new(AtomicU64::new(0));
+        let factory = opens(scripted, opened.clone());
         let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 9)
             .unwrap();
         let mut sink = VecSink::default();
-        let (_trigger, stop) = stop_signal();
-        let counters = Arc::new(Counters::default());
-        let summary = run(
-            &cfg,
-            main,
-            factory,
-            &mut sink,
-            &mut NoNemesis,
-            stop,
-            counters,
-        )
-        .await
-        .unwrap();
+        let summary = run_unfaulted(&cfg, main, factory, &mut sink).await.unwrap();
         assert_eq!(summary.main_phase_end, PhaseEnd::OpsLimit);
         assert_eq!(summary.main_counts.invoked, 120);
         assert!(summary.final_reads_done);
@@ -689,7 +724,7 @@ mod tests {
             "a new process after info"
         );
         // A fresh connection per new process (lazily, at its first op).
-        assert!(opens.load(Ordering::SeqCst) as usize > n);
+        assert!(opened.load(Ordering::SeqCst) as usize > n);
         // Final reads: the last ops are reads only.
         let last = sink.0.last().unwrap();
         assert!(
@@ -701,73 +736,33 @@ mod tests {
         );
     }
 
-    /// Records, at each request, whether its invocation was already in the
-    /// history file (read back through the file system, not the runner).
-    struct Peeking {
-        path: std::path::PathBuf,
-        seen: Arc<AtomicU64>,
-        missing: Arc<AtomicU64>,
-    }
-
-    impl Client for Peeking {
-        fn invoke<'a>(
-            &'a mut self,
-            txn: &'a [MicroOp],
-        ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-            let text = std::fs::read_to_string(&self.path).unwrap_or_default();
-            let logged = store::read_str(&text, store::Format::JsonLines)
-                .unwrap()
-                .ops
-                .iter()
-                .any(|o| o.op_type == OpType::Invoke && o.value.txn() == Some(txn));
-            let counter = if logged { &self.seen } else { &self.missing };
-            counter.fetch_add(1, Ordering::SeqCst);
-            let done = instant::answer(txn);
-            Box::pin(async move { Ok(done) })
-        }
-        fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-            Box::pin(async {})
-        }
-    }
-
     #[tokio::test]
     async fn every_invocation_is_in_the_file_before_its_request() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("history.jsonl");
         let mut log = store::run::HistoryLog::create(&path).unwrap();
         let (seen, missing) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        // At each request: was its invocation already in the history file
+        // (read back through the file system, not the runner)?
         let (p, s, m) = (path.clone(), seen.clone(), missing.clone());
-        let factory = Arc::new(Opens(Box::new(move || {
-            Box::new(Peeking {
-                path: p.clone(),
-                seen: s.clone(),
-                missing: m.clone(),
-            })
-        })));
-        let cfg = RunnerConfig {
-            concurrency: 5,
-            nodes: vec![Node::local()],
-            time_limit: Some(Duration::from_secs(30)),
-            ops_limit: Some(200),
-            op_timeout: Duration::from_secs(5),
-            recovery_time: Duration::ZERO,
-            final_read_batch: 8,
-            final_reads: true,
-        };
+        let peeking = FnClient(Arc::new(move |txn: &[MicroOp]| -> Answer {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            let logged = store::read_str(&text, store::Format::JsonLines)
+                .unwrap()
+                .ops
+                .iter()
+                .any(|o| o.op_type == OpType::Invoke && o.value.txn() == Some(txn));
+            let counter = if logged { &s } else { &m };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let done = instant::answer(txn);
+            Box::pin(async move { Ok(done) })
+        }));
+        let factory = opens(peeking, Arc::new(AtomicU64::new(0)));
         let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 3)
             .unwrap();
-        let (_trigger, stop) = stop_signal();
-        let summary = run(
-            &cfg,
-            main,
-            factory,
-            &mut log,
-            &mut NoNemesis,
-            stop,
-            Arc::new(Counters::default()),
-        )
-        .await
-        .unwrap();
+        let summary = run_unfaulted(&RunnerConfig::local(5, 200), main, factory, &mut log)
+            .await
+            .unwrap();
         // Every completion is written by the end of the run, before finish.
         let ops = store::read_path(&path).unwrap().ops;
         assert_eq!(ops.len() as u64, 2 * summary.counts.invoked);
