@@ -492,20 +492,10 @@ impl Syntax for EdnSyntax {
     const FIELD_SEP: &'static str = ", ";
     const NIL: &'static str = "nil";
     const NEMESIS: &'static str = ":nemesis";
-    fn field(out: &mut String, name: &str) {
-        out.push(':');
-        out.push_str(name);
-        out.push(' ');
-    }
-    fn extra_key(out: &mut String, name: &str) {
-        write_name(out, name);
-        out.push(' ');
-    }
-    fn name(out: &mut String, name: &str) {
-        out.push(':');
-        out.push_str(name);
-    }
-    fn f(out: &mut String, name: &str) {
+    const NAME_OPEN: &'static str = ":";
+    const NAME_CLOSE: &'static str = "";
+    const KEY_SEP: &'static str = " ";
+    fn extra_name(out: &mut String, name: &str) {
         write_name(out, name);
     }
     fn atom(out: &mut String, a: &Atom) {

@@ -816,19 +816,11 @@ impl Syntax for JsonSyntax {
     const FIELD_SEP: &'static str = ",";
     const NIL: &'static str = "null";
     const NEMESIS: &'static str = "\"nemesis\"";
-    fn field(out: &mut String, name: &str) {
-        out.push('"');
-        out.push_str(name);
-        out.push_str("\":");
-    }
-    fn extra_key(out: &mut String, name: &str) {
+    const NAME_OPEN: &'static str = "\"";
+    const NAME_CLOSE: &'static str = "\"";
+    const KEY_SEP: &'static str = ":";
+    fn extra_name(out: &mut String, name: &str) {
         write_raw_str(out, name);
-        out.push(':');
-    }
-    fn name(out: &mut String, name: &str) {
-        out.push('"');
-        out.push_str(name);
-        out.push('"');
     }
     fn f(out: &mut String, name: &str) {
         if name.starts_with([':', '\\']) {

@@ -15,14 +15,34 @@ pub(crate) trait Syntax {
     const NIL: &'static str;
     /// The nemesis process.
     const NEMESIS: &'static str;
+    /// Opens a name (a fixed field's, or one in a value position).
+    const NAME_OPEN: &'static str;
+    /// Closes a name.
+    const NAME_CLOSE: &'static str;
+    /// Between a map key and its value.
+    const KEY_SEP: &'static str;
     /// A fixed field name and what separates it from its value.
-    fn field(out: &mut String, name: &str);
+    fn field(out: &mut String, name: &str) {
+        Self::name(out, name);
+        out.push_str(Self::KEY_SEP);
+    }
+    /// An extra (unknown) field's name, written as data would be.
+    fn extra_name(out: &mut String, name: &str);
     /// An extra (unknown) field's name and separator.
-    fn extra_key(out: &mut String, name: &str);
+    fn extra_key(out: &mut String, name: &str) {
+        Self::extra_name(out, name);
+        out.push_str(Self::KEY_SEP);
+    }
     /// A name in a value position (`type`, `f`, a micro-op's function).
-    fn name(out: &mut String, name: &str);
+    fn name(out: &mut String, name: &str) {
+        out.push_str(Self::NAME_OPEN);
+        out.push_str(name);
+        out.push_str(Self::NAME_CLOSE);
+    }
     /// The `f` of an op.
-    fn f(out: &mut String, name: &str);
+    fn f(out: &mut String, name: &str) {
+        Self::extra_name(out, name);
+    }
     /// An atom (key or value).
     fn atom(out: &mut String, a: &Atom);
     /// Arbitrary data.
