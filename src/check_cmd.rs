@@ -253,7 +253,8 @@ fn what_was_checked(
 ) -> String {
     use store::{MicroOp, OpType};
     let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
-    let mut keys = std::collections::HashSet::new();
+    // Fx, not SipHash: this visits every micro-op (it showed in the profile).
+    let mut keys = rustc_hash::FxHashSet::default();
     for op in history.ops().iter().filter(|o| o.is_client()) {
         match op.op_type {
             OpType::Ok => ok += 1,

@@ -213,7 +213,8 @@ mod tests {
         op.extra = vec![
             ("txid".into(), Data::Int(101)),
             ("snapshot".into(), Data::Str("100:101:".into())),
-        ];
+        ]
+        .into();
         let a = cert(&op).unwrap();
         let b = Cert {
             txid: 102,
@@ -231,7 +232,8 @@ mod tests {
             op.extra = vec![(
                 "commit-ts".into(),
                 Data::Vec(vec![Data::Int(ts), Data::Int(0)]),
-            )];
+            )]
+            .into();
             op
         };
         let k = Key::int(1);

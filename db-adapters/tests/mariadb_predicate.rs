@@ -113,7 +113,7 @@ async fn repeatable_read_range_reads_show_phantoms() {
                             let mut s = shared.lock().unwrap();
                             let i = s.ops.len() as u64;
                             let mut op = Op::txn(i, ty, p, txn);
-                            op.error = Some(Data::Str(e.code.clone()));
+                            op.error = Some(Box::new(Data::Str(e.code.clone())));
                             s.ops.push(op);
                         }
                         if ty == OpType::Info {

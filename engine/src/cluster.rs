@@ -375,9 +375,9 @@ impl Recorder for SharedLog {
             op_type,
             process: Some(Process::Nemesis),
             f: Some(f),
-            value: OpValue::Data(value),
-            error: error.map(Data::Str),
-            extra: Vec::new(),
+            value: OpValue::Data(Box::new(value)),
+            error: error.map(|e| Box::new(Data::Str(e))),
+            extra: store::Extra::new(),
         };
         if let Err(e) = self.append_op(op) {
             tracing::error!("writing a nemesis op: {e}");

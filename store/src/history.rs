@@ -85,15 +85,66 @@ impl OpType {
     }
 }
 
+/// A string in an [`Atom`]: one thin pointer (8 B) to a boxed `str`, so an
+/// `Atom` is 16 B instead of 24. Strings are rare in histories (harness
+/// writes integers) and every key, value and list element is an `Atom`, so
+/// the second indirection on the rare path pays for itself many times over.
+/// Compares, hashes and prints (`Debug`, `Display`) as its `str`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Text(Box<Box<str>>);
+
+impl std::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        self
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        Text(Box::new(s.into()))
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        Text(Box::new(s.into_boxed_str()))
+    }
+}
+
+impl From<Box<str>> for Text {
+    fn from(s: Box<str>) -> Text {
+        Text(Box::new(s))
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self)
+    }
+}
+
 /// A scalar as found in keys and values: integer, string or EDN keyword.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Atom {
     /// An integer (what harness itself generates).
     Int(i64),
     /// A string.
-    Str(Box<str>),
+    Str(Text),
     /// An EDN keyword, without the colon.
-    Keyword(Box<str>),
+    Keyword(Text),
 }
 
 impl fmt::Display for Atom {
@@ -226,7 +277,7 @@ pub enum F {
     /// Nemesis: packet loss ends.
     StopLoss,
     /// Any other function, as found in a history written by another tool.
-    Other(Box<str>),
+    Other(Text),
 }
 
 impl F {
@@ -273,8 +324,9 @@ impl F {
 pub enum OpValue {
     /// A transaction: a sequence of micro-ops.
     Txn(Vec<MicroOp>),
-    /// Anything else (nemesis grudges and node lists, foreign values), kept as data.
-    Data(Data),
+    /// Anything else (nemesis grudges and node lists, foreign values), kept
+    /// as data (boxed: rare, and it would make every op 8 B bigger).
+    Data(Box<Data>),
 }
 
 impl OpValue {
@@ -302,10 +354,74 @@ pub struct Op {
     pub f: Option<F>,
     /// The transaction or other value.
     pub value: OpValue,
-    /// The error a client reported, if any.
-    pub error: Option<Data>,
+    /// The error a client reported, if any (boxed: rare).
+    pub error: Option<Box<Data>>,
     /// Fields this model does not name (`:node`, …), kept for lossless conversion.
-    pub extra: Vec<(String, Data)>,
+    pub extra: Extra,
+}
+
+/// An op's fields that the model does not name, in the order they were
+/// read: one thin pointer, no allocation while empty (the usual case), so
+/// an [`Op`] pays 8 B for them instead of a `Vec`'s 24. Derefs to the
+/// `(name, value)` slice.
+#[derive(Clone, Default, PartialEq)]
+#[allow(clippy::box_collection)] // on purpose: a thin pointer, not a 24-B `Vec`
+pub struct Extra(Option<Box<Vec<(String, Data)>>>);
+
+impl Extra {
+    /// No fields.
+    pub fn new() -> Extra {
+        Extra(None)
+    }
+
+    /// Adds a field at the end.
+    pub fn push(&mut self, field: (String, Data)) {
+        self.0.get_or_insert_with(Box::default).push(field);
+    }
+
+    /// Removes every field (and the allocation).
+    pub fn clear(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl std::ops::Deref for Extra {
+    type Target = [(String, Data)];
+    fn deref(&self) -> &[(String, Data)] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl std::ops::DerefMut for Extra {
+    fn deref_mut(&mut self) -> &mut [(String, Data)] {
+        self.0.as_deref_mut().map_or(&mut [], Vec::as_mut_slice)
+    }
+}
+
+impl From<Vec<(String, Data)>> for Extra {
+    fn from(v: Vec<(String, Data)>) -> Extra {
+        Extra((!v.is_empty()).then(|| Box::new(v)))
+    }
+}
+
+impl FromIterator<(String, Data)> for Extra {
+    fn from_iter<I: IntoIterator<Item = (String, Data)>>(iter: I) -> Extra {
+        Extra::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl<'a> IntoIterator for &'a Extra {
+    type Item = &'a (String, Data);
+    type IntoIter = std::slice::Iter<'a, (String, Data)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl fmt::Debug for Extra {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
 }
 
 impl Op {
@@ -319,7 +435,7 @@ impl Op {
             f: Some(F::Txn),
             value: OpValue::Txn(mops),
             error: None,
-            extra: Vec::new(),
+            extra: Extra::new(),
         }
     }
 
@@ -591,5 +707,36 @@ pub(crate) fn same_call(inv: &Op, comp: &Op) -> bool {
         }
         (OpValue::Data(_), OpValue::Data(_)) => true,
         _ => false,
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    /// A loaded history is mostly these (two ops and ~5 micro-ops per
+    /// transaction, an atom per list element): growing one is a memory
+    /// regression on every big check (BENCHMARKS.md, issue 15).
+    #[test]
+    fn the_model_stays_compact() {
+        assert_eq!(size_of::<Atom>(), 16);
+        assert_eq!(size_of::<MicroOp>(), 40);
+        assert_eq!(size_of::<Op>(), 104);
+    }
+
+    #[test]
+    fn text_and_extra_behave_like_what_they_wrap() {
+        let t = Text::from("a\"b");
+        assert_eq!(format!("{t:?} {t}"), format!("{:?} {}", "a\"b", "a\"b"));
+        assert!(Text::from("a") < Text::from("b"));
+        let mut e = Extra::new();
+        assert!(e.is_empty());
+        e.push(("node".into(), Data::Int(1)));
+        e[0].1 = Data::Int(2);
+        assert_eq!(*e, [("node".to_string(), Data::Int(2))]);
+        assert_eq!(format!("{e:?}"), r#"[("node", Int(2))]"#);
+        e.clear();
+        assert_eq!(e, Extra::from(Vec::new()));
     }
 }

@@ -12,15 +12,16 @@
 //! just the open invocations, so a pass over a file holds O(processes) ops.
 
 use crate::history::{HistoryError, HistoryWarning, Op, OpIndex, OpType, Process};
-use std::collections::{HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::VecDeque;
 
 /// The pairing state after some prefix of a history.
 #[derive(Debug, Default)]
 pub struct Pairing {
     /// Open invocation per process (its position).
-    open: HashMap<Process, usize>,
+    open: FxHashMap<Process, usize>,
     /// Processes whose last completion was `info`.
-    infod: HashSet<Process>,
+    infod: FxHashSet<Process>,
     /// Open invocations without a process, oldest first.
     anonymous: VecDeque<usize>,
     previous: Option<OpIndex>,
@@ -111,7 +112,7 @@ impl Pairing {
 #[derive(Debug, Default)]
 pub struct StreamPairing {
     pairing: Pairing,
-    kept: HashMap<usize, Op>,
+    kept: FxHashMap<usize, Op>,
     next: usize,
 }
 

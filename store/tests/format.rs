@@ -62,10 +62,10 @@ fn native_json_lines_example_reads() {
     assert_eq!(nem.f, Some(F::StartPartition));
     assert_eq!(
         nem.value,
-        OpValue::Data(Data::Map(vec![(
+        OpValue::Data(Box::new(Data::Map(vec![(
             Data::Str("n1".into()),
             Data::Vec(vec![Data::Str("n2".into()), Data::Str("n3".into())])
-        )]))
+        )])))
     );
     round_trip(&out.ops);
 }
@@ -86,14 +86,14 @@ fn jepsen_edn_with_records_sets_keywords_reads() {
     assert_eq!(ops[1].time_ns, Some(130));
     assert_eq!(
         ops[2].value,
-        OpValue::Data(Data::Map(vec![(
+        OpValue::Data(Box::new(Data::Map(vec![(
             Data::Str("n1".into()),
             Data::Set(vec![Data::Str("n2".into()), Data::Str("n3".into())])
-        )]))
+        )])))
     );
     assert_eq!(
-        ops[2].extra,
-        vec![("node".to_string(), Data::Str("n1".into()))]
+        *ops[2].extra,
+        [("node".to_string(), Data::Str("n1".into()))]
     );
     assert_eq!(
         ops[3].value,
@@ -106,8 +106,8 @@ fn jepsen_edn_with_records_sets_keywords_reads() {
         ])
     );
     assert_eq!(
-        ops[3].error,
-        Some(Data::Vec(vec![
+        ops[3].error.as_deref(),
+        Some(&Data::Vec(vec![
             Data::Keyword("timeout".into()),
             Data::Str("t\n".into())
         ]))
@@ -148,9 +148,9 @@ fn edn_only_values_have_a_json_encoding() {
         op_type: OpType::Info,
         process: Some(Process::Nemesis),
         f: Some(F::Other("weird".into())),
-        value: OpValue::Data(v),
+        value: OpValue::Data(Box::new(v)),
         error: None,
-        extra: vec![("x-y".into(), Data::Nil)],
+        extra: vec![("x-y".into(), Data::Nil)].into(),
     };
     let line = format::to_json_line(&op);
     assert!(line.contains(r##"{"#set":[1]}"##), "{line}");

@@ -79,7 +79,7 @@ fn op() -> impl Strategy<Value = Op> {
         (prop_oneof![Just(None), Just(Some(F::Txn))], client),
         (
             name().prop_map(|n| Some(F::parse(&n))),
-            data().prop_map(OpValue::Data)
+            data().prop_map(|d| OpValue::Data(Box::new(d)))
         )
             .prop_filter("txn f carries a txn", |(f, _)| f != &Some(F::Txn)),
     ];
@@ -110,7 +110,7 @@ fn op() -> impl Strategy<Value = Op> {
                 process,
                 f,
                 value,
-                error,
+                error: error.map(Box::new),
                 extra: extra.into_iter().collect(),
             },
         )

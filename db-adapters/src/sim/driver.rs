@@ -169,7 +169,7 @@ impl Run {
             value,
         );
         op.time_ns = Some(self.now as i64);
-        op.error = error.map(|e| Data::Str(e.to_string()));
+        op.error = error.map(|e| Box::new(Data::Str(e.to_string())));
         self.ops.push(op);
     }
 

@@ -15,12 +15,12 @@ fn nemesis(index: u64, t: i64, op_type: OpType, f: F) -> Op {
         op_type,
         process: Some(Process::Nemesis),
         f: Some(f),
-        value: OpValue::Data(Data::Map(vec![(
+        value: OpValue::Data(Box::new(Data::Map(vec![(
             Data::Str("n1".into()),
             Data::Vec(vec![Data::Str("n2".into())]),
-        )])),
+        )]))),
         error: None,
-        extra: Vec::new(),
+        extra: store::Extra::new(),
     }
 }
 

@@ -460,7 +460,7 @@ impl<'l> Interpreter<'l> {
             f: Some(F::Txn),
             value: OpValue::Txn(mops.clone()),
             error: None,
-            extra: Vec::new(),
+            extra: store::Extra::new(),
         })?;
         let slot = self.slots[thread]
             .take()
@@ -492,7 +492,7 @@ impl<'l> Interpreter<'l> {
             .unwrap_or(i64::MAX);
         let error = d
             .error
-            .map(|(code, msg)| Data::Vec(vec![Data::Str(code), Data::Str(msg)]));
+            .map(|(code, msg)| Box::new(Data::Vec(vec![Data::Str(code), Data::Str(msg)])));
         self.log.append(Op {
             index: OpIndex(0),
             time_ns: Some(time),
@@ -501,7 +501,7 @@ impl<'l> Interpreter<'l> {
             f: Some(F::Txn),
             value: OpValue::Txn(d.value.clone()),
             error,
-            extra: d.extra,
+            extra: d.extra.into(),
         })?;
         let counter = match d.op_type {
             OpType::Ok => &self.counters.ok,
@@ -553,11 +553,11 @@ impl<'l> Interpreter<'l> {
                     process: Some(Process::Client(ProcessId(process))),
                     f: Some(F::Txn),
                     value: OpValue::Txn(mops),
-                    error: Some(Data::Vec(vec![
+                    error: Some(Box::new(Data::Vec(vec![
                         Data::Str("worker-unresponsive".into()),
                         Data::Str("no completion from the worker".into()),
-                    ])),
-                    extra: Vec::new(),
+                    ]))),
+                    extra: store::Extra::new(),
                 })?;
                 self.counters.info.fetch_add(1, Ordering::Relaxed);
                 self.process[t] += self.n as u64;

@@ -97,7 +97,7 @@ impl RawOp {
     pub fn finish(self, next_index: u64) -> Result<Op, String> {
         let op_type = self.op_type.ok_or("missing field `type`")?;
         let value = match self.value {
-            None => OpValue::Data(Data::Nil),
+            None => OpValue::Data(Box::new(Data::Nil)),
             Some(v) => value_for(self.f.as_ref(), v)?,
         };
         Ok(Op {
@@ -107,8 +107,8 @@ impl RawOp {
             process: self.process,
             f: self.f,
             value,
-            error: self.error,
-            extra: self.extra,
+            error: self.error.map(Box::new),
+            extra: self.extra.into(),
         })
     }
 }
@@ -250,10 +250,10 @@ fn value_for(f: Option<&F>, v: RawValue) -> Result<OpValue, String> {
     let is_txn_f = matches!(f, None | Some(F::Txn));
     match (is_txn_f, v) {
         (true, RawValue::Txn(m)) => Ok(OpValue::Txn(m)),
-        (true, RawValue::Data(Data::Nil)) => Ok(OpValue::Data(Data::Nil)),
+        (true, RawValue::Data(Data::Nil)) => Ok(OpValue::Data(Box::new(Data::Nil))),
         (true, RawValue::Data(d)) => txn_from_data(&d).map(OpValue::Txn),
-        (false, RawValue::Txn(m)) => Ok(OpValue::Data(txn_to_data(&m, false))),
-        (false, RawValue::Data(d)) => Ok(OpValue::Data(d)),
+        (false, RawValue::Txn(m)) => Ok(OpValue::Data(Box::new(txn_to_data(&m, false)))),
+        (false, RawValue::Data(d)) => Ok(OpValue::Data(Box::new(d))),
     }
 }
 

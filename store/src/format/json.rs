@@ -489,13 +489,37 @@ impl<'a> Json<'a> {
 
     /// The usual transaction shape, parsed without building `Data`; `None`
     /// when the value is anything else (the caller re-parses it as data).
-    fn try_txn(&mut self, mut lists: Option<&mut ListSharer>) -> Option<Vec<MicroOp>> {
+    /// The micro-ops are collected in a per-thread scratch vector and moved
+    /// into one allocation of exactly their number (pushing into a fresh
+    /// vector and shrinking it left most ops a 4-slot block).
+    fn try_txn(&mut self, lists: Option<&mut ListSharer>) -> Option<Vec<MicroOp>> {
+        thread_local! {
+            static SCRATCH: std::cell::Cell<Vec<MicroOp>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let mut mops = SCRATCH.take();
+        mops.clear();
+        let ok = self.txn_into(&mut mops, lists).is_some();
+        let out = ok.then(|| {
+            let mut exact = Vec::with_capacity(mops.len());
+            exact.append(&mut mops);
+            exact
+        });
+        mops.clear();
+        SCRATCH.set(mops);
+        out
+    }
+
+    /// [`Json::try_txn`]'s parse, into `mops`.
+    fn txn_into(
+        &mut self,
+        mops: &mut Vec<MicroOp>,
+        mut lists: Option<&mut ListSharer>,
+    ) -> Option<()> {
         self.pos += 1;
-        let mut mops = Vec::new();
         self.ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            return Some(mops);
+            return Some(());
         }
         loop {
             self.ws();
@@ -556,8 +580,7 @@ impl<'a> Json<'a> {
                 b',' => self.pos += 1,
                 b']' => {
                     self.pos += 1;
-                    mops.shrink_to_fit();
-                    return Some(mops);
+                    return Some(());
                 }
                 _ => return None,
             }

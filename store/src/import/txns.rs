@@ -42,7 +42,7 @@ pub(crate) fn to_ops(txns: Vec<PTxn>) -> Vec<Op> {
             f: Some(F::Txn),
             value: OpValue::Txn(t.mops),
             error: None,
-            extra: Vec::new(),
+            extra: crate::history::Extra::new(),
         })
         .collect()
 }
