@@ -11,7 +11,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use store::format::{FormatError, OpReader, OpWriter};
 use store::import::FileFormat;
-use store::{History, HistoryWarning, Key, OpValue, Process};
+use store::pairing::StreamPairing;
+use store::{HistoryWarning, Key, Op, OpValue, Process, ProcessId};
 
 /// `harness history …`
 #[derive(Subcommand, Debug)]
@@ -108,19 +109,7 @@ fn convert(
     let (FileFormat::Ours(in_ours), FileFormat::Ours(format)) = (in_format, out_format) else {
         return convert_peer(input, output, in_format, out_format);
     };
-    let mut reader = match from {
-        Some(_) => OpReader::new(
-            store::format::Input::open(input).map_err(|e| FormatError {
-                file: Some(input.to_path_buf()),
-                line: 0,
-                column: None,
-                reason: e.to_string(),
-            })?,
-            in_ours,
-            Some(input.to_path_buf()),
-        ),
-        None => OpReader::open(input)?,
-    };
+    let mut reader = open_reader(input, from.is_some(), in_ours)?;
     // Write beside the output and rename, so a failed conversion leaves no
     // half-written file under the output's name.
     let tmp = output.with_file_name(format!(
@@ -161,6 +150,25 @@ fn convert(
         output.display()
     );
     Ok(())
+}
+
+/// A streaming reader of one of our formats: `in_format` when it was
+/// forced, else sniffed from the file (as `store::import::load` does).
+fn open_reader(
+    input: &Path,
+    forced: bool,
+    in_format: store::Format,
+) -> Result<OpReader<store::format::Input>, FormatError> {
+    if !forced {
+        return OpReader::open(input);
+    }
+    let file = store::format::Input::open(input).map_err(|e| FormatError {
+        file: Some(input.to_path_buf()),
+        line: 0,
+        column: None,
+        reason: e.to_string(),
+    })?;
+    Ok(OpReader::new(file, in_format, Some(input.to_path_buf())))
 }
 
 /// A conversion from or to another checker's format: the whole history is
@@ -233,17 +241,19 @@ struct Stats {
     warnings: Vec<String>,
 }
 
-fn summarize(file: &Path, format: FileFormat, h: &History, warnings: Vec<String>) -> Stats {
-    let mut s = Stats {
-        file: file.display().to_string(),
-        format: format.name().to_string(),
-        ops: h.len() as u64,
-        warnings,
-        ..Stats::default()
-    };
-    let mut procs = HashSet::new();
-    let mut keys: HashSet<&Key> = HashSet::new();
-    for op in h.ops() {
+/// `Stats` built one op at a time: what it keeps besides the counts is the
+/// set of client processes and of keys, never the ops.
+#[derive(Default)]
+struct Tally {
+    s: Stats,
+    procs: HashSet<ProcessId>,
+    keys: HashSet<Key>,
+}
+
+impl Tally {
+    fn add(&mut self, op: &Op) {
+        let s = &mut self.s;
+        s.ops += 1;
         *s.by_type.entry(op.op_type.as_str().into()).or_default() += 1;
         let f = op.f.as_ref().map_or("(none)", |f| f.as_str());
         *s.by_f
@@ -253,7 +263,7 @@ fn summarize(file: &Path, format: FileFormat, h: &History, warnings: Vec<String>
             .or_default() += 1;
         match op.process {
             Some(Process::Client(p)) => {
-                procs.insert(p);
+                self.procs.insert(p);
             }
             Some(Process::Nemesis) => s.nemesis_ops += 1,
             None => s.ops_without_process += 1,
@@ -261,7 +271,9 @@ fn summarize(file: &Path, format: FileFormat, h: &History, warnings: Vec<String>
         if let OpValue::Txn(m) = &op.value {
             for mop in m {
                 *s.micro_ops.entry(mop.f_name().into()).or_default() += 1;
-                keys.insert(mop.key());
+                if !self.keys.contains(mop.key()) {
+                    self.keys.insert(mop.key().clone());
+                }
             }
         }
         if let Some(t) = op.time_ns {
@@ -269,42 +281,107 @@ fn summarize(file: &Path, format: FileFormat, h: &History, warnings: Vec<String>
             s.last_time_ns = Some(s.last_time_ns.map_or(t, |x| x.max(t)));
         }
     }
-    s.client_processes = procs.len() as u64;
-    s.keys = keys.len() as u64;
-    for w in h.warnings() {
-        match w {
-            HistoryWarning::Unmatched { index } => {
-                s.unmatched_invocations += 1;
-                if s.unmatched_examples.len() < 10 {
-                    s.unmatched_examples.push(index.0);
+
+    /// The summary, given the history's warnings (unmatched invocations
+    /// and reused processes are counted).
+    fn finish(self, file: &Path, format: FileFormat, history: &[HistoryWarning]) -> Stats {
+        let mut s = self.s;
+        s.file = file.display().to_string();
+        s.format = format.name().to_string();
+        s.client_processes = self.procs.len() as u64;
+        s.keys = self.keys.len() as u64;
+        for w in history {
+            match w {
+                HistoryWarning::Unmatched { index } => {
+                    s.unmatched_invocations += 1;
+                    if s.unmatched_examples.len() < 10 {
+                        s.unmatched_examples.push(index.0);
+                    }
+                }
+                HistoryWarning::ProcessReusedAfterInfo { .. } => {
+                    s.processes_reused_after_info += 1;
+                    // Listing every unmatched op would drown the output.
+                    s.warnings.push(format!("{}: {w}", file.display()));
                 }
             }
-            HistoryWarning::ProcessReusedAfterInfo { .. } => s.processes_reused_after_info += 1,
         }
+        s
     }
-    s
 }
 
-fn stats(file: &Path, json: bool, forced: Option<FileFormat>) -> Result<(), FormatError> {
+/// The history's error as `load_history` reports it.
+fn history_error(file: &Path, e: &store::HistoryError) -> FormatError {
+    FormatError {
+        file: Some(file.to_path_buf()),
+        line: 0,
+        column: None,
+        reason: e.to_string(),
+    }
+}
+
+/// Stats of one of our formats in one pass: memory is the reader's buffer,
+/// the open invocations, and the process and key sets.
+fn stream_stats(
+    file: &Path,
+    format: FileFormat,
+    forced: bool,
+    in_format: store::Format,
+) -> Result<Stats, FormatError> {
+    let mut reader = open_reader(file, forced, in_format)?;
+    let mut pairing = StreamPairing::default();
+    let mut broken = None;
+    let mut tally = Tally::default();
+    for op in reader.by_ref() {
+        let op = op?;
+        tally.add(&op);
+        // A malformed line later in the file is reported first, as when
+        // the whole file was read before pairing.
+        if broken.is_none()
+            && let Err(e) = pairing.push(&op)
+        {
+            broken = Some(e);
+        }
+    }
+    if let Some(e) = broken {
+        return Err(history_error(file, &e));
+    }
+    tally.s.warnings = reader.into_warnings();
+    Ok(tally.finish(file, format, &pairing.finish()))
+}
+
+/// Stats of another checker's format, read whole (its transactions are
+/// grouped by id anywhere in the file).
+fn loaded_stats(file: &Path, forced: Option<FileFormat>) -> Result<Stats, FormatError> {
     let loaded = store::import::load(file, forced)?;
-    let (h, format) = (loaded.history, loaded.format);
-    // The history's own warnings are counted below (listing every
-    // unmatched op would drown the output); keep the reader's.
+    let h = loaded.history;
+    // The history's own warnings are counted by `Tally::finish`; keep the
+    // reader's.
     let hist_warnings: Vec<String> = h
         .warnings()
         .iter()
         .map(|w| format!("{}: {w}", file.display()))
         .collect();
-    let mut warnings: Vec<String> = loaded
+    let mut tally = Tally::default();
+    for op in h.ops() {
+        tally.add(op);
+    }
+    tally.s.warnings = loaded
         .warnings
         .into_iter()
         .filter(|w| !hist_warnings.contains(w))
         .collect();
-    warnings.extend(h.warnings().iter().filter_map(|w| match w {
-        HistoryWarning::Unmatched { .. } => None,
-        other => Some(format!("{}: {other}", file.display())),
-    }));
-    let s = summarize(file, format, &h, warnings);
+    Ok(tally.finish(file, loaded.format, h.warnings()))
+}
+
+fn stats(file: &Path, json: bool, forced: Option<FileFormat>) -> Result<(), FormatError> {
+    let format = match forced {
+        Some(f) => f,
+        None => FileFormat::detect(file)?,
+    };
+    let s = match format {
+        FileFormat::Ours(f) => stream_stats(file, format, forced.is_some(), f)?,
+        FileFormat::Peer(_) => loaded_stats(file, forced)?,
+    };
     let out = io::stdout();
     let mut out = out.lock();
     let r = if json {

@@ -116,6 +116,13 @@ fn malformed_input_exits_3_with_file_line_and_reason() {
             b"{:type :invoke :process 0 :value []}\n{:type :invoke :process 0 :value []}\n",
             "op 1",
         ),
+        (
+            // Stats reads in one pass, but a malformed line later in the
+            // file is still the error reported, as when it read it whole.
+            "double-then-malformed.edn",
+            b"{:type :invoke :process 0 :value []}\n{:type :invoke :process 0 :value []}\n{:type :ok :value [}\n",
+            ":3:",
+        ),
     ];
     for (name, bytes, needle) in cases {
         let p = dir.path().join(name);

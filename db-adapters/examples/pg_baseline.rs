@@ -3,7 +3,7 @@
 //! generator interpreter, no checker), to measure harness's overhead.
 //!
 //! ```text
-//! cargo run --release -p db-adapters --example pg_baseline -- URL [TXNS] [CONCURRENCY] [SEED] [KEY_COUNT]
+//! cargo run --release -p db-adapters --example pg_baseline -- URL [TXNS] [CONCURRENCY] [SEED] [KEY_COUNT|-] [ISOLATION]
 //! ```
 //!
 //! Transactions come from the same generator and seed as `harness run`
@@ -11,12 +11,13 @@
 //! the next one from a shared queue, as harness's interpreter hands the next
 //! op to the first free thread (a static round-robin split would let workers
 //! drift apart in the key rotation and conflict far less). Each
-//! runs `BEGIN ISOLATION LEVEL SERIALIZABLE`, one prepared statement per
-//! micro-op, `COMMIT`, and counts commits and failures.
+//! runs `BEGIN ISOLATION LEVEL …` (serializable unless ISOLATION names
+//! another level, as `harness run --isolation` does), one prepared statement
+//! per micro-op, `COMMIT`, and counts commits and failures.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use db_adapters::sql::TxnTables;
+use db_adapters::sql::{Isolation, TxnTables};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -43,9 +44,14 @@ async fn main() {
     let concurrency: usize = args.get(3).map_or(10, |s| s.parse().unwrap());
     let seed: u64 = args.get(4).map_or(1, |s| s.parse().unwrap());
     let mut cfg = WorkloadConfig::default();
-    if let Some(k) = args.get(5) {
+    if let Some(k) = args.get(5).filter(|k| *k != "-") {
         cfg.key_count = k.parse().unwrap();
     }
+    let isolation = args
+        .get(6)
+        .map_or(Ok(Isolation::Serializable), |i| i.parse::<Isolation>())
+        .unwrap();
+    let begin = format!("BEGIN ISOLATION LEVEL {}", isolation.sql());
 
     // Generate the transactions up front, as if every op completed at once.
     let mut generator = workloads::for_workload(WorkloadKind::ListAppend, &cfg, seed).unwrap();
@@ -74,7 +80,7 @@ async fn main() {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
-        let (url, all, next) = (url.clone(), all.clone(), next.clone());
+        let (url, all, next, begin) = (url.clone(), all.clone(), next.clone(), begin.clone());
         tasks.push(tokio::spawn(async move {
             let (c, conn) = tokio_postgres::connect(&url, NoTls).await.unwrap();
             tokio::spawn(conn);
@@ -89,8 +95,7 @@ async fn main() {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(txn) = all.get(i) else { break };
                 let r: Result<(), tokio_postgres::Error> = async {
-                    c.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
-                        .await?;
+                    c.batch_execute(&begin).await?;
                     for mop in txn {
                         match mop {
                             MicroOp::Read(k, _) => {

@@ -329,24 +329,41 @@ impl SharedLog {
         }
     }
 
-    fn append_op(&self, op: Op) -> anyhow::Result<OpIndex> {
+    fn with_log<T>(
+        &self,
+        f: impl FnOnce(&mut store::run::HistoryLog) -> Result<T, store::RunError>,
+    ) -> anyhow::Result<T> {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         match g.as_mut() {
-            Some(l) => HistorySink::append(l, op),
+            Some(l) => Ok(f(l)?),
             None => anyhow::bail!("history log already closed"),
         }
+    }
+
+    /// Appends and writes at once (the nemesis task's ops; lines the runner
+    /// buffered before it are written with it, in index order).
+    fn append_op(&self, op: Op) -> anyhow::Result<OpIndex> {
+        self.with_log(|l| l.append(op))
     }
 }
 
 impl HistorySink for store::run::HistoryLog {
     fn append(&mut self, op: store::Op) -> anyhow::Result<OpIndex> {
-        Ok(store::run::HistoryLog::append(self, op)?)
+        Ok(self.push(op)?)
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        Ok(store::run::HistoryLog::flush(self)?)
     }
 }
 
 impl HistorySink for SharedLog {
     fn append(&mut self, op: Op) -> anyhow::Result<OpIndex> {
-        self.append_op(op)
+        self.with_log(|l| l.push(op))
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        self.with_log(store::run::HistoryLog::flush)
     }
 }
 

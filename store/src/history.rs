@@ -10,8 +10,6 @@
 
 use crate::data::Data;
 pub use crate::list::ValList;
-use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::VecDeque;
 use std::fmt;
 
 /// Position of an op in its history (Elle's `:index`).
@@ -568,64 +566,14 @@ impl History {
     /// A [`HistoryError`] naming the first op that breaks the rules.
     pub fn new(ops: Vec<Op>) -> Result<History, HistoryError> {
         let mut partner = vec![NONE; ops.len()];
-        let mut warnings = Vec::new();
-        // Open invocation per process; processes after `info`.
-        let mut open: FxHashMap<Process, usize> = FxHashMap::default();
-        let mut infod: FxHashSet<Process> = FxHashSet::default();
-        // Open invocations without a process, oldest first.
-        let mut anonymous: VecDeque<usize> = VecDeque::new();
+        let mut pairing = crate::pairing::Pairing::default();
         for (pos, op) in ops.iter().enumerate() {
-            if pos > 0 && op.index <= ops[pos - 1].index {
-                return Err(HistoryError::NonMonotonicIndex {
-                    index: op.index,
-                    previous: ops[pos - 1].index,
-                });
-            }
-            match (op.op_type, op.process) {
-                (OpType::Invoke, Some(p)) => {
-                    if let Some(&o) = open.get(&p) {
-                        return Err(HistoryError::DoubleInvoke {
-                            index: op.index,
-                            process: p,
-                            open: ops[o].index,
-                        });
-                    }
-                    if infod.contains(&p) && p != Process::Nemesis {
-                        warnings.push(HistoryWarning::ProcessReusedAfterInfo {
-                            index: op.index,
-                            process: p,
-                        });
-                        infod.remove(&p);
-                    }
-                    open.insert(p, pos);
-                }
-                (OpType::Invoke, None) => anonymous.push_back(pos),
-                (t, Some(p)) => {
-                    if let Some(inv) = open.remove(&p) {
-                        check_pair(&ops[inv], op)?;
-                        partner[inv] = pos as u32;
-                        partner[pos] = inv as u32;
-                    }
-                    if t == OpType::Info {
-                        infod.insert(p);
-                    }
-                }
-                (_, None) => {
-                    // Adjacency: the oldest open invocation with the same f and shape.
-                    if let Some(i) = anonymous.iter().position(|&inv| same_call(&ops[inv], op))
-                        && let Some(inv) = anonymous.remove(i)
-                    {
-                        partner[inv] = pos as u32;
-                        partner[pos] = inv as u32;
-                    }
-                }
+            if let Some(inv) = pairing.push(pos, op, |i| &ops[i])? {
+                partner[inv] = pos as u32;
+                partner[pos] = inv as u32;
             }
         }
-        let mut unmatched: Vec<usize> = open.into_values().chain(anonymous).collect();
-        unmatched.sort_unstable();
-        warnings.extend(unmatched.into_iter().map(|pos| HistoryWarning::Unmatched {
-            index: ops[pos].index,
-        }));
+        let warnings = pairing.finish(|i| ops[i].index);
         Ok(History {
             ops,
             partner,
@@ -721,7 +669,7 @@ fn f_string(f: &Option<F>) -> Option<String> {
     f.as_ref().map(|f| f.as_str().to_string())
 }
 
-fn check_pair(inv: &Op, comp: &Op) -> Result<(), HistoryError> {
+pub(crate) fn check_pair(inv: &Op, comp: &Op) -> Result<(), HistoryError> {
     if inv.f != comp.f {
         return Err(HistoryError::FMismatch {
             index: comp.index,
@@ -751,7 +699,7 @@ fn check_pair(inv: &Op, comp: &Op) -> Result<(), HistoryError> {
     Ok(())
 }
 
-fn same_call(inv: &Op, comp: &Op) -> bool {
+pub(crate) fn same_call(inv: &Op, comp: &Op) -> bool {
     if inv.f != comp.f {
         return false;
     }

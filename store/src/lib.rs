@@ -13,6 +13,7 @@ pub mod format;
 pub mod history;
 pub mod import;
 pub mod list;
+pub mod pairing;
 pub mod predicate;
 pub mod run;
 

@@ -6,7 +6,11 @@
 //!
 //! Key decision: [`HistoryLog::append`] hands each op to the OS with one
 //! `write(2)` of the whole line (no userspace buffer outlives the call), so a
-//! crash of the harness loses nothing that `append` returned for; a
+//! crash of the harness loses nothing that `append` returned for. The runner
+//! batches instead: [`HistoryLog::push`] keeps the line in a buffer that
+//! [`HistoryLog::flush`] writes with one `write(2)`, and the runner flushes
+//! before any request can follow from a pushed line (a crash in between
+//! loses only completions, whose invocations then read as indeterminate). A
 //! background thread `fdatasync`s the file about once a second while there
 //! is unsynced data, and [`HistoryLog::finish`] syncs at the end, so a machine
 //! crash loses at most about a second. A crash mid-write leaves a torn last
@@ -247,7 +251,8 @@ pub struct HistoryLog {
     file: File,
     path: PathBuf,
     next: u64,
-    line: String,
+    /// Lines pushed and not yet written.
+    pending: String,
     dirty: Arc<AtomicBool>,
     sync_error: Arc<Mutex<Option<String>>>,
     syncer: Option<Syncer>,
@@ -293,7 +298,7 @@ impl HistoryLog {
             file,
             path: path.to_path_buf(),
             next: 0,
-            line: String::with_capacity(512),
+            pending: String::with_capacity(64 << 10),
             dirty,
             sync_error,
             syncer: Some(syncer),
@@ -322,26 +327,50 @@ impl HistoryLog {
     }
 
     /// Gives `op` the next index (0, 1, 2, …) and writes it as one JSON line
-    /// with a single `write(2)`; when this returns, the OS has the line.
+    /// with a single `write(2)` (with any lines pushed before it); when this
+    /// returns, the OS has the line.
     ///
     /// # Errors
-    /// The write failed (the index is not used up), or an earlier background
-    /// fsync failed.
-    pub fn append(&mut self, mut op: Op) -> Result<OpIndex, RunError> {
+    /// The write failed, or an earlier background fsync failed.
+    pub fn append(&mut self, op: Op) -> Result<OpIndex, RunError> {
+        let index = self.push(op)?;
+        self.flush()?;
+        Ok(index)
+    }
+
+    /// Gives `op` the next index and buffers its line until [`Self::flush`].
+    ///
+    /// # Errors
+    /// An earlier background fsync failed.
+    pub fn push(&mut self, mut op: Op) -> Result<OpIndex, RunError> {
         self.check_sync_error()?;
         let index = OpIndex(self.next);
         op.index = index;
-        self.line.clear();
-        format::push_json_line(&mut self.line, &op);
-        self.line.push('\n');
+        format::push_json_line(&mut self.pending, &op);
+        self.pending.push('\n');
+        self.next += 1;
+        Ok(index)
+    }
+
+    /// Writes every pushed line with one `write(2)`; when this returns, the
+    /// OS has them.
+    ///
+    /// # Errors
+    /// The write failed (the lines stay buffered), or an earlier background
+    /// fsync failed.
+    pub fn flush(&mut self) -> Result<(), RunError> {
+        self.check_sync_error()?;
+        if self.pending.is_empty() {
+            return Ok(());
+        }
         // `write_all` only loops on a short write, which regular files do
         // not do short of a full disk.
         self.file
-            .write_all(self.line.as_bytes())
+            .write_all(self.pending.as_bytes())
             .map_err(io_err(&self.path))?;
+        self.pending.clear();
         self.dirty.store(true, Ordering::Release);
-        self.next += 1;
-        Ok(index)
+        Ok(())
     }
 
     /// Forces everything appended so far to stable storage now.
@@ -349,7 +378,7 @@ impl HistoryLog {
     /// # Errors
     /// fsync failed.
     pub fn sync(&mut self) -> Result<(), RunError> {
-        self.check_sync_error()?;
+        self.flush()?;
         self.dirty.store(false, Ordering::Release);
         self.file.sync_data().map_err(io_err(&self.path))
     }
@@ -366,7 +395,9 @@ impl HistoryLog {
     /// # Errors
     /// The final fsync (or an earlier background one) failed.
     pub fn finish(mut self) -> Result<(), RunError> {
+        let flushed = self.flush();
         self.stop_syncer();
+        flushed?;
         self.check_sync_error()?;
         self.file.sync_all().map_err(io_err(&self.path))
     }
@@ -374,6 +405,7 @@ impl HistoryLog {
 
 impl Drop for HistoryLog {
     fn drop(&mut self) {
+        let _ = self.flush();
         self.stop_syncer();
         let _ = self.file.sync_data();
     }

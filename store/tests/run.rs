@@ -118,6 +118,36 @@ fn the_log_assigns_indices_and_reads_back() {
     }
 }
 
+#[test]
+fn pushed_lines_reach_the_file_at_flush_in_one_piece() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("history.jsonl");
+    let mut log = HistoryLog::create(&p).unwrap();
+    assert_eq!(log.push(op(0)).unwrap(), OpIndex(0));
+    assert_eq!(log.push(op(1)).unwrap(), OpIndex(1));
+    assert_eq!(
+        std::fs::metadata(&p).unwrap().len(),
+        0,
+        "pushed, not written"
+    );
+    log.flush().unwrap();
+    assert_eq!(format::read_path(&p).unwrap().ops.len(), 2);
+    // `append` writes what was pushed before it, in index order.
+    log.push(op(2)).unwrap();
+    assert_eq!(log.append(op(3)).unwrap(), OpIndex(3));
+    let indices: Vec<u64> = format::read_path(&p)
+        .unwrap()
+        .ops
+        .iter()
+        .map(|o| o.index.0)
+        .collect();
+    assert_eq!(indices, [0, 1, 2, 3]);
+    // `finish` writes the rest.
+    log.push(op(4)).unwrap();
+    log.finish().unwrap();
+    assert_eq!(format::read_path(&p).unwrap().ops.len(), 5);
+}
+
 const CHILD_ENV: &str = "STORE_TEST_CRASH_LOG";
 
 /// Not a test on its own: the child process of

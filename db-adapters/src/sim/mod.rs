@@ -4,7 +4,8 @@
 //! Owns the simulated [`engine::Engine`] (synchronous and pure: no tokio, no
 //! clock, randomness only from a seed), the deterministic history driver
 //! [`driver::simulate`], and the [`client::SimFactory`] the runner uses as
-//! `--db sim`.
+//! `--db sim`; and [`instant`], a client that answers at once (the runner's
+//! benchmark).
 //!
 //! Key decision: the engine runs one micro-op at a time and the caller
 //! decides the interleaving, so the same engine serves a fully deterministic
@@ -16,6 +17,7 @@
 pub mod client;
 pub mod driver;
 pub mod engine;
+pub mod instant;
 
 pub use client::{SimClient, SimFactory};
 pub use driver::{SimConfig, simulate, simulate_workload};

@@ -16,12 +16,22 @@
 //! completion per job); a thread whose op ended `info` continues as process
 //! `old + concurrency` with a fresh connection; per-op timeouts live in the
 //! worker, so draining in-flight ops is bounded by the op timeout.
+//!
+//! Throughput: the interpreter polls the running jobs itself (no worker
+//! tasks, no channels; see `worker`), and the history lines it appends wait
+//! in the log's buffer until it is about to poll them
+//! ([`HistorySink::flush`]): an invocation reaches the OS before its request
+//! can be sent, a completion before anything that follows it, and a burst of
+//! completions and the invocations they free is one `write(2)`.
 
 pub mod progress;
 mod worker;
 
 use anyhow::Context as _;
 use db_adapters::client::{BoxFuture, ClientFactory};
+use futures_util::FutureExt as _;
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
 use nemesis::Node;
 use progress::Counters;
 use std::collections::BTreeSet;
@@ -29,18 +39,27 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use store::{Data, F, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use workloads::generator::{Ctx, Event, Generator, Next, Thread, final_reads};
 
 /// Where the runner writes ops: the durable history log (one implementation
-/// wraps `store::run::HistoryLog`). `append` assigns the index and hands the
-/// line to the OS before returning.
+/// wraps `store::run::HistoryLog`). `append` assigns the index; the line
+/// may wait in a buffer until `flush`, which the runner calls before it
+/// polls any job (so before a request can be sent, and before it waits).
 pub trait HistorySink: Send {
     /// Appends `op` (its `index` is assigned here).
     ///
     /// # Errors
     /// The history could not be written; the run is aborted.
     fn append(&mut self, op: Op) -> anyhow::Result<OpIndex>;
+
+    /// Hands every line appended so far to the OS.
+    ///
+    /// # Errors
+    /// The history could not be written; the run is aborted.
+    fn flush(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
 }
 
 /// The fault injector as the runner sees it: the hook between the main phase
@@ -79,6 +98,24 @@ pub struct RunnerConfig {
     pub final_read_batch: usize,
     /// Whether to run the final reads at all.
     pub final_reads: bool,
+}
+
+impl RunnerConfig {
+    /// One node on this machine, `ops` main-phase transactions (within 5
+    /// minutes), a 5 s op timeout, no recovery wait, final reads in batches
+    /// of 16 (benchmarks and tests).
+    pub fn local(concurrency: usize, ops: u64) -> RunnerConfig {
+        RunnerConfig {
+            concurrency,
+            nodes: vec![Node::local()],
+            time_limit: Some(Duration::from_secs(300)),
+            ops_limit: Some(ops),
+            op_timeout: Duration::from_secs(5),
+            recovery_time: Duration::ZERO,
+            final_read_batch: 16,
+            final_reads: true,
+        }
+    }
 }
 
 /// A request to stop issuing ops (Ctrl-C, SIGTERM).
@@ -208,6 +245,32 @@ pub async fn run(
     })
 }
 
+/// [`run`] without faults or stop requests (benchmarks and tests).
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_unfaulted(
+    cfg: &RunnerConfig,
+    main: Box<dyn Generator>,
+    factory: Arc<dyn ClientFactory>,
+    log: &mut dyn HistorySink,
+) -> anyhow::Result<RunSummary> {
+    // Held to the end: a dropped trigger reads as a stop request.
+    let (trigger, stop) = stop_signal();
+    let summary = run(
+        cfg,
+        main,
+        factory,
+        log,
+        &mut NoNemesis,
+        stop,
+        Arc::new(Counters::default()),
+    )
+    .await;
+    drop(trigger);
+    summary
+}
+
 fn nanos_since(t: Instant) -> i64 {
     i64::try_from(t.elapsed().as_nanos()).unwrap_or(i64::MAX)
 }
@@ -224,14 +287,13 @@ struct Interpreter<'l> {
     counters: Arc<Counters>,
     started: Instant,
     free: BTreeSet<usize>,
-    /// Threads whose worker never reported back within the drain deadline.
-    lost: BTreeSet<usize>,
     process: Vec<u64>,
     /// The invocation in flight per thread.
     in_flight: Vec<Option<Vec<MicroOp>>>,
-    jobs: Vec<mpsc::Sender<worker::Job>>,
-    done: mpsc::Receiver<worker::Done>,
-    workers: Vec<tokio::task::JoinHandle<()>>,
+    /// Each thread's worker while it is idle (`None` while a job has it).
+    slots: Vec<Option<worker::Slot>>,
+    /// The jobs in flight, polled by the interpreter.
+    running: FuturesUnordered<BoxFuture<'static, (worker::Slot, worker::Done)>>,
     main_invoked: u64,
 }
 
@@ -245,20 +307,16 @@ impl<'l> Interpreter<'l> {
         started: Instant,
     ) -> Interpreter<'l> {
         let n = cfg.concurrency;
-        let (done_tx, done) = mpsc::channel(n * 2);
-        let mut jobs = Vec::with_capacity(n);
-        let mut workers = Vec::with_capacity(n);
-        for t in 0..n {
-            let (tx, rx) = mpsc::channel(1);
-            jobs.push(tx);
-            let spec = worker::WorkerSpec {
-                thread: t,
-                node: cfg.nodes[t % cfg.nodes.len()].clone(),
-                factory: factory.clone(),
-                op_timeout: cfg.op_timeout,
-            };
-            workers.push(tokio::spawn(worker::run(spec, rx, done_tx.clone())));
-        }
+        let slots = (0..n)
+            .map(|t| {
+                Some(worker::Slot::new(worker::WorkerSpec {
+                    thread: t,
+                    node: cfg.nodes[t % cfg.nodes.len()].clone(),
+                    factory: factory.clone(),
+                    op_timeout: cfg.op_timeout,
+                }))
+            })
+            .collect();
         Interpreter {
             n,
             cfg: cfg.clone(),
@@ -267,12 +325,10 @@ impl<'l> Interpreter<'l> {
             counters,
             started,
             free: (0..n).collect(),
-            lost: BTreeSet::new(),
             process: (0..n as u64).collect(),
             in_flight: vec![None; n],
-            jobs,
-            done,
-            workers,
+            slots,
+            running: FuturesUnordered::new(),
             main_invoked: 0,
         }
     }
@@ -306,9 +362,6 @@ impl<'l> Interpreter<'l> {
     ) -> anyhow::Result<PhaseEnd> {
         let deadline = self.deadline(main);
         loop {
-            while let Ok(d) = self.done.try_recv() {
-                self.complete(d, &mut **generator)?;
-            }
             if self.stop.is_set() {
                 return Ok(PhaseEnd::Stopped);
             }
@@ -376,18 +429,20 @@ impl<'l> Interpreter<'l> {
             if stop.is_set() {
                 return Ok(false);
             }
+            self.log.flush()?;
             tokio::select! {
                 _ = tokio::time::sleep_until(t.into()) => return Ok(true),
-                d = self.done.recv() => match d {
-                    Some(d) => {
+                Some(d) = self.running.next() => {
+                    self.complete(d, generator)?;
+                    // Every other completion already there, for one batch.
+                    while let Some(Some(d)) = self.running.next().now_or_never() {
                         self.complete(d, generator)?;
-                        // A completion may free a thread a pending generator
-                        // was waiting for: let it be asked again.
-                        if on_completion {
-                            return Ok(true);
-                        }
                     }
-                    None => anyhow::bail!("all workers exited"),
+                    // A completion may free a thread a pending generator
+                    // was waiting for: let it be asked again.
+                    if on_completion {
+                        return Ok(true);
+                    }
                 },
                 _ = stop.wait() => return Ok(false),
             }
@@ -407,17 +462,27 @@ impl<'l> Interpreter<'l> {
             error: None,
             extra: store::Extra::new(),
         })?;
+        let slot = self.slots[thread]
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("worker {thread} is busy"))?;
         self.free.remove(&thread);
         self.in_flight[thread] = Some(mops.clone());
         self.counters.invoked.fetch_add(1, Ordering::Relaxed);
-        self.jobs[thread]
-            .try_send(worker::Job { process, mops })
-            .map_err(|_| anyhow::anyhow!("worker {thread} is not accepting jobs"))?;
+        // Not polled (so nothing is sent) before the next flush.
+        self.running.push(Box::pin(worker::run_job(
+            slot,
+            worker::Job { process, mops },
+        )));
         Ok(())
     }
 
-    fn complete(&mut self, d: worker::Done, generator: &mut dyn Generator) -> anyhow::Result<()> {
+    fn complete(
+        &mut self,
+        (slot, d): (worker::Slot, worker::Done),
+        generator: &mut dyn Generator,
+    ) -> anyhow::Result<()> {
         let thread = d.thread;
+        self.slots[thread] = Some(slot);
         if self.in_flight[thread].take().is_none() {
             // A late report from a worker already given up on.
             return Ok(());
@@ -466,8 +531,9 @@ impl<'l> Interpreter<'l> {
     async fn drain(&mut self, generator: &mut dyn Generator) -> anyhow::Result<()> {
         let limit = Instant::now() + self.cfg.op_timeout * 2 + Duration::from_secs(1);
         while self.in_flight.iter().any(Option::is_some) {
+            self.log.flush()?;
             tokio::select! {
-                d = self.done.recv() => match d {
+                d = self.running.next() => match d {
                     Some(d) => self.complete(d, generator)?,
                     None => break,
                 },
@@ -495,24 +561,24 @@ impl<'l> Interpreter<'l> {
                 })?;
                 self.counters.info.fetch_add(1, Ordering::Relaxed);
                 self.process[t] += self.n as u64;
-                self.lost.insert(t);
                 self.free.remove(&t);
             }
         }
-        Ok(())
+        self.log.flush()
     }
 
+    /// Closes every idle worker's client (bounded by 5 s); jobs of lost
+    /// workers are dropped unfinished.
     async fn shutdown(self) {
-        drop(self.jobs);
-        for (t, w) in self.workers.into_iter().enumerate() {
-            if self.lost.contains(&t) {
-                w.abort();
-            } else if tokio::time::timeout(Duration::from_secs(5), w)
-                .await
-                .is_err()
-            {
-                tracing::warn!("worker {t} did not shut down");
-            }
+        drop(self.running);
+        let closing = futures_util::future::join_all(
+            self.slots.into_iter().flatten().map(worker::Slot::close),
+        );
+        if tokio::time::timeout(Duration::from_secs(5), closing)
+            .await
+            .is_err()
+        {
+            tracing::warn!("workers' clients did not close within 5 s");
         }
     }
 }
@@ -522,60 +588,49 @@ impl<'l> Interpreter<'l> {
 mod tests {
     use super::*;
     use db_adapters::client::{Client, ClientError};
+    use db_adapters::sim::instant;
     use std::collections::HashMap;
     use std::sync::atomic::AtomicU64;
-    use store::ReadValue;
     use workloads::{WorkloadConfig, WorkloadKind};
 
-    /// Answers ok, except: every 7th call an indefinite error, every 11th
-    /// call hangs past the op timeout.
-    struct Scripted {
-        calls: Arc<AtomicU64>,
-        opens: Arc<AtomicU64>,
+    /// Opens the clients a closure makes.
+    struct Opens(Box<dyn Fn() -> Box<dyn Client> + Send + Sync>);
+
+    impl ClientFactory for Opens {
+        fn setup<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn open<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+            let c = (self.0)();
+            Box::pin(async move { Ok(c) })
+        }
     }
 
-    struct ScriptedClient {
-        calls: Arc<AtomicU64>,
-    }
+    type Answer = BoxFuture<'static, Result<Vec<MicroOp>, ClientError>>;
+    type Answers = dyn Fn(&[MicroOp]) -> Answer + Send + Sync;
 
-    impl Client for ScriptedClient {
+    /// A client whose transactions a shared closure answers.
+    #[derive(Clone)]
+    struct FnClient(Arc<Answers>);
+
+    impl Client for FnClient {
         fn invoke<'a>(
             &'a mut self,
             txn: &'a [MicroOp],
         ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-            Box::pin(async move {
-                let n = self.calls.fetch_add(1, Ordering::SeqCst);
-                if n % 7 == 3 {
-                    return Err(ClientError::indefinite("boom", "connection reset"));
-                }
-                if n % 11 == 5 {
-                    tokio::time::sleep(Duration::from_secs(5)).await;
-                }
-                Ok(txn
-                    .iter()
-                    .map(|m| match m {
-                        MicroOp::Read(k, _) => {
-                            MicroOp::Read(k.clone(), ReadValue::List(vec![].into()))
-                        }
-                        other => other.clone(),
-                    })
-                    .collect())
-            })
+            (self.0)(txn)
         }
         fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
             Box::pin(async {})
         }
     }
 
-    impl ClientFactory for Scripted {
-        fn setup<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn open<'a>(&'a self, _: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
-            self.opens.fetch_add(1, Ordering::SeqCst);
-            let calls = self.calls.clone();
-            Box::pin(async move { Ok(Box::new(ScriptedClient { calls }) as Box<dyn Client>) })
-        }
+    /// Opens a clone of `client` per connection, counting them in `opens`.
+    fn opens(client: FnClient, opens: Arc<AtomicU64>) -> Arc<Opens> {
+        Arc::new(Opens(Box::new(move || {
+            opens.fetch_add(1, Ordering::SeqCst);
+            Box::new(client.clone())
+        })))
     }
 
     #[derive(Default)]
@@ -593,36 +648,31 @@ mod tests {
     async fn info_renumbers_the_process_and_every_invocation_completes_first() {
         let n = 4;
         let cfg = RunnerConfig {
-            concurrency: n,
-            nodes: vec![Node::local()],
-            time_limit: Some(Duration::from_secs(30)),
-            ops_limit: Some(120),
             op_timeout: Duration::from_millis(100),
-            recovery_time: Duration::ZERO,
-            final_read_batch: 8,
-            final_reads: true,
+            ..RunnerConfig::local(n, 120)
         };
-        let opens = Arc::new(AtomicU64::new(0));
-        let factory = Arc::new(Scripted {
-            calls: Arc::new(AtomicU64::new(0)),
-            opens: opens.clone(),
-        });
+        // Ok, except: every 7th call an indefinite error, every 11th call
+        // hangs past the op timeout.
+        let calls = AtomicU64::new(0);
+        let scripted = FnClient(Arc::new(move |txn: &[MicroOp]| -> Answer {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            let done = instant::answer(txn);
+            Box::pin(async move {
+                if n % 7 == 3 {
+                    return Err(ClientError::indefinite("boom", "connection reset"));
+                }
+                if n % 11 == 5 {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                Ok(done)
+            })
+        }));
+        let opened = Arc::new(AtomicU64::new(0));
+        let factory = opens(scripted, opened.clone());
         let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 9)
             .unwrap();
         let mut sink = VecSink::default();
-        let (_trigger, stop) = stop_signal();
-        let counters = Arc::new(Counters::default());
-        let summary = run(
-            &cfg,
-            main,
-            factory,
-            &mut sink,
-            &mut NoNemesis,
-            stop,
-            counters,
-        )
-        .await
-        .unwrap();
+        let summary = run_unfaulted(&cfg, main, factory, &mut sink).await.unwrap();
         assert_eq!(summary.main_phase_end, PhaseEnd::OpsLimit);
         assert_eq!(summary.main_counts.invoked, 120);
         assert!(summary.final_reads_done);
@@ -674,7 +724,7 @@ mod tests {
             "a new process after info"
         );
         // A fresh connection per new process (lazily, at its first op).
-        assert!(opens.load(Ordering::SeqCst) as usize > n);
+        assert!(opened.load(Ordering::SeqCst) as usize > n);
         // Final reads: the last ops are reads only.
         let last = sink.0.last().unwrap();
         assert!(
@@ -683,6 +733,44 @@ mod tests {
                 .unwrap()
                 .iter()
                 .all(|m| matches!(m, MicroOp::Read(..)))
+        );
+    }
+
+    #[tokio::test]
+    async fn every_invocation_is_in_the_file_before_its_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.jsonl");
+        let mut log = store::run::HistoryLog::create(&path).unwrap();
+        let (seen, missing) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        // At each request: was its invocation already in the history file
+        // (read back through the file system, not the runner)?
+        let (p, s, m) = (path.clone(), seen.clone(), missing.clone());
+        let peeking = FnClient(Arc::new(move |txn: &[MicroOp]| -> Answer {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            let logged = store::read_str(&text, store::Format::JsonLines)
+                .unwrap()
+                .ops
+                .iter()
+                .any(|o| o.op_type == OpType::Invoke && o.value.txn() == Some(txn));
+            let counter = if logged { &s } else { &m };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let done = instant::answer(txn);
+            Box::pin(async move { Ok(done) })
+        }));
+        let factory = opens(peeking, Arc::new(AtomicU64::new(0)));
+        let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 3)
+            .unwrap();
+        let summary = run_unfaulted(&RunnerConfig::local(5, 200), main, factory, &mut log)
+            .await
+            .unwrap();
+        // Every completion is written by the end of the run, before finish.
+        let ops = store::read_path(&path).unwrap().ops;
+        assert_eq!(ops.len() as u64, 2 * summary.counts.invoked);
+        assert!(seen.load(Ordering::SeqCst) >= 200);
+        assert_eq!(
+            missing.load(Ordering::SeqCst),
+            0,
+            "a request went out unlogged"
         );
     }
 }

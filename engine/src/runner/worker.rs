@@ -1,15 +1,21 @@
-//! Workers: one task per thread slot, pinned to a node, owning one client.
+//! Workers: one slot per thread, pinned to a node, owning one client.
 //!
-//! A worker never decides what to do: it runs the job the interpreter sends,
-//! with the per-op timeout, and reports the completion. A job for a new
+//! A worker never decides what to do: it runs the job the interpreter gives
+//! it, with the per-op timeout, and reports the completion. A job for a new
 //! process (after an `info`) gets a fresh connection.
+//!
+//! Key decision: a worker is not a task of its own but a future ([`run_job`])
+//! that owns its [`Slot`] while the job runs and hands it back with the
+//! report; the interpreter polls every running job itself. Handing an op to a
+//! worker task and its completion back through channels woke a parked
+//! runtime thread twice per transaction (a futex wake and a context switch
+//! each), which was most of the runner's cost against a fast database.
 
 use db_adapters::client::{Client, ClientFactory, ErrorKind};
 use nemesis::Node;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::{MicroOp, OpType};
-use tokio::sync::mpsc;
 
 /// One invocation for a worker.
 pub struct Job {
@@ -48,26 +54,47 @@ pub struct WorkerSpec {
     pub op_timeout: Duration,
 }
 
-/// Runs jobs until the job channel closes.
-pub async fn run(spec: WorkerSpec, mut jobs: mpsc::Receiver<Job>, done: mpsc::Sender<Done>) {
-    let mut client: Option<Box<dyn Client>> = None;
-    let mut client_process: Option<u64> = None;
-    let mut backoff = OpenBackoff::default();
-    while let Some(job) = jobs.recv().await {
-        if client_process != Some(job.process)
-            && let Some(old) = client.take()
-        {
-            tokio::spawn(old.close());
-        }
-        client_process = Some(job.process);
-        let report = execute(&spec, &mut client, &job, &mut backoff).await;
-        if done.send(report).await.is_err() {
-            break;
+/// One thread's worker between jobs: its client and the process it serves.
+pub struct Slot {
+    spec: WorkerSpec,
+    client: Option<Box<dyn Client>>,
+    client_process: Option<u64>,
+    backoff: OpenBackoff,
+}
+
+impl Slot {
+    /// A worker with no connection yet (it opens one at its first job).
+    pub fn new(spec: WorkerSpec) -> Slot {
+        Slot {
+            spec,
+            client: None,
+            client_process: None,
+            backoff: OpenBackoff::default(),
         }
     }
-    if let Some(c) = client.take() {
-        c.close().await;
+
+    /// Closes the worker's client, if it has one.
+    pub async fn close(mut self) {
+        if let Some(c) = self.client.take() {
+            c.close().await;
+        }
     }
+}
+
+/// Runs `job` on `slot`; returns the slot with the report.
+///
+/// # Cancel safety
+/// Dropping the future drops the job's client mid-transaction (as a
+/// timeout does); the op must then be recorded `info` by the caller.
+pub async fn run_job(mut slot: Slot, job: Job) -> (Slot, Done) {
+    if slot.client_process != Some(job.process)
+        && let Some(old) = slot.client.take()
+    {
+        tokio::spawn(old.close());
+    }
+    slot.client_process = Some(job.process);
+    let report = execute(&slot.spec, &mut slot.client, &job, &mut slot.backoff).await;
+    (slot, report)
 }
 
 /// Error code of a transaction that failed because no connection opened.

@@ -1,0 +1,145 @@
+//! Pairing invocations with completions, one op at a time.
+//!
+//! Owns the rules `History::new` checks (strictly increasing indices, one
+//! open invocation per process, a completion matching its invocation) and
+//! the warnings it gives (a process reused after `info`, invocations never
+//! completed).
+//!
+//! Key decision: one algorithm for the in-memory history and for streaming
+//! readers (`harness history stats`). [`Pairing`] keeps only the open
+//! invocations, as positions, and asks the caller for an op by position:
+//! `History` looks it up in its vector, [`StreamPairing`] keeps copies of
+//! just the open invocations, so a pass over a file holds O(processes) ops.
+
+use crate::history::{HistoryError, HistoryWarning, Op, OpIndex, OpType, Process};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::VecDeque;
+
+/// The pairing state after some prefix of a history.
+#[derive(Debug, Default)]
+pub struct Pairing {
+    /// Open invocation per process (its position).
+    open: FxHashMap<Process, usize>,
+    /// Processes whose last completion was `info`.
+    infod: FxHashSet<Process>,
+    /// Open invocations without a process, oldest first.
+    anonymous: VecDeque<usize>,
+    previous: Option<OpIndex>,
+    warnings: Vec<HistoryWarning>,
+}
+
+impl Pairing {
+    /// Takes the op at position `pos` (positions count up from 0 with each
+    /// call); `ops` returns the op at an earlier, still open position.
+    /// Returns the position of the invocation `op` completes, if any.
+    ///
+    /// # Errors
+    /// The first rule `op` breaks.
+    pub fn push<'o>(
+        &mut self,
+        pos: usize,
+        op: &'o Op,
+        ops: impl Fn(usize) -> &'o Op,
+    ) -> Result<Option<usize>, HistoryError> {
+        if let Some(previous) = self.previous
+            && op.index <= previous
+        {
+            return Err(HistoryError::NonMonotonicIndex {
+                index: op.index,
+                previous,
+            });
+        }
+        self.previous = Some(op.index);
+        match (op.op_type, op.process) {
+            (OpType::Invoke, Some(p)) => {
+                if let Some(&o) = self.open.get(&p) {
+                    return Err(HistoryError::DoubleInvoke {
+                        index: op.index,
+                        process: p,
+                        open: ops(o).index,
+                    });
+                }
+                if p != Process::Nemesis && self.infod.remove(&p) {
+                    self.warnings.push(HistoryWarning::ProcessReusedAfterInfo {
+                        index: op.index,
+                        process: p,
+                    });
+                }
+                self.open.insert(p, pos);
+                Ok(None)
+            }
+            (OpType::Invoke, None) => {
+                self.anonymous.push_back(pos);
+                Ok(None)
+            }
+            (t, Some(p)) => {
+                let inv = self.open.remove(&p);
+                if let Some(inv) = inv {
+                    crate::history::check_pair(ops(inv), op)?;
+                }
+                if t == OpType::Info {
+                    self.infod.insert(p);
+                }
+                Ok(inv)
+            }
+            // Adjacency: the oldest open invocation with the same f and shape.
+            (_, None) => Ok(self
+                .anonymous
+                .iter()
+                .position(|&inv| crate::history::same_call(ops(inv), op))
+                .and_then(|i| self.anonymous.remove(i))),
+        }
+    }
+
+    /// The warnings: reused processes as they came, then every invocation
+    /// left open, in history order.
+    /// `index` gives the op index at an open position.
+    pub fn finish(self, index: impl Fn(usize) -> OpIndex) -> Vec<HistoryWarning> {
+        let mut warnings = self.warnings;
+        let mut unmatched: Vec<usize> = self.open.into_values().chain(self.anonymous).collect();
+        unmatched.sort_unstable();
+        warnings.extend(
+            unmatched
+                .into_iter()
+                .map(|pos| HistoryWarning::Unmatched { index: index(pos) }),
+        );
+        warnings
+    }
+}
+
+/// [`Pairing`] over a stream of ops: keeps a copy of each open invocation
+/// and nothing else.
+#[derive(Debug, Default)]
+pub struct StreamPairing {
+    pairing: Pairing,
+    kept: FxHashMap<usize, Op>,
+    next: usize,
+}
+
+impl StreamPairing {
+    /// Takes the next op of the stream.
+    ///
+    /// # Errors
+    /// The first rule `op` breaks (as `History::new` would report it).
+    pub fn push(&mut self, op: &Op) -> Result<(), HistoryError> {
+        let pos = self.next;
+        self.next += 1;
+        let kept = &self.kept;
+        // Every open position is kept: the fallback is never taken.
+        let paired = self.pairing.push(pos, op, |i| kept.get(&i).unwrap_or(op))?;
+        if let Some(inv) = paired {
+            self.kept.remove(&inv);
+        }
+        if op.op_type == OpType::Invoke {
+            self.kept.insert(pos, op.clone());
+        }
+        Ok(())
+    }
+
+    /// The warnings `History::warnings` would give for the whole stream.
+    pub fn finish(self) -> Vec<HistoryWarning> {
+        let kept = self.kept;
+        self.pairing
+            .finish(|i| kept.get(&i).map_or(OpIndex(i as u64), |o| o.index))
+    }
+}

@@ -1,0 +1,101 @@
+//! `store::pairing`: the streaming pairing agrees with `History::new`, op by
+//! op, on every rule and warning.
+
+// Tests may panic on failure; the workspace lints target library code.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use store::format::{self, Format};
+use store::pairing::StreamPairing;
+use store::{History, HistoryError, HistoryWarning, OpIndex};
+
+/// Pairs `edn` both ways and returns the common outcome.
+fn both(edn: &str) -> Result<Vec<HistoryWarning>, HistoryError> {
+    let ops = format::read_str(edn, Format::Edn)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .ops;
+    let whole = History::new(ops.clone()).map(|h| h.warnings().to_vec());
+    let mut stream = StreamPairing::default();
+    let streamed = ops
+        .iter()
+        .try_for_each(|op| stream.push(op))
+        .map(|()| stream.finish());
+    assert_eq!(
+        streamed, whole,
+        "streaming and whole-history pairing differ"
+    );
+    whole
+}
+
+#[test]
+fn unmatched_reused_and_nemesis_ops_warn_alike() {
+    let w = both(
+        r#"
+        {:index 0 :type :invoke :process 0 :f :txn :value [[:r 1 nil]]}
+        {:index 1 :type :info :process 0 :f :txn :value [[:r 1 nil]]}
+        {:index 2 :type :invoke :process 1 :f :txn :value [[:append 1 1]]}
+        {:index 3 :type :invoke :process 0 :f :txn :value [[:r 1 nil]]}
+        {:index 4 :type :invoke :process :nemesis :f :kill :value ["n1"]}
+        {:index 5 :type :info :process :nemesis :f :kill :value ["n1"]}
+        {:index 6 :type :ok :process 1 :f :txn :value [[:append 1 1]]}
+        {:index 7 :type :invoke :process :nemesis :f :kill :value ["n1"]}
+    "#,
+    )
+    .unwrap();
+    assert_eq!(
+        w,
+        [
+            HistoryWarning::ProcessReusedAfterInfo {
+                index: OpIndex(3),
+                process: store::Process::Client(store::ProcessId(0))
+            },
+            HistoryWarning::Unmatched { index: OpIndex(3) },
+            HistoryWarning::Unmatched { index: OpIndex(7) },
+        ]
+    );
+}
+
+#[test]
+fn adjacency_pairs_alike_and_leaves_the_unpaired_open() {
+    let w = both(
+        r#"
+        {:index 0 :type :invoke :value [[:append 1 1]]}
+        {:index 1 :type :invoke :value [[:r 1 nil]]}
+        {:index 2 :type :invoke :value [[:r 2 nil]]}
+        {:index 3 :type :ok :value [[:r 1 [1]]]}
+        {:index 4 :type :ok :value [[:append 1 1]]}
+        {:index 5 :type :ok :value [[:append 9 9]]}
+    "#,
+    )
+    .unwrap();
+    assert_eq!(w, [HistoryWarning::Unmatched { index: OpIndex(2) }]);
+}
+
+#[test]
+fn every_rule_fails_alike() {
+    type Is = fn(&HistoryError) -> bool;
+    let cases: [(&str, Is); 4] = [
+        (
+            "{:index 0 :type :invoke :process 3 :f :txn :value [[:append 1 1]]}
+             {:index 1 :type :invoke :process 3 :f :txn :value [[:append 1 2]]}",
+            |e| matches!(e, HistoryError::DoubleInvoke { .. }),
+        ),
+        (
+            "{:index 0 :type :invoke :process 0 :f :txn :value [[:append 1 1]]}
+             {:index 1 :type :ok :process 0 :f :read :value [[:append 1 1]]}",
+            |e| matches!(e, HistoryError::FMismatch { .. }),
+        ),
+        (
+            "{:index 0 :type :invoke :process 0 :f :txn :value [[:append 1 1]]}
+             {:index 1 :type :ok :process 0 :f :txn :value [[:r 1 [1]]]}",
+            |e| matches!(e, HistoryError::ValueMismatch { .. }),
+        ),
+        (
+            "{:index 5 :type :ok :value []}\n{:index 4 :type :ok :value []}",
+            |e| matches!(e, HistoryError::NonMonotonicIndex { .. }),
+        ),
+    ];
+    for (edn, is) in cases {
+        let e = both(edn).unwrap_err();
+        assert!(is(&e), "{e:?}");
+    }
+}
