@@ -11,23 +11,26 @@
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc v3 returns freed memory to the OS only after `purge_delay`
-/// (default 1000 ms, v2's was 10): memory a check frees (the parser's
-/// batches, an analysis' scratch) stayed resident while the next phase
-/// allocated fresh pages. Purging at once took the 1M-transaction check's
-/// peak from 1.01 to 0.88 GB (BENCHMARKS.md, issue 15). Same effect as
-/// `MIMALLOC_PURGE_DELAY=0` in the environment (which this call, made after
-/// mimalloc read its environment, overrides).
+/// (default 1000 ms): memory a check frees (the parser's batches, an
+/// analysis' scratch) stayed resident while the next phase allocated fresh
+/// pages, so the 1M-transaction check peaked at 1.01 GB. 0 ms took that to
+/// 0.88 GB but made small checks fault freed pages straight back in (27 % of
+/// a 100k check in the kernel's `clear_page`); 10 ms (v2's default) keeps
+/// both: 100k 0.20 → 0.17 s wall, 1M 0.87–0.94 GB (BENCHMARKS.md, issue
+/// 15). A `MIMALLOC_PURGE_DELAY` the user sets wins.
 #[allow(unsafe_code)]
-fn purge_freed_memory_at_once() {
+fn purge_freed_memory_soon() {
     /// mimalloc's `mi_option_purge_delay` (`mimalloc.h`, v3: index 15).
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
     unsafe extern "C" {
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     }
-    // SAFETY: a plain setter of mimalloc's (linked statically as the global
-    // allocator above), callable at any time from any thread; the index is
-    // that of the bundled v3 header.
-    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: a plain setter of mimalloc's (linked statically as the
+        // global allocator above), callable at any time from any thread; the
+        // index is that of the bundled v3 header.
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
+    }
 }
 
 mod analyze_cmd;
@@ -95,7 +98,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    purge_freed_memory_at_once();
+    purge_freed_memory_soon();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
