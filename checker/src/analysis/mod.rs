@@ -19,7 +19,7 @@
 //! 2. Add a `mod` line and an entry in [`ANALYSES`].
 //! 3. New anomaly types go in `anomaly.rs` (name, implications) and, if a
 //!    model proscribes them, in `model.rs`'s tables; new evidence shapes in
-//!    `explain.rs` (data, JSON, text).
+//!    `explain/` (data, JSON, text).
 
 mod cycles;
 mod expected_order;
