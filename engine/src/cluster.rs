@@ -138,7 +138,7 @@ impl NodeSpec {
 /// # Errors
 /// Settings that do not fit together.
 pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
-    use db_adapters::catalog::{Placement, names_where};
+    use db_adapters::catalog::{DbKind, Placement, names_where};
     let kinds = &args.faults.faults;
     // Databases behind a URL (postgres, cockroach, tidb, yugabyte) are on
     // nodes when --nodes are given.
@@ -156,10 +156,16 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
             );
         }
         if !kinds.is_empty() {
-            anyhow::bail!("--nemesis needs a database on --nodes (galera, mariadb, postgres)");
+            anyhow::bail!(
+                "--nemesis needs a database on --nodes ({})",
+                names_where(|k| k.placement() != Placement::Embedded)
+            );
         }
         if args.faults.replica_reads {
-            anyhow::bail!("--replica-reads applies to --db postgres with --nodes only");
+            anyhow::bail!(
+                "--replica-reads applies to --db {} with --nodes only",
+                DbKind::Postgres
+            );
         }
         return Ok(None);
     }
