@@ -10,7 +10,7 @@ mod run_common;
 
 use checker::{CheckOptions, ConsistencyModel, Valid, Workload};
 use run_common::*;
-use store::{Format, History, MicroOp, OpValue};
+use store::{Format, History, MicroOp, OpType, OpValue};
 
 /// Runs the predicate workload on `db` (its `--db …` flags) and returns the
 /// run directory; serializable must be valid, anything weaker invalid.
@@ -156,19 +156,34 @@ fn serializable_20k_predicate_transactions_are_valid() {
     let dir = run_dir(store.path(), "pg-pred-ser");
     let h = history(&dir, false);
     // Predicate reads that saw a row: non-empty row reads and non-zero
-    // counts (one predicate read in four is a count).
+    // counts (one predicate read in four is a count). The check must not be
+    // vacuous: over a third of the committed predicate reads see a row (44–46%
+    // in runs here). A fixed count (it was 5,000) failed when a run's
+    // interleaving committed fewer predicate reads: CI saw 4,970.
     let saw_a_row = |r: &store::RangeRead| match r.kind {
         store::RangeKind::Count(n) => n.is_some_and(|n| n > 0),
         store::RangeKind::Rows => r.rows.as_ref().is_some_and(|r| !r.is_empty()),
     };
-    let ranges = h
+    let ranges: Vec<&store::RangeRead> = h
         .ops()
         .iter()
+        .filter(|o| o.op_type == OpType::Ok)
         .filter_map(|o| o.value.txn())
         .flatten()
-        .filter(|m| matches!(m, MicroOp::ReadRange(r) if saw_a_row(r)))
-        .count();
-    eprintln!("{ranges} predicate reads saw a row");
-    assert!(ranges > 5_000, "{ranges} predicate reads saw a row");
+        .filter_map(|m| match m {
+            MicroOp::ReadRange(r) => Some(&**r),
+            _ => None,
+        })
+        .collect();
+    let saw = ranges.iter().filter(|r| saw_a_row(r)).count();
+    eprintln!(
+        "{saw} of {} committed predicate reads saw a row",
+        ranges.len()
+    );
+    assert!(
+        saw * 3 > ranges.len(),
+        "{saw} of {} saw a row",
+        ranges.len()
+    );
     assert_eq!(check_ser(&h).valid, Valid::True);
 }
