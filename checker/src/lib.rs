@@ -27,6 +27,7 @@ pub mod txn;
 pub mod versions;
 pub mod weak;
 pub mod whitebox;
+pub mod write_index;
 
 pub use analysis::{AnalyzeOptions, Workload};
 pub use anomaly::AnomalyType;

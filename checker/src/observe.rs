@@ -18,7 +18,7 @@
 
 use crate::analysis::Workload;
 use crate::txn::{Status, Txns};
-use rustc_hash::FxHashMap;
+use crate::write_index::WriteIndex;
 use store::{Atom, History, Key, MicroOp, ReadValue, Val};
 
 /// "None" for dense ids (write ids, positions).
@@ -94,59 +94,13 @@ pub struct Read<'h> {
     pub careful: bool,
 }
 
-/// (key, value) → write id. Integer values (what harness writes) are keyed
-/// inline, so probes never dereference into the history.
-#[derive(Debug, Default)]
-struct WriteIds<'h> {
-    ints: FxHashMap<(u32, i64), u32>,
-    others: FxHashMap<(u32, &'h Atom), u32>,
-}
-
-impl<'h> WriteIds<'h> {
-    fn with_capacity(n: usize) -> WriteIds<'h> {
-        WriteIds {
-            ints: FxHashMap::with_capacity_and_hasher(n, Default::default()),
-            others: FxHashMap::default(),
-        }
-    }
-
-    #[inline]
-    fn get(&self, k: u32, v: &Atom) -> Option<u32> {
-        match v {
-            Atom::Int(i) => self.ints.get(&(k, *i)).copied(),
-            other => self.others.get(&(k, other)).copied(),
-        }
-    }
-
-    /// Inserts `id` unless present; returns the id already there.
-    fn insert(&mut self, k: u32, v: &'h Atom, id: u32) -> Option<u32> {
-        use std::collections::hash_map::Entry;
-        match v {
-            Atom::Int(i) => match self.ints.entry((k, *i)) {
-                Entry::Occupied(o) => Some(*o.get()),
-                Entry::Vacant(e) => {
-                    e.insert(id);
-                    None
-                }
-            },
-            other => match self.others.entry((k, other)) {
-                Entry::Occupied(o) => Some(*o.get()),
-                Entry::Vacant(e) => {
-                    e.insert(id);
-                    None
-                }
-            },
-        }
-    }
-}
-
 /// Everything observed, per key: writes and reads.
 #[derive(Debug, Default)]
 pub struct Observations<'h> {
     /// Every write, by transaction then micro-op from last to first (a
     /// repeated (key, value) keeps its first writer only).
     pub writes: Vec<Write<'h>>,
-    ids: WriteIds<'h>,
+    ids: WriteIndex<'h>,
     /// Every interpretable read of a transaction that did not abort, by
     /// transaction then micro-op.
     pub reads: Vec<Read<'h>>,
@@ -189,7 +143,6 @@ impl<'h> Observations<'h> {
     /// Observes `txns` as `workload` transactions.
     pub fn new(txns: &Txns<'h>, history: &'h History, workload: Workload) -> Observations<'h> {
         let mut o = Observations {
-            ids: WriteIds::with_capacity(txns.n_appends),
             initial: history.initial_value(),
             ..Observations::default()
         };
@@ -243,6 +196,39 @@ impl<'h> Observations<'h> {
         }
     }
 
+    /// Builds the (key, value) index of `self.writes`; a write of a value
+    /// already written to its key leaves the list (its first writer stays,
+    /// marked `repeated`), with the warning `say(first, later)`.
+    fn index(&mut self, nkeys: usize, say: impl Fn(&Write<'h>, &Write<'h>) -> String) {
+        let kv: Vec<(u32, &'h Atom)> =
+            self.writes.iter().map(|w| (w.key, &w.val.0)).collect();
+        let (mut ids, repeats) = WriteIndex::build(nkeys, &kv);
+        drop(kv);
+        if !repeats.is_empty() {
+            let mut new = vec![NO; self.writes.len()];
+            let mut next = 0u32;
+            let mut r = repeats.iter().peekable();
+            for (id, slot) in new.iter_mut().enumerate() {
+                if r.next_if(|x| x.0 == id as u32).is_none() {
+                    *slot = next;
+                    next += 1;
+                }
+            }
+            for &(later, first) in &repeats {
+                let text = say(&self.writes[first as usize], &self.writes[later as usize]);
+                self.warnings.push(text);
+                self.writes[first as usize].repeated = true;
+            }
+            let mut id = 0;
+            self.writes.retain(|_| {
+                id += 1;
+                new[id - 1] != NO
+            });
+            ids.renumber(&new);
+        }
+        self.ids = ids;
+    }
+
     /// Indexes every write; for list-append, also picks the longest read of
     /// each key in the same pass.
     fn index_writes(&mut self, txns: &Txns<'h>, history: &History, list: bool) {
@@ -285,30 +271,26 @@ impl<'h> Observations<'h> {
                 if is_final {
                     seen_keys.push(k);
                 }
-                let id = self.writes.len() as u32;
-                match self.ids.insert(k, &v.0, id) {
-                    Some(existing) => {
-                        self.writes[existing as usize].repeated = true;
-                        let first = self.writes[existing as usize].txn;
-                        self.warnings.push(format!(
-                            "value {v} {} key {} more than once (ops {} and {}); values must be unique per key",
-                            if list { "appended to" } else { "written to" },
-                            key(k),
-                            opi(first),
-                            opi(t as u32)
-                        ));
-                    }
-                    None => self.writes.push(Write {
-                        txn: t as u32,
-                        mop: i as u32,
-                        key: k,
-                        val: v,
-                        is_final,
-                        repeated: false,
-                    }),
-                }
+                self.writes.push(Write {
+                    txn: t as u32,
+                    mop: i as u32,
+                    key: k,
+                    val: v,
+                    is_final,
+                    repeated: false,
+                });
             }
         }
+        self.index(nkeys, |first, later| {
+            format!(
+                "value {} {} key {} more than once (ops {} and {}); values must be unique per key",
+                later.val,
+                if list { "appended to" } else { "written to" },
+                key(later.key),
+                opi(first.txn),
+                opi(later.txn)
+            )
+        });
         if bad_type > 0 {
             self.warnings.push(format!(
                 "{bad_type} reads returned a single value rather than a list; ignored by list-append"

@@ -1,0 +1,70 @@
+//! Times each phase of a list-append check one after the other, on one
+//! thread: `bench_phases FILE`. Prints, per phase, wall and CPU seconds and
+//! the resident set after it (what the phase added and still holds), plus
+//! the graph's size — to see which phase grows faster than the history.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use checker::analysis::Workload;
+use checker::graph::{Graph, tarjan};
+use checker::list_append::ListAppend;
+use checker::observe::Observations;
+use checker::order::realtime_edges;
+use checker::rels::Rels;
+use checker::txn::Txns;
+use checker::versions::VersionOrder;
+use std::time::Instant;
+
+#[path = "common/measure.rs"]
+mod measure;
+use measure::{cpu_s, peak_mb};
+
+/// Resident set now, in MB.
+fn rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+/// Runs `f`, printing its name, wall and CPU time and the RSS after it.
+fn phase<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let (t, c) = (Instant::now(), cpu_s());
+    let out = f();
+    println!(
+        "{name:<22} {:>7.3} s wall {:>7.3} s cpu  rss {:>7.0} MB  peak {:>7.0} MB",
+        t.elapsed().as_secs_f64(),
+        cpu_s() - c,
+        rss_mb(),
+        peak_mb()
+    );
+    out
+}
+
+fn main() {
+    let path = std::path::PathBuf::from(std::env::args().nth(1).expect("FILE"));
+    let (history, _) = phase("load (parallel)", || store::load_history(&path).unwrap());
+    let txns = phase("txns", || Txns::new(&history));
+    let obs = phase("observations", || {
+        Observations::new(&txns, &history, Workload::ListAppend)
+    });
+    let list = phase("list-append order", || ListAppend::new(&txns, &obs));
+    let _ = phase("list anomalies", || list.anomalies(&txns, &history));
+    let mut edges = phase("data edges", || list.edges(&txns));
+    let rt = phase("realtime edges", || realtime_edges(&txns, &history));
+    println!(
+        "edges: data {} realtime {} ({:.2} per txn)",
+        edges.edges.len(),
+        rt.edges.len(),
+        rt.edges.len() as f64 / txns.len() as f64
+    );
+    edges.edges.extend(rt.edges);
+    let graph = phase("graph", || Graph::from_edges(txns.len(), edges));
+    println!("graph: {} nodes {} edges", graph.node_count(), graph.edge_count());
+    let sccs = phase("tarjan", || tarjan(&graph, Rels::DATA | Rels::REALTIME));
+    println!("nontrivial sccs: {}", sccs.nontrivial().len());
+}
