@@ -64,7 +64,11 @@ fn main() {
     );
     edges.edges.extend(rt.edges);
     let graph = phase("graph", || Graph::from_edges(txns.len(), edges));
-    println!("graph: {} nodes {} edges", graph.node_count(), graph.edge_count());
+    println!(
+        "graph: {} nodes {} edges",
+        graph.node_count(),
+        graph.edge_count()
+    );
     let sccs = phase("tarjan", || tarjan(&graph, Rels::DATA | Rels::REALTIME));
     println!("nontrivial sccs: {}", sccs.nontrivial().len());
 }

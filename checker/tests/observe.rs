@@ -76,3 +76,32 @@ fn register_reads_name_the_writer_of_their_value() {
         ]
     );
 }
+
+#[test]
+fn a_value_written_twice_keeps_its_first_writer_and_warns_once_per_repeat() {
+    let hist = h("ok 0 [a 1 1] [a 2 1]
+         ok 1 [a 1 2] [a 1 1]
+         ok 2 [a 2 1] [a 1 3]
+         ok 3 [r 1 [1 2 3]] [r 2 [1]]");
+    let txns = Txns::new(&hist);
+    let obs = Observations::new(&txns, &hist, Workload::ListAppend);
+    // Five distinct (key, value) pairs are written; the repeats leave the list.
+    let kv: Vec<(u32, u32, bool)> = obs
+        .writes
+        .iter()
+        .map(|w| (w.txn, w.mop, w.repeated))
+        .collect();
+    assert_eq!(
+        kv,
+        vec![(0, 1, true), (0, 0, true), (1, 0, false), (2, 1, false)]
+    );
+    assert_eq!(obs.warnings.len(), 2, "{:?}", obs.warnings);
+    assert!(obs.warnings[0].contains("value 1 appended to key 1 more than once"));
+    assert!(obs.warnings[1].contains("value 1 appended to key 2 more than once"));
+    // Every read's writer is an id into the compacted list.
+    let from: Vec<ReadFrom> = obs.reads.iter().map(|r| r.from).collect();
+    assert_eq!(from, vec![ReadFrom::Write(3), ReadFrom::Write(0)]);
+    let k1 = obs.reads[0].key;
+    assert_eq!(obs.write_of(k1, &store::Val::int(2)), Some(2));
+    assert_eq!(obs.write_of(k1, &store::Val::int(1)), Some(1));
+}
