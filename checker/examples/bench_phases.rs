@@ -54,7 +54,7 @@ fn main() {
     });
     let list = phase("list-append order", || ListAppend::new(&txns, &obs));
     let _ = phase("list anomalies", || list.anomalies(&txns, &history));
-    let mut edges = phase("data edges", || list.edges(&txns));
+    let edges = phase("data edges", || list.edges(&txns));
     let rt = phase("realtime edges", || realtime_edges(&txns, &history));
     println!(
         "edges: data {} realtime {} ({:.2} per txn)",
@@ -62,8 +62,7 @@ fn main() {
         rt.edges.len(),
         rt.edges.len() as f64 / txns.len() as f64
     );
-    edges.edges.extend(rt.edges);
-    let graph = phase("graph", || Graph::from_edges(txns.len(), edges));
+    let graph = phase("graph", || Graph::from_lists(txns.len(), vec![edges, rt]));
     println!(
         "graph: {} nodes {} edges",
         graph.node_count(),

@@ -175,17 +175,8 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
         let nkeys = self.order_off.len() - 1;
         let live = |t: u32| txns.txns[t as usize].status != Status::Fail;
         let w = |id: u32| self.obs.write(id).txn;
-        // Readers grouped by (key, version).
-        let mut readers: Vec<(u32, u32, u32)> = self
-            .obs
-            .reads
-            .iter()
-            .filter_map(|r| {
-                let v = self.version_from(r.from);
-                (v != NO).then_some((r.key, v, r.txn))
-            })
-            .collect();
-        readers.sort_unstable();
+        // Readers grouped by (key, version): a counting sort on the
+        // version's slot, readers in transaction order within one.
         let mut ver_base = Vec::with_capacity(nkeys + 1);
         let mut total = 0usize;
         for k in 0..nkeys {
@@ -193,16 +184,31 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
             total += self.order_of(k as u32).len() + 1;
         }
         ver_base.push(total);
-        let mut roff = vec![0usize; total + 1];
-        for &(k, v, _) in readers.iter() {
-            roff[ver_base[k as usize] + v as usize + 1] += 1;
+        let slot_of = |r: &Read<'_>| {
+            let v = self.version_from(r.from);
+            (v != NO).then(|| ver_base[r.key as usize] + v as usize)
+        };
+        let mut roff = vec![0u32; total + 1];
+        for slot in self.obs.reads.iter().filter_map(slot_of) {
+            roff[slot + 1] += 1;
         }
         for i in 0..total {
             roff[i + 1] += roff[i];
         }
+        let mut readers = vec![0u32; roff[total] as usize];
+        let mut next = roff.clone();
+        for r in &self.obs.reads {
+            if let Some(slot) = slot_of(r) {
+                readers[next[slot] as usize] = r.txn;
+                next[slot] += 1;
+            }
+        }
+        drop(next);
         let readers_of = |k: u32, v: u32| {
             let slot = ver_base[k as usize] + v as usize;
-            readers[roff[slot]..roff[slot + 1]].iter().map(|x| x.2)
+            readers[roff[slot] as usize..roff[slot + 1] as usize]
+                .iter()
+                .copied()
         };
         let mut el = EdgeList::default();
         el.edges

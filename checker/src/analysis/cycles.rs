@@ -28,12 +28,18 @@ impl Analysis for Cycles {
 
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
         let (txns, history, opts) = (cx.txns, cx.history, cx.opts);
-        let mut edges = cx.versions.edges(txns);
+        // The order edges need only the history: found beside the data edges.
+        let (edges, order) = std::thread::scope(|s| {
+            let order = s.spawn(|| order_edges(cx));
+            let edges = cx.versions.edges(txns);
+            match order.join() {
+                Ok(order) => (edges, order),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        });
         let data_graph_empty = edges.edges.is_empty();
-        let order = order_edges(cx);
         let (variant, mask) = (order.variant, order.mask);
-        edges.edges.extend(order.edges.edges);
-        let graph = Graph::from_edges(txns.len(), edges);
+        let graph = Graph::from_lists(txns.len(), vec![edges, order.edges]);
         if data_graph_empty && graph.edge_count() == 0 {
             out.anomalies.insert(
                 AnomalyType::EmptyTransactionGraph,
