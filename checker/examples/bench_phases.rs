@@ -47,7 +47,10 @@ fn phase<T>(name: &str, f: impl FnOnce() -> T) -> T {
 
 fn main() {
     let path = std::path::PathBuf::from(std::env::args().nth(1).expect("FILE"));
-    let (history, _) = phase("load (parallel)", || store::load_history(&path).unwrap());
+    let read = phase("read (parallel parse)", || store::read_path(&path).unwrap());
+    let history = phase("pair (History::new)", || {
+        store::History::new(read.ops).unwrap()
+    });
     let txns = phase("txns", || Txns::new(&history));
     let obs = phase("observations", || {
         Observations::new(&txns, &history, Workload::ListAppend)

@@ -101,20 +101,27 @@ pub struct Checked {
 /// As [`check`], also saying which engine decided each level.
 pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
     let search = model::anomalies_to_search(&opts.models, &opts.anomalies);
-    let analysis = analysis::analyze(
-        history,
-        &AnalyzeOptions {
-            workload: opts.workload,
-            search,
-            wfr_keys: opts.wfr_keys,
-            sequential_keys: opts.sequential_keys,
-            linearizable_keys: opts.linearizable_keys,
-            budget: &opts.budget,
-            models: &opts.models,
-            anomalies: &opts.anomalies,
-            complete: opts.complete,
-        },
-    );
+    let analyze_opts = AnalyzeOptions {
+        workload: opts.workload,
+        search,
+        wfr_keys: opts.wfr_keys,
+        sequential_keys: opts.sequential_keys,
+        linearizable_keys: opts.linearizable_keys,
+        budget: &opts.budget,
+        models: &opts.models,
+        anomalies: &opts.anomalies,
+        complete: opts.complete,
+    };
+    // One pass over every micro-op, beside the analysis' single-threaded
+    // preprocessing rather than after it.
+    let (analysis, foreign) = std::thread::scope(|s| {
+        let foreign = s.spawn(|| foreign_micro_ops(history, opts.workload));
+        let analysis = analysis::analyze(history, &analyze_opts);
+        match foreign.join() {
+            Ok(n) => (analysis, n),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    });
     let engines = analysis.engines;
     let analyses = analysis.ran;
     let mut result = CheckResult::from_found(
@@ -126,7 +133,6 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
     // Like Elle (`unexpected-txn-micro-op-types`), a history the workload
     // cannot fully read is never valid: `-m rw-register` on a list-append
     // history must not pass by ignoring every list read.
-    let foreign = foreign_micro_ops(history, opts.workload);
     if foreign > 0 {
         result.valid = result.valid.combine(Valid::Unknown);
         result.warnings.push(format!(
