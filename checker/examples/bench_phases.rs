@@ -17,19 +17,7 @@ use std::time::Instant;
 
 #[path = "common/measure.rs"]
 mod measure;
-use measure::{cpu_s, peak_mb};
-
-/// Resident set now, in MB.
-fn rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|x| x.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
+use measure::{cpu_s, peak_mb, rss_mb};
 
 /// Runs `f`, printing its name, wall and CPU time and the RSS after it.
 fn phase<T>(name: &str, f: impl FnOnce() -> T) -> T {
