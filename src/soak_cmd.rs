@@ -339,15 +339,11 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
             planned: p.clone(),
             seed,
             outcome,
-            exit_code: end.code,
-            signal: end.signal,
-            interrupted: end.interrupted,
-            duration: end.elapsed,
+            end,
             run_dir,
             log,
             facts,
             detail,
-            child_max_rss_kb: end.max_rss_kb,
             soak_rss_kb: suite::self_rss_kb(),
         };
         eprintln!(
@@ -361,7 +357,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
             } else {
                 format!(" (expected {})", expect_names(&p.expect))
             },
-            end.elapsed.as_secs_f64()
+            rec.end.elapsed.as_secs_f64()
         );
         records.push(rec);
     }
@@ -407,7 +403,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::suite::RunFacts;
+    use engine::suite::{ChildEnd, RunFacts};
 
     fn parse(text: &str) -> anyhow::Result<Suite> {
         parse_suite(Path::new("/x/nightly.toml"), text)
@@ -496,15 +492,18 @@ db = "sqlite"
             planned: s.runs[0].clone(),
             seed: 1,
             outcome,
-            exit_code: Some(0),
-            signal: None,
-            interrupted: false,
-            duration: Duration::from_millis(1500),
+            end: ChildEnd {
+                code: Some(0),
+                signal: None,
+                timed_out: false,
+                interrupted: false,
+                max_rss_kb: 0,
+                elapsed: Duration::from_millis(1500),
+            },
             run_dir: None,
             log: PathBuf::from("/l"),
             facts: RunFacts::default(),
             detail: Some("boom & bust".into()),
-            child_max_rss_kb: 0,
             soak_rss_kb: None,
         };
         let recs = [
