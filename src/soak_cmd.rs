@@ -262,7 +262,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     }
     if args.dry_run {
         for r in &suite.runs {
-            println!(
+            engine::say!(
                 "{:>3}  {:<32} expect {:<16} harness run {}",
                 r.id,
                 r.test_name,
@@ -386,9 +386,9 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     let junit_path = soak_dir.join("junit.xml");
     std::fs::write(&junit_path, junit_xml(&suite, &records, &not_run, started))
         .with_context(|| format!("writing {}", junit_path.display()))?;
-    print!("{}", table(&records, &not_run));
-    println!("summary: {}", summary_path.display());
-    println!("junit:   {}", junit_path.display());
+    engine::say_raw!("{}", table(&records, &not_run));
+    engine::say!("summary: {}", summary_path.display());
+    engine::say!("junit:   {}", junit_path.display());
     let unexpected = records.iter().filter(|r| !r.as_expected()).count();
     Ok(if interrupted {
         eprintln!("suite interrupted: {} runs not run", not_run.len());

@@ -18,6 +18,7 @@
 
 pub mod check;
 pub mod cluster;
+pub mod console;
 pub mod exit;
 pub mod plan;
 pub mod report;
