@@ -28,3 +28,4 @@ pub mod spec;
 // Child processes: SIGINT handler, wait4 (rusage), kill of a process group.
 #[allow(unsafe_code)]
 pub mod suite;
+pub mod suite_file;
