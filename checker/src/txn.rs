@@ -62,6 +62,7 @@ impl<'h> Txns<'h> {
         let ops = history.ops();
         let mut out = Txns::default();
         let mut key_ids: FxHashMap<&'h Atom, u32> = FxHashMap::default();
+        let mut int_ids: FxHashMap<i64, u32> = FxHashMap::default();
         for (pos, op) in ops.iter().enumerate() {
             if !is_client_txn(op) {
                 continue;
@@ -96,8 +97,12 @@ impl<'h> Txns<'h> {
             let mop_start = out.mop_keys.len() as u32;
             for m in mops {
                 let k = &m.key().0;
-                let next = key_ids.len() as u32;
-                let id = *key_ids.entry(k).or_insert(next);
+                let next = out.keys.len() as u32;
+                // Integer keys by value: a probe never reads the history.
+                let id = match k {
+                    Atom::Int(i) => *int_ids.entry(*i).or_insert(next),
+                    other => *key_ids.entry(other).or_insert(next),
+                };
                 if id == next {
                     out.keys.push(k);
                 }
