@@ -200,9 +200,11 @@ impl<'h> Observations<'h> {
     /// already written to its key leaves the list (its first writer stays,
     /// marked `repeated`), with the warning `say(first, later)`.
     fn index(&mut self, nkeys: usize, say: impl Fn(&Write<'h>, &Write<'h>) -> String) {
-        let kv: Vec<(u32, &'h Atom)> = self.writes.iter().map(|w| (w.key, &w.val.0)).collect();
-        let (mut ids, repeats) = WriteIndex::build(nkeys, &kv);
-        drop(kv);
+        let kv = self
+            .writes
+            .iter()
+            .map(|w| -> (u32, &'h Atom) { (w.key, &w.val.0) });
+        let (mut ids, repeats) = WriteIndex::build(nkeys, kv);
         if !repeats.is_empty() {
             let mut new = vec![NO; self.writes.len()];
             let mut next = 0u32;

@@ -33,14 +33,18 @@ pub struct WriteIndex<'h> {
 pub type Repeat = (u32, u32);
 
 impl<'h> WriteIndex<'h> {
-    /// Indexes `writes` (key id < `nkeys`, value), numbered by position;
+    /// Indexes `writes` (key id < `nkeys`, value; iterated twice), numbered
+    /// by position;
     /// returns the index and the repeated writes, by `later`. A repeated
     /// write is not in the index (its (key, value) names the first).
-    pub fn build(nkeys: usize, writes: &[(u32, &'h Atom)]) -> (WriteIndex<'h>, Vec<Repeat>) {
+    pub fn build<I>(nkeys: usize, writes: I) -> (WriteIndex<'h>, Vec<Repeat>)
+    where
+        I: Iterator<Item = (u32, &'h Atom)> + Clone,
+    {
         let mut repeats = Vec::new();
         let mut others: FxHashMap<(u32, &'h Atom), u32> = FxHashMap::default();
         let mut off = vec![0u32; nkeys + 1];
-        for (id, &(k, v)) in writes.iter().enumerate() {
+        for (id, (k, v)) in writes.clone().enumerate() {
             match v {
                 Atom::Int(_) => off[k as usize + 1] += 1,
                 other => {
@@ -57,7 +61,7 @@ impl<'h> WriteIndex<'h> {
         }
         let mut ints = vec![(0i64, 0u32); off[nkeys] as usize];
         let mut fill = off.clone();
-        for (id, &(k, v)) in writes.iter().enumerate() {
+        for (id, (k, v)) in writes.enumerate() {
             if let Atom::Int(i) = v {
                 let slot = &mut fill[k as usize];
                 ints[*slot as usize] = (*i, id as u32);
@@ -133,7 +137,7 @@ mod tests {
     fn finds_each_first_write_and_reports_repeats() {
         let a = atoms(&[(0, 5), (1, 5), (0, 3), (0, 5), (2, -1), (1, 5), (0, 9)]);
         let refs: Vec<(u32, &Atom)> = a.iter().map(|(k, v)| (*k, v)).collect();
-        let (ix, repeats) = WriteIndex::build(3, &refs);
+        let (ix, repeats) = WriteIndex::build(3, refs.iter().copied());
         assert_eq!(repeats, vec![(3, 0), (5, 1)]);
         assert_eq!(ix.get(0, &Atom::Int(5)), Some(0));
         assert_eq!(ix.get(1, &Atom::Int(5)), Some(1));
@@ -148,8 +152,8 @@ mod tests {
     fn other_values_and_renumbering() {
         let s = Atom::Str("x".into());
         let i = Atom::Int(1);
-        let refs = vec![(0, &s), (0, &i), (0, &s), (1, &s)];
-        let (mut ix, repeats) = WriteIndex::build(2, &refs);
+        let refs = [(0, &s), (0, &i), (0, &s), (1, &s)];
+        let (mut ix, repeats) = WriteIndex::build(2, refs.iter().copied());
         assert_eq!(repeats, vec![(2, 0)]);
         assert_eq!(ix.get(0, &s), Some(0));
         assert_eq!(ix.get(1, &s), Some(3));
