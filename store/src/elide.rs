@@ -79,3 +79,59 @@ impl Elider {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::history::{History, Key, MicroOp, Op, OpType, OpValue, ReadValue, Val};
+
+    fn a(v: i64) -> MicroOp {
+        MicroOp::Append(Key::int(1), Val::int(v))
+    }
+
+    fn r(l: Option<&[i64]>) -> MicroOp {
+        let rv = l.map_or(ReadValue::Nil, |l| {
+            ReadValue::List(l.iter().map(|&v| Val::int(v)).collect::<Vec<_>>().into())
+        });
+        MicroOp::Read(Key::int(1), rv)
+    }
+
+    #[test]
+    fn an_invocation_like_its_completion_is_stored_once_and_given_back() {
+        let ops = vec![
+            Op::txn(0, OpType::Invoke, 0, vec![a(1), r(None)]),
+            // Not elided: its read already has a value.
+            Op::txn(1, OpType::Invoke, 1, vec![r(Some(&[]))]),
+            Op::txn(2, OpType::Ok, 0, vec![a(1), r(Some(&[1]))]),
+            Op::txn(3, OpType::Ok, 1, vec![r(Some(&[1]))]),
+            // Not elided: the info completion carries no micro-ops.
+            Op::txn(4, OpType::Invoke, 2, vec![a(2)]),
+            Op::txn(5, OpType::Info, 2, vec![]),
+            // Not elided: never completed.
+            Op::txn(6, OpType::Invoke, 3, vec![a(3)]),
+        ];
+        let h = History::new(ops.clone()).unwrap_or_default();
+        let elided: Vec<bool> = h
+            .ops()
+            .iter()
+            .map(|o| matches!(o.value, OpValue::AsCompletion))
+            .collect();
+        assert_eq!(elided, [true, false, false, false, false, false, false]);
+        assert_eq!(h.txn(0).as_deref(), Some(&[a(1), r(None)][..]));
+        assert_eq!(*h.op(0), ops[0]);
+        assert_eq!(h.iter_ops().collect::<Vec<_>>(), ops);
+        // Pairing a copy of the stored ops again gives the same history.
+        let again = History::new(h.ops().to_vec()).unwrap_or_default();
+        assert_eq!(again.into_ops(), ops);
+        assert_eq!(h.into_ops(), ops);
+    }
+
+    #[test]
+    fn a_marker_completed_by_no_transaction_is_refused() {
+        let mut inv = Op::txn(0, OpType::Invoke, 0, vec![]);
+        inv.value = OpValue::AsCompletion;
+        let mut comp = Op::txn(1, OpType::Ok, 0, vec![]);
+        comp.value = OpValue::Data(Box::new(crate::Data::Nil));
+        let e = History::new(vec![inv, comp]).map(|_| ()).unwrap_err();
+        assert!(e.to_string().contains("completed by no transaction"), "{e}");
+    }
+}

@@ -229,6 +229,22 @@ mod tests {
     }
 
     #[test]
+    fn chunks_elide_for_a_history_and_it_gives_back_what_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "h.jsonl", &big_history(120_000, true));
+        let par = read_jsonl_with(&p, 2, Elide::ForHistory).expect("read in parallel");
+        let elided = par
+            .ops
+            .iter()
+            .filter(|o| matches!(o.value, crate::OpValue::AsCompletion))
+            .count();
+        // Every pair but those cut by the chunk boundary.
+        assert!((119_999..=120_000).contains(&elided), "{elided}");
+        let h = crate::History::new(par.ops).unwrap();
+        assert_eq!(h.into_ops(), sequential(&p).ops);
+    }
+
+    #[test]
     fn anything_unusual_falls_back_to_the_sequential_reader() {
         let dir = tempfile::tempdir().unwrap();
         // Positional indices: the second chunk cannot know its offset.
