@@ -83,6 +83,7 @@ impl Elider {
 #[cfg(test)]
 mod tests {
     use crate::history::{History, Key, MicroOp, Op, OpType, OpValue, ReadValue, Val};
+    use std::borrow::Cow;
 
     fn a(v: i64) -> MicroOp {
         MicroOp::Append(Key::int(1), Val::int(v))
@@ -118,7 +119,7 @@ mod tests {
         assert_eq!(elided, [true, false, false, false, false, false, false]);
         assert_eq!(h.txn(0).as_deref(), Some(&[a(1), r(None)][..]));
         assert_eq!(*h.op(0), ops[0]);
-        assert_eq!(h.iter_ops().collect::<Vec<_>>(), ops);
+        assert_eq!(h.iter_ops().map(Cow::into_owned).collect::<Vec<_>>(), ops);
         // Pairing a copy of the stored ops again gives the same history.
         let again = History::new(h.ops().to_vec()).unwrap_or_default();
         assert_eq!(again.into_ops(), ops);

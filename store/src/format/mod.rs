@@ -755,8 +755,18 @@ impl<W: Write> OpWriter<W> {
     /// Writes one op.
     ///
     /// # Errors
-    /// IO failure.
+    /// IO failure, or an op holding [`crate::OpValue::AsCompletion`] (a
+    /// `History`'s stored invocation: write `History::iter_ops` instead).
     pub fn write(&mut self, op: &Op) -> io::Result<()> {
+        if matches!(op.value, crate::OpValue::AsCompletion) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "op {}: an invocation stored as its completion's micro-ops; write History::iter_ops, not History::ops",
+                    op.index
+                ),
+            ));
+        }
         self.line.clear();
         match self.format {
             Format::JsonLines => json::write_op(&mut self.line, op),

@@ -212,7 +212,7 @@ mod tests {
     }
 
     fn sequential(p: &Path) -> ReadOutcome {
-        collect(OpReader::open(p).unwrap()).unwrap()
+        collect(OpReader::open(p).unwrap(), Elide::No).unwrap()
     }
 
     #[test]
