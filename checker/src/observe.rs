@@ -562,12 +562,23 @@ mod tests {
         // A value outside the span it was sized for still gets an id.
         assert_eq!(ids.insert(0, &a[3], 12), None);
         assert_eq!(ids.insert(0, &a[0], 13), Some(7), "repeated value");
-        let got: Vec<_> = [(0, &a[0]), (0, &a[1]), (1, &a[2]), (1, &a[3]), (2, &s), (0, &a[3])]
-            .iter()
-            .map(|&(k, v)| ids.get(k, v))
-            .collect();
+        let got: Vec<_> = [
+            (0, &a[0]),
+            (0, &a[1]),
+            (1, &a[2]),
+            (1, &a[3]),
+            (2, &s),
+            (0, &a[3]),
+        ]
+        .iter()
+        .map(|&(k, v)| ids.get(k, v))
+        .collect();
         assert_eq!(got, [7, 8, 9, 10, 11, 12].map(Some));
-        assert_eq!(ids.get(0, &Atom::Int(2)), None, "in the span, never written");
+        assert_eq!(
+            ids.get(0, &Atom::Int(2)),
+            None,
+            "in the span, never written"
+        );
         assert_eq!(ids.get(0, &Atom::Int(-4)), None);
         assert_eq!(ids.get(1, &a[0]), None);
         assert_eq!(ids.get(3, &a[0]), None, "unknown key");

@@ -63,7 +63,12 @@ pub(crate) struct Elider {
 impl Elider {
     /// Takes the op at position `pos` (counting up from 0); `op_at` gives
     /// an earlier op, which it may change.
-    pub(crate) fn push<'o>(&mut self, pos: usize, op: &Op, op_at: impl FnOnce(usize) -> &'o mut Op) {
+    pub(crate) fn push<'o>(
+        &mut self,
+        pos: usize,
+        op: &Op,
+        op_at: impl FnOnce(usize) -> &'o mut Op,
+    ) {
         let Some(Process::Client(p)) = op.process else {
             return;
         };

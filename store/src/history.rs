@@ -775,7 +775,9 @@ pub(crate) fn check_pair(inv: &Op, comp: &Op) -> Result<(), HistoryError> {
         return Err(HistoryError::ValueMismatch {
             index: comp.index,
             invoke: inv.index,
-            reason: "an invocation stored as its completion's micro-ops completed by no transaction".into(),
+            reason:
+                "an invocation stored as its completion's micro-ops completed by no transaction"
+                    .into(),
         });
     }
     Ok(())

@@ -244,7 +244,9 @@ fn find_txn(history: &History, op: OpIndex, name: String) -> Option<Txn> {
     let observed = comp.is_some_and(|c| ops[c].op_type == OpType::Ok);
     let mops = match comp {
         Some(c) if observed => history.txn(c),
-        _ => history.txn(inv).or_else(|| comp.and_then(|c| history.txn(c))),
+        _ => history
+            .txn(inv)
+            .or_else(|| comp.and_then(|c| history.txn(c))),
     }?
     .into_owned();
     let process = match here.process {
