@@ -1,5 +1,6 @@
 //! Peak resident memory after each phase of a list-append check:
-//! `bench_phases FILE` (load, `Txns`, `Observations`, version order).
+//! `bench_phases FILE` (load, `Txns`, `Observations`, version order;
+//! system allocator), and the main thread's CPU time.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,7 +11,7 @@ use checker::txn::Txns;
 
 #[path = "common/measure.rs"]
 mod measure;
-use measure::peak_mb;
+use measure::{cpu_s, peak_mb};
 
 fn main() {
     let path = std::path::PathBuf::from(std::env::args().nth(1).expect("FILE"));
@@ -23,13 +24,14 @@ fn main() {
     let list = ListAppend::new(&txns, &obs);
     let v = peak_mb();
     println!(
-        "peak MB: load {load:.0}, +Txns {:.0} ({} txns), +Observations {:.0} ({} writes, {} reads), +version order {:.0}",
+        "peak MB: load {load:.0}, +Txns {:.0} ({} txns), +Observations {:.0} ({} writes, {} reads), +version order {:.0}; {:.2} CPU-s",
         t - load,
         txns.len(),
         o - t,
         obs.writes.len(),
         obs.reads.len(),
-        v - o
+        v - o,
+        cpu_s()
     );
     drop(list);
 }

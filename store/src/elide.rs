@@ -86,6 +86,7 @@ impl Elider {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use crate::history::{History, Key, MicroOp, Op, OpType, OpValue, ReadValue, Val};
     use std::borrow::Cow;
