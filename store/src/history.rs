@@ -574,13 +574,14 @@ pub struct History {
 
 impl History {
     /// Validates and pairs `ops`.
+    ///
     /// Invocations that are their completion's micro-ops with reads `nil`
     /// are stored as [`OpValue::AsCompletion`] (`crate::elide`): read
     /// micro-ops through [`History::txn`] or [`History::op`].
     ///
     /// # Errors
     /// A [`HistoryError`] naming the first op that breaks the rules.
-    pub fn new(ops: Vec<Op>) -> Result<History, HistoryError> {
+    pub fn new(mut ops: Vec<Op>) -> Result<History, HistoryError> {
         let mut partner = vec![NONE; ops.len()];
         let mut pairing = crate::pairing::Pairing::default();
         for (pos, op) in ops.iter().enumerate() {
@@ -590,7 +591,6 @@ impl History {
             }
         }
         let warnings = pairing.finish(|i| ops[i].index);
-        let mut ops = ops;
         elide_pairs(&mut ops, &partner);
         Ok(History {
             ops,
