@@ -2,6 +2,8 @@
 //! thread: `bench_phases FILE`. Prints, per phase, wall and CPU seconds and
 //! the resident set after it (what the phase added and still holds), plus
 //! the graph's size — to see which phase grows faster than the history.
+//! Last, one line of the peak each of the first phases added (load,
+//! `Txns`, `Observations`, version order).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -39,11 +41,15 @@ fn main() {
     let history = phase("pair (History::new)", || {
         store::History::new(read.ops).unwrap()
     });
+    let load = peak_mb();
     let txns = phase("txns", || Txns::new(&history));
+    let t = peak_mb();
     let obs = phase("observations", || {
         Observations::new(&txns, &history, Workload::ListAppend)
     });
+    let o = peak_mb();
     let list = phase("list-append order", || ListAppend::new(&txns, &obs));
+    let v = peak_mb();
     let _ = phase("list anomalies", || list.anomalies(&txns, &history));
     let edges = phase("data edges", || list.edges(&txns));
     let rt = phase("realtime edges", || realtime_edges(&txns, &history));
@@ -61,4 +67,13 @@ fn main() {
     );
     let sccs = phase("tarjan", || tarjan(&graph, Rels::DATA | Rels::REALTIME));
     println!("nontrivial sccs: {}", sccs.nontrivial().len());
+    println!(
+        "peak MB: load {load:.0}, +Txns {:.0} ({} txns), +Observations {:.0} ({} writes, {} reads), +version order {:.0}",
+        t - load,
+        txns.len(),
+        o - t,
+        obs.writes.len(),
+        obs.reads.len(),
+        v - o,
+    );
 }

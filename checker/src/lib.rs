@@ -27,7 +27,6 @@ pub mod txn;
 pub mod versions;
 pub mod weak;
 pub mod whitebox;
-pub mod write_index;
 
 pub use analysis::{AnalyzeOptions, Workload};
 pub use anomaly::AnomalyType;
