@@ -37,9 +37,8 @@ fn phase<T>(name: &str, f: impl FnOnce() -> T) -> T {
 
 fn main() {
     let path = std::path::PathBuf::from(std::env::args().nth(1).expect("FILE"));
-    let read = phase("read (parallel parse)", || store::read_path(&path).unwrap());
-    let history = phase("pair (History::new)", || {
-        store::History::new(read.ops).unwrap()
+    let (history, _) = phase("load (parse + pairing)", || {
+        store::load_history(&path).unwrap()
     });
     let load = peak_mb();
     let txns = phase("txns", || Txns::new(&history));
