@@ -81,10 +81,7 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
     println!("{header}\nrun directory: {}", run_dir.path().display());
     tracing::info!("{header}");
     tracing::info!("run directory {}", run_dir.path().display());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let rt = runner::runtime().context("starting the async runtime")?;
     let outcome = rt.block_on(execute(&args, &plan, &run_dir));
     let ended_at = SystemTime::now();
     meta["end_time"] = json!(humantime::format_rfc3339_millis(ended_at).to_string());
