@@ -764,6 +764,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_always_ready_client_leaves_other_tasks_their_turn() {
+        // `#[tokio::test]` is one thread, as `runtime()`. The stop request
+        // comes from another task, which runs only if the interpreter yields
+        // although every job it polls is done at once.
+        let (trigger, stop) = stop_signal();
+        tokio::spawn(async move { trigger.stop() });
+        let limit = 200_000;
+        let cfg = RunnerConfig {
+            final_reads: false,
+            ..RunnerConfig::local(4, limit)
+        };
+        let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 1)
+            .unwrap();
+        let summary = run(
+            &cfg,
+            main,
+            Arc::new(instant::InstantFactory),
+            &mut VecSink::default(),
+            &mut NoNemesis,
+            stop,
+            Arc::new(Counters::default()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(summary.main_phase_end, PhaseEnd::Stopped);
+        assert!(
+            summary.main_counts.invoked < limit / 10,
+            "stopped only after {} transactions",
+            summary.main_counts.invoked
+        );
+    }
+
+    #[tokio::test]
     async fn every_invocation_is_in_the_file_before_its_request() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("history.jsonl");
