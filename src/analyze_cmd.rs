@@ -88,7 +88,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let keep = engine::report::Keep::from_items(&args.keep);
     if args.reports_only {
         engine::report::write_reports(&dir, &history, None, keep)?;
-        println!("reports regenerated in {}", dir.display());
+        engine::say!("reports regenerated in {}", dir.display());
         return Ok(exit::VALID);
     }
     let test: Value = match std::fs::read(run.test_json_path()) {
@@ -159,7 +159,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     engine::report::write_reports(&dir, &history, Some(&result), keep)?;
     let names: Vec<&str> = result.anomaly_types.iter().map(|t| t.name()).collect();
     let model_names: Vec<&str> = models.iter().map(|m| m.name()).collect();
-    println!(
+    engine::say!(
         "{} against {}{}",
         result.valid.as_str(),
         model_names.join(", "),
@@ -170,11 +170,11 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         }
     );
     for r in &engines {
-        println!("decided by: {}", r.line());
+        engine::say!("decided by: {}", r.line());
     }
     if let Some(target) = &args.witness {
         crate::check_cmd::write_witness(target, &engines, crate::check_cmd::Format::Text)?;
     }
-    println!("results and reports written to {}", dir.display());
+    engine::say!("results and reports written to {}", dir.display());
     Ok(result.valid.exit_code())
 }

@@ -172,20 +172,20 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
     let elapsed = started.elapsed();
     let witness_to_stdout = args.witness.as_deref() == Some(Path::new("-"));
     match args.format {
-        Format::Json if engines.is_empty() => println!("{}", result.to_json_string()),
+        Format::Json if engines.is_empty() => engine::say!("{}", result.to_json_string()),
         Format::Json => {
             // Only when the complete check was asked for: Elle's map plus an
             // `engines` entry saying who decided each level.
             let mut j = result.to_json();
             j["engines"] = checker::engines::to_json(&engines, witness_to_stdout);
-            println!("{}", serde_json::to_string(&j).unwrap_or_default());
+            engine::say!("{}", serde_json::to_string(&j).unwrap_or_default());
         }
-        Format::Edn => print!("{}", result.to_edn()),
+        Format::Edn => engine::say_raw!("{}", result.to_edn()),
         Format::Text => {
-            print!("{}", render_text(&result, &history));
-            println!("{}", what_was_checked(&history, &opts, &analyses, elapsed));
+            engine::say_raw!("{}", render_text(&result, &history));
+            engine::say!("{}", what_was_checked(&history, &opts, &analyses, elapsed));
             for r in &engines {
-                println!("engine: {}", r.line());
+                engine::say!("engine: {}", r.line());
             }
         }
     }
@@ -226,7 +226,7 @@ pub(crate) fn write_witness(
     if target == Path::new("-") {
         if format == Format::Text {
             for l in &lines {
-                println!("witness (commit order, op indices) {l}");
+                engine::say!("witness (commit order, op indices) {l}");
             }
         }
         return Ok(());

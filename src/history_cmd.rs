@@ -362,8 +362,8 @@ fn loaded_stats(file: &Path, forced: Option<FileFormat>) -> Result<Stats, Format
         .map(|w| format!("{}: {w}", file.display()))
         .collect();
     let mut tally = Tally::default();
-    for op in h.ops() {
-        tally.add(op);
+    for op in h.iter_ops() {
+        tally.add(&op);
     }
     tally.s.warnings = loaded
         .warnings

@@ -54,7 +54,7 @@ pub fn run(cmd: NemesisCommand) -> anyhow::Result<u8> {
                     Ok(rules) => {
                         let left: usize = rules.values().map(Vec::len).sum();
                         for (node, lines) in &rules {
-                            println!("{node}: {} harness rules", lines.len());
+                            engine::say!("{node}: {} harness rules", lines.len());
                         }
                         Ok(if left == 0 {
                             exit::VALID

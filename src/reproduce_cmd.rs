@@ -193,7 +193,7 @@ fn list(dir: &Path) -> anyhow::Result<u8> {
     let mut bad = 0;
     for f in files {
         match parse_scenario(&f) {
-            Ok(s) => println!(
+            Ok(s) => engine::say!(
                 "{:<36} {:<12} {}\n{:<36} {}",
                 s.name,
                 s.expect.join("|"),
@@ -390,17 +390,17 @@ fn attempt_loop(
             .unwrap_or_default();
         match judge(&r) {
             Ok((what, explain)) => {
-                println!("reproduced: yes (attempt {attempt}/{attempts}): {what}");
+                engine::say!("reproduced: yes (attempt {attempt}/{attempts}): {what}");
                 if let (Some(t), Some(d)) = (explain, &r.dir)
                     && let Some(e) = suite::first_explanation(d, &t)
                 {
-                    println!("\n{e}\n");
+                    engine::say!("\n{e}\n");
                 }
-                println!("run: {new_dir}");
+                engine::say!("run: {new_dir}");
                 return Ok(exit::VALID);
             }
             Err(why) => {
-                println!("reproduced: no (attempt {attempt}/{attempts}): {why} ({new_dir})");
+                engine::say!("reproduced: no (attempt {attempt}/{attempts}): {why} ({new_dir})");
             }
         }
         if suite::interrupted() {
@@ -412,14 +412,14 @@ fn attempt_loop(
 
 fn reproduce_scenario(args: &ReproduceArgs) -> anyhow::Result<u8> {
     let s = parse_scenario(&args.target)?;
-    println!("scenario {}: {}", s.name, s.title);
-    println!("  seen on: {}   source: {}", s.seen_on, s.source);
-    println!("  report:  {}", s.report);
-    println!("  expect:  {}", s.expect.join(" or "));
+    engine::say!("scenario {}: {}", s.name, s.title);
+    engine::say!("  seen on: {}   source: {}", s.seen_on, s.source);
+    engine::say!("  report:  {}", s.report);
+    engine::say!("  expect:  {}", s.expect.join(" or "));
     if let Some(n) = &s.needs
         && args.extra.is_empty()
     {
-        println!("  needs:   {n}");
+        engine::say!("  needs:   {n}");
         eprintln!(
             "reproduce: scenario {} needs {n}; give its flags after `--` (see the scenario file)",
             s.name

@@ -66,32 +66,9 @@ pub struct RunArgs {
     /// other sessions: breaks causal, not read atomic).
     #[arg(long, help_heading = "Database")]
     pub sim_bug: Option<String>,
-    /// Workload: list-append (alias append) or rw-register (alias wr).
-    #[arg(
-        long,
-        short = 'w',
-        default_value = "list-append",
-        help_heading = "Workload"
-    )]
-    pub workload: String,
-    /// Seed of every random choice (default: from the clock; recorded in test.json).
-    #[arg(long, help_heading = "Workload")]
-    pub seed: Option<u64>,
-    /// Active keys at a time (Elle: 10).
-    #[arg(long, help_heading = "Workload")]
-    pub key_count: Option<usize>,
-    /// Writes to a key before it retires (32).
-    #[arg(long, help_heading = "Workload")]
-    pub max_writes_per_key: Option<u64>,
-    /// Fewest micro-ops per transaction (1).
-    #[arg(long, help_heading = "Workload")]
-    pub min_txn_length: Option<usize>,
-    /// Most micro-ops per transaction (4).
-    #[arg(long, help_heading = "Workload")]
-    pub max_txn_length: Option<usize>,
-    /// Probability that a micro-op is a read (0.5).
-    #[arg(long, help_heading = "Workload")]
-    pub read_ratio: Option<f64>,
+    /// The workload and its knobs.
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
     /// Worker count: N, or Nn for N per node.
     #[arg(long, default_value = "10", help_heading = "Limits")]
     pub concurrency: String,
@@ -135,6 +112,52 @@ pub struct RunArgs {
     /// CockroachDB, TiDB and YugabyteDB flags.
     #[command(flatten)]
     pub newsql: NewSqlArgs,
+}
+
+/// Workload flags of `harness run`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Workload")]
+pub struct WorkloadArgs {
+    /// Workload: list-append (alias append) or rw-register (alias wr).
+    #[arg(
+        id = "workload",
+        long = "workload",
+        short = 'w',
+        value_name = "WORKLOAD",
+        default_value = "list-append"
+    )]
+    pub name: String,
+    /// Seed of every random choice (default: from the clock; recorded in test.json).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Active keys at a time (Elle: 10).
+    #[arg(long)]
+    pub key_count: Option<usize>,
+    /// Writes to a key before it retires (32).
+    #[arg(long)]
+    pub max_writes_per_key: Option<u64>,
+    /// Fewest micro-ops per transaction (1).
+    #[arg(long)]
+    pub min_txn_length: Option<usize>,
+    /// Most micro-ops per transaction (4).
+    #[arg(long)]
+    pub max_txn_length: Option<usize>,
+    /// Probability that a micro-op is a read (0.5).
+    #[arg(long)]
+    pub read_ratio: Option<f64>,
+}
+
+impl WorkloadArgs {
+    /// The overrides of the workload's defaults.
+    fn overrides(&self) -> WorkloadOverrides {
+        WorkloadOverrides {
+            key_count: self.key_count,
+            max_writes_per_key: self.max_writes_per_key,
+            min_txn_length: self.min_txn_length,
+            max_txn_length: self.max_txn_length,
+            read_ratio: self.read_ratio,
+        }
+    }
 }
 
 /// Node and SSH flags (`harness run`, `harness nemesis heal`).
@@ -266,6 +289,7 @@ impl RunArgs {
     pub fn to_spec(&self) -> anyhow::Result<RunSpec> {
         let workload = self
             .workload
+            .name
             .parse()
             .map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
         let isolation = self
@@ -284,14 +308,8 @@ impl RunArgs {
             version_order: self.version_order.parse().map_err(anyhow::Error::msg)?,
             sim_bug: parse_opt("--sim-bug", self.sim_bug.as_deref())?,
             workload,
-            workload_overrides: WorkloadOverrides {
-                key_count: self.key_count,
-                max_writes_per_key: self.max_writes_per_key,
-                min_txn_length: self.min_txn_length,
-                max_txn_length: self.max_txn_length,
-                read_ratio: self.read_ratio,
-            },
-            seed: self.seed,
+            workload_overrides: self.workload.overrides(),
+            seed: self.workload.seed,
             concurrency: Concurrency::parse(&self.concurrency).map_err(anyhow::Error::msg)?,
             limits: Limits {
                 rate: self.rate,

@@ -73,7 +73,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("binding {addr}"))?;
         let local = listener.local_addr().context("local address")?;
         // Tests and scripts read this line to learn the port.
-        println!("listening on http://{local}/ (store {})", root.display());
+        engine::say!("listening on http://{local}/ (store {})", root.display());
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let app = Router::new()

@@ -1,33 +1,10 @@
 //! `harness soak SUITE.toml`: many runs unattended, a clear outcome for
 //! each, nothing hanging, memory flat.
 //!
-//! A suite file:
-//!
-//! ```toml
-//! [suite]
-//! name = "nightly"        # default: the file's stem
-//! seed = 42               # base of the per-run seeds (default: the clock)
-//! watchdog = "20m"        # per run, run + analysis (default: 2 × time-limit + 10 min)
-//! grace = "3m"            # SIGINT → SIGKILL when the watchdog fires
-//!
-//! [defaults]              # `harness run` flags for every test
-//! time-limit = "30s"
-//!
-//! [[test]]
-//! name = "pg"
-//! db = "postgres"
-//! local = true
-//! expect = "valid"        # or a list of acceptable outcomes
-//! count = 2               # runs per matrix cell
-//! [test.matrix]           # one run per combination
-//! isolation = ["serializable", "repeatable-read"]
-//! ```
-//!
-//! Every key other than `name`, `expect`, `count`, `watchdog` and `matrix`
-//! is a `harness run` flag (`key = "v"` → `--key v`, `key = true` →
-//! `--key`); all runs are checked against `harness run`'s own parser and
-//! validation before the first one starts. Each run is a child process with
-//! a fresh seed (recorded in its `test.json`), its output in
+//! The suite file's format is `engine::suite_file`'s; all its runs are
+//! checked against `harness run`'s own parser and validation
+//! ([`checked_run_flags`]) before the first one starts. Each run is a
+//! child process with a fresh seed (recorded in its `test.json`), its output in
 //! `<store>/soak/<suite>/<time>/logs/`, and one of the outcomes of
 //! [`Outcome`]. The suite goes on after any outcome; at the end (also after
 //! Ctrl-C, which stops the current run cleanly) it writes `summary.json` and
@@ -37,14 +14,15 @@
 //! was interrupted, 3 a bad suite file.
 
 use crate::run_cmd::checked_run_flags;
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use engine::exit;
 use engine::report::soak::{
-    Planned, Record, Suite, expect_names, junit_xml, log_tail, summary_json, table,
+    Planned, Record, expect_names, junit_xml, log_tail, summary_json, table,
 };
-use engine::suite::{self, ChildSpec, Outcome, run_child, run_dirs, table_flags};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use engine::suite::{self, ChildSpec, Outcome, run_child, run_dirs};
+use engine::suite_file;
+use std::path::PathBuf;
+use std::time::SystemTime;
 
 /// `harness soak` flags.
 #[derive(clap::Args, Debug)]
@@ -63,190 +41,6 @@ pub struct SoakArgs {
     pub dry_run: bool,
 }
 
-const RESERVED: [&str; 5] = ["name", "expect", "count", "watchdog", "matrix"];
-const SET_BY_SOAK: [&str; 3] = ["store", "seed", "test-name"];
-
-fn duration(v: &toml::Value, what: &str) -> anyhow::Result<Duration> {
-    let s = v
-        .as_str()
-        .with_context(|| format!("{what}: expected a duration such as \"10m\""))?;
-    humantime::parse_duration(s).with_context(|| format!("{what}: {s:?}"))
-}
-
-/// Keeps test-name characters (`harness run` accepts `[A-Za-z0-9-_.+]`).
-fn name_part(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-fn parse_suite(path: &Path, text: &str) -> anyhow::Result<Suite> {
-    let doc: toml::Table = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
-    for k in doc.keys() {
-        if !matches!(k.as_str(), "suite" | "defaults" | "test") {
-            bail!("unknown top-level key {k:?} (expected [suite], [defaults], [[test]])");
-        }
-    }
-    let empty = toml::Table::new();
-    let head = match doc.get("suite") {
-        None => &empty,
-        Some(toml::Value::Table(t)) => t,
-        Some(_) => bail!("[suite] must be a table"),
-    };
-    for k in head.keys() {
-        if !matches!(k.as_str(), "name" | "seed" | "watchdog" | "grace") {
-            bail!("[suite]: unknown key {k:?} (expected name, seed, watchdog, grace)");
-        }
-    }
-    let name = match head.get("name") {
-        Some(v) => v
-            .as_str()
-            .context("[suite] name: expected a string")?
-            .to_string(),
-        None => path
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_else(|| "suite".to_string()),
-    };
-    let name = name_part(&name);
-    let seed = match head.get("seed") {
-        Some(v) => Some(
-            v.as_integer()
-                .and_then(|i| u64::try_from(i).ok())
-                .context("[suite] seed: expected a non-negative integer")?,
-        ),
-        None => None,
-    };
-    let suite_watchdog = head
-        .get("watchdog")
-        .map(|v| duration(v, "[suite] watchdog"))
-        .transpose()?;
-    let grace = head
-        .get("grace")
-        .map(|v| duration(v, "[suite] grace"))
-        .transpose()?
-        .unwrap_or(Duration::from_secs(180));
-    let defaults = match doc.get("defaults") {
-        None => empty.clone(),
-        Some(toml::Value::Table(t)) => t.clone(),
-        Some(_) => bail!("[defaults] must be a table"),
-    };
-    let tests = match doc.get("test") {
-        Some(toml::Value::Array(a)) if !a.is_empty() => a,
-        _ => bail!("no [[test]] entries"),
-    };
-    let mut runs = Vec::new();
-    for (ti, t) in tests.iter().enumerate() {
-        let t = t
-            .as_table()
-            .with_context(|| format!("[[test]] #{}: expected a table", ti + 1))?;
-        let tname = match t.get("name") {
-            Some(v) => v
-                .as_str()
-                .with_context(|| format!("[[test]] #{}: name must be a string", ti + 1))?
-                .to_string(),
-            None => format!("test{}", ti + 1),
-        };
-        let what = format!("test {tname:?} ([[test]] #{})", ti + 1);
-        let mut base = defaults.clone();
-        for (k, v) in t {
-            if !RESERVED.contains(&k.as_str()) {
-                base.insert(k.clone(), v.clone());
-            }
-        }
-        let expect = match t.get("expect") {
-            None => vec![Outcome::Valid],
-            Some(toml::Value::String(s)) => {
-                vec![Outcome::parse(s).map_err(|e| anyhow::anyhow!("{what}: expect: {e}"))?]
-            }
-            Some(toml::Value::Array(a)) => a
-                .iter()
-                .map(|v| {
-                    let s = v
-                        .as_str()
-                        .with_context(|| format!("{what}: expect: expected strings"))?;
-                    Outcome::parse(s).map_err(|e| anyhow::anyhow!("{what}: expect: {e}"))
-                })
-                .collect::<anyhow::Result<_>>()?,
-            Some(_) => bail!("{what}: expect: a string or a list of strings"),
-        };
-        let count =
-            suite::count_setting(t.get("count"), &format!("{what}: count"), 100_000, 1)? as usize;
-        let watchdog = t
-            .get("watchdog")
-            .map(|v| duration(v, &format!("{what}: watchdog")))
-            .transpose()?
-            .or(suite_watchdog);
-        // The matrix: every combination, keys in sorted order.
-        let mut cells: Vec<(Vec<String>, toml::Table)> = vec![(Vec::new(), toml::Table::new())];
-        match t.get("matrix") {
-            None => {}
-            Some(toml::Value::Table(m)) => {
-                for (k, vals) in m {
-                    let vals = vals.as_array().filter(|a| !a.is_empty()).with_context(|| {
-                        format!("{what}: matrix.{k}: expected a non-empty list")
-                    })?;
-                    let mut next = Vec::new();
-                    for (labels, cell) in &cells {
-                        for v in vals {
-                            let mut l = labels.clone();
-                            l.push(name_part(
-                                &suite::scalar(v).with_context(|| format!("{what}: matrix.{k}"))?,
-                            ));
-                            let mut c = cell.clone();
-                            c.insert(k.clone(), v.clone());
-                            next.push((l, c));
-                        }
-                    }
-                    cells = next;
-                }
-            }
-            Some(_) => bail!("{what}: matrix must be a table of lists"),
-        }
-        for (labels, cell) in cells {
-            let mut table = base.clone();
-            table.extend(cell);
-            let flags = table_flags(
-                &table,
-                &what,
-                &SET_BY_SOAK,
-                "soak for each run (use [suite] seed, soak --store)",
-            )?;
-            let test_name = if labels.is_empty() {
-                name_part(&tname)
-            } else {
-                format!("{}-{}", name_part(&tname), labels.join("-"))
-            };
-            // Checked now, so a typo fails the suite before the first run.
-            let args = checked_run_flags(&flags).with_context(|| what.clone())?;
-            let watchdog =
-                watchdog.unwrap_or(args.limits.time_limit * 2 + Duration::from_secs(600));
-            for _ in 0..count {
-                runs.push(Planned {
-                    id: runs.len() + 1,
-                    test: tname.clone(),
-                    test_name: test_name.clone(),
-                    flags: flags.clone(),
-                    expect: expect.clone(),
-                    watchdog,
-                });
-            }
-        }
-    }
-    Ok(Suite {
-        name,
-        seed,
-        grace,
-        runs,
-    })
-}
-
 /// Runs `harness soak`.
 ///
 /// # Errors
@@ -255,14 +49,14 @@ fn parse_suite(path: &Path, text: &str) -> anyhow::Result<Suite> {
 pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     let text = std::fs::read_to_string(&args.suite)
         .with_context(|| format!("reading {}", args.suite.display()))?;
-    let mut suite =
-        parse_suite(&args.suite, &text).with_context(|| format!("{}", args.suite.display()))?;
+    let mut suite = suite_file::parse(&args.suite, &text, &checked_run_flags)
+        .with_context(|| format!("{}", args.suite.display()))?;
     if args.seed.is_some() {
         suite.seed = args.seed;
     }
     if args.dry_run {
         for r in &suite.runs {
-            println!(
+            engine::say!(
                 "{:>3}  {:<32} expect {:<16} harness run {}",
                 r.id,
                 r.test_name,
@@ -339,15 +133,11 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
             planned: p.clone(),
             seed,
             outcome,
-            exit_code: end.code,
-            signal: end.signal,
-            interrupted: end.interrupted,
-            duration: end.elapsed,
+            end,
             run_dir,
             log,
             facts,
             detail,
-            child_max_rss_kb: end.max_rss_kb,
             soak_rss_kb: suite::self_rss_kb(),
         };
         eprintln!(
@@ -361,7 +151,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
             } else {
                 format!(" (expected {})", expect_names(&p.expect))
             },
-            end.elapsed.as_secs_f64()
+            rec.end.elapsed.as_secs_f64()
         );
         records.push(rec);
     }
@@ -390,9 +180,9 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     let junit_path = soak_dir.join("junit.xml");
     std::fs::write(&junit_path, junit_xml(&suite, &records, &not_run, started))
         .with_context(|| format!("writing {}", junit_path.display()))?;
-    print!("{}", table(&records, &not_run));
-    println!("summary: {}", summary_path.display());
-    println!("junit:   {}", junit_path.display());
+    engine::say_raw!("{}", table(&records, &not_run));
+    engine::say!("summary: {}", summary_path.display());
+    engine::say!("junit:   {}", junit_path.display());
     let unexpected = records.iter().filter(|r| !r.as_expected()).count();
     Ok(if interrupted {
         eprintln!("suite interrupted: {} runs not run", not_run.len());
@@ -407,10 +197,13 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::suite::RunFacts;
+    use engine::report::soak::Suite;
+    use engine::suite::{ChildEnd, RunFacts};
+    use std::path::Path;
+    use std::time::Duration;
 
     fn parse(text: &str) -> anyhow::Result<Suite> {
-        parse_suite(Path::new("/x/nightly.toml"), text)
+        suite_file::parse(Path::new("/x/nightly.toml"), text, &checked_run_flags)
     }
 
     #[test]
@@ -496,15 +289,18 @@ db = "sqlite"
             planned: s.runs[0].clone(),
             seed: 1,
             outcome,
-            exit_code: Some(0),
-            signal: None,
-            interrupted: false,
-            duration: Duration::from_millis(1500),
+            end: ChildEnd {
+                code: Some(0),
+                signal: None,
+                timed_out: false,
+                interrupted: false,
+                max_rss_kb: 0,
+                elapsed: Duration::from_millis(1500),
+            },
             run_dir: None,
             log: PathBuf::from("/l"),
             facts: RunFacts::default(),
             detail: Some("boom & bust".into()),
-            child_max_rss_kb: 0,
             soak_rss_kb: None,
         };
         let recs = [

@@ -38,9 +38,9 @@ pub fn run(cmd: TestbedCommand) -> anyhow::Result<u8> {
                 match Testbed::up(nodes).await {
                     Ok(tb) => {
                         for n in &tb.nodes {
-                            println!("{} {}", n.name, n.host);
+                            engine::say!("{} {}", n.name, n.host);
                         }
-                        println!(
+                        engine::say!(
                             "testbed up: {} nodes in {:.2} s (ssh key {})",
                             tb.nodes.len(),
                             t.elapsed().as_secs_f64(),
@@ -58,7 +58,7 @@ pub fn run(cmd: TestbedCommand) -> anyhow::Result<u8> {
                 let t = Instant::now();
                 match Testbed::down().await {
                     Ok(()) => {
-                        println!("testbed down in {:.2} s", t.elapsed().as_secs_f64());
+                        engine::say!("testbed down in {:.2} s", t.elapsed().as_secs_f64());
                         Ok(exit::VALID)
                     }
                     Err(e) => {
@@ -69,7 +69,7 @@ pub fn run(cmd: TestbedCommand) -> anyhow::Result<u8> {
             }
             TestbedCommand::Status => match Testbed::current() {
                 Err(e) => {
-                    println!("{e}");
+                    engine::say!("{e}");
                     Ok(exit::SETUP_FAILED)
                 }
                 Ok(tb) => {
@@ -78,7 +78,7 @@ pub fn run(cmd: TestbedCommand) -> anyhow::Result<u8> {
                     for s in &st {
                         let ok = s.netns && s.running && s.ssh;
                         healthy &= ok;
-                        println!(
+                        engine::say!(
                             "{} {} netns={} running={} ssh={} {}",
                             s.node.name,
                             s.node.host,

@@ -154,3 +154,33 @@ fn bug_modes_are_caught() {
         assert!(!types.is_empty(), "{bug}");
     }
 }
+
+#[test]
+fn a_closed_stdout_does_not_stop_a_run() {
+    // `harness run … | head -1`: the reader goes away after the first line;
+    // the run still finishes, checks and reports, and exits with its
+    // verdict (it used to panic in `println!`, exit 101).
+    use std::io::BufRead as _;
+    let store = tempfile::tempdir().unwrap();
+    let mut child = harness()
+        .arg("run")
+        .arg("--store")
+        .arg(store.path())
+        .args(["--db", "sim", "--sim-bug", "lost-update", "--ops", "2000"])
+        .args(["--seed", "3", "--test-name", "piped"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("harness run: sim"), "{first}");
+    // The reader is dropped here: every later line meets a closed pipe.
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let dir = run_dir(store.path(), "piped");
+    assert_complete(&dir);
+    assert!(!anomaly_types(&results(&dir)).is_empty());
+}

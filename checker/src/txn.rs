@@ -155,7 +155,7 @@ pub fn is_client_txn(op: &Op) -> bool {
     }
     match &op.f {
         Some(F::Txn) => true,
-        None => matches!(op.value, OpValue::Txn(_)) || op.op_type != OpType::Invoke,
+        None => op.value.is_txn() || op.op_type != OpType::Invoke,
         Some(_) => false,
     }
 }

@@ -58,7 +58,7 @@ fn black_box_inference_misses_it() {
 fn certificates_survive_json_round_trip() {
     let h = history(WRITE_SKEW);
     let mut buf = Vec::new();
-    store::format::write_ops(&mut buf, h.ops(), Format::JsonLines).unwrap();
+    store::format::write_ops(&mut buf, h.iter_ops(), Format::JsonLines).unwrap();
     let text = String::from_utf8(buf).unwrap();
     assert!(
         text.contains(r#""txid":11"#) && text.contains(r#""snapshot":"11:11:""#),

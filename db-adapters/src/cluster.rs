@@ -206,6 +206,11 @@ pub struct Layout {
     pub base: String,
 }
 
+/// The tarball's unpack log, kept from every node of a tarball install
+/// (each database's `LOGS` lists it).
+pub const UNPACK_LOG: crate::db::NodeLog =
+    crate::db::NodeLog::every_node("unpack.log", "unpack.log");
+
 impl Layout {
     /// The node's directory.
     pub fn dir(&self, node: &str) -> String {
@@ -221,7 +226,7 @@ impl Layout {
     }
     /// Output of unpacking the tarball (the list of its files).
     pub fn unpack_log(&self, node: &str) -> String {
-        format!("{}/unpack.log", self.dir(node))
+        format!("{}/{}", self.dir(node), UNPACK_LOG.path)
     }
     /// Pid file of daemon `name`.
     pub fn pid_file(&self, node: &str, name: &str) -> String {

@@ -60,7 +60,7 @@ pub struct CheckSpec {
 /// The history or results could not be read or written.
 pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyhow::Result<Valid> {
     let keep = spec.keep;
-    println!("checking the history against {} …", spec.expected.name());
+    crate::say!("checking the history against {} …", spec.expected.name());
     let (history, warnings) = store::format::load_history(&run_dir.history_path())
         .with_context(|| format!("reading back {}", run_dir.history_path().display()))?;
     for w in &warnings {
@@ -111,7 +111,7 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
         ..
     } = counts;
     let pending = invoked.saturating_sub(ok_all + fail + info);
-    println!(
+    crate::say!(
         "checked {} transactions against {} in {check_s:.1} s: {} ok ({} writes committed), \
          {} fail (did not take effect), {} info (outcome unknown){}",
         thousands(invoked as u64),
@@ -127,16 +127,16 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
         }
     );
     for r in &engines {
-        println!("decided by: {}", r.line());
+        crate::say!("decided by: {}", r.line());
     }
     match valid {
-        Valid::True => println!(
+        Valid::True => crate::say!(
             "valid: no anomaly forbidden by {} was found",
             spec.expected.name()
         ),
         Valid::False => {
             let names: Vec<&str> = result.anomaly_types.iter().map(|a| a.name()).collect();
-            println!(
+            crate::say!(
                 "INVALID: {} (expected {}; not {})",
                 names.join(", "),
                 spec.expected.name(),
@@ -149,24 +149,24 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
             );
             for (t, cases) in &result.anomalies {
                 if let Some(first) = cases.first() {
-                    println!("\n{} ({} found), e.g.:", t.name(), cases.len());
-                    println!("{}", checker::explain::render_text(first, &history));
+                    crate::say!("\n{} ({} found), e.g.:", t.name(), cases.len());
+                    crate::say!("{}", checker::explain::render_text(first, &history));
                 }
             }
         }
         Valid::Unknown => {
             if committed == 0 {
-                println!("unknown: no transaction committed, so nothing could be checked");
+                crate::say!("unknown: no transaction committed, so nothing could be checked");
             } else {
                 let names: Vec<&str> = result.anomaly_types.iter().map(|a| a.name()).collect();
-                println!(
+                crate::say!(
                     "unknown: the checker could not decide ({})",
                     names.join(", ")
                 );
             }
         }
     }
-    println!("run directory: {}", run_dir.path().display());
+    crate::say!("run directory: {}", run_dir.path().display());
     Ok(valid)
 }
 

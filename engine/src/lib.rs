@@ -18,6 +18,7 @@
 
 pub mod check;
 pub mod cluster;
+pub mod console;
 pub mod exit;
 pub mod plan;
 pub mod report;
@@ -27,3 +28,4 @@ pub mod spec;
 // Child processes: SIGINT handler, wait4 (rusage), kill of a process group.
 #[allow(unsafe_code)]
 pub mod suite;
+pub mod suite_file;

@@ -78,7 +78,7 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
     meta["run_flags"] = json!(reproducible_flags(&argv, plan.seed));
     write_json(&run_dir.test_json_path(), &meta)?;
     let header = header(&args, &plan);
-    println!("{header}\nrun directory: {}", run_dir.path().display());
+    crate::say!("{header}\nrun directory: {}", run_dir.path().display());
     tracing::info!("{header}");
     tracing::info!("run directory {}", run_dir.path().display());
     let rt = runner::runtime().context("starting the async runtime")?;
@@ -104,7 +104,7 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
     };
     meta["summary"] = serde_json::to_value(&code).unwrap_or_default();
     write_json(&run_dir.test_json_path(), &meta)?;
-    println!("{}", phase_lines(&code));
+    crate::say!("{}", phase_lines(&code));
     let keep = args.keep;
     let check = crate::check::CheckSpec {
         workload: plan.workload,
@@ -115,7 +115,7 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
     let verdict = crate::check::check_and_report(&check, &run_dir)?;
     if !keep.jsonl {
         match run_dir.compress_history() {
-            Ok((raw, packed)) => println!(
+            Ok((raw, packed)) => crate::say!(
                 "history: {} ({} MB, compressed from {} MB; --keep jsonl keeps it plain)",
                 run_dir.history_gz_path().display(),
                 mb(packed),

@@ -10,6 +10,7 @@
 
 use crate::data::Data;
 pub use crate::list::ValList;
+use std::borrow::Cow;
 use std::fmt;
 
 /// Position of an op in its history (Elle's `:index`).
@@ -329,15 +330,27 @@ pub enum OpValue {
     /// Anything else (nemesis grudges and node lists, foreign values), kept
     /// as data (boxed: rare, and it would make every op 8 B bigger).
     Data(Box<Data>),
+    /// Only in a [`History`] (and in what its readers hand to
+    /// `History::new`): an invocation whose micro-ops are its completion's
+    /// with every read `nil`, so they are not stored twice (issue 15).
+    /// [`History::txn`] and [`History::op`] give them back; `History::ops`
+    /// shows this marker, and [`OpValue::txn`] is `None` for it.
+    AsCompletion,
 }
 
 impl OpValue {
-    /// The micro-ops, if this is a transaction.
+    /// The micro-ops, if this is a transaction (not for
+    /// [`OpValue::AsCompletion`]: ask the [`History`]).
     pub fn txn(&self) -> Option<&[MicroOp]> {
         match self {
             OpValue::Txn(m) => Some(m),
-            OpValue::Data(_) => None,
+            OpValue::Data(_) | OpValue::AsCompletion => None,
         }
+    }
+
+    /// Whether this is a transaction, stored here or as its completion's.
+    pub fn is_txn(&self) -> bool {
+        matches!(self, OpValue::Txn(_) | OpValue::AsCompletion)
     }
 }
 
@@ -562,9 +575,13 @@ pub struct History {
 impl History {
     /// Validates and pairs `ops`.
     ///
+    /// Invocations that are their completion's micro-ops with reads `nil`
+    /// are stored as [`OpValue::AsCompletion`] (`crate::elide`): read
+    /// micro-ops through [`History::txn`] or [`History::op`].
+    ///
     /// # Errors
     /// A [`HistoryError`] naming the first op that breaks the rules.
-    pub fn new(ops: Vec<Op>) -> Result<History, HistoryError> {
+    pub fn new(mut ops: Vec<Op>) -> Result<History, HistoryError> {
         let mut partner = vec![NONE; ops.len()];
         let mut pairing = crate::pairing::Pairing::default();
         for (pos, op) in ops.iter().enumerate() {
@@ -574,6 +591,7 @@ impl History {
             }
         }
         let warnings = pairing.finish(|i| ops[i].index);
+        elide_pairs(&mut ops, &partner);
         Ok(History {
             ops,
             partner,
@@ -611,13 +629,57 @@ impl History {
         !self.session_order_only
     }
 
-    /// All ops, in history order.
+    /// All ops, in history order, as stored: an invocation may hold
+    /// [`OpValue::AsCompletion`] ([`History::txn`] / [`History::op`] give
+    /// its micro-ops).
     pub fn ops(&self) -> &[Op] {
         &self.ops
     }
 
-    /// Consumes the history, returning its ops.
-    pub fn into_ops(self) -> Vec<Op> {
+    /// The micro-ops of the op at `pos` as read (an elided invocation's
+    /// rebuilt from its completion), if it is a transaction.
+    pub fn txn(&self, pos: usize) -> Option<Cow<'_, [MicroOp]>> {
+        match &self.ops.get(pos)?.value {
+            OpValue::Txn(m) => Some(Cow::Borrowed(m)),
+            OpValue::Data(_) => None,
+            OpValue::AsCompletion => Some(Cow::Owned(self.elided_mops(pos))),
+        }
+    }
+
+    /// The op at `pos` as read (what a writer should write).
+    ///
+    /// # Panics
+    /// If `pos` is out of bounds, like indexing [`History::ops`].
+    pub fn op(&self, pos: usize) -> Cow<'_, Op> {
+        let op = &self.ops[pos];
+        match op.value {
+            OpValue::AsCompletion => Cow::Owned(Op {
+                value: OpValue::Txn(self.elided_mops(pos)),
+                ..op.clone()
+            }),
+            _ => Cow::Borrowed(op),
+        }
+    }
+
+    /// Every op as read, in history order ([`History::op`] of each).
+    pub fn iter_ops(&self) -> impl Iterator<Item = Cow<'_, Op>> {
+        (0..self.ops.len()).map(|pos| self.op(pos))
+    }
+
+    /// An elided invocation's micro-ops (empty if it has no completion,
+    /// which only ops built by hand can cause).
+    fn elided_mops(&self, pos: usize) -> Vec<MicroOp> {
+        let comp = self.partner(pos).map(|p| &self.ops[p].value);
+        crate::elide::invocation_mops(comp.and_then(OpValue::txn).unwrap_or_default())
+    }
+
+    /// Consumes the history, returning its ops as read.
+    pub fn into_ops(mut self) -> Vec<Op> {
+        for pos in 0..self.ops.len() {
+            if matches!(self.ops[pos].value, OpValue::AsCompletion) {
+                self.ops[pos].value = OpValue::Txn(self.elided_mops(pos));
+            }
+        }
         self.ops
     }
 
@@ -665,6 +727,19 @@ impl History {
     }
 }
 
+/// Elides every paired invocation that can be (`crate::elide`).
+fn elide_pairs(ops: &mut [Op], partner: &[u32]) {
+    for (inv, &comp) in partner.iter().enumerate() {
+        if comp == NONE || (comp as usize) < inv {
+            continue;
+        }
+        let (head, tail) = ops.split_at_mut(comp as usize);
+        if crate::elide::elidable(&head[inv], &tail[0]) {
+            head[inv].value = OpValue::AsCompletion;
+        }
+    }
+}
+
 fn f_string(f: &Option<F>) -> Option<String> {
     f.as_ref().map(|f| f.as_str().to_string())
 }
@@ -696,6 +771,15 @@ pub(crate) fn check_pair(inv: &Op, comp: &Op) -> Result<(), HistoryError> {
             });
         }
     }
+    if matches!(inv.value, OpValue::AsCompletion) && !matches!(comp.value, OpValue::Txn(_)) {
+        return Err(HistoryError::ValueMismatch {
+            index: comp.index,
+            invoke: inv.index,
+            reason:
+                "an invocation stored as its completion's micro-ops completed by no transaction"
+                    .into(),
+        });
+    }
     Ok(())
 }
 
@@ -707,7 +791,7 @@ pub(crate) fn same_call(inv: &Op, comp: &Op) -> bool {
         (OpValue::Txn(a), OpValue::Txn(b)) => {
             a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_shape(y))
         }
-        (OpValue::Data(_), OpValue::Data(_)) => true,
+        (OpValue::Data(_), OpValue::Data(_)) | (OpValue::AsCompletion, OpValue::Txn(_)) => true,
         _ => false,
     }
 }

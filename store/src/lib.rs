@@ -9,6 +9,7 @@
 //! checker, importers) can read histories without pulling in the runner.
 
 pub mod data;
+mod elide;
 pub mod format;
 pub mod history;
 pub mod import;

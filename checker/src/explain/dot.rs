@@ -44,12 +44,13 @@ pub fn render_dot(a: &Anomaly, history: &History) -> Option<String> {
     );
     for o in &cycle[..n] {
         let op = find_op(history, *o);
-        let color = match op.map(|o| o.op_type) {
+        let color = match op.as_ref().map(|o| o.op_type) {
             Some(OpType::Info) => "#AC6E00",
             Some(OpType::Fail) => "#A50053",
             _ => "#0058AD",
         };
         let fields: Vec<String> = op
+            .as_ref()
             .and_then(|op| op.value.txn())
             .map(|m| {
                 m.iter()

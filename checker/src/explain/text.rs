@@ -2,14 +2,16 @@
 
 use super::{Anomaly, DataStep, Derived, Evidence, Expected, PredicateSite, Step};
 use crate::anomaly::AnomalyType;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use store::{History, MicroOp, Op, OpIndex, ReadValue, Val};
 
-pub(super) fn find_op(h: &History, i: OpIndex) -> Option<&Op> {
+/// The op with index `i`, as read (an elided invocation's micro-ops rebuilt).
+pub(super) fn find_op(h: &History, i: OpIndex) -> Option<Cow<'_, Op>> {
     let ops = h.ops();
     ops.binary_search_by_key(&i, |o| o.index)
         .ok()
-        .map(|p| &ops[p])
+        .map(|p| h.op(p))
 }
 
 /// A list in Elle's EDN spelling (`[1 2 3]`).
@@ -248,7 +250,7 @@ fn one_txn(h: &History, op: OpIndex, out: &mut String, why: &str) {
 fn let_block(h: &History, ops: &[OpIndex], out: &mut String) {
     out.push_str("Let:\n");
     for (i, o) in ops.iter().enumerate() {
-        let text = find_op(h, *o).map_or_else(|| format!("{{:index {o}}}"), fmt_op);
+        let text = find_op(h, *o).map_or_else(|| format!("{{:index {o}}}"), |op| fmt_op(&op));
         let _ = writeln!(out, "  T{} = {}", i + 1, text);
     }
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::cluster::{
-    Daemon, Install, Plan, Spec, Step, Tarball, host_ports, install_steps, node_logs,
+    Daemon, Install, Plan, Spec, Step, Tarball, UNPACK_LOG, host_ports, install_steps, node_logs,
 };
 use crate::db::NodeLog;
 use nemesis::Node;
@@ -13,7 +13,7 @@ use std::time::Duration;
 pub const LOGS: &[NodeLog] = &[
     NodeLog::every_node("logs/cockroach.log", "cockroach.log"),
     NodeLog::every_node("cockroach.stdout.log", "cockroach.stdout.log"),
-    NodeLog::every_node("unpack.log", "unpack.log"),
+    UNPACK_LOG,
 ];
 
 /// Settings of a CockroachDB cluster.

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::cluster::{
-    Daemon, Install, Plan, Spec, Step, Tarball, host_ports, install_steps, node_logs,
+    Daemon, Install, Plan, Spec, Step, Tarball, UNPACK_LOG, host_ports, install_steps, node_logs,
 };
 use crate::db::NodeLog;
 use nemesis::Node;
@@ -19,7 +19,7 @@ pub const LOGS: &[NodeLog] = &[
     NodeLog::of_daemon("tikv", "tikv.stdout.log", "tikv.stdout.log"),
     NodeLog::of_daemon("tidb", "tidb.log", "tidb.log"),
     NodeLog::of_daemon("tidb", "tidb.stdout.log", "tidb.stdout.log"),
-    NodeLog::every_node("unpack.log", "unpack.log"),
+    UNPACK_LOG,
 ];
 
 /// A TiDB component.

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::cluster::{
-    Daemon, Install, Plan, Spec, Step, Tarball, host_ports, install_steps, node_logs,
+    Daemon, Install, Plan, Spec, Step, Tarball, UNPACK_LOG, host_ports, install_steps, node_logs,
 };
 use crate::db::NodeLog;
 use nemesis::Node;
@@ -23,7 +23,7 @@ pub const LOGS: &[NodeLog] = &[
         "yb-tserver.INFO",
     ),
     NodeLog::every_node("yb-tserver.stdout.log", "yb-tserver.stdout.log"),
-    NodeLog::every_node("unpack.log", "unpack.log"),
+    UNPACK_LOG,
 ];
 
 /// Settings of a YugabyteDB cluster.

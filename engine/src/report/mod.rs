@@ -209,7 +209,7 @@ pub fn write_reports(
     let mut errors: Vec<String> = Vec::new();
     let edn = run_dir.join("history.edn");
     if keep.edn
-        && let Err(e) = store::format::write_path(&edn, history.ops(), store::Format::Edn)
+        && let Err(e) = store::format::write_path(&edn, history.iter_ops(), store::Format::Edn)
     {
         errors.push(format!("writing {}: {e}", edn.display()));
     }

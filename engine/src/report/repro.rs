@@ -37,7 +37,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
-use store::{History, Key, MicroOp, Op, OpIndex, OpType, Process, ReadValue, Val};
+use store::{History, Key, MicroOp, OpIndex, OpType, Process, ReadValue, Val};
 
 /// Cycles written per anomaly type at most.
 const MAX_CYCLES_PER_TYPE: usize = 20;
@@ -236,17 +236,19 @@ fn find_txn(history: &History, op: OpIndex, name: String) -> Option<Txn> {
     let ops = history.ops();
     let pos = ops.binary_search_by_key(&op, |o| o.index).ok()?;
     let here = &ops[pos];
-    let (inv, comp): (&Op, Option<&Op>) = if here.op_type == OpType::Invoke {
-        (here, history.completion(pos))
+    let (inv, comp) = if here.op_type == OpType::Invoke {
+        (pos, history.partner(pos))
     } else {
-        (history.invocation(pos).unwrap_or(here), Some(here))
+        (history.partner(pos).unwrap_or(pos), Some(pos))
     };
-    let observed = comp.is_some_and(|c| c.op_type == OpType::Ok);
+    let observed = comp.is_some_and(|c| ops[c].op_type == OpType::Ok);
     let mops = match comp {
-        Some(c) if observed => c.value.txn(),
-        _ => inv.value.txn().or_else(|| comp.and_then(|c| c.value.txn())),
+        Some(c) if observed => history.txn(c),
+        _ => history
+            .txn(inv)
+            .or_else(|| comp.and_then(|c| history.txn(c))),
     }?
-    .to_vec();
+    .into_owned();
     let process = match here.process {
         Some(Process::Client(p)) => Some(p.0),
         _ => None,
@@ -255,8 +257,8 @@ fn find_txn(history: &History, op: OpIndex, name: String) -> Option<Txn> {
         name,
         op,
         process,
-        invoke: inv.index.0,
-        completion: comp.map(|c| (c.index.0, c.op_type)),
+        invoke: ops[inv].index.0,
+        completion: comp.map(|c| (ops[c].index.0, ops[c].op_type)),
         mops,
         observed,
     })

@@ -4,7 +4,7 @@
 //! Key decision: these are pure functions of the records (the soak command
 //! runs the children and writes the files), so tests build records by hand.
 
-use crate::suite::{Outcome, RunFacts};
+use crate::suite::{ChildEnd, Outcome, RunFacts};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -46,19 +46,12 @@ pub struct Suite {
 pub struct Record {
     /// What was planned.
     pub planned: Planned,
-    /// Base seed (`None`: from the clock).
     /// The seed it ran with.
     pub seed: u64,
     /// How it ended.
     pub outcome: Outcome,
-    /// Its exit code, if it exited.
-    pub exit_code: Option<i32>,
-    /// The signal that ended it, if any.
-    pub signal: Option<i32>,
-    /// Stopped by the soak's own Ctrl-C.
-    pub interrupted: bool,
-    /// Wall time.
-    pub duration: Duration,
+    /// The child process's end: exit code or signal, wall time, peak RSS.
+    pub end: ChildEnd,
     /// Its run directory, if it made one.
     pub run_dir: Option<PathBuf>,
     /// Its console output.
@@ -67,8 +60,6 @@ pub struct Record {
     pub facts: RunFacts,
     /// Why it crashed or could not start (last lines of its output).
     pub detail: Option<String>,
-    /// Peak RSS of the child (kB).
-    pub child_max_rss_kb: i64,
     /// RSS of the soak process after it (kB).
     pub soak_rss_kb: Option<u64>,
 }
@@ -131,17 +122,17 @@ pub fn summary_json(
                 "outcome": r.outcome.name(),
                 "expected": r.planned.expect.iter().map(|o| o.name()).collect::<Vec<_>>(),
                 "as_expected": r.as_expected(),
-                "exit_code": r.exit_code,
-                "signal": r.signal,
-                "interrupted": r.interrupted,
-                "duration_s": r.duration.as_secs_f64(),
+                "exit_code": r.end.code,
+                "signal": r.end.signal,
+                "interrupted": r.end.interrupted,
+                "duration_s": r.end.elapsed.as_secs_f64(),
                 "watchdog_s": r.planned.watchdog.as_secs_f64(),
                 "run_dir": r.run_dir.as_ref().map(|d| d.display().to_string()),
                 "log": r.log.display().to_string(),
                 "valid": r.facts.valid,
                 "anomaly_types": r.facts.anomaly_types,
                 "detail": r.detail,
-                "child_max_rss_kb": r.child_max_rss_kb,
+                "child_max_rss_kb": r.end.max_rss_kb,
                 "soak_rss_kb": r.soak_rss_kb,
             })
         })
@@ -189,7 +180,7 @@ pub fn junit_xml(
         .filter(|r| !r.as_expected() && r.outcome.is_verdict())
         .count();
     let errors = records.iter().filter(|r| !r.as_expected()).count() - failures;
-    let time: f64 = records.iter().map(|r| r.duration.as_secs_f64()).sum();
+    let time: f64 = records.iter().map(|r| r.end.elapsed.as_secs_f64()).sum();
     let tests = records.len() + not_run.len();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -213,7 +204,7 @@ pub fn junit_xml(
             xml_escape(&r.planned.test_name),
             r.planned.id,
             r.seed,
-            r.duration.as_secs_f64()
+            r.end.elapsed.as_secs_f64()
         );
         if !r.as_expected() {
             let tag = if r.outcome.is_verdict() {
@@ -289,7 +280,7 @@ pub fn table(records: &[Record], not_run: &[Planned]) -> String {
             r.seed,
             r.outcome.name(),
             if r.as_expected() { "yes" } else { "NO" },
-            r.duration.as_secs_f64(),
+            r.end.elapsed.as_secs_f64(),
             note
         );
     }

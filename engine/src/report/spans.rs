@@ -278,6 +278,8 @@ pub fn value_text(value: &OpValue, max: usize) -> String {
             s.push(']');
         }
         OpValue::Data(d) => data_text(d, &mut s, max),
+        // Callers pass `History::op`'s value, which never is the marker.
+        OpValue::AsCompletion => s.push_str("[…]"),
     }
     truncate(s, max)
 }

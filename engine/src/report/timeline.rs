@@ -166,9 +166,9 @@ pub fn render(history: &History, extract: &Extract, title: &str, shown: &Shown) 
         };
         data.f.push(fi as u32);
         // An ok completion carries what was read; otherwise show what was asked.
-        let shown = match comp {
-            Some(c) if c.op_type == OpType::Ok => c,
-            _ => inv,
+        let shown = match (comp, span.complete_pos) {
+            (Some(c), Some(pos)) if c.op_type == OpType::Ok => history.op(pos),
+            _ => history.op(span.invoke_pos),
         };
         let mut text = value_text(&shown.value, value_max);
         if let Some(err) = comp.and_then(|c| c.error.as_ref()) {

@@ -491,10 +491,11 @@ impl Syntax for EdnSyntax {
     const SEP: &'static str = " ";
     const FIELD_SEP: &'static str = ", ";
     const NIL: &'static str = "nil";
-    const NEMESIS: &'static str = ":nemesis";
-    const NAME_OPEN: &'static str = ":";
-    const NAME_CLOSE: &'static str = "";
     const KEY_SEP: &'static str = " ";
+    fn name(out: &mut String, name: &str) {
+        out.push(':');
+        out.push_str(name);
+    }
     fn extra_name(out: &mut String, name: &str) {
         write_name(out, name);
     }

@@ -838,10 +838,12 @@ impl Syntax for JsonSyntax {
     const SEP: &'static str = ",";
     const FIELD_SEP: &'static str = ",";
     const NIL: &'static str = "null";
-    const NEMESIS: &'static str = "\"nemesis\"";
-    const NAME_OPEN: &'static str = "\"";
-    const NAME_CLOSE: &'static str = "\"";
     const KEY_SEP: &'static str = ":";
+    fn name(out: &mut String, name: &str) {
+        out.push('"');
+        out.push_str(name);
+        out.push('"');
+    }
     fn extra_name(out: &mut String, name: &str) {
         write_raw_str(out, name);
     }

@@ -50,6 +50,7 @@ use cursor::Cursor;
 pub use input::{Input, compress_file, is_gzip};
 pub use kind::{NotHistory, classify as classify_head, not_a_history};
 use source::{MAX_ITEM_BYTES, PErr, Source};
+use std::borrow::Borrow;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -598,15 +599,27 @@ impl<R: Read> Iterator for OpReader<R> {
     }
 }
 
-fn collect<R: Read>(r: OpReader<R>) -> Result<ReadOutcome, FormatError> {
+/// Whether a reader elides invocations as it goes (`crate::elide`): only
+/// for a history about to be built from the ops, never for ops handed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Elide {
+    No,
+    ForHistory,
+}
+
+fn collect<R: Read>(r: OpReader<R>, elide: Elide) -> Result<ReadOutcome, FormatError> {
     let mut r = r.sharing_lists();
-    let mut ops = Vec::new();
+    let mut ops: Vec<Op> = Vec::new();
     let mut sharer = ListSharer::new();
+    let mut elider = crate::elide::Elider::default();
     let jsonl = r.format == Format::JsonLines;
     for op in r.by_ref() {
         let mut op = op?;
         if !jsonl {
             sharer.share_op(&mut op);
+        }
+        if elide == Elide::ForHistory {
+            elider.push(ops.len(), &op, |i| &mut ops[i]);
         }
         ops.push(op);
     }
@@ -622,14 +635,18 @@ fn collect<R: Read>(r: OpReader<R>) -> Result<ReadOutcome, FormatError> {
 /// # Errors
 /// IO failure or malformed input (with file, line, column, reason).
 pub fn read_path(path: &Path) -> Result<ReadOutcome, FormatError> {
+    read_path_for(path, Elide::No)
+}
+
+fn read_path_for(path: &Path, elide: Elide) -> Result<ReadOutcome, FormatError> {
     let reader = OpReader::open(path)?;
     if reader.format == Format::JsonLines
         && !is_gzip(path)
-        && let Some(out) = parallel::read_jsonl(path)
+        && let Some(out) = parallel::read_jsonl(path, elide)
     {
         return Ok(out);
     }
-    collect(reader)
+    collect(reader, elide)
 }
 
 /// Reads a history from text in `format` (`JsonLines` and `ElleJson` read
@@ -638,7 +655,7 @@ pub fn read_path(path: &Path) -> Result<ReadOutcome, FormatError> {
 /// # Errors
 /// Malformed input.
 pub fn read_str(text: &str, format: Format) -> Result<ReadOutcome, FormatError> {
-    collect(OpReader::new(text.as_bytes(), format, None))
+    collect(OpReader::new(text.as_bytes(), format, None), Elide::No)
 }
 
 /// The first byte of `a` that is not whitespace (in EDN: nor a comment
@@ -660,7 +677,7 @@ fn first_significant(is_edn: bool, a: &[u8]) -> (Result<Option<u8>, PErr>, usize
 /// # Errors
 /// Malformed input.
 pub fn read_bytes(bytes: &[u8], format: Format) -> Result<ReadOutcome, FormatError> {
-    collect(OpReader::new(bytes, format, None))
+    collect(OpReader::new(bytes, format, None), Elide::No)
 }
 
 /// Reads and validates a history: [`read_path`] then [`History::new`].
@@ -669,7 +686,7 @@ pub fn read_bytes(bytes: &[u8], format: Format) -> Result<ReadOutcome, FormatErr
 /// # Errors
 /// Malformed input, or a history rule broken (the error names the op index).
 pub fn load_history(path: &Path) -> Result<(History, Vec<String>), FormatError> {
-    let out = read_path(path)?;
+    let out = read_path_for(path, Elide::ForHistory)?;
     let mut warnings = out.warnings;
     let h =
         History::new(out.ops).map_err(|e| FormatError::new(Some(path), 0, None, e.to_string()))?;
@@ -681,11 +698,16 @@ pub fn load_history(path: &Path) -> Result<(History, Vec<String>), FormatError> 
     Ok((h, warnings))
 }
 
-/// Writes `ops` to `path` in `format` (replacing the file).
+/// Writes `ops` to `path` in `format` (replacing the file): a slice of
+/// ops, or a history's `History::iter_ops`.
 ///
 /// # Errors
 /// IO failure.
-pub fn write_path(path: &Path, ops: &[Op], format: Format) -> Result<(), FormatError> {
+pub fn write_path<O: Borrow<Op>>(
+    path: &Path,
+    ops: impl IntoIterator<Item = O>,
+    format: Format,
+) -> Result<(), FormatError> {
     let io = |e: io::Error| FormatError::io(Some(path), &e);
     let f = File::create(path).map_err(io)?;
     let mut w = io::BufWriter::with_capacity(1 << 20, f);
@@ -698,10 +720,14 @@ pub fn write_path(path: &Path, ops: &[Op], format: Format) -> Result<(), FormatE
 ///
 /// # Errors
 /// IO failure.
-pub fn write_ops<W: Write>(w: &mut W, ops: &[Op], format: Format) -> io::Result<()> {
+pub fn write_ops<W: Write, O: Borrow<Op>>(
+    w: &mut W,
+    ops: impl IntoIterator<Item = O>,
+    format: Format,
+) -> io::Result<()> {
     let mut ow = OpWriter::new(w, format);
     for op in ops {
-        ow.write(op)?;
+        ow.write(op.borrow())?;
     }
     ow.finish().map(|_| ())
 }
@@ -729,8 +755,18 @@ impl<W: Write> OpWriter<W> {
     /// Writes one op.
     ///
     /// # Errors
-    /// IO failure.
+    /// IO failure, or an op holding [`crate::OpValue::AsCompletion`] (a
+    /// `History`'s stored invocation: write `History::iter_ops` instead).
     pub fn write(&mut self, op: &Op) -> io::Result<()> {
+        if matches!(op.value, crate::OpValue::AsCompletion) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "op {}: an invocation stored as its completion's micro-ops; write History::iter_ops, not History::ops",
+                    op.index
+                ),
+            ));
+        }
         self.line.clear();
         match self.format {
             Format::JsonLines => json::write_op(&mut self.line, op),

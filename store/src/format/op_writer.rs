@@ -13,12 +13,6 @@ pub(crate) trait Syntax {
     const FIELD_SEP: &'static str;
     /// The nil value.
     const NIL: &'static str;
-    /// The nemesis process.
-    const NEMESIS: &'static str;
-    /// Opens a name (a fixed field's, or one in a value position).
-    const NAME_OPEN: &'static str;
-    /// Closes a name.
-    const NAME_CLOSE: &'static str;
     /// Between a map key and its value.
     const KEY_SEP: &'static str;
     /// A fixed field name and what separates it from its value.
@@ -33,12 +27,9 @@ pub(crate) trait Syntax {
         Self::extra_name(out, name);
         out.push_str(Self::KEY_SEP);
     }
-    /// A name in a value position (`type`, `f`, a micro-op's function).
-    fn name(out: &mut String, name: &str) {
-        out.push_str(Self::NAME_OPEN);
-        out.push_str(name);
-        out.push_str(Self::NAME_CLOSE);
-    }
+    /// A name: a fixed field's, or one in a value position (`type`, `f`, a
+    /// micro-op's function, the nemesis process).
+    fn name(out: &mut String, name: &str);
     /// The `f` of an op.
     fn f(out: &mut String, name: &str) {
         Self::extra_name(out, name);
@@ -110,7 +101,7 @@ pub(crate) fn write_op<S: Syntax>(out: &mut String, op: &Op) {
         Some(Process::Nemesis) => {
             out.push_str(S::FIELD_SEP);
             S::field(out, "process");
-            out.push_str(S::NEMESIS);
+            S::name(out, "nemesis");
         }
         None => {}
     }
@@ -124,6 +115,10 @@ pub(crate) fn write_op<S: Syntax>(out: &mut String, op: &Op) {
     match &op.value {
         OpValue::Txn(m) => write_txn::<S>(out, m),
         OpValue::Data(d) => S::data(out, d),
+        // Only a `History` holds the marker, and writes through
+        // `History::op`, which rebuilds the micro-ops; nothing to rebuild
+        // them from here.
+        OpValue::AsCompletion => S::data(out, &crate::Data::Nil),
     }
     if let Some(e) = &op.error {
         out.push_str(S::FIELD_SEP);

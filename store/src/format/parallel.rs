@@ -10,7 +10,7 @@
 //! reader.
 
 use super::source::MAX_ITEM_BYTES;
-use super::{Format, OpReader, ReadOutcome};
+use super::{Elide, Format, OpReader, ReadOutcome};
 use crate::history::Op;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -36,15 +36,17 @@ const CHUNKS_PER_THREAD: usize = 1;
 /// Reads `path` (JSON Lines) in parallel; `None` when it should be read
 /// sequentially: too small, one core, not one object per line, or anything
 /// but a clean parse of every chunk.
-pub(crate) fn read_jsonl(path: &Path) -> Option<ReadOutcome> {
+/// With [`Elide::ForHistory`] each chunk elides the invocations it sees
+/// completed (`crate::elide`).
+pub(crate) fn read_jsonl(path: &Path, elide: Elide) -> Option<ReadOutcome> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_THREADS);
-    read_jsonl_with(path, threads)
+    read_jsonl_with(path, threads, elide)
 }
 
 /// [`read_jsonl`] on `threads` threads.
-fn read_jsonl_with(path: &Path, threads: usize) -> Option<ReadOutcome> {
+fn read_jsonl_with(path: &Path, threads: usize, elide: Elide) -> Option<ReadOutcome> {
     let len = std::fs::metadata(path).ok()?.len();
     if threads < 2 || len < MIN_BYTES || first_byte(path)? != b'{' {
         return None;
@@ -55,7 +57,7 @@ fn read_jsonl_with(path: &Path, threads: usize) -> Option<ReadOutcome> {
             .windows(2)
             .map(|w| {
                 let (start, end) = (w[0], w[1]);
-                s.spawn(move || parse_chunk(path, start, end))
+                s.spawn(move || parse_chunk(path, start, end, elide))
             })
             .collect();
         handles
@@ -143,7 +145,7 @@ fn chunk_bounds(path: &Path, len: u64, parts: usize) -> Option<Vec<u64>> {
 
 /// The ops of `[start, end)` in batches of [`BATCH`], or `None` on any
 /// error or warning.
-fn parse_chunk(path: &Path, start: u64, end: u64) -> Option<Vec<Vec<Op>>> {
+fn parse_chunk(path: &Path, start: u64, end: u64, elide: Elide) -> Option<Vec<Vec<Op>>> {
     let mut f = File::open(path).ok()?;
     f.seek(SeekFrom::Start(start)).ok()?;
     let r = OpReader::new(
@@ -152,9 +154,13 @@ fn parse_chunk(path: &Path, start: u64, end: u64) -> Option<Vec<Vec<Op>>> {
         Some(path.to_path_buf()),
     );
     let mut r = r.sharing_lists();
-    let mut batches = vec![Vec::with_capacity(BATCH)];
-    for op in r.by_ref() {
+    let mut batches: Vec<Vec<Op>> = vec![Vec::with_capacity(BATCH)];
+    let mut elider = crate::elide::Elider::default();
+    for (pos, op) in r.by_ref().enumerate() {
         let op = op.ok()?;
+        if elide == Elide::ForHistory {
+            elider.push(pos, &op, |i| &mut batches[i / BATCH][i % BATCH]);
+        }
         if batches.last().is_some_and(|b| b.len() == BATCH) {
             batches.push(Vec::with_capacity(BATCH));
         }
@@ -206,7 +212,7 @@ mod tests {
     }
 
     fn sequential(p: &Path) -> ReadOutcome {
-        collect(OpReader::open(p).unwrap()).unwrap()
+        collect(OpReader::open(p).unwrap(), Elide::No).unwrap()
     }
 
     #[test]
@@ -215,7 +221,7 @@ mod tests {
         let text = big_history(120_000, true);
         assert!(text.len() as u64 >= MIN_BYTES, "{} bytes", text.len());
         let p = write(dir.path(), "h.jsonl", &text);
-        let par = read_jsonl_with(&p, 2).expect("read in parallel");
+        let par = read_jsonl_with(&p, 2, Elide::No).expect("read in parallel");
         let seq = sequential(&p);
         assert_eq!(par.ops, seq.ops);
         assert_eq!(par.ops.len(), 240_000);
@@ -223,16 +229,32 @@ mod tests {
     }
 
     #[test]
+    fn chunks_elide_for_a_history_and_it_gives_back_what_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "h.jsonl", &big_history(120_000, true));
+        let par = read_jsonl_with(&p, 2, Elide::ForHistory).expect("read in parallel");
+        let elided = par
+            .ops
+            .iter()
+            .filter(|o| matches!(o.value, crate::OpValue::AsCompletion))
+            .count();
+        // Every pair but those cut by the chunk boundary.
+        assert!((119_999..=120_000).contains(&elided), "{elided}");
+        let h = crate::History::new(par.ops).unwrap();
+        assert_eq!(h.into_ops(), sequential(&p).ops);
+    }
+
+    #[test]
     fn anything_unusual_falls_back_to_the_sequential_reader() {
         let dir = tempfile::tempdir().unwrap();
         // Positional indices: the second chunk cannot know its offset.
         let p = write(dir.path(), "noidx.jsonl", &big_history(120_000, false));
-        assert!(read_jsonl_with(&p, 2).is_none());
+        assert!(read_jsonl_with(&p, 2, Elide::No).is_none());
         // A torn last line: a warning with its line number.
         let mut torn = big_history(120_000, true);
         torn.push_str("{\"index\":240000,\"type\":\"inv");
         let p = write(dir.path(), "torn.jsonl", &torn);
-        assert!(read_jsonl_with(&p, 2).is_none());
+        assert!(read_jsonl_with(&p, 2, Elide::No).is_none());
         // A bad line in the middle: the sequential reader names its line.
         let mut lines: Vec<String> = big_history(120_000, true)
             .lines()
@@ -240,11 +262,11 @@ mod tests {
             .collect();
         lines[150_000] = "{\"index\":1,\"type\":\"bogus\"}".to_string();
         let p = write(dir.path(), "bad.jsonl", &(lines.join("\n") + "\n"));
-        assert!(read_jsonl_with(&p, 2).is_none());
+        assert!(read_jsonl_with(&p, 2, Elide::No).is_none());
         let e = crate::format::read_path(&p).unwrap_err().to_string();
         assert!(e.contains(":150001:"), "{e}");
         // Small files are not worth threads.
         let p = write(dir.path(), "small.jsonl", &big_history(100, true));
-        assert!(read_jsonl_with(&p, 2).is_none());
+        assert!(read_jsonl_with(&p, 2, Elide::No).is_none());
     }
 }
