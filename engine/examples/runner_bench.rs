@@ -30,10 +30,7 @@ fn main() {
     let concurrency: usize = args.get(2).map_or(10, |s| s.parse().unwrap());
     let client = args.get(3).map_or("instant", String::as_str);
     let repeats: usize = args.get(4).map_or(3, |s| s.parse().unwrap());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runner::runtime().unwrap();
     let mut best: f64 = 0.0;
     for r in 0..repeats {
         let factory: Arc<dyn ClientFactory> = match client {

@@ -81,11 +81,9 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
     crate::say!("{header}\nrun directory: {}", run_dir.path().display());
     tracing::info!("{header}");
     tracing::info!("run directory {}", run_dir.path().display());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    let outcome = rt.block_on(execute(&args, &plan, &run_dir));
+    let rt = runner::runtime().context("starting the async runtime")?;
+    let (args, plan, run_dir) = (Arc::new(args), Arc::new(plan), Arc::new(run_dir));
+    let outcome = rt.block_on(execute_task(args.clone(), plan.clone(), run_dir.clone()));
     let ended_at = SystemTime::now();
     meta["end_time"] = json!(humantime::format_rfc3339_millis(ended_at).to_string());
     let code = match outcome {
@@ -138,6 +136,22 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
 enum Outcome {
     SetupFailed(String),
     Ran(runner::RunSummary),
+}
+
+/// [`execute`] as a task of the runtime, not `block_on`'s own future: a
+/// job's connection task waking a task needs no trip through the driver
+/// (see `runner::runtime`). A panic in the run is re-raised here.
+async fn execute_task(
+    args: Arc<RunSpec>,
+    plan: Arc<Plan>,
+    run_dir: Arc<store::run::RunDir>,
+) -> anyhow::Result<Outcome> {
+    let task = tokio::spawn(async move { execute(&args, &plan, &run_dir).await });
+    match task.await {
+        Ok(outcome) => outcome,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(anyhow::anyhow!("the run task was cancelled: {e}")),
+    }
 }
 
 async fn execute(
