@@ -487,9 +487,14 @@ impl Servers<MariaDbConfig> {
     /// Galera did not come back by itself after the heal. With no primary
     /// component anywhere (a full-cluster crash that `pc.recovery` did not
     /// resolve) bootstrap from the most advanced node; else restart every
-    /// member that is not serving, so it rejoins by IST or SST. Waiting alone
-    /// is not enough: in one CI run a member that answered queries stayed
-    /// out of `Primary`/`Synced` for 120 s after the heal.
+    /// member outside the primary component, so it rejoins by IST or SST.
+    /// Waiting alone is not enough: in one CI run a member that answered
+    /// queries stayed out of `Primary`/`Synced` for 120 s after the heal.
+    /// A member inside the primary component that is not synced yet (a
+    /// donor, a joiner catching up) is left alone: it gets there by itself,
+    /// and restarting it can take the primary component down with it (in
+    /// another CI run the only primary member was a donor; restarting it
+    /// with the others left a member that could never rejoin).
     async fn galera_repair(&self, members: &[Node]) -> Result<(), DbError> {
         let mut any_primary = false;
         let mut stuck = Vec::new();
@@ -497,7 +502,7 @@ impl Servers<MariaDbConfig> {
             match self.wsrep_status(n).await {
                 Ok(s) => {
                     any_primary |= s.status == "Primary";
-                    if !s.serving() {
+                    if s.status != "Primary" {
                         stuck.push((n.clone(), s.to_string()));
                     }
                 }
@@ -511,7 +516,7 @@ impl Servers<MariaDbConfig> {
             return self.bootstrap_recovery().await;
         }
         for (n, state) in stuck {
-            tracing::warn!(node = %n.name, %state, "galera: member not serving; restarting it to rejoin");
+            tracing::warn!(node = %n.name, %state, "galera: member outside the primary component; restarting it to rejoin");
             self.kill_node(&n, "KILL").await?;
             self.start_node(&n, false).await?;
         }
