@@ -174,9 +174,7 @@ impl Anomaly {
                 element,
                 writer,
             } => {
-                m.push(("op", int(op.0)));
-                m.push(("mop", int(*mop)));
-                m.push(("key", atom_data(&key.0)));
+                read_site(&mut m, *op, *mop, key);
                 m.push(("element", atom_data(&element.0)));
                 m.push(("writer", writer.map_or(Data::Nil, |w| int(w.0))));
             }
@@ -204,22 +202,26 @@ impl Anomaly {
                 mop,
                 key,
                 expected,
-            } => read_site(&mut m, *op, *mop, key, expected.clone()),
+            } => {
+                read_site(&mut m, *op, *mop, key);
+                m.push(("expected", Data::Str(expected.clone())));
+            }
             Evidence::Internal {
                 op,
                 mop,
                 key,
                 expected,
-            } => read_site(&mut m, *op, *mop, key, render_expected(expected)),
+            } => {
+                read_site(&mut m, *op, *mop, key);
+                m.push(("expected", Data::Str(render_expected(expected))));
+            }
             Evidence::DuplicateElements {
                 op,
                 mop,
                 key,
                 duplicates,
             } => {
-                m.push(("op", int(op.0)));
-                m.push(("mop", int(*mop)));
-                m.push(("key", atom_data(&key.0)));
+                read_site(&mut m, *op, *mop, key);
                 m.push((
                     "duplicates",
                     Data::Vec(
@@ -313,16 +315,9 @@ impl Serialize for Anomaly {
     }
 }
 
-/// The fields of a read that should have returned `expected`.
-fn read_site(
-    m: &mut Vec<(&'static str, Data)>,
-    op: OpIndex,
-    mop: usize,
-    key: &Key,
-    expected: String,
-) {
+/// The fields that place a read: its op, micro-op and key.
+fn read_site(m: &mut Vec<(&'static str, Data)>, op: OpIndex, mop: usize, key: &Key) {
     m.push(("op", int(op.0)));
     m.push(("mop", int(mop)));
     m.push(("key", atom_data(&key.0)));
-    m.push(("expected", Data::Str(expected)));
 }
