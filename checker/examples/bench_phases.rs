@@ -8,10 +8,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use checker::analysis::Workload;
-use checker::graph::{Graph, tarjan};
+use checker::graph::{Edges, Graph, tarjan};
 use checker::list_append::ListAppend;
 use checker::observe::Observations;
-use checker::order::realtime_edges;
+use checker::order::realtime;
 use checker::rels::Rels;
 use checker::txn::Txns;
 use checker::versions::VersionOrder;
@@ -50,15 +50,24 @@ fn main() {
     let list = phase("list-append order", || ListAppend::new(&txns, &obs));
     let v = peak_mb();
     let _ = phase("list anomalies", || list.anomalies(&txns, &history));
-    let edges = phase("data edges", || list.edges(&txns));
-    let rt = phase("realtime edges", || realtime_edges(&txns, &history));
+    let data = phase("data edge index", || list.edges(&txns));
+    let rt = phase("realtime events", || realtime(&txns, &history));
+    let graph = phase("graph (count + fill)", || {
+        Graph::from_sources(txns.len(), &[&*data, &*rt])
+    });
+    let count = |e: &dyn Edges| {
+        let mut n = 0usize;
+        e.each(&mut |_, _, _| n += 1);
+        n
+    };
+    let n_rt = count(&*rt);
     println!(
         "edges: data {} realtime {} ({:.2} per txn)",
-        edges.edges.len(),
-        rt.edges.len(),
-        rt.edges.len() as f64 / txns.len() as f64
+        count(&*data),
+        n_rt,
+        n_rt as f64 / txns.len() as f64
     );
-    let graph = phase("graph", || Graph::from_lists(txns.len(), vec![edges, rt]));
+    drop((data, rt));
     println!(
         "graph: {} nodes {} edges",
         graph.node_count(),

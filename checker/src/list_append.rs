@@ -10,7 +10,7 @@
 
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, Evidence, Site, Step};
-use crate::graph::EdgeList;
+use crate::graph::Edges;
 use crate::observe::{NO, Observations, Read, ReadFrom, Value, read_list};
 use crate::rels::{Rel, Rels};
 use crate::txn::{Status, Txns};
@@ -170,26 +170,35 @@ impl<'a, 'h> ListAppend<'a, 'h> {
     }
 }
 
-impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
-    fn edges(&self, txns: &Txns<'h>) -> EdgeList {
-        let nkeys = self.order_off.len() - 1;
-        let live = |t: u32| txns.txns[t as usize].status != Status::Fail;
-        let w = |id: u32| self.obs.write(id).txn;
-        // Readers grouped by (key, version): a counting sort on the
-        // version's slot, readers in transaction order within one.
+/// list-append's data edges: the readers of each (key, version), grouped
+/// once (a counting sort on the version's slot, readers in transaction
+/// order within one); the edges are yielded from them on every call.
+struct DataEdges<'s, 'a, 'h> {
+    order: &'s ListAppend<'a, 'h>,
+    txns: &'s Txns<'h>,
+    /// Per key: the slot of its initial state (its versions follow).
+    ver_base: Vec<usize>,
+    /// Per slot: start of its readers in `readers`.
+    roff: Vec<u32>,
+    readers: Vec<u32>,
+}
+
+impl<'s, 'a, 'h> DataEdges<'s, 'a, 'h> {
+    fn new(order: &'s ListAppend<'a, 'h>, txns: &'s Txns<'h>) -> Self {
+        let nkeys = order.order_off.len() - 1;
         let mut ver_base = Vec::with_capacity(nkeys + 1);
         let mut total = 0usize;
         for k in 0..nkeys {
             ver_base.push(total);
-            total += self.order_of(k as u32).len() + 1;
+            total += order.order_of(k as u32).len() + 1;
         }
         ver_base.push(total);
         let slot_of = |r: &Read<'_>| {
-            let v = self.version_from(r.from);
+            let v = order.version_from(r.from);
             (v != NO).then(|| ver_base[r.key as usize] + v as usize)
         };
         let mut roff = vec![0u32; total + 1];
-        for slot in self.obs.reads.iter().filter_map(slot_of) {
+        for slot in order.obs.reads.iter().filter_map(slot_of) {
             roff[slot + 1] += 1;
         }
         for i in 0..total {
@@ -197,24 +206,35 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
         }
         let mut readers = vec![0u32; roff[total] as usize];
         let mut next = roff.clone();
-        for r in &self.obs.reads {
+        for r in &order.obs.reads {
             if let Some(slot) = slot_of(r) {
                 readers[next[slot] as usize] = r.txn;
                 next[slot] += 1;
             }
         }
-        drop(next);
-        let readers_of = |k: u32, v: u32| {
-            let slot = ver_base[k as usize] + v as usize;
-            readers[roff[slot] as usize..roff[slot + 1] as usize]
-                .iter()
-                .copied()
-        };
-        let mut el = EdgeList::default();
-        el.edges
-            .reserve(readers.len() * 2 + self.obs.writes.len() * 2);
-        for k in 0..nkeys as u32 {
-            let ord = self.order_of(k);
+        DataEdges {
+            order,
+            txns,
+            ver_base,
+            roff,
+            readers,
+        }
+    }
+
+    /// The readers of version `v` of key `k`.
+    fn readers_of(&self, k: u32, v: u32) -> &[u32] {
+        let slot = self.ver_base[k as usize] + v as usize;
+        &self.readers[self.roff[slot] as usize..self.roff[slot + 1] as usize]
+    }
+}
+
+impl Edges for DataEdges<'_, '_, '_> {
+    fn each(&self, add: &mut dyn FnMut(u32, u32, Rels)) {
+        let (la, txns) = (self.order, self.txns);
+        let live = |t: u32| txns.txns[t as usize].status != Status::Fail;
+        let w = |id: u32| la.obs.write(id).txn;
+        for k in 0..self.ver_base.len() as u32 - 1 {
+            let ord = la.order_of(k);
             for (p, &id) in ord.iter().enumerate() {
                 if id == NO {
                     continue;
@@ -226,36 +246,41 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
                 if p > 0 && ord[p - 1] != NO {
                     let pw = w(ord[p - 1]);
                     if live(pw) {
-                        el.add(pw, wt, Rels::WW);
+                        add(pw, wt, Rels::WW);
                     }
                 }
-                for r in readers_of(k, p as u32) {
-                    el.add(r, wt, Rels::RW);
+                for &r in self.readers_of(k, p as u32) {
+                    add(r, wt, Rels::RW);
                 }
-                for r in readers_of(k, p as u32 + 1) {
-                    el.add(wt, r, Rels::WR);
+                for &r in self.readers_of(k, p as u32 + 1) {
+                    add(wt, r, Rels::WR);
                 }
             }
         }
         // Appends no read observed come after the last observed element.
-        for (id, e) in self.obs.writes.iter().enumerate() {
-            if self.pos[id] != NO || !live(e.txn) {
+        for (id, e) in la.obs.writes.iter().enumerate() {
+            if la.pos[id] != NO || !live(e.txn) {
                 continue;
             }
-            let ord = self.order_of(e.key);
+            let ord = la.order_of(e.key);
             if let Some(&last) = ord.last()
                 && last != NO
                 && live(w(last))
             {
-                el.add(w(last), e.txn, Rels::WW);
+                add(w(last), e.txn, Rels::WW);
             }
             if ord.last() != Some(&NO) {
-                for r in readers_of(e.key, ord.len() as u32) {
-                    el.add(r, e.txn, Rels::RW);
+                for &r in self.readers_of(e.key, ord.len() as u32) {
+                    add(r, e.txn, Rels::RW);
                 }
             }
         }
-        el
+    }
+}
+
+impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
+    fn edges<'s>(&'s self, txns: &'s Txns<'h>) -> Box<dyn Edges + 's> {
+        Box::new(DataEdges::new(self, txns))
     }
 
     fn explain(

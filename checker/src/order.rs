@@ -5,7 +5,7 @@
 //! later one: O(history length × concurrency).
 
 use crate::explain::{ProcessStep, RealtimeStep, Step};
-use crate::graph::EdgeList;
+use crate::graph::{EdgeList, Edges};
 use crate::rels::{Rel, Rels};
 use crate::txn::{Status, Txns};
 use store::History;
@@ -48,44 +48,63 @@ pub(crate) fn events(txns: &Txns<'_>, history_len: usize) -> Vec<(u32, bool)> {
 /// `b` was invoked. Only committed transactions are sources; any transaction
 /// can be a target (aborted ones are skipped: they have no other edges).
 pub fn realtime_edges(txns: &Txns<'_>, history: &History) -> EdgeList {
+    EdgeList::of(&*realtime(txns, history))
+}
+
+/// [`realtime_edges`] as a source that yields them on each call, for a
+/// graph built without holding them.
+pub fn realtime<'a>(txns: &'a Txns<'_>, history: &History) -> Box<dyn Edges + 'a> {
     if !history.has_realtime_order() {
         // No clock (histories of PolySI, dbcop, …): the one real-time order
         // known is each session's own, so op positions across sessions must
         // not become edges.
         let mut el = process_edges(txns);
         el.edges.iter_mut().for_each(|e| e.2 = Rels::REALTIME);
-        return el;
+        return Box::new(el);
     }
-    let slot = events(txns, history.len());
-    let mut el = EdgeList::default();
-    // Buffer of (insertion sequence, txn). An entry present when a txn was
-    // invoked got an edge into it, so it is implied once that txn commits.
-    let mut buffer: Vec<(u32, u32)> = Vec::new();
-    let mut inv_seq: Vec<u32> = vec![0; txns.len()];
-    for (pos, &(t, is_inv)) in slot.iter().enumerate() {
-        if t == NO {
-            continue;
-        }
-        let seq = pos as u32;
-        let tx = &txns.txns[t as usize];
-        if is_inv {
-            if tx.status != Status::Fail {
-                for &(_, b) in &buffer {
-                    el.add(b, t, Rels::REALTIME);
-                }
-            }
-            inv_seq[t as usize] = seq;
-            if tx.pos as usize != pos {
+    Box::new(Realtime {
+        txns,
+        slot: events(txns, history.len()),
+    })
+}
+
+/// The real-time reduction over the history's events (from [`events`]).
+struct Realtime<'a, 'h> {
+    txns: &'a Txns<'h>,
+    slot: Vec<(u32, bool)>,
+}
+
+impl Edges for Realtime<'_, '_> {
+    fn each(&self, add: &mut dyn FnMut(u32, u32, Rels)) {
+        let txns = self.txns;
+        // Buffer of (insertion sequence, txn). An entry present when a txn was
+        // invoked got an edge into it, so it is implied once that txn commits.
+        let mut buffer: Vec<(u32, u32)> = Vec::new();
+        let mut inv_seq: Vec<u32> = vec![0; txns.len()];
+        for (pos, &(t, is_inv)) in self.slot.iter().enumerate() {
+            if t == NO {
                 continue;
             }
-        }
-        if tx.status == Status::Ok {
-            let s = inv_seq[t as usize];
-            buffer.retain(|&(ins, _)| ins >= s);
-            buffer.push((seq, t));
+            let seq = pos as u32;
+            let tx = &txns.txns[t as usize];
+            if is_inv {
+                if tx.status != Status::Fail {
+                    for &(_, b) in &buffer {
+                        add(b, t, Rels::REALTIME);
+                    }
+                }
+                inv_seq[t as usize] = seq;
+                if tx.pos as usize != pos {
+                    continue;
+                }
+            }
+            if tx.status == Status::Ok {
+                let s = inv_seq[t as usize];
+                buffer.retain(|&(ins, _)| ins >= s);
+                buffer.push((seq, t));
+            }
         }
     }
-    el
 }
 
 /// Explains a process or realtime step.

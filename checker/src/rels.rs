@@ -109,6 +109,16 @@ impl Rels {
         self.0 & o.0 != 0
     }
 
+    /// The set as bits (one per [`Rel`], in bit order).
+    pub(crate) fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The set of [`Rels::bits`] `b`.
+    pub(crate) fn from_bits(b: u8) -> Rels {
+        Rels(b)
+    }
+
     /// The relations in the set, in bit order.
     pub fn iter(self) -> impl Iterator<Item = Rel> {
         Rel::ALL.into_iter().filter(move |r| self.contains(*r))

@@ -18,7 +18,7 @@
 
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, Evidence, Site, Step};
-use crate::graph::{EdgeList, Graph, NO_NODE, tarjan};
+use crate::graph::{EdgeList, Edges, Graph, NO_NODE, tarjan};
 use crate::observe::{Observations, Read, ReadFrom, Value, read_scalar};
 use crate::order::events;
 use crate::rels::{Rel, Rels};
@@ -432,9 +432,20 @@ impl<'h> RwRegister<'h> {
     }
 }
 
-impl<'h> VersionOrder<'h> for RwRegister<'h> {
-    fn edges(&self, txns: &Txns<'h>) -> EdgeList {
-        let v = &self.versions;
+/// rw-register's data edges: the writers and the external readers of each
+/// version, grouped once (a counting sort by version), and the accepted
+/// version edges in order; the edges are yielded from them on every call.
+struct DataEdges {
+    woff: Vec<usize>,
+    roff: Vec<usize>,
+    wlist: Vec<u32>,
+    rlist: Vec<u32>,
+    accepted: Vec<(u32, u32)>,
+}
+
+impl DataEdges {
+    fn new(reg: &RwRegister<'_>, txns: &Txns<'_>) -> DataEdges {
+        let v = &reg.versions;
         let nv = v.vals.len();
         let mut woff = vec![0usize; nv + 1];
         let mut roff = vec![0usize; nv + 1];
@@ -451,42 +462,62 @@ impl<'h> VersionOrder<'h> for RwRegister<'h> {
         }
         let mut wlist = vec![0u32; woff[nv]];
         let mut rlist = vec![0u32; roff[nv]];
-        {
-            let mut wf = woff.clone();
-            let mut rf = roff.clone();
-            for t in 0..txns.len() as u32 {
-                for e in v.exts(t) {
-                    if e.write {
-                        wlist[wf[e.vid as usize]] = t;
-                        wf[e.vid as usize] += 1;
-                    } else {
-                        rlist[rf[e.vid as usize]] = t;
-                        rf[e.vid as usize] += 1;
-                    }
+        let mut wf = woff.clone();
+        let mut rf = roff.clone();
+        for t in 0..txns.len() as u32 {
+            for e in v.exts(t) {
+                if e.write {
+                    wlist[wf[e.vid as usize]] = t;
+                    wf[e.vid as usize] += 1;
+                } else {
+                    rlist[rf[e.vid as usize]] = t;
+                    rf[e.vid as usize] += 1;
                 }
             }
         }
-        let writers = |v: u32| &wlist[woff[v as usize]..woff[v as usize + 1]];
-        let readers = |v: u32| &rlist[roff[v as usize]..roff[v as usize + 1]];
-        let mut el = EdgeList::default();
-        for x in 0..nv as u32 {
-            for &w in writers(x) {
-                for &r in readers(x) {
-                    el.add(w, r, Rels::WR);
+        DataEdges {
+            woff,
+            roff,
+            wlist,
+            rlist,
+            accepted: reg.accepted_sorted(),
+        }
+    }
+
+    fn writers(&self, v: u32) -> &[u32] {
+        &self.wlist[self.woff[v as usize]..self.woff[v as usize + 1]]
+    }
+
+    fn readers(&self, v: u32) -> &[u32] {
+        &self.rlist[self.roff[v as usize]..self.roff[v as usize + 1]]
+    }
+}
+
+impl Edges for DataEdges {
+    fn each(&self, add: &mut dyn FnMut(u32, u32, Rels)) {
+        for x in 0..self.woff.len() as u32 - 1 {
+            for &w in self.writers(x) {
+                for &r in self.readers(x) {
+                    add(w, r, Rels::WR);
                 }
             }
         }
-        for (v1, v2) in self.accepted_sorted() {
-            for &b in writers(v2) {
-                for &a in writers(v1) {
-                    el.add(a, b, Rels::WW);
+        for &(v1, v2) in &self.accepted {
+            for &b in self.writers(v2) {
+                for &a in self.writers(v1) {
+                    add(a, b, Rels::WW);
                 }
-                for &a in readers(v1) {
-                    el.add(a, b, Rels::RW);
+                for &a in self.readers(v1) {
+                    add(a, b, Rels::RW);
                 }
             }
         }
-        el
+    }
+}
+
+impl<'h> VersionOrder<'h> for RwRegister<'h> {
+    fn edges<'s>(&'s self, txns: &'s Txns<'h>) -> Box<dyn Edges + 's> {
+        Box::new(DataEdges::new(self, txns))
     }
 
     fn explain(

@@ -7,7 +7,7 @@
 //! `rw_register`).
 
 use crate::explain::Step;
-use crate::graph::EdgeList;
+use crate::graph::Edges;
 use crate::observe::Read;
 use crate::rels::Rel;
 use crate::txn::Txns;
@@ -15,8 +15,10 @@ use store::{History, ReadValue};
 
 /// A per-key version order and the data dependencies it implies.
 pub trait VersionOrder<'h>: Sync {
-    /// The `ww`, `wr` and `rw` edges between transactions (ids of `txns`).
-    fn edges(&self, txns: &Txns<'h>) -> EdgeList;
+    /// The `ww`, `wr` and `rw` edges between transactions (ids of `txns`),
+    /// as a source that yields them on each call (what it needs to, it
+    /// indexes once).
+    fn edges<'s>(&'s self, txns: &'s Txns<'h>) -> Box<dyn Edges + 's>;
 
     /// Why `a →rel b` (a data relation), if this order implies that edge.
     fn explain(&self, txns: &Txns<'h>, history: &History, a: u32, b: u32, rel: Rel)

@@ -9,7 +9,7 @@ use super::{Analysis, AnalyzeOptions, Context, Found};
 use crate::anomaly::{AnomalyType, Variant};
 use crate::cycle::{self, Cycle};
 use crate::explain::{Anomaly, Evidence, Step};
-use crate::graph::{EdgeList, Graph, induced, tarjan};
+use crate::graph::{EdgeList, Edges, Graph, induced, tarjan};
 use crate::order;
 use crate::rels::{Rel, Rels};
 
@@ -28,19 +28,12 @@ impl Analysis for Cycles {
 
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
         let (txns, history, opts) = (cx.txns, cx.history, cx.opts);
-        // The order edges need only the history: found beside the data edges.
-        let (edges, order) = std::thread::scope(|s| {
-            let order = s.spawn(|| order_edges(cx));
-            let edges = cx.versions.edges(txns);
-            match order.join() {
-                Ok(order) => (edges, order),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        });
-        let data_graph_empty = edges.edges.is_empty();
+        let order = order_edges(cx);
         let (variant, mask) = (order.variant, order.mask);
-        let graph = Graph::from_lists(txns.len(), vec![edges, order.edges]);
-        if data_graph_empty && graph.edge_count() == 0 {
+        let data = cx.versions.edges(txns);
+        let graph = Graph::from_sources(txns.len(), &[&*data, &*order.edges]);
+        drop(data);
+        if graph.edge_count() == 0 {
             out.anomalies.insert(
                 AnomalyType::EmptyTransactionGraph,
                 vec![Anomaly {
@@ -98,32 +91,32 @@ impl Analysis for Cycles {
 
 /// The order edges Elle adds for the classes searched: realtime if a
 /// `*-realtime` class is searched, else process if a `*-process` one is.
-pub(super) struct OrderEdges {
+pub(super) struct OrderEdges<'a> {
     /// Which variant the edges give.
     pub variant: Variant,
     /// The relations of a graph with them (data + the order relation).
     pub mask: Rels,
     /// The edges (none for [`Variant::Plain`]).
-    pub edges: EdgeList,
+    pub edges: Box<dyn Edges + 'a>,
 }
 
 /// The order edges of `cx`'s history for `cx.opts.search` (shared with the
 /// predicate analysis, so both add the same ones).
-pub(super) fn order_edges(cx: &Context<'_, '_>) -> OrderEdges {
+pub(super) fn order_edges<'a>(cx: &Context<'a, '_>) -> OrderEdges<'a> {
     let has = |v: Variant| {
         cx.opts
             .search
             .iter()
             .any(|a| a.cycle_parts().is_some_and(|p| p.1 == v))
     };
-    let (variant, mask, edges) = if has(Variant::Realtime) {
-        let e = order::realtime_edges(cx.txns, cx.history);
+    let (variant, mask, edges): (_, _, Box<dyn Edges>) = if has(Variant::Realtime) {
+        let e = order::realtime(cx.txns, cx.history);
         (Variant::Realtime, Rels::DATA | Rels::REALTIME, e)
     } else if has(Variant::Process) {
         let e = order::process_edges(cx.txns);
-        (Variant::Process, Rels::DATA | Rels::PROCESS, e)
+        (Variant::Process, Rels::DATA | Rels::PROCESS, Box::new(e))
     } else {
-        (Variant::Plain, Rels::DATA, EdgeList::default())
+        (Variant::Plain, Rels::DATA, Box::new(EdgeList::default()))
     };
     OrderEdges {
         variant,

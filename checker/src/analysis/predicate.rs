@@ -375,12 +375,15 @@ struct Combined {
     succ: Vec<Vec<(u32, Pair)>>,
 }
 
-fn combine(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], order: OrderEdges) -> (Combined, Graph) {
+fn combine(
+    cx: &Context<'_, '_>,
+    edges: &[PredEdge<'_>],
+    order: OrderEdges<'_>,
+) -> (Combined, Graph) {
     let n = cx.txns.len();
     let mut pairs: HashMap<(u32, u32), Pair> = HashMap::new();
-    let item = cx.versions.edges(cx.txns);
     let mut all = EdgeList::default();
-    for &(a, b, rels) in &item.edges {
+    cx.versions.edges(cx.txns).each(&mut |a, b, rels| {
         let p = pairs.entry((a, b)).or_default();
         if rels.contains(Rel::Ww) || rels.contains(Rel::Wr) {
             let r = if rels.contains(Rel::Wr) {
@@ -394,14 +397,14 @@ fn combine(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], order: OrderEdges) -> (
             p.anti.get_or_insert(Label::Item(Rel::Rw));
         }
         all.add(a, b, Rels::DATA);
-    }
+    });
     for (i, e) in edges.iter().enumerate() {
         let p = pairs.entry((e.from, e.to)).or_default();
         let slot = if e.seen { &mut p.flow } else { &mut p.anti };
         slot.get_or_insert(Label::Pred(i as u32));
         all.add(e.from, e.to, Rels::DATA);
     }
-    for (a, b, rels) in order.edges.edges {
+    order.edges.each(&mut |a, b, rels| {
         let rel = if rels.contains(Rel::Realtime) {
             Rel::Realtime
         } else {
@@ -413,7 +416,7 @@ fn combine(cx: &Context<'_, '_>, edges: &[PredEdge<'_>], order: OrderEdges) -> (
             .order
             .get_or_insert(Label::Order(rel));
         all.add(a, b, rels);
-    }
+    });
     let mut succ = vec![Vec::new(); n];
     for ((a, b), p) in pairs {
         if a != b {
