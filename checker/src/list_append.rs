@@ -82,8 +82,10 @@ impl<'a, 'h> ListAppend<'a, 'h> {
         let mut out = Vec::new();
         let mut reported = vec![false; txns.keys.len()];
         for r in &self.obs.reads {
-            let Value::List(l) = r.value else { continue };
-            if r.prefix
+            let Value::List(l) = r.value(txns) else {
+                continue;
+            };
+            if r.prefix()
                 || txns.txns[r.txn as usize].status != Status::Ok
                 || std::mem::replace(&mut reported[r.key as usize], true)
             {
@@ -193,8 +195,8 @@ impl<'s, 'a, 'h> DataEdges<'s, 'a, 'h> {
             total += order.order_of(k as u32).len() + 1;
         }
         ver_base.push(total);
-        let slot_of = |r: &Read<'_>| {
-            let v = order.version_from(r.from);
+        let slot_of = |r: &Read| {
+            let v = order.version_from(r.from());
             (v != NO).then(|| ver_base[r.key as usize] + v as usize)
         };
         let mut roff = vec![0u32; total + 1];
@@ -366,8 +368,8 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
         }
     }
 
-    fn read_version(&self, read: &Read<'h>) -> Option<u32> {
-        read.prefix.then(|| self.version_from(read.from))
+    fn read_version(&self, _: &Txns<'h>, read: &Read) -> Option<u32> {
+        read.prefix().then(|| self.version_from(read.from()))
     }
 
     fn version_value(&self, k: u32, version: u32) -> ReadValue {

@@ -67,31 +67,119 @@ pub enum Value<'h> {
 }
 
 /// One read micro-op of a transaction that did not abort, whose value the
-/// workload can interpret.
+/// workload can interpret: 20 B (what it returned is read back from its
+/// micro-op, [`Read::value`]; the facts about it are bits).
 #[derive(Clone, Copy, Debug)]
-pub struct Read<'h> {
+pub struct Read {
     /// The reading transaction.
     pub txn: u32,
     /// The micro-op's position in it.
     pub mop: u32,
     /// Interned key.
     pub key: u32,
-    /// What it returned.
-    pub value: Value<'h>,
-    /// Whose state it observed.
-    pub from: ReadFrom,
+    /// Whose state it observed: a write id, [`INITIAL`] or [`GARBAGE`].
+    from: u32,
+    /// [`Read::FIRST_ON_KEY`] … [`Read::LIST`].
+    flags: u8,
+}
+
+/// [`Read::from`] as stored: the initial state.
+const INITIAL: u32 = u32::MAX - 1;
+/// [`Read::from`] as stored: a value nobody wrote.
+const GARBAGE: u32 = u32::MAX;
+
+impl Read {
     /// No earlier micro-op of the transaction touches `key` (an external read).
-    pub first_on_key: bool,
+    const FIRST_ON_KEY: u8 = 1;
     /// A later micro-op of the transaction writes `key`.
-    pub writes_later: bool,
+    const WRITES_LATER: u8 = 2;
+    /// An earlier micro-op of the transaction writes `key`.
+    const AFTER_OWN_WRITE: u8 = 4;
+    /// list-append: a prefix of its key's longest read.
+    const PREFIX: u8 = 8;
+    /// list-append: may hold garbage, duplicate or aborted elements.
+    const CAREFUL: u8 = 16;
+    /// A list read (else a register read).
+    const LIST: u8 = 32;
+
+    /// A read of `(txn, mop)` on `key` that observed `from`; `flags` are
+    /// the `Read::*` bits.
+    fn new(txn: u32, mop: u32, key: u32, from: ReadFrom, flags: u8) -> Read {
+        let from = match from {
+            ReadFrom::Initial => INITIAL,
+            ReadFrom::Write(id) => id,
+            ReadFrom::Garbage => GARBAGE,
+        };
+        Read {
+            txn,
+            mop,
+            key,
+            from,
+            flags,
+        }
+    }
+
+    /// Whose state it observed.
+    #[inline]
+    pub fn from(&self) -> ReadFrom {
+        match self.from {
+            INITIAL => ReadFrom::Initial,
+            GARBAGE => ReadFrom::Garbage,
+            id => ReadFrom::Write(id),
+        }
+    }
+
+    /// What it returned, read from its micro-op in `txns`.
+    pub fn value<'h>(&self, txns: &Txns<'h>) -> Value<'h> {
+        let tx = &txns.txns[self.txn as usize];
+        let rv = match tx.mops.get(self.mop as usize) {
+            Some(MicroOp::Read(_, rv)) => Some(rv),
+            _ => None,
+        };
+        if self.has(Read::LIST) {
+            Value::List(rv.and_then(|rv| read_list(tx.status, rv)).unwrap_or(&[]))
+        } else {
+            Value::Register(rv.and_then(read_scalar).flatten())
+        }
+    }
+
+    #[inline]
+    fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// No earlier micro-op of the transaction touches `key` (an external read).
+    #[inline]
+    pub fn first_on_key(&self) -> bool {
+        self.has(Read::FIRST_ON_KEY)
+    }
+
+    /// A later micro-op of the transaction writes `key`.
+    #[inline]
+    pub fn writes_later(&self) -> bool {
+        self.has(Read::WRITES_LATER)
+    }
+
     /// An earlier micro-op of the transaction writes `key` (the read should
     /// see that write: `internal` checks it).
-    pub after_own_write: bool,
-    /// list-append: the read is a prefix of its key's longest read.
-    pub prefix: bool,
+    #[inline]
+    pub fn after_own_write(&self) -> bool {
+        self.has(Read::AFTER_OWN_WRITE)
+    }
+
+    /// list-append: the read is a prefix of its key's longest read (always
+    /// for a register read).
+    #[inline]
+    pub fn prefix(&self) -> bool {
+        !self.has(Read::LIST) || self.has(Read::PREFIX)
+    }
+
     /// list-append: the read may hold garbage, duplicate or aborted
     /// elements and needs an element-by-element look.
-    pub careful: bool,
+    #[inline]
+    pub fn careful(&self) -> bool {
+        self.has(Read::CAREFUL)
+    }
 }
 
 /// (key, value) → write id. Integer values (what harness writes) of a key
@@ -209,7 +297,7 @@ pub struct Observations<'h> {
     ids: WriteIds<'h>,
     /// Every interpretable read of a transaction that did not abort, by
     /// transaction then micro-op.
-    pub reads: Vec<Read<'h>>,
+    pub reads: Vec<Read>,
     /// list-append: per key, the longest read (ok and info reads; ties go
     /// to the earliest transaction), empty if none.
     pub longest: Vec<&'h [Val]>,
@@ -450,19 +538,14 @@ impl<'h> Observations<'h> {
                         .write_of(k, v)
                         .map_or(ReadFrom::Garbage, ReadFrom::Write),
                 };
-                let (first_on_key, writes_later, after_own_write) = around(txns, t, i, k, true);
-                self.reads.push(Read {
-                    txn: t,
-                    mop: i as u32,
-                    key: k,
-                    value: Value::List(r),
-                    from,
-                    first_on_key,
-                    writes_later,
-                    after_own_write,
-                    prefix,
-                    careful: !prefix || r.len() > suspicious_from[k as usize],
-                });
+                let mut flags = around(txns, t, i, k, true) | Read::LIST;
+                if prefix {
+                    flags |= Read::PREFIX;
+                }
+                if !prefix || r.len() > suspicious_from[k as usize] {
+                    flags |= Read::CAREFUL;
+                }
+                self.reads.push(Read::new(t, i as u32, k, from, flags));
             }
         }
     }
@@ -478,10 +561,10 @@ impl<'h> Observations<'h> {
             for (i, m) in tx.mops.iter().enumerate() {
                 let MicroOp::Read(_, rv) = m else { continue };
                 let k = txns.key_of(t, i);
-                let (first_on_key, writes_later, after_own_write) = around(txns, t, i, k, false);
+                let flags = around(txns, t, i, k, false);
                 let Some(v) = read_scalar(rv) else {
                     // Counted where Elle looks: external reads of committed txns.
-                    if first_on_key && tx.status == Status::Ok {
+                    if flags & Read::FIRST_ON_KEY != 0 && tx.status == Status::Ok {
                         bad_type += 1;
                     }
                     continue;
@@ -493,18 +576,7 @@ impl<'h> Observations<'h> {
                         .write_of(k, v)
                         .map_or(ReadFrom::Garbage, ReadFrom::Write),
                 };
-                self.reads.push(Read {
-                    txn: t,
-                    mop: i as u32,
-                    key: k,
-                    value: Value::Register(v),
-                    from,
-                    first_on_key,
-                    writes_later,
-                    after_own_write,
-                    prefix: true,
-                    careful: false,
-                });
+                self.reads.push(Read::new(t, i as u32, k, from, flags));
             }
         }
         if bad_type > 0 {
@@ -530,16 +602,24 @@ fn int_ranges(txns: &Txns<'_>, list: bool) -> Vec<(i64, i64, usize)> {
     ranges
 }
 
-/// Whether micro-op `i` (on key `k`) of `t` is the first on `k`, whether
-/// a later micro-op writes `k`, and whether an earlier one does.
-fn around(txns: &Txns<'_>, t: u32, i: usize, k: u32, list: bool) -> (bool, bool, bool) {
+/// The [`Read`] flags of micro-op `i` (on key `k`) of `t` that depend on
+/// the rest of its transaction: whether it is the first on `k`, whether a
+/// later micro-op writes `k`, and whether an earlier one does.
+fn around(txns: &Txns<'_>, t: u32, i: usize, k: u32, list: bool) -> u8 {
     let tx = &txns.txns[t as usize];
     let on_k = |j: usize| txns.key_of(t, j) == k;
     let writes = |j: usize| Observations::write_mop(&tx.mops[j], list).is_some();
-    let first = !(0..i).any(on_k);
-    let later = (i + 1..tx.mops.len()).any(|j| writes(j) && on_k(j));
-    let before = (0..i).any(|j| writes(j) && on_k(j));
-    (first, later, before)
+    let mut flags = 0;
+    if !(0..i).any(on_k) {
+        flags |= Read::FIRST_ON_KEY;
+    }
+    if (i + 1..tx.mops.len()).any(|j| writes(j) && on_k(j)) {
+        flags |= Read::WRITES_LATER;
+    }
+    if (0..i).any(|j| writes(j) && on_k(j)) {
+        flags |= Read::AFTER_OWN_WRITE;
+    }
+    flags
 }
 
 #[cfg(test)]

@@ -565,12 +565,12 @@ impl<'h> VersionOrder<'h> for RwRegister<'h> {
         None
     }
 
-    fn read_version(&self, read: &Read<'h>) -> Option<u32> {
-        let Value::Register(val) = read.value else {
+    fn read_version(&self, txns: &Txns<'h>, read: &Read) -> Option<u32> {
+        let Value::Register(val) = read.value(txns) else {
             return None;
         };
         // A read of the initial state (nil, or the format's initial value).
-        let val = val.filter(|_| read.from != ReadFrom::Initial);
+        let val = val.filter(|_| read.from() != ReadFrom::Initial);
         self.versions
             .vid_of
             .get(&(read.key, val.map(|v| &v.0)))

@@ -27,7 +27,7 @@ pub trait VersionOrder<'h>: Sync {
     /// The version `read` observed, comparable with the versions other
     /// reads of its key observed (equal = the same state); `None` when the
     /// order cannot place it.
-    fn read_version(&self, read: &Read<'h>) -> Option<u32>;
+    fn read_version(&self, txns: &Txns<'h>, read: &Read) -> Option<u32>;
 
     /// The state of key `k` that version `version` (from
     /// [`VersionOrder::read_version`]) stands for.

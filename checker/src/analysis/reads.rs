@@ -30,7 +30,7 @@ impl Analysis for Reads {
         let (txns, history, obs) = (cx.txns, cx.history, cx.obs);
         let opi = |t: u32| txns.op_index(history, t);
         let key = |k: u32| Key(txns.keys[k as usize].clone());
-        let read = |kind, r: &Read<'_>, element: &Val, writer: Option<u32>| Anomaly {
+        let read = |kind, r: &Read, element: &Val, writer: Option<u32>| Anomaly {
             kind,
             evidence: Evidence::Read {
                 op: opi(r.txn),
@@ -48,12 +48,12 @@ impl Analysis for Reads {
             if txns.txns[r.txn as usize].status != Status::Ok {
                 continue;
             }
-            match r.value {
+            match r.value(txns) {
                 Value::Register(got) => {
-                    if r.first_on_key
+                    if r.first_on_key()
                         && let Some(v) = got
                     {
-                        match r.from {
+                        match r.from() {
                             ReadFrom::Garbage => {
                                 out.push(read(AnomalyType::GarbageRead, r, v, None))
                             }
@@ -79,7 +79,7 @@ impl Analysis for Reads {
                     }
                 }
                 Value::List(l) => {
-                    if r.careful {
+                    if r.careful() {
                         stamp_gen = stamp_gen.wrapping_add(1);
                         dup_counts.clear();
                         for v in l {
@@ -119,7 +119,7 @@ impl Analysis for Reads {
                             });
                         }
                     }
-                    if let (Some(last), ReadFrom::Write(w)) = (l.last(), r.from) {
+                    if let (Some(last), ReadFrom::Write(w)) = (l.last(), r.from()) {
                         let e = obs.write(w);
                         if !e.is_final && e.txn != r.txn {
                             out.push(read(AnomalyType::G1b, r, last, Some(e.txn)));
@@ -134,7 +134,7 @@ impl Analysis for Reads {
                             out.push(read(AnomalyType::FutureRead, r, v, None));
                         }
                     }
-                    if !r.first_on_key
+                    if !r.first_on_key()
                         && let Some(expected) = list_expectation(txns, r)
                     {
                         let bad = match &expected {
@@ -158,7 +158,7 @@ impl Analysis for Reads {
     }
 }
 
-fn internal(op: store::OpIndex, r: &Read<'_>, key: Key, expected: Expected) -> Anomaly {
+fn internal(op: store::OpIndex, r: &Read, key: Key, expected: Expected) -> Anomaly {
     Anomaly {
         kind: AnomalyType::Internal,
         evidence: Evidence::Internal {
@@ -173,7 +173,7 @@ fn internal(op: store::OpIndex, r: &Read<'_>, key: Key, expected: Expected) -> A
 /// What a register read must return given the transaction's previous
 /// micro-op on its key (its write, or what it read): `None` when nothing
 /// earlier constrains it.
-fn register_expectation<'h>(txns: &Txns<'h>, r: &Read<'h>) -> Option<Option<&'h Val>> {
+fn register_expectation<'h>(txns: &Txns<'h>, r: &Read) -> Option<Option<&'h Val>> {
     let tx = &txns.txns[r.txn as usize];
     let j = (0..r.mop as usize)
         .rev()
@@ -187,7 +187,7 @@ fn register_expectation<'h>(txns: &Txns<'h>, r: &Read<'h>) -> Option<Option<&'h 
 
 /// What a list read must return given the transaction's own earlier
 /// micro-ops on its key (`None`: no constraint).
-fn list_expectation(txns: &Txns<'_>, r: &Read<'_>) -> Option<Expected> {
+fn list_expectation(txns: &Txns<'_>, r: &Read) -> Option<Expected> {
     let (t, k) = (r.txn, r.key);
     let tx = &txns.txns[t as usize];
     let mut appended: Vec<Val> = Vec::new();

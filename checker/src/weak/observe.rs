@@ -149,10 +149,10 @@ impl Observations {
             let committed = txn.status == Status::Ok;
             out.included[t as usize] |= committed;
             while let Some(r) = reads.next_if(|r| r.txn == t) {
-                if !committed || r.after_own_write {
+                if !committed || r.after_own_write() {
                     continue; // internal reads: `internal` checks them
                 }
-                let (writer, wmop) = match r.from {
+                let (writer, wmop) = match r.from() {
                     ReadFrom::Initial => (INIT, 0),
                     ReadFrom::Write(id) => {
                         let w = seen.write(id);
