@@ -116,7 +116,11 @@ impl<'a, 'h> ListAppend<'a, 'h> {
                                 kind: AnomalyType::DirtyUpdate,
                                 evidence: Evidence::DirtyUpdate {
                                     key: key(k),
-                                    values: vec![ea.val.clone(), e.val.clone()],
+                                    values: [ea, e]
+                                        .iter()
+                                        .filter_map(|w| w.val(txns))
+                                        .cloned()
+                                        .collect(),
                                     txns: vec![opi(ea.txn), opi(e.txn)],
                                 },
                             });
@@ -334,7 +338,7 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
                             let pe = self.obs.write(prev);
                             return Some(mk(
                                 k,
-                                Some(pe.val.clone()),
+                                pe.val(txns).cloned(),
                                 Some(v.clone()),
                                 pe.mop as usize,
                                 j,
@@ -357,7 +361,9 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
                             continue;
                         };
                         if self.version_of(k, r) == want {
-                            let value = (prev != NO).then(|| self.obs.write(prev).val.clone());
+                            let value = (prev != NO)
+                                .then(|| self.obs.write(prev).val(txns).cloned())
+                                .flatten();
                             return Some(mk(k, value, Some(v.clone()), i, j));
                         }
                     }

@@ -25,23 +25,34 @@ use store::{Atom, History, Key, MicroOp, ReadValue, Val};
 pub const NO: u32 = u32::MAX;
 
 /// One write micro-op, of any transaction (committed, aborted or
-/// indeterminate).
+/// indeterminate): 16 B (the value is read back from its micro-op,
+/// [`Write::val`]).
 #[derive(Clone, Copy, Debug)]
-pub struct Write<'h> {
+pub struct Write {
     /// The writing transaction.
     pub txn: u32,
     /// The micro-op's position in it.
     pub mop: u32,
     /// Interned key.
     pub key: u32,
-    /// The value appended or written.
-    pub val: &'h Val,
     /// Whether it is the transaction's last write of `key` (else an
     /// intermediate write).
     pub is_final: bool,
     /// Another micro-op wrote the same value to `key` too (values must be
     /// unique per key; a read of it cannot name its writer).
     pub repeated: bool,
+}
+
+impl Write {
+    /// The value appended or written, read from its micro-op in `txns`
+    /// (`None` only for a write of other transactions than `txns`').
+    pub fn val<'h>(&self, txns: &Txns<'h>) -> Option<&'h Val> {
+        let tx = txns.txns.get(self.txn as usize)?;
+        match tx.mops.get(self.mop as usize)? {
+            MicroOp::Append(_, v) | MicroOp::Write(_, v) => Some(v),
+            MicroOp::Read(..) | MicroOp::ReadRange(_) => None,
+        }
+    }
 }
 
 /// Whose state a read observed: the last element of a list read, the value
@@ -293,7 +304,7 @@ fn first<K>(e: std::collections::hash_map::Entry<'_, K, u32>, id: u32) -> Option
 pub struct Observations<'h> {
     /// Every write, by transaction then micro-op from last to first (a
     /// repeated (key, value) keeps its first writer only).
-    pub writes: Vec<Write<'h>>,
+    pub writes: Vec<Write>,
     ids: WriteIds<'h>,
     /// Every interpretable read of a transaction that did not abort, by
     /// transaction then micro-op.
@@ -339,6 +350,9 @@ impl<'h> Observations<'h> {
         let list = workload == Workload::ListAppend;
         let mut o = Observations {
             ids: WriteIds::new(&int_ranges(txns, list)),
+            // Sized once: a doubling vector held the old and the new block
+            // (tens of MB at 1M transactions) while it copied.
+            writes: Vec::with_capacity(if list { txns.n_appends } else { 0 }),
             initial: history.initial_value(),
             ..Observations::default()
         };
@@ -367,7 +381,7 @@ impl<'h> Observations<'h> {
 
     /// The write with id `w`.
     #[inline]
-    pub fn write(&self, w: u32) -> &Write<'h> {
+    pub fn write(&self, w: u32) -> &Write {
         &self.writes[w as usize]
     }
 
@@ -450,7 +464,6 @@ impl<'h> Observations<'h> {
                         txn: t as u32,
                         mop: i as u32,
                         key: k,
-                        val: v,
                         is_final,
                         repeated: false,
                     }),
@@ -508,7 +521,7 @@ impl<'h> Observations<'h> {
                 }
             }
         }
-        self.reads.reserve(txns.n_reads);
+        self.reads.reserve_exact(txns.n_reads);
         for (t, tx) in txns.txns.iter().enumerate() {
             let t = t as u32;
             if tx.status == Status::Fail {

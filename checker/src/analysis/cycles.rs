@@ -26,13 +26,23 @@ impl Analysis for Cycles {
         true
     }
 
+    /// The graph, its sources' indices and Tarjan's arrays: at 1M
+    /// transactions ~80 MB, which the other analyses' scratch would add to.
+    fn heavy(&self) -> bool {
+        true
+    }
+
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
         let (txns, history, opts) = (cx.txns, cx.history, cx.opts);
-        let order = order_edges(cx);
-        let (variant, mask) = (order.variant, order.mask);
+        let OrderEdges {
+            variant,
+            mask,
+            edges: order,
+        } = order_edges(cx);
         let data = cx.versions.edges(txns);
-        let graph = Graph::from_sources(txns.len(), &[&*data, &*order.edges]);
-        drop(data);
+        let graph = Graph::from_sources(txns.len(), &[&*data, &*order]);
+        // The sources' indices are dead once the graph holds their edges.
+        drop((data, order));
         if graph.edge_count() == 0 {
             out.anomalies.insert(
                 AnomalyType::EmptyTransactionGraph,

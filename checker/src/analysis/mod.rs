@@ -32,6 +32,7 @@ mod weak;
 use crate::anomaly::AnomalyType;
 use crate::budget::Budget;
 use crate::explain::Anomaly;
+use crate::graph::beside;
 use crate::list_append::ListAppend;
 use crate::model::ConsistencyModel;
 use crate::observe::Observations;
@@ -230,6 +231,12 @@ pub trait Analysis: Sync {
     fn reads_earlier_findings(&self) -> bool {
         false
     }
+
+    /// Whether its scratch is history-sized and big (the dependency
+    /// graph): then it runs alone rather than beside the others.
+    fn heavy(&self) -> bool {
+        false
+    }
 }
 
 /// The analyses [`analyze`] runs (those `needed`), their findings merged in
@@ -304,30 +311,30 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
     out
 }
 
-/// Runs `analyses` on `cx`, each on a thread of its own (they only read the
-/// context), and returns what each found, in the order given — so the
-/// merged result is the same as running them one after the other.
+/// Runs `analyses` on `cx` and returns what each found, in the order given
+/// — so the merged result is the same as running them one after the
+/// other. The light ones run side by side (they only read the context),
+/// each on a thread of its own; a [`Analysis::heavy`] one runs alone after
+/// them, so its scratch never adds up with theirs.
 fn run_each(cx: &Context<'_, '_>, analyses: &[&dyn Analysis]) -> Vec<Found> {
     let run = |a: &dyn Analysis| {
         let mut found = Found::default();
         a.run(cx, &mut found);
         found
     };
-    let Some((first, rest)) = analyses.split_first() else {
-        return Vec::new();
-    };
-    std::thread::scope(|scope| {
-        let others: Vec<_> = rest.iter().map(|&a| scope.spawn(move || run(a))).collect();
-        let mut all = vec![run(*first)];
-        for handle in others {
-            match handle.join() {
-                Ok(found) => all.push(found),
-                // An analysis that panicked is a bug of ours: re-raise it.
-                Err(panic) => std::panic::resume_unwind(panic),
+    let (heavy, light): (Vec<_>, Vec<_>) = analyses.iter().copied().partition(|a| a.heavy());
+    let mut light = beside(light, run).into_iter();
+    let mut heavy = heavy.into_iter().map(run);
+    analyses
+        .iter()
+        .filter_map(|a| {
+            if a.heavy() {
+                heavy.next()
+            } else {
+                light.next()
             }
-        }
-        all
-    })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -135,7 +135,7 @@ fn creators<'h>(cx: &Context<'_, 'h>, keys: &KeyIndex<'h>) -> Vec<Option<Creator
         if let Some(&w) = cx.obs.longest_ids(k).first()
             && w != crate::observe::NO
         {
-            first[k as usize] = Some(cx.obs.write(w).val);
+            first[k as usize] = cx.obs.write(w).val(cx.txns);
         }
     }
     for t in &cx.txns.txns {
@@ -162,10 +162,11 @@ fn creators<'h>(cx: &Context<'_, 'h>, keys: &KeyIndex<'h>) -> Vec<Option<Creator
                 None => return None,
             };
             let w = cx.obs.write(w);
+            let val = w.val(cx.txns)?;
             (cx.txns.txns[w.txn as usize].status != Status::Fail).then_some(Creator {
                 txn: w.txn,
                 mop: w.mop,
-                val: w.val,
+                val,
             })
         })
         .collect()

@@ -113,7 +113,9 @@ impl Analysis for Reads {
                                     key: key(r.key),
                                     duplicates: dup_counts
                                         .iter()
-                                        .map(|&(id, n)| (obs.write(id).val.clone(), n))
+                                        .filter_map(|&(id, n)| {
+                                            Some((obs.write(id).val(txns)?.clone(), n))
+                                        })
                                         .collect(),
                                 },
                             });
