@@ -408,6 +408,29 @@ mod tests {
         assert_eq!(gr.rels(1, 1), Rels::NONE);
     }
 
+    /// The same edges as one list or as sources side by side (self-edges,
+    /// duplicates across sources, nodes out of range) give the same graph.
+    #[test]
+    fn sources_side_by_side_build_the_graph_of_their_union() {
+        let data: Vec<(u32, u32, Rels)> = (0..200u32)
+            .flat_map(|i| [(i % 50, (i * 7) % 50, Rels::WW), (i % 50, 60, Rels::WR)])
+            .collect();
+        let order: Vec<(u32, u32, Rels)> = (0..120u32)
+            .map(|i| ((i * 3) % 50, (i * 11) % 50, Rels::REALTIME))
+            .collect();
+        let union = EdgeList {
+            edges: data.iter().chain(&order).copied().collect(),
+        };
+        let (data, order) = (EdgeList { edges: data }, EdgeList { edges: order });
+        let two = Graph::from_sources(50, &[&data, &order]);
+        // The sources' edges met in one adjacency list and merged.
+        let merged =
+            |g: &Graph| (0..g.edge_count()).any(|e| g.rels_at(e) == Rels::WW | Rels::REALTIME);
+        assert!(merged(&two));
+        let one = Graph::build(50, &union);
+        assert_eq!((two.off, two.dst, two.rels), (one.off, one.dst, one.rels));
+    }
+
     #[test]
     fn sccs_respect_mask() {
         let gr = g(

@@ -639,6 +639,23 @@ fn around(txns: &Txns<'_>, t: u32, i: usize, k: u32, list: bool) -> u8 {
 mod tests {
     use super::*;
 
+    /// One of each per micro-op of a history-sized check: their size is
+    /// the checker's memory (issue 15: 56 and 24 B before).
+    #[test]
+    fn reads_and_writes_stay_small() {
+        assert_eq!(std::mem::size_of::<Read>(), 20);
+        assert_eq!(std::mem::size_of::<Write>(), 16);
+        let r = Read::new(1, 2, 3, ReadFrom::Write(INITIAL - 1), Read::LIST);
+        assert_eq!(r.from(), ReadFrom::Write(INITIAL - 1));
+        assert!(!r.prefix() && !r.careful() && !r.first_on_key());
+        let r = Read::new(1, 2, 3, ReadFrom::Initial, Read::FIRST_ON_KEY);
+        assert!(r.from() == ReadFrom::Initial && r.prefix() && r.first_on_key());
+        assert_eq!(
+            Read::new(0, 0, 0, ReadFrom::Garbage, 0).from(),
+            ReadFrom::Garbage
+        );
+    }
+
     #[test]
     fn write_ids_dense_sparse_and_other_atoms_agree() {
         // Key 0 dense (1..=3), key 1 sparse (two values far apart), key 2

@@ -18,7 +18,7 @@ fn reads(text: &str, w: Workload) -> Vec<(u32, u32, String, bool, bool)> {
     obs.reads
         .iter()
         .map(|r| {
-            let from = match r.from {
+            let from = match r.from() {
                 ReadFrom::Initial => "init".to_string(),
                 ReadFrom::Garbage => "garbage".to_string(),
                 ReadFrom::Write(id) => {
@@ -31,7 +31,7 @@ fn reads(text: &str, w: Workload) -> Vec<(u32, u32, String, bool, bool)> {
                     )
                 }
             };
-            (r.txn, r.mop, from, r.first_on_key, r.writes_later)
+            (r.txn, r.mop, from, r.first_on_key(), r.writes_later())
         })
         .collect()
 }
@@ -99,7 +99,7 @@ fn a_value_written_twice_keeps_its_first_writer_and_warns_once_per_repeat() {
     assert!(obs.warnings[0].contains("value 1 appended to key 1 more than once"));
     assert!(obs.warnings[1].contains("value 1 appended to key 2 more than once"));
     // Every read's writer is an id into the compacted list.
-    let from: Vec<ReadFrom> = obs.reads.iter().map(|r| r.from).collect();
+    let from: Vec<ReadFrom> = obs.reads.iter().map(|r| r.from()).collect();
     assert_eq!(from, vec![ReadFrom::Write(3), ReadFrom::Write(0)]);
     let k1 = obs.reads[0].key;
     assert_eq!(obs.write_of(k1, &store::Val::int(2)), Some(2));
