@@ -31,17 +31,34 @@ pub fn process_edges(txns: &Txns<'_>) -> EdgeList {
     el
 }
 
-/// Events of the history in order: (position, txn, is_invocation).
-pub(crate) fn events(txns: &Txns<'_>, history_len: usize) -> Vec<(u32, bool)> {
-    // Slot per history position: txn id and whether it is its invocation.
-    let mut slot: Vec<(u32, bool)> = vec![(NO, false); history_len];
+/// The history's transaction events by position, 4 B a position: the txn
+/// whose invocation or completion it is, the invocation bit on top (so
+/// txn ids stay below 2³¹ — 96 GB of `Txns`), [`NO`] for other ops.
+pub(crate) struct Events(Vec<u32>);
+
+/// The invocation bit of an [`Events`] slot.
+const INV: u32 = 1 << 31;
+
+impl Events {
+    /// Per position: `(txn, is_invocation)`, txn [`NO`] for other ops.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
+        self.0.iter().map(|&e| match e {
+            NO => (NO, false),
+            e => (e & !INV, e & INV != 0),
+        })
+    }
+}
+
+/// The events of a history of `history_len` ops.
+pub(crate) fn events(txns: &Txns<'_>, history_len: usize) -> Events {
+    let mut slot = vec![NO; history_len];
     for (t, tx) in txns.txns.iter().enumerate() {
-        slot[tx.inv as usize] = (t as u32, true);
+        slot[tx.inv as usize] = t as u32 | INV;
         if tx.pos != tx.inv {
-            slot[tx.pos as usize] = (t as u32, false);
+            slot[tx.pos as usize] = t as u32;
         }
     }
-    slot
+    Events(slot)
 }
 
 /// Real-time edges (transitive reduction): `a → b` when `a` committed before
@@ -71,7 +88,7 @@ pub fn realtime<'a>(txns: &'a Txns<'_>, history: &History) -> Box<dyn Edges + 'a
 /// The real-time reduction over the history's events (from [`events`]).
 struct Realtime<'a, 'h> {
     txns: &'a Txns<'h>,
-    slot: Vec<(u32, bool)>,
+    slot: Events,
 }
 
 impl Edges for Realtime<'_, '_> {
@@ -81,7 +98,7 @@ impl Edges for Realtime<'_, '_> {
         // invoked got an edge into it, so it is implied once that txn commits.
         let mut buffer: Vec<(u32, u32)> = Vec::new();
         let mut inv_seq: Vec<u32> = vec![0; txns.len()];
-        for (pos, &(t, is_inv)) in self.slot.iter().enumerate() {
+        for (pos, (t, is_inv)) in self.slot.iter().enumerate() {
             if t == NO {
                 continue;
             }

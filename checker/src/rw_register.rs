@@ -257,7 +257,7 @@ fn writes_follow_reads(v: &Versions<'_>, txns: &Txns<'_>, _: &History) -> Vec<(u
 fn sequential(v: &Versions<'_>, txns: &Txns<'_>, history: &History) -> Vec<(u32, u32, u32)> {
     let mut out = Vec::new();
     let mut last: FxHashMap<(u64, u32), u32> = FxHashMap::default();
-    for (t, is_inv) in events(txns, history.len()) {
+    for (t, is_inv) in events(txns, history.len()).iter() {
         if t == NO || is_inv && txns.txns[t as usize].pos != txns.txns[t as usize].inv {
             continue;
         }
@@ -288,7 +288,7 @@ fn linearizable(v: &Versions<'_>, txns: &Txns<'_>, history: &History) -> Vec<(u3
     let mut out = Vec::new();
     let mut buf: Vec<Vec<(u32, u32)>> = vec![Vec::new(); txns.keys.len()];
     let mut inv_seq: Vec<u32> = vec![0; txns.len()];
-    for (pos, (t, is_inv)) in events(txns, history.len()).into_iter().enumerate() {
+    for (pos, (t, is_inv)) in events(txns, history.len()).iter().enumerate() {
         if t == NO {
             continue;
         }
