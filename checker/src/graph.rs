@@ -1,6 +1,10 @@
 //! The transaction dependency graph: a compact CSR over dense `u32`
 //! transaction ids whose edges carry a [`Rels`] set, and an iterative Tarjan
 //! (no recursion: a history-sized component must not overflow the stack).
+//!
+//! Key decision: the graph is built from [`Edges`] sources that yield their
+//! edges on every call, in two passes (count per node, then write in place),
+//! so a history's edges exist once, in the graph — never also as lists.
 
 use crate::rels::Rels;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};

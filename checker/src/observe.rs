@@ -15,6 +15,8 @@
 //! read or reaches something suspicious in it (a garbage, duplicate or
 //! aborted element). Reads the store shares with the longest read (one
 //! buffer, `store::ValList`) are known prefixes by their address alone.
+//! A [`Write`] or [`Read`] holds ids and flags only (16 and 20 B; one per
+//! micro-op of a history): values are read back from the micro-ops.
 
 use crate::analysis::Workload;
 use crate::txn::{Status, Txns};

@@ -227,7 +227,8 @@ pub trait Analysis: Sync {
 
     /// Whether `run` reads what the analyses before it found (then `out`
     /// holds their findings, and it runs after them); otherwise `out`
-    /// starts empty and it runs beside the others, on a thread of its own.
+    /// starts empty and it runs beside the others, on a thread of its own
+    /// (or alone, if [`Analysis::heavy`]).
     fn reads_earlier_findings(&self) -> bool {
         false
     }
