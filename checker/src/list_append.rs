@@ -81,14 +81,15 @@ impl<'a, 'h> ListAppend<'a, 'h> {
         let key = |k: u32| Key(txns.keys[k as usize].clone());
         let mut out = Vec::new();
         let mut reported = vec![false; txns.keys.len()];
+        // Flags first: only a read that is no prefix needs its value.
         for r in &self.obs.reads {
+            if r.prefix() || txns.txns[r.txn as usize].status != Status::Ok {
+                continue;
+            }
             let Value::List(l) = r.value(txns) else {
                 continue;
             };
-            if r.prefix()
-                || txns.txns[r.txn as usize].status != Status::Ok
-                || std::mem::replace(&mut reported[r.key as usize], true)
-            {
+            if std::mem::replace(&mut reported[r.key as usize], true) {
                 continue;
             }
             out.push(Anomaly {
