@@ -340,7 +340,57 @@ fn run_each(cx: &Context<'_, '_>, analyses: &[&dyn Analysis]) -> Vec<Found> {
 
 #[cfg(test)]
 mod tests {
-    use super::ANALYSES;
+    use super::*;
+
+    /// An entry that writes its name as a warning; heavy or not.
+    struct Named(&'static str, bool);
+
+    impl Analysis for Named {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn needed(&self, _: &AnalyzeOptions<'_>) -> bool {
+            true
+        }
+        fn run(&self, _: &Context<'_, '_>, out: &mut Found) {
+            out.warnings.push(self.0.to_string());
+        }
+        fn heavy(&self) -> bool {
+            self.1
+        }
+    }
+
+    /// Heavy entries run after the light ones but their findings come
+    /// back where the table puts them.
+    #[test]
+    fn findings_keep_the_given_order_whoever_runs_alone() {
+        let history = History::default();
+        let txns = Txns::new(&history);
+        let obs = Observations::new(&txns, &history, Workload::ListAppend);
+        let list = ListAppend::new(&txns, &obs);
+        let budget = Budget::unlimited();
+        let opts = AnalyzeOptions::new(Workload::ListAppend, BTreeSet::new(), &budget);
+        let cx = Context {
+            history: &history,
+            txns: &txns,
+            obs: &obs,
+            versions: &list,
+            opts: &opts,
+        };
+        let entries = [
+            Named("a", false),
+            Named("b", true),
+            Named("c", false),
+            Named("d", true),
+            Named("e", false),
+        ];
+        let table: Vec<&dyn Analysis> = entries.iter().map(|e| e as &dyn Analysis).collect();
+        let got: Vec<String> = run_each(&cx, &table)
+            .into_iter()
+            .flat_map(|f| f.warnings)
+            .collect();
+        assert_eq!(got, ["a", "b", "c", "d", "e"]);
+    }
 
     /// Findings merge in table order whether an entry ran beside the others
     /// or after them only if every entry that reads earlier findings comes
