@@ -37,8 +37,9 @@ impl<'a, 'h> ListAppend<'a, 'h> {
         let mut appends_per_key: Vec<u32> = vec![0; nkeys];
         let mut single: Vec<u32> = vec![NO; nkeys];
         for (id, w) in obs.writes.iter().enumerate() {
-            appends_per_key[w.key as usize] += 1;
-            single[w.key as usize] = id as u32;
+            let k = w.key(txns) as usize;
+            appends_per_key[k] += 1;
+            single[k] = id as u32;
         }
         let mut order_off = Vec::with_capacity(nkeys + 1);
         let mut order: Vec<u32> = Vec::new();
@@ -89,14 +90,15 @@ impl<'a, 'h> ListAppend<'a, 'h> {
             let Value::List(l) = r.value(txns) else {
                 continue;
             };
-            if std::mem::replace(&mut reported[r.key as usize], true) {
+            let k = r.key(txns);
+            if std::mem::replace(&mut reported[k as usize], true) {
                 continue;
             }
             out.push(Anomaly {
                 kind: AnomalyType::IncompatibleOrder,
                 evidence: Evidence::IncompatibleOrder {
-                    key: key(r.key),
-                    values: [l.to_vec(), self.obs.longest[r.key as usize].to_vec()],
+                    key: key(k),
+                    values: [l.to_vec(), self.obs.longest[k as usize].to_vec()],
                 },
             });
         }
@@ -162,8 +164,7 @@ impl<'a, 'h> ListAppend<'a, 'h> {
     /// The element appended just before `id` in its key's order: `Some(NO)`
     /// for the initial state, `None` when unknown. Unobserved appends follow
     /// the last observed element.
-    fn prev(&self, id: u32) -> Option<u32> {
-        let key = self.obs.write(id).key;
+    fn prev(&self, key: u32, id: u32) -> Option<u32> {
         let p = self.pos[id as usize];
         let ord = self.order_of(key);
         if p == NO {
@@ -202,7 +203,7 @@ impl<'s, 'a, 'h> DataEdges<'s, 'a, 'h> {
         ver_base.push(total);
         let slot_of = |r: &Read| {
             let v = order.version_from(r.from());
-            (v != NO).then(|| ver_base[r.key as usize] + v as usize)
+            (v != NO).then(|| ver_base[r.key(txns) as usize] + v as usize)
         };
         let mut roff = vec![0u32; total + 1];
         for slot in order.obs.reads.iter().filter_map(slot_of) {
@@ -269,7 +270,8 @@ impl Edges for DataEdges<'_, '_, '_> {
             if la.pos[id] != NO || !live(e.txn) {
                 continue;
             }
-            let ord = la.order_of(e.key);
+            let k = e.key(txns);
+            let ord = la.order_of(k);
             if let Some(&last) = ord.last()
                 && last != NO
                 && live(w(last))
@@ -277,7 +279,7 @@ impl Edges for DataEdges<'_, '_, '_> {
                 add(w(last), e.txn, Rels::WW);
             }
             if ord.last() != Some(&NO) {
-                for &r in self.readers_of(e.key, ord.len() as u32) {
+                for &r in self.readers_of(k, ord.len() as u32) {
                     add(r, e.txn, Rels::RW);
                 }
             }
@@ -333,7 +335,9 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
                     let Some(id) = self.obs.write_of(k, v) else {
                         continue;
                     };
-                    let Some(prev) = self.prev(id) else { continue };
+                    let Some(prev) = self.prev(k, id) else {
+                        continue;
+                    };
                     if rel == Rel::Ww {
                         if prev != NO && self.obs.write(prev).txn == a {
                             let pe = self.obs.write(prev);

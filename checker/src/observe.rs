@@ -15,8 +15,8 @@
 //! read or reaches something suspicious in it (a garbage, duplicate or
 //! aborted element). Reads the store shares with the longest read (one
 //! buffer, `store::ValList`) are known prefixes by their address alone.
-//! A [`Write`] or [`Read`] holds ids and flags only (16 and 20 B; one per
-//! micro-op of a history): values are read back from the micro-ops.
+//! A [`Write`] or [`Read`] holds ids and flags only (12 and 16 B; one per
+//! micro-op of a history): keys and values are read back from `Txns`.
 
 use crate::analysis::Workload;
 use crate::txn::{Status, Txns};
@@ -27,16 +27,14 @@ use store::{Atom, History, Key, MicroOp, ReadValue, Val};
 pub const NO: u32 = u32::MAX;
 
 /// One write micro-op, of any transaction (committed, aborted or
-/// indeterminate): 16 B (the value is read back from its micro-op,
-/// [`Write::val`]).
+/// indeterminate): 12 B (its key and value are read back from its
+/// micro-op, [`Write::key`], [`Write::val`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Write {
     /// The writing transaction.
     pub txn: u32,
     /// The micro-op's position in it.
     pub mop: u32,
-    /// Interned key.
-    pub key: u32,
     /// Whether it is the transaction's last write of `key` (else an
     /// intermediate write).
     pub is_final: bool,
@@ -46,6 +44,12 @@ pub struct Write {
 }
 
 impl Write {
+    /// Its interned key.
+    #[inline]
+    pub fn key(&self, txns: &Txns<'_>) -> u32 {
+        txns.key_of(self.txn, self.mop as usize)
+    }
+
     /// The value appended or written, read from its micro-op in `txns`
     /// (`None` only for a write of other transactions than `txns`').
     pub fn val<'h>(&self, txns: &Txns<'h>) -> Option<&'h Val> {
@@ -80,16 +84,15 @@ pub enum Value<'h> {
 }
 
 /// One read micro-op of a transaction that did not abort, whose value the
-/// workload can interpret: 20 B (what it returned is read back from its
-/// micro-op, [`Read::value`]; the facts about it are bits).
+/// workload can interpret: 16 B (its key and what it returned are read
+/// back from its micro-op, [`Read::key`], [`Read::value`]; the facts about
+/// it are bits).
 #[derive(Clone, Copy, Debug)]
 pub struct Read {
     /// The reading transaction.
     pub txn: u32,
     /// The micro-op's position in it.
     pub mop: u32,
-    /// Interned key.
-    pub key: u32,
     /// Whose state it observed: a write id, [`INITIAL`] or [`GARBAGE`].
     from: u32,
     /// [`Read::FIRST_ON_KEY`] … [`Read::LIST`].
@@ -115,9 +118,9 @@ impl Read {
     /// A list read (else a register read).
     const LIST: u8 = 32;
 
-    /// A read of `(txn, mop)` on `key` that observed `from`; `flags` are
-    /// the `Read::*` bits.
-    fn new(txn: u32, mop: u32, key: u32, from: ReadFrom, flags: u8) -> Read {
+    /// A read of `(txn, mop)` that observed `from`; `flags` are the
+    /// `Read::*` bits.
+    fn new(txn: u32, mop: u32, from: ReadFrom, flags: u8) -> Read {
         let from = match from {
             ReadFrom::Initial => INITIAL,
             ReadFrom::Write(id) => id,
@@ -126,10 +129,15 @@ impl Read {
         Read {
             txn,
             mop,
-            key,
             from,
             flags,
         }
+    }
+
+    /// Its interned key.
+    #[inline]
+    pub fn key(&self, txns: &Txns<'_>) -> u32 {
+        txns.key_of(self.txn, self.mop as usize)
     }
 
     /// Whose state it observed.
@@ -465,7 +473,6 @@ impl<'h> Observations<'h> {
                     None => self.writes.push(Write {
                         txn: t as u32,
                         mop: i as u32,
-                        key: k,
                         is_final,
                         repeated: false,
                     }),
@@ -560,7 +567,7 @@ impl<'h> Observations<'h> {
                 if !prefix || r.len() > suspicious_from[k as usize] {
                     flags |= Read::CAREFUL;
                 }
-                self.reads.push(Read::new(t, i as u32, k, from, flags));
+                self.reads.push(Read::new(t, i as u32, from, flags));
             }
         }
     }
@@ -591,7 +598,7 @@ impl<'h> Observations<'h> {
                         .write_of(k, v)
                         .map_or(ReadFrom::Garbage, ReadFrom::Write),
                 };
-                self.reads.push(Read::new(t, i as u32, k, from, flags));
+                self.reads.push(Read::new(t, i as u32, from, flags));
             }
         }
         if bad_type > 0 {
@@ -645,15 +652,15 @@ mod tests {
     /// the checker's memory (issue 15: 56 and 24 B before).
     #[test]
     fn reads_and_writes_stay_small() {
-        assert_eq!(std::mem::size_of::<Read>(), 20);
-        assert_eq!(std::mem::size_of::<Write>(), 16);
-        let r = Read::new(1, 2, 3, ReadFrom::Write(INITIAL - 1), Read::LIST);
+        assert_eq!(std::mem::size_of::<Read>(), 16);
+        assert_eq!(std::mem::size_of::<Write>(), 12);
+        let r = Read::new(1, 2, ReadFrom::Write(INITIAL - 1), Read::LIST);
         assert_eq!(r.from(), ReadFrom::Write(INITIAL - 1));
         assert!(!r.prefix() && !r.careful() && !r.first_on_key());
-        let r = Read::new(1, 2, 3, ReadFrom::Initial, Read::FIRST_ON_KEY);
+        let r = Read::new(1, 2, ReadFrom::Initial, Read::FIRST_ON_KEY);
         assert!(r.from() == ReadFrom::Initial && r.prefix() && r.first_on_key());
         assert_eq!(
-            Read::new(0, 0, 0, ReadFrom::Garbage, 0).from(),
+            Read::new(0, 0, ReadFrom::Garbage, 0).from(),
             ReadFrom::Garbage
         );
     }

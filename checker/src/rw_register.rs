@@ -573,7 +573,7 @@ impl<'h> VersionOrder<'h> for RwRegister<'h> {
         let val = val.filter(|_| read.from() != ReadFrom::Initial);
         self.versions
             .vid_of
-            .get(&(read.key, val.map(|v| &v.0)))
+            .get(&(read.key(txns), val.map(|v| &v.0)))
             .copied()
     }
 

@@ -101,7 +101,7 @@ fn a_value_written_twice_keeps_its_first_writer_and_warns_once_per_repeat() {
     // Every read's writer is an id into the compacted list.
     let from: Vec<ReadFrom> = obs.reads.iter().map(|r| r.from()).collect();
     assert_eq!(from, vec![ReadFrom::Write(3), ReadFrom::Write(0)]);
-    let k1 = obs.reads[0].key;
+    let k1 = obs.reads[0].key(&txns);
     assert_eq!(obs.write_of(k1, &store::Val::int(2)), Some(2));
     assert_eq!(obs.write_of(k1, &store::Val::int(1)), Some(1));
 }

@@ -33,7 +33,7 @@ impl Analysis for LostUpdate {
                     && r.writes_later()
                     && txns.txns[r.txn as usize].status == Status::Ok
             })
-            .filter_map(|r| Some((r.key, cx.versions.read_version(txns, r)?, r.txn)))
+            .filter_map(|r| Some((r.key(txns), cx.versions.read_version(txns, r)?, r.txn)))
             .collect();
         lost.sort_unstable();
         for group in lost.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {

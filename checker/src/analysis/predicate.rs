@@ -150,7 +150,7 @@ fn creators<'h>(cx: &Context<'_, 'h>, keys: &KeyIndex<'h>) -> Vec<Option<Creator
     }
     let mut only: Vec<(u32, Option<u32>)> = vec![(0, None); n];
     for (i, w) in cx.obs.writes.iter().enumerate() {
-        let e = &mut only[w.key as usize];
+        let e = &mut only[w.key(cx.txns) as usize];
         e.0 += 1;
         e.1 = Some(i as u32);
     }
@@ -207,7 +207,7 @@ impl<'c, 'h> Edges<'c, 'h> {
         let mut live = vec![false; cx.txns.keys.len()];
         for w in &cx.obs.writes {
             if cx.txns.txns[w.txn as usize].status != Status::Fail {
-                live[w.key as usize] = true;
+                live[w.key(cx.txns) as usize] = true;
             }
         }
         Edges {

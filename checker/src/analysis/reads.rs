@@ -35,7 +35,7 @@ impl Analysis for Reads {
             evidence: Evidence::Read {
                 op: opi(r.txn),
                 mop: r.mop as usize,
-                key: key(r.key),
+                key: key(r.key(txns)),
                 element: element.clone(),
                 writer: writer.map(opi),
             },
@@ -73,7 +73,7 @@ impl Analysis for Reads {
                         out.push(internal(
                             opi(r.txn),
                             r,
-                            key(r.key),
+                            key(r.key(txns)),
                             Expected::Register(expected.cloned()),
                         ));
                     }
@@ -83,7 +83,7 @@ impl Analysis for Reads {
                         stamp_gen = stamp_gen.wrapping_add(1);
                         dup_counts.clear();
                         for v in l {
-                            match obs.write_of(r.key, v) {
+                            match obs.write_of(r.key(txns), v) {
                                 None => out.push(read(AnomalyType::GarbageRead, r, v, None)),
                                 Some(id) if stamp[id as usize] == stamp_gen => {
                                     match dup_counts.iter_mut().find(|d| d.0 == id) {
@@ -110,7 +110,7 @@ impl Analysis for Reads {
                                 evidence: Evidence::DuplicateElements {
                                     op: opi(r.txn),
                                     mop: r.mop as usize,
-                                    key: key(r.key),
+                                    key: key(r.key(txns)),
                                     duplicates: dup_counts
                                         .iter()
                                         .filter_map(|&(id, n)| {
@@ -130,7 +130,7 @@ impl Analysis for Reads {
                     let tx = &txns.txns[r.txn as usize];
                     for (j, m) in tx.mops.iter().enumerate().skip(r.mop as usize + 1) {
                         if let MicroOp::Append(_, v) = m
-                            && txns.key_of(r.txn, j) == r.key
+                            && txns.key_of(r.txn, j) == r.key(txns)
                             && l.contains(v)
                         {
                             out.push(read(AnomalyType::FutureRead, r, v, None));
@@ -151,7 +151,7 @@ impl Analysis for Reads {
                             Expected::Register(_) => false,
                         };
                         if bad {
-                            out.push(internal(opi(r.txn), r, key(r.key), expected));
+                            out.push(internal(opi(r.txn), r, key(r.key(txns)), expected));
                         }
                     }
                 }
@@ -179,7 +179,7 @@ fn register_expectation<'h>(txns: &Txns<'h>, r: &Read) -> Option<Option<&'h Val>
     let tx = &txns.txns[r.txn as usize];
     let j = (0..r.mop as usize)
         .rev()
-        .find(|&j| txns.key_of(r.txn, j) == r.key)?;
+        .find(|&j| txns.key_of(r.txn, j) == r.key(txns))?;
     match &tx.mops[j] {
         MicroOp::Write(_, v) | MicroOp::Append(_, v) => Some(Some(v)),
         MicroOp::Read(_, rv) => read_scalar(rv),
@@ -190,7 +190,7 @@ fn register_expectation<'h>(txns: &Txns<'h>, r: &Read) -> Option<Option<&'h Val>
 /// What a list read must return given the transaction's own earlier
 /// micro-ops on its key (`None`: no constraint).
 fn list_expectation(txns: &Txns<'_>, r: &Read) -> Option<Expected> {
-    let (t, k) = (r.txn, r.key);
+    let (t, k) = (r.txn, r.key(txns));
     let tx = &txns.txns[t as usize];
     let mut appended: Vec<Val> = Vec::new();
     let mut base: Option<&[Val]> = None;

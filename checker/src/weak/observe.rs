@@ -169,7 +169,7 @@ impl Observations {
                     }
                 };
                 out.read_list.push(Read {
-                    key: r.key,
+                    key: r.key(txns),
                     writer,
                     mop: r.mop,
                     wmop,
