@@ -417,11 +417,7 @@ pub fn write_peer(
             }
         }
     }
-    if history
-        .ops()
-        .iter()
-        .any(|o| o.op_type == OpType::Ok && o.time_ns.is_some())
-    {
+    if (0..history.len()).any(|pos| history.op_type(pos) == OpType::Ok && history.time_ns(pos).is_some()) {
         warnings
             .push("op times left out: the format records session order only, no real time".into());
     }

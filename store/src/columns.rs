@@ -1,0 +1,393 @@
+//! The storage behind [`crate::History`]: a fixed-size record per op, one
+//! arena of every op's micro-ops, and a side table for what is rare.
+//!
+//! Key decision: an op costs one 40-B [`OpRec`] plus its micro-ops in the
+//! shared arena — no allocation of its own. Everything an op seldom has
+//! (an error, extra fields, a non-transaction value, an `F::Other` name, a
+//! process id too big for the record's `u32`) lives in [`Rare`], reached by
+//! an index the record carries only when it needs one.
+//!
+//! Invariants:
+//! - `recs[pos].mop_start .. + mop_len` lies inside `mops`; ranges of
+//!   different ops never overlap, but the arena is not in op order: an open
+//!   invocation's micro-ops wait in [`HistoryBuilder`] until its completion
+//!   arrives, and go in after it (or never, when elided).
+//! - An [`Kind::Elided`] invocation has no micro-ops of its own: they are its
+//!   completion's with every read `nil` (`crate::elide`), and the builder
+//!   elides only a client invocation followed by its completion for the same
+//!   process — the pair `History`'s pairing makes of the same ops, or it
+//!   refuses the history.
+//! - `side` is [`NO_SIDE`] exactly when the op has nothing rare.
+
+use crate::data::Data;
+use crate::history::{
+    Extra, F, History, HistoryError, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId,
+};
+use crate::pairing::{OpView, ValueView};
+use rustc_hash::FxHashMap;
+
+/// `time_ns` of an op without a time.
+const NO_TIME: i64 = i64::MIN;
+/// `process` of an op without a process.
+const PROC_NONE: u32 = u32::MAX;
+/// `process` of a nemesis op.
+const PROC_NEMESIS: u32 = u32::MAX - 1;
+/// `process` of a client whose id does not fit: it is in the side table.
+const PROC_RARE: u32 = u32::MAX - 2;
+/// `side` of an op with nothing rare.
+const NO_SIDE: u32 = u32::MAX;
+/// `f` code of an op without an `f`.
+const F_NONE: u8 = 0;
+/// `f` code of an [`F::Other`] (the name is in the side table).
+const F_OTHER: u8 = u8::MAX;
+/// The functions with a code of their own (`code = position + 1`).
+static KNOWN_F: [F; 11] = [
+    F::Txn,
+    F::StartPartition,
+    F::StopPartition,
+    F::Kill,
+    F::Start,
+    F::Pause,
+    F::Resume,
+    F::StartClock,
+    F::StopClock,
+    F::StartLoss,
+    F::StopLoss,
+];
+
+/// What an op's value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A transaction whose micro-ops are in the arena.
+    Txn,
+    /// An invocation stored as its completion's micro-ops (`crate::elide`).
+    Elided,
+    /// Any other value, in the side table.
+    Data,
+}
+
+/// One op's fixed-size part (40 B).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpRec {
+    pub(crate) index: u64,
+    /// [`NO_TIME`] for none.
+    time_ns: i64,
+    pub(crate) mop_start: u64,
+    pub(crate) mop_len: u32,
+    /// A client id, or [`PROC_NONE`] / [`PROC_NEMESIS`] / [`PROC_RARE`].
+    process: u32,
+    /// Index into the side table, or [`NO_SIDE`].
+    side: u32,
+    pub(crate) op_type: OpType,
+    /// [`F_NONE`], a [`KNOWN_F`] position + 1, or [`F_OTHER`].
+    f: u8,
+    pub(crate) kind: Kind,
+}
+
+/// What few ops have.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Rare {
+    error: Option<Box<Data>>,
+    extra: Extra,
+    /// The value of a [`Kind::Data`] op.
+    data: Option<Box<Data>>,
+    /// An [`F::Other`].
+    f: Option<F>,
+    /// A client id ≥ [`PROC_RARE`].
+    process: Option<u64>,
+}
+
+/// The ops of a history (or of a chunk of one) in columns.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Columns {
+    pub(crate) recs: Vec<OpRec>,
+    pub(crate) mops: Vec<MicroOp>,
+    rare: Vec<Rare>,
+}
+
+impl Columns {
+    fn rare(&self, pos: usize) -> Option<&Rare> {
+        let side = self.recs[pos].side;
+        (side != NO_SIDE).then(|| &self.rare[side as usize])
+    }
+
+    pub(crate) fn index(&self, pos: usize) -> OpIndex {
+        OpIndex(self.recs[pos].index)
+    }
+
+    pub(crate) fn time_ns(&self, pos: usize) -> Option<i64> {
+        let t = self.recs[pos].time_ns;
+        (t != NO_TIME).then_some(t)
+    }
+
+    pub(crate) fn process(&self, pos: usize) -> Option<Process> {
+        let client = |p: u64| Some(Process::Client(ProcessId(p)));
+        match self.recs[pos].process {
+            PROC_NONE => None,
+            PROC_NEMESIS => Some(Process::Nemesis),
+            PROC_RARE => self.rare(pos).and_then(|r| r.process).and_then(client),
+            p => client(u64::from(p)),
+        }
+    }
+
+    pub(crate) fn f(&self, pos: usize) -> Option<&F> {
+        match self.recs[pos].f {
+            F_NONE => None,
+            F_OTHER => self.rare(pos).and_then(|r| r.f.as_ref()),
+            code => KNOWN_F.get(usize::from(code) - 1),
+        }
+    }
+
+    /// The micro-ops stored for the op (none for an elided invocation).
+    pub(crate) fn stored_txn(&self, pos: usize) -> Option<&[MicroOp]> {
+        let r = &self.recs[pos];
+        let start = r.mop_start as usize;
+        (r.kind == Kind::Txn).then(|| &self.mops[start..start + r.mop_len as usize])
+    }
+
+    pub(crate) fn data(&self, pos: usize) -> Option<&Data> {
+        self.rare(pos).and_then(|r| r.data.as_deref())
+    }
+
+    pub(crate) fn error(&self, pos: usize) -> Option<&Data> {
+        self.rare(pos).and_then(|r| r.error.as_deref())
+    }
+
+    pub(crate) fn extra(&self, pos: usize) -> &[(String, Data)] {
+        self.rare(pos).map_or(&[], |r| &r.extra)
+    }
+
+    /// What pairing looks at.
+    pub(crate) fn view(&self, pos: usize) -> OpView<'_> {
+        let r = &self.recs[pos];
+        OpView {
+            index: OpIndex(r.index),
+            op_type: r.op_type,
+            process: self.process(pos),
+            f: self.f(pos),
+            value: match r.kind {
+                Kind::Txn => ValueView::Txn(self.stored_txn(pos).unwrap_or_default()),
+                Kind::Elided => ValueView::Elided,
+                Kind::Data => ValueView::Data,
+            },
+        }
+    }
+
+    /// The op at `pos` with `value` (its own is not rebuilt here).
+    pub(crate) fn op_with(&self, pos: usize, value: OpValue) -> Op {
+        let rare = self.rare(pos);
+        Op {
+            index: self.index(pos),
+            time_ns: self.time_ns(pos),
+            op_type: self.recs[pos].op_type,
+            process: self.process(pos),
+            f: self.f(pos).cloned(),
+            value,
+            error: rare.and_then(|r| r.error.clone()),
+            extra: rare.map(|r| r.extra.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Stores `op` at the end, its micro-ops left out (the caller places
+    /// them), and returns them.
+    fn push(&mut self, op: Op) -> (Kind, Vec<MicroOp>) {
+        let Op {
+            index,
+            time_ns,
+            op_type,
+            process,
+            f,
+            value,
+            error,
+            extra,
+        } = op;
+        let mut rare = Rare {
+            error,
+            extra,
+            ..Rare::default()
+        };
+        let process = match process {
+            None => PROC_NONE,
+            Some(Process::Nemesis) => PROC_NEMESIS,
+            Some(Process::Client(p)) => u32::try_from(p.0)
+                .ok()
+                .filter(|&p| p < PROC_RARE)
+                .unwrap_or_else(|| {
+                    rare.process = Some(p.0);
+                    PROC_RARE
+                }),
+        };
+        let f = match f {
+            None => F_NONE,
+            Some(f) => match KNOWN_F.iter().position(|k| *k == f) {
+                Some(i) => i as u8 + 1,
+                None => {
+                    rare.f = Some(f);
+                    F_OTHER
+                }
+            },
+        };
+        let (kind, mops) = match value {
+            OpValue::Txn(m) => (Kind::Txn, m),
+            OpValue::Data(d) => {
+                rare.data = Some(d);
+                (Kind::Data, Vec::new())
+            }
+        };
+        let side = if rare == Rare::default() {
+            NO_SIDE
+        } else {
+            self.rare.push(rare);
+            u32::try_from(self.rare.len() - 1).unwrap_or(NO_SIDE)
+        };
+        self.recs.push(OpRec {
+            index: index.0,
+            time_ns: time_ns.unwrap_or(NO_TIME),
+            mop_start: self.mops.len() as u64,
+            mop_len: 0,
+            process,
+            side,
+            op_type,
+            f,
+            kind,
+        });
+        (kind, mops)
+    }
+
+    /// Puts `mops` in the arena as the op at `pos`'s.
+    fn place(&mut self, pos: usize, mops: Vec<MicroOp>) {
+        // An op is at most `MAX_ITEM_BYTES` of text, far fewer micro-ops.
+        assert!(u32::try_from(mops.len()).is_ok(), "op {pos}: too many micro-ops");
+        let r = &mut self.recs[pos];
+        r.mop_start = self.mops.len() as u64;
+        r.mop_len = mops.len() as u32;
+        self.mops.extend(mops);
+    }
+
+    /// Appends `other`'s ops after these.
+    fn append(&mut self, mut other: Columns) {
+        let (mop_base, rare_base) = (self.mops.len() as u64, self.rare.len() as u32);
+        for r in &mut other.recs {
+            r.mop_start += mop_base;
+            if r.side != NO_SIDE {
+                r.side += rare_base;
+            }
+        }
+        self.recs.append(&mut other.recs);
+        self.mops.append(&mut other.mops);
+        self.rare.append(&mut other.rare);
+    }
+}
+
+/// Builds a [`History`] op by op, converting each [`Op`] into columns as
+/// it comes, so a reader never holds the whole history as `Vec<Op>`.
+///
+/// An invocation's micro-ops are kept aside until its completion arrives:
+/// if they are the completion's with reads `nil` (`crate::elide`) they are
+/// dropped, else they go into the arena then.
+#[derive(Debug, Default)]
+pub struct HistoryBuilder {
+    cols: Columns,
+    /// Open client invocations with micro-ops (position, micro-ops), by process.
+    open: FxHashMap<u64, (usize, Vec<MicroOp>)>,
+}
+
+impl HistoryBuilder {
+    /// An empty builder.
+    pub fn new() -> HistoryBuilder {
+        HistoryBuilder::default()
+    }
+
+    /// Adds the next op.
+    pub fn push(&mut self, op: Op) {
+        let pos = self.cols.recs.len();
+        let (op_type, process) = (op.op_type, op.process);
+        let (kind, mops) = self.cols.push(op);
+        let Some(Process::Client(p)) = process else {
+            return self.cols.place(pos, mops);
+        };
+        let open = self.open.remove(&p.0);
+        if op_type == OpType::Invoke {
+            if let Some((inv, m)) = open {
+                self.cols.place(inv, m);
+            }
+            if kind == Kind::Txn {
+                self.open.insert(p.0, (pos, mops));
+            }
+            return;
+        }
+        if let Some((inv, m)) = open {
+            if kind == Kind::Txn
+                && self.cols.f(inv) == self.cols.f(pos)
+                && crate::elide::elidable(&m, &mops)
+            {
+                self.cols.recs[inv].kind = Kind::Elided;
+            } else {
+                self.cols.place(inv, m);
+            }
+        }
+        self.cols.place(pos, mops);
+    }
+
+    /// Number of ops pushed.
+    pub fn len(&self) -> usize {
+        self.cols.recs.len()
+    }
+
+    /// Whether no op was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.cols.recs.is_empty()
+    }
+
+    /// The first op's index, if any.
+    pub(crate) fn first_index(&self) -> Option<u64> {
+        self.cols.recs.first().map(|r| r.index)
+    }
+
+    /// The columns, with the invocations still open placed.
+    fn into_columns(mut self) -> Columns {
+        let mut open: Vec<_> = self.open.into_values().collect();
+        open.sort_unstable_by_key(|(pos, _)| *pos);
+        for (pos, m) in open {
+            self.cols.place(pos, m);
+        }
+        self.cols
+    }
+
+    /// Joins builders of consecutive parts of one history, in order.
+    pub(crate) fn join(parts: Vec<HistoryBuilder>) -> HistoryBuilder {
+        let mut cols = Columns::default();
+        for part in parts {
+            let part = part.into_columns();
+            if cols.recs.is_empty() {
+                cols = part;
+            } else {
+                cols.append(part);
+            }
+        }
+        HistoryBuilder {
+            cols,
+            open: FxHashMap::default(),
+        }
+    }
+
+    /// Validates and pairs the ops.
+    ///
+    /// # Errors
+    /// A [`HistoryError`] naming the first op that breaks the rules.
+    pub fn finish(self) -> Result<History, HistoryError> {
+        History::from_columns(self.into_columns())
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+
+    /// Two records per transaction: growing this is a memory regression on
+    /// every big check (BENCHMARKS.md, issue 15).
+    #[test]
+    fn the_record_stays_compact() {
+        assert_eq!(std::mem::size_of::<OpRec>(), 40);
+    }
+}
