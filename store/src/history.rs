@@ -726,6 +726,12 @@ impl History {
         (0..self.len()).map(|pos| self.op(pos))
     }
 
+    /// Every op as read, in a vector (for tests and small histories: a big
+    /// one is better read field by field).
+    pub fn to_ops(&self) -> Vec<Op> {
+        self.iter_ops().collect()
+    }
+
     /// Number of micro-ops stored in the arena (elided invocations' not
     /// counted).
     pub fn mop_count(&self) -> usize {

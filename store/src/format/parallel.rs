@@ -140,7 +140,7 @@ fn parse_chunk<S: OpSink>(path: &Path, start: u64, end: u64) -> Option<S> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::format::{OpReader, collect};
+    use crate::format::{OpReader, ReadOutcome, collect};
     use std::io::Write as _;
 
     /// Ops as JSON Lines text, `n` of them, big enough to be read in parallel.
