@@ -640,6 +640,15 @@ impl History {
         self.cols.index(pos)
     }
 
+    /// The position of the op with index `index`, if there is one
+    /// (indices strictly increase: a binary search).
+    pub fn position_of(&self, index: OpIndex) -> Option<usize> {
+        self.cols
+            .recs
+            .binary_search_by_key(&index.0, |r| r.index)
+            .ok()
+    }
+
     /// The time of the op at `pos`, if the source had one.
     pub fn time_ns(&self, pos: usize) -> Option<i64> {
         self.cols.time_ns(pos)
