@@ -25,7 +25,7 @@ pub enum Status {
 pub struct Txn<'h> {
     /// Commit state.
     pub status: Status,
-    /// Position (in `History::ops`) of the completion, or of the invocation
+    /// Position (in the `History`) of the completion, or of the invocation
     /// if it never completed. This op stands for the transaction.
     pub pos: u32,
     /// Position of the invocation (equal to `pos` for completion-only histories).

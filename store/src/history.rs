@@ -1,12 +1,27 @@
 //! The history model: operations, micro-ops and a validated, paired `History`.
 //!
 //! Pure types: no IO, no clock, no async. Every reader in `format` produces
-//! these, every writer consumes them, and the checker reads only these.
+//! [`Op`]s, every writer consumes them, and the checker reads a [`History`].
 //!
-//! Key decision: a read micro-op keeps what was written (`nil`, a list or a
-//! scalar) as [`ReadValue`] instead of deciding list-vs-register at parse time,
-//! because `["r", k, null]` means different things in different workloads and
-//! op types; the checker interprets it, the store keeps it losslessly.
+//! Key decisions:
+//! - A read micro-op keeps what was written (`nil`, a list or a scalar) as
+//!   [`ReadValue`] instead of deciding list-vs-register at parse time,
+//!   because `["r", k, null]` means different things in different workloads
+//!   and op types; the checker interprets it, the store keeps it losslessly.
+//! - A `History` does not hold `Op`s: it holds columns (`crate::columns`) —
+//!   a 40-B record per op, one arena of every op's micro-ops, a side table
+//!   for what is rare — built op by op ([`HistoryBuilder`]) as a file is
+//!   read, so a loaded history costs ~40 B per op plus its micro-ops, with
+//!   no allocation per op (issue 15). It is read by position; `Op`s are
+//!   materialised only where a whole op is wanted (writers, explanations).
+//!
+//! Invariants:
+//! - Positions count ops in history order (= real-time order); indices
+//!   strictly increase with them ([`History::position_of`] bisects).
+//! - [`History::stored_txn`] borrows from the one arena; only an invocation
+//!   elided as its completion's (`crate::elide`) has a transaction but no
+//!   micro-ops stored, and [`History::txn`] / [`History::op`] rebuild them,
+//!   so what is read back is exactly what was pushed.
 
 use crate::columns::{Columns, Kind};
 pub use crate::columns::HistoryBuilder;
@@ -807,14 +822,81 @@ mod tests {
     use super::*;
     use std::mem::size_of;
 
-    /// A loaded history is mostly these (two ops and ~5 micro-ops per
-    /// transaction, an atom per list element): growing one is a memory
-    /// regression on every big check (BENCHMARKS.md, issue 15).
+    /// A loaded history is mostly micro-ops (~2.5 per transaction in its
+    /// arena, an atom per list element; records: `crate::columns`):
+    /// growing one is a memory regression on every big check
+    /// (BENCHMARKS.md, issue 15). `Op` is only what readers hand out.
     #[test]
     fn the_model_stays_compact() {
         assert_eq!(size_of::<Atom>(), 16);
         assert_eq!(size_of::<MicroOp>(), 40);
         assert_eq!(size_of::<Op>(), 104);
+    }
+
+    /// Ops with every rare part: an error, extra fields, a nemesis value,
+    /// an `F::Other`, process ids too big for the record, no time, no `f`.
+    const RARE: &str = r#"{"index":0,"time":5,"type":"invoke","process":0,"f":"txn","value":[["append",1,1],["r",1,null]]}
+{"index":1,"type":"invoke","process":1,"f":"txn","value":[["append",2,1],["r",1,null]]}
+{"index":2,"time":9,"type":"ok","process":0,"f":"txn","value":[["append",1,1],["r",1,[1]]]}
+{"index":3,"type":"ok","process":1,"f":"txn","value":[["append",2,1],["r",1,[1]]],"node":"n2"}
+{"index":4,"type":"info","process":"nemesis","f":"start-partition","value":{"n1":["n2","n3"]}}
+{"index":5,"type":"invoke","process":4294967295,"f":"frobnicate","value":[1,2]}
+{"index":6,"type":"fail","process":4294967295,"f":"frobnicate","value":[1,2],"error":["boom",3]}
+{"index":7,"type":"ok","process":10000000000,"value":[["r",2,[1]]]}
+"#;
+
+    fn load(text: &str) -> History {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let p = dir.path().join("h.jsonl");
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{e}"));
+        crate::format::load_history(&p)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .0
+    }
+
+    fn jsonl(ops: impl IntoIterator<Item = Op>) -> String {
+        let mut out = Vec::new();
+        crate::format::write_ops(&mut out, ops, crate::Format::JsonLines)
+            .unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_loaded_historys_micro_ops_are_one_arena() {
+        let h = load(RARE);
+        let (Some(Cow::Borrowed(a)), Some(Cow::Borrowed(b))) = (h.txn(2), h.txn(3)) else {
+            panic!("completions' micro-ops are borrowed: {:?}", h.txn(2));
+        };
+        let arena = h.cols.mops.as_ptr_range();
+        for m in [a, b] {
+            let r = m.as_ptr_range();
+            assert!(arena.start <= r.start && r.end <= arena.end);
+        }
+        // The elided invocations' are rebuilt, not stored.
+        assert!(matches!(h.txn(0), Some(Cow::Owned(_))));
+        assert!(h.stored_txn(1).is_none());
+        assert_eq!(h.mop_count(), 5);
+    }
+
+    #[test]
+    fn rare_fields_round_trip() {
+        let text = jsonl(crate::format::read_str(RARE, crate::Format::JsonLines)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .ops);
+        let h = load(&text);
+        assert_eq!(jsonl(h.iter_ops()), text);
+        assert_eq!(h.time_ns(0), Some(5));
+        assert_eq!(h.time_ns(1), None);
+        assert_eq!(h.extra(3), [("node".to_string(), Data::Str("n2".into()))]);
+        assert!(h.is_nemesis(4) && !h.is_txn(4));
+        assert_eq!(h.f(4), Some(&F::StartPartition));
+        assert!(matches!(h.data(4), Some(Data::Map(_))), "{:?}", h.data(4));
+        assert_eq!(h.f(5), Some(&F::Other("frobnicate".into())));
+        assert_eq!(h.process(6), Some(Process::Client(ProcessId(4_294_967_295))));
+        assert!(h.error(6).is_some() && h.error(5).is_none());
+        assert_eq!(h.process(7), Some(Process::Client(ProcessId(10_000_000_000))));
+        assert_eq!(h.f(7), None);
+        assert_eq!(h.to_ops(), History::new(h.to_ops()).unwrap_or_default().to_ops());
     }
 
     #[test]
