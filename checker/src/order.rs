@@ -92,7 +92,10 @@ pub fn realtime_edges(txns: &Txns<'_>, history: &History) -> EdgeList {
 pub fn explain(txns: &Txns<'_>, history: &History, a: u32, b: u32, rel: Rel) -> Option<Step> {
     let ta = &txns.txns[a as usize];
     let tb = &txns.txns[b as usize];
-    let (from, to) = (history.index(ta.pos as usize), history.index(tb.pos as usize));
+    let (from, to) = (
+        history.index(ta.pos as usize),
+        history.index(tb.pos as usize),
+    );
     match rel {
         Rel::Process => Some(Step::Process(ProcessStep {
             from,

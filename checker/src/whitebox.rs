@@ -22,9 +22,7 @@
 //! transaction carries a `commit-ts`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use store::{
-    Data, History, Key, MicroOp, OpIndex, OpType, RangeKind, RangeRead, ReadValue, Val,
-};
+use store::{Data, History, Key, MicroOp, OpIndex, OpType, RangeKind, RangeRead, ReadValue, Val};
 
 /// A transaction's snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]

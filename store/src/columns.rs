@@ -257,7 +257,10 @@ impl Columns {
     /// Puts `mops` in the arena as the op at `pos`'s.
     fn place(&mut self, pos: usize, mops: Vec<MicroOp>) {
         // An op is at most `MAX_ITEM_BYTES` of text, far fewer micro-ops.
-        assert!(u32::try_from(mops.len()).is_ok(), "op {pos}: too many micro-ops");
+        assert!(
+            u32::try_from(mops.len()).is_ok(),
+            "op {pos}: too many micro-ops"
+        );
         let r = &mut self.recs[pos];
         r.mop_start = self.mops.len() as u64;
         r.mop_len = mops.len() as u32;

@@ -23,8 +23,8 @@
 //!   micro-ops stored, and [`History::txn`] / [`History::op`] rebuild them,
 //!   so what is read back is exactly what was pushed.
 
-use crate::columns::{Columns, Kind};
 pub use crate::columns::HistoryBuilder;
+use crate::columns::{Columns, Kind};
 use crate::data::Data;
 pub use crate::list::ValList;
 use std::borrow::Cow;
@@ -880,9 +880,11 @@ mod tests {
 
     #[test]
     fn rare_fields_round_trip() {
-        let text = jsonl(crate::format::read_str(RARE, crate::Format::JsonLines)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .ops);
+        let text = jsonl(
+            crate::format::read_str(RARE, crate::Format::JsonLines)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .ops,
+        );
         let h = load(&text);
         assert_eq!(jsonl(h.iter_ops()), text);
         assert_eq!(h.time_ns(0), Some(5));
@@ -892,11 +894,20 @@ mod tests {
         assert_eq!(h.f(4), Some(&F::StartPartition));
         assert!(matches!(h.data(4), Some(Data::Map(_))), "{:?}", h.data(4));
         assert_eq!(h.f(5), Some(&F::Other("frobnicate".into())));
-        assert_eq!(h.process(6), Some(Process::Client(ProcessId(4_294_967_295))));
+        assert_eq!(
+            h.process(6),
+            Some(Process::Client(ProcessId(4_294_967_295)))
+        );
         assert!(h.error(6).is_some() && h.error(5).is_none());
-        assert_eq!(h.process(7), Some(Process::Client(ProcessId(10_000_000_000))));
+        assert_eq!(
+            h.process(7),
+            Some(Process::Client(ProcessId(10_000_000_000)))
+        );
         assert_eq!(h.f(7), None);
-        assert_eq!(h.to_ops(), History::new(h.to_ops()).unwrap_or_default().to_ops());
+        assert_eq!(
+            h.to_ops(),
+            History::new(h.to_ops()).unwrap_or_default().to_ops()
+        );
     }
 
     #[test]

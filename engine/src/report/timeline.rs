@@ -152,7 +152,8 @@ pub fn render(history: &History, extract: &Extract, title: &str, shown: &Shown) 
         data.i.push(index - prev_index);
         prev_index = index;
         let comp = span.complete_pos;
-        data.c.push(comp.map_or(-1, |c| history.index(c).0 as i64 - index));
+        data.c
+            .push(comp.map_or(-1, |c| history.index(c).0 as i64 - index));
         let f = history.f(span.invoke_pos).map_or("", |f| f.as_str());
         let fi = match fs.iter().position(|x| x == f) {
             Some(i) => i,

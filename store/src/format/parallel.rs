@@ -62,7 +62,11 @@ fn read_jsonl_with<S: OpSink>(path: &Path, threads: usize) -> Option<S> {
     // A later chunk's first op without an `index` was given 0 (its chunk's
     // position) where the sequential reader gives the previous op's index
     // + 1; an explicit 0 there is out of order anyway.
-    if parts.iter().skip(1).any(|part| part.first_index() == Some(0)) {
+    if parts
+        .iter()
+        .skip(1)
+        .any(|part| part.first_index() == Some(0))
+    {
         return None;
     }
     Some(S::join(parts))

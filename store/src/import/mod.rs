@@ -417,7 +417,9 @@ pub fn write_peer(
             }
         }
     }
-    if (0..history.len()).any(|pos| history.op_type(pos) == OpType::Ok && history.time_ns(pos).is_some()) {
+    if (0..history.len())
+        .any(|pos| history.op_type(pos) == OpType::Ok && history.time_ns(pos).is_some())
+    {
         warnings
             .push("op times left out: the format records session order only, no real time".into());
     }
