@@ -818,6 +818,7 @@ impl History {
 }
 
 #[cfg(all(test, target_pointer_width = "64"))]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use std::mem::size_of;
@@ -846,18 +847,15 @@ mod tests {
 "#;
 
     fn load(text: &str) -> History {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("h.jsonl");
-        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{e}"));
-        crate::format::load_history(&p)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .0
+        std::fs::write(&p, text).unwrap();
+        crate::format::load_history(&p).unwrap().0
     }
 
     fn jsonl(ops: impl IntoIterator<Item = Op>) -> String {
         let mut out = Vec::new();
-        crate::format::write_ops(&mut out, ops, crate::Format::JsonLines)
-            .unwrap_or_else(|e| panic!("{e}"));
+        crate::format::write_ops(&mut out, ops, crate::Format::JsonLines).unwrap();
         String::from_utf8(out).unwrap_or_default()
     }
 
@@ -882,7 +880,7 @@ mod tests {
     fn rare_fields_round_trip() {
         let text = jsonl(
             crate::format::read_str(RARE, crate::Format::JsonLines)
-                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap()
                 .ops,
         );
         let h = load(&text);
