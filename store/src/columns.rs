@@ -267,18 +267,30 @@ impl Columns {
         self.mops.extend(mops);
     }
 
-    /// Appends `other`'s ops after these.
-    fn append(&mut self, mut other: Columns) {
-        let (mop_base, rare_base) = (self.mops.len() as u64, self.rare.len() as u32);
-        for r in &mut other.recs {
-            r.mop_start += mop_base;
-            if r.side != NO_SIDE {
-                r.side += rare_base;
-            }
+    /// Consecutive parts' ops, in order, in columns of exactly their
+    /// size: each part is freed once moved, so the join holds the ops about
+    /// once (growing the first part instead held it twice for a moment: a
+    /// 77-MB peak over the loaded history at 1M transactions).
+    fn concat(parts: Vec<Columns>) -> Columns {
+        let total = |f: fn(&Columns) -> usize| parts.iter().map(f).sum::<usize>();
+        let mut out = Columns {
+            recs: Vec::with_capacity(total(|c| c.recs.len())),
+            mops: Vec::with_capacity(total(|c| c.mops.len())),
+            rare: Vec::with_capacity(total(|c| c.rare.len())),
+        };
+        for part in parts {
+            let (mop_base, rare_base) = (out.mops.len() as u64, out.rare.len() as u32);
+            out.recs.extend(part.recs.into_iter().map(|mut r| {
+                r.mop_start += mop_base;
+                if r.side != NO_SIDE {
+                    r.side += rare_base;
+                }
+                r
+            }));
+            out.mops.extend(part.mops);
+            out.rare.extend(part.rare);
         }
-        self.recs.append(&mut other.recs);
-        self.mops.append(&mut other.mops);
-        self.rare.append(&mut other.rare);
+        out
     }
 }
 
@@ -359,17 +371,9 @@ impl HistoryBuilder {
 
     /// Joins builders of consecutive parts of one history, in order.
     pub(crate) fn join(parts: Vec<HistoryBuilder>) -> HistoryBuilder {
-        let mut cols = Columns::default();
-        for part in parts {
-            let part = part.into_columns();
-            if cols.recs.is_empty() {
-                cols = part;
-            } else {
-                cols.append(part);
-            }
-        }
+        let parts = parts.into_iter().map(HistoryBuilder::into_columns).collect();
         HistoryBuilder {
-            cols,
+            cols: Columns::concat(parts),
             open: FxHashMap::default(),
         }
     }
