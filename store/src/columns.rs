@@ -1,10 +1,11 @@
 //! The storage behind [`crate::History`]: a fixed-size record per op, one
 //! arena of every op's micro-ops, and a side table for what is rare.
 //!
-//! Key decision: an op costs one 40-B [`OpRec`] plus its micro-ops in the
+//! Key decision: an op costs one 32-B [`OpRec`] plus its micro-ops in the
 //! shared arena — no allocation of its own. Everything an op seldom has
 //! (an error, extra fields, a non-transaction value, an `F::Other` name, a
-//! process id too big for the record's `u32`) lives in [`Rare`], reached by
+//! process id too big for the record's `u32`, more than 65,534 micro-ops)
+//! lives in [`Rare`], reached by
 //! an index the record carries only when it needs one.
 //!
 //! Invariants:
@@ -36,6 +37,9 @@ const PROC_NEMESIS: u32 = u32::MAX - 1;
 const PROC_RARE: u32 = u32::MAX - 2;
 /// `side` of an op with nothing rare.
 const NO_SIDE: u32 = u32::MAX;
+/// `mop_len` of an op with more micro-ops than that: its count is in the
+/// side table.
+const LEN_RARE: u16 = u16::MAX;
 /// `f` code of an op without an `f`.
 const F_NONE: u8 = 0;
 /// `f` code of an [`F::Other`] (the name is in the side table).
@@ -66,22 +70,42 @@ pub(crate) enum Kind {
     Data,
 }
 
-/// One op's fixed-size part (40 B).
+/// One op's fixed-size part (32 B).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OpRec {
     pub(crate) index: u64,
     /// [`NO_TIME`] for none.
     time_ns: i64,
-    pub(crate) mop_start: u64,
-    pub(crate) mop_len: u32,
+    /// Where the micro-ops start in the arena (a history holds fewer than
+    /// 2^32 micro-ops: 160 GiB of them).
+    mop_start: u32,
     /// A client id, or [`PROC_NONE`] / [`PROC_NEMESIS`] / [`PROC_RARE`].
     process: u32,
     /// Index into the side table, or [`NO_SIDE`].
     side: u32,
-    pub(crate) op_type: OpType,
+    /// The number of micro-ops, or [`LEN_RARE`]: in the side table.
+    mop_len: u16,
+    /// [`OpType`] in bits 0–1, [`Kind`] in bits 2–3.
+    type_kind: u8,
     /// [`F_NONE`], a [`KNOWN_F`] position + 1, or [`F_OTHER`].
     f: u8,
-    pub(crate) kind: Kind,
+}
+
+const OP_TYPES: [OpType; 4] = [OpType::Invoke, OpType::Ok, OpType::Fail, OpType::Info];
+const KINDS: [Kind; 3] = [Kind::Txn, Kind::Elided, Kind::Data];
+
+impl OpRec {
+    pub(crate) fn op_type(&self) -> OpType {
+        OP_TYPES[usize::from(self.type_kind & 3)]
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        KINDS[usize::from(self.type_kind >> 2)]
+    }
+
+    fn set(&mut self, op_type: OpType, kind: Kind) {
+        self.type_kind = op_type as u8 | (kind as u8) << 2;
+    }
 }
 
 /// What few ops have.
@@ -95,6 +119,8 @@ pub(crate) struct Rare {
     f: Option<F>,
     /// A client id ≥ [`PROC_RARE`].
     process: Option<u64>,
+    /// A micro-op count ≥ [`LEN_RARE`].
+    mop_len: Option<u32>,
 }
 
 /// The ops of a history (or of a chunk of one) in columns.
@@ -109,6 +135,23 @@ impl Columns {
     fn rare(&self, pos: usize) -> Option<&Rare> {
         let side = self.recs[pos].side;
         (side != NO_SIDE).then(|| &self.rare[side as usize])
+    }
+
+    /// The op's side-table entry, made if it has none.
+    fn rare_mut(&mut self, pos: usize) -> &mut Rare {
+        if self.recs[pos].side == NO_SIDE {
+            self.recs[pos].side = self.rare.len() as u32;
+            self.rare.push(Rare::default());
+        }
+        &mut self.rare[self.recs[pos].side as usize]
+    }
+
+    pub(crate) fn op_type(&self, pos: usize) -> OpType {
+        self.recs[pos].op_type()
+    }
+
+    pub(crate) fn kind(&self, pos: usize) -> Kind {
+        self.recs[pos].kind()
     }
 
     pub(crate) fn index(&self, pos: usize) -> OpIndex {
@@ -142,7 +185,11 @@ impl Columns {
     pub(crate) fn stored_txn(&self, pos: usize) -> Option<&[MicroOp]> {
         let r = &self.recs[pos];
         let start = r.mop_start as usize;
-        (r.kind == Kind::Txn).then(|| &self.mops[start..start + r.mop_len as usize])
+        let len = match r.mop_len {
+            LEN_RARE => self.rare(pos).and_then(|r| r.mop_len).unwrap_or(0) as usize,
+            len => usize::from(len),
+        };
+        (r.kind() == Kind::Txn).then(|| &self.mops[start..start + len])
     }
 
     pub(crate) fn data(&self, pos: usize) -> Option<&Data> {
@@ -162,10 +209,10 @@ impl Columns {
         let r = &self.recs[pos];
         OpView {
             index: OpIndex(r.index),
-            op_type: r.op_type,
+            op_type: r.op_type(),
             process: self.process(pos),
             f: self.f(pos),
-            value: match r.kind {
+            value: match r.kind() {
                 Kind::Txn => ValueView::Txn(self.stored_txn(pos).unwrap_or_default()),
                 Kind::Elided => ValueView::Elided,
                 Kind::Data => ValueView::Data,
@@ -179,7 +226,7 @@ impl Columns {
         Op {
             index: self.index(pos),
             time_ns: self.time_ns(pos),
-            op_type: self.recs[pos].op_type,
+            op_type: self.op_type(pos),
             process: self.process(pos),
             f: self.f(pos).cloned(),
             value,
@@ -240,30 +287,37 @@ impl Columns {
             self.rare.push(rare);
             u32::try_from(self.rare.len() - 1).unwrap_or(NO_SIDE)
         };
-        self.recs.push(OpRec {
+        let mut rec = OpRec {
             index: index.0,
             time_ns: time_ns.unwrap_or(NO_TIME),
-            mop_start: self.mops.len() as u64,
+            mop_start: 0,
             mop_len: 0,
             process,
             side,
-            op_type,
+            type_kind: 0,
             f,
-            kind,
-        });
+        };
+        rec.set(op_type, kind);
+        self.recs.push(rec);
         (kind, mops)
     }
 
     /// Puts `mops` in the arena as the op at `pos`'s.
     fn place(&mut self, pos: usize, mops: Vec<MicroOp>) {
-        // An op is at most `MAX_ITEM_BYTES` of text, far fewer micro-ops.
+        let (start, len) = (self.mops.len(), mops.len());
+        // 2^32 micro-ops are 160 GiB: no history that fits in memory.
         assert!(
-            u32::try_from(mops.len()).is_ok(),
-            "op {pos}: too many micro-ops"
+            u32::try_from(start + len).is_ok(),
+            "op {pos}: a history of more than 2^32 micro-ops"
         );
-        let r = &mut self.recs[pos];
-        r.mop_start = self.mops.len() as u64;
-        r.mop_len = mops.len() as u32;
+        self.recs[pos].mop_start = start as u32;
+        self.recs[pos].mop_len = match u16::try_from(len) {
+            Ok(n) if n < LEN_RARE => n,
+            _ => {
+                self.rare_mut(pos).mop_len = Some(len as u32);
+                LEN_RARE
+            }
+        };
         self.mops.extend(mops);
     }
 
@@ -279,7 +333,11 @@ impl Columns {
             rare: Vec::with_capacity(total(|c| c.rare.len())),
         };
         for part in parts {
-            let (mop_base, rare_base) = (out.mops.len() as u64, out.rare.len() as u32);
+            let (mop_base, rare_base) = (out.mops.len() as u32, out.rare.len() as u32);
+            assert!(
+                u32::try_from(out.mops.len() + part.mops.len()).is_ok(),
+                "a history of more than 2^32 micro-ops"
+            );
             out.recs.extend(part.recs.into_iter().map(|mut r| {
                 r.mop_start += mop_base;
                 if r.side != NO_SIDE {
@@ -336,7 +394,8 @@ impl HistoryBuilder {
                 && self.cols.f(inv) == self.cols.f(pos)
                 && crate::elide::elidable(&m, &mops)
             {
-                self.cols.recs[inv].kind = Kind::Elided;
+                let r = &mut self.cols.recs[inv];
+                r.set(r.op_type(), Kind::Elided);
             } else {
                 self.cols.place(inv, m);
             }
@@ -371,7 +430,10 @@ impl HistoryBuilder {
 
     /// Joins builders of consecutive parts of one history, in order.
     pub(crate) fn join(parts: Vec<HistoryBuilder>) -> HistoryBuilder {
-        let parts = parts.into_iter().map(HistoryBuilder::into_columns).collect();
+        let parts = parts
+            .into_iter()
+            .map(HistoryBuilder::into_columns)
+            .collect();
         HistoryBuilder {
             cols: Columns::concat(parts),
             open: FxHashMap::default(),
@@ -395,6 +457,6 @@ mod tests {
     /// every big check (BENCHMARKS.md, issue 15).
     #[test]
     fn the_record_stays_compact() {
-        assert_eq!(std::mem::size_of::<OpRec>(), 40);
+        assert_eq!(std::mem::size_of::<OpRec>(), 32);
     }
 }

@@ -9,9 +9,9 @@
 //!   because `["r", k, null]` means different things in different workloads
 //!   and op types; the checker interprets it, the store keeps it losslessly.
 //! - A `History` does not hold `Op`s: it holds columns (`crate::columns`) —
-//!   a 40-B record per op, one arena of every op's micro-ops, a side table
+//!   a 32-B record per op, one arena of every op's micro-ops, a side table
 //!   for what is rare — built op by op ([`HistoryBuilder`]) as a file is
-//!   read, so a loaded history costs ~40 B per op plus its micro-ops, with
+//!   read, so a loaded history costs ~32 B per op plus its micro-ops, with
 //!   no allocation per op (issue 15). It is read by position; `Op`s are
 //!   materialised only where a whole op is wanted (writers, explanations).
 //!
@@ -671,7 +671,7 @@ impl History {
 
     /// The type of the op at `pos`.
     pub fn op_type(&self, pos: usize) -> OpType {
-        self.cols.recs[pos].op_type
+        self.cols.op_type(pos)
     }
 
     /// Who performed the op at `pos`, if the source said.
@@ -697,7 +697,7 @@ impl History {
     /// Whether the op at `pos` is a transaction (stored, or elided as its
     /// completion's).
     pub fn is_txn(&self, pos: usize) -> bool {
-        self.cols.recs[pos].kind != Kind::Data
+        self.cols.kind(pos) != Kind::Data
     }
 
     /// The micro-ops stored for the op at `pos`, borrowed from the arena:
@@ -711,7 +711,10 @@ impl History {
     /// borrowed from the arena, or rebuilt from its completion's for an
     /// elided invocation. `None` too when `pos` is out of bounds.
     pub fn txn(&self, pos: usize) -> Option<Cow<'_, [MicroOp]>> {
-        match self.cols.recs.get(pos)?.kind {
+        if pos >= self.len() {
+            return None;
+        }
+        match self.cols.kind(pos) {
             Kind::Txn => self.stored_txn(pos).map(Cow::Borrowed),
             Kind::Data => None,
             Kind::Elided => Some(Cow::Owned(self.elided_mops(pos))),
@@ -736,7 +739,7 @@ impl History {
 
     /// The op at `pos` as read (what a writer should write), materialised.
     pub fn op(&self, pos: usize) -> Op {
-        let value = match self.cols.recs[pos].kind {
+        let value = match self.cols.kind(pos) {
             Kind::Data => OpValue::Data(Box::new(self.data(pos).cloned().unwrap_or(Data::Nil))),
             Kind::Txn | Kind::Elided => {
                 OpValue::Txn(self.txn(pos).map(Cow::into_owned).unwrap_or_default())
@@ -796,7 +799,7 @@ impl History {
     /// The position of the completion of the invocation at `pos`, if it
     /// completed.
     pub fn completion(&self, pos: usize) -> Option<usize> {
-        if self.cols.recs.get(pos)?.op_type != OpType::Invoke {
+        if pos >= self.len() || self.op_type(pos) != OpType::Invoke {
             return None;
         }
         self.partner(pos)
@@ -805,7 +808,7 @@ impl History {
     /// The position of the invocation of the completion at `pos`; a
     /// completion without one is its own invocation.
     pub fn invocation(&self, pos: usize) -> Option<usize> {
-        if self.cols.recs.get(pos)?.op_type == OpType::Invoke {
+        if pos >= self.len() || self.op_type(pos) == OpType::Invoke {
             return None;
         }
         Some(self.partner(pos).unwrap_or(pos))
@@ -906,6 +909,22 @@ mod tests {
             h.to_ops(),
             History::new(h.to_ops()).unwrap_or_default().to_ops()
         );
+    }
+
+    #[test]
+    fn a_transaction_longer_than_the_records_length_field_keeps_every_micro_op() {
+        let big: Vec<MicroOp> = (0..70_000)
+            .map(|v| MicroOp::Append(Key::int(1), Val::int(v)))
+            .collect();
+        let ops = vec![
+            Op::txn(0, OpType::Ok, 0, vec![big[0].clone()]),
+            Op::txn(1, OpType::Ok, 0, big),
+            Op::txn(2, OpType::Ok, 0, vec![]),
+        ];
+        let h = History::new(ops.clone()).unwrap();
+        assert!(matches!(h.txn(1), Some(Cow::Borrowed(m)) if m.len() == 70_000));
+        assert_eq!(h.stored_txn(2), Some(&[][..]));
+        assert_eq!(h.into_ops(), ops);
     }
 
     #[test]
