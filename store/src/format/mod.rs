@@ -643,7 +643,7 @@ impl OpSink for HistoryBuilder {
 
 /// Reads every op of `r` into `sink`, list reads shared (`crate::list`);
 /// returns the reader's warnings.
-fn collect_into<R: Read>(
+pub(crate) fn collect_into<R: Read>(
     r: OpReader<R>,
     sink: &mut impl OpSink,
 ) -> Result<(Format, Vec<String>), FormatError> {
