@@ -5,15 +5,15 @@
 //! shared arena — no allocation of its own. Everything an op seldom has
 //! (an error, extra fields, a non-transaction value, an `F::Other` name, a
 //! process id too big for the record's `u32`, more than 65,534 micro-ops)
-//! lives in [`Rare`], reached by
-//! an index the record carries only when it needs one.
+//! lives in [`Rare`], reached by an index the record carries only when it
+//! needs one.
 //!
 //! Invariants:
 //! - `recs[pos].mop_start .. + mop_len` lies inside `mops`; ranges of
 //!   different ops never overlap, but the arena is not in op order: an open
 //!   invocation's micro-ops wait in [`HistoryBuilder`] until its completion
 //!   arrives, and go in after it (or never, when elided).
-//! - An [`Kind::Elided`] invocation has no micro-ops of its own: they are its
+//! - A [`Kind::Elided`] invocation has no micro-ops of its own: they are its
 //!   completion's with every read `nil` (`crate::elide`), and the builder
 //!   elides only a client invocation followed by its completion for the same
 //!   process — the pair `History`'s pairing makes of the same ops, or it
