@@ -164,11 +164,9 @@ fn serializable_20k_predicate_transactions_are_valid() {
         store::RangeKind::Count(n) => n.is_some_and(|n| n > 0),
         store::RangeKind::Rows => r.rows.as_ref().is_some_and(|r| !r.is_empty()),
     };
-    let ranges: Vec<&store::RangeRead> = h
-        .ops()
-        .iter()
-        .filter(|o| o.op_type == OpType::Ok)
-        .filter_map(|o| o.value.txn())
+    let ranges: Vec<&store::RangeRead> = (0..h.len())
+        .filter(|&p| h.op_type(p) == OpType::Ok)
+        .filter_map(|p| h.stored_txn(p))
         .flatten()
         .filter_map(|m| match m {
             MicroOp::ReadRange(r) => Some(&**r),

@@ -178,8 +178,8 @@ fn serializable_register_runs_are_valid_and_the_witness_replays_every_read() {
 /// and asserts that every `ok` read sees exactly the last write before it,
 /// and that every committed transaction is in the order.
 fn replay(history: &store::History, order: &[u64]) {
-    let by_index: HashMap<u64, &store::Op> = history
-        .ops()
+    let ops = history.to_ops();
+    let by_index: HashMap<u64, &store::Op> = ops
         .iter()
         .filter(|o| o.is_client() && o.op_type != OpType::Invoke)
         .map(|o| (o.index.0, o))

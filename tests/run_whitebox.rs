@@ -66,14 +66,20 @@ fn white_box_run(isolation: &str, seed: u64) -> History {
 
 /// The run's history, asserting at least `min_ok` `ok` transactions, each
 /// carrying its certificate (`certified`).
-fn recorded(dir: &std::path::Path, min_ok: usize, certified: fn(&store::Op) -> bool) -> History {
+fn recorded(
+    dir: &std::path::Path,
+    min_ok: usize,
+    certified: fn(&[(String, store::Data)]) -> bool,
+) -> History {
     let h = store::format::load_history(&dir.join("history.jsonl.gz"))
         .unwrap()
         .0;
-    let oks: Vec<_> = h.ops().iter().filter(|o| o.op_type == OpType::Ok).collect();
+    let oks: Vec<usize> = (0..h.len())
+        .filter(|&p| h.op_type(p) == OpType::Ok)
+        .collect();
     assert!(oks.len() >= min_ok, "{} ok transactions", oks.len());
     assert!(
-        oks.iter().all(|o| certified(o)),
+        oks.iter().all(|&p| certified(h.extra(p))),
         "every ok transaction carries its certificate"
     );
     h
@@ -87,7 +93,7 @@ fn inference(h: &History) -> checker::CheckResult {
 }
 
 fn black_box(h: &History) -> History {
-    let mut ops = h.ops().to_vec();
+    let mut ops = h.to_ops();
     for op in &mut ops {
         op.extra.clear();
     }
@@ -191,7 +197,7 @@ fn sqlite_commit_order_replays_a_recorded_predicate_history() {
     o.models = vec![ConsistencyModel::Serializable];
     assert_eq!(checker::check(&h, &o).valid, checker::Valid::True);
     // Drop the first row of the first non-empty range read.
-    let mut ops = h.ops().to_vec();
+    let mut ops = h.to_ops();
     let (at, _) = ops
         .iter()
         .enumerate()

@@ -97,7 +97,7 @@ fn main() {
     let mops: usize = txns.txns.iter().map(|t| t.mops.len()).sum();
     println!(
         "{} ops, {} txns, {mops} micro-ops; load {:.2} s ({:.0} MB); {} check {:.2} s wall, {:.2} s CPU; peak {:.0} MB; found {:?}; warnings {:?}",
-        history.ops().len(),
+        history.len(),
         txns.len(),
         t_load.as_secs_f64(),
         m_load,

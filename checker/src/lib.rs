@@ -153,11 +153,9 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
 /// in rw-register).
 fn foreign_micro_ops(history: &History, workload: Workload) -> usize {
     use store::{MicroOp, OpType, ReadValue};
-    history
-        .ops()
-        .iter()
-        .filter(|op| op.op_type != OpType::Invoke && txn::is_client_txn(op))
-        .filter_map(|op| op.value.txn())
+    (0..history.len())
+        .filter(|&pos| history.op_type(pos) != OpType::Invoke && txn::is_client_txn(history, pos))
+        .filter_map(|pos| history.stored_txn(pos))
         .flatten()
         .filter(|m| {
             !matches!(

@@ -128,8 +128,10 @@ impl Edges for Realtime<'_, '_> {
 pub fn explain(txns: &Txns<'_>, history: &History, a: u32, b: u32, rel: Rel) -> Option<Step> {
     let ta = &txns.txns[a as usize];
     let tb = &txns.txns[b as usize];
-    let ops = history.ops();
-    let (from, to) = (ops[ta.pos as usize].index, ops[tb.pos as usize].index);
+    let (from, to) = (
+        history.index(ta.pos as usize),
+        history.index(tb.pos as usize),
+    );
     match rel {
         Rel::Process => Some(Step::Process(ProcessStep {
             from,
@@ -137,13 +139,12 @@ pub fn explain(txns: &Txns<'_>, history: &History, a: u32, b: u32, rel: Rel) -> 
             process: ta.process,
         })),
         Rel::Realtime => {
-            let ac = &ops[ta.pos as usize];
-            let bi = &ops[tb.inv as usize];
+            let (ac, bi) = (ta.pos as usize, tb.inv as usize);
             Some(Step::Realtime(RealtimeStep {
                 from,
                 to,
-                ops: Some((ac.index, bi.index)),
-                dt_ns: match (ac.time_ns, bi.time_ns) {
+                ops: Some((history.index(ac), history.index(bi))),
+                dt_ns: match (history.time_ns(ac), history.time_ns(bi)) {
                     (Some(x), Some(y)) => Some(y - x),
                     _ => None,
                 },

@@ -203,7 +203,7 @@ fn initial_state(v: &Versions<'_>, txns: &Txns<'_>, _: &History) -> Vec<(u32, u3
 fn database(v: &Versions<'_>, txns: &Txns<'_>, history: &History) -> Vec<(u32, u32, u32)> {
     let certs: Vec<Option<crate::whitebox::Cert>> = (0..txns.len() as u32)
         .map(|t| match txns.txns[t as usize].status {
-            Status::Ok => crate::whitebox::cert(txns.op(history, t)),
+            Status::Ok => crate::whitebox::cert(history.extra(txns.txns[t as usize].pos as usize)),
             _ => None,
         })
         .collect();

@@ -7,7 +7,7 @@
 //! instead of hashing.
 
 use rustc_hash::FxHashMap;
-use store::{Atom, F, History, MicroOp, Op, OpIndex, OpType, OpValue, Process};
+use store::{Atom, F, History, MicroOp, OpIndex, OpType, Process};
 
 /// Commit state of an observed transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub enum Status {
 pub struct Txn<'h> {
     /// Commit state.
     pub status: Status,
-    /// Position (in `History::ops`) of the completion, or of the invocation
+    /// Position (in the `History`) of the completion, or of the invocation
     /// if it never completed. This op stands for the transaction.
     pub pos: u32,
     /// Position of the invocation (equal to `pos` for completion-only histories).
@@ -59,15 +59,15 @@ pub struct Txns<'h> {
 impl<'h> Txns<'h> {
     /// Extracts the client transactions of `history`.
     pub fn new(history: &'h History) -> Txns<'h> {
-        let ops = history.ops();
         let mut out = Txns::default();
         let mut key_ids: FxHashMap<&'h Atom, u32> = FxHashMap::default();
         let mut int_ids: FxHashMap<i64, u32> = FxHashMap::default();
-        for (pos, op) in ops.iter().enumerate() {
-            if !is_client_txn(op) {
+        for pos in 0..history.len() {
+            if !is_client_txn(history, pos) {
                 continue;
             }
-            let (status, inv) = match op.op_type {
+            let op_type = history.op_type(pos);
+            let (status, inv) = match op_type {
                 OpType::Ok => (Status::Ok, history.partner(pos).unwrap_or(pos)),
                 OpType::Fail => (Status::Fail, history.partner(pos).unwrap_or(pos)),
                 OpType::Info => (Status::Info, history.partner(pos).unwrap_or(pos)),
@@ -78,19 +78,21 @@ impl<'h> Txns<'h> {
                     (Status::Info, pos)
                 }
             };
-            let mops: &'h [MicroOp] = match (&op.value, &ops[inv].value) {
-                (OpValue::Txn(m), _) if op.op_type != OpType::Info || !m.is_empty() => m,
-                (_, OpValue::Txn(m)) => m,
-                (OpValue::Txn(m), _) => m,
+            // Borrowed from the history's arena: an elided invocation has
+            // none stored, but never stands for a transaction here.
+            let mops: &'h [MicroOp] = match (history.stored_txn(pos), history.stored_txn(inv)) {
+                (Some(m), _) if op_type != OpType::Info || !m.is_empty() => m,
+                (_, Some(m)) => m,
+                (Some(m), _) => m,
                 _ => {
                     out.warnings.push(format!(
                         "op {}: a transaction completion without micro-ops; ignored",
-                        op.index
+                        history.index(pos)
                     ));
                     continue;
                 }
             };
-            let process = match op.process {
+            let process = match history.process(pos) {
                 Some(Process::Client(p)) => Some(p.0),
                 _ => None,
             };
@@ -131,14 +133,9 @@ impl<'h> Txns<'h> {
         self.mop_keys[self.txns[t as usize].mop_start as usize + i]
     }
 
-    /// The op that stands for transaction `t`.
-    pub fn op<'a>(&self, history: &'a History, t: u32) -> &'a Op {
-        &history.ops()[self.txns[t as usize].pos as usize]
-    }
-
     /// The op index that stands for transaction `t`.
     pub fn op_index(&self, history: &History, t: u32) -> OpIndex {
-        self.op(history, t).index
+        history.index(self.txns[t as usize].pos as usize)
     }
 
     /// Number of transactions.
@@ -152,15 +149,16 @@ impl<'h> Txns<'h> {
     }
 }
 
-/// Whether `op` is a client transaction op (nemesis and foreign functions are
-/// not; a missing `f` with a transaction value is, as in Elle's files).
-pub fn is_client_txn(op: &Op) -> bool {
-    if op.is_nemesis() {
+/// Whether the op at `pos` is a client transaction op (nemesis and foreign
+/// functions are not; a missing `f` with a transaction value is, as in
+/// Elle's files).
+pub fn is_client_txn(history: &History, pos: usize) -> bool {
+    if history.is_nemesis(pos) {
         return false;
     }
-    match &op.f {
+    match history.f(pos) {
         Some(F::Txn) => true,
-        None => op.value.is_txn() || op.op_type != OpType::Invoke,
+        None => history.is_txn(pos) || history.op_type(pos) != OpType::Invoke,
         Some(_) => false,
     }
 }
@@ -168,7 +166,7 @@ pub fn is_client_txn(op: &Op) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use store::{Key, ReadValue, Val};
+    use store::{Key, Op, ReadValue, Val};
 
     #[test]
     fn statuses_and_unmatched_invocations() {

@@ -22,9 +22,7 @@
 //! transaction carries a `commit-ts`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use store::{
-    Data, History, Key, MicroOp, Op, OpIndex, OpType, RangeKind, RangeRead, ReadValue, Val,
-};
+use store::{Data, History, Key, MicroOp, OpIndex, OpType, RangeKind, RangeRead, ReadValue, Val};
 
 /// A transaction's snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,8 +78,8 @@ impl Cert {
 }
 
 /// The certificate an op carries, if it carries a well-formed one.
-pub fn cert(op: &Op) -> Option<Cert> {
-    let field = |name: &str| op.extra.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+pub fn cert(extra: &[(String, Data)]) -> Option<Cert> {
+    let field = |name: &str| extra.iter().find(|(k, _)| k == name).map(|(_, v)| v);
     let txid = match field("txid")? {
         Data::Int(i) => u64::try_from(*i).ok()?,
         Data::Str(s) => s.parse().ok()?,
@@ -110,13 +108,14 @@ pub struct Mismatch {
     pub expected: String,
 }
 
-/// Whether the op carries a commit timestamp (white-box, timestamp-ordered).
-pub fn has_commit_ts(op: &Op) -> bool {
-    commit_ts(op).is_some()
+/// Whether an op's extra fields carry a commit timestamp (white-box,
+/// timestamp-ordered).
+pub fn has_commit_ts(extra: &[(String, Data)]) -> bool {
+    commit_ts(extra).is_some()
 }
 
-fn commit_ts(op: &Op) -> Option<(i64, i64)> {
-    match &op.extra.iter().find(|(k, _)| k == "commit-ts")?.1 {
+fn commit_ts(extra: &[(String, Data)]) -> Option<(i64, i64)> {
+    match &extra.iter().find(|(k, _)| k == "commit-ts")?.1 {
         Data::Int(i) => Some((*i, 0)),
         Data::Vec(v) => match v.as_slice() {
             [Data::Int(w), Data::Int(l)] => Some((*w, *l)),
@@ -132,18 +131,18 @@ fn commit_ts(op: &Op) -> Option<(i64, i64)> {
 /// of a key in `unsure` (written by a transaction that may or may not have
 /// committed, with no timestamp to place it) are not judged.
 pub fn replay(history: &History, unsure: &BTreeSet<&Key>) -> Option<Vec<Mismatch>> {
-    let mut order: Vec<((i64, i64), &Op)> = Vec::new();
-    for op in history.ops() {
-        if op.op_type == OpType::Ok && op.value.txn().is_some() {
-            order.push((commit_ts(op)?, op));
+    let mut order: Vec<((i64, i64), usize)> = Vec::new();
+    for pos in 0..history.len() {
+        if history.op_type(pos) == OpType::Ok && history.is_txn(pos) {
+            order.push((commit_ts(history.extra(pos))?, pos));
         }
     }
-    order.sort_by_key(|(ts, op)| (*ts, op.index));
+    order.sort_by_key(|&(ts, pos)| (ts, history.index(pos)));
     let mut lists: BTreeMap<&Key, Vec<&Val>> = BTreeMap::new();
     let mut regs: HashMap<&Key, &Val> = HashMap::new();
     let mut out = Vec::new();
-    for (_, op) in order {
-        for (i, m) in op.value.txn().into_iter().flatten().enumerate() {
+    for (_, pos) in order {
+        for (i, m) in history.stored_txn(pos).into_iter().flatten().enumerate() {
             let expected = match m {
                 MicroOp::Append(k, v) => {
                     lists.entry(k).or_default().push(v);
@@ -164,7 +163,7 @@ pub fn replay(history: &History, unsure: &BTreeSet<&Key>) -> Option<Vec<Mismatch
             };
             if let Some(expected) = expected {
                 out.push(Mismatch {
-                    op: op.index,
+                    op: history.index(pos),
                     mop: i,
                     key: m.key().clone(),
                     expected,
@@ -233,6 +232,7 @@ fn read_mismatch(
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
+    use store::Op;
 
     #[test]
     fn visibility_follows_postgres() {
@@ -248,20 +248,20 @@ mod tests {
     #[test]
     fn certificates_come_from_extra_fields() {
         let mut op = Op::txn(0, store::OpType::Ok, 0, vec![]);
-        assert_eq!(cert(&op), None);
+        assert_eq!(cert(&op.extra), None);
         op.extra = vec![
             ("txid".into(), Data::Int(101)),
             ("snapshot".into(), Data::Str("100:101:".into())),
         ]
         .into();
-        let a = cert(&op).unwrap();
+        let a = cert(&op.extra).unwrap();
         let b = Cert {
             txid: 102,
             snapshot: Snapshot::parse("102:102:").unwrap(),
         };
         assert!(a.precedes(&b) && !b.precedes(&a));
         op.extra[1].1 = Data::Int(3);
-        assert_eq!(cert(&op), None);
+        assert_eq!(cert(&op.extra), None);
     }
 
     #[test]
@@ -300,7 +300,7 @@ mod tests {
         let m = replay(&h, &BTreeSet::new()).unwrap();
         assert_eq!(m.len(), 1, "{m:?}");
         assert_eq!((m[0].op, m[0].expected.as_str()), (OpIndex(3), "[1]"));
-        let mut bare = h.ops().to_vec();
+        let mut bare = h.to_ops();
         bare[0].extra.clear();
         assert_eq!(replay(&History::new(bare).unwrap(), &BTreeSet::new()), None);
         // A key an indeterminate transaction wrote is not judged.

@@ -161,7 +161,7 @@ fn int(a: &store::Atom) -> i64 {
 
 fn txns_of(h: &History) -> Vec<T> {
     let mut out = Vec::new();
-    for (pos, op) in h.ops().iter().enumerate() {
+    for (pos, op) in h.to_ops().iter().enumerate() {
         if op.op_type == OpType::Invoke || op.op_type == OpType::Fail {
             continue;
         }
@@ -377,7 +377,7 @@ fn agrees_with_brute_force_on_random_histories() {
         for level in LEVELS {
             let out = sat(&hist, level);
             let expect = brute(&hist, level);
-            let ctx = format!("seed {seed}, {level:?}, {:#?}", hist.ops());
+            let ctx = format!("seed {seed}, {level:?}, {:#?}", hist.to_ops());
             match &out {
                 SatOutcome::Valid { witness } => {
                     assert!(expect, "SAT valid, brute force invalid: {ctx}");
@@ -735,7 +735,7 @@ fn engines_say_who_decided_each_level_and_give_the_witness() {
     let w = ser.witness.as_ref().expect("witness");
     let pos = |t: u64| w.iter().position(|i| i.0 == t);
     let idx: Vec<u64> = ok
-        .ops()
+        .to_ops()
         .iter()
         .filter(|o| o.op_type == OpType::Ok)
         .map(|o| o.index.0)

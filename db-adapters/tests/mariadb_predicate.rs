@@ -141,7 +141,7 @@ async fn repeatable_read_range_reads_show_phantoms() {
 
     let ops = std::mem::take(&mut shared.lock().unwrap().ops);
     let h = History::new(ops).unwrap();
-    let ok = h.ops().iter().filter(|o| o.op_type == OpType::Ok).count();
+    let ok = (0..h.len()).filter(|&p| h.op_type(p) == OpType::Ok).count();
     assert!(ok > TXNS / 2, "{ok} committed");
     let mut o = CheckOptions::new(Workload::ListAppend);
     o.models = vec![ConsistencyModel::Serializable];

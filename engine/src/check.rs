@@ -13,7 +13,7 @@ use checker::model::ConsistencyModel;
 use checker::result::Valid;
 use serde_json::json;
 use std::time::Duration;
-use store::{MicroOp, OpType, OpValue};
+use store::{MicroOp, OpType};
 use workloads::WorkloadKind;
 
 /// ARCHITECTURE.md: a run in which no transaction committed is `unknown`,
@@ -24,10 +24,10 @@ pub fn settle_no_commit(
     history: &store::History,
     result: &mut checker::CheckResult,
 ) -> serde_json::Value {
-    let committed = history.ops().iter().any(|o| {
-        o.is_client()
-            && o.op_type == OpType::Ok
-            && matches!(&o.value, OpValue::Txn(m) if !m.is_empty())
+    let committed = (0..history.len()).any(|pos| {
+        history.is_client(pos)
+            && history.op_type(pos) == OpType::Ok
+            && history.stored_txn(pos).is_some_and(|m| !m.is_empty())
     });
     let settle = !committed && result.valid == Valid::True;
     if settle {
@@ -194,14 +194,14 @@ pub(crate) fn thousands(n: u64) -> String {
 
 fn count_types(history: &store::History) -> Counts {
     let mut c = Counts::default();
-    for op in history.ops().iter().filter(|o| o.is_client()) {
-        match op.op_type {
+    for pos in (0..history.len()).filter(|&pos| history.is_client(pos)) {
+        match history.op_type(pos) {
             OpType::Invoke => c.invoked += 1,
             OpType::Fail => c.fail += 1,
             OpType::Info => c.info += 1,
             OpType::Ok => {
                 c.ok += 1;
-                if let OpValue::Txn(m) = &op.value {
+                if let Some(m) = history.stored_txn(pos) {
                     c.committed += usize::from(!m.is_empty());
                     c.writes += m.iter().filter(|m| !matches!(m, MicroOp::Read(..))).count();
                 }

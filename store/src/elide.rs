@@ -1,33 +1,24 @@
 //! Invocations stored once: an invocation whose micro-ops are its
 //! completion's with every read `nil` (what every Jepsen-style client
-//! records) keeps [`OpValue::AsCompletion`] instead of its own copy
-//! (issue 15: at 1M transactions the copies were ~100 MB of a check's peak).
+//! records) keeps none of its own in a `History`'s arena (issue 15: at 1M
+//! transactions the copies were ~100 MB of a check's peak).
 //!
-//! Key decision: the marker is lossless by construction — an invocation is
+//! Key decision: eliding is lossless by construction — an invocation is
 //! elided only when it can be rebuilt exactly from its completion
 //! ([`elidable`]: same f, same number of micro-ops, same appends and writes,
 //! reads `nil` where the completion read something; transactions with
-//! range reads are left alone) — and it is set as early as possible: the
-//! readers that keep a whole history ([`Elider`], per reader thread) drop
-//! an invocation's micro-ops the moment its completion is read, so the
-//! allocator reuses the block for the next op instead of the copies piling
-//! up; `History::new` elides what is left (ops built in memory, pairs cut by
-//! a parallel reader's chunk boundary). `History::txn` / `History::op` /
-//! `History::into_ops` give the micro-ops back, so writers and round trips
-//! see what was read.
+//! range reads are left alone) — and it happens while the history is built
+//! (`crate::columns::HistoryBuilder` keeps an open invocation's micro-ops
+//! aside until its completion comes), so the copies never pile up.
+//! `History::txn` / `History::op` / `History::into_ops` give the micro-ops
+//! back, so writers and round trips see what was read.
 
-use crate::history::{MicroOp, Op, OpType, OpValue, Process, ReadValue};
-use rustc_hash::FxHashMap;
+use crate::history::{MicroOp, ReadValue};
 
-/// Whether `inv` can be stored as [`OpValue::AsCompletion`] of `comp`.
-pub(crate) fn elidable(inv: &Op, comp: &Op) -> bool {
-    let (OpValue::Txn(a), OpValue::Txn(b)) = (&inv.value, &comp.value) else {
-        return false;
-    };
-    inv.op_type == OpType::Invoke
-        && inv.f == comp.f
-        && a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| is_nil_read_of(x, y))
+/// Whether an invocation with micro-ops `inv` can be stored as its
+/// completion's `comp` (the caller checks that their `f`s are equal).
+pub(crate) fn elidable(inv: &[MicroOp], comp: &[MicroOp]) -> bool {
+    inv.len() == comp.len() && inv.iter().zip(comp).all(|(x, y)| is_nil_read_of(x, y))
 }
 
 /// Whether `inv` is `comp` with its read's result unknown.
@@ -50,45 +41,10 @@ pub(crate) fn invocation_mops(comp: &[MicroOp]) -> Vec<MicroOp> {
         .collect()
 }
 
-/// Elides invocations in a stream of ops as their completions arrive
-/// (pairing by client process, as `History::new` does; ops without a
-/// process are left to `History::new`). Any pair it elides is the pair
-/// `History::new` makes of the same ops, or `History::new` refuses them
-/// (a second invocation of a process while one is open).
-#[derive(Debug, Default)]
-pub(crate) struct Elider {
-    open: FxHashMap<u64, usize>,
-}
-
-impl Elider {
-    /// Takes the op at position `pos` (counting up from 0); `op_at` gives
-    /// an earlier op, which it may change.
-    pub(crate) fn push<'o>(
-        &mut self,
-        pos: usize,
-        op: &Op,
-        op_at: impl FnOnce(usize) -> &'o mut Op,
-    ) {
-        let Some(Process::Client(p)) = op.process else {
-            return;
-        };
-        if op.op_type == OpType::Invoke {
-            self.open.insert(p.0, pos);
-            return;
-        }
-        if let Some(inv) = self.open.remove(&p.0) {
-            let inv = op_at(inv);
-            if elidable(inv, op) {
-                inv.value = OpValue::AsCompletion;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::history::{History, Key, MicroOp, Op, OpType, OpValue, ReadValue, Val};
+    use crate::history::{History, Key, MicroOp, Op, OpType, ReadValue, Val};
     use std::borrow::Cow;
 
     fn a(v: i64) -> MicroOp {
@@ -117,28 +73,16 @@ mod tests {
             Op::txn(6, OpType::Invoke, 3, vec![a(3)]),
         ];
         let h = History::new(ops.clone()).unwrap_or_default();
-        let elided: Vec<bool> = h
-            .ops()
-            .iter()
-            .map(|o| matches!(o.value, OpValue::AsCompletion))
+        let elided: Vec<bool> = (0..h.len())
+            .map(|pos| h.is_txn(pos) && h.stored_txn(pos).is_none())
             .collect();
         assert_eq!(elided, [true, false, false, false, false, false, false]);
+        assert!(matches!(h.txn(0), Some(Cow::Owned(_))));
         assert_eq!(h.txn(0).as_deref(), Some(&[a(1), r(None)][..]));
-        assert_eq!(*h.op(0), ops[0]);
-        assert_eq!(h.iter_ops().map(Cow::into_owned).collect::<Vec<_>>(), ops);
-        // Pairing a copy of the stored ops again gives the same history.
-        let again = History::new(h.ops().to_vec()).unwrap_or_default();
-        assert_eq!(again.into_ops(), ops);
+        assert_eq!(h.op(0), ops[0]);
+        assert_eq!(h.iter_ops().collect::<Vec<_>>(), ops);
+        // The arena holds the micro-ops not elided: 6 of the 8 read.
+        assert_eq!(h.mop_count(), 6);
         assert_eq!(h.into_ops(), ops);
-    }
-
-    #[test]
-    fn a_marker_completed_by_no_transaction_is_refused() {
-        let mut inv = Op::txn(0, OpType::Invoke, 0, vec![]);
-        inv.value = OpValue::AsCompletion;
-        let mut comp = Op::txn(1, OpType::Ok, 0, vec![]);
-        comp.value = OpValue::Data(Box::new(crate::Data::Nil));
-        let e = History::new(vec![inv, comp]).map(|_| ()).unwrap_err();
-        assert!(e.to_string().contains("completed by no transaction"), "{e}");
     }
 }

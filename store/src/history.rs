@@ -1,13 +1,30 @@
 //! The history model: operations, micro-ops and a validated, paired `History`.
 //!
 //! Pure types: no IO, no clock, no async. Every reader in `format` produces
-//! these, every writer consumes them, and the checker reads only these.
+//! [`Op`]s, every writer consumes them, and the checker reads a [`History`].
 //!
-//! Key decision: a read micro-op keeps what was written (`nil`, a list or a
-//! scalar) as [`ReadValue`] instead of deciding list-vs-register at parse time,
-//! because `["r", k, null]` means different things in different workloads and
-//! op types; the checker interprets it, the store keeps it losslessly.
+//! Key decisions:
+//! - A read micro-op keeps what was written (`nil`, a list or a scalar) as
+//!   [`ReadValue`] instead of deciding list-vs-register at parse time,
+//!   because `["r", k, null]` means different things in different workloads
+//!   and op types; the checker interprets it, the store keeps it losslessly.
+//! - A `History` does not hold `Op`s: it holds columns (`crate::columns`) —
+//!   a 32-B record per op, one arena of every op's micro-ops, a side table
+//!   for what is rare — built op by op ([`HistoryBuilder`]) as a file is
+//!   read, so a loaded history costs ~32 B per op plus its micro-ops, with
+//!   no allocation per op (issue 15). It is read by position; `Op`s are
+//!   materialised only where a whole op is wanted (writers, explanations).
+//!
+//! Invariants:
+//! - Positions count ops in history order (= real-time order); indices
+//!   strictly increase with them ([`History::position_of`] bisects).
+//! - [`History::stored_txn`] borrows from the one arena; only an invocation
+//!   elided as its completion's (`crate::elide`) has a transaction but no
+//!   micro-ops stored, and [`History::txn`] / [`History::op`] rebuild them,
+//!   so what is read back is exactly what was pushed.
 
+pub use crate::columns::HistoryBuilder;
+use crate::columns::{Columns, Kind};
 use crate::data::Data;
 pub use crate::list::ValList;
 use std::borrow::Cow;
@@ -330,27 +347,20 @@ pub enum OpValue {
     /// Anything else (nemesis grudges and node lists, foreign values), kept
     /// as data (boxed: rare, and it would make every op 8 B bigger).
     Data(Box<Data>),
-    /// Only in a [`History`] (and in what its readers hand to
-    /// `History::new`): an invocation whose micro-ops are its completion's
-    /// with every read `nil`, so they are not stored twice (issue 15).
-    /// [`History::txn`] and [`History::op`] give them back; `History::ops`
-    /// shows this marker, and [`OpValue::txn`] is `None` for it.
-    AsCompletion,
 }
 
 impl OpValue {
-    /// The micro-ops, if this is a transaction (not for
-    /// [`OpValue::AsCompletion`]: ask the [`History`]).
+    /// The micro-ops, if this is a transaction.
     pub fn txn(&self) -> Option<&[MicroOp]> {
         match self {
             OpValue::Txn(m) => Some(m),
-            OpValue::Data(_) | OpValue::AsCompletion => None,
+            OpValue::Data(_) => None,
         }
     }
 
-    /// Whether this is a transaction, stored here or as its completion's.
+    /// Whether this is a transaction.
     pub fn is_txn(&self) -> bool {
-        matches!(self, OpValue::Txn(_) | OpValue::AsCompletion)
+        matches!(self, OpValue::Txn(_))
     }
 }
 
@@ -555,12 +565,16 @@ const NONE: u32 = u32::MAX;
 /// A validated history: ops in order, each invocation paired with its
 /// completion (by process, or by adjacency where `process` is missing).
 ///
-/// Positions (`usize`) index [`History::ops`]; they equal op order, which is
-/// real-time order. Completions without an invocation stand for their own
-/// invocation (Elle's completion-only histories).
+/// Positions (`usize`) count ops in history order, which is real-time
+/// order. Completions without an invocation stand for their own invocation
+/// (Elle's completion-only histories). Ops are stored in columns (see the
+/// module doc), so there is no `&Op` to hand out: read a field by position
+/// ([`History::index`], [`History::txn`], …) or materialise an op
+/// ([`History::op`]). Accessors taking a position panic when it is out of
+/// bounds, like indexing a slice.
 #[derive(Clone, Debug, Default)]
 pub struct History {
-    ops: Vec<Op>,
+    cols: Columns,
     /// For each position: the paired op's position, or `NONE`.
     partner: Vec<u32>,
     warnings: Vec<HistoryWarning>,
@@ -573,27 +587,34 @@ pub struct History {
 }
 
 impl History {
-    /// Validates and pairs `ops`.
-    ///
-    /// Invocations that are their completion's micro-ops with reads `nil`
-    /// are stored as [`OpValue::AsCompletion`] (`crate::elide`): read
-    /// micro-ops through [`History::txn`] or [`History::op`].
+    /// Validates and pairs `ops` (a convenience over [`HistoryBuilder`]).
     ///
     /// # Errors
     /// A [`HistoryError`] naming the first op that breaks the rules.
-    pub fn new(mut ops: Vec<Op>) -> Result<History, HistoryError> {
-        let mut partner = vec![NONE; ops.len()];
+    pub fn new(ops: Vec<Op>) -> Result<History, HistoryError> {
+        let mut b = HistoryBuilder::new();
+        for op in ops {
+            b.push(op);
+        }
+        b.finish()
+    }
+
+    /// Pairs and validates the ops in `cols`.
+    pub(crate) fn from_columns(cols: Columns) -> Result<History, HistoryError> {
+        let n = cols.recs.len();
+        // Positions are stored as `u32`.
+        assert!(n < NONE as usize, "a history of {n} ops");
+        let mut partner = vec![NONE; n];
         let mut pairing = crate::pairing::Pairing::default();
-        for (pos, op) in ops.iter().enumerate() {
-            if let Some(inv) = pairing.push(pos, op, |i| &ops[i])? {
+        for pos in 0..n {
+            if let Some(inv) = pairing.push(pos, cols.view(pos), |i| cols.view(i))? {
                 partner[inv] = pos as u32;
                 partner[pos] = inv as u32;
             }
         }
-        let warnings = pairing.finish(|i| ops[i].index);
-        elide_pairs(&mut ops, &partner);
+        let warnings = pairing.finish(|i| cols.index(i));
         Ok(History {
-            ops,
+            cols,
             partner,
             warnings,
             initial_value: None,
@@ -629,68 +650,141 @@ impl History {
         !self.session_order_only
     }
 
-    /// All ops, in history order, as stored: an invocation may hold
-    /// [`OpValue::AsCompletion`] ([`History::txn`] / [`History::op`] give
-    /// its micro-ops).
-    pub fn ops(&self) -> &[Op] {
-        &self.ops
+    /// The index of the op at `pos`.
+    pub fn index(&self, pos: usize) -> OpIndex {
+        self.cols.index(pos)
     }
 
-    /// The micro-ops of the op at `pos` as read (an elided invocation's
-    /// rebuilt from its completion), if it is a transaction.
+    /// The position of the op with index `index`, if there is one
+    /// (indices strictly increase: a binary search).
+    pub fn position_of(&self, index: OpIndex) -> Option<usize> {
+        self.cols
+            .recs
+            .binary_search_by_key(&index.0, |r| r.index)
+            .ok()
+    }
+
+    /// The time of the op at `pos`, if the source had one.
+    pub fn time_ns(&self, pos: usize) -> Option<i64> {
+        self.cols.time_ns(pos)
+    }
+
+    /// The type of the op at `pos`.
+    pub fn op_type(&self, pos: usize) -> OpType {
+        self.cols.op_type(pos)
+    }
+
+    /// Who performed the op at `pos`, if the source said.
+    pub fn process(&self, pos: usize) -> Option<Process> {
+        self.cols.process(pos)
+    }
+
+    /// Whether the op at `pos` was performed by the nemesis.
+    pub fn is_nemesis(&self, pos: usize) -> bool {
+        self.process(pos) == Some(Process::Nemesis)
+    }
+
+    /// Whether the op at `pos` is a client op (not the nemesis).
+    pub fn is_client(&self, pos: usize) -> bool {
+        !self.is_nemesis(pos)
+    }
+
+    /// The function of the op at `pos`, if the source had one.
+    pub fn f(&self, pos: usize) -> Option<&F> {
+        self.cols.f(pos)
+    }
+
+    /// Whether the op at `pos` is a transaction (stored, or elided as its
+    /// completion's).
+    pub fn is_txn(&self, pos: usize) -> bool {
+        self.cols.kind(pos) != Kind::Data
+    }
+
+    /// The micro-ops stored for the op at `pos`, borrowed from the arena:
+    /// `None` for a non-transaction and for an elided invocation (whose
+    /// micro-ops [`History::txn`] rebuilds).
+    pub fn stored_txn(&self, pos: usize) -> Option<&[MicroOp]> {
+        self.cols.stored_txn(pos)
+    }
+
+    /// The micro-ops of the op at `pos` as read, if it is a transaction:
+    /// borrowed from the arena, or rebuilt from its completion's for an
+    /// elided invocation. `None` too when `pos` is out of bounds.
     pub fn txn(&self, pos: usize) -> Option<Cow<'_, [MicroOp]>> {
-        match &self.ops.get(pos)?.value {
-            OpValue::Txn(m) => Some(Cow::Borrowed(m)),
-            OpValue::Data(_) => None,
-            OpValue::AsCompletion => Some(Cow::Owned(self.elided_mops(pos))),
+        if pos >= self.len() {
+            return None;
+        }
+        match self.cols.kind(pos) {
+            Kind::Txn => self.stored_txn(pos).map(Cow::Borrowed),
+            Kind::Data => None,
+            Kind::Elided => Some(Cow::Owned(self.elided_mops(pos))),
         }
     }
 
-    /// The op at `pos` as read (what a writer should write).
-    ///
-    /// # Panics
-    /// If `pos` is out of bounds, like indexing [`History::ops`].
-    pub fn op(&self, pos: usize) -> Cow<'_, Op> {
-        let op = &self.ops[pos];
-        match op.value {
-            OpValue::AsCompletion => Cow::Owned(Op {
-                value: OpValue::Txn(self.elided_mops(pos)),
-                ..op.clone()
-            }),
-            _ => Cow::Borrowed(op),
-        }
+    /// The value of the op at `pos` when it is not a transaction (a
+    /// nemesis grudge, a foreign value).
+    pub fn data(&self, pos: usize) -> Option<&Data> {
+        self.cols.data(pos)
+    }
+
+    /// The error the client reported for the op at `pos`, if any.
+    pub fn error(&self, pos: usize) -> Option<&Data> {
+        self.cols.error(pos)
+    }
+
+    /// The fields of the op at `pos` that the model does not name.
+    pub fn extra(&self, pos: usize) -> &[(String, Data)] {
+        self.cols.extra(pos)
+    }
+
+    /// The op at `pos` as read (what a writer should write), materialised.
+    pub fn op(&self, pos: usize) -> Op {
+        let value = match self.cols.kind(pos) {
+            Kind::Data => OpValue::Data(Box::new(self.data(pos).cloned().unwrap_or(Data::Nil))),
+            Kind::Txn | Kind::Elided => {
+                OpValue::Txn(self.txn(pos).map(Cow::into_owned).unwrap_or_default())
+            }
+        };
+        self.cols.op_with(pos, value)
     }
 
     /// Every op as read, in history order ([`History::op`] of each).
-    pub fn iter_ops(&self) -> impl Iterator<Item = Cow<'_, Op>> {
-        (0..self.ops.len()).map(|pos| self.op(pos))
+    pub fn iter_ops(&self) -> impl Iterator<Item = Op> + '_ {
+        (0..self.len()).map(|pos| self.op(pos))
+    }
+
+    /// Every op as read, in a vector (for tests and small histories: a big
+    /// one is better read field by field).
+    pub fn to_ops(&self) -> Vec<Op> {
+        self.iter_ops().collect()
+    }
+
+    /// Number of micro-ops stored in the arena (elided invocations' not
+    /// counted).
+    pub fn mop_count(&self) -> usize {
+        self.cols.mops.len()
     }
 
     /// An elided invocation's micro-ops (empty if it has no completion,
-    /// which only ops built by hand can cause).
+    /// which the builder never causes).
     fn elided_mops(&self, pos: usize) -> Vec<MicroOp> {
-        let comp = self.partner(pos).map(|p| &self.ops[p].value);
-        crate::elide::invocation_mops(comp.and_then(OpValue::txn).unwrap_or_default())
+        let comp = self.partner(pos).and_then(|p| self.stored_txn(p));
+        crate::elide::invocation_mops(comp.unwrap_or_default())
     }
 
     /// Consumes the history, returning its ops as read.
-    pub fn into_ops(mut self) -> Vec<Op> {
-        for pos in 0..self.ops.len() {
-            if matches!(self.ops[pos].value, OpValue::AsCompletion) {
-                self.ops[pos].value = OpValue::Txn(self.elided_mops(pos));
-            }
-        }
-        self.ops
+    pub fn into_ops(self) -> Vec<Op> {
+        self.iter_ops().collect()
     }
 
     /// Number of ops.
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.cols.recs.len()
     }
 
     /// Whether there are no ops.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.cols.recs.is_empty()
     }
 
     /// The position of the op paired with the op at `pos` (its completion if
@@ -702,23 +796,22 @@ impl History {
         }
     }
 
-    /// The completion of the invocation at `pos`, if it completed.
-    pub fn completion(&self, pos: usize) -> Option<&Op> {
-        let op = self.ops.get(pos)?;
-        if op.op_type != OpType::Invoke {
+    /// The position of the completion of the invocation at `pos`, if it
+    /// completed.
+    pub fn completion(&self, pos: usize) -> Option<usize> {
+        if pos >= self.len() || self.op_type(pos) != OpType::Invoke {
             return None;
         }
-        self.partner(pos).map(|p| &self.ops[p])
+        self.partner(pos)
     }
 
-    /// The invocation of the completion at `pos`; a completion without one is
-    /// its own invocation.
-    pub fn invocation(&self, pos: usize) -> Option<&Op> {
-        let op = self.ops.get(pos)?;
-        if op.op_type == OpType::Invoke {
+    /// The position of the invocation of the completion at `pos`; a
+    /// completion without one is its own invocation.
+    pub fn invocation(&self, pos: usize) -> Option<usize> {
+        if pos >= self.len() || self.op_type(pos) == OpType::Invoke {
             return None;
         }
-        Some(self.partner(pos).map_or(op, |p| &self.ops[p]))
+        Some(self.partner(pos).unwrap_or(pos))
     }
 
     /// Oddities found while pairing.
@@ -727,88 +820,111 @@ impl History {
     }
 }
 
-/// Elides every paired invocation that can be (`crate::elide`).
-fn elide_pairs(ops: &mut [Op], partner: &[u32]) {
-    for (inv, &comp) in partner.iter().enumerate() {
-        if comp == NONE || (comp as usize) < inv {
-            continue;
-        }
-        let (head, tail) = ops.split_at_mut(comp as usize);
-        if crate::elide::elidable(&head[inv], &tail[0]) {
-            head[inv].value = OpValue::AsCompletion;
-        }
-    }
-}
-
-fn f_string(f: &Option<F>) -> Option<String> {
-    f.as_ref().map(|f| f.as_str().to_string())
-}
-
-pub(crate) fn check_pair(inv: &Op, comp: &Op) -> Result<(), HistoryError> {
-    if inv.f != comp.f {
-        return Err(HistoryError::FMismatch {
-            index: comp.index,
-            invoke: inv.index,
-            invoke_f: f_string(&inv.f),
-            completion_f: f_string(&comp.f),
-        });
-    }
-    if let (OpValue::Txn(a), OpValue::Txn(b)) = (&inv.value, &comp.value) {
-        // A failed or indeterminate completion may carry the invocation's
-        // value or none at all; an ok one must have the same steps.
-        if comp.op_type == OpType::Ok && a.len() != b.len() {
-            return Err(HistoryError::ValueMismatch {
-                index: comp.index,
-                invoke: inv.index,
-                reason: format!("{} micro-ops invoked, {} completed", a.len(), b.len()),
-            });
-        }
-        if let Some(i) = a.iter().zip(b).position(|(x, y)| !x.same_shape(y)) {
-            return Err(HistoryError::ValueMismatch {
-                index: comp.index,
-                invoke: inv.index,
-                reason: format!("micro-op {i} differs"),
-            });
-        }
-    }
-    if matches!(inv.value, OpValue::AsCompletion) && !matches!(comp.value, OpValue::Txn(_)) {
-        return Err(HistoryError::ValueMismatch {
-            index: comp.index,
-            invoke: inv.index,
-            reason:
-                "an invocation stored as its completion's micro-ops completed by no transaction"
-                    .into(),
-        });
-    }
-    Ok(())
-}
-
-pub(crate) fn same_call(inv: &Op, comp: &Op) -> bool {
-    if inv.f != comp.f {
-        return false;
-    }
-    match (&inv.value, &comp.value) {
-        (OpValue::Txn(a), OpValue::Txn(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_shape(y))
-        }
-        (OpValue::Data(_), OpValue::Data(_)) | (OpValue::AsCompletion, OpValue::Txn(_)) => true,
-        _ => false,
-    }
-}
-
 #[cfg(all(test, target_pointer_width = "64"))]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use std::mem::size_of;
 
-    /// A loaded history is mostly these (two ops and ~5 micro-ops per
-    /// transaction, an atom per list element): growing one is a memory
-    /// regression on every big check (BENCHMARKS.md, issue 15).
+    /// A loaded history is mostly micro-ops (~2.5 per transaction in its
+    /// arena, an atom per list element; records: `crate::columns`):
+    /// growing one is a memory regression on every big check
+    /// (BENCHMARKS.md, issue 15). `Op` is only what readers hand out.
     #[test]
     fn the_model_stays_compact() {
         assert_eq!(size_of::<Atom>(), 16);
         assert_eq!(size_of::<MicroOp>(), 40);
         assert_eq!(size_of::<Op>(), 104);
+    }
+
+    /// Ops with every rare part: an error, extra fields, a nemesis value,
+    /// an `F::Other`, process ids too big for the record, no time, no `f`.
+    const RARE: &str = r#"{"index":0,"time":5,"type":"invoke","process":0,"f":"txn","value":[["append",1,1],["r",1,null]]}
+{"index":1,"type":"invoke","process":1,"f":"txn","value":[["append",2,1],["r",1,null]]}
+{"index":2,"time":9,"type":"ok","process":0,"f":"txn","value":[["append",1,1],["r",1,[1]]]}
+{"index":3,"type":"ok","process":1,"f":"txn","value":[["append",2,1],["r",1,[1]]],"node":"n2"}
+{"index":4,"type":"info","process":"nemesis","f":"start-partition","value":{"n1":["n2","n3"]}}
+{"index":5,"type":"invoke","process":4294967295,"f":"frobnicate","value":[1,2]}
+{"index":6,"type":"fail","process":4294967295,"f":"frobnicate","value":[1,2],"error":["boom",3]}
+{"index":7,"type":"ok","process":10000000000,"value":[["r",2,[1]]]}
+"#;
+
+    fn load(text: &str) -> History {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("h.jsonl");
+        std::fs::write(&p, text).unwrap();
+        crate::format::load_history(&p).unwrap().0
+    }
+
+    fn jsonl(ops: impl IntoIterator<Item = Op>) -> String {
+        let mut out = Vec::new();
+        crate::format::write_ops(&mut out, ops, crate::Format::JsonLines).unwrap();
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_loaded_historys_micro_ops_are_one_arena() {
+        let h = load(RARE);
+        let (Some(Cow::Borrowed(a)), Some(Cow::Borrowed(b))) = (h.txn(2), h.txn(3)) else {
+            panic!("completions' micro-ops are borrowed: {:?}", h.txn(2));
+        };
+        let arena = h.cols.mops.as_ptr_range();
+        for m in [a, b] {
+            let r = m.as_ptr_range();
+            assert!(arena.start <= r.start && r.end <= arena.end);
+        }
+        // The elided invocations' are rebuilt, not stored.
+        assert!(matches!(h.txn(0), Some(Cow::Owned(_))));
+        assert!(h.stored_txn(1).is_none());
+        assert_eq!(h.mop_count(), 5);
+    }
+
+    #[test]
+    fn rare_fields_round_trip() {
+        let text = jsonl(
+            crate::format::read_str(RARE, crate::Format::JsonLines)
+                .unwrap()
+                .ops,
+        );
+        let h = load(&text);
+        assert_eq!(jsonl(h.iter_ops()), text);
+        assert_eq!(h.time_ns(0), Some(5));
+        assert_eq!(h.time_ns(1), None);
+        assert_eq!(h.extra(3), [("node".to_string(), Data::Str("n2".into()))]);
+        assert!(h.is_nemesis(4) && !h.is_txn(4));
+        assert_eq!(h.f(4), Some(&F::StartPartition));
+        assert!(matches!(h.data(4), Some(Data::Map(_))), "{:?}", h.data(4));
+        assert_eq!(h.f(5), Some(&F::Other("frobnicate".into())));
+        assert_eq!(
+            h.process(6),
+            Some(Process::Client(ProcessId(4_294_967_295)))
+        );
+        assert!(h.error(6).is_some() && h.error(5).is_none());
+        assert_eq!(
+            h.process(7),
+            Some(Process::Client(ProcessId(10_000_000_000)))
+        );
+        assert_eq!(h.f(7), None);
+        assert_eq!(
+            h.to_ops(),
+            History::new(h.to_ops()).unwrap_or_default().to_ops()
+        );
+    }
+
+    #[test]
+    fn a_transaction_longer_than_the_records_length_field_keeps_every_micro_op() {
+        let big: Vec<MicroOp> = (0..70_000)
+            .map(|v| MicroOp::Append(Key::int(1), Val::int(v)))
+            .collect();
+        let ops = vec![
+            Op::txn(0, OpType::Ok, 0, vec![big[0].clone()]),
+            Op::txn(1, OpType::Ok, 0, big),
+            Op::txn(2, OpType::Ok, 0, vec![]),
+        ];
+        let h = History::new(ops.clone()).unwrap();
+        assert!(matches!(h.txn(1), Some(Cow::Borrowed(m)) if m.len() == 70_000));
+        assert_eq!(h.stored_txn(2), Some(&[][..]));
+        assert_eq!(h.into_ops(), ops);
     }
 
     #[test]

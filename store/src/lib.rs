@@ -8,6 +8,7 @@
 //! Key decision: this crate depends on nothing of ours, so any tool (the
 //! checker, importers) can read histories without pulling in the runner.
 
+mod columns;
 pub mod data;
 mod elide;
 pub mod format;
@@ -21,8 +22,8 @@ pub mod run;
 pub use data::Data;
 pub use format::{Format, FormatError, ReadOutcome, load_history, read_path, read_str, write_path};
 pub use history::{
-    Atom, Extra, F, History, HistoryError, HistoryWarning, Key, MicroOp, Op, OpIndex, OpType,
-    OpValue, Process, ProcessId, ReadValue, Text, Val,
+    Atom, Extra, F, History, HistoryBuilder, HistoryError, HistoryWarning, Key, MicroOp, Op,
+    OpIndex, OpType, OpValue, Process, ProcessId, ReadValue, Text, Val,
 };
 pub use list::{ListSharer, ValList};
 pub use predicate::{RangeKind, RangeRead};

@@ -11,9 +11,52 @@
 //! `History` looks it up in its vector, [`StreamPairing`] keeps copies of
 //! just the open invocations, so a pass over a file holds O(processes) ops.
 
-use crate::history::{HistoryError, HistoryWarning, Op, OpIndex, OpType, Process};
+use crate::history::{F, HistoryError, HistoryWarning, MicroOp, Op, OpIndex, OpType, Process};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
+
+/// What pairing looks at in an op: an [`Op`]'s fields or a `History`'s
+/// columns, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct OpView<'a> {
+    /// The op's index.
+    pub index: OpIndex,
+    /// Its type.
+    pub op_type: OpType,
+    /// Its process.
+    pub process: Option<Process>,
+    /// Its function.
+    pub f: Option<&'a F>,
+    /// Its value's shape.
+    pub value: ValueView<'a>,
+}
+
+/// An op's value as pairing sees it.
+#[derive(Clone, Copy, Debug)]
+pub enum ValueView<'a> {
+    /// A transaction's micro-ops.
+    Txn(&'a [MicroOp]),
+    /// An invocation stored as its completion's micro-ops (in a `History`).
+    Elided,
+    /// Any other value.
+    Data,
+}
+
+impl Op {
+    /// What pairing looks at.
+    pub fn view(&self) -> OpView<'_> {
+        OpView {
+            index: self.index,
+            op_type: self.op_type,
+            process: self.process,
+            f: self.f.as_ref(),
+            value: match &self.value {
+                crate::OpValue::Txn(m) => ValueView::Txn(m),
+                crate::OpValue::Data(_) => ValueView::Data,
+            },
+        }
+    }
+}
 
 /// The pairing state after some prefix of a history.
 #[derive(Debug, Default)]
@@ -38,8 +81,8 @@ impl Pairing {
     pub fn push<'o>(
         &mut self,
         pos: usize,
-        op: &'o Op,
-        ops: impl Fn(usize) -> &'o Op,
+        op: OpView<'o>,
+        ops: impl Fn(usize) -> OpView<'o>,
     ) -> Result<Option<usize>, HistoryError> {
         if let Some(previous) = self.previous
             && op.index <= previous
@@ -75,7 +118,7 @@ impl Pairing {
             (t, Some(p)) => {
                 let inv = self.open.remove(&p);
                 if let Some(inv) = inv {
-                    crate::history::check_pair(ops(inv), op)?;
+                    check_pair(ops(inv), op)?;
                 }
                 if t == OpType::Info {
                     self.infod.insert(p);
@@ -86,7 +129,7 @@ impl Pairing {
             (_, None) => Ok(self
                 .anonymous
                 .iter()
-                .position(|&inv| crate::history::same_call(ops(inv), op))
+                .position(|&inv| same_call(ops(inv), op))
                 .and_then(|i| self.anonymous.remove(i))),
         }
     }
@@ -126,7 +169,9 @@ impl StreamPairing {
         self.next += 1;
         let kept = &self.kept;
         // Every open position is kept: the fallback is never taken.
-        let paired = self.pairing.push(pos, op, |i| kept.get(&i).unwrap_or(op))?;
+        let paired = self
+            .pairing
+            .push(pos, op.view(), |i| kept.get(&i).unwrap_or(op).view())?;
         if let Some(inv) = paired {
             self.kept.remove(&inv);
         }
@@ -141,5 +186,52 @@ impl StreamPairing {
         let kept = self.kept;
         self.pairing
             .finish(|i| kept.get(&i).map_or(OpIndex(i as u64), |o| o.index))
+    }
+}
+
+fn f_string(f: Option<&F>) -> Option<String> {
+    f.map(|f| f.as_str().to_string())
+}
+
+fn check_pair(inv: OpView<'_>, comp: OpView<'_>) -> Result<(), HistoryError> {
+    if inv.f != comp.f {
+        return Err(HistoryError::FMismatch {
+            index: comp.index,
+            invoke: inv.index,
+            invoke_f: f_string(inv.f),
+            completion_f: f_string(comp.f),
+        });
+    }
+    if let (ValueView::Txn(a), ValueView::Txn(b)) = (inv.value, comp.value) {
+        // A failed or indeterminate completion may carry the invocation's
+        // value or none at all; an ok one must have the same steps.
+        if comp.op_type == OpType::Ok && a.len() != b.len() {
+            return Err(HistoryError::ValueMismatch {
+                index: comp.index,
+                invoke: inv.index,
+                reason: format!("{} micro-ops invoked, {} completed", a.len(), b.len()),
+            });
+        }
+        if let Some(i) = a.iter().zip(b).position(|(x, y)| !x.same_shape(y)) {
+            return Err(HistoryError::ValueMismatch {
+                index: comp.index,
+                invoke: inv.index,
+                reason: format!("micro-op {i} differs"),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn same_call(inv: OpView<'_>, comp: OpView<'_>) -> bool {
+    if inv.f != comp.f {
+        return false;
+    }
+    match (inv.value, comp.value) {
+        (ValueView::Txn(a), ValueView::Txn(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_shape(y))
+        }
+        (ValueView::Data, ValueView::Data) | (ValueView::Elided, ValueView::Txn(_)) => true,
+        _ => false,
     }
 }

@@ -183,7 +183,7 @@ fn elle_json_array_and_completion_only_edn_read_with_indices_in_file_order() {
     let c = edn("[{:index 7 :type :ok :value []} {:type :fail :value nil}]");
     assert_eq!(c.ops[1].index, OpIndex(8));
     let h = store::History::new(b.ops).unwrap();
-    assert_eq!(h.invocation(0).map(|o| o.index), Some(OpIndex(0)));
+    assert_eq!(h.invocation(0).map(|p| h.index(p)), Some(OpIndex(0)));
 }
 
 #[test]

@@ -21,7 +21,7 @@ fn load(name: &str) -> History {
 
 /// Each transaction as (session, committed, micro-ops).
 fn txns(h: &History) -> Vec<(u64, bool, Vec<MicroOp>)> {
-    h.ops()
+    h.to_ops()
         .iter()
         .filter(|o| o.op_type != OpType::Invoke)
         .map(|o| {
@@ -93,8 +93,8 @@ fn text_maps_sessions_txns_and_the_initial_value() {
         ]
     );
     // One completion per transaction, no invocation (the file has no clock).
-    assert_eq!(h.ops().len(), 3);
-    assert!(h.ops().iter().all(|o| o.op_type != OpType::Invoke));
+    assert_eq!(h.to_ops().len(), 3);
+    assert!(h.to_ops().iter().all(|o| o.op_type != OpType::Invoke));
     assert_eq!(h.partner(0), None);
     assert!(h.warnings().is_empty());
 }
@@ -129,7 +129,7 @@ fn text_round_trips() {
         let h = load(f);
         let out = import::write_peer_string(&h, PeerFormat::Text).unwrap();
         let again = import::read_peer_str(&out, PeerFormat::Text).unwrap();
-        assert_eq!(again.ops(), h.ops(), "{f}");
+        assert_eq!(again.to_ops(), h.to_ops(), "{f}");
         // Files listing each transaction's lines together, ids 1.. in order,
         // come back byte for byte.
         if f != "write-skew.txt" && f != "aborted-read.txt" {
@@ -146,7 +146,7 @@ fn dbcop_round_trips_and_agrees_with_text() {
         assert_eq!(h.initial_value(), Some(&Val::int(0)), "{f}");
         let out = import::write_peer_string(&h, PeerFormat::Dbcop).unwrap();
         let again = import::read_peer_str(&out, PeerFormat::Dbcop).unwrap();
-        assert_eq!(again.ops(), h.ops(), "{f}: {out}");
+        assert_eq!(again.to_ops(), h.to_ops(), "{f}: {out}");
         // The written file is the standalone form dbcop's CLI reads.
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert!(
@@ -193,7 +193,7 @@ fn dbcop_event_shapes() {
 
 fn err_text(text: &str, f: PeerFormat) -> String {
     match import::read_peer_str(text, f) {
-        Ok(h) => panic!("{text:?} read: {:?}", h.ops()),
+        Ok(h) => panic!("{text:?} read: {:?}", h.to_ops()),
         Err(e) => e.to_string(),
     }
 }
@@ -308,7 +308,7 @@ fn cobra_logs_read_by_hand_and_round_trip() {
     let out = dir.path().join("out");
     import::write_peer(&out, &h, PeerFormat::Cobra).unwrap();
     let again = import::load(&out, Some(FileFormat::Peer(PeerFormat::Cobra))).unwrap();
-    assert_eq!(again.history.ops(), h.ops());
+    assert_eq!(again.history.to_ops(), h.to_ops());
     // A text history through Cobra: reads of 0 become initial-state reads.
     let t = load("lost-update.txt");
     let out2 = dir.path().join("lu");
@@ -362,7 +362,7 @@ fn malformed_cobra_logs_name_file_and_byte() {
         let p = dir.path().join(format!("c{i}.log"));
         std::fs::write(&p, bytes).unwrap();
         let got = import::load(&p, Some(FileFormat::Peer(PeerFormat::Cobra)))
-            .map(|l| format!("{:?}", l.history.ops()))
+            .map(|l| format!("{:?}", l.history.to_ops()))
             .expect_err("malformed log read");
         let got = got.to_string();
         assert!(got.contains(want), "{got:?} lacks {want:?}");

@@ -36,7 +36,7 @@ impl Analysis for ExpectedOrder {
     }
 
     fn applies(&self, cx: &Context<'_, '_>) -> bool {
-        cx.history.ops().iter().any(has_commit_ts)
+        (0..cx.history.len()).any(|pos| has_commit_ts(cx.history.extra(pos)))
     }
 
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {

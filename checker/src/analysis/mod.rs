@@ -40,7 +40,7 @@ use crate::rw_register::{RwRegister, Sources};
 use crate::txn::Txns;
 use crate::versions::VersionOrder;
 use std::collections::{BTreeMap, BTreeSet};
-use store::{History, MicroOp, OpValue, ReadValue};
+use store::{History, MicroOp, ReadValue};
 
 /// Which kind of transactions a history holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -57,8 +57,10 @@ impl Workload {
     /// has neither or both.
     pub fn detect(history: &History) -> Option<Workload> {
         let (mut la, mut rw) = (false, false);
-        for op in history.ops() {
-            let OpValue::Txn(m) = &op.value else { continue };
+        for pos in 0..history.len() {
+            let Some(m) = history.stored_txn(pos) else {
+                continue;
+            };
             for x in m {
                 match x {
                     MicroOp::Append(..) | MicroOp::Read(_, ReadValue::List(_)) => la = true,

@@ -2,16 +2,12 @@
 
 use super::{Anomaly, DataStep, Derived, Evidence, Expected, PredicateSite, Step};
 use crate::anomaly::AnomalyType;
-use std::borrow::Cow;
 use std::fmt::Write as _;
 use store::{History, MicroOp, Op, OpIndex, ReadValue, Val};
 
 /// The op with index `i`, as read (an elided invocation's micro-ops rebuilt).
-pub(super) fn find_op(h: &History, i: OpIndex) -> Option<Cow<'_, Op>> {
-    let ops = h.ops();
-    ops.binary_search_by_key(&i, |o| o.index)
-        .ok()
-        .map(|p| h.op(p))
+pub(super) fn find_op(h: &History, i: OpIndex) -> Option<Op> {
+    h.position_of(i).map(|p| h.op(p))
 }
 
 /// A list in Elle's EDN spelling (`[1 2 3]`).

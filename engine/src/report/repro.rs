@@ -233,15 +233,13 @@ struct Txn {
 }
 
 fn find_txn(history: &History, op: OpIndex, name: String) -> Option<Txn> {
-    let ops = history.ops();
-    let pos = ops.binary_search_by_key(&op, |o| o.index).ok()?;
-    let here = &ops[pos];
-    let (inv, comp) = if here.op_type == OpType::Invoke {
+    let pos = history.position_of(op)?;
+    let (inv, comp) = if history.op_type(pos) == OpType::Invoke {
         (pos, history.partner(pos))
     } else {
         (history.partner(pos).unwrap_or(pos), Some(pos))
     };
-    let observed = comp.is_some_and(|c| ops[c].op_type == OpType::Ok);
+    let observed = comp.is_some_and(|c| history.op_type(c) == OpType::Ok);
     let mops = match comp {
         Some(c) if observed => history.txn(c),
         _ => history
@@ -249,7 +247,7 @@ fn find_txn(history: &History, op: OpIndex, name: String) -> Option<Txn> {
             .or_else(|| comp.and_then(|c| history.txn(c))),
     }?
     .into_owned();
-    let process = match here.process {
+    let process = match history.process(pos) {
         Some(Process::Client(p)) => Some(p.0),
         _ => None,
     };
@@ -257,8 +255,8 @@ fn find_txn(history: &History, op: OpIndex, name: String) -> Option<Txn> {
         name,
         op,
         process,
-        invoke: ops[inv].index.0,
-        completion: comp.map(|c| (ops[c].index.0, ops[c].op_type)),
+        invoke: history.index(inv).0,
+        completion: comp.map(|c| (history.index(c).0, history.op_type(c))),
         mops,
         observed,
     })
@@ -419,11 +417,11 @@ type LongestReads<'h> = HashMap<&'h Key, &'h [Val]>;
 
 fn longest_reads(history: &History) -> LongestReads<'_> {
     let mut longest: LongestReads<'_> = HashMap::new();
-    for op in history.ops() {
-        if op.op_type != OpType::Ok {
+    for pos in 0..history.len() {
+        if history.op_type(pos) != OpType::Ok {
             continue;
         }
-        for m in op.value.txn().unwrap_or_default() {
+        for m in history.stored_txn(pos).unwrap_or_default() {
             if let MicroOp::Read(k, ReadValue::List(l)) = m
                 && longest.get(k).is_none_or(|x| x.len() < l.len())
             {

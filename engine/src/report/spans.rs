@@ -147,39 +147,35 @@ pub struct Extract {
 
 /// The time of every op: its `time`, or its position when any op lacks one.
 fn op_times(history: &History) -> (Vec<i64>, bool) {
-    let ops = history.ops();
-    if ops.iter().all(|o| o.time_ns.is_some()) {
-        (ops.iter().map(|o| o.time_ns.unwrap_or(0)).collect(), false)
+    let n = history.len();
+    if (0..n).all(|pos| history.time_ns(pos).is_some()) {
+        let times = (0..n).map(|pos| history.time_ns(pos).unwrap_or(0));
+        (times.collect(), false)
     } else {
-        ((0..ops.len() as i64).collect(), true)
+        ((0..n as i64).collect(), true)
     }
 }
 
 /// Extracts spans and fault windows from `history`.
 pub fn extract(history: &History) -> Extract {
-    let ops = history.ops();
     let (times, synthetic_time) = op_times(history);
     let t_min_ns = times.iter().copied().min().unwrap_or(0);
     let t_max_ns = times.iter().copied().max().unwrap_or(0);
-    let mut spans = Vec::with_capacity(ops.len() / 2 + 1);
+    let mut spans = Vec::with_capacity(history.len() / 2 + 1);
     let mut windows: Vec<FaultWindow> = Vec::new();
     // Index into `windows` of the open window per kind.
     let mut open: Vec<(FaultKind, usize)> = Vec::new();
-    for (pos, op) in ops.iter().enumerate() {
+    for pos in 0..history.len() {
         let partner = history.partner(pos);
-        let is_start = op.op_type == OpType::Invoke || partner.is_none();
-        if !is_start {
+        let is_invoke = history.op_type(pos) == OpType::Invoke;
+        if !is_invoke && partner.is_some() {
             continue;
         }
-        let complete_pos = if op.op_type == OpType::Invoke {
-            partner
-        } else {
-            Some(pos)
-        };
-        let (end_ns, outcome, pending) = match complete_pos.map(|c| (c, &ops[c])) {
-            Some((c, comp)) => (
+        let complete_pos = if is_invoke { partner } else { Some(pos) };
+        let (end_ns, outcome, pending) = match complete_pos {
+            Some(c) => (
                 times[c],
-                match comp.op_type {
+                match history.op_type(c) {
                     OpType::Ok => Outcome::Ok,
                     OpType::Fail => Outcome::Fail,
                     _ => Outcome::Info,
@@ -191,14 +187,14 @@ pub fn extract(history: &History) -> Extract {
         spans.push(Span {
             invoke_pos: pos,
             complete_pos,
-            process: op.process,
+            process: history.process(pos),
             start_ns: times[pos],
             end_ns: end_ns.max(times[pos]),
             outcome,
             pending,
         });
-        if op.is_nemesis() {
-            let Some((kind, starts)) = op.f.as_ref().and_then(FaultKind::classify) else {
+        if history.is_nemesis(pos) {
+            let Some((kind, starts)) = history.f(pos).and_then(FaultKind::classify) else {
                 continue;
             };
             let slot = open.iter().position(|(k, _)| *k == kind);
@@ -210,7 +206,7 @@ pub fn extract(history: &History) -> Extract {
                         start_ns: times[pos],
                         end_ns: t_max_ns,
                         healed: false,
-                        detail: value_text(&op.value, 200),
+                        detail: value_text(&history.op(pos).value, 200),
                     });
                 }
                 // A second start while one is open extends the open window.
@@ -278,8 +274,6 @@ pub fn value_text(value: &OpValue, max: usize) -> String {
             s.push(']');
         }
         OpValue::Data(d) => data_text(d, &mut s, max),
-        // Callers pass `History::op`'s value, which never is the marker.
-        OpValue::AsCompletion => s.push_str("[…]"),
     }
     truncate(s, max)
 }

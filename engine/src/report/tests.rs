@@ -336,12 +336,11 @@ fn a_long_timeline_is_sampled_but_keeps_every_anomaly_op_and_says_so() {
     let h = sample_history(10, 6_000);
     let x = extract(&h);
     assert!(x.spans.len() > super::timeline::MAX_SPANS / 2);
-    let ops = h.ops();
     // An odd invocation far from the sampling stride, and a completion.
-    let odd = ops[x.spans[12_347].invoke_pos].index.0;
+    let odd = h.index(x.spans[12_347].invoke_pos).0;
     let done = x.spans[33_331]
         .complete_pos
-        .map(|c| ops[c].index.0)
+        .map(|c| h.index(c).0)
         .unwrap_or(0);
     let keep: std::collections::BTreeSet<u64> = [odd, done].into_iter().collect();
     let bound = 20_000;
@@ -350,7 +349,7 @@ fn a_long_timeline_is_sampled_but_keeps_every_anomaly_op_and_says_so() {
     assert!(n <= bound && n > bound / 2, "{n} spans drawn");
     assert!(idx.contains(&odd), "the anomaly's invocation is drawn");
     assert!(
-        idx.contains(&ops[x.spans[33_331].invoke_pos].index.0),
+        idx.contains(&h.index(x.spans[33_331].invoke_pos).0),
         "so is the completed one"
     );
     assert!(

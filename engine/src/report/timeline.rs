@@ -65,11 +65,10 @@ fn select<'s>(history: &History, spans: &'s [Span], shown: &Shown) -> (Vec<&'s S
         Shown::AtMost(max, keep) if spans.len() > *max => (*max, *keep),
         _ => return (spans.iter().collect(), String::new()),
     };
-    let ops = history.ops();
     let kept = |s: &Span| {
-        keep.contains(&ops[s.invoke_pos].index.0)
+        keep.contains(&history.index(s.invoke_pos).0)
             || s.complete_pos
-                .is_some_and(|c| keep.contains(&ops[c].index.0))
+                .is_some_and(|c| keep.contains(&history.index(c).0))
     };
     let must = spans.iter().filter(|s| kept(s)).count();
     let room = max.saturating_sub(must).max(1);
@@ -106,7 +105,6 @@ fn lane_order(p: Option<Process>) -> (u8, u64) {
 
 /// Renders the timeline page for `history`.
 pub fn render(history: &History, extract: &Extract, title: &str, shown: &Shown) -> String {
-    let ops = history.ops();
     let (spans, note) = select(history, &extract.spans, shown);
     let mut procs: Vec<Option<Process>> = spans.iter().map(|s| s.process).collect();
     procs.sort_by_key(|p| lane_order(*p));
@@ -150,13 +148,13 @@ pub fn render(history: &History, extract: &Extract, title: &str, shown: &Shown) 
                 Outcome::Info => 'i',
             }
         });
-        let inv = &ops[span.invoke_pos];
-        let index = inv.index.0 as i64;
+        let index = history.index(span.invoke_pos).0 as i64;
         data.i.push(index - prev_index);
         prev_index = index;
-        let comp = span.complete_pos.map(|c| &ops[c]);
-        data.c.push(comp.map_or(-1, |c| c.index.0 as i64 - index));
-        let f = inv.f.as_ref().map_or("", |f| f.as_str());
+        let comp = span.complete_pos;
+        data.c
+            .push(comp.map_or(-1, |c| history.index(c).0 as i64 - index));
+        let f = history.f(span.invoke_pos).map_or("", |f| f.as_str());
         let fi = match fs.iter().position(|x| x == f) {
             Some(i) => i,
             None => {
@@ -166,12 +164,12 @@ pub fn render(history: &History, extract: &Extract, title: &str, shown: &Shown) 
         };
         data.f.push(fi as u32);
         // An ok completion carries what was read; otherwise show what was asked.
-        let shown = match (comp, span.complete_pos) {
-            (Some(c), Some(pos)) if c.op_type == OpType::Ok => history.op(pos),
+        let shown = match comp {
+            Some(c) if history.op_type(c) == OpType::Ok => history.op(c),
             _ => history.op(span.invoke_pos),
         };
         let mut text = value_text(&shown.value, value_max);
-        if let Some(err) = comp.and_then(|c| c.error.as_ref()) {
+        if let Some(err) = comp.and_then(|c| history.error(c)) {
             let mut e = String::new();
             super::spans::data_text(err, &mut e, 80);
             text.push_str(" error: ");

@@ -17,14 +17,12 @@
 //! `old + concurrency` with a fresh connection; per-op timeouts live in the
 //! worker, so draining in-flight ops is bounded by the op timeout.
 //!
-//! Throughput: each job is a task of its own in a [`JoinSet`] (no worker
-//! tasks, no channels; see `worker`), so a statement's response wakes only
-//! its job, as in a bare client loop, and the interpreter wakes once per
-//! completion. A job is spawned only after the history lines appended
-//! before it are flushed ([`Interpreter::flush`]): an invocation reaches the
-//! OS before its request can be sent, on any runtime, a completion before
-//! anything that follows it, and a burst of completions and the invocations
-//! they free is one `write(2)`.
+//! Throughput: the interpreter polls the running jobs itself (no worker
+//! tasks, no channels; see `worker`), and the history lines it appends wait
+//! in the log's buffer until it is about to poll them
+//! ([`HistorySink::flush`]): an invocation reaches the OS before its request
+//! can be sent, a completion before anything that follows it, and a burst of
+//! completions and the invocations they free is one `write(2)`.
 //!
 //! One thread ([`runtime`]): a network client's connection is a task of
 //! its own (tokio-postgres spawns one per connection), and each round trip
@@ -44,6 +42,9 @@ mod worker;
 
 use anyhow::Context as _;
 use db_adapters::client::{BoxFuture, ClientFactory};
+use futures_util::FutureExt as _;
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
 use nemesis::Node;
 use progress::Counters;
 use std::collections::BTreeSet;
@@ -52,7 +53,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use store::{Data, F, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId};
 use tokio::sync::watch;
-use tokio::task::{JoinError, JoinSet};
 use workloads::generator::{Ctx, Event, Generator, Next, Thread, final_reads};
 
 /// Where the runner writes ops: the durable history log (one implementation
@@ -299,17 +299,6 @@ fn nanos_since(t: Instant) -> i64 {
     i64::try_from(t.elapsed().as_nanos()).unwrap_or(i64::MAX)
 }
 
-/// A finished job's report. A job that panicked is a bug of ours: its panic
-/// is raised again here; one cancelled (only a runtime shutting down does
-/// that) ends the run with an error.
-fn joined<T>(job: Result<T, JoinError>) -> anyhow::Result<T> {
-    match job {
-        Ok(done) => Ok(done),
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => Err(anyhow::anyhow!("a worker's job was cancelled: {e}")),
-    }
-}
-
 /// How long the interpreter waits for a completion before asking a
 /// `Pending` generator again (it may be waiting for time to pass).
 const PENDING_TICK: Duration = Duration::from_millis(5);
@@ -327,11 +316,8 @@ struct Interpreter<'l> {
     in_flight: Vec<Option<Vec<MicroOp>>>,
     /// Each thread's worker while it is idle (`None` while a job has it).
     slots: Vec<Option<worker::Slot>>,
-    /// The jobs in flight, each a task.
-    running: JoinSet<(worker::Slot, worker::Done)>,
-    /// Jobs invoked but not yet spawned: they wait for the next
-    /// [`Self::flush`], which hands their invocations to the OS first.
-    unsent: Vec<BoxFuture<'static, (worker::Slot, worker::Done)>>,
+    /// The jobs in flight, polled by the interpreter.
+    running: FuturesUnordered<BoxFuture<'static, (worker::Slot, worker::Done)>>,
     main_invoked: u64,
 }
 
@@ -366,8 +352,7 @@ impl<'l> Interpreter<'l> {
             process: (0..n as u64).collect(),
             in_flight: vec![None; n],
             slots,
-            running: JoinSet::new(),
-            unsent: Vec::new(),
+            running: FuturesUnordered::new(),
             main_invoked: 0,
         }
     }
@@ -468,14 +453,14 @@ impl<'l> Interpreter<'l> {
             if stop.is_set() {
                 return Ok(false);
             }
-            self.flush()?;
+            self.log.flush()?;
             tokio::select! {
                 _ = tokio::time::sleep_until(t.into()) => return Ok(true),
-                Some(d) = self.running.join_next() => {
-                    self.complete(joined(d)?, generator)?;
+                Some(d) = self.running.next() => {
+                    self.complete(d, generator)?;
                     // Every other completion already there, for one batch.
-                    while let Some(d) = self.running.try_join_next() {
-                        self.complete(joined(d)?, generator)?;
+                    while let Some(Some(d)) = self.running.next().now_or_never() {
+                        self.complete(d, generator)?;
                     }
                     // Yields once the task's budget is spent: instant jobs
                     // would otherwise keep every other task waiting.
@@ -489,17 +474,6 @@ impl<'l> Interpreter<'l> {
                 _ = stop.wait() => return Ok(false),
             }
         }
-    }
-
-    /// Hands every history line appended so far to the OS, then spawns the
-    /// jobs invoked meanwhile: a request is never sent before its
-    /// invocation is in the log, whichever runtime runs the tasks.
-    fn flush(&mut self) -> anyhow::Result<()> {
-        self.log.flush()?;
-        for job in self.unsent.drain(..) {
-            self.running.spawn(job);
-        }
-        Ok(())
     }
 
     fn invoke(&mut self, thread: usize, mops: Vec<MicroOp>) -> anyhow::Result<()> {
@@ -521,8 +495,8 @@ impl<'l> Interpreter<'l> {
         self.free.remove(&thread);
         self.in_flight[thread] = Some(mops.clone());
         self.counters.invoked.fetch_add(1, Ordering::Relaxed);
-        // Not spawned (so nothing is sent) before the next flush.
-        self.unsent.push(Box::pin(worker::run_job(
+        // Not polled (so nothing is sent) before the next flush.
+        self.running.push(Box::pin(worker::run_job(
             slot,
             worker::Job { process, mops },
         )));
@@ -584,10 +558,10 @@ impl<'l> Interpreter<'l> {
     async fn drain(&mut self, generator: &mut dyn Generator) -> anyhow::Result<()> {
         let limit = Instant::now() + self.cfg.op_timeout * 2 + Duration::from_secs(1);
         while self.in_flight.iter().any(Option::is_some) {
-            self.flush()?;
+            self.log.flush()?;
             tokio::select! {
-                d = self.running.join_next() => match d {
-                    Some(d) => self.complete(joined(d)?, generator)?,
+                d = self.running.next() => match d {
+                    Some(d) => self.complete(d, generator)?,
                     None => break,
                 },
                 _ = tokio::time::sleep_until(limit.into()) => break,
@@ -623,10 +597,7 @@ impl<'l> Interpreter<'l> {
     /// Closes every idle worker's client (bounded by 5 s); jobs of lost
     /// workers are dropped unfinished.
     async fn shutdown(self) {
-        // Aborts the jobs still running (lost workers'), dropping their
-        // clients; unsent jobs were never invoked past the log.
         drop(self.running);
-        drop(self.unsent);
         let closing = futures_util::future::join_all(
             self.slots.into_iter().flatten().map(worker::Slot::close),
         );

@@ -4,10 +4,10 @@
 //! it, with the per-op timeout, and reports the completion. A job for a new
 //! process (after an `info`) gets a fresh connection.
 //!
-//! Key decision: a worker is not a long-lived task but a future ([`run_job`])
+//! Key decision: a worker is not a task of its own but a future ([`run_job`])
 //! that owns its [`Slot`] while the job runs and hands it back with the
-//! report; the interpreter spawns each job into its `JoinSet`. Handing an op
-//! to a worker task and its completion back through channels woke a parked
+//! report; the interpreter polls every running job itself. Handing an op to a
+//! worker task and its completion back through channels woke a parked
 //! runtime thread twice per transaction (a futex wake and a context switch
 //! each), which was most of the runner's cost against a fast database.
 

@@ -44,7 +44,7 @@ mod op_writer;
 mod parallel;
 mod source;
 
-use crate::history::{History, Op};
+use crate::history::{History, HistoryBuilder, Op};
 use crate::list::ListSharer;
 use cursor::Cursor;
 pub use input::{Input, compress_file, is_gzip};
@@ -599,34 +599,74 @@ impl<R: Read> Iterator for OpReader<R> {
     }
 }
 
-/// Whether a reader elides invocations as it goes (`crate::elide`): only
-/// for a history about to be built from the ops, never for ops handed out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Elide {
-    No,
-    ForHistory,
+/// Where a reader puts the ops it collects: a vector (ops handed out) or
+/// a [`HistoryBuilder`] (a history built as the file is read).
+pub(crate) trait OpSink: Default + Send {
+    fn push(&mut self, op: Op);
+    /// The first op's index, if any.
+    fn first_index(&self) -> Option<u64>;
+    /// Consecutive parts of one file's ops, joined in order.
+    fn join(parts: Vec<Self>) -> Self;
 }
 
-fn collect<R: Read>(r: OpReader<R>, elide: Elide) -> Result<ReadOutcome, FormatError> {
+impl OpSink for Vec<Op> {
+    fn push(&mut self, op: Op) {
+        Vec::push(self, op);
+    }
+
+    fn first_index(&self) -> Option<u64> {
+        self.first().map(|op| op.index.0)
+    }
+
+    fn join(parts: Vec<Self>) -> Self {
+        let mut all = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+        for part in parts {
+            all.extend(part);
+        }
+        all
+    }
+}
+
+impl OpSink for HistoryBuilder {
+    fn push(&mut self, op: Op) {
+        HistoryBuilder::push(self, op);
+    }
+
+    fn first_index(&self) -> Option<u64> {
+        HistoryBuilder::first_index(self)
+    }
+
+    fn join(parts: Vec<Self>) -> Self {
+        HistoryBuilder::join(parts)
+    }
+}
+
+/// Reads every op of `r` into `sink`, list reads shared (`crate::list`);
+/// returns the reader's warnings.
+pub(crate) fn collect_into<R: Read>(
+    r: OpReader<R>,
+    sink: &mut impl OpSink,
+) -> Result<(Format, Vec<String>), FormatError> {
     let mut r = r.sharing_lists();
-    let mut ops: Vec<Op> = Vec::new();
     let mut sharer = ListSharer::new();
-    let mut elider = crate::elide::Elider::default();
     let jsonl = r.format == Format::JsonLines;
     for op in r.by_ref() {
         let mut op = op?;
         if !jsonl {
             sharer.share_op(&mut op);
         }
-        if elide == Elide::ForHistory {
-            elider.push(ops.len(), &op, |i| &mut ops[i]);
-        }
-        ops.push(op);
+        sink.push(op);
     }
+    Ok((r.format, r.warnings))
+}
+
+fn collect<R: Read>(r: OpReader<R>) -> Result<ReadOutcome, FormatError> {
+    let mut ops = Vec::new();
+    let (format, warnings) = collect_into(r, &mut ops)?;
     Ok(ReadOutcome {
-        format: r.format,
         ops,
-        warnings: r.warnings,
+        warnings,
+        format,
     })
 }
 
@@ -635,18 +675,27 @@ fn collect<R: Read>(r: OpReader<R>, elide: Elide) -> Result<ReadOutcome, FormatE
 /// # Errors
 /// IO failure or malformed input (with file, line, column, reason).
 pub fn read_path(path: &Path) -> Result<ReadOutcome, FormatError> {
-    read_path_for(path, Elide::No)
+    let (ops, warnings, format) = read_path_into(path)?;
+    Ok(ReadOutcome {
+        ops,
+        warnings,
+        format,
+    })
 }
 
-fn read_path_for(path: &Path, elide: Elide) -> Result<ReadOutcome, FormatError> {
+/// Reads `path` into a fresh sink: in parallel where that gives the same
+/// answer (`parallel`), else sequentially.
+fn read_path_into<S: OpSink>(path: &Path) -> Result<(S, Vec<String>, Format), FormatError> {
     let reader = OpReader::open(path)?;
     if reader.format == Format::JsonLines
         && !is_gzip(path)
-        && let Some(out) = parallel::read_jsonl(path, elide)
+        && let Some(sink) = parallel::read_jsonl(path)
     {
-        return Ok(out);
+        return Ok((sink, Vec::new(), Format::JsonLines));
     }
-    collect(reader, elide)
+    let mut sink = S::default();
+    let (format, warnings) = collect_into(reader, &mut sink)?;
+    Ok((sink, warnings, format))
 }
 
 /// Reads a history from text in `format` (`JsonLines` and `ElleJson` read
@@ -655,7 +704,7 @@ fn read_path_for(path: &Path, elide: Elide) -> Result<ReadOutcome, FormatError> 
 /// # Errors
 /// Malformed input.
 pub fn read_str(text: &str, format: Format) -> Result<ReadOutcome, FormatError> {
-    collect(OpReader::new(text.as_bytes(), format, None), Elide::No)
+    collect(OpReader::new(text.as_bytes(), format, None))
 }
 
 /// The first byte of `a` that is not whitespace (in EDN: nor a comment
@@ -677,7 +726,7 @@ fn first_significant(is_edn: bool, a: &[u8]) -> (Result<Option<u8>, PErr>, usize
 /// # Errors
 /// Malformed input.
 pub fn read_bytes(bytes: &[u8], format: Format) -> Result<ReadOutcome, FormatError> {
-    collect(OpReader::new(bytes, format, None), Elide::No)
+    collect(OpReader::new(bytes, format, None))
 }
 
 /// Reads and validates a history: [`read_path`] then [`History::new`].
@@ -686,10 +735,10 @@ pub fn read_bytes(bytes: &[u8], format: Format) -> Result<ReadOutcome, FormatErr
 /// # Errors
 /// Malformed input, or a history rule broken (the error names the op index).
 pub fn load_history(path: &Path) -> Result<(History, Vec<String>), FormatError> {
-    let out = read_path_for(path, Elide::ForHistory)?;
-    let mut warnings = out.warnings;
-    let h =
-        History::new(out.ops).map_err(|e| FormatError::new(Some(path), 0, None, e.to_string()))?;
+    let (builder, mut warnings, _) = read_path_into::<HistoryBuilder>(path)?;
+    let h = builder
+        .finish()
+        .map_err(|e| FormatError::new(Some(path), 0, None, e.to_string()))?;
     warnings.extend(
         h.warnings()
             .iter()
@@ -755,18 +804,8 @@ impl<W: Write> OpWriter<W> {
     /// Writes one op.
     ///
     /// # Errors
-    /// IO failure, or an op holding [`crate::OpValue::AsCompletion`] (a
-    /// `History`'s stored invocation: write `History::iter_ops` instead).
+    /// IO failure.
     pub fn write(&mut self, op: &Op) -> io::Result<()> {
-        if matches!(op.value, crate::OpValue::AsCompletion) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "op {}: an invocation stored as its completion's micro-ops; write History::iter_ops, not History::ops",
-                    op.index
-                ),
-            ));
-        }
         self.line.clear();
         match self.format {
             Format::JsonLines => json::write_op(&mut self.line, op),

@@ -115,10 +115,6 @@ pub(crate) fn write_op<S: Syntax>(out: &mut String, op: &Op) {
     match &op.value {
         OpValue::Txn(m) => write_txn::<S>(out, m),
         OpValue::Data(d) => S::data(out, d),
-        // Only a `History` holds the marker, and writes through
-        // `History::op`, which rebuilds the micro-ops; nothing to rebuild
-        // them from here.
-        OpValue::AsCompletion => S::data(out, &crate::Data::Nil),
     }
     if let Some(e) = &op.error {
         out.push_str(S::FIELD_SEP);

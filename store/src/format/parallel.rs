@@ -10,22 +10,16 @@
 //! reader.
 
 use super::source::MAX_ITEM_BYTES;
-use super::{Elide, Format, OpReader, ReadOutcome};
-use crate::history::Op;
+use super::{Format, OpReader, OpSink};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Smaller files are read sequentially (threads cost more than they save).
 const MIN_BYTES: u64 = 16 << 20;
-/// Ops per batch a chunk's reader collects. The chunks' ops are joined
-/// into one exactly-sized vector batch by batch, each batch freed once
-/// moved; with one vector per chunk the join held every op twice at its
-/// peak (the chunks and the joined vector).
-const BATCH: usize = 1 << 16;
 /// Cores used at most.
 const MAX_THREADS: usize = 4;
-/// Chunks per core. Measured before the batched join ([`BATCH`]), when
+/// Chunks per core. Measured before histories were built in columns, when
 /// joining moved every op but the first chunk's once more and held one
 /// chunk twice for a moment: on a 1M-op file one chunk per core loads in 0.53–0.56 s
 /// with a 668 MB peak, four per core in 0.59–0.75 s with 611 MB (594 MB
@@ -33,31 +27,30 @@ const MAX_THREADS: usize = 4;
 /// against 3.0–3.2 s, its peak (in the analysis) unchanged. Speed wins.
 const CHUNKS_PER_THREAD: usize = 1;
 
-/// Reads `path` (JSON Lines) in parallel; `None` when it should be read
-/// sequentially: too small, one core, not one object per line, or anything
-/// but a clean parse of every chunk.
-/// With [`Elide::ForHistory`] each chunk elides the invocations it sees
-/// completed (`crate::elide`).
-pub(crate) fn read_jsonl(path: &Path, elide: Elide) -> Option<ReadOutcome> {
+/// Reads `path` (JSON Lines) in parallel into one sink per chunk, joined
+/// in order; `None` when it should be read sequentially: too small, one
+/// core, not one object per line, or anything but a clean parse of every
+/// chunk.
+pub(crate) fn read_jsonl<S: OpSink>(path: &Path) -> Option<S> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_THREADS);
-    read_jsonl_with(path, threads, elide)
+    read_jsonl_with(path, threads)
 }
 
 /// [`read_jsonl`] on `threads` threads.
-fn read_jsonl_with(path: &Path, threads: usize, elide: Elide) -> Option<ReadOutcome> {
+fn read_jsonl_with<S: OpSink>(path: &Path, threads: usize) -> Option<S> {
     let len = std::fs::metadata(path).ok()?.len();
     if threads < 2 || len < MIN_BYTES || first_byte(path)? != b'{' {
         return None;
     }
     let bounds = chunk_bounds(path, len, threads * CHUNKS_PER_THREAD)?;
-    let parts: Vec<Option<Vec<Vec<Op>>>> = std::thread::scope(|s| {
+    let parts: Vec<Option<S>> = std::thread::scope(|s| {
         let handles: Vec<_> = bounds
             .windows(2)
             .map(|w| {
                 let (start, end) = (w[0], w[1]);
-                s.spawn(move || parse_chunk(path, start, end, elide))
+                s.spawn(move || parse_chunk(path, start, end))
             })
             .collect();
         handles
@@ -65,31 +58,18 @@ fn read_jsonl_with(path: &Path, threads: usize, elide: Elide) -> Option<ReadOutc
             .map(|h| h.join().ok().flatten())
             .collect()
     });
-    let parts: Vec<Vec<Vec<Op>>> = parts.into_iter().collect::<Option<_>>()?;
+    let parts: Vec<S> = parts.into_iter().collect::<Option<_>>()?;
     // A later chunk's first op without an `index` was given 0 (its chunk's
     // position) where the sequential reader gives the previous op's index
     // + 1; an explicit 0 there is out of order anyway.
-    let first_of = |part: &Vec<Vec<Op>>| part.first().and_then(|b| b.first()).map(|op| op.index.0);
-    if parts.iter().skip(1).any(|part| first_of(part) == Some(0)) {
+    if parts
+        .iter()
+        .skip(1)
+        .any(|part| part.first_index() == Some(0))
+    {
         return None;
     }
-    Some(ReadOutcome {
-        ops: join(parts),
-        warnings: Vec::new(),
-        format: Format::JsonLines,
-    })
-}
-
-/// The batches' ops in order, in one vector of exactly their number, each
-/// batch freed as soon as it is moved (so the join holds the ops about
-/// once, not twice: see [`BATCH`]).
-fn join(parts: Vec<Vec<Vec<Op>>>) -> Vec<Op> {
-    let total = parts.iter().flatten().map(Vec::len).sum();
-    let mut ops = Vec::with_capacity(total);
-    for batch in parts.into_iter().flatten() {
-        ops.extend(batch);
-    }
-    ops
+    Some(S::join(parts))
 }
 
 /// The first byte that is not white space.
@@ -143,9 +123,8 @@ fn chunk_bounds(path: &Path, len: u64, parts: usize) -> Option<Vec<u64>> {
     (bounds.len() > 2).then_some(bounds)
 }
 
-/// The ops of `[start, end)` in batches of [`BATCH`], or `None` on any
-/// error or warning.
-fn parse_chunk(path: &Path, start: u64, end: u64, elide: Elide) -> Option<Vec<Vec<Op>>> {
+/// The ops of `[start, end)`, or `None` on any error or warning.
+fn parse_chunk<S: OpSink>(path: &Path, start: u64, end: u64) -> Option<S> {
     let mut f = File::open(path).ok()?;
     f.seek(SeekFrom::Start(start)).ok()?;
     let r = OpReader::new(
@@ -154,26 +133,18 @@ fn parse_chunk(path: &Path, start: u64, end: u64, elide: Elide) -> Option<Vec<Ve
         Some(path.to_path_buf()),
     );
     let mut r = r.sharing_lists();
-    let mut batches: Vec<Vec<Op>> = vec![Vec::with_capacity(BATCH)];
-    let mut elider = crate::elide::Elider::default();
-    for (pos, op) in r.by_ref().enumerate() {
-        let op = op.ok()?;
-        if elide == Elide::ForHistory {
-            elider.push(pos, &op, |i| &mut batches[i / BATCH][i % BATCH]);
-        }
-        if batches.last().is_some_and(|b| b.len() == BATCH) {
-            batches.push(Vec::with_capacity(BATCH));
-        }
-        batches.last_mut()?.push(op);
+    let mut sink = S::default();
+    for op in r.by_ref() {
+        sink.push(op.ok()?);
     }
-    r.warnings().is_empty().then_some(batches)
+    r.warnings().is_empty().then_some(sink)
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::format::{OpReader, collect};
+    use crate::format::{OpReader, ReadOutcome, collect};
     use std::io::Write as _;
 
     /// Ops as JSON Lines text, `n` of them, big enough to be read in parallel.
@@ -212,7 +183,7 @@ mod tests {
     }
 
     fn sequential(p: &Path) -> ReadOutcome {
-        collect(OpReader::open(p).unwrap(), Elide::No).unwrap()
+        collect(OpReader::open(p).unwrap()).unwrap()
     }
 
     #[test]
@@ -221,26 +192,24 @@ mod tests {
         let text = big_history(120_000, true);
         assert!(text.len() as u64 >= MIN_BYTES, "{} bytes", text.len());
         let p = write(dir.path(), "h.jsonl", &text);
-        let par = read_jsonl_with(&p, 2, Elide::No).expect("read in parallel");
+        let par: Vec<crate::Op> = read_jsonl_with(&p, 2).expect("read in parallel");
         let seq = sequential(&p);
-        assert_eq!(par.ops, seq.ops);
-        assert_eq!(par.ops.len(), 240_000);
-        assert!(par.warnings.is_empty());
+        assert_eq!(par, seq.ops);
+        assert_eq!(par.len(), 240_000);
     }
 
     #[test]
-    fn chunks_elide_for_a_history_and_it_gives_back_what_was_read() {
+    fn chunks_build_one_history_with_one_arena_and_it_gives_back_what_was_read() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "h.jsonl", &big_history(120_000, true));
-        let par = read_jsonl_with(&p, 2, Elide::ForHistory).expect("read in parallel");
-        let elided = par
-            .ops
-            .iter()
-            .filter(|o| matches!(o.value, crate::OpValue::AsCompletion))
+        let b: crate::HistoryBuilder = read_jsonl_with(&p, 2).expect("read in parallel");
+        let h = b.finish().unwrap();
+        let elided = (0..h.len())
+            .filter(|&pos| h.is_txn(pos) && h.stored_txn(pos).is_none())
             .count();
         // Every pair but those cut by the chunk boundary.
-        assert!((119_999..=120_000).contains(&elided), "{elided}");
-        let h = crate::History::new(par.ops).unwrap();
+        assert!((119_993..=120_000).contains(&elided), "{elided}");
+        assert_eq!(h.mop_count(), 2 * (240_000 - elided));
         assert_eq!(h.into_ops(), sequential(&p).ops);
     }
 
@@ -249,12 +218,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Positional indices: the second chunk cannot know its offset.
         let p = write(dir.path(), "noidx.jsonl", &big_history(120_000, false));
-        assert!(read_jsonl_with(&p, 2, Elide::No).is_none());
+        assert!(read_jsonl_with::<Vec<crate::Op>>(&p, 2).is_none());
         // A torn last line: a warning with its line number.
         let mut torn = big_history(120_000, true);
         torn.push_str("{\"index\":240000,\"type\":\"inv");
         let p = write(dir.path(), "torn.jsonl", &torn);
-        assert!(read_jsonl_with(&p, 2, Elide::No).is_none());
+        assert!(read_jsonl_with::<Vec<crate::Op>>(&p, 2).is_none());
         // A bad line in the middle: the sequential reader names its line.
         let mut lines: Vec<String> = big_history(120_000, true)
             .lines()
@@ -262,11 +231,11 @@ mod tests {
             .collect();
         lines[150_000] = "{\"index\":1,\"type\":\"bogus\"}".to_string();
         let p = write(dir.path(), "bad.jsonl", &(lines.join("\n") + "\n"));
-        assert!(read_jsonl_with(&p, 2, Elide::No).is_none());
+        assert!(read_jsonl_with::<Vec<crate::Op>>(&p, 2).is_none());
         let e = crate::format::read_path(&p).unwrap_err().to_string();
         assert!(e.contains(":150001:"), "{e}");
         // Small files are not worth threads.
         let p = write(dir.path(), "small.jsonl", &big_history(100, true));
-        assert!(read_jsonl_with(&p, 2, Elide::No).is_none());
+        assert!(read_jsonl_with::<Vec<crate::Op>>(&p, 2).is_none());
     }
 }

@@ -299,13 +299,10 @@ pub fn load(path: &Path, forced: Option<FileFormat>) -> Result<Loaded, FormatErr
         }
         FileFormat::Ours(f) => {
             let file = crate::format::Input::open(path).map_err(|e| io_err(path, &e))?;
-            let mut r = OpReader::new(file, f, Some(path.to_path_buf()));
-            let mut ops = Vec::new();
-            for op in r.by_ref() {
-                ops.push(op?);
-            }
-            let mut warnings = r.into_warnings();
-            let history = History::new(ops).map_err(|e| FormatError {
+            let r = OpReader::new(file, f, Some(path.to_path_buf()));
+            let mut builder = crate::HistoryBuilder::new();
+            let (_, mut warnings) = crate::format::collect_into(r, &mut builder)?;
+            let history = builder.finish().map_err(|e| FormatError {
                 file: Some(path.to_path_buf()),
                 line: 0,
                 column: None,
@@ -417,10 +414,8 @@ pub fn write_peer(
             }
         }
     }
-    if history
-        .ops()
-        .iter()
-        .any(|o| o.op_type == OpType::Ok && o.time_ns.is_some())
+    if (0..history.len())
+        .any(|pos| history.op_type(pos) == OpType::Ok && history.time_ns(pos).is_some())
     {
         warnings
             .push("op times left out: the format records session order only, no real time".into());

@@ -57,20 +57,19 @@ pub(crate) fn from_history(h: &History) -> (Vec<PTxn>, Vec<String>) {
     let mut other = 0u64;
     // Sessions for ops without a process: one fresh session each, above
     // every process id, so they claim no session order.
-    let mut next_free = h
-        .ops()
-        .iter()
-        .filter_map(|o| match o.process {
+    let mut next_free = (0..h.len())
+        .filter_map(|pos| match h.process(pos) {
             Some(Process::Client(p)) => Some(p.0.saturating_add(1)),
             _ => None,
         })
         .max()
         .unwrap_or(0);
-    for (pos, op) in h.ops().iter().enumerate() {
-        if op.op_type == OpType::Invoke {
+    for pos in 0..h.len() {
+        let op_type = h.op_type(pos);
+        if op_type == OpType::Invoke {
             continue;
         }
-        let session = match op.process {
+        let session = match h.process(pos) {
             Some(Process::Client(p)) => p.0,
             Some(Process::Nemesis) => {
                 other += 1;
@@ -81,29 +80,26 @@ pub(crate) fn from_history(h: &History) -> (Vec<PTxn>, Vec<String>) {
                 next_free - 1
             }
         };
-        let Some(mops) = op.value.txn() else {
+        let Some(mops) = h.txn(pos) else {
             other += 1;
             continue;
         };
-        match op.op_type {
+        match op_type {
             OpType::Ok => out.push(PTxn {
                 session,
                 committed: true,
-                mops: mops.to_vec(),
+                mops: mops.into_owned(),
             }),
             OpType::Fail => {
                 // A failed completion may carry no micro-ops: take the invocation's.
-                let mops = if mops.is_empty() {
-                    h.invocation(pos)
-                        .and_then(|i| i.value.txn())
-                        .unwrap_or(mops)
-                } else {
-                    mops
+                let mops = match h.invocation(pos).and_then(|i| h.txn(i)) {
+                    Some(inv) if mops.is_empty() => inv,
+                    _ => mops,
                 };
                 out.push(PTxn {
                     session,
                     committed: false,
-                    mops: mops.to_vec(),
+                    mops: mops.into_owned(),
                 });
             }
             _ => info += 1,

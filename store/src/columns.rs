@@ -1,0 +1,462 @@
+//! The storage behind [`crate::History`]: a fixed-size record per op, one
+//! arena of every op's micro-ops, and a side table for what is rare.
+//!
+//! Key decision: an op costs one 32-B [`OpRec`] plus its micro-ops in the
+//! shared arena — no allocation of its own. Everything an op seldom has
+//! (an error, extra fields, a non-transaction value, an `F::Other` name, a
+//! process id too big for the record's `u32`, more than 65,534 micro-ops)
+//! lives in [`Rare`], reached by an index the record carries only when it
+//! needs one.
+//!
+//! Invariants:
+//! - `recs[pos].mop_start .. + mop_len` lies inside `mops`; ranges of
+//!   different ops never overlap, but the arena is not in op order: an open
+//!   invocation's micro-ops wait in [`HistoryBuilder`] until its completion
+//!   arrives, and go in after it (or never, when elided).
+//! - A [`Kind::Elided`] invocation has no micro-ops of its own: they are its
+//!   completion's with every read `nil` (`crate::elide`), and the builder
+//!   elides only a client invocation followed by its completion for the same
+//!   process — the pair `History`'s pairing makes of the same ops, or it
+//!   refuses the history.
+//! - `side` is [`NO_SIDE`] exactly when the op has nothing rare.
+
+use crate::data::Data;
+use crate::history::{
+    Extra, F, History, HistoryError, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId,
+};
+use crate::pairing::{OpView, ValueView};
+use rustc_hash::FxHashMap;
+
+/// `time_ns` of an op without a time.
+const NO_TIME: i64 = i64::MIN;
+/// `process` of an op without a process.
+const PROC_NONE: u32 = u32::MAX;
+/// `process` of a nemesis op.
+const PROC_NEMESIS: u32 = u32::MAX - 1;
+/// `process` of a client whose id does not fit: it is in the side table.
+const PROC_RARE: u32 = u32::MAX - 2;
+/// `side` of an op with nothing rare.
+const NO_SIDE: u32 = u32::MAX;
+/// `mop_len` of an op with more micro-ops than that: its count is in the
+/// side table.
+const LEN_RARE: u16 = u16::MAX;
+/// `f` code of an op without an `f`.
+const F_NONE: u8 = 0;
+/// `f` code of an [`F::Other`] (the name is in the side table).
+const F_OTHER: u8 = u8::MAX;
+/// The functions with a code of their own (`code = position + 1`).
+static KNOWN_F: [F; 11] = [
+    F::Txn,
+    F::StartPartition,
+    F::StopPartition,
+    F::Kill,
+    F::Start,
+    F::Pause,
+    F::Resume,
+    F::StartClock,
+    F::StopClock,
+    F::StartLoss,
+    F::StopLoss,
+];
+
+/// What an op's value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A transaction whose micro-ops are in the arena.
+    Txn,
+    /// An invocation stored as its completion's micro-ops (`crate::elide`).
+    Elided,
+    /// Any other value, in the side table.
+    Data,
+}
+
+/// One op's fixed-size part (32 B).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpRec {
+    pub(crate) index: u64,
+    /// [`NO_TIME`] for none.
+    time_ns: i64,
+    /// Where the micro-ops start in the arena (a history holds fewer than
+    /// 2^32 micro-ops: 160 GiB of them).
+    mop_start: u32,
+    /// A client id, or [`PROC_NONE`] / [`PROC_NEMESIS`] / [`PROC_RARE`].
+    process: u32,
+    /// Index into the side table, or [`NO_SIDE`].
+    side: u32,
+    /// The number of micro-ops, or [`LEN_RARE`]: in the side table.
+    mop_len: u16,
+    /// [`OpType`] in bits 0–1, [`Kind`] in bits 2–3.
+    type_kind: u8,
+    /// [`F_NONE`], a [`KNOWN_F`] position + 1, or [`F_OTHER`].
+    f: u8,
+}
+
+const OP_TYPES: [OpType; 4] = [OpType::Invoke, OpType::Ok, OpType::Fail, OpType::Info];
+const KINDS: [Kind; 3] = [Kind::Txn, Kind::Elided, Kind::Data];
+
+impl OpRec {
+    pub(crate) fn op_type(&self) -> OpType {
+        OP_TYPES[usize::from(self.type_kind & 3)]
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        KINDS[usize::from(self.type_kind >> 2)]
+    }
+
+    fn set(&mut self, op_type: OpType, kind: Kind) {
+        self.type_kind = op_type as u8 | (kind as u8) << 2;
+    }
+}
+
+/// What few ops have.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Rare {
+    error: Option<Box<Data>>,
+    extra: Extra,
+    /// The value of a [`Kind::Data`] op.
+    data: Option<Box<Data>>,
+    /// An [`F::Other`].
+    f: Option<F>,
+    /// A client id ≥ [`PROC_RARE`].
+    process: Option<u64>,
+    /// A micro-op count ≥ [`LEN_RARE`].
+    mop_len: Option<u32>,
+}
+
+/// The ops of a history (or of a chunk of one) in columns.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Columns {
+    pub(crate) recs: Vec<OpRec>,
+    pub(crate) mops: Vec<MicroOp>,
+    rare: Vec<Rare>,
+}
+
+impl Columns {
+    fn rare(&self, pos: usize) -> Option<&Rare> {
+        let side = self.recs[pos].side;
+        (side != NO_SIDE).then(|| &self.rare[side as usize])
+    }
+
+    /// The op's side-table entry, made if it has none.
+    fn rare_mut(&mut self, pos: usize) -> &mut Rare {
+        if self.recs[pos].side == NO_SIDE {
+            self.recs[pos].side = self.rare.len() as u32;
+            self.rare.push(Rare::default());
+        }
+        &mut self.rare[self.recs[pos].side as usize]
+    }
+
+    pub(crate) fn op_type(&self, pos: usize) -> OpType {
+        self.recs[pos].op_type()
+    }
+
+    pub(crate) fn kind(&self, pos: usize) -> Kind {
+        self.recs[pos].kind()
+    }
+
+    pub(crate) fn index(&self, pos: usize) -> OpIndex {
+        OpIndex(self.recs[pos].index)
+    }
+
+    pub(crate) fn time_ns(&self, pos: usize) -> Option<i64> {
+        let t = self.recs[pos].time_ns;
+        (t != NO_TIME).then_some(t)
+    }
+
+    pub(crate) fn process(&self, pos: usize) -> Option<Process> {
+        let client = |p: u64| Some(Process::Client(ProcessId(p)));
+        match self.recs[pos].process {
+            PROC_NONE => None,
+            PROC_NEMESIS => Some(Process::Nemesis),
+            PROC_RARE => self.rare(pos).and_then(|r| r.process).and_then(client),
+            p => client(u64::from(p)),
+        }
+    }
+
+    pub(crate) fn f(&self, pos: usize) -> Option<&F> {
+        match self.recs[pos].f {
+            F_NONE => None,
+            F_OTHER => self.rare(pos).and_then(|r| r.f.as_ref()),
+            code => KNOWN_F.get(usize::from(code) - 1),
+        }
+    }
+
+    /// The micro-ops stored for the op (none for an elided invocation).
+    pub(crate) fn stored_txn(&self, pos: usize) -> Option<&[MicroOp]> {
+        let r = &self.recs[pos];
+        let start = r.mop_start as usize;
+        let len = match r.mop_len {
+            LEN_RARE => self.rare(pos).and_then(|r| r.mop_len).unwrap_or(0) as usize,
+            len => usize::from(len),
+        };
+        (r.kind() == Kind::Txn).then(|| &self.mops[start..start + len])
+    }
+
+    pub(crate) fn data(&self, pos: usize) -> Option<&Data> {
+        self.rare(pos).and_then(|r| r.data.as_deref())
+    }
+
+    pub(crate) fn error(&self, pos: usize) -> Option<&Data> {
+        self.rare(pos).and_then(|r| r.error.as_deref())
+    }
+
+    pub(crate) fn extra(&self, pos: usize) -> &[(String, Data)] {
+        self.rare(pos).map_or(&[], |r| &r.extra)
+    }
+
+    /// What pairing looks at.
+    pub(crate) fn view(&self, pos: usize) -> OpView<'_> {
+        let r = &self.recs[pos];
+        OpView {
+            index: OpIndex(r.index),
+            op_type: r.op_type(),
+            process: self.process(pos),
+            f: self.f(pos),
+            value: match r.kind() {
+                Kind::Txn => ValueView::Txn(self.stored_txn(pos).unwrap_or_default()),
+                Kind::Elided => ValueView::Elided,
+                Kind::Data => ValueView::Data,
+            },
+        }
+    }
+
+    /// The op at `pos` with `value` (its own is not rebuilt here).
+    pub(crate) fn op_with(&self, pos: usize, value: OpValue) -> Op {
+        let rare = self.rare(pos);
+        Op {
+            index: self.index(pos),
+            time_ns: self.time_ns(pos),
+            op_type: self.op_type(pos),
+            process: self.process(pos),
+            f: self.f(pos).cloned(),
+            value,
+            error: rare.and_then(|r| r.error.clone()),
+            extra: rare.map(|r| r.extra.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Stores `op` at the end, its micro-ops left out (the caller places
+    /// them), and returns them.
+    fn push(&mut self, op: Op) -> (Kind, Vec<MicroOp>) {
+        let Op {
+            index,
+            time_ns,
+            op_type,
+            process,
+            f,
+            value,
+            error,
+            extra,
+        } = op;
+        let mut rare = Rare {
+            error,
+            extra,
+            ..Rare::default()
+        };
+        let process = match process {
+            None => PROC_NONE,
+            Some(Process::Nemesis) => PROC_NEMESIS,
+            Some(Process::Client(p)) => u32::try_from(p.0)
+                .ok()
+                .filter(|&p| p < PROC_RARE)
+                .unwrap_or_else(|| {
+                    rare.process = Some(p.0);
+                    PROC_RARE
+                }),
+        };
+        let f = match f {
+            None => F_NONE,
+            Some(f) => match KNOWN_F.iter().position(|k| *k == f) {
+                Some(i) => i as u8 + 1,
+                None => {
+                    rare.f = Some(f);
+                    F_OTHER
+                }
+            },
+        };
+        let (kind, mops) = match value {
+            OpValue::Txn(m) => (Kind::Txn, m),
+            OpValue::Data(d) => {
+                rare.data = Some(d);
+                (Kind::Data, Vec::new())
+            }
+        };
+        let side = if rare == Rare::default() {
+            NO_SIDE
+        } else {
+            self.rare.push(rare);
+            u32::try_from(self.rare.len() - 1).unwrap_or(NO_SIDE)
+        };
+        let mut rec = OpRec {
+            index: index.0,
+            time_ns: time_ns.unwrap_or(NO_TIME),
+            mop_start: 0,
+            mop_len: 0,
+            process,
+            side,
+            type_kind: 0,
+            f,
+        };
+        rec.set(op_type, kind);
+        self.recs.push(rec);
+        (kind, mops)
+    }
+
+    /// Puts `mops` in the arena as the op at `pos`'s.
+    fn place(&mut self, pos: usize, mops: Vec<MicroOp>) {
+        let (start, len) = (self.mops.len(), mops.len());
+        // 2^32 micro-ops are 160 GiB: no history that fits in memory.
+        assert!(
+            u32::try_from(start + len).is_ok(),
+            "op {pos}: a history of more than 2^32 micro-ops"
+        );
+        self.recs[pos].mop_start = start as u32;
+        self.recs[pos].mop_len = match u16::try_from(len) {
+            Ok(n) if n < LEN_RARE => n,
+            _ => {
+                self.rare_mut(pos).mop_len = Some(len as u32);
+                LEN_RARE
+            }
+        };
+        self.mops.extend(mops);
+    }
+
+    /// Consecutive parts' ops, in order, in columns of exactly their
+    /// size: each part is freed once moved, so the join holds the ops about
+    /// once (growing the first part instead held it twice for a moment: a
+    /// 77-MB peak over the loaded history at 1M transactions).
+    fn concat(parts: Vec<Columns>) -> Columns {
+        let total = |f: fn(&Columns) -> usize| parts.iter().map(f).sum::<usize>();
+        let mut out = Columns {
+            recs: Vec::with_capacity(total(|c| c.recs.len())),
+            mops: Vec::with_capacity(total(|c| c.mops.len())),
+            rare: Vec::with_capacity(total(|c| c.rare.len())),
+        };
+        for part in parts {
+            let (mop_base, rare_base) = (out.mops.len() as u32, out.rare.len() as u32);
+            assert!(
+                u32::try_from(out.mops.len() + part.mops.len()).is_ok(),
+                "a history of more than 2^32 micro-ops"
+            );
+            out.recs.extend(part.recs.into_iter().map(|mut r| {
+                r.mop_start += mop_base;
+                if r.side != NO_SIDE {
+                    r.side += rare_base;
+                }
+                r
+            }));
+            out.mops.extend(part.mops);
+            out.rare.extend(part.rare);
+        }
+        out
+    }
+}
+
+/// Builds a [`History`] op by op, converting each [`Op`] into columns as
+/// it comes, so a reader never holds the whole history as `Vec<Op>`.
+///
+/// An invocation's micro-ops are kept aside until its completion arrives:
+/// if they are the completion's with reads `nil` (`crate::elide`) they are
+/// dropped, else they go into the arena then.
+#[derive(Debug, Default)]
+pub struct HistoryBuilder {
+    cols: Columns,
+    /// Open client invocations with micro-ops (position, micro-ops), by process.
+    open: FxHashMap<u64, (usize, Vec<MicroOp>)>,
+}
+
+impl HistoryBuilder {
+    /// An empty builder.
+    pub fn new() -> HistoryBuilder {
+        HistoryBuilder::default()
+    }
+
+    /// Adds the next op.
+    pub fn push(&mut self, op: Op) {
+        let pos = self.cols.recs.len();
+        let (op_type, process) = (op.op_type, op.process);
+        let (kind, mops) = self.cols.push(op);
+        let Some(Process::Client(p)) = process else {
+            return self.cols.place(pos, mops);
+        };
+        let open = self.open.remove(&p.0);
+        if op_type == OpType::Invoke {
+            if let Some((inv, m)) = open {
+                self.cols.place(inv, m);
+            }
+            if kind == Kind::Txn {
+                self.open.insert(p.0, (pos, mops));
+            }
+            return;
+        }
+        if let Some((inv, m)) = open {
+            if kind == Kind::Txn
+                && self.cols.f(inv) == self.cols.f(pos)
+                && crate::elide::elidable(&m, &mops)
+            {
+                let r = &mut self.cols.recs[inv];
+                r.set(r.op_type(), Kind::Elided);
+            } else {
+                self.cols.place(inv, m);
+            }
+        }
+        self.cols.place(pos, mops);
+    }
+
+    /// Number of ops pushed.
+    pub fn len(&self) -> usize {
+        self.cols.recs.len()
+    }
+
+    /// Whether no op was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.cols.recs.is_empty()
+    }
+
+    /// The first op's index, if any.
+    pub(crate) fn first_index(&self) -> Option<u64> {
+        self.cols.recs.first().map(|r| r.index)
+    }
+
+    /// The columns, with the invocations still open placed.
+    fn into_columns(mut self) -> Columns {
+        let mut open: Vec<_> = self.open.into_values().collect();
+        open.sort_unstable_by_key(|(pos, _)| *pos);
+        for (pos, m) in open {
+            self.cols.place(pos, m);
+        }
+        self.cols
+    }
+
+    /// Joins builders of consecutive parts of one history, in order.
+    pub(crate) fn join(parts: Vec<HistoryBuilder>) -> HistoryBuilder {
+        let parts = parts
+            .into_iter()
+            .map(HistoryBuilder::into_columns)
+            .collect();
+        HistoryBuilder {
+            cols: Columns::concat(parts),
+            open: FxHashMap::default(),
+        }
+    }
+
+    /// Validates and pairs the ops.
+    ///
+    /// # Errors
+    /// A [`HistoryError`] naming the first op that breaks the rules.
+    pub fn finish(self) -> Result<History, HistoryError> {
+        History::from_columns(self.into_columns())
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+
+    /// Two records per transaction: growing this is a memory regression on
+    /// every big check (BENCHMARKS.md, issue 15).
+    #[test]
+    fn the_record_stays_compact() {
+        assert_eq!(std::mem::size_of::<OpRec>(), 32);
+    }
+}
