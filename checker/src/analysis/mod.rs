@@ -235,9 +235,10 @@ pub trait Analysis: Sync {
         false
     }
 
-    /// Whether its scratch is history-sized and big (the dependency
-    /// graph): then it runs alone rather than beside the others.
-    fn heavy(&self) -> bool {
+    /// Whether, on `cx`, its scratch is history-sized and big enough to
+    /// matter (the dependency graph of a big history): then it runs alone
+    /// rather than beside the others.
+    fn heavy(&self, _cx: &Context<'_, '_>) -> bool {
         false
     }
 }
@@ -325,13 +326,13 @@ fn run_each(cx: &Context<'_, '_>, analyses: &[&dyn Analysis]) -> Vec<Found> {
         a.run(cx, &mut found);
         found
     };
-    let (heavy, light): (Vec<_>, Vec<_>) = analyses.iter().copied().partition(|a| a.heavy());
+    let (heavy, light): (Vec<_>, Vec<_>) = analyses.iter().copied().partition(|a| a.heavy(cx));
     let mut light = beside(light, run).into_iter();
     let mut heavy = heavy.into_iter().map(run);
     analyses
         .iter()
         .filter_map(|a| {
-            if a.heavy() {
+            if a.heavy(cx) {
                 heavy.next()
             } else {
                 light.next()
@@ -357,7 +358,7 @@ mod tests {
         fn run(&self, _: &Context<'_, '_>, out: &mut Found) {
             out.warnings.push(self.0.to_string());
         }
-        fn heavy(&self) -> bool {
+        fn heavy(&self, _: &Context<'_, '_>) -> bool {
             self.1
         }
     }
