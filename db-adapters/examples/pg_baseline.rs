@@ -3,7 +3,7 @@
 //! generator interpreter, no checker), to measure harness's overhead.
 //!
 //! ```text
-//! cargo run --release -p db-adapters --example pg_baseline -- URL [TXNS] [CONCURRENCY] [SEED] [KEY_COUNT|-] [ISOLATION]
+//! cargo run --release -p db-adapters --example pg_baseline -- URL [TXNS] [CONCURRENCY] [SEED] [KEY_COUNT|-] [ISOLATION|-] [client]
 //! ```
 //!
 //! Transactions come from the same generator and seed as `harness run`
@@ -14,10 +14,20 @@
 //! runs `BEGIN ISOLATION LEVEL …` (serializable unless ISOLATION names
 //! another level, as `harness run --isolation` does), one prepared statement
 //! per micro-op, `COMMIT`, and counts commits and failures.
+//!
+//! With `client` last, each worker runs the same transactions through
+//! harness's own PostgreSQL client (`PgFactory` → `Client::invoke`: the
+//! same statements, plus its checks, read decoding and error
+//! classification) instead of the raw statements: the runner's share of
+//! `harness run`'s overhead is then the difference to `harness run`, the
+//! client's the difference to the raw loop.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use db_adapters::sql::{Isolation, TxnTables};
+use db_adapters::client::ClientFactory;
+use db_adapters::postgres::PgFactory;
+use db_adapters::sql::{DataModel, Isolation, TxnTables};
+use nemesis::Node;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -49,8 +59,10 @@ async fn main() {
     }
     let isolation = args
         .get(6)
+        .filter(|i| *i != "-")
         .map_or(Ok(Isolation::Serializable), |i| i.parse::<Isolation>())
         .unwrap();
+    let through_client = args.get(7).map(String::as_str) == Some("client");
     let begin = format!("BEGIN ISOLATION LEVEL {}", isolation.sql());
 
     // Generate the transactions up front, as if every op completed at once.
@@ -81,6 +93,10 @@ async fn main() {
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
         let (url, all, next, begin) = (url.clone(), all.clone(), next.clone(), begin.clone());
+        if through_client {
+            tasks.push(tokio::spawn(client_loop(url, all, next, isolation)));
+            continue;
+        }
         tasks.push(tokio::spawn(async move {
             let (c, conn) = tokio_postgres::connect(&url, NoTls).await.unwrap();
             tokio::spawn(conn);
@@ -139,4 +155,26 @@ async fn main() {
         ok + fail,
         (ok + fail) as f64 / secs
     );
+}
+
+/// One worker of the `client` mode: harness's PostgreSQL client runs each
+/// transaction (`Client::invoke`), as a `harness run` worker does.
+async fn client_loop(
+    url: Arc<String>,
+    all: Arc<Vec<Vec<MicroOp>>>,
+    next: Arc<AtomicUsize>,
+    isolation: Isolation,
+) -> (u64, u64) {
+    let factory = PgFactory::new(&url, isolation, DataModel::ListAppend).unwrap();
+    let mut c = factory.open(&Node::local()).await.unwrap();
+    let (mut ok, mut fail) = (0u64, 0u64);
+    loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(txn) = all.get(i) else { break };
+        match c.invoke(txn).await {
+            Ok(_) => ok += 1,
+            Err(_) => fail += 1,
+        }
+    }
+    (ok, fail)
 }
