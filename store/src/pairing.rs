@@ -8,8 +8,9 @@
 //! Key decision: one algorithm for the in-memory history and for streaming
 //! readers (`harness history stats`). [`Pairing`] keeps only the open
 //! invocations, as positions, and asks the caller for an op by position:
-//! `History` looks it up in its vector, [`StreamPairing`] keeps copies of
-//! just the open invocations, so a pass over a file holds O(processes) ops.
+//! `History` reads it from its columns (`Columns::view`), [`StreamPairing`]
+//! keeps copies of just the open invocations, so a pass over a file holds
+//! O(processes) ops.
 
 use crate::history::{F, HistoryError, HistoryWarning, MicroOp, Op, OpIndex, OpType, Process};
 use rustc_hash::{FxHashMap, FxHashSet};
