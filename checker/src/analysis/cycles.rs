@@ -20,7 +20,7 @@ pub struct Cycles;
 /// others, so its scratch never adds to theirs: at 1M transactions that
 /// keeps ~9 MB off the peak for ~0.04 s. Below it, memory is no concern
 /// and running beside the others is the faster choice (~0.01 s of a
-/// 0.17-s check at 100k; BENCHMARKS.md, "Smaller checker records").
+/// 0.17-s check at 100k; BENCHMARKS.md, "Both memory branches merged").
 pub const ALONE_FROM_TXNS: usize = 250_000;
 
 impl Analysis for Cycles {
