@@ -6,7 +6,7 @@
 //! gets its position as its time (one "tick" per op) and `synthetic_time` is
 //! set, so the pictures still show order and overlap instead of failing.
 
-use store::{F, History, OpType, OpValue, Process};
+use store::{F, History, OpType, Process};
 
 /// How an operation ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -206,7 +206,7 @@ pub fn extract(history: &History) -> Extract {
                         start_ns: times[pos],
                         end_ns: t_max_ns,
                         healed: false,
-                        detail: value_text(&history.op(pos).value, 200),
+                        detail: value_text(history, pos, 200),
                     });
                 }
                 // A second start while one is open extends the open window.
@@ -229,11 +229,12 @@ pub fn extract(history: &History) -> Extract {
     }
 }
 
-/// An op's value as compact text (`[[append 3 7] [r 4 [1 7]]]`), cut at `max` chars.
-pub fn value_text(value: &OpValue, max: usize) -> String {
+/// The value of the op at `pos` as compact text (`[[append 3 7] [r 4 [1 7]]]`),
+/// cut at `max` chars; read from the history, not from a materialised op.
+pub fn value_text(history: &History, pos: usize, max: usize) -> String {
     let mut s = String::new();
-    match value {
-        OpValue::Txn(mops) => {
+    match (history.txn(pos), history.data(pos)) {
+        (Some(mops), _) => {
             s.push('[');
             for (i, m) in mops.iter().enumerate() {
                 if i > 0 {
@@ -273,7 +274,8 @@ pub fn value_text(value: &OpValue, max: usize) -> String {
             }
             s.push(']');
         }
-        OpValue::Data(d) => data_text(d, &mut s, max),
+        (None, Some(d)) => data_text(d, &mut s, max),
+        (None, None) => {}
     }
     truncate(s, max)
 }

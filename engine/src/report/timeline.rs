@@ -165,10 +165,10 @@ pub fn render(history: &History, extract: &Extract, title: &str, shown: &Shown) 
         data.f.push(fi as u32);
         // An ok completion carries what was read; otherwise show what was asked.
         let shown = match comp {
-            Some(c) if history.op_type(c) == OpType::Ok => history.op(c),
-            _ => history.op(span.invoke_pos),
+            Some(c) if history.op_type(c) == OpType::Ok => c,
+            _ => span.invoke_pos,
         };
-        let mut text = value_text(&shown.value, value_max);
+        let mut text = value_text(history, shown, value_max);
         if let Some(err) = comp.and_then(|c| history.error(c)) {
             let mut e = String::new();
             super::spans::data_text(err, &mut e, 80);
