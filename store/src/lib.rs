@@ -15,6 +15,7 @@ pub mod format;
 pub mod history;
 pub mod import;
 pub mod list;
+mod mapped;
 pub mod pairing;
 pub mod predicate;
 pub mod run;

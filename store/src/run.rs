@@ -4,20 +4,25 @@
 //! `<store_root>/runs/latest` → `<test-name>/<timestamp>` (relative symlink,
 //! replaced atomically by renaming a fresh link over it).
 //!
-//! Key decision: [`HistoryLog::append`] hands each op to the OS with one
-//! `write(2)` of the whole line (no userspace buffer outlives the call), so a
-//! crash of the harness loses nothing that `append` returned for. The runner
-//! batches instead: [`HistoryLog::push`] keeps the line in a buffer that
-//! [`HistoryLog::flush`] writes with one `write(2)`, and the runner flushes
+//! Key decision: [`HistoryLog::append`] hands each op to the OS before it
+//! returns (no userspace buffer outlives the call), so a crash of the
+//! harness loses nothing that `append` returned for. The runner batches
+//! instead: [`HistoryLog::push`] keeps the line in a buffer that
+//! [`HistoryLog::flush`] hands over in one piece, and the runner flushes
 //! before any request can follow from a pushed line (a crash in between
-//! loses only completions, whose invocations then read as indeterminate). A
+//! loses only completions, whose invocations then read as indeterminate).
+//! "Hands to the OS" is a copy into the file's shared mapping
+//! (`mapped.rs`: no system call on a transaction's critical path), or one
+//! `write(2)` where the filesystem cannot reserve space ahead. A
 //! background thread `fdatasync`s the file about once a second while there
 //! is unsynced data, and [`HistoryLog::finish`] syncs at the end, so a machine
-//! crash loses at most about a second. A crash mid-write leaves a torn last
-//! line, which the readers report as a warning.
+//! crash loses at most about a second. A crash mid-copy leaves a torn last
+//! line, and a killed run's mapped log ends in NUL padding; the readers
+//! report both as warnings.
 
 use crate::format;
 use crate::history::{Op, OpIndex};
+use crate::mapped::MappedAppend;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -246,9 +251,43 @@ struct Syncer {
     handle: thread::JoinHandle<()>,
 }
 
+/// Where a [`HistoryLog`]'s bytes go.
+enum Out {
+    /// Copied into a mapped window (see `mapped.rs`).
+    Mapped(MappedAppend),
+    /// `write(2)`, where the filesystem refuses `fallocate` or `mmap`.
+    Written(File),
+}
+
+impl Out {
+    fn file(&self) -> &File {
+        match self {
+            Out::Mapped(m) => m.file(),
+            Out::Written(f) => f,
+        }
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Out::Mapped(m) => m.append(bytes),
+            // `write_all` only loops on a short write, which regular files
+            // do not do short of a full disk.
+            Out::Written(f) => f.write_all(bytes),
+        }
+    }
+
+    /// Cuts a mapped log to its data (a written one is exact already).
+    fn close(&mut self) -> io::Result<()> {
+        match self {
+            Out::Mapped(m) => m.close(),
+            Out::Written(_) => Ok(()),
+        }
+    }
+}
+
 /// The append-only history log of a run (`history.jsonl`).
 pub struct HistoryLog {
-    file: File,
+    out: Out,
     path: PathBuf,
     next: u64,
     /// Lines pushed and not yet written.
@@ -264,7 +303,9 @@ impl HistoryLog {
     /// # Errors
     /// The file cannot be created.
     pub fn create(path: &Path) -> Result<HistoryLog, RunError> {
+        // Readable too: a shared writable mapping needs both.
         let file = OpenOptions::new()
+            .read(true)
             .write(true)
             .create(true)
             .truncate(true)
@@ -294,8 +335,13 @@ impl HistoryLog {
                 .map_err(io_err(path))?;
             Syncer { stop, handle }
         };
+        let out = match MappedAppend::new(file) {
+            Ok(m) => Out::Mapped(m),
+            // No space reserved ahead on this filesystem: write(2) instead.
+            Err((file, _)) => Out::Written(file),
+        };
         Ok(HistoryLog {
-            file,
+            out,
             path: path.to_path_buf(),
             next: 0,
             pending: String::with_capacity(64 << 10),
@@ -326,9 +372,9 @@ impl HistoryLog {
         }
     }
 
-    /// Gives `op` the next index (0, 1, 2, …) and writes it as one JSON line
-    /// with a single `write(2)` (with any lines pushed before it); when this
-    /// returns, the OS has the line.
+    /// Gives `op` the next index (0, 1, 2, …) and hands it to the OS as one
+    /// JSON line (with any lines pushed before it); when this returns, the
+    /// OS has the line.
     ///
     /// # Errors
     /// The write failed, or an earlier background fsync failed.
@@ -352,8 +398,8 @@ impl HistoryLog {
         Ok(index)
     }
 
-    /// Writes every pushed line with one `write(2)`; when this returns, the
-    /// OS has them.
+    /// Hands every pushed line to the OS in one piece (one copy into the
+    /// mapping, or one `write(2)`); when this returns, the OS has them.
     ///
     /// # Errors
     /// The write failed (the lines stay buffered), or an earlier background
@@ -363,10 +409,8 @@ impl HistoryLog {
         if self.pending.is_empty() {
             return Ok(());
         }
-        // `write_all` only loops on a short write, which regular files do
-        // not do short of a full disk.
-        self.file
-            .write_all(self.pending.as_bytes())
+        self.out
+            .append(self.pending.as_bytes())
             .map_err(io_err(&self.path))?;
         self.pending.clear();
         self.dirty.store(true, Ordering::Release);
@@ -380,7 +424,7 @@ impl HistoryLog {
     pub fn sync(&mut self) -> Result<(), RunError> {
         self.flush()?;
         self.dirty.store(false, Ordering::Release);
-        self.file.sync_data().map_err(io_err(&self.path))
+        self.out.file().sync_data().map_err(io_err(&self.path))
     }
 
     fn stop_syncer(&mut self) {
@@ -399,7 +443,8 @@ impl HistoryLog {
         self.stop_syncer();
         flushed?;
         self.check_sync_error()?;
-        self.file.sync_all().map_err(io_err(&self.path))
+        self.out.close().map_err(io_err(&self.path))?;
+        self.out.file().sync_all().map_err(io_err(&self.path))
     }
 }
 
@@ -407,7 +452,8 @@ impl Drop for HistoryLog {
     fn drop(&mut self) {
         let _ = self.flush();
         self.stop_syncer();
-        let _ = self.file.sync_data();
+        let _ = self.out.close();
+        let _ = self.out.file().sync_data();
     }
 }
 

@@ -195,6 +195,42 @@ fn elle_time_minus_one_is_absent_and_stays_absent() {
 }
 
 #[test]
+fn a_nul_padded_tail_is_a_warning_and_the_ops_before_it_are_kept() {
+    // The history log of a run killed before it closed its mapped log.
+    let good = r#"{"index":0,"type":"invoke","process":0,"f":"txn","value":[["append",1,1]]}"#;
+    let pad = "\0".repeat(5000);
+    let out = jsonl(&format!("{good}\n{good}\n{pad}"));
+    assert_eq!(out.ops.len(), 2);
+    assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
+    assert!(
+        out.warnings[0].contains(":3:1: the input ends in 5000 NUL bytes"),
+        "{}",
+        out.warnings[0]
+    );
+    // Killed after the op's bytes but before its newline: the op counts.
+    let out = jsonl(&format!("{good}\n{good}{pad}"));
+    assert_eq!(
+        (out.ops.len(), out.warnings.len()),
+        (2, 1),
+        "{:?}",
+        out.warnings
+    );
+    // Killed mid-copy: the torn line is reported too.
+    let out = jsonl(&format!("{good}\n{}{pad}", &good[..20]));
+    assert_eq!(out.ops.len(), 1);
+    assert_eq!(out.warnings.len(), 2, "{:?}", out.warnings);
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains(":2:21: the input ends in"))
+    );
+    assert!(out.warnings.iter().any(|w| w.contains("torn last line")));
+    // A NUL anywhere but the tail is an error, as before.
+    let e = format::read_str(&format!("{good}\n\0\n{good}\n"), Format::JsonLines).unwrap_err();
+    assert!(e.to_string().contains(":2:1:"), "{e}");
+}
+
+#[test]
 fn torn_last_line_is_a_warning_and_the_prefix_is_used() {
     let good = r#"{"index":0,"type":"invoke","process":0,"f":"txn","value":[["append",1,1]]}"#;
     for cut in [1, 10, good.len() - 1] {

@@ -125,9 +125,8 @@ fn pushed_lines_reach_the_file_at_flush_in_one_piece() {
     let mut log = HistoryLog::create(&p).unwrap();
     assert_eq!(log.push(op(0)).unwrap(), OpIndex(0));
     assert_eq!(log.push(op(1)).unwrap(), OpIndex(1));
-    assert_eq!(
-        std::fs::metadata(&p).unwrap().len(),
-        0,
+    assert!(
+        format::read_path(&p).unwrap().ops.is_empty(),
         "pushed, not written"
     );
     log.flush().unwrap();
@@ -215,7 +214,16 @@ fn sigkill_mid_stream_loses_no_returned_append() {
     assert!(!status.success());
     let last = last.expect("the child appended");
     let out = format::read_path(&p).unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.warnings.len() <= 1, "{:?}", out.warnings);
+    // The mapped log's NUL padding, and a torn line if the kill landed
+    // mid-copy.
+    assert!(
+        out.warnings
+            .iter()
+            .all(|w| w.contains("NUL bytes") || w.contains("torn last line")),
+        "{:?}",
+        out.warnings
+    );
+    assert!(out.warnings.len() <= 2, "{:?}", out.warnings);
     assert!(
         out.ops.len() as u64 > last,
         "{} ops read, {last} acknowledged",
@@ -249,6 +257,38 @@ fn a_torn_tail_in_the_log_is_reported_and_the_prefix_kept() {
         "{}",
         out.warnings[0]
     );
+}
+
+#[test]
+fn a_log_never_closed_reads_back_with_a_warning_and_finish_cuts_the_padding() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("history.jsonl");
+    let mut log = HistoryLog::create(&p).unwrap();
+    for i in 0..10 {
+        log.append(op(i)).unwrap();
+    }
+    // No Drop, no finish: the file as a killed run leaves it.
+    std::mem::forget(log);
+    let len = std::fs::metadata(&p).unwrap().len();
+    let out = format::read_path(&p).unwrap();
+    assert_eq!(out.ops.len(), 10);
+    assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
+    assert!(
+        out.warnings[0].contains(":11:1: the input ends in"),
+        "{}",
+        out.warnings[0]
+    );
+    assert!(len >= 1 << 20, "the window is reserved ahead: {len} bytes");
+
+    let q = dir.path().join("closed.jsonl");
+    let mut log = HistoryLog::create(&q).unwrap();
+    for i in 0..10 {
+        log.append(op(i)).unwrap();
+    }
+    log.finish().unwrap();
+    let bytes = std::fs::read(&q).unwrap();
+    assert!(!bytes.contains(&0) && bytes.ends_with(b"\n"));
+    assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 10);
 }
 
 #[test]

@@ -38,6 +38,7 @@
 //! them.
 
 pub mod progress;
+mod side_wake;
 mod worker;
 
 use anyhow::Context as _;
@@ -50,6 +51,7 @@ use progress::Counters;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 use store::{Data, F, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId};
 use tokio::sync::watch;
@@ -303,6 +305,17 @@ fn nanos_since(t: Instant) -> i64 {
 /// `Pending` generator again (it may be waiting for time to pass).
 const PENDING_TICK: Duration = Duration::from_millis(5);
 
+/// What ended one wait of [`Interpreter::wait_until`].
+#[allow(clippy::large_enum_variant)] // on the stack for a moment; a box would allocate per completion
+enum Woke {
+    /// A job finished.
+    Done((worker::Slot, worker::Done)),
+    /// The wait's instant passed.
+    Time,
+    /// A stop was requested.
+    Stop,
+}
+
 struct Interpreter<'l> {
     n: usize,
     cfg: RunnerConfig,
@@ -449,14 +462,34 @@ impl<'l> Interpreter<'l> {
         generator: &mut dyn Generator,
     ) -> anyhow::Result<bool> {
         let mut stop = self.stop.clone();
+        let mut time_up = std::pin::pin!(tokio::time::sleep_until(t.into()));
+        let mut stopped = std::pin::pin!(stop.wait());
+        let side = side_wake::SideWake::new();
         loop {
-            if stop.is_set() {
+            if self.stop.is_set() {
                 return Ok(false);
             }
             self.log.flush()?;
-            tokio::select! {
-                _ = tokio::time::sleep_until(t.into()) => return Ok(true),
-                Some(d) = self.running.next() => {
+            let woke = std::future::poll_fn(|cx| {
+                if let Poll::Ready(Some(d)) = self.running.poll_next_unpin(cx) {
+                    return Poll::Ready(Woke::Done(d));
+                }
+                // The deadline and the stop signal only when they woke us.
+                side.poll_side(cx, |scx| {
+                    if time_up.as_mut().poll(scx).is_ready() {
+                        Poll::Ready(Woke::Time)
+                    } else if stopped.as_mut().poll(scx).is_ready() {
+                        Poll::Ready(Woke::Stop)
+                    } else {
+                        Poll::Pending
+                    }
+                })
+            })
+            .await;
+            match woke {
+                Woke::Time => return Ok(true),
+                Woke::Stop => return Ok(false),
+                Woke::Done(d) => {
                     self.complete(d, generator)?;
                     // Every other completion already there, for one batch.
                     while let Some(Some(d)) = self.running.next().now_or_never() {
@@ -470,8 +503,7 @@ impl<'l> Interpreter<'l> {
                     if on_completion {
                         return Ok(true);
                     }
-                },
-                _ = stop.wait() => return Ok(false),
+                }
             }
         }
     }

@@ -349,6 +349,25 @@ impl<R: Read> OpReader<R> {
         self.fail(e)
     }
 
+    /// The input's last `len` bytes end in NUL padding: the history log of
+    /// a run killed before it closed its log (`run.rs`, `mapped.rs`). Warns,
+    /// and returns how many bytes come before the padding (a last line
+    /// without its newline, or none).
+    fn nul_tail(&mut self, len: usize) -> usize {
+        let a = &self.src.avail()[..len];
+        let keep = a.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        let (line, col) = self.src.position(keep);
+        let name = self
+            .file
+            .as_deref()
+            .map_or_else(|| "<input>".to_string(), |p| p.display().to_string());
+        self.warnings.push(format!(
+            "{name}:{line}:{col}: the input ends in {} NUL bytes (the log of a run that was killed before closing it); ignored",
+            len - keep
+        ));
+        keep
+    }
+
     fn accept(&mut self, op: Op) -> Option<Result<Op, FormatError>> {
         self.next_index = op.index.0.saturating_add(1);
         Some(Ok(op))
@@ -367,7 +386,13 @@ impl<R: Read> OpReader<R> {
                 }
                 None => (a.len(), false),
             };
-            let line = &a[..line_len];
+            let padded = !has_nl && a[..line_len].last() == Some(&0);
+            let line_len = if padded {
+                self.nul_tail(line_len)
+            } else {
+                line_len
+            };
+            let line = &self.src.avail()[..line_len];
             let mut p = json::Json::new(line);
             p.ws();
             if p.at_end() {
@@ -390,6 +415,10 @@ impl<R: Read> OpReader<R> {
                         return self.fail(e);
                     }
                     self.src.consume(line_len + usize::from(has_nl));
+                    if padded {
+                        // Only padding follows.
+                        self.state = State::Done;
+                    }
                     self.accept(op)
                 }
                 Err(PErr::Incomplete) if !has_nl => self.ended_inside("an op"),
