@@ -22,7 +22,10 @@
 //! in the log's buffer until it is about to poll them
 //! ([`HistorySink::flush`]): an invocation reaches the OS before its request
 //! can be sent, a completion before anything that follows it, and a burst of
-//! completions and the invocations they free is one `write(2)`.
+//! completions and the invocations they free is handed over in one piece
+//! (one copy into the log's mapping: `store`'s `mapped.rs`). A job's
+//! statement responses wake the interpreter, which then polls only the jobs
+//! that woke it, not its deadline or the stop signal (`side_wake`).
 //!
 //! One thread ([`runtime`]): a network client's connection is a task of
 //! its own (tokio-postgres spawns one per connection), and each round trip
