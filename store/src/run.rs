@@ -303,6 +303,12 @@ impl HistoryLog {
     /// # Errors
     /// The file cannot be created.
     pub fn create(path: &Path) -> Result<HistoryLog, RunError> {
+        HistoryLog::create_as(path, true)
+    }
+
+    /// [`Self::create`], through a mapping only if `map` (and the
+    /// filesystem allows it).
+    fn create_as(path: &Path, map: bool) -> Result<HistoryLog, RunError> {
         // Readable too: a shared writable mapping needs both.
         let file = OpenOptions::new()
             .read(true)
@@ -335,10 +341,14 @@ impl HistoryLog {
                 .map_err(io_err(path))?;
             Syncer { stop, handle }
         };
-        let out = match MappedAppend::new(file) {
-            Ok(m) => Out::Mapped(m),
-            // No space reserved ahead on this filesystem: write(2) instead.
-            Err((file, _)) => Out::Written(file),
+        let out = if map {
+            match MappedAppend::new(file) {
+                Ok(m) => Out::Mapped(m),
+                // No space reserved ahead on this filesystem: write(2).
+                Err((file, _)) => Out::Written(file),
+            }
+        } else {
+            Out::Written(file)
         };
         Ok(HistoryLog {
             out,
@@ -463,5 +473,38 @@ impl std::fmt::Debug for HistoryLog {
             .field("path", &self.path)
             .field("next", &self.next)
             .finish()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::HistoryLog;
+    use crate::history::{Op, OpIndex};
+
+    /// The `write(2)` fallback (a filesystem without `fallocate`): exact
+    /// file length at every flush, the same lines as the mapped log.
+    #[test]
+    fn the_written_fallback_appends_exactly_what_it_was_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let (w, m) = (dir.path().join("w.jsonl"), dir.path().join("m.jsonl"));
+        let mut written = HistoryLog::create_as(&w, false).unwrap();
+        let mut mapped = HistoryLog::create_as(&m, true).unwrap();
+        let text = r#"{"index":0,"type":"invoke","process":0,"f":"txn","value":[["append",1,2]]}"#;
+        let op: Op = crate::read_str(text, crate::Format::JsonLines).unwrap().ops[0].clone();
+        for i in 0..100 {
+            assert_eq!(written.append(op.clone()).unwrap(), OpIndex(i));
+            mapped.append(op.clone()).unwrap();
+        }
+        let len = std::fs::metadata(&w).unwrap().len();
+        assert_eq!(crate::read_path(&w).unwrap().ops.len(), 100);
+        written.finish().unwrap();
+        mapped.finish().unwrap();
+        assert_eq!(
+            std::fs::metadata(&w).unwrap().len(),
+            len,
+            "no padding to cut"
+        );
+        assert_eq!(std::fs::read(&w).unwrap(), std::fs::read(&m).unwrap());
     }
 }
