@@ -8,14 +8,15 @@
 //! this waker instead, they are polled again only after they woke the task
 //! themselves.
 
+use futures_util::task::AtomicWaker;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
 /// Wakes the task that last polled, and sets a flag.
 pub struct SideWake {
     fired: AtomicBool,
-    task: Mutex<Option<Waker>>,
+    task: AtomicWaker,
 }
 
 impl SideWake {
@@ -24,24 +25,22 @@ impl SideWake {
     pub fn new() -> Arc<SideWake> {
         Arc::new(SideWake {
             fired: AtomicBool::new(true),
-            task: Mutex::new(None),
+            task: AtomicWaker::new(),
         })
     }
 
-    /// Polls `side` with this waker if it fired since the last time (after
-    /// remembering the task in `cx` to wake); `Pending` otherwise.
+    /// Remembers the task in `cx` to wake; then polls `side` with this
+    /// waker if it fired since the last time, and is `Pending` otherwise.
     pub fn poll_side<T>(
         self: &Arc<Self>,
         cx: &Context<'_>,
         side: impl FnOnce(&mut Context<'_>) -> Poll<T>,
     ) -> Poll<T> {
+        // Registered before the flag is read: a side future that fires
+        // after the read wakes the task registered here.
+        self.task.register(cx.waker());
         if !self.fired.swap(false, Ordering::AcqRel) {
             return Poll::Pending;
-        }
-        if let Ok(mut task) = self.task.lock()
-            && !task.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            *task = Some(cx.waker().clone());
         }
         let waker = Waker::from(Arc::clone(self));
         side(&mut Context::from_waker(&waker))
@@ -55,11 +54,7 @@ impl Wake for SideWake {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.fired.store(true, Ordering::Release);
-        if let Ok(task) = self.task.lock()
-            && let Some(w) = task.as_ref()
-        {
-            w.wake_by_ref();
-        }
+        self.task.wake();
     }
 }
 
