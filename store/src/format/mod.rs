@@ -414,7 +414,11 @@ impl<R: Read> OpReader<R> {
                         let e = self.err_at(p.pos, "unexpected data after the op on this line");
                         return self.fail(e);
                     }
-                    self.src.consume(line_len + usize::from(has_nl));
+                    if has_nl {
+                        self.src.consume_line(line_len + 1);
+                    } else {
+                        self.src.consume(line_len);
+                    }
                     if padded {
                         // Only padding follows.
                         self.state = State::Done;

@@ -104,6 +104,15 @@ impl<R: Read> Source<R> {
         self.start += n;
     }
 
+    /// Marks one line of `avail()` as used: its `n` bytes end with its only
+    /// newline (what the JSON Lines reader knows of each line it parsed).
+    pub fn consume_line(&mut self, n: usize) {
+        debug_assert_eq!(self.avail().get(..n).map(|l| l.last()), Some(Some(&b'\n')));
+        self.line += 1;
+        self.col = 0;
+        self.start += n.min(self.avail().len());
+    }
+
     /// Line (1-based) and column (1-based, in bytes) of `avail()[off]`.
     pub fn position(&self, off: usize) -> (u64, u64) {
         let a = self.avail();
