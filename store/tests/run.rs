@@ -236,14 +236,20 @@ fn sigkill_mid_stream_loses_no_returned_append() {
     }
 }
 
+/// A log at `p` with ops 0–9 appended.
+fn log_of_ten(p: &Path) -> HistoryLog {
+    let mut log = HistoryLog::create(p).unwrap();
+    for i in 0..10 {
+        log.append(op(i)).unwrap();
+    }
+    log
+}
+
 #[test]
 fn a_torn_tail_in_the_log_is_reported_and_the_prefix_kept() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("history.jsonl");
-    let mut log = HistoryLog::create(&p).unwrap();
-    for i in 0..10 {
-        log.append(op(i)).unwrap();
-    }
+    let log = log_of_ten(&p);
     log.finish().unwrap();
     // Simulate a crash mid-write of the last line.
     let len = std::fs::metadata(&p).unwrap().len();
@@ -263,10 +269,7 @@ fn a_torn_tail_in_the_log_is_reported_and_the_prefix_kept() {
 fn a_log_never_closed_reads_back_with_a_warning_and_finish_cuts_the_padding() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("history.jsonl");
-    let mut log = HistoryLog::create(&p).unwrap();
-    for i in 0..10 {
-        log.append(op(i)).unwrap();
-    }
+    let log = log_of_ten(&p);
     // No Drop, no finish: the file as a killed run leaves it.
     std::mem::forget(log);
     let len = std::fs::metadata(&p).unwrap().len();
@@ -281,10 +284,7 @@ fn a_log_never_closed_reads_back_with_a_warning_and_finish_cuts_the_padding() {
     assert!(len >= 1 << 20, "the window is reserved ahead: {len} bytes");
 
     let q = dir.path().join("closed.jsonl");
-    let mut log = HistoryLog::create(&q).unwrap();
-    for i in 0..10 {
-        log.append(op(i)).unwrap();
-    }
+    let log = log_of_ten(&q);
     log.finish().unwrap();
     let bytes = std::fs::read(&q).unwrap();
     assert!(!bytes.contains(&0) && bytes.ends_with(b"\n"));
