@@ -371,6 +371,21 @@ impl HistoryBuilder {
         HistoryBuilder::default()
     }
 
+    /// An empty builder sized for about `bytes` of JSON Lines: a list-append
+    /// or register history takes ~120–150 bytes per op and ~1.3 stored
+    /// micro-ops per op (invocations mostly elided), so this reserves a
+    /// little more than that. Growing instead copied each column about
+    /// once more and faulted fresh pages for every copy: 15 % of a 100k
+    /// check's CPU samples (BENCHMARKS.md, issue 15). Reserved and unused
+    /// capacity is never touched, so it costs address space, not memory.
+    pub(crate) fn for_jsonl_bytes(bytes: u64) -> HistoryBuilder {
+        let ops = usize::try_from(bytes / 112).unwrap_or(0);
+        let mut b = HistoryBuilder::default();
+        b.cols.recs.reserve(ops);
+        b.cols.mops.reserve(ops + ops / 2);
+        b
+    }
+
     /// Adds the next op.
     pub fn push(&mut self, op: Op) {
         let pos = self.cols.recs.len();

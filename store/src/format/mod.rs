@@ -635,6 +635,11 @@ impl<R: Read> Iterator for OpReader<R> {
 /// Where a reader puts the ops it collects: a vector (ops handed out) or
 /// a [`HistoryBuilder`] (a history built as the file is read).
 pub(crate) trait OpSink: Default + Send {
+    /// An empty sink for about `bytes` of JSON Lines (a hint: sinks that
+    /// can size their storage ahead do, so it never grows by copying).
+    fn for_bytes(_bytes: u64) -> Self {
+        Self::default()
+    }
     fn push(&mut self, op: Op);
     /// The first op's index, if any.
     fn first_index(&self) -> Option<u64>;
@@ -661,6 +666,10 @@ impl OpSink for Vec<Op> {
 }
 
 impl OpSink for HistoryBuilder {
+    fn for_bytes(bytes: u64) -> Self {
+        HistoryBuilder::for_jsonl_bytes(bytes)
+    }
+
     fn push(&mut self, op: Op) {
         HistoryBuilder::push(self, op);
     }
@@ -726,7 +735,10 @@ fn read_path_into<S: OpSink>(path: &Path) -> Result<(S, Vec<String>, Format), Fo
     {
         return Ok((sink, Vec::new(), Format::JsonLines));
     }
-    let mut sink = S::default();
+    let mut sink = match (reader.format, is_gzip(path)) {
+        (Format::JsonLines, false) => S::for_bytes(std::fs::metadata(path).map_or(0, |m| m.len())),
+        _ => S::default(),
+    };
     let (format, warnings) = collect_into(reader, &mut sink)?;
     Ok((sink, warnings, format))
 }

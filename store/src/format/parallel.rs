@@ -133,7 +133,7 @@ fn parse_chunk<S: OpSink>(path: &Path, start: u64, end: u64) -> Option<S> {
         Some(path.to_path_buf()),
     );
     let mut r = r.sharing_lists();
-    let mut sink = S::default();
+    let mut sink = S::for_bytes(end - start);
     for op in r.by_ref() {
         sink.push(op.ok()?);
     }
