@@ -329,16 +329,20 @@ impl<R: Read> OpReader<R> {
             .map_err(|e| FormatError::io(self.file.as_deref(), &e))
     }
 
+    /// The file's name for a warning, `<input>` for text.
+    fn input_name(&self) -> String {
+        self.file
+            .as_deref()
+            .map_or_else(|| "<input>".to_string(), |p| p.display().to_string())
+    }
+
     /// The file ended inside an item: torn (warning) if there is no final
     /// newline, else an error.
     fn ended_inside(&mut self, what: &str) -> Option<Result<Op, FormatError>> {
         let len = self.src.avail().len();
         if !self.src.ends_with_newline() {
             let (line, col) = self.src.position(0);
-            let name = self
-                .file
-                .as_deref()
-                .map_or_else(|| "<input>".to_string(), |p| p.display().to_string());
+            let name = self.input_name();
             self.warnings.push(format!(
                 "{name}:{line}:{col}: torn last line ({len} bytes; the input ends inside {what}); ignored, using the ops before it"
             ));
@@ -357,10 +361,7 @@ impl<R: Read> OpReader<R> {
         let a = &self.src.avail()[..len];
         let keep = a.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         let (line, col) = self.src.position(keep);
-        let name = self
-            .file
-            .as_deref()
-            .map_or_else(|| "<input>".to_string(), |p| p.display().to_string());
+        let name = self.input_name();
         self.warnings.push(format!(
             "{name}:{line}:{col}: the input ends in {} NUL bytes (the log of a run that was killed before closing it); ignored",
             len - keep
