@@ -11,7 +11,9 @@
 //! a window at a time: [`WINDOW`] bytes are reserved with `fallocate(2)`,
 //! which extends the file, and mapped. Reserving the blocks first means a
 //! full disk is an error from [`MappedAppend::append`], never a `SIGBUS`
-//! on a store into the mapping. [`MappedAppend::close`] (and `Drop`) unmaps
+//! on a store into the mapping; and `append` reserves every window its
+//! bytes reach before it copies any, so a failed append leaves nothing
+//! behind (the log stays whole lines when the failed batch is retried). [`MappedAppend::close`] (and `Drop`) unmaps
 //! and cuts the file back to the bytes appended. A process killed before
 //! that leaves the file padded with NUL bytes to the end of its window;
 //! the JSON Lines reader ignores such a tail, with a warning.
@@ -69,9 +71,21 @@ impl MappedAppend {
     /// them.
     ///
     /// # Errors
-    /// Reserving or mapping the next window failed (a full disk); the bytes
-    /// that fitted in the current window are appended.
+    /// Reserving the windows the bytes reach failed (a full disk): nothing
+    /// was appended, so the data stays whole lines. (Mapping a reserved
+    /// window can still fail, out of address space, after a part was
+    /// copied.)
     pub(crate) fn append(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        let mapped_end = self.start + WINDOW as u64;
+        let end = self.len + bytes.len() as u64;
+        if end > mapped_end {
+            let window = WINDOW as u64;
+            reserve(
+                &self.file,
+                mapped_end,
+                end.div_ceil(window) * window - mapped_end,
+            )?;
+        }
         while !bytes.is_empty() {
             let map = self
                 .map
@@ -94,10 +108,11 @@ impl MappedAppend {
         Ok(())
     }
 
-    /// Maps the window after the current one, then unmaps the current one.
+    /// Maps the window after the current one (reserved by `append`), then
+    /// unmaps the current one.
     fn advance(&mut self, current: NonNull<u8>) -> io::Result<()> {
         let next = self.start + WINDOW as u64;
-        let map = map_window(&self.file, next)?;
+        let map = map(&self.file, next)?;
         unmap(current);
         self.map = Some(map);
         self.start = next;
@@ -123,16 +138,31 @@ impl Drop for MappedAppend {
     }
 }
 
-/// Reserves `WINDOW` bytes of `file` from `start` (extending it) and maps
-/// them shared and writable.
+/// Reserves `WINDOW` bytes of `file` from `start` and maps them.
 fn map_window(file: &File, start: u64) -> io::Result<NonNull<u8>> {
-    let fd = file.as_raw_fd();
-    let off = libc::off_t::try_from(start)
-        .map_err(|_| io::Error::other("the history log outgrew the file offset range"))?;
+    reserve(file, start, WINDOW as u64)?;
+    map(file, start)
+}
+
+fn offset(at: u64) -> io::Result<libc::off_t> {
+    libc::off_t::try_from(at)
+        .map_err(|_| io::Error::other("the history log outgrew the file offset range"))
+}
+
+/// Allocates the file's blocks for `len` bytes from `start`, extending it.
+fn reserve(file: &File, start: u64, len: u64) -> io::Result<()> {
+    let (off, len) = (offset(start)?, offset(len)?);
     // SAFETY: a system call on an open descriptor; no memory is passed.
-    if unsafe { libc::fallocate(fd, 0, off, WINDOW as libc::off_t) } != 0 {
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, off, len) } != 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok(())
+}
+
+/// Maps `WINDOW` bytes of `file` from `start` (which the file covers)
+/// shared and writable.
+fn map(file: &File, start: u64) -> io::Result<NonNull<u8>> {
+    let (fd, off) = (file.as_raw_fd(), offset(start)?);
     // SAFETY: a fresh mapping chosen by the kernel (no fixed address), of
     // a range the file now covers; it is unmapped only by `unmap`.
     let p = unsafe {
@@ -152,7 +182,7 @@ fn map_window(file: &File, start: u64) -> io::Result<NonNull<u8>> {
 }
 
 fn unmap(map: NonNull<u8>) {
-    // SAFETY: `map` came from `map_window` with length `WINDOW` and is
+    // SAFETY: `map` came from `map` with length `WINDOW` and is
     // unmapped once (its owner drops its copy of the pointer).
     unsafe { libc::munmap(map.as_ptr().cast(), WINDOW) };
 }

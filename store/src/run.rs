@@ -24,7 +24,7 @@ use crate::format;
 use crate::history::{Op, OpIndex};
 use crate::mapped::MappedAppend;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -255,24 +255,37 @@ struct Syncer {
 enum Out {
     /// Copied into a mapped window (see `mapped.rs`).
     Mapped(MappedAppend),
-    /// `write(2)`, where the filesystem refuses `fallocate` or `mmap`.
-    Written(File),
+    /// `write(2)`, where the filesystem refuses `fallocate` or `mmap`;
+    /// with the bytes written so far.
+    Written(File, u64),
 }
 
 impl Out {
     fn file(&self) -> &File {
         match self {
             Out::Mapped(m) => m.file(),
-            Out::Written(f) => f,
+            Out::Written(f, _) => f,
         }
     }
 
+    /// Appends all of `bytes` or, on an error (a full disk), none: a part
+    /// left behind would turn into a broken line mid-file at the next
+    /// flush, which repeats the batch.
     fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
             Out::Mapped(m) => m.append(bytes),
-            // `write_all` only loops on a short write, which regular files
-            // do not do short of a full disk.
-            Out::Written(f) => f.write_all(bytes),
+            Out::Written(f, len) => match f.write_all(bytes) {
+                Ok(()) => {
+                    *len += bytes.len() as u64;
+                    Ok(())
+                }
+                Err(e) => {
+                    // Best effort: the error is the one to report.
+                    let _ = f.set_len(*len);
+                    let _ = f.seek(io::SeekFrom::Start(*len));
+                    Err(e)
+                }
+            },
         }
     }
 
@@ -280,7 +293,7 @@ impl Out {
     fn close(&mut self) -> io::Result<()> {
         match self {
             Out::Mapped(m) => m.close(),
-            Out::Written(_) => Ok(()),
+            Out::Written(..) => Ok(()),
         }
     }
 }
@@ -345,10 +358,10 @@ impl HistoryLog {
             match MappedAppend::new(file) {
                 Ok(m) => Out::Mapped(m),
                 // No space reserved ahead on this filesystem: write(2).
-                Err((file, _)) => Out::Written(file),
+                Err((file, _)) => Out::Written(file, 0),
             }
         } else {
-            Out::Written(file)
+            Out::Written(file, 0)
         };
         Ok(HistoryLog {
             out,
@@ -477,10 +490,92 @@ impl std::fmt::Debug for HistoryLog {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::HistoryLog;
     use crate::history::{Op, OpIndex};
+    use std::path::Path;
+
+    fn an_op() -> Op {
+        let text = r#"{"index":0,"type":"invoke","process":0,"f":"txn","value":[["append",1,2]]}"#;
+        crate::read_str(text, crate::Format::JsonLines).unwrap().ops[0].clone()
+    }
+
+    const FULL_DISK_CHILD: &str = "STORE_TEST_FULL_DISK";
+
+    /// Not a test on its own: the child process of
+    /// `a_full_disk_fails_a_flush_whole`, selected by an env var
+    /// (`mapped:PATH` or `written:PATH`). Files it writes may not grow past
+    /// 1.5 MiB (`RLIMIT_FSIZE`, the writes then fail with `EFBIG`, as on a
+    /// full disk); it appends until an append fails, flushes once more (as
+    /// the log's `Drop` does), and prints how many appends succeeded.
+    #[test]
+    #[allow(unsafe_code)]
+    fn full_disk_child() {
+        let Some(spec) = std::env::var_os(FULL_DISK_CHILD) else {
+            return;
+        };
+        let spec = spec.into_string().unwrap();
+        let (mode, path) = spec.split_once(':').unwrap();
+        let limit = libc::rlimit {
+            rlim_cur: 3 << 19,
+            rlim_max: 3 << 19,
+        };
+        // SAFETY: process-wide settings of this child process alone, made
+        // before it writes anything: no `SIGXFSZ` kill, a file-size limit.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+        }
+        let mut log = HistoryLog::create_as(Path::new(path), mode == "mapped").unwrap();
+        let mut acked = 0;
+        let failure = loop {
+            match log.append(an_op()) {
+                Ok(_) => acked += 1,
+                Err(e) => break e,
+            }
+        };
+        assert!(log.flush().is_err(), "the limit still holds");
+        drop(log);
+        println!("ACKED {acked} FAILED {failure}");
+    }
+
+    #[test]
+    fn a_full_disk_fails_a_flush_whole_and_the_log_stays_whole_lines() {
+        for mode in ["mapped", "written"] {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("history.jsonl");
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "run::tests::full_disk_child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(FULL_DISK_CHILD, format!("{mode}:{}", p.display()))
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{mode}: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let acked: usize = stdout
+                .split("ACKED ")
+                .nth(1)
+                .and_then(|t| t.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{mode}: no count in {stdout}"));
+            let read = crate::read_path(&p).unwrap();
+            assert!(read.warnings.is_empty(), "{mode}: {:?}", read.warnings);
+            assert_eq!(read.ops.len(), acked, "{mode}");
+            assert!(
+                acked > 10_000,
+                "{mode}: only {acked} appends before the limit"
+            );
+        }
+    }
 
     /// The `write(2)` fallback (a filesystem without `fallocate`): exact
     /// file length at every flush, the same lines as the mapped log.
@@ -490,8 +585,7 @@ mod tests {
         let (w, m) = (dir.path().join("w.jsonl"), dir.path().join("m.jsonl"));
         let mut written = HistoryLog::create_as(&w, false).unwrap();
         let mut mapped = HistoryLog::create_as(&m, true).unwrap();
-        let text = r#"{"index":0,"type":"invoke","process":0,"f":"txn","value":[["append",1,2]]}"#;
-        let op: Op = crate::read_str(text, crate::Format::JsonLines).unwrap().ops[0].clone();
+        let op = an_op();
         for i in 0..100 {
             assert_eq!(written.append(op.clone()).unwrap(), OpIndex(i));
             mapped.append(op.clone()).unwrap();
