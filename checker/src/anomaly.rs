@@ -5,7 +5,9 @@
 //! the colon), so a typo in `--anomalies` is an error and never a silent pass.
 //! Besides Elle's names we add `garbage-read` (a read of a value nobody wrote,
 //! which Elle's code does not report) and the weak-isolation patterns of
-//! `weak` (Plume's transactional anomalous patterns).
+//! `weak` (Plume's transactional anomalous patterns, including TAP-d/e
+//! `not-my-own-write` / `not-my-last-write`, the cases of `internal` that
+//! Biswas & Enea's and Plume's read committed forbids).
 
 use std::collections::BTreeSet;
 
@@ -159,6 +161,13 @@ anomalies! {
     Internal => "internal",
     /// A transaction reads an element it appends later.
     FutureRead => "future-read",
+    /// After writing a key, a transaction read another transaction's value
+    /// of it (Plume's TAP-d NotMyOwnWrite; a case of `internal`, reported
+    /// by that name only when a weak level is asked for).
+    NotMyOwnWrite => "not-my-own-write",
+    /// After writing a key twice, a transaction read its own earlier write
+    /// (Plume's TAP-e NotMyLastWrite; a case of `internal`, as above).
+    NotMyLastWrite => "not-my-last-write",
     /// A committed write built on an aborted write.
     DirtyUpdate => "dirty-update",
     /// A read list contains an element twice.
@@ -320,6 +329,7 @@ impl AnomalyType {
             A::GSIa | A::GSIb => &[A::GSI],
             A::IncompatibleOrder => &[A::G1a],
             A::FutureRead => &[A::G1c],
+            A::NotMyOwnWrite | A::NotMyLastWrite => &[A::Internal],
             A::DirtyUpdate => &[A::G1a],
             A::LostUpdate => &[A::WriteSkew, A::G2Item],
             A::WriteSkew => &[A::G2],

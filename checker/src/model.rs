@@ -77,6 +77,11 @@ models! {
     StrongSessionReadUncommitted => "strong-session-read-uncommitted" ["strong-session-PL-1"],
     /// Strong-session PL-2.
     StrongSessionReadCommitted => "strong-session-read-committed" ["strong-session-PL-2"],
+    /// Read committed as Biswas & Enea (OOPSLA 2019), Plume and AWDIT define
+    /// it: a commit order containing session order and write-read, reads
+    /// monotonic within a transaction, and a transaction's reads of a key it
+    /// wrote return its last write (`weak`; Elle's `read-committed` is PL-2).
+    SessionReadCommitted => "session-read-committed" ["RC", "rc"],
     /// Strong PL-1.
     StrongReadUncommitted => "strong-read-uncommitted" ["strong-PL-1"],
     /// Strong PL-2.
@@ -211,6 +216,7 @@ impl ConsistencyModel {
             M::StrongReadCommitted => &[M::StrongSessionReadCommitted, M::StrongReadUncommitted],
             M::StrongReadUncommitted => &[M::StrongSessionReadUncommitted],
             M::StrongSessionReadCommitted => &[M::ReadCommitted, M::StrongSessionReadUncommitted],
+            M::SessionReadCommitted => &[M::StrongSessionReadCommitted],
             M::StrongSessionReadUncommitted => &[M::ReadUncommitted],
             M::Linearizable => &[M::Sequential],
             M::Sequential => &[M::Causal],
@@ -279,6 +285,14 @@ impl ConsistencyModel {
                 A::G1cProcess,
                 A::StrongSessionPl2CycleExists,
                 A::NonMonotonicReadProcess,
+            ],
+            // B&E / Plume RC beyond strong-session PL-2: their internal
+            // conditions (TAP-c future-read is a G1c already) and TAP-g.
+            M::SessionReadCommitted => &[
+                A::NotMyOwnWrite,
+                A::NotMyLastWrite,
+                A::FutureRead,
+                A::CyclicCausalOrder,
             ],
             M::StrongReadUncommitted => &[A::G0Realtime, A::StrongPl1CycleExists],
             M::StrongReadCommitted => &[A::G1cRealtime, A::StrongPl2CycleExists],

@@ -1,16 +1,22 @@
 //! What each read of a committed transaction observed, from the
 //! observations alone: a value nobody wrote (`garbage-read`), an aborted
 //! transaction's write (`G1a`), another transaction's intermediate write
-//! (`G1b`), its own later write (`future-read`), an element twice
-//! (`duplicate-elements`), or something its own earlier micro-ops rule out
-//! (`internal`). One pass over the reads; a list read is looked at element
-//! by element only when the observations flag it (`Read::careful`).
+//! (`G1b`), its own later write (`future-read`, register and list), an
+//! element twice (`duplicate-elements`), or something its own earlier
+//! micro-ops rule out (`internal`; when a weak level is asked for, also by
+//! Plume's names for the own-write cases, `not-my-own-write` and
+//! `not-my-last-write`). Every read is judged, not only a key's first read
+//! in its transaction (a G1b behind an earlier read of the key is a G1b).
+//! One pass over the reads, no allocation per read; a list read is looked
+//! at element by element only when the observations flag it
+//! (`Read::careful`).
 
 use super::{Analysis, AnalyzeOptions, Context, Found};
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, Evidence, Expected};
 use crate::observe::{Read, ReadFrom, Value, read_list, read_scalar};
 use crate::txn::{Status, Txns};
+use crate::weak::Level;
 use store::{Key, MicroOp, Val};
 
 /// The non-cycle anomalies of single reads.
@@ -44,15 +50,18 @@ impl Analysis for Reads {
         let mut stamp: Vec<u32> = vec![0; obs.writes.len()];
         let mut stamp_gen = 0u32;
         let mut dup_counts: Vec<(u32, usize)> = Vec::new();
+        // Plume's names for the own-write cases of `internal` (TAP-d/e),
+        // only when a weak level is asked for: Elle reports them as
+        // `internal` alone, and its verdicts must not change.
+        let plume = Level::needed(cx.opts.models, cx.opts.anomalies).is_some();
         for r in &obs.reads {
             if txns.txns[r.txn as usize].status != Status::Ok {
                 continue;
             }
             match r.value(txns) {
                 Value::Register(got) => {
-                    if r.first_on_key()
-                        && let Some(v) = got
-                    {
+                    // Every read, not only a key's first: what it observed.
+                    if let Some(v) = got {
                         match r.from() {
                             ReadFrom::Garbage => {
                                 out.push(read(AnomalyType::GarbageRead, r, v, None))
@@ -64,7 +73,13 @@ impl Analysis for Reads {
                                     out.push(read(AnomalyType::G1b, r, v, Some(obs.write(w).txn)));
                                 }
                             }
-                            _ => {}
+                            ReadFrom::Write(w) => {
+                                let e = obs.write(w);
+                                if e.mop > r.mop && !e.repeated {
+                                    out.push(read(AnomalyType::FutureRead, r, v, None));
+                                }
+                            }
+                            ReadFrom::Initial => {}
                         }
                     }
                     if let Some(expected) = register_expectation(txns, r)
@@ -76,6 +91,21 @@ impl Analysis for Reads {
                             key(r.key(txns)),
                             Expected::Register(expected.cloned()),
                         ));
+                    }
+                    if plume
+                        && r.after_own_write()
+                        && let Some(kind) = own_write_case(txns, r, got)
+                    {
+                        let last = last_own_write(txns, r).cloned();
+                        out.push(Anomaly {
+                            kind,
+                            ..internal(
+                                opi(r.txn),
+                                r,
+                                key(r.key(txns)),
+                                Expected::Register(last),
+                            )
+                        });
                     }
                 }
                 Value::List(l) => {
@@ -136,6 +166,24 @@ impl Analysis for Reads {
                             out.push(read(AnomalyType::FutureRead, r, v, None));
                         }
                     }
+                    if plume
+                        && r.after_own_write()
+                        && let Some(kind) = own_write_case(txns, r, l.last())
+                    {
+                        let tail = last_own_write(txns, r).cloned().into_iter().collect();
+                        out.push(Anomaly {
+                            kind,
+                            ..internal(
+                                opi(r.txn),
+                                r,
+                                key(r.key(txns)),
+                                Expected::List {
+                                    unknown_prefix: true,
+                                    tail,
+                                },
+                            )
+                        });
+                    }
                     if !r.first_on_key()
                         && let Some(expected) = list_expectation(txns, r)
                     {
@@ -169,6 +217,46 @@ fn internal(op: store::OpIndex, r: &Read, key: Key, expected: Expected) -> Anoma
             key,
             expected,
         },
+    }
+}
+
+/// The value of `r`'s transaction's last write (append) of `r`'s key
+/// before `r`.
+fn last_own_write<'h>(txns: &Txns<'h>, r: &Read) -> Option<&'h Val> {
+    let tx = &txns.txns[r.txn as usize];
+    let k = r.key(txns);
+    (0..r.mop as usize).rev().find_map(|j| match &tx.mops[j] {
+        MicroOp::Write(_, v) | MicroOp::Append(_, v) if txns.key_of(r.txn, j) == k => Some(v),
+        _ => None,
+    })
+}
+
+/// Plume's case of a read after an own write of its key whose value
+/// (`got`: the register's value, a list's last element) is not the last
+/// own write: `not-my-last-write` if it is an earlier own write,
+/// `not-my-own-write` if it is anything else but a later own write (that
+/// is a `future-read`, reported as such). `None` when it is right.
+fn own_write_case(txns: &Txns<'_>, r: &Read, got: Option<&Val>) -> Option<AnomalyType> {
+    let last = last_own_write(txns, r)?;
+    if got == Some(last) {
+        return None;
+    }
+    let tx = &txns.txns[r.txn as usize];
+    let k = r.key(txns);
+    let own = |range: std::ops::Range<usize>| {
+        range.into_iter().any(|j| match &tx.mops[j] {
+            MicroOp::Write(_, v) | MicroOp::Append(_, v) => {
+                Some(v) == got && txns.key_of(r.txn, j) == k
+            }
+            _ => false,
+        })
+    };
+    if own(0..r.mop as usize) {
+        Some(AnomalyType::NotMyLastWrite)
+    } else if own(r.mop as usize + 1..tx.mops.len()) {
+        None
+    } else {
+        Some(AnomalyType::NotMyOwnWrite)
     }
 }
 

@@ -61,17 +61,20 @@ impl Level {
         use AnomalyType as A;
         use ConsistencyModel as M;
         let from_models = models.iter().filter_map(|m| match m {
-            M::ReadCommitted | M::StrongSessionReadCommitted | M::MonotonicView => {
-                Some(Level::ReadCommitted)
-            }
+            M::ReadCommitted
+            | M::StrongSessionReadCommitted
+            | M::SessionReadCommitted
+            | M::MonotonicView => Some(Level::ReadCommitted),
             M::MonotonicAtomicView | M::ReadAtomic => Some(Level::ReadAtomic),
             M::CausalCerone => Some(Level::Causal),
             _ => None,
         });
         let from_anomalies = anomalies.iter().filter_map(|a| match a {
-            A::NonMonotonicRead | A::NonMonotonicReadProcess | A::CyclicCausalOrder => {
-                Some(Level::ReadCommitted)
-            }
+            A::NonMonotonicRead
+            | A::NonMonotonicReadProcess
+            | A::CyclicCausalOrder
+            | A::NotMyOwnWrite
+            | A::NotMyLastWrite => Some(Level::ReadCommitted),
             A::NonRepeatableRead | A::FracturedRead | A::FracturedReadProcess => {
                 Some(Level::ReadAtomic)
             }
