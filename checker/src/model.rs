@@ -75,13 +75,12 @@ models! {
     StrictSerializable => "strong-serializable" ["strict-serializable", "PL-SS"],
     /// Strong-session PL-1.
     StrongSessionReadUncommitted => "strong-session-read-uncommitted" ["strong-session-PL-1"],
-    /// Strong-session PL-2.
-    StrongSessionReadCommitted => "strong-session-read-committed" ["strong-session-PL-2"],
-    /// Read committed as Biswas & Enea (OOPSLA 2019), Plume and AWDIT define
-    /// it: a commit order containing session order and write-read, reads
-    /// monotonic within a transaction, and a transaction's reads of a key it
-    /// wrote return its last write (`weak`; Elle's `read-committed` is PL-2).
-    SessionReadCommitted => "session-read-committed" ["RC", "rc"],
+    /// Strong-session PL-2, which is also read committed as Biswas & Enea
+    /// (OOPSLA 2019), Plume and AWDIT define it (`RC`): a commit order
+    /// containing session order and write-read, reads monotonic within a
+    /// transaction, a read of a key its transaction wrote returns the last
+    /// such write (`weak`; Elle's `read-committed` is PL-2, session-free).
+    StrongSessionReadCommitted => "strong-session-read-committed" ["strong-session-PL-2", "session-read-committed", "RC", "rc"],
     /// Strong PL-1.
     StrongReadUncommitted => "strong-read-uncommitted" ["strong-PL-1"],
     /// Strong PL-2.
@@ -216,7 +215,6 @@ impl ConsistencyModel {
             M::StrongReadCommitted => &[M::StrongSessionReadCommitted, M::StrongReadUncommitted],
             M::StrongReadUncommitted => &[M::StrongSessionReadUncommitted],
             M::StrongSessionReadCommitted => &[M::ReadCommitted, M::StrongSessionReadUncommitted],
-            M::SessionReadCommitted => &[M::StrongSessionReadCommitted],
             M::StrongSessionReadUncommitted => &[M::ReadUncommitted],
             M::Linearizable => &[M::Sequential],
             M::Sequential => &[M::Causal],
@@ -281,18 +279,15 @@ impl ConsistencyModel {
             M::Prefix | M::ParallelSnapshotIsolation => &[A::Internal, A::G1a],
             M::UpdateAtomic => &[A::LostUpdate],
             M::StrongSessionReadUncommitted => &[A::G0Process, A::StrongSessionPl1CycleExists],
+            // Also B&E / Plume RC: their monotonic reads through session
+            // order and their internal conditions (TAP-c future-read is a
+            // G1c already, TAP-g cyclic-causal-order a G1c-process).
             M::StrongSessionReadCommitted => &[
                 A::G1cProcess,
                 A::StrongSessionPl2CycleExists,
                 A::NonMonotonicReadProcess,
-            ],
-            // B&E / Plume RC beyond strong-session PL-2: their internal
-            // conditions (TAP-c future-read is a G1c already) and TAP-g.
-            M::SessionReadCommitted => &[
                 A::NotMyOwnWrite,
                 A::NotMyLastWrite,
-                A::FutureRead,
-                A::CyclicCausalOrder,
             ],
             M::StrongReadUncommitted => &[A::G0Realtime, A::StrongPl1CycleExists],
             M::StrongReadCommitted => &[A::G1cRealtime, A::StrongPl2CycleExists],

@@ -2,7 +2,7 @@
 //! WR and SO variants of TAP-g and TAP-k), the Plume artifact's two
 //! mistakes and issue 23's findings, as hand-made files in the text format
 //! (`tests/fixtures/plume/*.txt`), each checked through `checker::check`
-//! at Biswas & Enea's / Plume's read committed (`session-read-committed`),
+//! at Biswas & Enea's / Plume's read committed (`strong-session-read-committed`, alias `RC`),
 //! read atomic and causal consistency against ../shared/specs/
 //! plume-levels.md §3 (which level forbids it, which anomaly harness names).
 
@@ -30,7 +30,7 @@ fn run(hist: &store::History, w: Workload, model: M) -> CheckResult {
     check(hist, &opts)
 }
 
-const RC: M = M::SessionReadCommitted;
+const RC: M = M::StrongSessionReadCommitted;
 const RA: M = M::ReadAtomic;
 const CC: M = M::CausalCerone;
 
@@ -154,7 +154,7 @@ fn the_table_covers_every_file() {
 
 /// Issue 23, finding 3: a G1b behind an earlier read of the key is a G1b
 /// for Elle's read-committed too (PL-2 proscribes G1b), not only for
-/// `session-read-committed`.
+/// `strong-session-read-committed`.
 #[test]
 fn intermediate_read_behind_a_first_read_is_g1b() {
     let hist = load("issue23-g1b-behind-first-read.txt");
@@ -254,7 +254,7 @@ fn elle_names_without_a_weak_level() {
 /// What users of AWDIT / Plume type.
 #[test]
 fn session_read_committed_names() {
-    for n in ["session-read-committed", "RC", "rc"] {
+    for n in ["strong-session-read-committed", "session-read-committed", "RC", "rc"] {
         assert_eq!(M::parse(n).unwrap(), RC, "{n}");
     }
     assert_eq!(M::parse("read-committed").unwrap(), M::ReadCommitted);

@@ -3,7 +3,7 @@
 //! per key, reads of the initial state, of own earlier and later writes,
 //! of intermediate, aborted, indeterminate and unwritten values; some
 //! transactions aborted, some indeterminate), `checker::check`'s verdict at
-//! Biswas & Enea's / Plume's read committed (`session-read-committed`),
+//! Biswas & Enea's / Plume's read committed (`strong-session-read-committed`, alias `RC`),
 //! read atomic (`read-atomic`) and causal consistency (`causal-cerone`)
 //! agrees with a brute-force reference written from the definitions
 //! (B&E OOPSLA 2019 Def. 2.5, ../shared/specs/plume-levels.md §1–2), not
@@ -354,7 +354,7 @@ fn total_order_exists(ids: &[usize], edge: &[Vec<bool>], placed: &mut [bool], k:
 fn weak_levels_agree_with_the_definitions() {
     let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B);
     let levels = [
-        (Lvl::Rc, M::SessionReadCommitted),
+        (Lvl::Rc, M::StrongSessionReadCommitted),
         (Lvl::Ra, M::ReadAtomic),
         (Lvl::Cc, M::CausalCerone),
     ];

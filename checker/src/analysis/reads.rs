@@ -60,26 +60,29 @@ impl Analysis for Reads {
             }
             match r.value(txns) {
                 Value::Register(got) => {
-                    // Every read, not only a key's first: what it observed.
+                    // Every read, not only a key's first: what it observed
+                    // (a read after an own write of the key must return that
+                    // write, which `internal` judges; Elle names it so only).
+                    let external = !r.after_own_write();
                     if let Some(v) = got {
                         match r.from() {
-                            ReadFrom::Garbage => {
+                            ReadFrom::Garbage if external => {
                                 out.push(read(AnomalyType::GarbageRead, r, v, None))
                             }
-                            ReadFrom::Write(w) if obs.write(w).txn != r.txn => {
+                            ReadFrom::Write(w) if obs.write(w).txn != r.txn && external => {
                                 if failed(w) {
                                     out.push(read(AnomalyType::G1a, r, v, Some(obs.write(w).txn)));
                                 } else if !obs.write(w).is_final {
                                     out.push(read(AnomalyType::G1b, r, v, Some(obs.write(w).txn)));
                                 }
                             }
-                            ReadFrom::Write(w) => {
+                            ReadFrom::Write(w) if obs.write(w).txn == r.txn => {
                                 let e = obs.write(w);
                                 if e.mop > r.mop && !e.repeated {
                                     out.push(read(AnomalyType::FutureRead, r, v, None));
                                 }
                             }
-                            ReadFrom::Initial => {}
+                            ReadFrom::Initial | ReadFrom::Garbage | ReadFrom::Write(_) => {}
                         }
                     }
                     if let Some(expected) = register_expectation(txns, r)

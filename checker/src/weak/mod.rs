@@ -61,10 +61,9 @@ impl Level {
         use AnomalyType as A;
         use ConsistencyModel as M;
         let from_models = models.iter().filter_map(|m| match m {
-            M::ReadCommitted
-            | M::StrongSessionReadCommitted
-            | M::SessionReadCommitted
-            | M::MonotonicView => Some(Level::ReadCommitted),
+            M::ReadCommitted | M::StrongSessionReadCommitted | M::MonotonicView => {
+                Some(Level::ReadCommitted)
+            }
             M::MonotonicAtomicView | M::ReadAtomic => Some(Level::ReadAtomic),
             M::CausalCerone => Some(Level::Causal),
             _ => None,
