@@ -8,9 +8,10 @@
 //! Output uses Elle's friendly names (so `PL-SS` prints `strong-serializable`).
 //! Our `garbage-read` is proscribed by read-uncommitted. The weak-isolation
 //! patterns (`weak`) follow Biswas & Enea and Plume: `read-committed` also
-//! proscribes non-monotonic reads within a transaction (their RC, which
-//! PL-2 alone allows), session-order variants are proscribed by the
-//! session-aware models (strong-session-read-committed, Cerone's
+//! proscribes non-monotonic reads within a transaction (their RC's axiom,
+//! which PL-2 alone allows), session-order variants are proscribed by the
+//! session-aware models (strong-session-read-committed, which with
+//! Plume's own-write conditions is their full RC, alias `RC`; Cerone's
 //! read-atomic), fractured reads by monotonic-atomic-view, causality
 //! violations by causal-cerone.
 

@@ -26,8 +26,12 @@
 //! | `causality-violation` | m/n (CO)ConflictCM | causal-cerone |
 //!
 //! TAPs a–f (thin-air, aborted, future, not-my-own/last write, intermediate
-//! reads) are the existing `garbage-read`, `G1a`, `future-read`, `internal`
-//! and `G1b`; this module leaves those reads out.
+//! reads) are `garbage-read`, `G1a`, `future-read`, `not-my-own-write` /
+//! `not-my-last-write` (cases of `internal`) and `G1b`, which
+//! `analysis/reads.rs` finds on every read; this module leaves those reads
+//! out. Biswas & Enea's / Plume's read committed is the model
+//! `strong-session-read-committed` (aliases `RC`, `rc`); Elle's
+//! `read-committed` is session-free PL-2 plus `non-monotonic-read`.
 
 pub mod observe;
 pub mod report;

@@ -9,6 +9,12 @@
 //! key, are left out: the other analyses report them (G1a, G1b,
 //! garbage-read, future-read, internal), and leaving a read out only removes
 //! constraints, so it can never make a valid history look invalid.
+//!
+//! Indeterminate (`info`) transactions: their reads are not observations
+//! (the client never received them) and are left out; one takes part, as
+//! committed, iff a committed transaction read one of its writes. With its
+//! reads unconstrained, committing one only adds constraints, so this is
+//! the choice that makes the history valid if any does.
 
 use crate::analysis::Workload;
 use crate::observe::ReadFrom;
@@ -41,7 +47,7 @@ pub struct Observations {
     /// Number of transactions (participating or not).
     pub n: usize,
     /// Whether the transaction takes part: committed, or indeterminate and
-    /// read by a participating transaction.
+    /// read by a committed transaction.
     pub included: Vec<bool>,
     /// External reads, grouped by transaction (see [`Observations::reads`]).
     read_list: Vec<Read>,
