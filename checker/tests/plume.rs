@@ -51,20 +51,32 @@ const TABLE: &[(&str, Option<M>, &[&str])] = &[
         &["not-my-last-write"],
     ),
     ("tap-f-intermediate-read.txt", Some(RC), &["G1b"]),
-    ("tap-g-cyclic-co-wr.txt", Some(RC), &["G1c", "cyclic-causal-order"]),
     (
-        "tap-g-cyclic-co-so.txt",
+        "tap-g-cyclic-co-wr.txt",
         Some(RC),
-        &["cyclic-causal-order"],
+        &["G1c", "cyclic-causal-order"],
     ),
-    ("tap-h-non-mono-read-co.txt", Some(RC), &["non-monotonic-read"]),
-    ("tap-i-non-mono-read-ao.txt", Some(RC), &["non-monotonic-read"]),
+    ("tap-g-cyclic-co-so.txt", Some(RC), &["cyclic-causal-order"]),
+    (
+        "tap-h-non-mono-read-co.txt",
+        Some(RC),
+        &["non-monotonic-read"],
+    ),
+    (
+        "tap-i-non-mono-read-ao.txt",
+        Some(RC),
+        &["non-monotonic-read"],
+    ),
     (
         "tap-j-non-repeatable-read.txt",
         Some(RA),
         &["non-repeatable-read"],
     ),
-    ("tap-k-fractured-read-co-wr.txt", Some(RA), &["fractured-read"]),
+    (
+        "tap-k-fractured-read-co-wr.txt",
+        Some(RA),
+        &["fractured-read"],
+    ),
     (
         "tap-k-fractured-read-co-so.txt",
         Some(RA),
@@ -75,7 +87,11 @@ const TABLE: &[(&str, Option<M>, &[&str])] = &[
         Some(RA),
         &["fractured-read-process"],
     ),
-    ("tap-m-co-conflict-ao.txt", Some(CC), &["causality-violation"]),
+    (
+        "tap-m-co-conflict-ao.txt",
+        Some(CC),
+        &["causality-violation"],
+    ),
     ("tap-n-conflict-ao.txt", Some(CC), &["causality-violation"]),
     (
         "artifact-ra-forced-edges.txt",
@@ -99,7 +115,11 @@ const TABLE: &[(&str, Option<M>, &[&str])] = &[
         Some(RC),
         &["not-my-own-write"],
     ),
-    ("not-my-own-write-initial.txt", Some(RC), &["not-my-own-write"]),
+    (
+        "not-my-own-write-initial.txt",
+        Some(RC),
+        &["not-my-own-write"],
+    ),
     (
         "not-my-last-write-later-key.txt",
         Some(RC),
@@ -147,7 +167,12 @@ fn the_table_covers_every_file() {
             "TAP-{tap}"
         );
     }
-    for v in ["tap-g-cyclic-co-so", "tap-g-cyclic-co-wr", "tap-k-fractured-read-co-so", "tap-k-fractured-read-co-wr"] {
+    for v in [
+        "tap-g-cyclic-co-so",
+        "tap-g-cyclic-co-wr",
+        "tap-k-fractured-read-co-so",
+        "tap-k-fractured-read-co-wr",
+    ] {
         assert!(rows.iter().any(|f| f.starts_with(v)), "{v}");
     }
 }
@@ -213,7 +238,11 @@ fn own_write_patterns_break_session_read_committed_only() {
         let hist = load(file);
         let r = run(&hist, Workload::RwRegister, RC);
         assert_eq!(r.valid, Valid::False, "{file}");
-        assert!(r.anomaly_types.contains(&name), "{file}: {:?}", r.anomaly_types);
+        assert!(
+            r.anomaly_types.contains(&name),
+            "{file}: {:?}",
+            r.anomaly_types
+        );
         assert!(r.not.contains(&RC), "{file}: {:?}", r.not);
         let elle = run(&hist, Workload::RwRegister, M::ReadCommitted);
         assert_ne!(elle.valid, Valid::False, "{file}: {:?}", elle.anomaly_types);
@@ -233,7 +262,11 @@ fn own_write_patterns_on_list_append() {
         let hist = common::h(t);
         let r = run(&hist, Workload::ListAppend, RC);
         assert_eq!(r.valid, Valid::False, "{t}: {:?}", r.anomaly_types);
-        assert!(r.anomaly_types.contains(&name), "{t}: {:?}", r.anomaly_types);
+        assert!(
+            r.anomaly_types.contains(&name),
+            "{t}: {:?}",
+            r.anomaly_types
+        );
     }
     // Reading one's own appends last is fine.
     let ok = common::h("ok 0 [a x 1]\nok 1 [a x 2] [r x [1 2]] [a x 3] [r x [1 2 3]]");
@@ -254,7 +287,12 @@ fn elle_names_without_a_weak_level() {
 /// What users of AWDIT / Plume type.
 #[test]
 fn session_read_committed_names() {
-    for n in ["strong-session-read-committed", "session-read-committed", "RC", "rc"] {
+    for n in [
+        "strong-session-read-committed",
+        "session-read-committed",
+        "RC",
+        "rc",
+    ] {
         assert_eq!(M::parse(n).unwrap(), RC, "{n}");
     }
     assert_eq!(M::parse("read-committed").unwrap(), M::ReadCommitted);

@@ -186,7 +186,9 @@ enum Lvl {
 /// The reference: some choice of committed indeterminate transactions
 /// makes the history satisfy `level` (module docs).
 fn reference(txns: &[T], level: Lvl) -> bool {
-    let info: Vec<usize> = (0..txns.len()).filter(|&t| txns[t].st == St::Info).collect();
+    let info: Vec<usize> = (0..txns.len())
+        .filter(|&t| txns[t].st == St::Info)
+        .collect();
     (0..1u32 << info.len()).any(|mask| {
         let committed: Vec<bool> = (0..txns.len())
             .map(|t| {
@@ -391,7 +393,10 @@ fn weak_levels_agree_with_the_definitions() {
             }
         }
         // Strength: CC ⇒ RA ⇒ RC (B&E Lemma 2.4).
-        assert!(truth[2] <= truth[1] && truth[1] <= truth[0], "round {round}\n{text}");
+        assert!(
+            truth[2] <= truth[1] && truth[1] <= truth[0],
+            "round {round}\n{text}"
+        );
         rc_only += usize::from(truth[0] && !truth[1]);
         ra_only += usize::from(truth[1] && !truth[2]);
     }

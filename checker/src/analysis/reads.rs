@@ -102,12 +102,7 @@ impl Analysis for Reads {
                         let last = last_own_write(txns, r).cloned();
                         out.push(Anomaly {
                             kind,
-                            ..internal(
-                                opi(r.txn),
-                                r,
-                                key(r.key(txns)),
-                                Expected::Register(last),
-                            )
+                            ..internal(opi(r.txn), r, key(r.key(txns)), Expected::Register(last))
                         });
                     }
                 }
