@@ -297,3 +297,30 @@ fn session_read_committed_names() {
     }
     assert_eq!(M::parse("read-committed").unwrap(), M::ReadCommitted);
 }
+
+/// An indeterminate transaction takes part (as committed) iff a committed
+/// transaction read its write; its own reads are not judged.
+#[test]
+fn indeterminate_transactions_commit_when_read() {
+    // T1 (info) wrote x; T2, after it in session 0, reads the initial x.
+    let unread = "info 0 [w x 1]\nok 0 [r x nil]";
+    let read = "info 0 [w x 1]\nok 0 [r x nil]\nok 1 [r x 1]";
+    let r = run(&common::h(unread), Workload::RwRegister, RA);
+    assert_ne!(r.valid, Valid::False, "{:?}", r.anomaly_types);
+    // Someone read T1's write: it committed, and T2 missed its session's
+    // write (read your writes).
+    let r = run(&common::h(read), Workload::RwRegister, RA);
+    assert_eq!(r.valid, Valid::False, "{:?}", r.anomaly_types);
+    assert!(
+        r.anomaly_types.contains(&A::FracturedReadProcess),
+        "{:?}",
+        r.anomaly_types
+    );
+    // An indeterminate transaction's reads say nothing, even a value
+    // nobody wrote or an own-write mismatch.
+    let odd = "info 0 [r x 7] [w y 1] [r y 5]\nok 1 [r y 1]";
+    for m in [RC, RA, CC] {
+        let r = run(&common::h(odd), Workload::RwRegister, m);
+        assert_ne!(r.valid, Valid::False, "{m}: {:?}", r.anomaly_types);
+    }
+}
