@@ -33,8 +33,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderValue, Method, Response, StatusCode, Uri, header};
 use clap::Args;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,7 +45,7 @@ pub const PAGE_PERMITS: usize = 4;
 /// History conversions that may run at once (each one core while it runs).
 pub const CONVERSION_PERMITS: usize = 2;
 /// How long a request waits for a permit before it gets 503.
-pub const QUEUE_WAIT_S: u64 = 60;
+pub const QUEUE_WAIT_S: u64 = 120;
 /// Bytes per piece of a streamed file or conversion.
 pub const CHUNK_BYTES: usize = 64 * 1024;
 /// Pieces a conversion may have made ahead of the client.
@@ -107,12 +107,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         engine::say!("listening on http://{local}/ (store {})", root.display());
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        let app = Router::new().fallback(handle).with_state(Arc::new(ServeState {
-            root,
-            cache: runs::Cache::default(),
-            pages: Arc::new(Semaphore::new(PAGE_PERMITS)),
-            conversions: Arc::new(Semaphore::new(CONVERSION_PERMITS)),
-        }));
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::new(ServeState {
+                root,
+                cache: runs::Cache::default(),
+                pages: Arc::new(Semaphore::new(PAGE_PERMITS)),
+                conversions: Arc::new(Semaphore::new(CONVERSION_PERMITS)),
+            }));
         axum::serve(listener, app)
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;
@@ -342,10 +344,7 @@ fn respond(
             .insert(header::RETRY_AFTER, HeaderValue::from(s));
     }
     let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),

@@ -43,12 +43,22 @@ fn check_prints_a_bounded_summary_with_exact_counts() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let f = history_file(dir.path());
     let f = f.to_string_lossy();
-    let (code, out, err) = harness(&["check", &f, "-c", "read-committed", "--anomalies", "lost-update"]);
+    let (code, out, err) = harness(&[
+        "check",
+        &f,
+        "-c",
+        "read-committed",
+        "--anomalies",
+        "lost-update",
+    ]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("lost-update #2"), "{out}");
     assert!(!out.contains("lost-update #3"), "only 3 explained: {out}");
     assert!(
-        out.contains(&format!("{} of {LOST} lost-update anomalies not shown", LOST - 3)),
+        out.contains(&format!(
+            "{} of {LOST} lost-update anomalies not shown",
+            LOST - 3
+        )),
         "{out}"
     );
     assert!(out.contains("--all-anomalies"), "{out}");
@@ -67,7 +77,11 @@ fn check_prints_a_bounded_summary_with_exact_counts() {
         all.contains(&format!("lost-update #{}", LOST - 1)),
         "--all-anomalies shows every one"
     );
-    assert!(!all.contains("not shown"), "{}", &all[..all.len().min(2000)]);
+    assert!(
+        !all.contains("not shown"),
+        "{}",
+        &all[..all.len().min(2000)]
+    );
 }
 
 #[test]
@@ -90,7 +104,10 @@ fn check_json_edn_and_directory_keep_at_most_100_per_type() {
     ]);
     assert_eq!(code, 1, "{out}{err}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(j["anomalies"]["lost-update"].as_array().map(Vec::len), Some(100));
+    assert_eq!(
+        j["anomalies"]["lost-update"].as_array().map(Vec::len),
+        Some(100)
+    );
     assert_eq!(j["anomaly-counts"]["lost-update"], LOST);
     assert_eq!(j["anomalies-omitted"]["lost-update"], LOST - 100);
     let text = std::fs::read_to_string(out_dir.join("lost-update.txt")).unwrap_or_default();
@@ -129,7 +146,10 @@ fn check_json_edn_and_directory_keep_at_most_100_per_type() {
         "--all-anomalies",
     ]);
     let j: serde_json::Value = serde_json::from_str(&all).unwrap_or_default();
-    assert_eq!(j["anomalies"]["lost-update"].as_array().map(Vec::len), Some(LOST));
+    assert_eq!(
+        j["anomalies"]["lost-update"].as_array().map(Vec::len),
+        Some(LOST)
+    );
     assert!(j.get("anomalies-omitted").is_none(), "nothing left out");
 }
 
@@ -160,7 +180,10 @@ fn a_runs_results_and_elle_directory_are_capped_with_exact_counts() {
     assert!(edn.contains(":anomaly-counts"), "{edn}");
     let text = std::fs::read_to_string(run.join("elle/lost-update.txt")).unwrap_or_default();
     assert!(
-        text.contains(&format!("and {} more lost-update anomalies ({LOST} found", LOST - 100)),
+        text.contains(&format!(
+            "and {} more lost-update anomalies ({LOST} found",
+            LOST - 100
+        )),
         "{}",
         &text[text.len().saturating_sub(400)..]
     );

@@ -284,14 +284,21 @@ fn a_symlinked_explanation_or_directory_out_of_the_store_is_not_shown() {
     let elsewhere = outside.path().join("run");
     valid_run(&elsewhere, "x", "y");
     std::fs::create_dir_all(dir.path().join("linked")).unwrap_or_else(|e| panic!("{e}"));
-    link(&elsewhere.join("x/y"), &dir.path().join("linked/20261122T070000.000"));
+    link(
+        &elsewhere.join("x/y"),
+        &dir.path().join("linked/20261122T070000.000"),
+    );
     let srv = serve(dir.path());
     let (status, page) = raw_get(&srv.addr, "GET", "/run/pg-append/20261122T040000.000/");
     assert_eq!(status, 200);
     assert!(!page.contains("SECRET"), "{page}");
     let (status, _) = raw_get(&srv.addr, "GET", "/run/linked/20261122T070000.000/");
     assert_eq!(status, 403);
-    let (status, _) = raw_get(&srv.addr, "GET", "/run/linked/20261122T070000.000/test.json");
+    let (status, _) = raw_get(
+        &srv.addr,
+        "GET",
+        "/run/linked/20261122T070000.000/test.json",
+    );
     assert_eq!(status, 403);
     let (_, index) = raw_get(&srv.addr, "GET", "/");
     assert!(!index.contains("linked"), "linked run not listed: {index}");
@@ -300,7 +307,9 @@ fn a_symlinked_explanation_or_directory_out_of_the_store_is_not_shown() {
 #[test]
 fn run_pages_say_the_timeline_is_sampled_what_a_sim_bug_ran_and_the_harness_version() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let run = dir.path().join("sim-list-append-lost-update/20261126T170000.000");
+    let run = dir
+        .path()
+        .join("sim-list-append-lost-update/20261126T170000.000");
     std::fs::create_dir_all(&run).unwrap_or_else(|e| panic!("{e}"));
     // What `harness run --db sim --sim-bug lost-update` writes.
     std::fs::write(

@@ -281,7 +281,11 @@ pub fn run_page(run: &RunInfo) -> String {
                 None => {
                     // No rendered explanation: show the checker's data (the
                     // first few cases, kept by the digest).
-                    if let Some(p) = run.results.as_ref().and_then(|r| r.previews.get(ty.as_str())) {
+                    if let Some(p) = run
+                        .results
+                        .as_ref()
+                        .and_then(|r| r.previews.get(ty.as_str()))
+                    {
                         b.push_str(&format!("<pre class=\"explanation\">{}</pre>\n", esc(p)));
                     }
                 }

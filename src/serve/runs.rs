@@ -311,7 +311,11 @@ impl<'de> Deserialize<'de> for ResultsDigest {
                     d.anomaly_types = anomalies.iter().map(|(k, _)| k.clone()).collect();
                 }
                 for (ty, t) in anomalies {
-                    let count = given_counts.get(&ty).copied().unwrap_or(t.count).max(t.count);
+                    let count = given_counts
+                        .get(&ty)
+                        .copied()
+                        .unwrap_or(t.count)
+                        .max(t.count);
                     d.previews.insert(ty.clone(), preview(&t.first, count));
                     d.counts.insert(ty, count);
                 }
@@ -451,7 +455,10 @@ pub fn harness_version(test: &Value) -> Option<String> {
             (false, false) => Some(format!("{version} ({commit})")),
         };
     }
-    let flat = first(test, &[&["harness_version"], &["config", "harness_version"]]);
+    let flat = first(
+        test,
+        &[&["harness_version"], &["config", "harness_version"]],
+    );
     (!flat.is_empty()).then_some(flat)
 }
 
@@ -842,14 +849,18 @@ mod tests {
         fs::write(run.join("inside.json"), "{}")?;
         std::os::unix::fs::symlink(run.join("inside.json"), run.join("alias.json"))?;
         let err = open_inside(&root, &run.join("test.json")).err();
-        assert_eq!(
-            err.map(|e| e.kind()),
-            Some(io::ErrorKind::PermissionDenied)
+        assert_eq!(err.map(|e| e.kind()), Some(io::ErrorKind::PermissionDenied));
+        assert!(
+            open_inside(&root, &run.join("alias.json")).is_ok(),
+            "links inside are fine"
         );
-        assert!(open_inside(&root, &run.join("alias.json")).is_ok(), "links inside are fine");
         let info = read_run(&root, "t/r");
         assert_eq!(info.verdict, Verdict::Error);
-        assert!(info.error.as_deref().is_some_and(|e| e.contains("outside the store")));
+        assert!(
+            info.error
+                .as_deref()
+                .is_some_and(|e| e.contains("outside the store"))
+        );
         assert_ne!(info.name, "SECRET");
         Ok(())
     }
