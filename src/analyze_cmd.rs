@@ -148,7 +148,12 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         engines,
         ..
     } = checker::check_with_engines(&history, &opts);
+    let counts = engine::report::caps::cap(
+        &mut result,
+        Some(engine::report::caps::MAX_ANOMALIES_PER_TYPE),
+    );
     let mut json = engine::check::settle_no_commit(&history, &mut result);
+    counts.annotate_json(&mut json);
     if !engines.is_empty() {
         json["engines"] = checker::engines::to_json(&engines, false);
     }
@@ -156,7 +161,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let text = serde_json::to_string_pretty(&json).context("serializing results")? + "\n";
     std::fs::write(&results_path, text)
         .with_context(|| format!("writing {}", results_path.display()))?;
-    engine::report::write_reports(&dir, &history, Some(&result), keep)?;
+    engine::report::write_reports(&dir, &history, Some((&result, &counts)), keep)?;
     let names: Vec<&str> = result.anomaly_types.iter().map(|t| t.name()).collect();
     let model_names: Vec<&str> = models.iter().map(|m| m.name()).collect();
     engine::say!(

@@ -2,6 +2,12 @@
 //! checker, prints the verdict, optionally writes explanations and graphs.
 //!
 //! Exit codes: 0 valid, 1 invalid, 2 unknown, 3 error (bad file, bad name).
+//!
+//! Output is bounded whatever the history (issue 24): the text report
+//! explains the first [`STDOUT_EXPLAINED_PER_TYPE`] anomalies of each type,
+//! JSON/EDN and `--directory` keep the first
+//! [`engine::report::caps::MAX_ANOMALIES_PER_TYPE`]; counts are always
+//! exact (`anomaly-counts`), and `--all-anomalies` lifts every cap.
 //! elle-cli's spellings work too: `-m/--model` is the workload, `-c` takes a
 //! comma-separated list of consistency models and can be repeated.
 
@@ -10,6 +16,7 @@ use checker::anomaly::AnomalyType;
 use checker::model::ConsistencyModel;
 use checker::{Budget, CheckOptions, CheckResult, Workload};
 use clap::{Args, ValueEnum};
+use engine::report::caps::{self, AnomalyCounts};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -82,7 +89,16 @@ pub struct CheckArgs {
     /// instead (put the flag after the history, or use `--witness=FILE`).
     #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
     pub witness: Option<PathBuf>,
+
+    /// Print (and write to --directory) every anomaly found. By default the
+    /// text report explains the first 3 of each type and JSON/EDN/--directory
+    /// keep the first 100; the number found of each type is always given.
+    #[arg(long)]
+    pub all_anomalies: bool,
 }
+
+/// Anomalies of one type the text report explains (without `--all-anomalies`).
+pub const STDOUT_EXPLAINED_PER_TYPE: usize = 3;
 
 /// `--workload`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,24 +181,41 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
     };
     let started = Instant::now();
     let checker::Checked {
-        result,
+        mut result,
         engines,
         analyses,
     } = checker::check_with_engines(&history, &opts);
     let elapsed = started.elapsed();
+    let counts = if args.all_anomalies {
+        AnomalyCounts::of(&result)
+    } else {
+        caps::cap(&mut result, Some(caps::MAX_ANOMALIES_PER_TYPE))
+    };
+    let shown_per_type = (!args.all_anomalies).then_some(STDOUT_EXPLAINED_PER_TYPE);
     let witness_to_stdout = args.witness.as_deref() == Some(Path::new("-"));
     match args.format {
-        Format::Json if engines.is_empty() => engine::say!("{}", result.to_json_string()),
         Format::Json => {
-            // Only when the complete check was asked for: Elle's map plus an
-            // `engines` entry saying who decided each level.
             let mut j = result.to_json();
-            j["engines"] = checker::engines::to_json(&engines, witness_to_stdout);
-            engine::say!("{}", serde_json::to_string(&j).unwrap_or_default());
+            counts.annotate_json(&mut j);
+            if engines.is_empty() {
+                engine::say!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
+            } else {
+                // Only when the complete check was asked for: Elle's map plus an
+                // `engines` entry saying who decided each level.
+                j["engines"] = checker::engines::to_json(&engines, witness_to_stdout);
+                engine::say!("{}", serde_json::to_string(&j).unwrap_or_default());
+            }
         }
-        Format::Edn => engine::say_raw!("{}", result.to_edn()),
+        Format::Edn => {
+            let mut data = result.to_data();
+            counts.annotate_data(&mut data);
+            engine::say_raw!("{}\n", store::format::data_to_edn(&data));
+        }
         Format::Text => {
-            engine::say_raw!("{}", render_text(&result, &history));
+            engine::say_raw!(
+                "{}",
+                render_text(&result, &counts, shown_per_type, &history)
+            );
             engine::say!("{}", what_was_checked(&history, &opts, &analyses, elapsed));
             for r in &engines {
                 engine::say!("engine: {}", r.line());
@@ -193,7 +226,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         write_witness(target, &engines, args.format)?;
     }
     if let Some(dir) = &args.directory {
-        write_directory(dir, &result, &history)
+        write_directory(dir, &result, &counts, &history)
             .with_context(|| format!("writing explanations to {}", dir.display()))?;
     }
     let code = result.valid.exit_code();
@@ -287,8 +320,15 @@ fn what_was_checked(
     )
 }
 
-/// The human-readable report: verdict, boundary, then every explanation.
-fn render_text(result: &CheckResult, history: &History) -> String {
+/// The human-readable report: verdict, boundary, then the explanations:
+/// the first `per_type` of each type (all when `None`), saying how many
+/// were found and how to see the rest.
+fn render_text(
+    result: &CheckResult,
+    counts: &AnomalyCounts,
+    per_type: Option<usize>,
+    history: &History,
+) -> String {
     let mut out = format!("valid?: {}\n", result.valid);
     if !result.anomaly_types.is_empty() {
         out += &format!("anomaly-types: {}\n", join_names(&result.anomaly_types));
@@ -317,8 +357,26 @@ fn render_text(result: &CheckResult, history: &History) -> String {
         out += &format!("warning: {w}\n");
     }
     for (t, cases) in &result.anomalies {
+        let found = counts.found.get(t).copied().unwrap_or(0).max(cases.len());
+        let shown = per_type.map_or(cases.len(), |n| n.min(cases.len()));
         out += "\n";
-        out += &type_text(*t, cases, history);
+        out += &type_text(*t, &cases[..shown], history);
+        if found > shown {
+            out += &format!(
+                "… {} of {} {t} anomalies not shown: --all-anomalies prints every one, \
+                 --directory DIR writes {}\n",
+                found - shown,
+                found,
+                if counts.kept_per_type.is_some() {
+                    format!(
+                        "the first {} of each type",
+                        counts.kept_per_type.unwrap_or(0)
+                    )
+                } else {
+                    "every one".to_string()
+                }
+            );
+        }
     }
     out
 }
@@ -342,14 +400,27 @@ fn type_text(t: AnomalyType, cases: &[checker::explain::Anomaly], history: &Hist
 }
 
 /// Writes `<dir>/<type>.txt` per reported type and `<dir>/<type>/<n>.dot`
-/// (+ `.svg` when `dot` is on PATH) per cycle.
-fn write_directory(dir: &Path, result: &CheckResult, history: &History) -> anyhow::Result<()> {
+/// (+ `.svg` when `dot` is on PATH) per cycle, for the anomalies `result`
+/// kept; each text file ends saying how many of its type were left out.
+fn write_directory(
+    dir: &Path,
+    result: &CheckResult,
+    counts: &AnomalyCounts,
+    history: &History,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
     let dot = dot_available();
     for (t, cases) in &result.anomalies {
         let txt = dir.join(format!("{}.txt", t.name()));
-        std::fs::write(&txt, type_text(*t, cases, history))
-            .with_context(|| format!("writing {}", txt.display()))?;
+        let mut text = type_text(*t, cases, history);
+        let omitted = counts.omitted(*t);
+        if omitted > 0 {
+            text += &format!(
+                "… and {omitted} more {t} anomalies ({} found; --all-anomalies writes every one)\n",
+                counts.found.get(t).copied().unwrap_or(0)
+            );
+        }
+        std::fs::write(&txt, text).with_context(|| format!("writing {}", txt.display()))?;
         for (i, a) in cases.iter().enumerate() {
             let Some(graph) = checker::explain::render_dot(a, history) else {
                 continue;

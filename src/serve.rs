@@ -10,21 +10,46 @@
 //! checked in one place before it touches the file system: after percent-
 //! decoding, a `..` or `.` segment, an empty segment (`//etc`), a backslash
 //! or a NUL is refused with 400, and the resolved path must still lie inside
-//! the canonical store root (symlinks cannot lead out; 403). Only GET and
-//! HEAD are answered. Binds 127.0.0.1 unless `--bind` says otherwise.
+//! the canonical store root (symlinks cannot lead out; 403) — and so must
+//! every file a page or a conversion opens (`runs::open_inside`). Only GET
+//! and HEAD are answered. Binds 127.0.0.1 unless `--bind` says otherwise.
+//!
+//! Bounded by design (issue 24): what the server holds does not grow with
+//! the runs. Pages come from a small digest per run (`runs::Cache`, made
+//! once per version of `results.json`, streaming); files are streamed in
+//! [`CHUNK_BYTES`] pieces, and `history.jsonl` / `history.edn` are converted
+//! from `history.jsonl.gz` op by op into the response through a bounded
+//! channel. Work that reads the store takes a permit first: at most
+//! [`PAGE_PERMITS`] pages and [`CONVERSION_PERMITS`] conversions at once;
+//! a request that waits [`QUEUE_WAIT_S`] without one gets 503 with
+//! `Retry-After`.
 
 mod pages;
 mod runs;
 
 use anyhow::Context;
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderValue, Method, Response, StatusCode, Uri, header};
 use clap::Args;
+use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Pages and file opens that may read the store at once.
+pub const PAGE_PERMITS: usize = 4;
+/// History conversions that may run at once (each one core while it runs).
+pub const CONVERSION_PERMITS: usize = 2;
+/// How long a request waits for a permit before it gets 503.
+pub const QUEUE_WAIT_S: u64 = 120;
+/// Bytes per piece of a streamed file or conversion.
+pub const CHUNK_BYTES: usize = 64 * 1024;
+/// Pieces a conversion may have made ahead of the client.
+const CONVERSION_AHEAD_CHUNKS: usize = 4;
 
 /// `harness serve` options.
 #[derive(Args, Debug)]
@@ -44,6 +69,12 @@ pub struct ServeArgs {
 struct ServeState {
     /// Canonical store root.
     root: PathBuf,
+    /// Digests of the runs.
+    cache: runs::Cache,
+    /// Permits for pages and file opens.
+    pages: Arc<Semaphore>,
+    /// Permits for history conversions.
+    conversions: Arc<Semaphore>,
 }
 
 /// Runs the server until Ctrl-C.
@@ -78,7 +109,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         let _ = std::io::stdout().flush();
         let app = Router::new()
             .fallback(handle)
-            .with_state(Arc::new(ServeState { root }));
+            .with_state(Arc::new(ServeState {
+                root,
+                cache: runs::Cache::default(),
+                pages: Arc::new(Semaphore::new(PAGE_PERMITS)),
+                conversions: Arc::new(Semaphore::new(CONVERSION_PERMITS)),
+            }));
         axum::serve(listener, app)
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;
@@ -89,12 +125,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     })
 }
 
+/// What a reply's body is.
+enum Content {
+    /// Made in memory (pages: bounded by their caps).
+    Bytes(Vec<u8>),
+    /// A file of the store, opened and checked, streamed.
+    File(std::fs::File, u64),
+    /// A history converted while it is sent.
+    Convert(PathBuf, store::Format),
+}
+
 /// A response before it becomes HTTP.
 struct Reply {
     status: StatusCode,
     content_type: &'static str,
-    body: Vec<u8>,
+    body: Content,
     location: Option<String>,
+    retry_after_s: Option<u64>,
 }
 
 impl Reply {
@@ -102,8 +149,9 @@ impl Reply {
         Reply {
             status: StatusCode::OK,
             content_type: "text/html; charset=utf-8",
-            body: body.into_bytes(),
+            body: Content::Bytes(body.into_bytes()),
             location: None,
+            retry_after_s: None,
         }
     }
 
@@ -111,10 +159,31 @@ impl Reply {
         Reply {
             status,
             content_type: "text/html; charset=utf-8",
-            body: pages::error_page(status.as_u16(), message).into_bytes(),
+            body: Content::Bytes(pages::error_page(status.as_u16(), message).into_bytes()),
             location: None,
+            retry_after_s: None,
         }
     }
+
+    fn busy() -> Reply {
+        let mut r = Reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy: too many requests are reading the store; retry shortly",
+        );
+        r.retry_after_s = Some(5);
+        r
+    }
+}
+
+/// A permit of `sem`, waiting at most [`QUEUE_WAIT_S`].
+async fn permit(sem: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
+    tokio::time::timeout(
+        Duration::from_secs(QUEUE_WAIT_S),
+        Arc::clone(sem).acquire_owned(),
+    )
+    .await
+    .ok()?
+    .ok()
 }
 
 async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) -> Response<Body> {
@@ -123,19 +192,159 @@ async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) 
             StatusCode::METHOD_NOT_ALLOWED,
             "read-only: only GET and HEAD",
         )
-    } else {
+    } else if let Some(page_permit) = permit(&state.pages).await {
         let path = uri.path().to_string();
-        tokio::task::spawn_blocking(move || route(&state, &path))
+        let st = Arc::clone(&state);
+        let reply = tokio::task::spawn_blocking(move || route(&st, &path))
             .await
-            .unwrap_or_else(|e| Reply::error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
+            .unwrap_or_else(|e| Reply::error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()));
+        drop(page_permit);
+        reply
+    } else {
+        Reply::busy()
     };
-    let mut resp = Response::new(Body::from(reply.body));
-    *resp.status_mut() = reply.status;
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(reply.content_type),
+    let (body, length) = match reply.body {
+        Content::Bytes(b) => {
+            let n = b.len() as u64;
+            (Body::from(b), Some(n))
+        }
+        Content::File(file, len) => (file_body(file.take(len)), Some(len)),
+        Content::Convert(gz, format) => match permit(&state.conversions).await {
+            Some(p) => (conversion_body(gz, format, p), None),
+            None => {
+                let busy = Reply::busy();
+                return respond(busy.status, busy.content_type, None, Some(5), {
+                    match busy.body {
+                        Content::Bytes(b) => Body::from(b),
+                        _ => Body::empty(),
+                    }
+                });
+            }
+        },
+    };
+    let mut resp = respond(
+        reply.status,
+        reply.content_type,
+        reply.location,
+        reply.retry_after_s,
+        body,
     );
+    if let Some(n) = length {
+        resp.headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
+    }
+    resp
+}
+
+/// A file streamed in [`CHUNK_BYTES`] pieces from a blocking thread (one
+/// piece in flight; the thread ends when the client goes away).
+fn file_body(file: std::io::Take<std::fs::File>) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(1);
+    tokio::task::spawn_blocking(move || {
+        let mut file = file;
+        loop {
+            let mut buf = vec![0u8; CHUNK_BYTES];
+            let item = match file.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Ok(Bytes::from(buf))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(e),
+            };
+            let failed = item.is_err();
+            if tx.blocking_send(item).is_err() || failed {
+                return;
+            }
+        }
+    });
+    stream_body(rx)
+}
+
+fn stream_body(rx: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>) -> Body {
+    Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    }))
+}
+
+/// Sends what it is given to a channel in [`CHUNK_BYTES`] pieces; fails
+/// (`BrokenPipe`) once the receiver is gone, which stops the conversion.
+struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
+    buf: Vec<u8>,
+}
+
+impl ChannelWriter {
+    fn send_buf(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
+        self.tx
+            .blocking_send(Ok(Bytes::from(chunk)))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client gone"))
+    }
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK_BYTES {
+            self.send_buf()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send_buf()
+    }
+}
+
+/// `gz` converted to `format` op by op on a blocking thread that holds
+/// `permit` until it ends (finished, failed, or the client went away). A
+/// failure mid-way ends the body with an error, so the client sees a
+/// broken transfer, never a silently short history.
+fn conversion_body(gz: PathBuf, format: store::Format, permit: OwnedSemaphorePermit) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel(CONVERSION_AHEAD_CHUNKS);
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let err_tx = tx.clone();
+        let run = || -> anyhow::Result<()> {
+            let out = ChannelWriter {
+                tx,
+                buf: Vec::with_capacity(CHUNK_BYTES),
+            };
+            let mut w = store::format::OpWriter::new(out, format);
+            for op in store::format::OpReader::open(&gz)? {
+                w.write(&op?)?;
+            }
+            let mut out = w.finish()?;
+            std::io::Write::flush(&mut out)?;
+            Ok(())
+        };
+        if let Err(e) = run() {
+            let _ = err_tx.blocking_send(Err(std::io::Error::other(format!("{e:#}"))));
+        }
+    });
+    stream_body(rx)
+}
+
+fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    location: Option<String>,
+    retry_after_s: Option<u64>,
+    body: Body,
+) -> Response<Body> {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
+    if let Some(s) = retry_after_s {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(s));
+    }
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -148,7 +357,7 @@ async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) 
             "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'none'",
         ),
     );
-    if let Some(loc) = reply.location.and_then(|l| HeaderValue::from_str(&l).ok()) {
+    if let Some(loc) = location.and_then(|l| HeaderValue::from_str(&l).ok()) {
         h.insert(header::LOCATION, loc);
     }
     resp
@@ -225,7 +434,7 @@ fn route(state: &ServeState, path: &str) -> Reply {
         return refuse(refusal);
     }
     if path == "/" || path == "/index.html" {
-        return match runs::list_runs(&state.root) {
+        return match runs::list_runs(&state.root, &state.cache) {
             Ok(list) => Reply::html(pages::index(&state.root, &list)),
             Err(e) => Reply::error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -260,31 +469,37 @@ fn route(state: &ServeState, path: &str) -> Reply {
             return Reply {
                 status: StatusCode::MOVED_PERMANENTLY,
                 content_type: "text/plain; charset=utf-8",
-                body: Vec::new(),
+                body: Content::Bytes(Vec::new()),
                 location: Some(format!("/run/{}/", pages::url_path(&rel))),
+                retry_after_s: None,
             };
         }
-        let is_run = [
-            "test.json",
-            "results.json",
-            "history.jsonl",
-            "history.jsonl.gz",
-        ]
-        .iter()
-        .any(|f| real.join(f).is_file());
+        let is_run = runs::RUN_FILES
+            .iter()
+            .any(|f| std::fs::symlink_metadata(real.join(f)).is_ok());
         if is_run {
-            let info = runs::read_run(&state.root, &rel);
+            // The digest (cached) plus this run's test.json (capped).
+            let real_rel = real
+                .strip_prefix(&state.root)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or(rel);
+            let mut info = state.cache.run(&state.root, &real_rel);
+            info.test = runs::read_run_test(&state.root, &real_rel);
             return Reply::html(pages::run_page(&info));
         }
         return Reply::html(pages::listing(&rel, &real));
     }
-    match std::fs::read(&real) {
-        Ok(body) => Reply {
+    match runs::open_inside(&state.root, &real) {
+        Ok((file, meta)) => Reply {
             status: StatusCode::OK,
             content_type: content_type(&real),
-            body,
+            body: Content::File(file, meta.len()),
             location: None,
+            retry_after_s: None,
         },
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            Reply::error(StatusCode::FORBIDDEN, "outside the store")
+        }
         Err(e) => Reply::error(StatusCode::NOT_FOUND, &format!("{rel}: {e}")),
     }
 }
@@ -298,7 +513,7 @@ fn converted_history(state: &ServeState, target: &Path) -> Option<Reply> {
         "history.jsonl" => store::Format::JsonLines,
         _ => return None,
     };
-    if target.exists() {
+    if std::fs::symlink_metadata(target).is_ok() {
         return None;
     }
     let run = target.parent()?.canonicalize().ok()?;
@@ -306,24 +521,24 @@ fn converted_history(state: &ServeState, target: &Path) -> Option<Reply> {
         return None;
     }
     let gz = run.join("history.jsonl.gz");
-    if !gz.is_file() {
-        return None;
-    }
-    let converted = (|| -> anyhow::Result<Vec<u8>> {
-        let mut w = store::format::OpWriter::new(Vec::new(), format);
-        for op in store::format::OpReader::open(&gz)? {
-            w.write(&op?)?;
+    // The history itself must be in the store too, not just its directory.
+    let real = match runs::resolve_inside(&state.root, &gz) {
+        Ok(real) if real.is_file() => real,
+        Ok(_) => return None,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Some(Reply::error(
+                StatusCode::FORBIDDEN,
+                "history.jsonl.gz leads outside the store",
+            ));
         }
-        Ok(w.finish()?)
-    })();
-    Some(match converted {
-        Ok(body) => Reply {
-            status: StatusCode::OK,
-            content_type: "text/plain; charset=utf-8",
-            body,
-            location: None,
-        },
-        Err(e) => Reply::error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
+        Err(_) => return None,
+    };
+    Some(Reply {
+        status: StatusCode::OK,
+        content_type: "text/plain; charset=utf-8",
+        body: Content::Convert(real, format),
+        location: None,
+        retry_after_s: None,
     })
 }
 

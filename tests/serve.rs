@@ -197,3 +197,155 @@ fn a_compressed_history_is_served_as_edn_and_json_lines_on_request() {
     assert_eq!(jsonl.lines().count(), plain.lines().count());
     assert!(!run.join("history.edn").exists(), "serve stays read-only");
 }
+
+/// A file outside the store that symlinks in the store point at.
+fn secret_outside() -> (tempfile::TempDir, std::path::PathBuf) {
+    let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let secret = outside.path().join("secret.json");
+    std::fs::write(
+        &secret,
+        r#"{"name":"SECRET-NAME","valid?":false,"anomaly-types":["SECRET-TYPE"],"config":{"db":"SECRET-DB"}}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    (outside, secret)
+}
+
+fn link(target: &std::path::Path, at: &std::path::Path) {
+    let _ = std::fs::remove_file(at);
+    std::os::unix::fs::symlink(target, at).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_symlinked_history_out_of_the_store_is_not_served_or_converted() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    // A real history outside, gzip-compressed, with a recognisable value.
+    let plain = outside.path().join("other.jsonl");
+    std::fs::write(
+        &plain,
+        "{\"index\":0,\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",\"SECRET\",1]]}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let gz = outside.path().join("other.jsonl.gz");
+    store::format::compress_file(&plain, &gz, 1).unwrap_or_else(|e| panic!("{e}"));
+    let run = valid_run(dir.path(), "t", "20261122T050000.000");
+    link(&gz, &run.join("history.jsonl.gz"));
+    let srv = serve(dir.path());
+    let base = "/run/t/20261122T050000.000";
+    for f in ["history.jsonl", "history.edn", "history.jsonl.gz"] {
+        let (status, body) = raw_get(&srv.addr, "GET", &format!("{base}/{f}"));
+        assert_eq!(status, 403, "{f}: {body}");
+        assert!(!body.contains("SECRET"), "{f} leaked: {body}");
+    }
+    let (status, page) = raw_get(&srv.addr, "GET", &format!("{base}/"));
+    assert_eq!(status, 200);
+    assert!(
+        !page.contains("href=\"history.jsonl\""),
+        "no conversion offered for a history out of the store: {page}"
+    );
+}
+
+#[test]
+fn symlinked_test_and_results_json_out_of_the_store_are_not_shown() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (_outside, secret) = secret_outside();
+    let a = valid_run(dir.path(), "linked-test", "20261122T050000.000");
+    link(&secret, &a.join("test.json"));
+    let b = valid_run(dir.path(), "linked-results", "20261122T060000.000");
+    link(&secret, &b.join("results.json"));
+    let srv = serve(dir.path());
+    let (status, index) = raw_get(&srv.addr, "GET", "/");
+    assert_eq!(status, 200);
+    assert!(!index.contains("SECRET"), "index leaked: {index}");
+    assert!(
+        index.contains("outside the store"),
+        "the rows say why: {index}"
+    );
+    for (run, file) in [
+        ("linked-test/20261122T050000.000", "test.json"),
+        ("linked-results/20261122T060000.000", "results.json"),
+    ] {
+        let (status, page) = raw_get(&srv.addr, "GET", &format!("/run/{run}/"));
+        assert_eq!(status, 200, "{page}");
+        assert!(!page.contains("SECRET"), "{run} page leaked: {page}");
+        let (status, body) = raw_get(&srv.addr, "GET", &format!("/run/{run}/{file}"));
+        assert_eq!(status, 403, "{body}");
+        assert!(!body.contains("SECRET"));
+    }
+}
+
+#[test]
+fn a_symlinked_explanation_or_directory_out_of_the_store_is_not_shown() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (outside, secret) = secret_outside();
+    let run = invalid_run(dir.path(), "pg-append", "20261122T040000.000");
+    link(&secret, &run.join("elle/G1c.txt"));
+    // A run directory that is a link to one outside.
+    let elsewhere = outside.path().join("run");
+    valid_run(&elsewhere, "x", "y");
+    std::fs::create_dir_all(dir.path().join("linked")).unwrap_or_else(|e| panic!("{e}"));
+    link(
+        &elsewhere.join("x/y"),
+        &dir.path().join("linked/20261122T070000.000"),
+    );
+    let srv = serve(dir.path());
+    let (status, page) = raw_get(&srv.addr, "GET", "/run/pg-append/20261122T040000.000/");
+    assert_eq!(status, 200);
+    assert!(!page.contains("SECRET"), "{page}");
+    let (status, _) = raw_get(&srv.addr, "GET", "/run/linked/20261122T070000.000/");
+    assert_eq!(status, 403);
+    let (status, _) = raw_get(
+        &srv.addr,
+        "GET",
+        "/run/linked/20261122T070000.000/test.json",
+    );
+    assert_eq!(status, 403);
+    let (_, index) = raw_get(&srv.addr, "GET", "/");
+    assert!(!index.contains("linked"), "linked run not listed: {index}");
+}
+
+#[test]
+fn run_pages_say_the_timeline_is_sampled_what_a_sim_bug_ran_and_the_harness_version() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let run = dir
+        .path()
+        .join("sim-list-append-lost-update/20261126T170000.000");
+    std::fs::create_dir_all(&run).unwrap_or_else(|e| panic!("{e}"));
+    // What `harness run --db sim --sim-bug lost-update` writes.
+    std::fs::write(
+        run.join("test.json"),
+        r#"{"schema_version":1,"name":"sim-list-append-lost-update","harness":{"version":"0.1.0","commit":"abc1234"},
+            "config":{"db":"sim","workload":"list-append","isolation":"serializable","sim_bug":"lost-update",
+                      "expected_consistency_model":"snapshot-isolation","nemesis":"none"}}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        run.join("results.json"),
+        r#"{"valid?":false,"anomaly-types":["lost-update"],"anomalies":{"lost-update":[{"key":1}]},"anomaly-counts":{"lost-update":123456},"not":["snapshot-isolation"],"also-not":[]}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(run.join("timeline.html"), "<html></html>").unwrap_or_else(|e| panic!("{e}"));
+    let srv = serve(dir.path());
+    let (_, page) = raw_get(
+        &srv.addr,
+        "GET",
+        "/run/sim-list-append-lost-update/20261126T170000.000/",
+    );
+    assert!(!page.contains("timeline of every operation"), "{page}");
+    assert!(page.contains("is sampled"), "{page}");
+    assert!(
+        page.contains("bug mode lost-update, claims snapshot-isolation"),
+        "{page}"
+    );
+    assert!(!page.contains("<td>serializable</td>"), "{page}");
+    assert!(
+        page.contains("<td id=\"harness-version\">0.1.0 (abc1234)</td>"),
+        "{page}"
+    );
+    assert!(page.contains("(123456 found)"), "exact count: {page}");
+    let (_, index) = raw_get(&srv.addr, "GET", "/");
+    assert!(
+        index.contains("bug mode lost-update, claims snapshot-isolation"),
+        "{index}"
+    );
+}

@@ -4,7 +4,9 @@
 //!
 //! Key decision: `settle_no_commit` is the one place of that policy; `run`
 //! and `analyze` both go through it, so a stored run re-checked gives the
-//! same verdict it was given.
+//! same verdict it was given. Both also cut the result's anomaly lists
+//! (`report::caps`) before writing, so `results.json` stays small whatever
+//! the history; what is printed is one explanation per type.
 
 use crate::report::Keep;
 use crate::run::write_json;
@@ -66,8 +68,8 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
     for w in &warnings {
         tracing::warn!("history: {w}");
     }
-    let counts = count_types(&history);
-    let committed = counts.committed;
+    let txn_counts = count_types(&history);
+    let committed = txn_counts.committed;
     let deadline = std::time::Instant::now() + spec.time_limit;
     let opts = checker::CheckOptions {
         workload: checker_workload(spec.workload),
@@ -89,7 +91,12 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
     } = checker::check_with_engines(&history, &opts);
     let check_s = checked_at.elapsed().as_secs_f64();
     tracing::info!("checked {} ops in {check_s:.2} s", history.len());
+    let counts = crate::report::caps::cap(
+        &mut result,
+        Some(crate::report::caps::MAX_ANOMALIES_PER_TYPE),
+    );
     let mut json = settle_no_commit(&history, &mut result);
+    counts.annotate_json(&mut json);
     if !engines.is_empty() {
         // Which engine decided (only when the complete register check was
         // asked for, so other runs' results.json keep Elle's map exactly).
@@ -98,7 +105,9 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
     let valid = result.valid;
     write_json(&run_dir.results_path(), &json)?;
     // Reports never change the verdict: a failure is a warning.
-    if let Err(e) = crate::report::write_reports(run_dir.path(), &history, Some(&result), keep) {
+    if let Err(e) =
+        crate::report::write_reports(run_dir.path(), &history, Some((&result, &counts)), keep)
+    {
         tracing::warn!("reports: {e:#}");
         eprintln!("warning: {e:#}");
     }
@@ -109,7 +118,7 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
         info,
         writes: writes_ok,
         ..
-    } = counts;
+    } = txn_counts;
     let pending = invoked.saturating_sub(ok_all + fail + info);
     crate::say!(
         "checked {} transactions against {} in {check_s:.1} s: {} ok ({} writes committed), \
@@ -149,7 +158,8 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
             );
             for (t, cases) in &result.anomalies {
                 if let Some(first) = cases.first() {
-                    crate::say!("\n{} ({} found), e.g.:", t.name(), cases.len());
+                    let found = counts.found.get(t).copied().unwrap_or(cases.len());
+                    crate::say!("\n{} ({} found), e.g.:", t.name(), thousands(found as u64));
                     crate::say!("{}", checker::explain::render_text(first, &history));
                 }
             }

@@ -1,7 +1,9 @@
 //! HTML of the run index and of a run page. Everything user-controlled is
-//! escaped; pages are self-contained (inline CSS and JS, no network).
+//! escaped; pages are self-contained (inline CSS and JS, no network). Every
+//! file a page reads goes through `runs::open_inside` and is read only up
+//! to a cap, so a page costs little whatever the run holds.
 
-use super::runs::{RunInfo, Verdict, show};
+use super::runs::{RunInfo, Verdict, harness_version, is_file_inside, read_inside_capped, show};
 use engine::report::html_escape as esc;
 use serde_json::Value;
 use std::fs;
@@ -140,11 +142,10 @@ fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
-fn read_text_capped(path: &Path) -> Option<String> {
-    let bytes = fs::read(path).ok()?;
-    let cut = bytes.len().min(MAX_INLINE_TEXT_BYTES);
-    let mut s = String::from_utf8_lossy(&bytes[..cut]).into_owned();
-    if cut < bytes.len() {
+fn read_text_capped(root: &Path, path: &Path) -> Option<String> {
+    let (bytes, more) = read_inside_capped(root, path, MAX_INLINE_TEXT_BYTES as u64).ok()?;
+    let mut s = String::from_utf8_lossy(&bytes).into_owned();
+    if more {
         s.push_str("\n… (cut; open the file for the rest)");
     }
     Some(s)
@@ -219,13 +220,13 @@ pub fn run_page(run: &RunInfo) -> String {
         b.push_str(&format!("<tr><th>{k}</th><td>{}</td></tr>\n", esc(v)));
     }
     if let Some(t) = &run.test {
-        for k in [
-            "seed",
-            "nodes",
-            "end_time",
-            "harness_version",
-            "command_line",
-        ] {
+        if let Some(v) = harness_version(t) {
+            b.push_str(&format!(
+                "<tr><th>harness</th><td id=\"harness-version\">{}</td></tr>\n",
+                esc(&v)
+            ));
+        }
+        for k in ["seed", "nodes", "end_time", "command_line"] {
             if let Some(v) = t.get(k).or_else(|| t.get("config").and_then(|c| c.get(k))) {
                 b.push_str(&format!(
                     "<tr><th>{k}</th><td>{}</td></tr>\n",
@@ -247,21 +248,13 @@ pub fn run_page(run: &RunInfo) -> String {
     if !run.not.is_empty() {
         b.push_str(&format!(" — not {}", esc(&run.not.join(", "))));
     }
-    if let Some(also) = run
-        .results
-        .as_ref()
-        .map(|r| super::runs::show(r.get("also-not").unwrap_or(&Value::Null)))
-        && !also.is_empty()
+    if let Some(r) = &run.results
+        && !r.also_not.is_empty()
     {
-        b.push_str(&format!("; also not {}", esc(&also)));
+        b.push_str(&format!("; also not {}", esc(&r.also_not.join(", "))));
     }
     b.push_str("</p>\n");
-    if let Some(reason) = run
-        .results
-        .as_ref()
-        .and_then(|r| r.get("reason"))
-        .and_then(Value::as_str)
-    {
+    if let Some(reason) = run.results.as_ref().and_then(|r| r.reason.as_deref()) {
         b.push_str(&format!("<p>reason: {}</p>\n", esc(reason)));
     }
 
@@ -272,39 +265,28 @@ pub fn run_page(run: &RunInfo) -> String {
             let found = run
                 .results
                 .as_ref()
-                .and_then(|r| r.get("anomalies"))
-                .and_then(|a| a.get(ty.as_str()))
-                .and_then(Value::as_array)
-                .map_or(String::new(), |a| {
-                    format!(" <span class=\"muted\">({} found)</span>", a.len())
+                .and_then(|r| r.counts.get(ty.as_str()))
+                .map_or(String::new(), |n| {
+                    format!(" <span class=\"muted\">({n} found)</span>")
                 });
             b.push_str(&format!("<h3 id=\"{0}\">{0}{found}</h3>\n", esc(ty)));
             let txt = elle.join(format!("{ty}.txt"));
             let text = if is_plain_name(ty) {
-                read_text_capped(&txt)
+                read_text_capped(&run.root, &txt)
             } else {
                 None
             };
             match text {
                 Some(t) => b.push_str(&format!("<pre class=\"explanation\">{}</pre>\n", esc(&t))),
                 None => {
-                    // No rendered explanation: show the checker's data.
-                    let data = run
+                    // No rendered explanation: show the checker's data (the
+                    // first few cases, kept by the digest).
+                    if let Some(p) = run
                         .results
                         .as_ref()
-                        .and_then(|r| r.get("anomalies"))
-                        .and_then(|a| a.get(ty.as_str()));
-                    if let Some(d) = data {
-                        let mut s = pretty(d);
-                        if s.len() > MAX_INLINE_TEXT_BYTES {
-                            let mut cut = MAX_INLINE_TEXT_BYTES;
-                            while !s.is_char_boundary(cut) {
-                                cut -= 1;
-                            }
-                            s.truncate(cut);
-                            s.push_str("\n…");
-                        }
-                        b.push_str(&format!("<pre class=\"explanation\">{}</pre>\n", esc(&s)));
+                        .and_then(|r| r.previews.get(ty.as_str()))
+                    {
+                        b.push_str(&format!("<pre class=\"explanation\">{}</pre>\n", esc(p)));
                     }
                 }
             }
@@ -313,11 +295,15 @@ pub fn run_page(run: &RunInfo) -> String {
             }
             // Cycle graphs: elle/<type>/<n>.svg (+ .dot).
             let gdir = elle.join(ty);
+            if super::runs::resolve_inside(&run.root, &gdir).is_err() {
+                continue;
+            }
             let mut graphs: Vec<(u64, String)> = fs::read_dir(&gdir)
                 .map(|rd| {
                     rd.filter_map(Result::ok)
                         .map(|e| e.file_name().to_string_lossy().into_owned())
                         .filter(|f| f.ends_with(".svg"))
+                        .take(MAX_LISTED_FILES)
                         .map(|f| (numeric_stem(&f), f))
                         .collect()
                 })
@@ -346,13 +332,20 @@ pub fn run_page(run: &RunInfo) -> String {
             ["svg", "png"]
                 .iter()
                 .map(|ext| format!("{stem}.{ext}"))
-                .find(|f| run.dir.join(f).is_file())
+                .find(|f| is_file_inside(&run.root, &run.dir.join(f)))
         })
         .collect();
-    if !plots.is_empty() || run.dir.join("timeline.html").is_file() {
+    let timeline = is_file_inside(&run.root, &run.dir.join("timeline.html"));
+    if !plots.is_empty() || timeline {
         b.push_str("<h2>Performance</h2>\n");
-        if run.dir.join("timeline.html").is_file() {
-            b.push_str("<p><a id=\"timeline\" href=\"timeline.html\">timeline of every operation</a></p>\n");
+        if timeline {
+            b.push_str(&format!(
+                "<p><a id=\"timeline\" href=\"timeline.html\">timeline of the transactions</a> \
+                 <span class=\"muted\">(a run of more than {} transactions is sampled: every k-th, \
+                 plus all in a reported anomaly; the page says what it left out, and \
+                 <code>harness analyze --keep timeline</code> draws every one)</span></p>\n",
+                engine::report::timeline::MAX_SPANS
+            ));
         }
         for p in plots {
             b.push_str(&format!(
@@ -391,7 +384,9 @@ pub fn run_page(run: &RunInfo) -> String {
         ("history.edn", "the history as Jepsen EDN"),
         ("history.jsonl", "the history as plain JSON Lines"),
     ] {
-        if !run.dir.join(name).exists() && run.dir.join("history.jsonl.gz").exists() {
+        if fs::symlink_metadata(run.dir.join(name)).is_err()
+            && is_file_inside(&run.root, &run.dir.join("history.jsonl.gz"))
+        {
             b.push_str(&format!(
                 "<li><a href=\"{name}\">{name}</a> <span class=\"muted\">{what}, converted on request</span></li>\n"
             ));
@@ -401,11 +396,13 @@ pub fn run_page(run: &RunInfo) -> String {
     page(&format!("{} {}", run.name, run.rel), &b)
 }
 
-/// A directory listing (for directories that are not runs).
+/// A directory listing (for directories that are not runs), at most
+/// `MAX_LISTED_FILES` entries.
 pub fn listing(rel: &str, dir: &Path) -> String {
     let mut entries: Vec<(String, bool)> = fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(Result::ok)
+                .take(MAX_LISTED_FILES)
                 .map(|e| {
                     let is_dir = fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir());
                     (e.file_name().to_string_lossy().into_owned(), is_dir)

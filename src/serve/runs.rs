@@ -1,13 +1,92 @@
-//! Finding runs in the store and reading their metadata loosely.
+//! Finding runs in the store, opening their files without leaving it, and
+//! the small per-run digest the index and run pages are made from.
 //!
-//! Key decision: `test.json` and `results.json` are read as loose JSON
-//! (`serde_json::Value`), tolerating missing and differently-shaped fields,
-//! so runs written by older or newer harness versions still list; a run
-//! whose files cannot be parsed becomes a row carrying the error.
+//! Key decisions: every file is opened through [`open_inside`], which
+//! resolves it (symlinks included) and refuses anything that ends up outside
+//! the canonical store root, so a symlinked `test.json`, `results.json`,
+//! explanation or history never shows what it points at. `results.json` is
+//! never held whole: it is read once, streaming, into a [`ResultsDigest`]
+//! (verdict, anomaly types with exact counts, `not`/`also-not`, reason and
+//! a short preview per type) that the [`Cache`] keeps, keyed by the files'
+//! size and modification time, so a request costs a `stat` per run however
+//! big the file is. `test.json` is read loosely (`serde_json::Value`) and
+//! only up to [`MAX_TEST_JSON_BYTES`]; missing and differently-shaped fields
+//! are tolerated, so runs written by older or newer versions still list; a
+//! run whose files cannot be read becomes a row carrying the error.
 
+use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
-use std::fs;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// Largest `test.json` read (bytes); a bigger one is an error row.
+pub const MAX_TEST_JSON_BYTES: u64 = 4 << 20;
+/// Anomalies of each type kept for the run page's preview.
+const PREVIEW_ANOMALIES: usize = 3;
+/// Longest preview text per type (bytes).
+const MAX_PREVIEW_BYTES: usize = 16 * 1024;
+
+/// Opens `path` for reading only if it resolves (every symlink followed)
+/// to a regular file inside `root` (canonical).
+///
+/// # Errors
+/// `PermissionDenied` when it leads out of the store, `InvalidInput` when
+/// it is not a regular file, and whatever resolving or opening says.
+pub fn open_inside(root: &Path, path: &Path) -> io::Result<(File, fs::Metadata)> {
+    let real = resolve_inside(root, path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // The resolved path has no symlinks left: refuse one swapped in since.
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&real)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok((file, meta))
+}
+
+/// `path` resolved, if that lies inside `root`.
+///
+/// # Errors
+/// `PermissionDenied` when it leads out of the store; resolving errors.
+pub fn resolve_inside(root: &Path, path: &Path) -> io::Result<PathBuf> {
+    let real = path.canonicalize()?;
+    if real.starts_with(root) {
+        Ok(real)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "leads outside the store (symlink)",
+        ))
+    }
+}
+
+/// Whether `path` is a regular file inside the store (after symlinks).
+pub fn is_file_inside(root: &Path, path: &Path) -> bool {
+    resolve_inside(root, path).is_ok_and(|p| p.is_file())
+}
+
+/// Reads at most `max` bytes of a file inside the store; the flag says
+/// whether there was more.
+///
+/// # Errors
+/// As [`open_inside`], and read errors.
+pub fn read_inside_capped(root: &Path, path: &Path, max: u64) -> io::Result<(Vec<u8>, bool)> {
+    let (file, meta) = open_inside(root, path)?;
+    let mut buf = Vec::with_capacity(usize::try_from(meta.len().min(max)).unwrap_or(0));
+    file.take(max).read_to_end(&mut buf)?;
+    Ok((buf, meta.len() > max))
+}
 
 /// The verdict of a run, from `results.json`'s `valid?`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,11 +127,256 @@ impl Verdict {
     }
 }
 
+/// What the pages need of a `results.json`, read in one streaming pass.
+#[derive(Clone, Debug, Default)]
+pub struct ResultsDigest {
+    /// `valid?` as written.
+    pub valid: Option<Value>,
+    /// `anomaly-types` (or, without it, the keys of `anomalies`).
+    pub anomaly_types: Vec<String>,
+    /// Anomalies found per type: `anomaly-counts` when the file has it
+    /// (lists may be cut), else the lists' lengths.
+    pub counts: BTreeMap<String, u64>,
+    /// Models ruled out.
+    pub not: Vec<String>,
+    /// Other models ruled out.
+    pub also_not: Vec<String>,
+    /// `reason`, when given.
+    pub reason: Option<String>,
+    /// The first few anomalies of each type, pretty JSON, cut short.
+    pub previews: BTreeMap<String, String>,
+}
+
+/// The anomalies of one type: how many, and the first few.
+#[derive(Default)]
+struct TypeDigest {
+    count: u64,
+    first: Vec<Value>,
+}
+
+impl<'de> Deserialize<'de> for TypeDigest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TypeVisitor)
+    }
+}
+
+struct TypeVisitor;
+
+impl<'de> Visitor<'de> for TypeVisitor {
+    type Value = TypeDigest;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of anomalies")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TypeDigest, A::Error> {
+        let mut t = TypeDigest::default();
+        loop {
+            if t.first.len() < PREVIEW_ANOMALIES {
+                match seq.next_element::<Value>()? {
+                    Some(v) => t.first.push(v),
+                    None => break,
+                }
+            } else if seq.next_element::<IgnoredAny>()?.is_none() {
+                break;
+            }
+            t.count += 1;
+        }
+        Ok(t)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TypeDigest, A::Error> {
+        // Not Elle's shape (a list); one case, shown as it is.
+        let mut o = serde_json::Map::new();
+        while let Some((k, v)) = map.next_entry::<String, Value>()? {
+            o.insert(k, v);
+        }
+        Ok(TypeDigest {
+            count: 1,
+            first: vec![Value::Object(o)],
+        })
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<TypeDigest, E> {
+        Ok(TypeDigest {
+            count: 1,
+            first: vec![Value::Bool(v)],
+        })
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<TypeDigest, E> {
+        Ok(TypeDigest {
+            count: 1,
+            first: vec![Value::from(v)],
+        })
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<TypeDigest, E> {
+        Ok(TypeDigest {
+            count: 1,
+            first: vec![Value::from(v)],
+        })
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<TypeDigest, E> {
+        Ok(TypeDigest {
+            count: 1,
+            first: vec![Value::from(v)],
+        })
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<TypeDigest, E> {
+        Ok(TypeDigest {
+            count: 1,
+            first: vec![Value::from(v)],
+        })
+    }
+
+    fn visit_unit<E>(self) -> Result<TypeDigest, E> {
+        Ok(TypeDigest::default())
+    }
+}
+
+/// `anomalies`: type name → its digest, in file order.
+struct AnomaliesDigest(Vec<(String, TypeDigest)>);
+
+impl<'de> Deserialize<'de> for AnomaliesDigest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AnomaliesDigest;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of anomaly types to anomalies")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnomaliesDigest, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    out.push((k, map.next_value::<TypeDigest>()?));
+                }
+                Ok(AnomaliesDigest(out))
+            }
+
+            fn visit_unit<E>(self) -> Result<AnomaliesDigest, E> {
+                Ok(AnomaliesDigest(Vec::new()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for ResultsDigest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ResultsDigest;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object (Elle's result map)")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultsDigest, A::Error> {
+                let mut d = ResultsDigest::default();
+                let mut anomalies = Vec::new();
+                let mut given_counts = BTreeMap::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    match k.as_str() {
+                        "valid?" | "valid" if d.valid.is_none() => {
+                            d.valid = Some(map.next_value::<Value>()?);
+                        }
+                        "anomaly-types" | "anomaly_types" => {
+                            d.anomaly_types = names(Some(&map.next_value::<Value>()?));
+                        }
+                        "anomalies" => anomalies = map.next_value::<AnomaliesDigest>()?.0,
+                        "anomaly-counts" => {
+                            if let Value::Object(o) = map.next_value::<Value>()? {
+                                given_counts = o
+                                    .into_iter()
+                                    .filter_map(|(k, v)| v.as_u64().map(|n| (k, n)))
+                                    .collect();
+                            }
+                        }
+                        "not" => d.not = names(Some(&map.next_value::<Value>()?)),
+                        "also-not" => d.also_not = names(Some(&map.next_value::<Value>()?)),
+                        "reason" => {
+                            d.reason = map.next_value::<Value>()?.as_str().map(str::to_string);
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                if d.anomaly_types.is_empty() {
+                    d.anomaly_types = anomalies.iter().map(|(k, _)| k.clone()).collect();
+                }
+                for (ty, t) in anomalies {
+                    let count = given_counts
+                        .get(&ty)
+                        .copied()
+                        .unwrap_or(t.count)
+                        .max(t.count);
+                    d.previews.insert(ty.clone(), preview(&t.first, count));
+                    d.counts.insert(ty, count);
+                }
+                for (ty, n) in given_counts {
+                    d.counts.entry(ty).or_insert(n);
+                }
+                Ok(d)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The first anomalies as pretty JSON, at most [`MAX_PREVIEW_BYTES`].
+fn preview(first: &[Value], count: u64) -> String {
+    let mut s = serde_json::to_string_pretty(first).unwrap_or_default();
+    if s.len() > MAX_PREVIEW_BYTES {
+        let mut cut = MAX_PREVIEW_BYTES;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str("\n…");
+    }
+    if count > first.len() as u64 {
+        s.push_str(&format!(
+            "\n(the first {} of {count}; results.json has the rest)",
+            first.len()
+        ));
+    }
+    s
+}
+
+/// Reads `results.json` in one streaming pass (memory: the digest).
+///
+/// # Errors
+/// An unreadable file or malformed JSON, as text for the page.
+pub fn digest_results(root: &Path, path: &Path) -> Result<Option<ResultsDigest>, String> {
+    let name = || {
+        path.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    match open_inside(root, path) {
+        Ok((file, _)) => {
+            let reader = io::BufReader::with_capacity(256 * 1024, file);
+            serde_json::from_reader::<_, ResultsDigest>(reader)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", name()))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", name())),
+    }
+}
+
 /// One run as listed in the index.
 #[derive(Clone, Debug)]
 pub struct RunInfo {
     /// Path relative to the store root, `/`-separated (`<test>/<timestamp>`).
     pub rel: String,
+    /// The canonical store root.
+    pub root: PathBuf,
     /// Absolute directory.
     pub dir: PathBuf,
     /// Test name.
@@ -63,7 +387,8 @@ pub struct RunInfo {
     pub workload: String,
     /// Nemesis.
     pub nemesis: String,
-    /// Isolation level asked for.
+    /// Isolation level asked for, or for a simulator bug mode what ran
+    /// (`bug mode lost-update, claims snapshot-isolation`).
     pub isolation: String,
     /// Start time (as written), or the directory's timestamp.
     pub date: String,
@@ -75,10 +400,10 @@ pub struct RunInfo {
     pub not: Vec<String>,
     /// What went wrong reading this run, if anything.
     pub error: Option<String>,
-    /// `test.json`, parsed.
+    /// `test.json`, parsed (run pages only; the index does not keep it).
     pub test: Option<Value>,
-    /// `results.json`, parsed.
-    pub results: Option<Value>,
+    /// `results.json`, digested.
+    pub results: Option<Arc<ResultsDigest>>,
 }
 
 /// A short display string for a loose JSON value.
@@ -117,17 +442,37 @@ fn first(v: &Value, paths: &[&[&str]]) -> String {
         .unwrap_or_default()
 }
 
-fn read_json(path: &Path) -> Result<Option<Value>, String> {
-    match fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            format!(
-                "{}: {e}",
-                path.file_name()
-                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-            )
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+/// The harness that wrote a run: `harness: {version, commit}` (or an older
+/// flat `harness_version`), as `0.1.0 (abc1234)`.
+pub fn harness_version(test: &Value) -> Option<String> {
+    if let Some(h) = test.get("harness").filter(|h| h.is_object()) {
+        let version = h.get("version").map(show).unwrap_or_default();
+        let commit = h.get("commit").map(show).unwrap_or_default();
+        return match (version.is_empty(), commit.is_empty()) {
+            (true, true) => None,
+            (false, true) => Some(version),
+            (true, false) => Some(format!("commit {commit}")),
+            (false, false) => Some(format!("{version} ({commit})")),
+        };
+    }
+    let flat = first(
+        test,
+        &[&["harness_version"], &["config", "harness_version"]],
+    );
+    (!flat.is_empty()).then_some(flat)
+}
+
+fn read_test_json(root: &Path, path: &Path) -> Result<Option<Value>, String> {
+    match read_inside_capped(root, path, MAX_TEST_JSON_BYTES) {
+        Ok((_, true)) => Err(format!(
+            "test.json: larger than {} MiB, not read",
+            MAX_TEST_JSON_BYTES >> 20
+        )),
+        Ok((bytes, false)) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("test.json: {e}")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("test.json: {e}")),
     }
 }
 
@@ -139,6 +484,81 @@ fn names(v: Option<&Value>) -> Vec<String> {
     }
 }
 
+/// What identifies a version of a file: size and modification time
+/// (`None` when it is missing or cannot be resolved inside the store).
+type FileKey = Option<(u64, SystemTime)>;
+
+fn file_key(root: &Path, path: &Path) -> FileKey {
+    let real = resolve_inside(root, path).ok()?;
+    let m = fs::metadata(real).ok()?;
+    Some((m.len(), m.modified().ok()?))
+}
+
+/// A run's digest as last computed, and the file versions it came from.
+struct Cached {
+    key: (FileKey, FileKey),
+    info: RunInfo,
+}
+
+/// Run digests by run, recomputed only when `test.json` or `results.json`
+/// changes. One lock per run, so concurrent requests for a run digest it
+/// once and wait for that, while other runs proceed.
+#[derive(Default)]
+pub struct Cache {
+    runs: Mutex<HashMap<String, Arc<Mutex<Option<Cached>>>>>,
+}
+
+impl Cache {
+    /// The run at `rel`, without its `test.json` value.
+    pub fn run(&self, root: &Path, rel: &str) -> RunInfo {
+        let dir = root.join(rel);
+        let key = (
+            file_key(root, &dir.join("test.json")),
+            file_key(root, &dir.join("results.json")),
+        );
+        let slot = {
+            let mut runs = self
+                .runs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(runs.entry(rel.to_string()).or_default())
+        };
+        let mut slot = slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = slot.as_ref()
+            && c.key == key
+        {
+            return c.info.clone();
+        }
+        let mut info = read_run(root, rel);
+        info.test = None;
+        *slot = Some(Cached {
+            key,
+            info: info.clone(),
+        });
+        info
+    }
+
+    /// Forgets runs not in `rels` (deleted from the store).
+    pub fn retain(&self, rels: &[String]) {
+        let keep: std::collections::HashSet<&str> = rels.iter().map(String::as_str).collect();
+        self.runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|k, _| keep.contains(k.as_str()));
+    }
+
+    /// How many runs it holds (for tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+}
+
 /// Reads one run directory. Never fails: problems become `error`.
 pub fn read_run(root: &Path, rel: &str) -> RunInfo {
     let dir = root.join(rel);
@@ -146,6 +566,7 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
     let test_dir = rel.split('/').next().unwrap_or(rel).to_string();
     let mut info = RunInfo {
         rel: rel.to_string(),
+        root: root.to_path_buf(),
         dir: dir.clone(),
         name: test_dir,
         db: String::new(),
@@ -161,7 +582,7 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
         results: None,
     };
     let mut errors = Vec::new();
-    match read_json(&dir.join("test.json")) {
+    match read_test_json(root, &dir.join("test.json")) {
         Ok(Some(t)) => {
             if !t.is_object() {
                 errors.push("test.json: not a JSON object".to_string());
@@ -181,7 +602,7 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
                 info.db = first(&t, &[&["config", "db"], &["db"]]);
                 info.workload = first(&t, &[&["config", "workload"], &["workload"]]);
                 info.nemesis = first(&t, &[&["config", "nemesis"], &["nemesis"]]);
-                info.isolation = first(&t, &[&["config", "isolation"], &["isolation"]]);
+                info.isolation = isolation(&t);
                 let date = first(&t, &[&["start_time"], &["start-time"], &["started_at"]]);
                 if !date.is_empty() {
                     info.date = date;
@@ -192,10 +613,9 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
         Ok(None) => errors.push("test.json missing".to_string()),
         Err(e) => errors.push(e),
     }
-    match read_json(&dir.join("results.json")) {
+    match digest_results(root, &dir.join("results.json")) {
         Ok(Some(r)) => {
-            let valid = r.get("valid?").or_else(|| r.get("valid"));
-            info.verdict = match valid {
+            info.verdict = match &r.valid {
                 Some(Value::Bool(true)) => Verdict::Valid,
                 Some(Value::Bool(false)) => Verdict::Invalid,
                 Some(Value::String(s)) if s.trim_start_matches(':') == "unknown" => {
@@ -206,12 +626,9 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
                     Verdict::Error
                 }
             };
-            info.anomaly_types = names(r.get("anomaly-types").or_else(|| r.get("anomaly_types")));
-            if info.anomaly_types.is_empty() {
-                info.anomaly_types = names(r.get("anomalies"));
-            }
-            info.not = names(r.get("not"));
-            info.results = Some(r);
+            info.anomaly_types = r.anomaly_types.clone();
+            info.not = r.not.clone();
+            info.results = Some(Arc::new(r));
         }
         Ok(None) => {}
         Err(e) => errors.push(e),
@@ -223,27 +640,61 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
     info
 }
 
+/// A run's `test.json` (capped at [`MAX_TEST_JSON_BYTES`]), for its page;
+/// `None` when missing or unreadable (the digest carries the error).
+pub fn read_run_test(root: &Path, rel: &str) -> Option<Value> {
+    read_test_json(root, &root.join(rel).join("test.json"))
+        .ok()
+        .flatten()
+}
+
+/// What ran: the isolation level asked for, or for a simulator bug mode
+/// (`config.sim_bug`, which replaces the level) the bug and the model it
+/// claims (the one the run was checked against).
+fn isolation(t: &Value) -> String {
+    let bug = first(t, &[&["config", "sim_bug"], &["sim_bug"]]);
+    if bug.is_empty() {
+        return first(t, &[&["config", "isolation"], &["isolation"]]);
+    }
+    let claims = first(
+        t,
+        &[
+            &["config", "expected_consistency_model"],
+            &["expected_consistency_model"],
+        ],
+    );
+    if claims.is_empty() {
+        format!("bug mode {bug}")
+    } else {
+        format!("bug mode {bug}, claims {claims}")
+    }
+}
+
 fn is_real_dir(p: &Path) -> bool {
     fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
 }
 
+/// The files whose presence makes a directory a run.
+pub const RUN_FILES: [&str; 4] = [
+    "test.json",
+    "results.json",
+    "history.jsonl",
+    "history.jsonl.gz",
+];
+
 fn looks_like_run(p: &Path) -> bool {
-    [
-        "test.json",
-        "results.json",
-        "history.jsonl",
-        "history.jsonl.gz",
-    ]
-    .iter()
-    .any(|f| p.join(f).exists())
+    RUN_FILES
+        .iter()
+        .any(|f| fs::symlink_metadata(p.join(f)).is_ok())
 }
 
-/// All runs under `root` (`<test>/<timestamp>/`, or a run directly at
-/// `<dir>/`), newest first. Symlinks (`latest`) are skipped.
+/// The runs under `root` (`<test>/<timestamp>/`, or a run directly at
+/// `<dir>/`), newest first, as relative paths. Symlinked directories
+/// (`latest`) are skipped.
 ///
 /// # Errors
 /// When `root` itself cannot be read.
-pub fn list_runs(root: &Path) -> std::io::Result<Vec<RunInfo>> {
+pub fn list_rels(root: &Path) -> io::Result<Vec<String>> {
     let mut rels = Vec::new();
     let mut tests: Vec<_> = fs::read_dir(root)?.filter_map(Result::ok).collect();
     tests.sort_by_key(|e| e.file_name());
@@ -268,12 +719,149 @@ pub fn list_runs(root: &Path) -> std::io::Result<Vec<RunInfo>> {
             rels.push(format!("{tname}/{name}"));
         }
     }
-    let mut runs: Vec<RunInfo> = rels.iter().map(|r| read_run(root, r)).collect();
     // Timestamps sort lexically; newest first, then by name.
-    runs.sort_by(|a, b| {
-        let ka = a.rel.rsplit('/').next().unwrap_or("");
-        let kb = b.rel.rsplit('/').next().unwrap_or("");
-        kb.cmp(ka).then_with(|| a.rel.cmp(&b.rel))
+    rels.sort_by(|a, b| {
+        let ka = a.rsplit('/').next().unwrap_or("");
+        let kb = b.rsplit('/').next().unwrap_or("");
+        kb.cmp(ka).then_with(|| a.cmp(b))
     });
-    Ok(runs)
+    Ok(rels)
+}
+
+/// All runs under `root`, newest first, from `cache`.
+///
+/// # Errors
+/// When `root` itself cannot be read.
+pub fn list_runs(root: &Path, cache: &Cache) -> io::Result<Vec<RunInfo>> {
+    let rels = list_rels(root)?;
+    cache.retain(&rels);
+    Ok(rels.iter().map(|r| cache.run(root, r)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest(json: &str) -> ResultsDigest {
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"))
+    }
+
+    #[test]
+    fn a_digest_counts_every_anomaly_but_keeps_a_few() {
+        let cases: Vec<Value> = (0..1000)
+            .map(|i| serde_json::json!({"type": "lost-update", "key": i}))
+            .collect();
+        let json = serde_json::json!({
+            "valid?": false,
+            "anomaly-types": ["lost-update"],
+            "anomalies": {"lost-update": cases},
+            "not": ["read-committed"],
+            "also-not": ["serializable"],
+            "history": [1, 2, 3],
+        })
+        .to_string();
+        let d = digest(&json);
+        assert_eq!(d.valid, Some(Value::Bool(false)));
+        assert_eq!(d.anomaly_types, ["lost-update"]);
+        assert_eq!(d.counts.get("lost-update"), Some(&1000));
+        assert_eq!(d.not, ["read-committed"]);
+        assert_eq!(d.also_not, ["serializable"]);
+        let p = &d.previews["lost-update"];
+        assert!(p.contains("\"key\": 2") && !p.contains("\"key\": 3"), "{p}");
+        assert!(p.contains("the first 3 of 1000"), "{p}");
+    }
+
+    #[test]
+    fn a_digest_prefers_the_written_counts_of_cut_lists() {
+        let d = digest(
+            r#"{"valid?":false,"anomalies":{"G1c":[{"cycle":[1,2]}]},"anomaly-counts":{"G1c":5000},"anomalies-omitted":{"G1c":4999}}"#,
+        );
+        assert_eq!(d.anomaly_types, ["G1c"], "types from the anomalies map");
+        assert_eq!(d.counts.get("G1c"), Some(&5000));
+        assert!(d.previews["G1c"].contains("of 5000"));
+    }
+
+    #[test]
+    fn a_digest_refuses_what_is_not_an_object() {
+        assert!(serde_json::from_str::<ResultsDigest>("[1,2]").is_err());
+        assert!(serde_json::from_str::<ResultsDigest>("{\"valid?\": tru").is_err());
+    }
+
+    #[test]
+    fn sim_bug_runs_show_the_bug_and_the_claimed_model() {
+        let t = serde_json::json!({"config": {"isolation": "serializable", "sim_bug": "lost-update",
+            "expected_consistency_model": "snapshot-isolation"}});
+        assert_eq!(
+            isolation(&t),
+            "bug mode lost-update, claims snapshot-isolation"
+        );
+        let t = serde_json::json!({"config": {"isolation": "serializable", "sim_bug": null}});
+        assert_eq!(isolation(&t), "serializable");
+    }
+
+    #[test]
+    fn the_harness_version_is_read_from_either_shape() {
+        let t = serde_json::json!({"harness": {"version": "0.1.0", "commit": "abc1234"}});
+        assert_eq!(harness_version(&t).as_deref(), Some("0.1.0 (abc1234)"));
+        let t = serde_json::json!({"harness_version": "0.0.9"});
+        assert_eq!(harness_version(&t).as_deref(), Some("0.0.9"));
+        assert_eq!(harness_version(&serde_json::json!({})), None);
+    }
+
+    #[test]
+    fn the_cache_digests_a_run_once_per_version_of_its_files() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path().canonicalize()?;
+        let run = root.join("t/20260101T000000.000");
+        fs::create_dir_all(&run)?;
+        fs::write(run.join("test.json"), r#"{"name":"t"}"#)?;
+        fs::write(run.join("results.json"), r#"{"valid?":true}"#)?;
+        let cache = Cache::default();
+        let runs = list_runs(&root, &cache)?;
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].verdict, Verdict::Valid);
+        assert!(runs[0].test.is_none(), "the index keeps no test.json");
+        // A changed results.json (another size) is read again.
+        fs::write(
+            run.join("results.json"),
+            r#"{"valid?":false,"anomaly-types":["G0"]}"#,
+        )?;
+        let runs = list_runs(&root, &cache)?;
+        assert_eq!(runs[0].verdict, Verdict::Invalid);
+        assert_eq!(runs[0].anomaly_types, ["G0"]);
+        // A deleted run is forgotten.
+        fs::remove_dir_all(root.join("t"))?;
+        assert!(list_runs(&root, &cache)?.is_empty());
+        assert_eq!(cache.len(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn files_behind_symlinks_out_of_the_store_are_not_opened() -> io::Result<()> {
+        let outside = tempfile::tempdir()?;
+        let secret = outside.path().join("secret.json");
+        fs::write(&secret, r#"{"name":"SECRET"}"#)?;
+        let dir = tempfile::tempdir()?;
+        let root = dir.path().canonicalize()?;
+        let run = root.join("t/r");
+        fs::create_dir_all(&run)?;
+        std::os::unix::fs::symlink(&secret, run.join("test.json"))?;
+        fs::write(run.join("inside.json"), "{}")?;
+        std::os::unix::fs::symlink(run.join("inside.json"), run.join("alias.json"))?;
+        let err = open_inside(&root, &run.join("test.json")).err();
+        assert_eq!(err.map(|e| e.kind()), Some(io::ErrorKind::PermissionDenied));
+        assert!(
+            open_inside(&root, &run.join("alias.json")).is_ok(),
+            "links inside are fine"
+        );
+        let info = read_run(&root, "t/r");
+        assert_eq!(info.verdict, Verdict::Error);
+        assert!(
+            info.error
+                .as_deref()
+                .is_some_and(|e| e.contains("outside the store"))
+        );
+        assert_ne!(info.name, "SECRET");
+        Ok(())
+    }
 }

@@ -17,6 +17,13 @@ pub struct Server {
     pub addr: String,
 }
 
+impl Server {
+    /// The server's process id (to read its /proc/PID/status).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -65,10 +72,34 @@ pub fn raw_get(addr: &str, method: &str, target: &str) -> (u16, String) {
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("no status line in {text:?}"));
-    let body = text
+    let (head, body) = text
         .split_once("\r\n\r\n")
-        .map_or(String::new(), |(_, b)| b.to_string());
+        .map_or((text.as_str(), ""), |(h, b)| (h, b));
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
     (status, body)
+}
+
+/// The body of a `Transfer-Encoding: chunked` response (streamed ones).
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].strip_prefix("\r\n").unwrap_or(&after[n..]);
+    }
+    out
 }
 
 fn write(path: &Path, contents: &str) {

@@ -18,8 +18,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use store::History;
 
-/// Explanations written per anomaly type at most (the rest are in results.json).
-const MAX_EXPLAINED_PER_TYPE: usize = 100;
+/// Explanations written per anomaly type at most (`results.json` keeps as
+/// many; both count the rest).
+const MAX_EXPLAINED_PER_TYPE: usize = super::caps::MAX_ANOMALIES_PER_TYPE;
 /// Cycle graphs drawn per anomaly type at most.
 const MAX_GRAPHS_PER_TYPE: usize = 20;
 /// How long one `dot` run may take before the fallback layout is used.
@@ -77,11 +78,17 @@ fn graphviz_svg(dot_path: &Path) -> Option<String> {
     }
 }
 
-/// Writes `dir` (normally `<run>/elle`) for `result`.
+/// Writes `dir` (normally `<run>/elle`) for `result`, whose lists may have
+/// been cut already: `counts` holds how many of each type were found.
 ///
 /// # Errors
 /// When a file cannot be written.
-pub fn write(dir: &Path, result: &CheckResult, history: &History) -> anyhow::Result<()> {
+pub fn write(
+    dir: &Path,
+    result: &CheckResult,
+    counts: &super::caps::AnomalyCounts,
+    history: &History,
+) -> anyhow::Result<()> {
     if dir.exists() {
         fs::remove_dir_all(dir).with_context(|| format!("clearing {}", dir.display()))?;
     }
@@ -98,10 +105,13 @@ pub fn write(dir: &Path, result: &CheckResult, history: &History) -> anyhow::Res
             }
             text.push_str(&checker::explain::render_text(a, history));
         }
-        if list.len() > MAX_EXPLAINED_PER_TYPE {
+        let found = counts.found.get(ty).copied().unwrap_or(0).max(list.len());
+        let shown = list.len().min(MAX_EXPLAINED_PER_TYPE);
+        if found > shown {
             text.push_str(&format!(
-                "\n\n… and {} more {name} anomalies (all are in results.json)",
-                list.len() - MAX_EXPLAINED_PER_TYPE
+                "\n\n… and {} more {name} anomalies ({found} found; the first {shown} are explained \
+                 here and kept in results.json, which counts them all under anomaly-counts)",
+                found - shown
             ));
         }
         text.push('\n');

@@ -6,6 +6,7 @@
 //! `CheckResult` alone (no database, no network), so `harness analyze` can
 //! regenerate any run's reports from its stored files.
 
+pub mod caps;
 pub mod elle;
 pub mod graph_svg;
 pub mod plots;
@@ -196,16 +197,19 @@ pub fn write_perf_reports(
 /// (explanations, cycle graphs as DOT and SVG, `repro.sql` for cycles); then
 /// `timeline.html` and the plots. Each part is attempted even when an
 /// earlier one fails; the errors are reported together. `results.json` is
-/// the caller's (the runner and `analyze` write it).
+/// the caller's (the runner and `analyze` write it). The result comes with
+/// its exact anomaly counts (`caps::cap` has normally cut its lists), which
+/// `results.edn` and `elle/` state.
 ///
 /// # Errors
 /// When any report cannot be written (the others are still written).
 pub fn write_reports(
     run_dir: &Path,
     history: &History,
-    result: Option<&CheckResult>,
+    checked: Option<(&CheckResult, &caps::AnomalyCounts)>,
     keep: Keep,
 ) -> anyhow::Result<()> {
+    let result = checked.map(|(r, _)| r);
     let mut errors: Vec<String> = Vec::new();
     let edn = run_dir.join("history.edn");
     if keep.edn
@@ -213,12 +217,16 @@ pub fn write_reports(
     {
         errors.push(format!("writing {}: {e}", edn.display()));
     }
-    if let Some(result) = result {
+    if let Some((result, counts)) = checked {
         let path = run_dir.join("results.edn");
-        if let Err(e) = fs::write(&path, result.to_edn()) {
+        let mut data = result.to_data();
+        counts.annotate_data(&mut data);
+        let mut edn = store::format::data_to_edn(&data);
+        edn.push('\n');
+        if let Err(e) = fs::write(&path, edn) {
             errors.push(format!("writing {}: {e}", path.display()));
         }
-        if let Err(e) = elle::write(&run_dir.join("elle"), result, history) {
+        if let Err(e) = elle::write(&run_dir.join("elle"), result, counts, history) {
             errors.push(format!("{e:#}"));
         } else if let Err(e) = repro::write(&run_dir.join("elle"), run_dir, result, history) {
             errors.push(format!("{e:#}"));
