@@ -6,7 +6,7 @@
 
 use crate::order;
 use crate::txn::{Status, Txns};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use store::{Atom, History, MicroOp, ReadValue};
 
 /// A relation of a polygraph edge. `Internal` is SI's `start → commit` of
@@ -167,7 +167,27 @@ impl Poly {
                 });
             }
         }
-        // External reads of ok txns: (key, writer global or NO for nil, reader access).
+        // The format's initial value (peer formats: 0) read on a key nobody
+        // writes it to is a read of the initial state, exactly like nil:
+        // keys with some write (any status, any position) of that value.
+        let initial = history.initial_value();
+        let mut writes_initial: FxHashSet<u32> = FxHashSet::default();
+        if let Some(iv) = initial {
+            for (t, tx) in txns.txns.iter().enumerate() {
+                for (i, m) in tx.mops.iter().enumerate() {
+                    if let MicroOp::Write(_, v) = m
+                        && v == iv
+                    {
+                        writes_initial.insert(txns.key_of(t as u32, i));
+                    }
+                }
+            }
+        }
+        let reads_initial = |k: u32, v: &store::Val| {
+            initial.is_some_and(|iv| iv == v) && !writes_initial.contains(&k)
+        };
+        // External reads of ok txns: (key, writer global or NO for the
+        // initial state, reader access).
         let mut reads: Vec<(u32, u32, u32, u32)> = Vec::new();
         let mut included: Vec<bool> = txns.txns.iter().map(|t| t.status == Status::Ok).collect();
         for (t, tx) in txns.txns.iter().enumerate() {
@@ -184,6 +204,9 @@ impl Poly {
                 let MicroOp::Read(_, rv) = m else { continue };
                 match rv {
                     ReadValue::Nil => reads.push((k, NO, t as u32, i as u32)),
+                    ReadValue::Scalar(v) if reads_initial(k, v) => {
+                        reads.push((k, NO, t as u32, i as u32));
+                    }
                     ReadValue::Scalar(v) => {
                         // Reads of aborted, intermediate, own or unknown writes
                         // are other anomalies (G1a, G1b, garbage-read): left out.
