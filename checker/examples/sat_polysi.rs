@@ -28,7 +28,11 @@ fn main() {
         "hotspot" => Dist::Hotspot,
         _ => Dist::Uniform,
     };
-    let db = if arg(3, "si") == "ser" { Db::Ser } else { Db::Si };
+    let db = if arg(3, "si") == "ser" {
+        Db::Ser
+    } else {
+        Db::Si
+    };
     let inject = match arg(4, "none").as_str() {
         "lost-update" => Inject::LostUpdate,
         "stale-read" => Inject::StaleRead,

@@ -73,7 +73,8 @@ impl Analysis for Sat {
                                      a bug in the checker, please report it",
                                     level.model().name()
                                 );
-                                out.warnings.push(format!("{reason}; the verdict is unknown"));
+                                out.warnings
+                                    .push(format!("{reason}; the verdict is unknown"));
                                 report.complete = Outcome::Unknown(reason);
                             }
                         }

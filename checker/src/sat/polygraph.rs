@@ -108,10 +108,16 @@ impl Poly {
 
     /// Edges of one side of constraint `cid` into `out` (cleared first).
     pub fn side(&self, cid: u32, side: u8, out: &mut Vec<Fact>) {
-        out.clear();
         let c = self.constraints[cid as usize];
-        let k = &self.keys[c.key as usize];
         let (x, y) = if side == 0 { (c.a, c.b) } else { (c.b, c.a) };
+        self.pair_side(c.key, x, y, out);
+    }
+
+    /// Edges of "writer `x` before writer `y`" of `keys[key]` into `out`
+    /// (cleared first): `x ww y`, and `r rw y` for every reader `r` of `x`.
+    pub fn pair_side(&self, key: u32, x: u32, y: u32, out: &mut Vec<Fact>) {
+        out.clear();
+        let k = &self.keys[key as usize];
         let (wx, wy) = (k.writers[x as usize], k.writers[y as usize]);
         out.push(Fact {
             kind: Kind::Ww,
@@ -340,17 +346,43 @@ impl Poly {
                 }
             }
         }
+        // Without a clock (peer formats) op order is session by session,
+        // a poor guess of the commit order: the i-th transaction of every
+        // session is taken to run at about the same time instead.
+        let mut at: Vec<(u64, u64)> = global
+            .iter()
+            .map(|&g| {
+                let tx = &txns.txns[g as usize];
+                (u64::from(tx.inv), u64::from(tx.pos))
+            })
+            .collect();
+        if !history.has_realtime_order() {
+            let mut in_session: FxHashMap<Option<u64>, u64> = FxHashMap::default();
+            let mut by_pos: Vec<usize> = (0..global.len()).collect();
+            by_pos.sort_unstable_by_key(|&l| at[l].1);
+            let mut seq = vec![0u64; global.len()];
+            for &l in &by_pos {
+                let c = in_session
+                    .entry(txns.txns[global[l] as usize].process)
+                    .or_insert(0);
+                seq[l] = *c;
+                *c += 1;
+            }
+            by_pos.sort_unstable_by_key(|&l| (seq[l], at[l].1));
+            for (r, &l) in by_pos.iter().enumerate() {
+                at[l] = (r as u64, r as u64);
+            }
+        }
         let mut hint = Vec::new();
         let mut hint_serial = Vec::new();
-        for &g in &global {
-            let tx = &txns.txns[g as usize];
+        for &(inv, pos) in &at {
             if split {
-                hint.push(2 * u64::from(tx.inv));
-                hint.push(2 * u64::from(tx.pos) + 1);
-                hint_serial.push(2 * u64::from(tx.pos));
-                hint_serial.push(2 * u64::from(tx.pos) + 1);
+                hint.push(2 * inv);
+                hint.push(2 * pos + 1);
+                hint_serial.push(2 * pos);
+                hint_serial.push(2 * pos + 1);
             } else {
-                hint.push(u64::from(tx.pos));
+                hint.push(pos);
             }
         }
         Poly {

@@ -82,9 +82,7 @@ pub fn replay(
         rank[t as usize] = i as u32;
         snap[t as usize] = s;
     }
-    if let Some(t) =
-        (0..txns.len()).find(|&t| txns.txns[t].status == Status::Ok && rank[t] == NO)
-    {
+    if let Some(t) = (0..txns.len()).find(|&t| txns.txns[t].status == Status::Ok && rank[t] == NO) {
         return Err(format!(
             "committed op {} is missing from the witness",
             txns.op_index(history, t as u32).0
@@ -196,7 +194,8 @@ pub fn replay(
                 }
             };
             if !ok {
-                let shown = |x: Option<&Atom>| x.map_or("the initial state".to_string(), |a| a.to_string());
+                let shown =
+                    |x: Option<&Atom>| x.map_or("the initial state".to_string(), |a| a.to_string());
                 return Err(format!(
                     "op {} reads {} from key {k} but its snapshot (after {s} commits) holds {}",
                     op(t as u32),
@@ -208,8 +207,7 @@ pub fn replay(
     }
     // Order: (a before b) means a committed before b's snapshot point.
     let check_order = |a: u32, b: u32, what: &str| -> Result<(), String> {
-        if rank[a as usize] == NO || rank[b as usize] == NO || rank[a as usize] < snap[b as usize]
-        {
+        if rank[a as usize] == NO || rank[b as usize] == NO || rank[a as usize] < snap[b as usize] {
             Ok(())
         } else {
             Err(format!(
@@ -271,7 +269,9 @@ pub fn replay(
 
 /// The transaction at commit position `r`.
 fn by_rank(rank: &[u32], r: u32) -> u32 {
-    rank.iter().position(|&x| x == r).map_or(u32::MAX, |t| t as u32)
+    rank.iter()
+        .position(|&x| x == r)
+        .map_or(u32::MAX, |t| t as u32)
 }
 
 /// The last write of each key of a transaction: (key, value).

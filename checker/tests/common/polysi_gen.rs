@@ -193,9 +193,9 @@ pub fn generate(shape: Shape, db: Db, inject: Inject, seed: u64) -> String {
             }
         }
         // First committer wins.
-        let conflict = plan.iter().any(|&(w, k)| {
-            w && versions[k].last().is_some_and(|&(c, _)| c >= snap)
-        });
+        let conflict = plan
+            .iter()
+            .any(|&(w, k)| w && versions[k].last().is_some_and(|&(c, _)| c >= snap));
         if conflict && !lost {
             // Aborted: retried from a fresh snapshot.
             open[s] = Some((plan, commits));
