@@ -1170,13 +1170,16 @@ fn every_valid_replays_and_agrees_with_brute_force_on_small_histories() {
     let mut mutants_rejected = 0;
     for seed in 0..n {
         let hist = gen_small(seed);
-        if hist.initial_value().is_some() && hist.to_ops().iter().any(|o| {
-            o.op_type == OpType::Ok && o.value.txn().is_some_and(|m| {
-                m.iter().any(
+        if hist.initial_value().is_some()
+            && hist.to_ops().iter().any(|o| {
+                o.op_type == OpType::Ok
+                    && o.value.txn().is_some_and(|m| {
+                        m.iter().any(
                     |m| matches!(m, MicroOp::Read(_, ReadValue::Scalar(v)) if *v == Val::int(0)),
                 )
+                    })
             })
-        }) {
+        {
             initial_reads += 1;
         }
         let txns = Txns::new(&hist);

@@ -33,6 +33,14 @@
 //!   edge the check chose explained by the cycle its opposite would close
 //!   ([`crate::explain::Derived`]), classified like Elle's cycles
 //!   (`G-single-item`, `G2-item`, … with `-realtime`/`-process`).
+//! - **Initial state**: a read of `nil`, or of the format's initial value
+//!   ([`History::initial_value`], e.g. PolySI's 0) on a key nobody writes
+//!   it to, reads the initial state: known rw edges to every writer of the
+//!   key (the initial state is a transaction before everything).
+//! - **Witness**: a `valid` carries the commit order and each transaction's
+//!   snapshot point; `analysis::sat` gives the verdict only after
+//!   [`replay`] (written from the definitions, sharing nothing with the
+//!   solver) accepts it.
 //! - Everything is iterative; the budget is charged per edge examined.
 
 mod dag;
