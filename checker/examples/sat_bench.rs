@@ -42,7 +42,7 @@ fn main() {
     let (out, stats) = check_register_stats(&txns, &h, level, &Budget::unlimited());
     let check_s = t1.elapsed().as_secs_f64();
     let verdict = match &out {
-        SatOutcome::Valid { witness } => format!("valid (witness of {} txns)", witness.len()),
+        SatOutcome::Valid { witness, .. } => format!("valid (witness of {} txns)", witness.len()),
         SatOutcome::Invalid { anomalies } => format!(
             "invalid: {}",
             anomalies

@@ -73,21 +73,32 @@ pub struct LevelReport {
 
 impl LevelReport {
     /// The engine whose outcome the verdict for this level rests on:
-    /// inference when it found a cycle or the complete check could not
-    /// decide, the complete check otherwise.
+    /// inference when it found a cycle or the complete check did not run,
+    /// the complete check otherwise (also when it could not decide: its
+    /// `unknown` is the level's, since inference finding no cycle proves
+    /// nothing).
     pub fn decided_by(&self) -> &'static str {
         match self.complete {
-            Outcome::Valid | Outcome::Invalid if self.inference != Outcome::Invalid => SAT,
-            _ => ELLE,
+            _ if self.inference == Outcome::Invalid => ELLE,
+            Outcome::Valid | Outcome::Invalid | Outcome::Unknown(_) => SAT,
+            Outcome::NotRun(_) => ELLE,
         }
+    }
+
+    /// Whether this level's outcome is `unknown`: the verdict of any model
+    /// implying the level cannot be `valid`.
+    pub fn undecided(&self) -> bool {
+        matches!(self.outcome(), Outcome::Unknown(_))
     }
 
     /// Whether the complete check ran out of budget.
     pub fn budget_exhausted(&self) -> bool {
-        matches!(self.complete, Outcome::Unknown(_))
+        matches!(&self.complete, Outcome::Unknown(r) if r.contains("budget"))
     }
 
-    /// The level's outcome after both engines.
+    /// The level's outcome after both engines: invalid if either found a
+    /// cycle, else the complete check's (`unknown` when its budget ran out
+    /// or its witness did not replay — never `valid`), else inference's.
     pub fn outcome(&self) -> &Outcome {
         if self.decided_by() == SAT {
             &self.complete

@@ -141,6 +141,11 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
             opts.workload.name()
         ));
     }
+    // A level the complete check could not decide (budget, or a witness
+    // that failed its replay) leaves the verdict unknown, never valid.
+    if engines.iter().any(engines::LevelReport::undecided) {
+        result.valid = result.valid.combine(Valid::Unknown);
+    }
     Checked {
         result,
         engines,

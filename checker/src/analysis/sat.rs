@@ -3,12 +3,16 @@
 //! (`sat::Level::for_models`), decide them exactly with `crate::sat` and
 //! add its cycle. Skipped for a level when an earlier analysis already found
 //! a cycle the level proscribes (the verdict is decided; the SAT cycle would
-//! repeat it). Out of budget: a warning, and the verdict stays Elle's.
+//! repeat it). A `valid` stands only once its witness replays
+//! (`sat::replay`); a witness that does not is a bug, reported as a warning,
+//! and the level is `unknown`. Out of budget: a warning, and the level is
+//! `unknown` (the verdict too: `crate::check_with_engines` folds every
+//! level's outcome in, `engines::LevelReport::outcome`).
 
 use super::{Analysis, AnalyzeOptions, Context, Found, Workload};
 use crate::engines::{LevelReport, Outcome};
 use crate::model;
-use crate::sat::{Level, SatOutcome, check_register};
+use crate::sat::{Level, SatOutcome, check_register, replay};
 
 /// `sat`: exact serializability and snapshot isolation for rw-register.
 pub struct Sat;
@@ -56,9 +60,24 @@ impl Analysis for Sat {
             };
             if !decided {
                 match check_register(cx.txns, cx.history, level, cx.opts.budget) {
-                    SatOutcome::Valid { witness } => {
-                        report.complete = Outcome::Valid;
-                        report.witness = Some(witness);
+                    SatOutcome::Valid { witness, starts } => {
+                        // Never `valid` on a witness that does not replay.
+                        match replay(cx.txns, cx.history, level, &witness, &starts) {
+                            Ok(()) => {
+                                report.complete = Outcome::Valid;
+                                report.witness = Some(witness);
+                            }
+                            Err(defect) => {
+                                let reason = format!(
+                                    "the complete {} check's witness failed its replay ({defect}): \
+                                     a bug in the checker, please report it",
+                                    level.model().name()
+                                );
+                                out.warnings
+                                    .push(format!("{reason}; the verdict is unknown"));
+                                report.complete = Outcome::Unknown(reason);
+                            }
+                        }
                     }
                     SatOutcome::Invalid { anomalies } => {
                         report.complete = Outcome::Invalid;
@@ -68,7 +87,8 @@ impl Analysis for Sat {
                     }
                     SatOutcome::Unknown { reason } => {
                         out.warnings.push(format!(
-                            "{reason}; the {} verdict rests on Elle's inference alone",
+                            "{reason}; the {} verdict is unknown (Elle's inference \
+                             found no cycle, which does not make it valid)",
                             level.model().name()
                         ));
                         report.complete = Outcome::Unknown(reason);

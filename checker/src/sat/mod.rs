@@ -33,12 +33,22 @@
 //!   edge the check chose explained by the cycle its opposite would close
 //!   ([`crate::explain::Derived`]), classified like Elle's cycles
 //!   (`G-single-item`, `G2-item`, … with `-realtime`/`-process`).
+//! - **Initial state**: a read of `nil`, or of the format's initial value
+//!   ([`History::initial_value`], e.g. PolySI's 0) on a key nobody writes
+//!   it to, reads the initial state: known rw edges to every writer of the
+//!   key (the initial state is a transaction before everything).
+//! - **Witness**: a `valid` carries the commit order and each transaction's
+//!   snapshot point; `analysis::sat` gives the verdict only after
+//!   [`replay`] (written from the definitions, sharing nothing with the
+//!   solver) accepts it.
 //! - Everything is iterative; the budget is charged per edge examined.
 
 mod dag;
 mod polygraph;
+mod replay;
 mod solve;
 
+pub use replay::replay;
 pub use solve::Stats;
 
 use crate::anomaly::{AnomalyType, Variant};
@@ -73,7 +83,9 @@ pub enum Level {
 }
 
 impl Level {
-    fn split(self) -> bool {
+    /// Whether this is a snapshot-isolation level (a transaction is two
+    /// events, start and commit).
+    pub fn split(self) -> bool {
         matches!(
             self,
             Level::SnapshotIsolation
@@ -146,6 +158,10 @@ pub enum SatOutcome {
     Valid {
         /// Commit order.
         witness: Vec<OpIndex>,
+        /// Per `witness` entry, its snapshot point: how many transactions
+        /// before it in `witness` had committed when it started (for
+        /// serializable levels its own position). [`replay`] checks both.
+        starts: Vec<u32>,
     },
     /// The level is violated: a cycle no compatible graph avoids.
     Invalid {
@@ -186,16 +202,27 @@ pub fn check_register_stats(
     let (solved, dag, stats) = solve::solve(&poly, budget);
     let out = match solved {
         Solved::Sat => {
-            let witness = dag
-                .topo()
+            // Commit nodes give the commit order; an SI start node gives
+            // its transaction's snapshot point (commits before it).
+            let mut witness = Vec::with_capacity(poly.global.len());
+            let mut snap = vec![0u32; poly.global.len()];
+            for v in dag.topo() {
+                let t = if poly.split { v / 2 } else { v };
+                if poly.split && v % 2 == 0 {
+                    snap[t as usize] = witness.len() as u32;
+                    continue;
+                }
+                if !poly.split {
+                    snap[t as usize] = witness.len() as u32;
+                }
+                witness.push(t);
+            }
+            let starts = witness.iter().map(|&t| snap[t as usize]).collect();
+            let witness = witness
                 .into_iter()
-                .filter(|&v| !poly.split || v % 2 == 1)
-                .map(|v| {
-                    let t = if poly.split { v / 2 } else { v };
-                    txns.op_index(history, poly.global[t as usize])
-                })
+                .map(|t| txns.op_index(history, poly.global[t as usize]))
                 .collect();
-            SatOutcome::Valid { witness }
+            SatOutcome::Valid { witness, starts }
         }
         Solved::Unsat(c) => SatOutcome::Invalid {
             anomalies: vec![

@@ -6,7 +6,7 @@
 
 use crate::order;
 use crate::txn::{Status, Txns};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use store::{Atom, History, MicroOp, ReadValue};
 
 /// A relation of a polygraph edge. `Internal` is SI's `start → commit` of
@@ -108,10 +108,16 @@ impl Poly {
 
     /// Edges of one side of constraint `cid` into `out` (cleared first).
     pub fn side(&self, cid: u32, side: u8, out: &mut Vec<Fact>) {
-        out.clear();
         let c = self.constraints[cid as usize];
-        let k = &self.keys[c.key as usize];
         let (x, y) = if side == 0 { (c.a, c.b) } else { (c.b, c.a) };
+        self.pair_side(c.key, x, y, out);
+    }
+
+    /// Edges of "writer `x` before writer `y`" of `keys[key]` into `out`
+    /// (cleared first): `x ww y`, and `r rw y` for every reader `r` of `x`.
+    pub fn pair_side(&self, key: u32, x: u32, y: u32, out: &mut Vec<Fact>) {
+        out.clear();
+        let k = &self.keys[key as usize];
         let (wx, wy) = (k.writers[x as usize], k.writers[y as usize]);
         out.push(Fact {
             kind: Kind::Ww,
@@ -167,7 +173,27 @@ impl Poly {
                 });
             }
         }
-        // External reads of ok txns: (key, writer global or NO for nil, reader access).
+        // The format's initial value (peer formats: 0) read on a key nobody
+        // writes it to is a read of the initial state, exactly like nil:
+        // keys with some write (any status, any position) of that value.
+        let initial = history.initial_value();
+        let mut writes_initial: FxHashSet<u32> = FxHashSet::default();
+        if let Some(iv) = initial {
+            for (t, tx) in txns.txns.iter().enumerate() {
+                for (i, m) in tx.mops.iter().enumerate() {
+                    if let MicroOp::Write(_, v) = m
+                        && v == iv
+                    {
+                        writes_initial.insert(txns.key_of(t as u32, i));
+                    }
+                }
+            }
+        }
+        let reads_initial = |k: u32, v: &store::Val| {
+            initial.is_some_and(|iv| iv == v) && !writes_initial.contains(&k)
+        };
+        // External reads of ok txns: (key, writer global or NO for the
+        // initial state, reader access).
         let mut reads: Vec<(u32, u32, u32, u32)> = Vec::new();
         let mut included: Vec<bool> = txns.txns.iter().map(|t| t.status == Status::Ok).collect();
         for (t, tx) in txns.txns.iter().enumerate() {
@@ -184,6 +210,9 @@ impl Poly {
                 let MicroOp::Read(_, rv) = m else { continue };
                 match rv {
                     ReadValue::Nil => reads.push((k, NO, t as u32, i as u32)),
+                    ReadValue::Scalar(v) if reads_initial(k, v) => {
+                        reads.push((k, NO, t as u32, i as u32));
+                    }
                     ReadValue::Scalar(v) => {
                         // Reads of aborted, intermediate, own or unknown writes
                         // are other anomalies (G1a, G1b, garbage-read): left out.
@@ -317,17 +346,43 @@ impl Poly {
                 }
             }
         }
+        // Without a clock (peer formats) op order is session by session,
+        // a poor guess of the commit order: the i-th transaction of every
+        // session is taken to run at about the same time instead.
+        let mut at: Vec<(u64, u64)> = global
+            .iter()
+            .map(|&g| {
+                let tx = &txns.txns[g as usize];
+                (u64::from(tx.inv), u64::from(tx.pos))
+            })
+            .collect();
+        if !history.has_realtime_order() {
+            let mut in_session: FxHashMap<Option<u64>, u64> = FxHashMap::default();
+            let mut by_pos: Vec<usize> = (0..global.len()).collect();
+            by_pos.sort_unstable_by_key(|&l| at[l].1);
+            let mut seq = vec![0u64; global.len()];
+            for &l in &by_pos {
+                let c = in_session
+                    .entry(txns.txns[global[l] as usize].process)
+                    .or_insert(0);
+                seq[l] = *c;
+                *c += 1;
+            }
+            by_pos.sort_unstable_by_key(|&l| (seq[l], at[l].1));
+            for (r, &l) in by_pos.iter().enumerate() {
+                at[l] = (r as u64, r as u64);
+            }
+        }
         let mut hint = Vec::new();
         let mut hint_serial = Vec::new();
-        for &g in &global {
-            let tx = &txns.txns[g as usize];
+        for &(inv, pos) in &at {
             if split {
-                hint.push(2 * u64::from(tx.inv));
-                hint.push(2 * u64::from(tx.pos) + 1);
-                hint_serial.push(2 * u64::from(tx.pos));
-                hint_serial.push(2 * u64::from(tx.pos) + 1);
+                hint.push(2 * inv);
+                hint.push(2 * pos + 1);
+                hint_serial.push(2 * pos);
+                hint_serial.push(2 * pos + 1);
             } else {
-                hint.push(u64::from(tx.pos));
+                hint.push(pos);
             }
         }
         Poly {
