@@ -234,6 +234,25 @@ fn failed_cas_semantics_differ() {
     let opts = LinearOptions { failed_cas: FailedCas::Dropped, ..LinearOptions::default() };
     let dropped = check_register(&h, &opts, &Budget::unlimited()).unwrap();
     assert_eq!(dropped.valid, Valid::True);
+    // A cas that failed for another reason (an abort) did not happen.
+    let aborted = history(
+        r#"{"index":0,"time":0,"type":"invoke","process":0,"f":"write","value":1}
+{"index":1,"time":1,"type":"ok","process":0,"f":"write","value":1}
+{"index":2,"time":2,"type":"invoke","process":0,"f":"cas","value":[1,2]}
+{"index":3,"time":3,"type":"fail","process":0,"f":"cas","value":[1,2],"error":["40001","could not serialize"]}
+"#,
+    );
+    let r = check_register(&aborted, &LinearOptions::default(), &Budget::unlimited()).unwrap();
+    assert_eq!(r.valid, Valid::True);
+    let mismatch = history(
+        r#"{"index":0,"time":0,"type":"invoke","process":0,"f":"write","value":1}
+{"index":1,"time":1,"type":"ok","process":0,"f":"write","value":1}
+{"index":2,"time":2,"type":"invoke","process":0,"f":"cas","value":[1,2]}
+{"index":3,"time":3,"type":"fail","process":0,"f":"cas","value":[1,2],"error":["cas-mismatch","0 rows"]}
+"#,
+    );
+    let r = check_register(&mismatch, &LinearOptions::default(), &Budget::unlimited()).unwrap();
+    assert_eq!(r.valid, Valid::False);
 }
 
 #[test]

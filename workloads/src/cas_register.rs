@@ -2,8 +2,9 @@
 //! single-key reads, writes and compare-and-sets of small integers on
 //! independent keys, checked for linearizability per key.
 //!
-//! Shape: thread `t` works on active slot `t mod key-count`, so a key sees
-//! at most `ceil(threads / key-count)` concurrent clients (Jepsen's
+//! Shape: thread `t` of `n` works on the active slots `s ≡ t (mod n)`
+//! (one at random per op; `t mod key-count` when threads outnumber keys),
+//! so a key sees at most `ceil(threads / key-count)` concurrent clients (Jepsen's
 //! `process-limit` idea: bounded concurrency keeps the check tractable);
 //! a key takes [`OPS_PER_KEY_FACTOR`] × `--max-writes-per-key` ops, then its
 //! slot moves to a fresh key. Values are `0..VALUES`; a write is 1/6, a
@@ -89,6 +90,19 @@ impl RegisterGen {
         })
     }
 
+    /// The slot thread `t` of `threads` works on next: one of the slots
+    /// `s` with `s mod threads = t` (every key used, never more than
+    /// `ceil(threads / keys)` threads on one key).
+    pub fn slot_for(&mut self, t: usize, threads: usize) -> usize {
+        let keys = self.slots.len();
+        let threads = threads.max(1);
+        if t >= keys {
+            return t % keys;
+        }
+        let mine = (keys - t).div_ceil(threads);
+        t + threads * self.rng.random_range(0..mine.max(1))
+    }
+
     /// The next op for a thread on `slot`: (f, micro-ops).
     pub fn next_op(&mut self, slot: usize) -> (F, Vec<MicroOp>) {
         let i = slot % self.slots.len();
@@ -119,7 +133,8 @@ impl Generator for RegisterGen {
         let Some(thread) = ctx.first_free() else {
             return Next::Pending;
         };
-        let (f, value) = self.next_op(thread.0);
+        let slot = self.slot_for(thread.0, ctx.thread_count);
+        let (f, value) = self.next_op(slot);
         Next::Op {
             thread,
             at_ns: ctx.time_ns,
@@ -158,5 +173,24 @@ mod tests {
         // 6 ops per key, then a fresh key.
         assert!(keys.values().all(|&n| n <= 6));
         assert_eq!(keys.len(), 10);
+    }
+
+    #[test]
+    fn every_key_used_and_threads_stay_apart() {
+        let cfg = WorkloadConfig {
+            key_count: 10,
+            ..WorkloadConfig::default()
+        };
+        let mut g = RegisterGen::new(&cfg, 3).unwrap();
+        let mut used = [false; 10];
+        for n in 0..400 {
+            let t = n % 3;
+            let s = g.slot_for(t, 3);
+            assert_eq!(s % 3, t);
+            used[s] = true;
+        }
+        assert!(used.iter().all(|&u| u));
+        // More threads than keys: t mod keys.
+        assert_eq!(g.slot_for(13, 20), 3);
     }
 }

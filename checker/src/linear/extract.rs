@@ -143,6 +143,22 @@ fn split_key(d: &Data) -> Result<(Option<Key>, &Data), String> {
     }
 }
 
+/// The error code a client recorded for a compare that did not match.
+pub const CAS_MISMATCH: &str = "cas-mismatch";
+
+/// Whether the failed cas completed at `pos` failed its compare: it
+/// carries no error (Jepsen's and Porcupine's histories) or the error
+/// `cas-mismatch` (harness' clients). A cas that failed for another reason
+/// (an abort, a conflict) did not happen and says nothing about the value.
+fn compare_failed(history: &History, pos: usize) -> bool {
+    let code = match history.error(pos) {
+        None => return true,
+        Some(Data::Vec(v)) => v.first(),
+        Some(d) => Some(d),
+    };
+    matches!(code, Some(Data::Str(s) | Data::Keyword(s)) if s == CAS_MISMATCH)
+}
+
 /// Whether `f` names a register op.
 pub fn is_register_f(f: &str) -> bool {
     matches!(f, "read" | "write" | "cas")
@@ -229,7 +245,9 @@ pub fn registers(
         let (ret, output) = match end {
             End::Ok(c) => (Some(time(c)), output),
             End::Fail(c) => match (input, failed_cas) {
-                (RegInput::Cas(..), FailedCas::Observed) => (Some(time(c)), Some(RegOutput::Cas(false))),
+                (RegInput::Cas(..), FailedCas::Observed) if compare_failed(history, c) => {
+                    (Some(time(c)), Some(RegOutput::Cas(false)))
+                }
                 _ => {
                     dropped[1] += 1;
                     continue;

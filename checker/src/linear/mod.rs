@@ -26,7 +26,9 @@
 //! - `fail`: a failed write or read is left out (definitely no effect).
 //!   A failed cas is, by default ([`FailedCas::Observed`]), an op that
 //!   *happened and saw a value other than `old`* — Porcupine's etcd model
-//!   and the meaning of SQL's "0 rows updated"; [`FailedCas::Dropped`] is
+//!   and the meaning of SQL's "0 rows updated" — when its completion
+//!   carries no error or `cas-mismatch`; a cas that failed with another
+//!   error (an abort) is left out. [`FailedCas::Dropped`] is
 //!   Knossos', which removes failed ops ("can't influence state").
 
 pub mod extract;
