@@ -83,7 +83,13 @@ pub fn run(history: &History, kind: LinearKind, args: &LinearArgs<'_>) -> anyhow
         LinearKind::Kv => {
             let r = checker::linear::check_kv(history, &opts, &budget)
                 .with_context(|| format!("checking {}", args.path.display()))?;
-            output(&checker::linear::model::KvString, &r, args, started, opts.failed_cas)
+            output(
+                &checker::linear::model::KvString,
+                &r,
+                args,
+                started,
+                opts.failed_cas,
+            )
         }
     }
 }

@@ -9,10 +9,26 @@ mod run_common;
 
 use run_common::*;
 
-fn register_run(store: &std::path::Path, extra: &[&str], name: &str) -> (Option<i32>, serde_json::Value) {
+fn register_run(
+    store: &std::path::Path,
+    extra: &[&str],
+    name: &str,
+) -> (Option<i32>, serde_json::Value) {
     let mut args = vec![
-        "--workload", "register", "--ops", "3000", "--time-limit", "2m", "--concurrency", "10",
-        "--key-count", "5", "--seed", "28", "--test-name", name,
+        "--workload",
+        "register",
+        "--ops",
+        "3000",
+        "--time-limit",
+        "2m",
+        "--concurrency",
+        "10",
+        "--key-count",
+        "5",
+        "--seed",
+        "28",
+        "--test-name",
+        name,
     ];
     args.extend_from_slice(extra);
     let out = run(store, &args);
@@ -30,7 +46,11 @@ fn register_on_sqlite_serializable_is_linearizable() {
     assert!(r["key-count"].as_u64().unwrap() >= 5);
     // The history holds Jepsen's register shapes.
     let h = history_text(&run_dir(store.path(), "reg-sqlite"));
-    assert!(h.contains(r#""f":"cas","value":["#), "{}", &h[..400.min(h.len())]);
+    assert!(
+        h.contains(r#""f":"cas","value":["#),
+        "{}",
+        &h[..400.min(h.len())]
+    );
 }
 
 #[test]
@@ -57,7 +77,10 @@ fn stale_reads_break_linearizability_and_are_explained() {
     assert!(r["results"][first]["op"]["description"].is_string());
     let dir = run_dir(store.path(), "reg-stale");
     let text = std::fs::read_to_string(dir.join("linear/linear.txt")).unwrap();
-    assert!(text.contains("not linearizable") && text.contains("impossible in state"), "{text}");
+    assert!(
+        text.contains("not linearizable") && text.contains("impossible in state"),
+        "{text}"
+    );
     let html = std::fs::read_to_string(dir.join("linear/linear.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("class=\"bad\""));
 }
@@ -82,7 +105,14 @@ fn register_on_mariadb_serializable_is_linearizable() {
     let store = tempfile::tempdir().unwrap();
     let (code, r) = register_run(
         store.path(),
-        &["--db", "mariadb", "--nodes", "testbed", "--isolation", "serializable"],
+        &[
+            "--db",
+            "mariadb",
+            "--nodes",
+            "testbed",
+            "--isolation",
+            "serializable",
+        ],
         "reg-mariadb",
     );
     assert_eq!(code, Some(0), "{r}");

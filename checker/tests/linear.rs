@@ -95,7 +95,14 @@ fn random_history(rng: &mut Rng) -> Vec<Op> {
             _ => RegInput::Cas(rng.below(3) as i64, rng.below(3) as i64),
         };
         ops.push((
-            Op { id: 0, process: None, call, ret: Some(ret), input, output: None },
+            Op {
+                id: 0,
+                process: None,
+                call,
+                ret: Some(ret),
+                input,
+                output: None,
+            },
             point,
         ));
     }
@@ -172,16 +179,26 @@ fn agrees_with_brute_force_on_random_histories() {
             let prefix: Vec<usize> = got.order.iter().map(|&i| i as usize).collect();
             let mut s = model.init();
             for &i in &prefix {
-                s = model.step(&s, &ops[i].input, ops[i].output.as_ref()).expect("prefix replays");
+                s = model
+                    .step(&s, &ops[i].input, ops[i].output.as_ref())
+                    .expect("prefix replays");
             }
         }
     }
     // The generator gives both kinds in bulk.
-    assert!(valid > 1000 && invalid > 1000, "valid {valid}, invalid {invalid}");
+    assert!(
+        valid > 1000 && invalid > 1000,
+        "valid {valid}, invalid {invalid}"
+    );
 }
 
 fn history(lines: &str) -> store::History {
-    store::History::new(store::read_str(lines, store::Format::JsonLines).unwrap().ops).unwrap()
+    store::History::new(
+        store::read_str(lines, store::Format::JsonLines)
+            .unwrap()
+            .ops,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -210,7 +227,10 @@ fn keyed_history_partitions_and_explains() {
     assert_eq!(bad[0].ops[f.blocking as usize].id, 6);
     let text = report::render_key_text(&CasRegister::default(), bad[0]);
     assert!(text.contains("key 2: not linearizable"), "{text}");
-    assert!(text.contains("read 1 at position 6: impossible in state 2"), "{text}");
+    assert!(
+        text.contains("read 1 at position 6: impossible in state 2"),
+        "{text}"
+    );
     let html = report::render_html(&CasRegister::default(), &r, "t");
     assert!(html.contains("<svg") && html.contains("class=\"bad\""));
     let j = report::to_json(&CasRegister::default(), &r);
@@ -231,7 +251,10 @@ fn failed_cas_semantics_differ() {
     );
     let observed = check_register(&h, &LinearOptions::default(), &Budget::unlimited()).unwrap();
     assert_eq!(observed.valid, Valid::False);
-    let opts = LinearOptions { failed_cas: FailedCas::Dropped, ..LinearOptions::default() };
+    let opts = LinearOptions {
+        failed_cas: FailedCas::Dropped,
+        ..LinearOptions::default()
+    };
     let dropped = check_register(&h, &opts, &Budget::unlimited()).unwrap();
     assert_eq!(dropped.valid, Valid::True);
     // A cas that failed for another reason (an abort) did not happen.
@@ -289,22 +312,33 @@ fn budget_exhaustion_is_unknown_never_valid() {
     let mut lines = String::new();
     let mut i = 0;
     for p in 0..40 {
-        lines += &format!(r#"{{"index":{i},"time":{i},"type":"invoke","process":{p},"f":"write","value":{p}}}"#);
+        lines += &format!(
+            r#"{{"index":{i},"time":{i},"type":"invoke","process":{p},"f":"write","value":{p}}}"#
+        );
         lines.push('\n');
         i += 1;
     }
     for p in 0..40 {
-        lines += &format!(r#"{{"index":{i},"time":{i},"type":"ok","process":{p},"f":"write","value":{p}}}"#);
+        lines += &format!(
+            r#"{{"index":{i},"time":{i},"type":"ok","process":{p},"f":"write","value":{p}}}"#
+        );
         lines.push('\n');
         i += 1;
     }
-    lines += &format!("{{\"index\":{i},\"time\":{i},\"type\":\"invoke\",\"process\":99,\"f\":\"read\",\"value\":null}}\n");
+    lines += &format!(
+        "{{\"index\":{i},\"time\":{i},\"type\":\"invoke\",\"process\":99,\"f\":\"read\",\"value\":null}}\n"
+    );
     i += 1;
-    lines += &format!("{{\"index\":{i},\"time\":{i},\"type\":\"ok\",\"process\":99,\"f\":\"read\",\"value\":77}}\n");
+    lines += &format!(
+        "{{\"index\":{i},\"time\":{i},\"type\":\"ok\",\"process\":99,\"f\":\"read\",\"value\":77}}\n"
+    );
     let h = history(&lines);
     let r = check_register(&h, &LinearOptions::default(), &Budget::steps(5_000)).unwrap();
     assert_eq!(r.valid, Valid::Unknown);
-    let small = LinearOptions { max_cache: 1_000, ..LinearOptions::default() };
+    let small = LinearOptions {
+        max_cache: 1_000,
+        ..LinearOptions::default()
+    };
     let r = check_register(&h, &small, &Budget::unlimited()).unwrap();
     assert_eq!(r.valid, Valid::Unknown);
 }

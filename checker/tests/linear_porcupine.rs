@@ -13,7 +13,9 @@ const ETCD_LINEARIZABLE: &[u32] = &[
 ];
 
 fn data(p: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/porcupine").join(p)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/porcupine")
+        .join(p)
 }
 
 #[test]
@@ -30,9 +32,17 @@ fn etcd_logs_match_porcupine() {
             loaded.format,
             store::import::FileFormat::Peer(store::import::PeerFormat::PorcupineEtcd)
         );
-        let r = check_register(&loaded.history, &LinearOptions::default(), &Budget::unlimited())
-            .unwrap();
-        let want = if ETCD_LINEARIZABLE.contains(&n) { Valid::True } else { Valid::False };
+        let r = check_register(
+            &loaded.history,
+            &LinearOptions::default(),
+            &Budget::unlimited(),
+        )
+        .unwrap();
+        let want = if ETCD_LINEARIZABLE.contains(&n) {
+            Valid::True
+        } else {
+            Valid::False
+        };
         assert_eq!(r.valid, want, "etcd_{n:03}.log");
         checked += 1;
     }
@@ -45,10 +55,17 @@ fn kv_histories_match_porcupine() {
         for (kind, want) in [("ok", Valid::True), ("bad", Valid::False)] {
             let path = data(&format!("kv/{c}-{kind}.txt"));
             let loaded = store::import::load(&path, None).unwrap();
-            let r = check_kv(&loaded.history, &LinearOptions::default(), &Budget::unlimited())
-                .unwrap();
+            let r = check_kv(
+                &loaded.history,
+                &LinearOptions::default(),
+                &Budget::unlimited(),
+            )
+            .unwrap();
             assert_eq!(r.valid, want, "{c}-{kind}");
-            assert!(r.keys.len() > 1 || c == "c01", "{c}-{kind}: partitioned by key");
+            assert!(
+                r.keys.len() > 1 || c == "c01",
+                "{c}-{kind}: partitioned by key"
+            );
         }
     }
 }

@@ -32,8 +32,7 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
         tracing::warn!("history: {w}");
     }
     let deadline = std::time::Instant::now() + spec.time_limit;
-    let budget =
-        checker::Budget::until(Box::new(move || std::time::Instant::now() >= deadline));
+    let budget = checker::Budget::until(Box::new(move || std::time::Instant::now() >= deadline));
     let started = std::time::Instant::now();
     let result = checker::linear::check_register(&history, &LinearOptions::default(), &budget)
         .context("checking the register history")?;
@@ -74,7 +73,9 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
     );
     match valid {
         Valid::True => crate::say!("valid: every key is linearizable"),
-        Valid::Unknown => crate::say!("unknown: some key was not decided (time limit) or no op completed"),
+        Valid::Unknown => {
+            crate::say!("unknown: some key was not decided (time limit) or no op completed")
+        }
         Valid::False => {
             crate::say!(
                 "INVALID: {} of {} keys not linearizable (see linear/linear.txt, linear/linear.html)",

@@ -36,9 +36,10 @@ pub fn is_register_f(f: &F) -> bool {
 /// The cas micro-ops `[r k old] [w k new]` as (key, old, new).
 pub fn as_cas(mops: &[MicroOp]) -> Option<(&Key, &Val, &Val)> {
     match mops {
-        [MicroOp::Read(k, ReadValue::Scalar(old)), MicroOp::Write(k2, new)] if k == k2 => {
-            Some((k, old, new))
-        }
+        [
+            MicroOp::Read(k, ReadValue::Scalar(old)),
+            MicroOp::Write(k2, new),
+        ] if k == k2 => Some((k, old, new)),
         _ => None,
     }
 }
@@ -54,7 +55,10 @@ fn atom(v: &store::Atom) -> Data {
 /// The history value of a register op (Jepsen's independent tuples).
 pub fn to_data(mops: &[MicroOp]) -> Data {
     if let Some((k, old, new)) = as_cas(mops) {
-        return Data::Vec(vec![atom(&k.0), Data::Vec(vec![atom(&old.0), atom(&new.0)])]);
+        return Data::Vec(vec![
+            atom(&k.0),
+            Data::Vec(vec![atom(&old.0), atom(&new.0)]),
+        ]);
     }
     match mops {
         [MicroOp::Read(k, ReadValue::Scalar(v))] => Data::Vec(vec![atom(&k.0), atom(&v.0)]),
@@ -121,7 +125,10 @@ impl RegisterGen {
                 let (old, new) = (v(), v());
                 (
                     F::parse("cas"),
-                    vec![MicroOp::Read(k.clone(), ReadValue::Scalar(old)), MicroOp::Write(k, new)],
+                    vec![
+                        MicroOp::Read(k.clone(), ReadValue::Scalar(old)),
+                        MicroOp::Write(k, new),
+                    ],
                 )
             }
         }
@@ -144,7 +151,7 @@ impl Generator for RegisterGen {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
 

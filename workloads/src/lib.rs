@@ -179,7 +179,9 @@ impl WorkloadConfig {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum WorkloadError {
     /// Not a known workload name.
-    #[error("unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate, register")]
+    #[error(
+        "unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate, register"
+    )]
     UnknownWorkload(String),
     /// A tunable out of range.
     #[error("invalid --{field}: {reason}")]

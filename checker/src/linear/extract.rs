@@ -58,7 +58,7 @@ pub enum ExtractError {
 #[derive(Debug)]
 pub struct Extracted<I, O> {
     /// Per key (sorted), its operations in invocation order.
-    pub keys: Vec<(Option<Key>, Vec<Operation<I, O>>)>,
+    pub keys: Vec<super::search::Partition<I, O>>,
     /// What was left out and why.
     pub warnings: Vec<String>,
 }
@@ -119,7 +119,9 @@ fn key_of(d: &Data) -> Result<Key, String> {
         Data::Int(i) => Ok(Key(Atom::Int(*i))),
         Data::Str(s) => Ok(Key(Atom::Str(s.as_str().into()))),
         Data::Keyword(s) => Ok(Key(Atom::Keyword(s.as_str().into()))),
-        other => Err(format!("a key must be an integer or a string, found {other:?}")),
+        other => Err(format!(
+            "a key must be an integer or a string, found {other:?}"
+        )),
     }
 }
 
@@ -127,7 +129,9 @@ fn int_of(d: &Data) -> Result<Option<i64>, String> {
     match d {
         Data::Nil => Ok(None),
         Data::Int(i) => Ok(Some(*i)),
-        other => Err(format!("a register value must be an integer or nil, found {other:?}")),
+        other => Err(format!(
+            "a register value must be an integer or nil, found {other:?}"
+        )),
     }
 }
 
@@ -228,18 +232,15 @@ pub fn registers(
                     other => (None, other),
                 };
                 let (old, new) = match pair {
-                    Data::Vec(v) if v.len() == 2 => (
-                        some_int(&v[0]).map_err(bad)?,
-                        some_int(&v[1]).map_err(bad)?,
-                    ),
+                    Data::Vec(v) if v.len() == 2 => {
+                        (some_int(&v[0]).map_err(bad)?, some_int(&v[1]).map_err(bad)?)
+                    }
                     other => return Err(bad(format!("a cas value is [old new], found {other:?}"))),
                 };
                 (key, RegInput::Cas(old, new), Some(RegOutput::Cas(true)))
             }
             _ => {
-                return Err(bad(
-                    "not a register op (read, write or cas)".to_string(),
-                ));
+                return Err(bad("not a register op (read, write or cas)".to_string()));
             }
         };
         let (ret, output) = match end {
@@ -349,7 +350,9 @@ pub fn kv(history: &History) -> Result<Extracted<KvInput, String>, ExtractError>
     let mut keys: Vec<_> = keys.into_iter().collect();
     keys.sort_by(|a, b| a.0.cmp(&b.0));
     let warnings = if dropped > 0 {
-        vec![format!("{dropped} op(s) that failed or gets that did not finish left out")]
+        vec![format!(
+            "{dropped} op(s) that failed or gets that did not finish left out"
+        )]
     } else {
         Vec::new()
     };

@@ -163,7 +163,7 @@ pub fn check_kv(
 /// (largest first), results in the order given.
 pub fn check_partitions<M>(
     model: &M,
-    parts: Vec<(Option<Key>, Vec<Operation<M::Input, M::Output>>)>,
+    parts: Vec<search::Partition<M::Input, M::Output>>,
     budget: &Budget,
     opts: &LinearOptions,
 ) -> LinearResult<M>
@@ -181,8 +181,8 @@ where
     }
     .min(parts.len())
     .max(1);
-    let slots: Vec<Mutex<Option<(Searched, Option<Failure<M::State>>)>>> =
-        parts.iter().map(|_| Mutex::new(None)).collect();
+    type Slot<S> = Mutex<Option<(Searched, Option<Failure<S>>)>>;
+    let slots: Vec<Slot<M::State>> = parts.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let work = || {
         loop {
@@ -190,8 +190,8 @@ where
             let Some(&i) = order.get(k) else { break };
             let ops = &parts[i].1;
             let searched = search::search(model, ops, budget, opts.max_cache);
-            let failure =
-                (searched.verdict == Verdict::Illegal).then(|| explain(model, ops, &searched.order));
+            let failure = (searched.verdict == Verdict::Illegal)
+                .then(|| explain(model, ops, &searched.order));
             if let Ok(mut slot) = slots[i].lock() {
                 *slot = Some((searched, failure));
             }
@@ -254,7 +254,11 @@ fn explain<M: Model>(
         placed[i as usize] = true;
         // The prefix was replayed by the search, so every step is legal;
         // keep the state if not (defensive, never expected).
-        if let Some(s) = model.step(&state, &ops[i as usize].input, ops[i as usize].output.as_ref()) {
+        if let Some(s) = model.step(
+            &state,
+            &ops[i as usize].input,
+            ops[i as usize].output.as_ref(),
+        ) {
             state = s;
         }
     }

@@ -85,9 +85,11 @@ impl Model for CasRegister {
             (RegInput::Read, None) => Some(*state),
             (RegInput::Read, Some(RegOutput::Read(v))) => (v == state).then_some(*state),
             (RegInput::Write(v), None | Some(RegOutput::Written)) => Some(Some(*v)),
-            (RegInput::Cas(old, new), None) => {
-                Some(if *state == Some(*old) { Some(*new) } else { *state })
-            }
+            (RegInput::Cas(old, new), None) => Some(if *state == Some(*old) {
+                Some(*new)
+            } else {
+                *state
+            }),
             (RegInput::Cas(old, new), Some(RegOutput::Cas(true))) => {
                 (*state == Some(*old)).then_some(Some(*new))
             }
@@ -182,10 +184,19 @@ mod tests {
         assert_eq!(m.step(&Some(1), &RegInput::Read, None), Some(Some(1)));
         let ok = Some(RegOutput::Cas(true));
         let failed = Some(RegOutput::Cas(false));
-        assert_eq!(m.step(&Some(1), &RegInput::Cas(1, 2), ok.as_ref()), Some(Some(2)));
+        assert_eq!(
+            m.step(&Some(1), &RegInput::Cas(1, 2), ok.as_ref()),
+            Some(Some(2))
+        );
         assert_eq!(m.step(&Some(3), &RegInput::Cas(1, 2), ok.as_ref()), None);
-        assert_eq!(m.step(&Some(3), &RegInput::Cas(1, 2), failed.as_ref()), Some(Some(3)));
-        assert_eq!(m.step(&Some(1), &RegInput::Cas(1, 2), failed.as_ref()), None);
+        assert_eq!(
+            m.step(&Some(3), &RegInput::Cas(1, 2), failed.as_ref()),
+            Some(Some(3))
+        );
+        assert_eq!(
+            m.step(&Some(1), &RegInput::Cas(1, 2), failed.as_ref()),
+            None
+        );
         assert_eq!(m.step(&Some(1), &RegInput::Cas(1, 2), None), Some(Some(2)));
         assert_eq!(m.step(&None, &RegInput::Cas(1, 2), None), Some(None));
         assert_eq!(m.step(&None, &RegInput::Write(4), r(None).as_ref()), None);
@@ -197,6 +208,9 @@ mod tests {
         let s = m.step(&m.init(), &KvInput::Append("x".into()), None);
         assert_eq!(s.as_deref(), Some("x"));
         assert_eq!(m.step(&"x".into(), &KvInput::Get, Some(&"".into())), None);
-        assert_eq!(m.step(&"x".into(), &KvInput::Get, None).as_deref(), Some("x"));
+        assert_eq!(
+            m.step(&"x".into(), &KvInput::Get, None).as_deref(),
+            Some("x")
+        );
     }
 }

@@ -40,7 +40,9 @@ fn verdict_str(v: Verdict) -> &'static str {
 
 fn op_line<M: Model>(model: &M, op: &Operation<M::Input, M::Output>) -> String {
     let p = op.process.map_or("?".to_string(), |p| p.to_string());
-    let ret = op.ret.map_or("never returned".to_string(), |r| format!("returned {r}"));
+    let ret = op
+        .ret
+        .map_or("never returned".to_string(), |r| format!("returned {r}"));
     format!(
         "op at position {} (process {p}, {}; invoked {}, {ret})",
         op.id,
@@ -53,7 +55,11 @@ fn op_line<M: Model>(model: &M, op: &Operation<M::Input, M::Output>) -> String {
 /// and per key that is not valid its evidence.
 pub fn to_json<M: Model>(model: &M, r: &LinearResult<M>) -> Value {
     let mut results = serde_json::Map::new();
-    for k in r.keys.iter().filter(|k| k.searched.verdict != Verdict::Linearizable) {
+    for k in r
+        .keys
+        .iter()
+        .filter(|k| k.searched.verdict != Verdict::Linearizable)
+    {
         let mut o = json!({
             "valid?": verdict_str(k.searched.verdict),
             "op-count": k.ops.len(),
@@ -139,10 +145,7 @@ pub fn render_key_text<M: Model>(model: &M, k: &KeyResult<M>) -> String {
     for (i, next) in &f.candidates {
         let op = &k.ops[*i as usize];
         let what = match next {
-            None => format!(
-                "impossible in state {}",
-                model.describe_state(&f.state)
-            ),
+            None => format!("impossible in state {}", model.describe_state(&f.state)),
             Some(st) => format!(
                 "would leave {}, from where the rest cannot be placed",
                 model.describe_state(st)
@@ -161,7 +164,11 @@ pub fn render_key_text<M: Model>(model: &M, k: &KeyResult<M>) -> String {
 /// Every failing key's explanation, then a line per unknown key.
 pub fn render_text<M: Model>(model: &M, r: &LinearResult<M>) -> String {
     let mut s = String::new();
-    for k in r.keys.iter().filter(|k| k.searched.verdict != Verdict::Linearizable) {
+    for k in r
+        .keys
+        .iter()
+        .filter(|k| k.searched.verdict != Verdict::Linearizable)
+    {
         s.push_str(&render_key_text(model, k));
     }
     s
@@ -304,7 +311,10 @@ fn draw_key<M: Model>(html: &mut String, model: &M, k: &KeyResult<M>) {
             dy - 10.0,
             xa + 3.0,
             y + dy - 16.0,
-            esc(&desc.chars().take(((xb - xa) / 6.0).max(4.0) as usize).collect::<String>()),
+            esc(&desc
+                .chars()
+                .take(((xb - xa) / 6.0).max(4.0) as usize)
+                .collect::<String>()),
         );
     }
     // Linearization points: inside each op's interval, in order.

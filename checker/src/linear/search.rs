@@ -36,6 +36,9 @@ pub struct Operation<I, O> {
     pub output: Option<O>,
 }
 
+/// One partition: its key (`None`: the unkeyed register) and its ops.
+pub type Partition<I, O> = (Option<store::Key>, Vec<Operation<I, O>>);
+
 /// The verdict of one partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -262,8 +265,20 @@ mod tests {
     use super::*;
     use crate::linear::model::{CasRegister, RegInput, RegOutput};
 
-    fn op(call: i64, ret: Option<i64>, input: RegInput, output: Option<RegOutput>) -> Operation<RegInput, RegOutput> {
-        Operation { id: 0, process: None, call, ret, input, output }
+    fn op(
+        call: i64,
+        ret: Option<i64>,
+        input: RegInput,
+        output: Option<RegOutput>,
+    ) -> Operation<RegInput, RegOutput> {
+        Operation {
+            id: 0,
+            process: None,
+            call,
+            ret,
+            input,
+            output,
+        }
     }
 
     #[test]
@@ -296,8 +311,15 @@ mod tests {
     fn budget_gives_unknown() {
         let m = CasRegister::default();
         // Many concurrent writes and an impossible read: lots of search.
-        let mut ops: Vec<_> = (0..16).map(|v| op(0, Some(100), RegInput::Write(v), Some(RegOutput::Written))).collect();
-        ops.push(op(200, Some(201), RegInput::Read, Some(RegOutput::Read(Some(99)))));
+        let mut ops: Vec<_> = (0..16)
+            .map(|v| op(0, Some(100), RegInput::Write(v), Some(RegOutput::Written)))
+            .collect();
+        ops.push(op(
+            200,
+            Some(201),
+            RegInput::Read,
+            Some(RegOutput::Read(Some(99))),
+        ));
         let s = search(&m, &ops, &Budget::steps(10), usize::MAX);
         assert_eq!(s.verdict, Verdict::Unknown);
         let s = search(&m, &ops, &Budget::unlimited(), 100);

@@ -437,7 +437,9 @@ impl<'l> Interpreter<'l> {
                             continue;
                         }
                     }
-                    if invocation.f != F::Txn && !workloads::cas_register::is_register_f(&invocation.f) {
+                    if invocation.f != F::Txn
+                        && !workloads::cas_register::is_register_f(&invocation.f)
+                    {
                         anyhow::bail!(
                             "generator produced f {:?}; client workers run only txn",
                             invocation.f.as_str()

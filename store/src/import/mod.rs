@@ -79,7 +79,10 @@ pub const FORMAT_NAMES: &[(&str, FileFormat)] = &[
     ("dbcop", FileFormat::Peer(PeerFormat::Dbcop)),
     ("dbcop-json", FileFormat::Peer(PeerFormat::Dbcop)),
     ("cobra", FileFormat::Peer(PeerFormat::Cobra)),
-    ("porcupine-etcd", FileFormat::Peer(PeerFormat::PorcupineEtcd)),
+    (
+        "porcupine-etcd",
+        FileFormat::Peer(PeerFormat::PorcupineEtcd),
+    ),
     ("etcd-log", FileFormat::Peer(PeerFormat::PorcupineEtcd)),
 ];
 

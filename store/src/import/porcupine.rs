@@ -10,9 +10,9 @@
 //! stays `info` (open: may have taken effect), a `fail` read stays `fail`.
 //! Porcupine's kv files are Jepsen EDN maps and need no reader of their own.
 
+use crate::Data;
 use crate::format::FormatError;
 use crate::history::{Extra, F, Op, OpIndex, OpType, OpValue, Process, ProcessId};
-use crate::Data;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -36,7 +36,7 @@ fn parse_value(s: &str) -> Result<Data, String> {
     if let Some(inner) = s.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
         return inner
             .split_whitespace()
-            .map(|t| parse_value(t))
+            .map(parse_value)
             .collect::<Result<Vec<_>, _>>()
             .map(Data::Vec);
     }
@@ -63,10 +63,9 @@ pub fn read(bytes: &[u8], path: Option<&Path>) -> Result<Vec<Op>, FormatError> {
         if line.trim().is_empty() {
             continue;
         }
-        let rest = line
-            .split_once(" - ")
-            .map(|(_, r)| r)
-            .ok_or_else(|| err("expected `INFO jepsen.util - <process> :<type> :<f> <value>`".into()))?;
+        let rest = line.split_once(" - ").map(|(_, r)| r).ok_or_else(|| {
+            err("expected `INFO jepsen.util - <process> :<type> :<f> <value>`".into())
+        })?;
         let mut parts = rest.split_whitespace();
         let (Some(p), Some(t), Some(f)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(err("expected `<process> :<type> :<f> <value>`".into()));
