@@ -38,7 +38,9 @@ pub struct CheckArgs {
           value_parser = str::parse::<FileFormat>)]
     pub history_format: Option<FileFormat>,
 
-    /// Workload: auto, list-append (append) or rw-register (wr).
+    /// Workload: auto, list-append (append), rw-register (wr), or the
+    /// linearizability check of register (read/write/cas) or kv
+    /// (get/put/append) histories; auto picks register/kv by the ops' f.
     #[arg(long, short = 'm', visible_alias = "model", default_value = "auto",
           value_parser = str::parse::<WorkloadArg>)]
     pub workload: WorkloadArg,
@@ -71,6 +73,11 @@ pub struct CheckArgs {
     /// the verdict unknown, never valid.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub cycle_search_timeout: Duration,
+
+    /// Linearizability check: failed cas ops did not happen (Knossos),
+    /// instead of "happened and saw another value" (Porcupine, the default).
+    #[arg(long)]
+    pub drop_failed_cas: bool,
 
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -107,6 +114,8 @@ pub enum WorkloadArg {
     Auto,
     /// A given workload.
     Given(Workload),
+    /// A linearizability check (`register`, `kv`).
+    Linear(crate::linear_cmd::LinearKind),
 }
 
 /// `--format`.
@@ -127,9 +136,11 @@ impl std::str::FromStr for WorkloadArg {
     fn from_str(s: &str) -> Result<WorkloadArg, String> {
         match s.trim_start_matches(':') {
             "auto" => Ok(WorkloadArg::Auto),
+            "register" | "cas-register" => Ok(WorkloadArg::Linear(crate::linear_cmd::LinearKind::Register)),
+            "kv" => Ok(WorkloadArg::Linear(crate::linear_cmd::LinearKind::Kv)),
             w => w.parse().map(WorkloadArg::Given).map_err(|_| {
                 format!(
-                    "unknown workload {w:?}; known workloads: auto, list-append (append), rw-register (wr)"
+                    "unknown workload {w:?}; known workloads: auto, list-append (append), rw-register (wr), register, kv"
                 )
             }),
         }
@@ -153,8 +164,27 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
             args.history.display()
         );
     }
+    let linear = match args.workload {
+        WorkloadArg::Linear(k) => Some(k),
+        WorkloadArg::Auto => crate::linear_cmd::detect(&history),
+        WorkloadArg::Given(_) => None,
+    };
+    if let Some(kind) = linear {
+        return crate::linear_cmd::run(
+            &history,
+            kind,
+            &crate::linear_cmd::LinearArgs {
+                path: &args.history,
+                json: args.format == Format::Json,
+                directory: args.directory.as_deref(),
+                timeout: args.cycle_search_timeout,
+                drop_failed_cas: args.drop_failed_cas,
+            },
+        );
+    }
     let workload = match args.workload {
         WorkloadArg::Given(w) => w,
+        WorkloadArg::Linear(_) => unreachable_linear()?,
         WorkloadArg::Auto => Workload::detect(&history).with_context(|| {
             format!(
                 "cannot tell the workload of {} (no append and no write micro-op, or both); \
@@ -235,6 +265,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
     std::mem::forget(history);
     std::mem::forget(result);
     Ok(code)
+}
+
+fn unreachable_linear() -> anyhow::Result<Workload> {
+    bail!("a linearizability workload was routed to the transaction checker")
 }
 
 /// `--witness`: one line per level the complete check found valid, to

@@ -37,6 +37,7 @@ mod analyze_cmd;
 mod check_cmd;
 mod history_cmd;
 mod history_input;
+mod linear_cmd;
 mod nemesis_cmd;
 mod reproduce_cmd;
 mod run_cmd;

@@ -15,6 +15,7 @@ pub mod cycle;
 pub mod engines;
 pub mod explain;
 pub mod graph;
+pub mod linear;
 pub mod list_append;
 pub mod model;
 pub mod observe;

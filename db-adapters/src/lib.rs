@@ -16,6 +16,7 @@ pub mod pg_cluster;
 pub mod pgwire;
 pub mod postgres;
 pub mod predicate;
+pub mod register;
 pub mod sim;
 pub mod sql;
 pub mod sqlite;

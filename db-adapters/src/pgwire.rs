@@ -531,6 +531,7 @@ impl<S: PgSessionSource> PgTxnClient<S> {
                 }
             }
         }
+        let cas = crate::register::cas_parts(txn)?;
         self.ensure_session().await?;
         let classify = self.source.classify();
         let tables = self.source.tables();
@@ -546,6 +547,18 @@ impl<S: PgSessionSource> PgTxnClient<S> {
             .await
             .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
         let body = async {
+            if let Some((id, old, new)) = cas {
+                let sql = crate::register::pg_cas_sql(tables.table_of(id));
+                let n = s
+                    .client
+                    .execute(sql.as_str(), &[&new.to_string(), &id, &old.to_string()])
+                    .await
+                    .map_err(|e| classify(&e, TxnPhase::BeforeCommit))?;
+                if n == 0 {
+                    return Err(crate::register::cas_mismatch(id, old));
+                }
+                return Ok((txn.to_vec(), Vec::new()));
+            }
             let mut out = Vec::with_capacity(txn.len());
             let mut xmins: Vec<Option<String>> = Vec::with_capacity(txn.len());
             for mop in txn {

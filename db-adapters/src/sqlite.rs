@@ -309,6 +309,16 @@ fn run_body(
     model: DataModel,
     txn: &[MicroOp],
 ) -> Result<Vec<MicroOp>, ClientError> {
+    if let Some((id, old, new)) = crate::register::cas_parts(txn)? {
+        let n = conn
+            .prepare_cached("UPDATE txn SET val = ?1 WHERE id = ?2 AND val = ?3")
+            .and_then(|mut s| s.execute(rusqlite::params![new.to_string(), id, old.to_string()]))
+            .map_err(|e| classify(&e, "cas"))?;
+        if n == 0 {
+            return Err(crate::register::cas_mismatch(id, old));
+        }
+        return Ok(txn.to_vec());
+    }
     let mut out = Vec::with_capacity(txn.len());
     for mop in txn {
         match mop {

@@ -61,6 +61,9 @@ pub struct CheckSpec {
 /// # Errors
 /// The history or results could not be read or written.
 pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyhow::Result<Valid> {
+    if spec.workload == WorkloadKind::Register {
+        return crate::linear_check::check_and_report(spec, run_dir);
+    }
     let keep = spec.keep;
     crate::say!("checking the history against {} …", spec.expected.name());
     let (history, warnings) = store::format::load_history(&run_dir.history_path())
@@ -185,7 +188,9 @@ fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {
         WorkloadKind::ListAppend | WorkloadKind::Predicate => {
             checker::analysis::Workload::ListAppend
         }
-        WorkloadKind::RwRegister => checker::analysis::Workload::RwRegister,
+        WorkloadKind::RwRegister | WorkloadKind::Register => {
+            checker::analysis::Workload::RwRegister
+        }
     }
 }
 

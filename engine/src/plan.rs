@@ -214,7 +214,7 @@ pub(crate) fn db_settings(
 pub(crate) fn data_model(w: WorkloadKind) -> DataModel {
     match w {
         WorkloadKind::ListAppend | WorkloadKind::Predicate => DataModel::ListAppend,
-        WorkloadKind::RwRegister => DataModel::RwRegister,
+        WorkloadKind::RwRegister | WorkloadKind::Register => DataModel::RwRegister,
     }
 }
 

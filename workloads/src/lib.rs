@@ -13,6 +13,7 @@
 //! final reads.
 
 pub mod append;
+pub mod cas_register;
 pub mod generator;
 pub mod keys;
 pub mod predicate;
@@ -35,6 +36,9 @@ pub enum WorkloadKind {
     RwRegister,
     /// `predicate`: list-append with range reads (`predicate.rs`).
     Predicate,
+    /// `register`: single-key read / write / cas on independent keys,
+    /// checked for linearizability (`cas_register.rs`).
+    Register,
 }
 
 impl WorkloadKind {
@@ -48,6 +52,7 @@ impl WorkloadKind {
             WorkloadKind::ListAppend => "list-append",
             WorkloadKind::RwRegister => "rw-register",
             WorkloadKind::Predicate => "predicate",
+            WorkloadKind::Register => "register",
         }
     }
 
@@ -60,6 +65,7 @@ impl WorkloadKind {
             "list-append" | "append" => Ok(WorkloadKind::ListAppend),
             "rw-register" | "wr" => Ok(WorkloadKind::RwRegister),
             "predicate" => Ok(WorkloadKind::Predicate),
+            "register" => Ok(WorkloadKind::Register),
             other => Err(WorkloadError::UnknownWorkload(other.to_string())),
         }
     }
@@ -173,7 +179,9 @@ impl WorkloadConfig {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum WorkloadError {
     /// Not a known workload name.
-    #[error("unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate")]
+    #[error(
+        "unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate, register"
+    )]
     UnknownWorkload(String),
     /// A tunable out of range.
     #[error("invalid --{field}: {reason}")]
@@ -198,6 +206,7 @@ pub fn for_workload(
 ) -> Result<Box<dyn Generator>, WorkloadError> {
     match kind {
         WorkloadKind::Predicate => Ok(Box::new(predicate::PredicateGen::new(cfg, seed)?)),
+        WorkloadKind::Register => Ok(Box::new(cas_register::RegisterGen::new(cfg, seed)?)),
         _ => Ok(Box::new(TxnGen::new(kind, cfg, seed)?)),
     }
 }

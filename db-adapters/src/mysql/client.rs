@@ -312,6 +312,29 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
         let before =
             |e: mysql_async::Error| ((d.classify)(&e, TxnPhase::BeforeCommit), e.is_fatal());
         conn.query_drop("START TRANSACTION").await.map_err(before)?;
+        if let Some((id, old, new)) = crate::register::cas_parts(txn).map_err(|e| (e, false))? {
+            let t = tables.table_of(id);
+            conn.exec_drop(
+                crate::register::mysql_cas_sql(t),
+                (new.to_string(), id, old.to_string()),
+            )
+            .await
+            .map_err(before)?;
+            let mut matched = conn.affected_rows() > 0;
+            if !matched && old == new {
+                // MariaDB counts changed rows: a matching cas old → old
+                // changes none. Look, inside the same transaction.
+                let row: Option<Option<String>> = conn
+                    .exec_first(tables.mysql_read_sql(t, true), (id,))
+                    .await
+                    .map_err(before)?;
+                matched = row.flatten() == Some(old.to_string());
+            }
+            if !matched {
+                return Err((crate::register::cas_mismatch(id, old), false));
+            }
+            return Ok(txn.to_vec());
+        }
         let mut out = Vec::with_capacity(txn.len());
         for mop in txn {
             if let MicroOp::ReadRange(r) = mop {

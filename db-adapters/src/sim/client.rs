@@ -141,9 +141,24 @@ impl Client for SimClient {
                 finished: false,
             };
             let mut done = Vec::with_capacity(txn.len());
+            // The register workload's cas (`[r k old] [w k new]`): the read
+            // must see `old`, else the cas fails definitely, nothing written.
+            let cas_old = workloads::cas_register::as_cas(txn).map(|(_, old, _)| old.clone());
             for mop in txn {
                 let result = lock(&self.shared)?.engine.execute(id, mop);
                 match result {
+                    Ok(store::MicroOp::Read(k, seen))
+                        if cas_old
+                            .as_ref()
+                            .is_some_and(|old| seen != store::ReadValue::Scalar(old.clone())) =>
+                    {
+                        lock(&self.shared)?.engine.abort(id);
+                        guard.finished = true;
+                        return Err(ClientError::definite(
+                            "cas-mismatch",
+                            format!("cas on key {k:?}: the value was {seen:?}"),
+                        ));
+                    }
                     Ok(m) => done.push(m),
                     Err(e) => {
                         guard.finished = true;

@@ -330,6 +330,8 @@ struct Interpreter<'l> {
     process: Vec<u64>,
     /// The invocation in flight per thread.
     in_flight: Vec<Option<Vec<MicroOp>>>,
+    /// The function of each in-flight op (`txn`, or a register op's).
+    in_flight_f: Vec<F>,
     /// Each thread's worker while it is idle (`None` while a job has it).
     slots: Vec<Option<worker::Slot>>,
     /// The jobs in flight, polled by the interpreter.
@@ -367,6 +369,7 @@ impl<'l> Interpreter<'l> {
             free: (0..n).collect(),
             process: (0..n as u64).collect(),
             in_flight: vec![None; n],
+            in_flight_f: vec![F::Txn; n],
             slots,
             running: FuturesUnordered::new(),
             main_invoked: 0,
@@ -434,13 +437,15 @@ impl<'l> Interpreter<'l> {
                             continue;
                         }
                     }
-                    if invocation.f != F::Txn {
+                    if invocation.f != F::Txn
+                        && !workloads::cas_register::is_register_f(&invocation.f)
+                    {
                         anyhow::bail!(
                             "generator produced f {:?}; client workers run only txn",
                             invocation.f.as_str()
                         );
                     }
-                    self.invoke(thread.0, invocation.value)?;
+                    self.invoke(thread.0, invocation.f, invocation.value)?;
                     if main {
                         self.main_invoked += 1;
                     }
@@ -511,16 +516,18 @@ impl<'l> Interpreter<'l> {
         }
     }
 
-    fn invoke(&mut self, thread: usize, mops: Vec<MicroOp>) -> anyhow::Result<()> {
+    fn invoke(&mut self, thread: usize, f: F, mops: Vec<MicroOp>) -> anyhow::Result<()> {
         let process = self.process[thread];
+        let value = logged_value(&f, &mops);
+        self.in_flight_f[thread] = f.clone();
         // Logged (handed to the OS) before the request can be sent.
         self.log.append(Op {
             index: OpIndex(0),
             time_ns: Some(nanos_since(self.started)),
             op_type: OpType::Invoke,
             process: Some(Process::Client(ProcessId(process))),
-            f: Some(F::Txn),
-            value: OpValue::Txn(mops.clone()),
+            f: Some(f),
+            value,
             error: None,
             extra: store::Extra::new(),
         })?;
@@ -560,8 +567,8 @@ impl<'l> Interpreter<'l> {
             time_ns: Some(time),
             op_type: d.op_type,
             process: Some(Process::Client(ProcessId(process))),
-            f: Some(F::Txn),
-            value: OpValue::Txn(d.value.clone()),
+            f: Some(self.in_flight_f[thread].clone()),
+            value: logged_value(&self.in_flight_f[thread], &d.value),
             error,
             extra: d.extra.into(),
         })?;
@@ -613,8 +620,8 @@ impl<'l> Interpreter<'l> {
                     time_ns: Some(nanos_since(self.started)),
                     op_type: OpType::Info,
                     process: Some(Process::Client(ProcessId(process))),
-                    f: Some(F::Txn),
-                    value: OpValue::Txn(mops),
+                    value: logged_value(&self.in_flight_f[t], &mops),
+                    f: Some(self.in_flight_f[t].clone()),
                     error: Some(Box::new(Data::Vec(vec![
                         Data::Str("worker-unresponsive".into()),
                         Data::Str("no completion from the worker".into()),
@@ -642,6 +649,16 @@ impl<'l> Interpreter<'l> {
         {
             tracing::warn!("workers' clients did not close within 5 s");
         }
+    }
+}
+
+/// How an op is logged: a transaction's micro-ops, or a register op's
+/// Jepsen value (`workloads::cas_register::to_data`).
+fn logged_value(f: &F, mops: &[MicroOp]) -> OpValue {
+    if *f == F::Txn {
+        OpValue::Txn(mops.to_vec())
+    } else {
+        OpValue::Data(Box::new(workloads::cas_register::to_data(mops)))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Histories of other checkers: the text format of PolySI / Plume /
 //! IsoVista / AWDIT, dbcop's JSON history and Cobra's client logs, read and
-//! written; plus one entry point that reads any history file, ours or
+//! written; Porcupine's Jepsen etcd logs, read only (register ops in line
+//! order, which is real time: `porcupine.rs`); plus one entry point that reads any history file, ours or
 //! theirs, by content (extension as a hint) or by a forced name.
 //!
 //! Key decisions:
@@ -16,6 +17,7 @@
 
 mod cobra;
 mod dbcop;
+pub mod porcupine;
 mod text;
 mod txns;
 
@@ -37,6 +39,8 @@ pub enum PeerFormat {
     Dbcop,
     /// Cobra's binary per-client logs (a directory of `*.log`).
     Cobra,
+    /// Porcupine's Jepsen etcd logs (register ops, one per line; read only).
+    PorcupineEtcd,
 }
 
 impl PeerFormat {
@@ -47,7 +51,7 @@ impl PeerFormat {
             PeerFormat::Text => Some(Val::int(text::INITIAL)),
             PeerFormat::Dbcop => Some(Val::int(dbcop::INITIAL)),
             // Initial reads are marked by INIT/NULL ids and read as nil.
-            PeerFormat::Cobra => None,
+            PeerFormat::Cobra | PeerFormat::PorcupineEtcd => None,
         }
     }
 }
@@ -75,6 +79,11 @@ pub const FORMAT_NAMES: &[(&str, FileFormat)] = &[
     ("dbcop", FileFormat::Peer(PeerFormat::Dbcop)),
     ("dbcop-json", FileFormat::Peer(PeerFormat::Dbcop)),
     ("cobra", FileFormat::Peer(PeerFormat::Cobra)),
+    (
+        "porcupine-etcd",
+        FileFormat::Peer(PeerFormat::PorcupineEtcd),
+    ),
+    ("etcd-log", FileFormat::Peer(PeerFormat::PorcupineEtcd)),
 ];
 
 impl std::str::FromStr for FileFormat {
@@ -113,6 +122,7 @@ impl FileFormat {
             FileFormat::Peer(PeerFormat::Text) => "PolySI/Plume/AWDIT text",
             FileFormat::Peer(PeerFormat::Dbcop) => "dbcop JSON",
             FileFormat::Peer(PeerFormat::Cobra) => "Cobra logs",
+            FileFormat::Peer(PeerFormat::PorcupineEtcd) => "Porcupine etcd log",
         }
     }
 
@@ -177,6 +187,9 @@ pub fn sniff_peer(head: &[u8]) -> Option<PeerFormat> {
     if head.len() >= 9 && head[0] == b'S' && head[1..9].iter().any(|b| !(0x20..0x7f).contains(b)) {
         return Some(PeerFormat::Cobra);
     }
+    if porcupine::sniff(head) {
+        return Some(PeerFormat::PorcupineEtcd);
+    }
     let mut rest = head;
     loop {
         rest = rest.trim_ascii_start();
@@ -229,6 +242,10 @@ pub struct Loaded {
 /// IO failure or malformed input (file, line, column, reason).
 pub fn read_peer(path: &Path, f: PeerFormat) -> Result<(Vec<Op>, Vec<String>), FormatError> {
     let (txns, warnings) = match f {
+        PeerFormat::PorcupineEtcd => {
+            let bytes = fs::read(path).map_err(|e| io_err(path, &e))?;
+            return Ok((porcupine::read(&bytes, Some(path))?, Vec::new()));
+        }
         PeerFormat::Cobra => cobra::read(path)?,
         PeerFormat::Text | PeerFormat::Dbcop => {
             let bytes = fs::read(path).map_err(|e| io_err(path, &e))?;
@@ -249,6 +266,9 @@ pub fn read_peer(path: &Path, f: PeerFormat) -> Result<(Vec<Op>, Vec<String>), F
 /// Malformed input; Cobra logs are binary and read with [`read_peer`].
 pub fn read_peer_str(s: &str, f: PeerFormat) -> Result<History, FormatError> {
     let txns = match f {
+        PeerFormat::PorcupineEtcd => {
+            return peer_history(porcupine::read(s.as_bytes(), None)?, f, None);
+        }
         PeerFormat::Text => text::read(s.as_bytes(), None)?,
         PeerFormat::Dbcop => dbcop::read(s.as_bytes(), None)?,
         PeerFormat::Cobra => {
@@ -267,7 +287,8 @@ fn peer_history(ops: Vec<Op>, f: PeerFormat, path: Option<&Path>) -> Result<Hist
     History::new(ops)
         .map(|h| {
             h.with_initial_value(f.initial_value())
-                .with_session_order_only(true)
+                // The etcd log's line order is real time.
+                .with_session_order_only(f != PeerFormat::PorcupineEtcd)
         })
         .map_err(|e| FormatError {
             file: path.map(Path::to_path_buf),
@@ -377,6 +398,9 @@ pub fn write_peer(
         column: None,
         reason,
     };
+    if f == PeerFormat::PorcupineEtcd {
+        return Err(bad("Porcupine etcd logs are read, not written".into()));
+    }
     let (mut txns, mut warnings) = txns::from_history(history);
     if let Some(v) = history.initial_value()
         && f.initial_value().as_ref() != Some(v)
@@ -393,6 +417,7 @@ pub fn write_peer(
             .map_err(bad)?;
             fs::write(path, s).map_err(|e| io_err(path, &e))?;
         }
+        PeerFormat::PorcupineEtcd => {}
         PeerFormat::Cobra => {
             let w = cobra::write(&txns).map_err(bad)?;
             fs::create_dir_all(path).map_err(|e| io_err(path, &e))?;
@@ -438,5 +463,6 @@ pub fn write_peer_string(history: &History, f: PeerFormat) -> Result<String, Str
         PeerFormat::Text => text::write(&txns),
         PeerFormat::Dbcop => dbcop::write(&txns),
         PeerFormat::Cobra => Err("Cobra logs are binary files: write them with write_peer".into()),
+        PeerFormat::PorcupineEtcd => Err("Porcupine etcd logs are read, not written".into()),
     }
 }
