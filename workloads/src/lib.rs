@@ -1,7 +1,8 @@
 //! Workloads: the generators that decide what clients do.
 //!
-//! Owns the [`generator::Generator`] trait and its combinators, and the list-append
-//! and rw-register transaction generators. Key decision: generators are pure
+//! Owns the [`generator::Generator`] trait and its combinators, the list-append
+//! and rw-register transaction generators, and Jepsen's bank, set, set-full,
+//! long-fork, monotonic, sequential and counter workloads ([`jepsen`]). Key decision: generators are pure
 //! values driven by the runner's interpreter, seeded, with no IO or clock, so
 //! a run is reproducible from its seed and completions.
 //!
@@ -13,17 +14,25 @@
 //! final reads.
 
 pub mod append;
+pub mod bank;
+pub mod counter;
 pub mod generator;
+pub mod jepsen;
 pub mod keys;
+pub mod long_fork;
+pub mod monotonic;
 pub mod predicate;
 pub mod register;
 pub mod rng;
+pub mod sequential;
+pub mod set;
 pub mod txn;
 
 use generator::Generator;
 use std::fmt;
 use std::str::FromStr;
 
+pub use jepsen::JepsenWorkload;
 pub use txn::TxnGen;
 
 /// Which transactions to generate.
@@ -35,6 +44,8 @@ pub enum WorkloadKind {
     RwRegister,
     /// `predicate`: list-append with range reads (`predicate.rs`).
     Predicate,
+    /// One of Jepsen's non-Elle workloads (`jepsen.rs`: bank, set, …).
+    Jepsen(JepsenWorkload),
 }
 
 impl WorkloadKind {
@@ -48,6 +59,7 @@ impl WorkloadKind {
             WorkloadKind::ListAppend => "list-append",
             WorkloadKind::RwRegister => "rw-register",
             WorkloadKind::Predicate => "predicate",
+            WorkloadKind::Jepsen(w) => w.name(),
         }
     }
 
@@ -60,6 +72,11 @@ impl WorkloadKind {
             "list-append" | "append" => Ok(WorkloadKind::ListAppend),
             "rw-register" | "wr" => Ok(WorkloadKind::RwRegister),
             "predicate" => Ok(WorkloadKind::Predicate),
+            other if JepsenWorkload::parse(other).is_some() => {
+                JepsenWorkload::parse(other).map(WorkloadKind::Jepsen).ok_or_else(|| {
+                    WorkloadError::UnknownWorkload(other.to_string())
+                })
+            }
             other => Err(WorkloadError::UnknownWorkload(other.to_string())),
         }
     }
@@ -173,7 +190,7 @@ impl WorkloadConfig {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum WorkloadError {
     /// Not a known workload name.
-    #[error("unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate")]
+    #[error("unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate, bank, bank-multitable, bank-insert, set, set-full, long-fork, monotonic, sequential, counter")]
     UnknownWorkload(String),
     /// A tunable out of range.
     #[error("invalid --{field}: {reason}")]
@@ -198,6 +215,7 @@ pub fn for_workload(
 ) -> Result<Box<dyn Generator>, WorkloadError> {
     match kind {
         WorkloadKind::Predicate => Ok(Box::new(predicate::PredicateGen::new(cfg, seed)?)),
+        WorkloadKind::Jepsen(w) => jepsen::generator(w, cfg, seed),
         _ => Ok(Box::new(TxnGen::new(kind, cfg, seed)?)),
     }
 }

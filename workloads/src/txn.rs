@@ -59,7 +59,9 @@ impl TxnGen {
                     WorkloadKind::ListAppend | WorkloadKind::Predicate => {
                         MicroOp::Append(k, Val::int(v))
                     }
-                    WorkloadKind::RwRegister => MicroOp::Write(k, Val::int(v)),
+                    WorkloadKind::RwRegister | WorkloadKind::Jepsen(_) => {
+                        MicroOp::Write(k, Val::int(v))
+                    }
                 });
             }
         }

@@ -329,7 +329,7 @@ struct Interpreter<'l> {
     free: BTreeSet<usize>,
     process: Vec<u64>,
     /// The invocation in flight per thread.
-    in_flight: Vec<Option<Vec<MicroOp>>>,
+    in_flight: Vec<Option<(F, Vec<MicroOp>)>>,
     /// Each thread's worker while it is idle (`None` while a job has it).
     slots: Vec<Option<worker::Slot>>,
     /// The jobs in flight, polled by the interpreter.
@@ -434,13 +434,7 @@ impl<'l> Interpreter<'l> {
                             continue;
                         }
                     }
-                    if invocation.f != F::Txn {
-                        anyhow::bail!(
-                            "generator produced f {:?}; client workers run only txn",
-                            invocation.f.as_str()
-                        );
-                    }
-                    self.invoke(thread.0, invocation.value)?;
+                    self.invoke(thread.0, invocation.f, invocation.value)?;
                     if main {
                         self.main_invoked += 1;
                     }
@@ -511,7 +505,7 @@ impl<'l> Interpreter<'l> {
         }
     }
 
-    fn invoke(&mut self, thread: usize, mops: Vec<MicroOp>) -> anyhow::Result<()> {
+    fn invoke(&mut self, thread: usize, f: F, mops: Vec<MicroOp>) -> anyhow::Result<()> {
         let process = self.process[thread];
         // Logged (handed to the OS) before the request can be sent.
         self.log.append(Op {
@@ -519,7 +513,7 @@ impl<'l> Interpreter<'l> {
             time_ns: Some(nanos_since(self.started)),
             op_type: OpType::Invoke,
             process: Some(Process::Client(ProcessId(process))),
-            f: Some(F::Txn),
+            f: Some(f.clone()),
             value: OpValue::Txn(mops.clone()),
             error: None,
             extra: store::Extra::new(),
@@ -528,12 +522,12 @@ impl<'l> Interpreter<'l> {
             .take()
             .ok_or_else(|| anyhow::anyhow!("worker {thread} is busy"))?;
         self.free.remove(&thread);
-        self.in_flight[thread] = Some(mops.clone());
+        self.in_flight[thread] = Some((f.clone(), mops.clone()));
         self.counters.invoked.fetch_add(1, Ordering::Relaxed);
         // Not polled (so nothing is sent) before the next flush.
         self.running.push(Box::pin(worker::run_job(
             slot,
-            worker::Job { process, mops },
+            worker::Job { process, f, mops },
         )));
         Ok(())
     }
@@ -545,10 +539,10 @@ impl<'l> Interpreter<'l> {
     ) -> anyhow::Result<()> {
         let thread = d.thread;
         self.slots[thread] = Some(slot);
-        if self.in_flight[thread].take().is_none() {
+        let Some((f, _)) = self.in_flight[thread].take() else {
             // A late report from a worker already given up on.
             return Ok(());
-        }
+        };
         let process = self.process[thread];
         let time = i64::try_from(d.at.saturating_duration_since(self.started).as_nanos())
             .unwrap_or(i64::MAX);
@@ -560,7 +554,7 @@ impl<'l> Interpreter<'l> {
             time_ns: Some(time),
             op_type: d.op_type,
             process: Some(Process::Client(ProcessId(process))),
-            f: Some(F::Txn),
+            f: Some(f),
             value: OpValue::Txn(d.value.clone()),
             error,
             extra: d.extra.into(),
@@ -603,7 +597,7 @@ impl<'l> Interpreter<'l> {
             }
         }
         for t in 0..self.n {
-            if let Some(mops) = self.in_flight[t].take() {
+            if let Some((f, mops)) = self.in_flight[t].take() {
                 tracing::warn!(
                     "worker {t} did not complete its op; recording info and retiring it"
                 );
@@ -613,7 +607,7 @@ impl<'l> Interpreter<'l> {
                     time_ns: Some(nanos_since(self.started)),
                     op_type: OpType::Info,
                     process: Some(Process::Client(ProcessId(process))),
-                    f: Some(F::Txn),
+                    f: Some(f),
                     value: OpValue::Txn(mops),
                     error: Some(Box::new(Data::Vec(vec![
                         Data::Str("worker-unresponsive".into()),
