@@ -59,6 +59,9 @@ pub struct CheckSpec {
 /// # Errors
 /// The history or results could not be read or written.
 pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyhow::Result<Valid> {
+    if let WorkloadKind::Jepsen(w) = spec.workload {
+        return crate::jepsen::check_and_report(spec, w, run_dir);
+    }
     let keep = spec.keep;
     crate::say!("checking the history against {} …", spec.expected.name());
     let (history, warnings) = store::format::load_history(&run_dir.history_path())
@@ -175,7 +178,9 @@ fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {
         WorkloadKind::ListAppend | WorkloadKind::Predicate => {
             checker::analysis::Workload::ListAppend
         }
-        WorkloadKind::RwRegister => checker::analysis::Workload::RwRegister,
+        WorkloadKind::RwRegister | WorkloadKind::Jepsen(_) => {
+            checker::analysis::Workload::RwRegister
+        }
     }
 }
 

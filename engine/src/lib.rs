@@ -20,6 +20,7 @@ pub mod check;
 pub mod cluster;
 pub mod console;
 pub mod exit;
+pub mod jepsen;
 pub mod plan;
 pub mod report;
 pub mod run;

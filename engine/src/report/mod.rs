@@ -8,6 +8,7 @@
 
 pub mod elle;
 pub mod graph_svg;
+pub mod bank_plot;
 pub mod plots;
 pub mod repro;
 pub mod soak;

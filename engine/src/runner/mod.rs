@@ -255,8 +255,10 @@ pub async fn run(
         if !interp.stop.is_set() {
             let keys = main.touched_keys();
             tracing::info!("final reads of {} keys", keys.len());
-            let mut reads: Box<dyn Generator> =
-                Box::new(final_reads(&keys, cfg.final_read_batch.max(1)));
+            let mut reads: Box<dyn Generator> = match main.final_generator() {
+                Some(own) => own,
+                None => Box::new(final_reads(&keys, cfg.final_read_batch.max(1))),
+            };
             let end = interp.phase(&mut reads, false).await;
             interp.drain(&mut *reads).await?;
             final_done = end? == PhaseEnd::Exhausted;
