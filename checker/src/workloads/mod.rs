@@ -61,6 +61,42 @@ pub fn check(history: &History, checker: &Checker) -> Report {
     report
 }
 
+/// The Jepsen workload a history comes from, by the functions of its
+/// client ops: `transfer` → bank (`insert`/`delete` → bank-insert), `inc`
+/// → monotonic, `write` → sequential, `add` → set-full (elements read as
+/// lists or collections) or counter (reads of one number); `None` for
+/// transactions only (Elle's workloads, long-fork: name it).
+pub fn detect(history: &History) -> Option<&'static str> {
+    let (mut add, mut list_read, mut int_read) = (false, false, false);
+    for pos in 0..history.len() {
+        if !history.is_client(pos) {
+            continue;
+        }
+        match history.f(pos) {
+            Some(F::Insert | F::Delete) => return Some("bank-insert"),
+            Some(F::Transfer) => return Some("bank"),
+            Some(F::Inc) => return Some("monotonic"),
+            Some(F::Write) => return Some("sequential"),
+            Some(F::Add) => add = true,
+            Some(F::Read) if history.op_type(pos) == OpType::Ok => {
+                match (history.stored_txn(pos), history.data(pos)) {
+                    (Some([MicroOp::Read(_, ReadValue::List(_))]), _)
+                    | (_, Some(Data::Vec(_) | Data::Set(_))) => list_read = true,
+                    (Some([MicroOp::Read(_, ReadValue::Scalar(_))]), _)
+                    | (_, Some(Data::Int(_))) => int_read = true,
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    match (add, list_read, int_read) {
+        (true, true, _) => Some("set-full"),
+        (true, false, true) => Some("counter"),
+        _ => None,
+    }
+}
+
 /// One explained violation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
