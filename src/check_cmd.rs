@@ -155,13 +155,15 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
     let workload = match args.workload {
         WorkloadArg::Given(w) => w,
         // A Jepsen workload was checked above.
-        WorkloadArg::Auto | WorkloadArg::Jepsen(_) => Workload::detect(&history).with_context(|| {
-            format!(
-                "cannot tell the workload of {} (no append and no write micro-op, or both); \
+        WorkloadArg::Auto | WorkloadArg::Jepsen(_) => {
+            Workload::detect(&history).with_context(|| {
+                format!(
+                    "cannot tell the workload of {} (no append and no write micro-op, or both); \
                  pass --workload list-append or --workload rw-register",
-                args.history.display()
-            )
-        })?,
+                    args.history.display()
+                )
+            })?
+        }
     };
     let models = if args.consistency_models.is_empty() {
         vec![checker::model::DEFAULT_MODEL]

@@ -63,7 +63,10 @@ fn every_jepsen_workload_is_valid_on_sqlite_at_serializable() {
         let (code, r) = jepsen_run(w, &[], &format!("sqlite-{w}"));
         assert_eq!(code, Some(0), "{w}: {r}");
         assert_eq!(r["valid?"], true, "{w}: {r}");
-        assert_eq!(r["workload"].as_str().unwrap().split('-').next(), w.split('-').next());
+        assert_eq!(
+            r["workload"].as_str().unwrap().split('-').next(),
+            w.split('-').next()
+        );
         assert!(error_types(&r).is_empty(), "{w}: {r}");
     }
 }
@@ -83,21 +86,54 @@ fn every_jepsen_workload_is_valid_on_the_serializable_simulator() {
 fn each_bug_mode_breaks_its_workload_with_an_explanation() {
     let cases = [
         ("bank", "lost-update", "wrong-total", "money was"),
-        ("bank-multitable", "torn-commit", "wrong-total", "summing to"),
+        (
+            "bank-multitable",
+            "torn-commit",
+            "wrong-total",
+            "summing to",
+        ),
         ("bank-insert", "lost-update", "wrong-total", "not 100"),
-        ("set", "lost-update", "lost", "acknowledged adds are missing from the final read"),
+        (
+            "set",
+            "lost-update",
+            "lost",
+            "acknowledged adds are missing from the final read",
+        ),
         ("set-full", "stale-read", "stale", "missed it"),
-        ("set-full", "lost-update", "lost", "absent from every read since"),
-        ("long-fork", "causal-gap", "long-fork", "observed in opposite orders"),
+        (
+            "set-full",
+            "lost-update",
+            "lost",
+            "absent from every read since",
+        ),
+        (
+            "long-fork",
+            "causal-gap",
+            "long-fork",
+            "observed in opposite orders",
+        ),
         ("monotonic", "stale-read", "cycle", "completed before"),
-        ("sequential", "stale-read", "bad-read", "missed the earlier subkey"),
-        ("counter", "lost-update", "out-of-bounds", "adds certainly done before it began"),
+        (
+            "sequential",
+            "stale-read",
+            "bad-read",
+            "missed the earlier subkey",
+        ),
+        (
+            "counter",
+            "lost-update",
+            "out-of-bounds",
+            "adds certainly done before it began",
+        ),
     ];
     for (w, bug, kind, words) in cases {
         let (code, r) = jepsen_run(w, &["--db", "sim", "--sim-bug", bug], &format!("{w}-{bug}"));
         assert_eq!(code, Some(1), "{w} under {bug}: {r}");
         assert_eq!(r["valid?"], false);
-        assert!(error_types(&r).contains(&kind.to_string()), "{w} under {bug}: {r}");
+        assert!(
+            error_types(&r).contains(&kind.to_string()),
+            "{w} under {bug}: {r}"
+        );
         let e = first_explanation(&r, kind);
         assert!(e.contains(words), "{w} under {bug}: {e}");
     }
@@ -108,7 +144,14 @@ fn bank_runs_draw_the_totals_plot() {
     let store = tempfile::tempdir().unwrap();
     run(
         store.path(),
-        &["--workload", "bank", "--time-limit", "1s", "--test-name", "plot"],
+        &[
+            "--workload",
+            "bank",
+            "--time-limit",
+            "1s",
+            "--test-name",
+            "plot",
+        ],
     );
     let dir = run_dir(store.path(), "plot");
     assert!(std::fs::metadata(dir.join("bank.png")).unwrap().len() > 1000);
@@ -122,8 +165,16 @@ fn harness_check_checks_a_stored_jepsen_history_by_workload_name() {
     run(
         store.path(),
         &[
-            "--db", "sim", "--sim-bug", "lost-update", "--workload", "counter", "--time-limit",
-            "1s", "--test-name", "c",
+            "--db",
+            "sim",
+            "--sim-bug",
+            "lost-update",
+            "--workload",
+            "counter",
+            "--time-limit",
+            "1s",
+            "--test-name",
+            "c",
         ],
     );
     let dir = run_dir(store.path(), "c");
@@ -154,7 +205,15 @@ fn postgres_local_jepsen_workloads() {
     }
     let (code, r) = jepsen_run(
         "bank",
-        &["--db", "postgres", "--local", "--isolation", "read-committed", "--concurrency", "10"],
+        &[
+            "--db",
+            "postgres",
+            "--local",
+            "--isolation",
+            "read-committed",
+            "--concurrency",
+            "10",
+        ],
         "pg-bank-rc",
     );
     assert_eq!(code, Some(1), "{r}");

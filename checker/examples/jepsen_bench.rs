@@ -6,7 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use checker::workloads::{Checker, bank, check, set_full};
-use store::{F, HistoryBuilder, Key, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId, ReadValue, Val};
+use store::{
+    F, HistoryBuilder, Key, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId, ReadValue,
+    Val,
+};
 
 struct Rng(u64);
 impl Rng {
@@ -42,14 +45,20 @@ fn bank_history(ops: u64) -> store::History {
     while i < ops {
         let p = (i / 2) % 10;
         if rng.next(2) == 0 {
-            let reads: Vec<MicroOp> = (0..8).map(|a| MicroOp::Read(Key::int(a), ReadValue::Nil)).collect();
+            let reads: Vec<MicroOp> = (0..8)
+                .map(|a| MicroOp::Read(Key::int(a), ReadValue::Nil))
+                .collect();
             b.push(op(i, OpType::Invoke, p, F::Read, reads));
             let done = (0..8)
                 .map(|a| MicroOp::Read(Key::int(a), ReadValue::Scalar(Val::int(bal[a as usize]))))
                 .collect();
             b.push(op(i + 1, OpType::Ok, p, F::Read, done));
         } else {
-            let (from, to, amt) = (rng.next(8) as usize, rng.next(8) as usize, 1 + rng.next(5) as i64);
+            let (from, to, amt) = (
+                rng.next(8) as usize,
+                rng.next(8) as usize,
+                1 + rng.next(5) as i64,
+            );
             let t = vec![
                 MicroOp::Write(Key::int(from as i64), Val::int(-amt)),
                 MicroOp::Write(Key::int(to as i64), Val::int(amt)),
@@ -60,7 +69,13 @@ fn bank_history(ops: u64) -> store::History {
                 bal[from] -= amt;
                 bal[to] += amt;
             }
-            b.push(op(i + 1, if ok { OpType::Ok } else { OpType::Fail }, p, F::Transfer, t));
+            b.push(op(
+                i + 1,
+                if ok { OpType::Ok } else { OpType::Fail },
+                p,
+                F::Transfer,
+                t,
+            ));
         }
         i += 2;
     }
@@ -78,8 +93,13 @@ fn set_full_history(ops: u64) -> store::History {
     while i < ops {
         let p = (i / 2) % 10;
         if rng.next(4) == 0 {
-            b.push(op(i, OpType::Invoke, p, F::Read, vec![MicroOp::Read(Key::int(0), ReadValue::Nil)]))
-                ;
+            b.push(op(
+                i,
+                OpType::Invoke,
+                p,
+                F::Read,
+                vec![MicroOp::Read(Key::int(0), ReadValue::Nil)],
+            ));
             let els: Vec<Val> = ((next - 64).max(0)..next).map(Val::int).collect();
             b.push(op(
                 i + 1,
@@ -87,8 +107,7 @@ fn set_full_history(ops: u64) -> store::History {
                 p,
                 F::Read,
                 vec![MicroOp::Read(Key::int(0), ReadValue::List(els.into()))],
-            ))
-            ;
+            ));
         } else {
             let a = vec![MicroOp::Append(Key::int(0), Val::int(next))];
             b.push(op(i, OpType::Invoke, p, F::Add, a.clone()));
@@ -98,8 +117,17 @@ fn set_full_history(ops: u64) -> store::History {
         i += 2;
     }
     // One final read of everything: every element ends stable.
-    let all = vec![MicroOp::Read(Key::int(0), ReadValue::List((0..next).map(Val::int).collect::<Vec<_>>().into()))];
-    b.push(op(i, OpType::Invoke, 0, F::Read, vec![MicroOp::Read(Key::int(0), ReadValue::Nil)]));
+    let all = vec![MicroOp::Read(
+        Key::int(0),
+        ReadValue::List((0..next).map(Val::int).collect::<Vec<_>>().into()),
+    )];
+    b.push(op(
+        i,
+        OpType::Invoke,
+        0,
+        F::Read,
+        vec![MicroOp::Read(Key::int(0), ReadValue::Nil)],
+    ));
     b.push(op(i + 1, OpType::Ok, 0, F::Read, all));
     b.finish().unwrap()
 }
@@ -107,10 +135,16 @@ fn set_full_history(ops: u64) -> store::History {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let which = args.get(1).map_or("bank", String::as_str);
-    let ops: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let ops: u64 = args
+        .get(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     let t = std::time::Instant::now();
     let (h, c) = match which {
-        "set-full" => (set_full_history(ops), Checker::SetFull(set_full::Options::default())),
+        "set-full" => (
+            set_full_history(ops),
+            Checker::SetFull(set_full::Options::default()),
+        ),
         _ => (bank_history(ops), Checker::Bank(bank::Options::default())),
     };
     let built = t.elapsed();

@@ -52,7 +52,10 @@ pub fn print_report(report: &Report) {
         Valid::False => crate::say!("INVALID: {}", report.kinds().join(", ")),
         Valid::Unknown => crate::say!(
             "unknown: {}",
-            report.reason.as_deref().unwrap_or("the checker could not decide")
+            report
+                .reason
+                .as_deref()
+                .unwrap_or("the checker could not decide")
         ),
     }
     for kind in report.kinds() {
@@ -105,7 +108,11 @@ pub fn check_and_report(
         .iter()
         .map(|(f, [ok, fail, info])| format!("{f}: {ok} ok, {fail} fail, {info} info"))
         .collect();
-    crate::say!("checked {} ops in {check_s:.1} s ({})", history.len(), line.join("; "));
+    crate::say!(
+        "checked {} ops in {check_s:.1} s ({})",
+        history.len(),
+        line.join("; ")
+    );
     print_report(&report);
     crate::say!("run directory: {}", run_dir.path().display());
     Ok(report.valid)

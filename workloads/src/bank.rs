@@ -30,7 +30,16 @@ pub fn initial_balances(inserts: bool) -> Vec<(i64, i64)> {
     let n = if inserts { STABLE_ACCOUNTS } else { ACCOUNTS };
     let share = TOTAL / n;
     (0..n)
-        .map(|a| (a, if a == 0 { TOTAL - share * (n - 1) } else { share }))
+        .map(|a| {
+            (
+                a,
+                if a == 0 {
+                    TOTAL - share * (n - 1)
+                } else {
+                    share
+                },
+            )
+        })
         .collect()
 }
 
@@ -157,10 +166,13 @@ mod tests {
                         panic!("{op:?}")
                     };
                     assert_ne!(a, b);
-                    assert_eq!(x.0, store::Atom::Int(-match y.0 {
-                        store::Atom::Int(v) => v,
-                        _ => panic!(),
-                    }));
+                    assert_eq!(
+                        x.0,
+                        store::Atom::Int(-match y.0 {
+                            store::Atom::Int(v) => v,
+                            _ => panic!(),
+                        })
+                    );
                 }
                 F::Delete => assert_eq!(op.value.len(), 2),
                 other => panic!("{other:?}"),

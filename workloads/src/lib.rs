@@ -72,11 +72,9 @@ impl WorkloadKind {
             "list-append" | "append" => Ok(WorkloadKind::ListAppend),
             "rw-register" | "wr" => Ok(WorkloadKind::RwRegister),
             "predicate" => Ok(WorkloadKind::Predicate),
-            other if JepsenWorkload::parse(other).is_some() => {
-                JepsenWorkload::parse(other).map(WorkloadKind::Jepsen).ok_or_else(|| {
-                    WorkloadError::UnknownWorkload(other.to_string())
-                })
-            }
+            other if JepsenWorkload::parse(other).is_some() => JepsenWorkload::parse(other)
+                .map(WorkloadKind::Jepsen)
+                .ok_or_else(|| WorkloadError::UnknownWorkload(other.to_string())),
             other => Err(WorkloadError::UnknownWorkload(other.to_string())),
         }
     }
@@ -190,7 +188,9 @@ impl WorkloadConfig {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum WorkloadError {
     /// Not a known workload name.
-    #[error("unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate, bank, bank-multitable, bank-insert, set, set-full, long-fork, monotonic, sequential, counter")]
+    #[error(
+        "unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate, bank, bank-multitable, bank-insert, set, set-full, long-fork, monotonic, sequential, counter"
+    )]
     UnknownWorkload(String),
     /// A tunable out of range.
     #[error("invalid --{field}: {reason}")]

@@ -49,7 +49,14 @@ fn balances(mops: &[MicroOp], data: Option<&Data>) -> Option<Balances> {
                 .iter()
                 .map(|(k, v)| {
                     let a = data_int(k)?;
-                    Some((a, if *v == Data::Nil { None } else { Some(data_int(v)?) }))
+                    Some((
+                        a,
+                        if *v == Data::Nil {
+                            None
+                        } else {
+                            Some(data_int(v)?)
+                        },
+                    ))
                 })
                 .collect(),
             Data::Vec(vs) => vs
@@ -130,7 +137,11 @@ pub fn check(history: &History, o: &Options) -> Report {
             });
             continue;
         }
-        let nils: Vec<i64> = b.iter().filter(|(_, v)| v.is_none()).map(|(a, _)| *a).collect();
+        let nils: Vec<i64> = b
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(a, _)| *a)
+            .collect();
         if !o.inserts && !nils.is_empty() {
             report.add(Finding {
                 kind: "nil-balance",
@@ -164,7 +175,11 @@ pub fn check(history: &History, o: &Options) -> Report {
             });
             continue;
         }
-        let negative: Vec<i64> = b.iter().filter_map(|(_, v)| *v).filter(|v| *v < 0).collect();
+        let negative: Vec<i64> = b
+            .iter()
+            .filter_map(|(_, v)| *v)
+            .filter(|v| *v < 0)
+            .collect();
         if !o.negative_allowed && !negative.is_empty() {
             report.add(Finding {
                 kind: "negative-value",
@@ -185,7 +200,9 @@ pub fn check(history: &History, o: &Options) -> Report {
     }
     if unreadable > 0 {
         report.stat("unreadable-read-count", unreadable);
-        report.unknown(format!("{unreadable} reads were not account → balance maps"));
+        report.unknown(format!(
+            "{unreadable} reads were not account → balance maps"
+        ));
     }
     if reads == 0 {
         report.unknown("no read completed ok");
@@ -243,7 +260,8 @@ mod tests {
         let f = &rep.findings[0];
         assert_eq!(f.ops, [bad]);
         assert!(
-            f.explanation.contains("summing to 25, not 30: money was destroyed (- 5)"),
+            f.explanation
+                .contains("summing to 25, not 30: money was destroyed (- 5)"),
             "{}",
             f.explanation
         );
@@ -258,7 +276,10 @@ mod tests {
         read(&mut h, 0, [Some(-5), Some(25), Some(10)]);
         h.both(OpType::Ok, 2, F::Read, vec![rn(7)], vec![r(7, Some(30))]);
         let rep = check(&h.history(), &opts());
-        assert_eq!(rep.kinds(), ["negative-value", "nil-balance", "unexpected-key"]);
+        assert_eq!(
+            rep.kinds(),
+            ["negative-value", "nil-balance", "unexpected-key"]
+        );
         let allowed = check(
             &{
                 let mut h = H::default();
@@ -318,7 +339,14 @@ mod tests {
             },
         ];
         let h = History::new(ops).unwrap();
-        let rep = check(&h, &Options { accounts: 2, total: 30, ..Options::default() });
+        let rep = check(
+            &h,
+            &Options {
+                accounts: 2,
+                total: 30,
+                ..Options::default()
+            },
+        );
         assert_eq!(rep.kinds(), ["wrong-total"]);
         assert_eq!(totals(&h), vec![(1e-9, 29, 0)]);
     }

@@ -47,10 +47,14 @@ pub fn check(history: &History) -> Report {
         }
         let t = history.op_type(pos);
         let Some(f) = history.f(pos) else { continue };
-        let Some(mops) = history.txn(pos) else { continue };
+        let Some(mops) = history.txn(pos) else {
+            continue;
+        };
         match (f, t) {
             (F::Add, OpType::Invoke) => {
-                let Some(n) = amount(&mops, history.data(pos)) else { continue };
+                let Some(n) = amount(&mops, history.data(pos)) else {
+                    continue;
+                };
                 if n < 0 {
                     report.unknown(format!(
                         "{} adds {n}: the counter checker's bounds need non-negative adds",
@@ -71,9 +75,14 @@ pub fn check(history: &History) -> Report {
             }
             (F::Read, OpType::Invoke) => lower_at[pos] = Some(lower),
             (F::Read, OpType::Ok) => {
-                let Some(v) = value(&mops, history.data(pos)) else { continue };
+                let Some(v) = value(&mops, history.data(pos)) else {
+                    continue;
+                };
                 reads += 1;
-                let lo = history.invocation(pos).and_then(|i| lower_at[i]).unwrap_or(lower);
+                let lo = history
+                    .invocation(pos)
+                    .and_then(|i| lower_at[i])
+                    .unwrap_or(lower);
                 if v < lo || v > upper {
                     report.add(Finding {
                         kind: "out-of-bounds",

@@ -93,7 +93,11 @@ pub fn check(history: &History) -> Report {
                         });
                     }
                 }
-                groups.entry(keys).or_default().entry(shape).or_insert(c.pos);
+                groups
+                    .entry(keys)
+                    .or_default()
+                    .entry(shape)
+                    .or_insert(c.pos);
             }
             _ => {}
         }
@@ -116,10 +120,16 @@ pub fn check(history: &History) -> Report {
                 let wop = |k: i64| {
                     written
                         .get(&k)
-                        .map_or("an unrecorded write".to_string(), |(_, p)| op_name(history, *p))
+                        .map_or("an unrecorded write".to_string(), |(_, p)| {
+                            op_name(history, *p)
+                        })
                 };
                 let mut ops = vec![idx(history, **apos), idx(history, **bpos)];
-                ops.extend([kx, ky].iter().filter_map(|k| written.get(k).map(|w| idx(history, w.1))));
+                ops.extend(
+                    [kx, ky]
+                        .iter()
+                        .filter_map(|k| written.get(k).map(|w| idx(history, w.1))),
+                );
                 report.add(Finding {
                     kind: "long-fork",
                     ops,
@@ -155,7 +165,13 @@ mod tests {
         h.both(OpType::Ok, p, F::Txn, vec![w(k, 1)], vec![w(k, 1)])
     }
     fn read(h: &mut H, p: u64, a: Option<i64>, b: Option<i64>) -> u64 {
-        h.both(OpType::Ok, p, F::Txn, vec![rn(1), rn(0)], vec![r(1, b), r(0, a)])
+        h.both(
+            OpType::Ok,
+            p,
+            F::Txn,
+            vec![rn(1), rn(0)],
+            vec![r(1, b), r(0, a)],
+        )
     }
 
     #[test]
@@ -185,7 +201,8 @@ mod tests {
         let f = &rep.findings[0];
         assert_eq!(&f.ops[..2], &[b, a]);
         assert!(
-            f.explanation.contains("saw key 1 but not key 0, while read op 5"),
+            f.explanation
+                .contains("saw key 1 but not key 0, while read op 5"),
             "{}",
             f.explanation
         );

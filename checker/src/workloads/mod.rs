@@ -178,7 +178,10 @@ impl Report {
     /// [`MAX_FINDINGS_SHOWN`] findings).
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
-        m.insert("valid?".into(), serde_json::to_value(self.valid).unwrap_or(Value::Null));
+        m.insert(
+            "valid?".into(),
+            serde_json::to_value(self.valid).unwrap_or(Value::Null),
+        );
         m.insert("workload".into(), json!(self.workload));
         if let Some(r) = &self.reason {
             m.insert("reason".into(), json!(r));
@@ -193,9 +196,7 @@ impl Report {
             let shown: Vec<Value> = all
                 .iter()
                 .take(MAX_FINDINGS_SHOWN)
-                .map(|f| {
-                    json!({"ops": f.ops, "explanation": f.explanation, "data": f.data})
-                })
+                .map(|f| json!({"ops": f.ops, "explanation": f.explanation, "data": f.data}))
                 .collect();
             errors.insert(kind.into(), json!({"count": all.len(), "first": shown}));
         }
@@ -247,7 +248,10 @@ pub fn settle_stats(history: &History, report: &mut Report) {
     let stats = op_stats(history);
     let mut by_f = Map::new();
     for (f, [ok, fail, info]) in &stats {
-        by_f.insert(f.clone(), json!({"ok-count": ok, "fail-count": fail, "info-count": info}));
+        by_f.insert(
+            f.clone(),
+            json!({"ok-count": ok, "fail-count": fail, "info-count": info}),
+        );
     }
     report.stat("by-f", Value::Object(by_f));
     if let Some((f, _)) = stats.iter().find(|(_, c)| c[0] == 0) {
@@ -330,7 +334,11 @@ pub(crate) fn op_name(history: &History, pos: usize) -> String {
         Some(store::Process::Nemesis) => "nemesis".to_string(),
         None => "no process".to_string(),
     };
-    format!("op {} ({process}, {:.3} s)", idx(history, pos), secs(history, pos))
+    format!(
+        "op {} ({process}, {:.3} s)",
+        idx(history, pos),
+        secs(history, pos)
+    )
 }
 
 /// A sorted set of integers in Jepsen's interval notation: `#{0..4 7 9..12}`.
@@ -423,20 +431,32 @@ pub(crate) mod tests {
 
     #[test]
     fn intervals_collapse_runs() {
-        assert_eq!(intervals(&[0, 1, 2, 3, 4, 7, 9, 10, 11, 12]), "#{0..4 7 9..12}");
+        assert_eq!(
+            intervals(&[0, 1, 2, 3, 4, 7, 9, 10, 11, 12]),
+            "#{0..4 7 9..12}"
+        );
         assert_eq!(intervals(&[]), "#{}");
     }
 
     #[test]
     fn a_function_that_never_succeeded_makes_the_run_unknown() {
         let mut h = H::default();
-        h.both(OpType::Fail, 0, F::Transfer, vec![w(0, -1), w(1, 1)], vec![w(0, -1), w(1, 1)]);
+        h.both(
+            OpType::Fail,
+            0,
+            F::Transfer,
+            vec![w(0, -1), w(1, 1)],
+            vec![w(0, -1), w(1, 1)],
+        );
         h.both(OpType::Ok, 1, F::Read, vec![rn(0)], vec![r(0, Some(3))]);
         let h = h.history();
         let mut report = Report::new("bank");
         settle_stats(&h, &mut report);
         assert_eq!(report.valid, Valid::Unknown);
-        assert_eq!(report.reason.as_deref(), Some("no transfer operation completed ok"));
+        assert_eq!(
+            report.reason.as_deref(),
+            Some("no transfer operation completed ok")
+        );
         assert_eq!(report.stats["by-f"]["read"]["ok-count"], 1);
     }
 }

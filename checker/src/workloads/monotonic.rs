@@ -36,6 +36,9 @@ enum Via {
     Realtime,
 }
 
+/// An ok op: completion position, invocation position, (key, value) seen.
+type OkOp = (usize, Option<usize>, Vec<(i64, i64)>);
+
 struct Graph {
     adj: Vec<Vec<u32>>,
 }
@@ -100,7 +103,7 @@ fn scc(g: &Graph) -> Vec<u32> {
 pub fn check(history: &History) -> Report {
     let mut report = Report::new("monotonic");
     // ok ops: (completion pos, invocation pos, observations)
-    let mut ops: Vec<(usize, Option<usize>, Vec<(i64, i64)>)> = Vec::new();
+    let mut ops: Vec<OkOp> = Vec::new();
     let mut incs: FxHashMap<(i64, i64), usize> = FxHashMap::default();
     for c in completions(history) {
         if c.op_type != OpType::Ok || !(c.f == F::Inc || c.f == F::Read) {
@@ -139,7 +142,9 @@ pub fn check(history: &History) -> Report {
             by_key.entry(k).or_default().push((v, i as u32));
         }
     }
-    let mut g = Graph { adj: vec![Vec::new(); n] };
+    let mut g = Graph {
+        adj: vec![Vec::new(); n],
+    };
     // barrier node → (key, value below it, value above it)
     let mut barrier: FxHashMap<u32, (i64, i64, i64)> = FxHashMap::default();
     let mut keys: Vec<i64> = by_key.keys().copied().collect();
@@ -182,8 +187,11 @@ pub fn check(history: &History) -> Report {
         }
     }
     if history.has_realtime_order() {
-        let mut by_inv: Vec<(usize, usize)> =
-            ops.iter().enumerate().filter_map(|(i, o)| o.1.map(|inv| (inv, i))).collect();
+        let mut by_inv: Vec<(usize, usize)> = ops
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| o.1.map(|inv| (inv, i)))
+            .collect();
         by_inv.sort_unstable();
         let mut r = 0usize; // completions before the invocation
         for (inv, i) in by_inv {
@@ -250,7 +258,7 @@ fn cycle_from(g: &Graph, comp: &[u32], s: usize) -> Vec<usize> {
 
 fn explain(
     history: &History,
-    ops: &[(usize, Option<usize>, Vec<(i64, i64)>)],
+    ops: &[OkOp],
     path: &[usize],
     n: usize,
     barrier: &FxHashMap<u32, (i64, i64, i64)>,
@@ -265,14 +273,28 @@ fn explain(
         let b = path[next_i % path.len()];
         let via = (i + 1..next_i)
             .map(|x| path[x % path.len()])
-            .find_map(|x| barrier.get(&(x as u32)).map(|&(k, v, w)| Via::Value(k, v, w)))
+            .find_map(|x| {
+                barrier
+                    .get(&(x as u32))
+                    .map(|&(k, v, w)| Via::Value(k, v, w))
+            })
             .unwrap_or(Via::Realtime);
         ids.push(idx(history, ops[a].0));
         let (an, bn) = (op_name(history, ops[a].0), op_name(history, ops[b].0));
-        let show = |v: i64| if v < 0 { "nil".to_string() } else { v.to_string() };
+        let show = |v: i64| {
+            if v < 0 {
+                "nil".to_string()
+            } else {
+                v.to_string()
+            }
+        };
         steps.push(match via {
             Via::Value(k, v, w) => {
-                format!("{an} < {bn} because {an} observed key {k} = {} and {bn} observed {}", show(v), show(w))
+                format!(
+                    "{an} < {bn} because {an} observed key {k} = {} and {bn} observed {}",
+                    show(v),
+                    show(w)
+                )
             }
             Via::Realtime => format!("{an} < {bn} because {an} completed before {bn} was invoked"),
         });
@@ -299,7 +321,13 @@ mod tests {
         h.both(OpType::Ok, p, F::Inc, vec![rn(k)], vec![r(k, Some(v))])
     }
     fn read(h: &mut H, p: u64, a: Option<i64>, b: Option<i64>) -> u64 {
-        h.both(OpType::Ok, p, F::Read, vec![rn(0), rn(1)], vec![r(0, a), r(1, b)])
+        h.both(
+            OpType::Ok,
+            p,
+            F::Read,
+            vec![rn(0), rn(1)],
+            vec![r(0, a), r(1, b)],
+        )
     }
 
     #[test]
@@ -327,8 +355,16 @@ mod tests {
         assert_eq!(rep.kinds(), ["cycle"]);
         let f = &rep.findings[0];
         assert!(f.ops.contains(&i) && f.ops.contains(&stale), "{:?}", f.ops);
-        assert!(f.explanation.contains("observed key 0 = 0 and op 3"), "{}", f.explanation);
-        assert!(f.explanation.contains("completed before"), "{}", f.explanation);
+        assert!(
+            f.explanation.contains("observed key 0 = 0 and op 3"),
+            "{}",
+            f.explanation
+        );
+        assert!(
+            f.explanation.contains("completed before"),
+            "{}",
+            f.explanation
+        );
     }
 
     #[test]

@@ -99,7 +99,10 @@ mod tests {
             1,
             F::Read,
             keys.iter().map(|&k| rn(k)).collect(),
-            keys.iter().zip(seen).map(|(&k, s)| r(k, s.then_some(1))).collect(),
+            keys.iter()
+                .zip(seen)
+                .map(|(&k, s)| r(k, s.then_some(1)))
+                .collect(),
         )
     }
 
@@ -113,7 +116,13 @@ mod tests {
         read(&mut h, [true, true, true]);
         let rep = check(&h.history());
         assert_eq!(rep.valid, Valid::True, "{}", rep.render_text(2));
-        assert_eq!((rep.stats["none-count"].clone(), rep.stats["some-count"].clone()), (1.into(), 1.into()));
+        assert_eq!(
+            (
+                rep.stats["none-count"].clone(),
+                rep.stats["some-count"].clone()
+            ),
+            (1.into(), 1.into())
+        );
         let mut h2 = H::default();
         let wr = vec![w(0, 1), w(1, 1), w(2, 1)];
         h2.both(OpType::Ok, 0, F::Write, wr.clone(), wr);
@@ -121,6 +130,10 @@ mod tests {
         let rep = check(&h2.history());
         assert_eq!(rep.kinds(), ["bad-read"]);
         assert_eq!(rep.findings[0].ops, [bad, write]);
-        assert!(rep.findings[0].explanation.contains("saw subkey 1 but then missed the earlier subkey 0"));
+        assert!(
+            rep.findings[0]
+                .explanation
+                .contains("saw subkey 1 but then missed the earlier subkey 0")
+        );
     }
 }

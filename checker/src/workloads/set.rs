@@ -71,7 +71,9 @@ pub fn check(history: &History) -> Report {
             && history.completion(pos).is_none()
             && let Some(x) = history.txn(pos).and_then(|m| added(&m, history.data(pos)))
         {
-            attempts.entry(x).or_insert((idx(history, pos), OpType::Info));
+            attempts
+                .entry(x)
+                .or_insert((idx(history, pos), OpType::Info));
         }
     }
     let Some((read_pos, elements)) = final_read else {
@@ -101,7 +103,12 @@ pub fn check(history: &History) -> Report {
             .map(|(e, _)| *e)
             .collect(),
     );
-    let unexpected = sorted(seen.iter().filter(|e| !attempts.contains_key(e)).copied().collect());
+    let unexpected = sorted(
+        seen.iter()
+            .filter(|e| !attempts.contains_key(e))
+            .copied()
+            .collect(),
+    );
     let revived = sorted(
         seen.iter()
             .filter(|e| attempts.get(e).is_some_and(|(_, t)| *t == OpType::Fail))
@@ -117,7 +124,11 @@ pub fn check(history: &History) -> Report {
     let ok_count = seen.iter().filter(|e| attempts.contains_key(e)).count();
     let add_ops = |es: &[i64]| -> Vec<u64> {
         std::iter::once(read_ix)
-            .chain(es.iter().take(8).filter_map(|e| attempts.get(e).map(|(i, _)| *i)))
+            .chain(
+                es.iter()
+                    .take(8)
+                    .filter_map(|e| attempts.get(e).map(|(i, _)| *i)),
+            )
             .collect()
     };
     if !lost.is_empty() {
@@ -203,7 +214,13 @@ mod tests {
         }
         add(&mut h, OpType::Info, 5);
         add(&mut h, OpType::Fail, 6);
-        h.both(OpType::Ok, 9, F::Read, vec![rn(0)], vec![rl(0, &[0, 1, 2, 3, 4, 5])]);
+        h.both(
+            OpType::Ok,
+            9,
+            F::Read,
+            vec![rn(0)],
+            vec![rl(0, &[0, 1, 2, 3, 4, 5])],
+        );
         let rep = check(&h.history());
         assert_eq!(rep.valid, Valid::True, "{}", rep.render_text(3));
         assert_eq!(rep.stats["recovered"], "#{5}");
@@ -217,12 +234,23 @@ mod tests {
             add(&mut h, OpType::Ok, x);
         }
         add(&mut h, OpType::Fail, 6);
-        h.both(OpType::Ok, 9, F::Read, vec![rn(0)], vec![rl(0, &[0, 3, 3, 6, 42])]);
+        h.both(
+            OpType::Ok,
+            9,
+            F::Read,
+            vec![rn(0)],
+            vec![rl(0, &[0, 3, 3, 6, 42])],
+        );
         let rep = check(&h.history());
         assert_eq!(rep.valid, Valid::False);
         assert_eq!(rep.kinds(), ["duplicated", "lost", "revived", "unexpected"]);
         let lost = rep.of_kind("lost").next().unwrap();
-        assert!(lost.explanation.starts_with("3 acknowledged adds are missing"), "{}", lost.explanation);
+        assert!(
+            lost.explanation
+                .starts_with("3 acknowledged adds are missing"),
+            "{}",
+            lost.explanation
+        );
         assert!(lost.explanation.contains("#{1..2 4}"));
         assert_eq!(rep.stats["lost"], "#{1..2 4}");
     }

@@ -92,13 +92,21 @@ pub fn check(history: &History, o: &Options) -> Report {
         match history.op_type(pos) {
             OpType::Invoke => {
                 id_of.entry(x).or_insert_with(|| {
-                    elems.push(Elem { value: x, add_inv: pos, known: None });
+                    elems.push(Elem {
+                        value: x,
+                        add_inv: pos,
+                        known: None,
+                    });
                     (elems.len() - 1) as u32
                 });
             }
             OpType::Ok => {
                 let id = *id_of.entry(x).or_insert_with(|| {
-                    elems.push(Elem { value: x, add_inv: pos, known: None });
+                    elems.push(Elem {
+                        value: x,
+                        add_inv: pos,
+                        known: None,
+                    });
                     (elems.len() - 1) as u32
                 });
                 let e = &mut elems[id as usize];
@@ -112,7 +120,11 @@ pub fn check(history: &History, o: &Options) -> Report {
             && c.op_type == OpType::Ok
             && let Some(elements) = read_elements(&c.mops, history.data(c.pos))
         {
-            reads.push(Read { inv: c.inv.unwrap_or(c.pos), comp: c.pos, elements });
+            reads.push(Read {
+                inv: c.inv.unwrap_or(c.pos),
+                comp: c.pos,
+                elements,
+            });
         }
     }
     reads.sort_by_key(|r| r.inv);
@@ -218,8 +230,12 @@ pub fn check(history: &History, o: &Options) -> Report {
                 if first_lost.is_none()
                     && let (Some(k), Some(la)) = (e.known, last_absent)
                 {
-                    first_lost =
-                        Some((e.value, k, last_present.map(|lp| reads[lp as usize].inv), reads[la].inv));
+                    first_lost = Some((
+                        e.value,
+                        k,
+                        last_present.map(|lp| reads[lp as usize].inv),
+                        reads[la].inv,
+                    ));
                 }
             }
             Outcome::NeverRead => never.push(e.value),
@@ -232,7 +248,10 @@ pub fn check(history: &History, o: &Options) -> Report {
     worst.truncate(8);
     if let Some((x, known, lp, la)) = first_lost {
         let seen = match lp {
-            Some(lp) => format!("last present in the read invoked as op {}", idx(history, lp)),
+            Some(lp) => format!(
+                "last present in the read invoked as op {}",
+                idx(history, lp)
+            ),
             None => "never present in any read".to_string(),
         };
         report.add(Finding {
@@ -359,7 +378,11 @@ mod tests {
         assert_eq!(rep.valid, Valid::False);
         assert_eq!(rep.kinds(), ["lost"]);
         let f = &rep.findings[0];
-        assert!(f.explanation.starts_with("1 elements were lost: #{1}"), "{}", f.explanation);
+        assert!(
+            f.explanation.starts_with("1 elements were lost: #{1}"),
+            "{}",
+            f.explanation
+        );
         assert!(f.ops.contains(&(gone - 1)), "{:?}", f.ops);
         assert_eq!(rep.stats["stable-count"], 1);
     }
@@ -389,11 +412,18 @@ mod tests {
         assert_eq!(lenient.stats["stale"], "#{1}");
         let strict = check(&hist, &Options { linearizable: true });
         assert_eq!(strict.kinds(), ["stale"]);
-        assert!(strict.findings[0].explanation.contains("element 1 was known at op 1"));
+        assert!(
+            strict.findings[0]
+                .explanation
+                .contains("element 1 was known at op 1")
+        );
         let mut h = H::default();
         add(&mut h, 0, 1);
         read(&mut h, 1, &[1, 1]);
-        assert_eq!(check(&h.history(), &Options::default()).kinds(), ["duplicated"]);
+        assert_eq!(
+            check(&h.history(), &Options::default()).kinds(),
+            ["duplicated"]
+        );
     }
 
     /// The linear walk against Jepsen's per-read update of every element.

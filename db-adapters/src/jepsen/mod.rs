@@ -20,7 +20,6 @@
 //!   `no-account`, `exists`). sequential's write is several transactions: a
 //!   failure after the first committed is `info` (partly applied).
 
-
 pub mod pg;
 pub mod program;
 pub mod sim;

@@ -35,8 +35,8 @@ impl JepsenPgFactory {
         workload: JepsenWorkload,
         for_update: bool,
     ) -> Result<JepsenPgFactory, String> {
-        let mut config = tokio_postgres::Config::from_str(url)
-            .map_err(|e| format!("bad --url {url:?}: {e}"))?;
+        let mut config =
+            tokio_postgres::Config::from_str(url).map_err(|e| format!("bad --url {url:?}: {e}"))?;
         crate::pgwire::with_defaults(&mut config);
         Ok(JepsenPgFactory {
             config,

@@ -24,9 +24,15 @@ pub fn setup(w: JepsenWorkload, _dialect: Dialect) -> Vec<String> {
     };
     match w {
         JepsenWorkload::Bank | JepsenWorkload::BankInsert => {
-            table(&mut s, "accounts", "id BIGINT PRIMARY KEY, balance BIGINT NOT NULL");
+            table(
+                &mut s,
+                "accounts",
+                "id BIGINT PRIMARY KEY, balance BIGINT NOT NULL",
+            );
             for (a, b) in initial_balances(w == JepsenWorkload::BankInsert) {
-                s.push(format!("INSERT INTO accounts (id, balance) VALUES ({a}, {b})"));
+                s.push(format!(
+                    "INSERT INTO accounts (id, balance) VALUES ({a}, {b})"
+                ));
             }
         }
         JepsenWorkload::BankMultitable => {
@@ -40,7 +46,11 @@ pub fn setup(w: JepsenWorkload, _dialect: Dialect) -> Vec<String> {
             table(&mut s, "sets", "val BIGINT NOT NULL");
         }
         JepsenWorkload::Monotonic => {
-            table(&mut s, "cycle", "pk BIGINT PRIMARY KEY, sk BIGINT NOT NULL, val BIGINT");
+            table(
+                &mut s,
+                "cycle",
+                "pk BIGINT PRIMARY KEY, sk BIGINT NOT NULL, val BIGINT",
+            );
         }
         JepsenWorkload::Sequential => {
             for t in 0..super::SEQ_TABLES {
@@ -48,7 +58,11 @@ pub fn setup(w: JepsenWorkload, _dialect: Dialect) -> Vec<String> {
             }
         }
         JepsenWorkload::Counter => {
-            table(&mut s, "counter", "id BIGINT PRIMARY KEY, count BIGINT NOT NULL");
+            table(
+                &mut s,
+                "counter",
+                "id BIGINT PRIMARY KEY, count BIGINT NOT NULL",
+            );
             s.push("INSERT INTO counter (id, count) VALUES (0, 0)".into());
         }
         JepsenWorkload::LongFork => {}
@@ -73,7 +87,10 @@ fn check_acct(a: i64) -> Result<(), ClientError> {
     if (0..ACCOUNTS).contains(&a) {
         Ok(())
     } else {
-        Err(refused("invalid-op", format!("account {a} is outside the bank")))
+        Err(refused(
+            "invalid-op",
+            format!("account {a} is outside the bank"),
+        ))
     }
 }
 
@@ -132,7 +149,10 @@ async fn body(
             let b1 = balance(s, w, *from, for_update).await?;
             let b2 = balance(s, w, *to, for_update).await?;
             let (Some(b1), Some(b2)) = (b1, b2) else {
-                return Err(refused("no-account", format!("account {from} or {to} does not exist")));
+                return Err(refused(
+                    "no-account",
+                    format!("account {from} or {to} does not exist"),
+                ));
             };
             if b1 - amount < 0 {
                 return Err(refused(
@@ -147,7 +167,10 @@ async fn body(
         Op::Insert { from, to, amount } => {
             let b1 = balance(s, w, *from, for_update).await?;
             let Some(b1) = b1 else {
-                return Err(refused("no-account", format!("account {from} does not exist")));
+                return Err(refused(
+                    "no-account",
+                    format!("account {from} does not exist"),
+                ));
             };
             if balance(s, w, *to, for_update).await?.is_some() {
                 return Err(refused("exists", format!("account {to} exists already")));
@@ -159,27 +182,39 @@ async fn body(
                 ));
             }
             set_balance(s, w, *from, b1 - amount).await?;
-            s.execute("INSERT INTO accounts (id, balance) VALUES (?, ?)", &[*to, *amount])
-                .await?;
+            s.execute(
+                "INSERT INTO accounts (id, balance) VALUES (?, ?)",
+                &[*to, *amount],
+            )
+            .await?;
             Outcome::Echo
         }
         Op::Delete { from, to } => {
             let b1 = balance(s, w, *from, for_update).await?;
             let b2 = balance(s, w, *to, for_update).await?;
             let (Some(b1), Some(b2)) = (b1, b2) else {
-                return Err(refused("no-account", format!("account {from} or {to} does not exist")));
+                return Err(refused(
+                    "no-account",
+                    format!("account {from} or {to} does not exist"),
+                ));
             };
             set_balance(s, w, *to, b2 + b1).await?;
-            s.execute("DELETE FROM accounts WHERE id = ?", &[*from]).await?;
+            s.execute("DELETE FROM accounts WHERE id = ?", &[*from])
+                .await?;
             Outcome::Ints(vec![Some(b1), Some(b1)])
         }
         Op::SetAdd(x) => {
-            s.execute("INSERT INTO sets (val) VALUES (?)", &[*x]).await?;
+            s.execute("INSERT INTO sets (val) VALUES (?)", &[*x])
+                .await?;
             Outcome::Echo
         }
         Op::SetRead => {
             let rows = s.query("SELECT val FROM sets", &[]).await?;
-            Outcome::List(rows.iter().filter_map(|r| r.first().copied().flatten()).collect())
+            Outcome::List(
+                rows.iter()
+                    .filter_map(|r| r.first().copied().flatten())
+                    .collect(),
+            )
         }
         Op::Inc(k) => {
             let sql = if for_update {
@@ -189,12 +224,16 @@ async fn body(
             };
             let rows = s.query(sql, &[*k]).await?;
             let v = if rows.is_empty() {
-                s.execute("INSERT INTO cycle (pk, sk, val) VALUES (?, ?, 0)", &[*k, *k])
-                    .await?;
+                s.execute(
+                    "INSERT INTO cycle (pk, sk, val) VALUES (?, ?, 0)",
+                    &[*k, *k],
+                )
+                .await?;
                 0
             } else {
                 let v = one(&rows).unwrap_or(-1) + 1;
-                s.execute("UPDATE cycle SET val = ? WHERE pk = ?", &[v, *k]).await?;
+                s.execute("UPDATE cycle SET val = ? WHERE pk = ?", &[v, *k])
+                    .await?;
                 v
             };
             Outcome::Ints(vec![Some(v)])
@@ -211,15 +250,21 @@ async fn body(
             Outcome::Ints(got)
         }
         Op::CounterAdd(n) => {
-            s.execute("UPDATE counter SET count = count + ? WHERE id = 0", &[*n]).await?;
+            s.execute("UPDATE counter SET count = count + ? WHERE id = 0", &[*n])
+                .await?;
             Outcome::Echo
         }
         Op::CounterRead => {
-            let rows = s.query("SELECT count FROM counter WHERE id = 0", &[]).await?;
+            let rows = s
+                .query("SELECT count FROM counter WHERE id = 0", &[])
+                .await?;
             Outcome::Ints(vec![one(&rows)])
         }
         Op::SeqWrite(_) | Op::SeqRead(_) => {
-            return Err(refused("invalid-op", "sequential ops are not one transaction".into()));
+            return Err(refused(
+                "invalid-op",
+                "sequential ops are not one transaction".into(),
+            ));
         }
     })
 }

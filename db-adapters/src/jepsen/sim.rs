@@ -71,7 +71,8 @@ impl ClientFactory for JepsenSimFactory {
                 let r = self.inner.with_engine(|e| {
                     let id = e.begin();
                     for (k, v) in &initial {
-                        if let Err(err) = e.execute(id, &MicroOp::Write(Key::int(*k), Val::int(*v))) {
+                        if let Err(err) = e.execute(id, &MicroOp::Write(Key::int(*k), Val::int(*v)))
+                        {
                             e.abort(id);
                             return Err(err);
                         }
@@ -82,7 +83,10 @@ impl ClientFactory for JepsenSimFactory {
                     return Ok(());
                 }
             }
-            Err(ClientError::definite("setup", "the simulator aborted every setup transaction"))
+            Err(ClientError::definite(
+                "setup",
+                "the simulator aborted every setup transaction",
+            ))
         })
     }
 
@@ -142,7 +146,10 @@ impl Txn {
     }
 
     async fn read(&mut self, k: i64) -> Result<Option<i64>, ClientError> {
-        match self.exec(MicroOp::Read(Key::int(k), ReadValue::Nil)).await? {
+        match self
+            .exec(MicroOp::Read(Key::int(k), ReadValue::Nil))
+            .await?
+        {
             MicroOp::Read(_, ReadValue::Scalar(Val(store::Atom::Int(v)))) if v != DELETED => {
                 Ok(Some(v))
             }
@@ -151,7 +158,10 @@ impl Txn {
     }
 
     async fn read_list(&mut self, k: i64) -> Result<Vec<i64>, ClientError> {
-        match self.exec(MicroOp::Read(Key::int(k), ReadValue::Nil)).await? {
+        match self
+            .exec(MicroOp::Read(Key::int(k), ReadValue::Nil))
+            .await?
+        {
             MicroOp::Read(_, ReadValue::List(l)) => Ok(l
                 .iter()
                 .filter_map(|v| match v.0 {
@@ -164,16 +174,22 @@ impl Txn {
     }
 
     async fn write(&mut self, k: i64, v: i64) -> Result<(), ClientError> {
-        self.exec(MicroOp::Write(Key::int(k), Val::int(v))).await.map(drop)
+        self.exec(MicroOp::Write(Key::int(k), Val::int(v)))
+            .await
+            .map(drop)
     }
 
     async fn append(&mut self, k: i64, v: i64) -> Result<(), ClientError> {
-        self.exec(MicroOp::Append(Key::int(k), Val::int(v))).await.map(drop)
+        self.exec(MicroOp::Append(Key::int(k), Val::int(v)))
+            .await
+            .map(drop)
     }
 
     fn commit(mut self) -> Result<(), ClientError> {
         self.finished = true;
-        self.db.with_engine(|e| e.commit(self.id))?.map_err(|e| sim_error(&e))
+        self.db
+            .with_engine(|e| e.commit(self.id))?
+            .map_err(|e| sim_error(&e))
     }
 }
 
@@ -192,11 +208,17 @@ impl JepsenSimClient {
                 let insert = matches!(op, Op::Insert { .. });
                 let (b1, b2) = (t.read(*from).await?, t.read(*to).await?);
                 let Some(b1) = b1 else {
-                    return Err(refused("no-account", format!("account {from} does not exist")));
+                    return Err(refused(
+                        "no-account",
+                        format!("account {from} does not exist"),
+                    ));
                 };
                 match (insert, b2) {
                     (false, None) => {
-                        return Err(refused("no-account", format!("account {to} does not exist")));
+                        return Err(refused(
+                            "no-account",
+                            format!("account {to} does not exist"),
+                        ));
                     }
                     (true, Some(_)) => {
                         return Err(refused("exists", format!("account {to} exists already")));
@@ -213,7 +235,10 @@ impl JepsenSimClient {
             Op::Delete { from, to } => {
                 let (b1, b2) = (t.read(*from).await?, t.read(*to).await?);
                 let (Some(b1), Some(b2)) = (b1, b2) else {
-                    return Err(refused("no-account", format!("account {from} or {to} does not exist")));
+                    return Err(refused(
+                        "no-account",
+                        format!("account {from} or {to} does not exist"),
+                    ));
                 };
                 t.write(*to, b2 + b1).await?;
                 t.write(*from, DELETED).await?;
@@ -263,7 +288,10 @@ impl JepsenSimClient {
                         return Err(if i == 0 {
                             e
                         } else {
-                            ClientError::indefinite(e.code, format!("after {i} subkeys: {}", e.message))
+                            ClientError::indefinite(
+                                e.code,
+                                format!("after {i} subkeys: {}", e.message),
+                            )
                         });
                     }
                 }

@@ -89,10 +89,14 @@ impl ClientFactory for JepsenSqliteFactory {
                 .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
                 .map_err(|e| definite(&e, "setup"))?;
             if !mode.eq_ignore_ascii_case("wal") {
-                return Err(ClientError::definite("setup", format!("no WAL mode (got {mode})")));
+                return Err(ClientError::definite(
+                    "setup",
+                    format!("no WAL mode (got {mode})"),
+                ));
             }
             for sql in program::setup(this.workload, Dialect::Sqlite) {
-                conn.execute_batch(&sql).map_err(|e| definite(&e, "setup"))?;
+                conn.execute_batch(&sql)
+                    .map_err(|e| definite(&e, "setup"))?;
             }
             Ok(())
         }))

@@ -33,11 +33,23 @@ pub fn write(
 ) -> anyhow::Result<()> {
     register_font()?;
     let png = dir.join("bank.png");
-    draw(BitMapBackend::new(&png, PLOT_SIZE).into_drawing_area(), totals, expected, nodes, extract)
-        .with_context(|| format!("drawing {}", png.display()))?;
+    draw(
+        BitMapBackend::new(&png, PLOT_SIZE).into_drawing_area(),
+        totals,
+        expected,
+        nodes,
+        extract,
+    )
+    .with_context(|| format!("drawing {}", png.display()))?;
     let svg = dir.join("bank.svg");
-    draw(SVGBackend::new(&svg, PLOT_SIZE).into_drawing_area(), totals, expected, nodes, extract)
-        .with_context(|| format!("drawing {}", svg.display()))?;
+    draw(
+        SVGBackend::new(&svg, PLOT_SIZE).into_drawing_area(),
+        totals,
+        expected,
+        nodes,
+        extract,
+    )
+    .with_context(|| format!("drawing {}", svg.display()))?;
     Ok(())
 }
 
@@ -55,8 +67,18 @@ where
     root.fill(&WHITE).map_err(err)?;
     let t0 = extract.t_min_ns as f64 / 1e9;
     let x_max = totals.iter().map(|t| t.0 - t0).fold(1.0f64, f64::max);
-    let lo = totals.iter().map(|t| t.1).min().unwrap_or(expected).min(expected);
-    let hi = totals.iter().map(|t| t.1).max().unwrap_or(expected).max(expected);
+    let lo = totals
+        .iter()
+        .map(|t| t.1)
+        .min()
+        .unwrap_or(expected)
+        .min(expected);
+    let hi = totals
+        .iter()
+        .map(|t| t.1)
+        .max()
+        .unwrap_or(expected)
+        .max(expected);
     let pad = ((hi - lo) as f64 * 0.1).max(1.0);
     let (y0, y1) = (lo as f64 - pad, hi as f64 + pad);
     let mut chart = ChartBuilder::on(&root)

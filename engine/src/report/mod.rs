@@ -6,9 +6,9 @@
 //! `CheckResult` alone (no database, no network), so `harness analyze` can
 //! regenerate any run's reports from its stored files.
 
+pub mod bank_plot;
 pub mod elle;
 pub mod graph_svg;
-pub mod bank_plot;
 pub mod plots;
 pub mod repro;
 pub mod soak;
