@@ -116,6 +116,8 @@ pub enum WorkloadArg {
     Given(Workload),
     /// A linearizability check (`register`, `kv`).
     Linear(crate::linear_cmd::LinearKind),
+    /// One of Jepsen's workloads (bank, set, …): its own checker.
+    Jepsen(workloads::JepsenWorkload),
 }
 
 /// `--format`.
@@ -138,9 +140,12 @@ impl std::str::FromStr for WorkloadArg {
             "auto" => Ok(WorkloadArg::Auto),
             "register" | "cas-register" => Ok(WorkloadArg::Linear(crate::linear_cmd::LinearKind::Register)),
             "kv" => Ok(WorkloadArg::Linear(crate::linear_cmd::LinearKind::Kv)),
+            w if workloads::JepsenWorkload::parse(w).is_some() => workloads::JepsenWorkload::parse(w)
+                .map(WorkloadArg::Jepsen)
+                .ok_or_else(|| format!("unknown workload {w:?}")),
             w => w.parse().map(WorkloadArg::Given).map_err(|_| {
                 format!(
-                    "unknown workload {w:?}; known workloads: auto, list-append (append), rw-register (wr), register, kv"
+                    "unknown workload {w:?}; known workloads: auto, list-append (append), rw-register (wr), register, kv, bank, bank-multitable, bank-insert, set, set-full, long-fork, monotonic, sequential, counter"
                 )
             }),
         }
@@ -164,10 +169,20 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
             args.history.display()
         );
     }
+    let jepsen = match args.workload {
+        WorkloadArg::Jepsen(w) => Some(w),
+        WorkloadArg::Auto => {
+            checker::workloads::detect(&history).and_then(workloads::JepsenWorkload::parse)
+        }
+        WorkloadArg::Given(_) | WorkloadArg::Linear(_) => None,
+    };
+    if let Some(w) = jepsen {
+        return Ok(check_jepsen(&args, &history, w));
+    }
     let linear = match args.workload {
         WorkloadArg::Linear(k) => Some(k),
         WorkloadArg::Auto => crate::linear_cmd::detect(&history),
-        WorkloadArg::Given(_) => None,
+        WorkloadArg::Given(_) | WorkloadArg::Jepsen(_) => None,
     };
     if let Some(kind) = linear {
         return crate::linear_cmd::run(
@@ -185,13 +200,16 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
     let workload = match args.workload {
         WorkloadArg::Given(w) => w,
         WorkloadArg::Linear(_) => unreachable_linear()?,
-        WorkloadArg::Auto => Workload::detect(&history).with_context(|| {
-            format!(
-                "cannot tell the workload of {} (no append and no write micro-op, or both); \
+        // A Jepsen workload was checked above.
+        WorkloadArg::Auto | WorkloadArg::Jepsen(_) => {
+            Workload::detect(&history).with_context(|| {
+                format!(
+                    "cannot tell the workload of {} (no append and no write micro-op, or both); \
                  pass --workload list-append or --workload rw-register",
-                args.history.display()
-            )
-        })?,
+                    args.history.display()
+                )
+            })?
+        }
     };
     let models = if args.consistency_models.is_empty() {
         vec![checker::model::DEFAULT_MODEL]
@@ -269,6 +287,48 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
 
 fn unreachable_linear() -> anyhow::Result<Workload> {
     bail!("a linearizability workload was routed to the transaction checker")
+}
+
+/// `harness check` of a Jepsen workload's history: its checker's report
+/// (the first model given, else Elle's default, tunes it as in a run).
+fn check_jepsen(args: &CheckArgs, history: &store::History, w: workloads::JepsenWorkload) -> u8 {
+    let model = args
+        .consistency_models
+        .first()
+        .copied()
+        .unwrap_or(checker::model::DEFAULT_MODEL);
+    let report = checker::workloads::check(history, &engine::jepsen::checker_for(w, model));
+    match args.format {
+        Format::Json => engine::say!("{}", report.to_json()),
+        Format::Edn => engine::say_raw!(
+            "{}",
+            store::format::data_to_edn(&json_to_data(&report.to_json()))
+        ),
+        Format::Text => {
+            engine::say!("{w} history, {} ops", history.len());
+            engine::jepsen::print_report(&report);
+        }
+    }
+    report.valid.exit_code()
+}
+
+fn json_to_data(v: &serde_json::Value) -> store::Data {
+    use serde_json::Value;
+    use store::Data;
+    match v {
+        Value::Null => Data::Nil,
+        Value::Bool(b) => Data::Bool(*b),
+        Value::Number(n) => n
+            .as_i64()
+            .map_or_else(|| Data::Float(n.as_f64().unwrap_or(0.0)), Data::Int),
+        Value::String(s) => Data::Str(s.clone()),
+        Value::Array(a) => Data::Vec(a.iter().map(json_to_data).collect()),
+        Value::Object(m) => Data::Map(
+            m.iter()
+                .map(|(k, v)| (Data::Keyword(k.clone()), json_to_data(v)))
+                .collect(),
+        ),
+    }
 }
 
 /// `--witness`: one line per level the complete check found valid, to

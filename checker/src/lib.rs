@@ -28,6 +28,7 @@ pub mod txn;
 pub mod versions;
 pub mod weak;
 pub mod whitebox;
+pub mod workloads;
 mod write_ids;
 
 pub use analysis::{AnalyzeOptions, Workload};

@@ -64,6 +64,35 @@ pub trait Client: Send {
         txn: &'a [MicroOp],
     ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>>;
 
+    /// Runs one operation of function `f`: `txn` is [`Client::invoke`];
+    /// the Jepsen workloads' functions (`read`, `transfer`, `add`, …, on
+    /// micro-ops encoded as `crate::jepsen` describes) are run by the
+    /// clients that know them. Never retries.
+    ///
+    /// # Errors
+    /// A definite `unsupported-f` error for a function this client does
+    /// not run (nothing was sent), else as [`Client::invoke`].
+    ///
+    /// # Cancel safety
+    /// Not cancel safe, as [`Client::invoke`].
+    fn invoke_op<'a>(
+        &'a mut self,
+        f: &'a store::F,
+        txn: &'a [MicroOp],
+    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+        if *f == store::F::Txn {
+            self.invoke(txn)
+        } else {
+            let name = f.as_str().to_string();
+            Box::pin(async move {
+                Err(ClientError::definite(
+                    "unsupported-f",
+                    format!("this client runs only txn operations, not {name}"),
+                ))
+            })
+        }
+    }
+
     /// Closes the session (best effort).
     fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
 

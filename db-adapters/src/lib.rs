@@ -10,6 +10,7 @@ pub mod client;
 pub mod cluster;
 pub mod cockroach;
 pub mod db;
+pub mod jepsen;
 pub mod mysql;
 pub mod newsql;
 pub mod pg_cluster;

@@ -64,6 +64,9 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
     if spec.workload == WorkloadKind::Register {
         return crate::linear_check::check_and_report(spec, run_dir);
     }
+    if let WorkloadKind::Jepsen(w) = spec.workload {
+        return crate::jepsen::check_and_report(spec, w, run_dir);
+    }
     let keep = spec.keep;
     crate::say!("checking the history against {} …", spec.expected.name());
     let (history, warnings) = store::format::load_history(&run_dir.history_path())
@@ -188,7 +191,7 @@ fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {
         WorkloadKind::ListAppend | WorkloadKind::Predicate => {
             checker::analysis::Workload::ListAppend
         }
-        WorkloadKind::RwRegister | WorkloadKind::Register => {
+        WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => {
             checker::analysis::Workload::RwRegister
         }
     }

@@ -21,6 +21,7 @@ pub mod cluster;
 pub mod console;
 pub mod exit;
 pub mod linear_check;
+pub mod jepsen;
 pub mod plan;
 pub mod report;
 pub mod run;

@@ -81,6 +81,13 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     if workload == WorkloadKind::Predicate && !args.db.range_reads() {
         bail!("--workload predicate: the simulator does not model range reads; use a SQL database");
     }
+    if let WorkloadKind::Jepsen(w) = workload
+        && !db_adapters::jepsen::runs_on(args.db, args.nodes.is_set())
+    {
+        bail!(
+            "--workload {w}: runs on sqlite, sim and postgres behind --url or --local (long-fork: every database)"
+        );
+    }
     if args.sim_bug.is_some() && !args.db.has_bug_modes() {
         bail!("--sim-bug applies to --db sim only");
     }
@@ -208,13 +215,17 @@ pub(crate) fn db_settings(
         op_timeout: args.limits.op_timeout,
         sim_bug: args.sim_bug,
         seed,
+        jepsen: match args.workload {
+            WorkloadKind::Jepsen(w) => Some(w),
+            _ => None,
+        },
     }
 }
 
 pub(crate) fn data_model(w: WorkloadKind) -> DataModel {
     match w {
         WorkloadKind::ListAppend | WorkloadKind::Predicate => DataModel::ListAppend,
-        WorkloadKind::RwRegister | WorkloadKind::Register => DataModel::RwRegister,
+        WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => DataModel::RwRegister,
     }
 }
 

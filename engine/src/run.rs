@@ -249,6 +249,7 @@ async fn run_with(
         recovery_time: args.limits.recovery_time,
         final_read_batch: plan.wcfg.final_read_batch,
         final_reads: true,
+        register_values: plan.workload == workloads::WorkloadKind::Register,
     };
     tracing::info!(
         "running {} against {} at {} with {} workers, seed {}",

@@ -45,7 +45,7 @@ const F_NONE: u8 = 0;
 /// `f` code of an [`F::Other`] (the name is in the side table).
 const F_OTHER: u8 = u8::MAX;
 /// The functions with a code of their own (`code = position + 1`).
-static KNOWN_F: [F; 11] = [
+static KNOWN_F: [F; 18] = [
     F::Txn,
     F::StartPartition,
     F::StopPartition,
@@ -57,6 +57,13 @@ static KNOWN_F: [F; 11] = [
     F::StopClock,
     F::StartLoss,
     F::StopLoss,
+    F::Read,
+    F::Write,
+    F::Add,
+    F::Transfer,
+    F::Insert,
+    F::Delete,
+    F::Inc,
 ];
 
 /// What an op's value is.

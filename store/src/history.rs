@@ -296,6 +296,20 @@ pub enum F {
     StartLoss,
     /// Nemesis: packet loss ends.
     StopLoss,
+    /// Jepsen workloads (bank, set, counter, monotonic, sequential): a read.
+    Read,
+    /// Jepsen workloads (sequential): a write.
+    Write,
+    /// Jepsen workloads (set, counter): an add.
+    Add,
+    /// Jepsen workload bank: a transfer between accounts.
+    Transfer,
+    /// Jepsen workload bank with inserts/deletes: an account inserted.
+    Insert,
+    /// Jepsen workload bank with inserts/deletes: an account deleted.
+    Delete,
+    /// Jepsen workload monotonic: an increment.
+    Inc,
     /// Any other function, as found in a history written by another tool.
     Other(Text),
 }
@@ -315,6 +329,13 @@ impl F {
             F::StopClock => "stop-clock",
             F::StartLoss => "start-loss",
             F::StopLoss => "stop-loss",
+            F::Read => "read",
+            F::Write => "write",
+            F::Add => "add",
+            F::Transfer => "transfer",
+            F::Insert => "insert",
+            F::Delete => "delete",
+            F::Inc => "inc",
             F::Other(s) => s,
         }
     }
@@ -334,6 +355,13 @@ impl F {
             "stop-clock" => F::StopClock,
             "start-loss" => F::StartLoss,
             "stop-loss" => F::StopLoss,
+            "read" => F::Read,
+            "write" => F::Write,
+            "add" => F::Add,
+            "transfer" => F::Transfer,
+            "insert" => F::Insert,
+            "delete" => F::Delete,
+            "inc" => F::Inc,
             other => F::Other(other.into()),
         }
     }

@@ -99,6 +99,13 @@ pub trait Generator: Send {
     fn touched_keys(&self) -> Vec<Key> {
         Vec::new()
     }
+
+    /// The workload's own final phase (Jepsen's workloads: e.g. bank's
+    /// one last read), run instead of the item reads of
+    /// [`Generator::touched_keys`]; `None` (the default) for those.
+    fn final_generator(&self) -> Option<Box<dyn Generator>> {
+        None
+    }
 }
 
 impl<G: Generator + ?Sized> Generator for Box<G> {
@@ -110,6 +117,9 @@ impl<G: Generator + ?Sized> Generator for Box<G> {
     }
     fn touched_keys(&self) -> Vec<Key> {
         (**self).touched_keys()
+    }
+    fn final_generator(&self) -> Option<Box<dyn Generator>> {
+        (**self).final_generator()
     }
 }
 

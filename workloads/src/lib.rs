@@ -1,7 +1,8 @@
 //! Workloads: the generators that decide what clients do.
 //!
-//! Owns the [`generator::Generator`] trait and its combinators, and the list-append
-//! and rw-register transaction generators. Key decision: generators are pure
+//! Owns the [`generator::Generator`] trait and its combinators, the list-append
+//! and rw-register transaction generators, and Jepsen's bank, set, set-full,
+//! long-fork, monotonic, sequential and counter workloads ([`jepsen`]). Key decision: generators are pure
 //! values driven by the runner's interpreter, seeded, with no IO or clock, so
 //! a run is reproducible from its seed and completions.
 //!
@@ -14,17 +15,25 @@
 
 pub mod append;
 pub mod cas_register;
+pub mod bank;
+pub mod counter;
 pub mod generator;
+pub mod jepsen;
 pub mod keys;
+pub mod long_fork;
+pub mod monotonic;
 pub mod predicate;
 pub mod register;
 pub mod rng;
+pub mod sequential;
+pub mod set;
 pub mod txn;
 
 use generator::Generator;
 use std::fmt;
 use std::str::FromStr;
 
+pub use jepsen::JepsenWorkload;
 pub use txn::TxnGen;
 
 /// Which transactions to generate.
@@ -39,6 +48,8 @@ pub enum WorkloadKind {
     /// `register`: single-key read / write / cas on independent keys,
     /// checked for linearizability (`cas_register.rs`).
     Register,
+    /// One of Jepsen's non-Elle workloads (`jepsen.rs`: bank, set, …).
+    Jepsen(JepsenWorkload),
 }
 
 impl WorkloadKind {
@@ -53,6 +64,7 @@ impl WorkloadKind {
             WorkloadKind::RwRegister => "rw-register",
             WorkloadKind::Predicate => "predicate",
             WorkloadKind::Register => "register",
+            WorkloadKind::Jepsen(w) => w.name(),
         }
     }
 
@@ -66,6 +78,9 @@ impl WorkloadKind {
             "rw-register" | "wr" => Ok(WorkloadKind::RwRegister),
             "predicate" => Ok(WorkloadKind::Predicate),
             "register" => Ok(WorkloadKind::Register),
+            other if JepsenWorkload::parse(other).is_some() => JepsenWorkload::parse(other)
+                .map(WorkloadKind::Jepsen)
+                .ok_or_else(|| WorkloadError::UnknownWorkload(other.to_string())),
             other => Err(WorkloadError::UnknownWorkload(other.to_string())),
         }
     }
@@ -180,7 +195,7 @@ impl WorkloadConfig {
 pub enum WorkloadError {
     /// Not a known workload name.
     #[error(
-        "unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate, register"
+        "unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate, register, bank, bank-multitable, bank-insert, set, set-full, long-fork, monotonic, sequential, counter"
     )]
     UnknownWorkload(String),
     /// A tunable out of range.
@@ -207,6 +222,7 @@ pub fn for_workload(
     match kind {
         WorkloadKind::Predicate => Ok(Box::new(predicate::PredicateGen::new(cfg, seed)?)),
         WorkloadKind::Register => Ok(Box::new(cas_register::RegisterGen::new(cfg, seed)?)),
+        WorkloadKind::Jepsen(w) => jepsen::generator(w, cfg, seed),
         _ => Ok(Box::new(TxnGen::new(kind, cfg, seed)?)),
     }
 }

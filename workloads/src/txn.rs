@@ -59,7 +59,7 @@ impl TxnGen {
                     WorkloadKind::ListAppend | WorkloadKind::Predicate => {
                         MicroOp::Append(k, Val::int(v))
                     }
-                    WorkloadKind::RwRegister | WorkloadKind::Register => {
+                    WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => {
                         MicroOp::Write(k, Val::int(v))
                     }
                 });

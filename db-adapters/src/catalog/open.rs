@@ -57,6 +57,9 @@ pub struct DbSettings {
     pub sim_bug: Option<SimMode>,
     /// The run's seed (the simulator's choices).
     pub seed: u64,
+    /// A Jepsen workload's clients instead of the transactional ones
+    /// (`crate::jepsen`).
+    pub jepsen: Option<workloads::JepsenWorkload>,
 }
 
 /// A database on nodes: its lifecycle and its clients' factory.
@@ -239,6 +242,11 @@ impl DbKind {
         s: &DbSettings,
         url: Option<&str>,
     ) -> Result<Arc<dyn ClientFactory>, String> {
+        if let Some(w) = s.jepsen
+            && let Some(f) = crate::jepsen::client_factory(self, w, s, url)?
+        {
+            return Ok(f);
+        }
         Ok(match self {
             DbKind::Sqlite => Arc::new(sqlite_factory(s)?),
             DbKind::Sim => Arc::new(SimFactory::new(sim_mode(s.sim_bug, s.isolation)?, s.seed)),
@@ -456,6 +464,7 @@ mod tests {
             op_timeout: Duration::from_secs(1),
             sim_bug: None,
             seed: 0,
+            jepsen: None,
         }
     }
 

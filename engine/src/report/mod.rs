@@ -7,6 +7,7 @@
 //! regenerate any run's reports from its stored files.
 
 pub mod caps;
+pub mod bank_plot;
 pub mod elle;
 pub mod graph_svg;
 pub mod plots;

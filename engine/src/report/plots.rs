@@ -25,7 +25,7 @@ const BUCKETS: usize = 60;
 static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 static FONT_REGISTERED: OnceLock<bool> = OnceLock::new();
 
-fn register_font() -> anyhow::Result<()> {
+pub(crate) fn register_font() -> anyhow::Result<()> {
     let ok = *FONT_REGISTERED.get_or_init(|| {
         plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
     });
@@ -44,7 +44,7 @@ fn outcome_color(o: Outcome) -> RGBColor {
     }
 }
 
-fn fault_color(k: FaultKind) -> RGBColor {
+pub(crate) fn fault_color(k: FaultKind) -> RGBColor {
     let (r, g, b) = k.rgb();
     RGBColor(r, g, b)
 }

@@ -127,6 +127,9 @@ pub struct RunnerConfig {
     pub final_read_batch: usize,
     /// Whether to run the final reads at all.
     pub final_reads: bool,
+    /// Log read/write/cas ops with Jepsen's register values (`[k v]`,
+    /// `[k [old new]]`): the `register` workload.
+    pub register_values: bool,
 }
 
 impl RunnerConfig {
@@ -143,6 +146,7 @@ impl RunnerConfig {
             recovery_time: Duration::ZERO,
             final_read_batch: 16,
             final_reads: true,
+            register_values: false,
         }
     }
 }
@@ -255,8 +259,10 @@ pub async fn run(
         if !interp.stop.is_set() {
             let keys = main.touched_keys();
             tracing::info!("final reads of {} keys", keys.len());
-            let mut reads: Box<dyn Generator> =
-                Box::new(final_reads(&keys, cfg.final_read_batch.max(1)));
+            let mut reads: Box<dyn Generator> = match main.final_generator() {
+                Some(own) => own,
+                None => Box::new(final_reads(&keys, cfg.final_read_batch.max(1))),
+            };
             let end = interp.phase(&mut reads, false).await;
             interp.drain(&mut *reads).await?;
             final_done = end? == PhaseEnd::Exhausted;
@@ -329,9 +335,10 @@ struct Interpreter<'l> {
     free: BTreeSet<usize>,
     process: Vec<u64>,
     /// The invocation in flight per thread.
-    in_flight: Vec<Option<Vec<MicroOp>>>,
-    /// The function of each in-flight op (`txn`, or a register op's).
-    in_flight_f: Vec<F>,
+    in_flight: Vec<Option<(F, Vec<MicroOp>)>>,
+    /// Whether read/write/cas ops are logged with Jepsen's register values
+    /// (`[k v]`, the `register` workload) rather than as micro-ops.
+    register_values: bool,
     /// Each thread's worker while it is idle (`None` while a job has it).
     slots: Vec<Option<worker::Slot>>,
     /// The jobs in flight, polled by the interpreter.
@@ -369,7 +376,7 @@ impl<'l> Interpreter<'l> {
             free: (0..n).collect(),
             process: (0..n as u64).collect(),
             in_flight: vec![None; n],
-            in_flight_f: vec![F::Txn; n],
+            register_values: cfg.register_values,
             slots,
             running: FuturesUnordered::new(),
             main_invoked: 0,
@@ -436,14 +443,6 @@ impl<'l> Interpreter<'l> {
                             // the op is dropped unsent (and unlogged).
                             continue;
                         }
-                    }
-                    if invocation.f != F::Txn
-                        && !workloads::cas_register::is_register_f(&invocation.f)
-                    {
-                        anyhow::bail!(
-                            "generator produced f {:?}; client workers run only txn",
-                            invocation.f.as_str()
-                        );
                     }
                     self.invoke(thread.0, invocation.f, invocation.value)?;
                     if main {
@@ -518,15 +517,14 @@ impl<'l> Interpreter<'l> {
 
     fn invoke(&mut self, thread: usize, f: F, mops: Vec<MicroOp>) -> anyhow::Result<()> {
         let process = self.process[thread];
-        let value = logged_value(&f, &mops);
-        self.in_flight_f[thread] = f.clone();
+        let value = logged_value(&f, &mops, self.register_values);
         // Logged (handed to the OS) before the request can be sent.
         self.log.append(Op {
             index: OpIndex(0),
             time_ns: Some(nanos_since(self.started)),
             op_type: OpType::Invoke,
             process: Some(Process::Client(ProcessId(process))),
-            f: Some(f),
+            f: Some(f.clone()),
             value,
             error: None,
             extra: store::Extra::new(),
@@ -535,12 +533,12 @@ impl<'l> Interpreter<'l> {
             .take()
             .ok_or_else(|| anyhow::anyhow!("worker {thread} is busy"))?;
         self.free.remove(&thread);
-        self.in_flight[thread] = Some(mops.clone());
+        self.in_flight[thread] = Some((f.clone(), mops.clone()));
         self.counters.invoked.fetch_add(1, Ordering::Relaxed);
         // Not polled (so nothing is sent) before the next flush.
         self.running.push(Box::pin(worker::run_job(
             slot,
-            worker::Job { process, mops },
+            worker::Job { process, f, mops },
         )));
         Ok(())
     }
@@ -552,10 +550,10 @@ impl<'l> Interpreter<'l> {
     ) -> anyhow::Result<()> {
         let thread = d.thread;
         self.slots[thread] = Some(slot);
-        if self.in_flight[thread].take().is_none() {
+        let Some((f, _)) = self.in_flight[thread].take() else {
             // A late report from a worker already given up on.
             return Ok(());
-        }
+        };
         let process = self.process[thread];
         let time = i64::try_from(d.at.saturating_duration_since(self.started).as_nanos())
             .unwrap_or(i64::MAX);
@@ -567,8 +565,8 @@ impl<'l> Interpreter<'l> {
             time_ns: Some(time),
             op_type: d.op_type,
             process: Some(Process::Client(ProcessId(process))),
-            f: Some(self.in_flight_f[thread].clone()),
-            value: logged_value(&self.in_flight_f[thread], &d.value),
+            value: logged_value(&f, &d.value, self.register_values),
+            f: Some(f),
             error,
             extra: d.extra.into(),
         })?;
@@ -610,7 +608,7 @@ impl<'l> Interpreter<'l> {
             }
         }
         for t in 0..self.n {
-            if let Some(mops) = self.in_flight[t].take() {
+            if let Some((f, mops)) = self.in_flight[t].take() {
                 tracing::warn!(
                     "worker {t} did not complete its op; recording info and retiring it"
                 );
@@ -620,8 +618,8 @@ impl<'l> Interpreter<'l> {
                     time_ns: Some(nanos_since(self.started)),
                     op_type: OpType::Info,
                     process: Some(Process::Client(ProcessId(process))),
-                    value: logged_value(&self.in_flight_f[t], &mops),
-                    f: Some(self.in_flight_f[t].clone()),
+                    value: logged_value(&f, &mops, self.register_values),
+                    f: Some(f),
                     error: Some(Box::new(Data::Vec(vec![
                         Data::Str("worker-unresponsive".into()),
                         Data::Str("no completion from the worker".into()),
@@ -654,11 +652,11 @@ impl<'l> Interpreter<'l> {
 
 /// How an op is logged: a transaction's micro-ops, or a register op's
 /// Jepsen value (`workloads::cas_register::to_data`).
-fn logged_value(f: &F, mops: &[MicroOp]) -> OpValue {
-    if *f == F::Txn {
-        OpValue::Txn(mops.to_vec())
-    } else {
+fn logged_value(f: &F, mops: &[MicroOp], register_values: bool) -> OpValue {
+    if register_values && workloads::cas_register::is_register_f(f) {
         OpValue::Data(Box::new(workloads::cas_register::to_data(mops)))
+    } else {
+        OpValue::Txn(mops.to_vec())
     }
 }
 
@@ -825,6 +823,7 @@ mod tests {
         let limit = 200_000;
         let cfg = RunnerConfig {
             final_reads: false,
+            register_values: false,
             ..RunnerConfig::local(4, limit)
         };
         let main = workloads::for_workload(WorkloadKind::ListAppend, &WorkloadConfig::default(), 1)

@@ -21,6 +21,8 @@ use store::{MicroOp, OpType};
 pub struct Job {
     /// The process the invocation was logged under.
     pub process: u64,
+    /// The function (`txn`, or a Jepsen workload's `read`, `transfer`, …).
+    pub f: store::F,
     /// The micro-ops (reads unfilled).
     pub mops: Vec<MicroOp>,
 }
@@ -163,7 +165,7 @@ async fn execute(
             Some((NO_CLIENT.into(), "no client".into())),
         );
     };
-    let outcome = tokio::time::timeout(spec.op_timeout, c.invoke(&job.mops)).await;
+    let outcome = tokio::time::timeout(spec.op_timeout, c.invoke_op(&job.f, &job.mops)).await;
     match outcome {
         Ok(Ok(value)) => {
             if value.len() == job.mops.len()

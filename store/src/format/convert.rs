@@ -245,8 +245,24 @@ fn f_from_data(v: &Data) -> Result<Option<F>, String> {
 }
 
 /// The rule deciding what an op's value is: client ops (`f` absent or `txn`)
-/// carry a transaction or nil; every other `f` carries free-form data.
+/// carry a transaction or nil; Jepsen's workload functions (`read`,
+/// `transfer`, `add`, …) a transaction when their value is one, else data;
+/// every other `f` carries free-form data.
 fn value_for(f: Option<&F>, v: RawValue) -> Result<OpValue, String> {
+    // Jepsen's workload functions carry micro-ops when harness wrote them
+    // (workloads' `jepsen` encoding), Jepsen's own data otherwise.
+    if matches!(
+        f,
+        Some(F::Read | F::Write | F::Add | F::Transfer | F::Insert | F::Delete | F::Inc)
+    ) {
+        return Ok(match v {
+            RawValue::Txn(m) => OpValue::Txn(m),
+            RawValue::Data(d) => match txn_from_data(&d) {
+                Ok(m) if !m.is_empty() => OpValue::Txn(m),
+                _ => OpValue::Data(Box::new(d)),
+            },
+        });
+    }
     let is_txn_f = matches!(f, None | Some(F::Txn));
     match (is_txn_f, v) {
         (true, RawValue::Txn(m)) => Ok(OpValue::Txn(m)),

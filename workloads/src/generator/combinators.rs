@@ -99,6 +99,9 @@ impl<G: Generator> Generator for Limit<G> {
     fn touched_keys(&self) -> Vec<Key> {
         self.inner.touched_keys()
     }
+    fn final_generator(&self) -> Option<Box<dyn Generator>> {
+        self.inner.final_generator()
+    }
 }
 
 /// Waits until every worker thread is idle before the inner generator's
@@ -133,6 +136,9 @@ impl<G: Generator> Generator for Synchronize<G> {
 
     fn touched_keys(&self) -> Vec<Key> {
         self.inner.touched_keys()
+    }
+    fn final_generator(&self) -> Option<Box<dyn Generator>> {
+        self.inner.final_generator()
     }
 }
 

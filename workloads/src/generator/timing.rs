@@ -126,6 +126,9 @@ impl<G: Generator, S: Spacing> Generator for Spaced<G, S> {
     fn touched_keys(&self) -> Vec<Key> {
         self.inner.touched_keys()
     }
+    fn final_generator(&self) -> Option<Box<dyn Generator>> {
+        self.inner.final_generator()
+    }
 }
 
 /// Stops the inner generator `limit_ns` after it was first asked for an op
@@ -179,5 +182,8 @@ impl<G: Generator> Generator for TimeLimit<G> {
 
     fn touched_keys(&self) -> Vec<Key> {
         self.inner.touched_keys()
+    }
+    fn final_generator(&self) -> Option<Box<dyn Generator>> {
+        self.inner.final_generator()
     }
 }
