@@ -536,7 +536,12 @@ fn dbcop_bincode_histories_are_checked() {
             1,
             "G2-item #0",
         ),
-        ("write-skew.bincode", &["-c", "snapshot-isolation"][..], 0, ""),
+        (
+            "write-skew.bincode",
+            &["-c", "snapshot-isolation"][..],
+            0,
+            "",
+        ),
         ("aborted-read.bincode", &[][..], 1, "G1a #0"),
         // The failed write of a committed transaction is an aborted write.
         ("failed-events.bincode", &[][..], 1, "G1a #0"),
@@ -574,9 +579,18 @@ fn dbcop_bincode_histories_are_checked() {
 #[test]
 fn broken_dbcop_bincode_names_the_byte() {
     for (file, says) in [
-        ("truncated.bincode", "byte 188: the event count of session 0's transaction 1 is 1, more than the 4 bytes left can hold"),
-        ("huge-count.bincode", "byte 127: the session count is 1152921504606846976"),
-        ("bad-bool.bincode", "byte 151: expected event.write (a bool: 0 or 1), found 0x02"),
+        (
+            "truncated.bincode",
+            "byte 188: the event count of session 0's transaction 1 is 1, more than the 4 bytes left can hold",
+        ),
+        (
+            "huge-count.bincode",
+            "byte 127: the session count is 1152921504606846976",
+        ),
+        (
+            "bad-bool.bincode",
+            "byte 151: expected event.write (a bool: 0 or 1), found 0x02",
+        ),
     ] {
         let o = harness(&["check", &bincode(file)]);
         assert_eq!(code(&o), 3, "{file}: {}", stdout(&o));

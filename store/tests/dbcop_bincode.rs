@@ -228,7 +228,10 @@ fn files_written_by_bincode_round_trip_byte_for_byte() {
     assert_ne!(out, bytes("polysi-header.bincode"));
     let again = import::read_peer_bytes(&out, PeerFormat::DbcopBincode).unwrap();
     assert_eq!(txns(&again), txns(&h));
-    assert_eq!(txns(&h), [(0, true, vec![w(0, 1)]), (1, true, vec![r(0, 1)])]);
+    assert_eq!(
+        txns(&h),
+        [(0, true, vec![w(0, 1)]), (1, true, vec![r(0, 1)])]
+    );
 }
 
 #[test]
@@ -275,10 +278,7 @@ fn our_formats_convert_with_nil_as_zero_and_refuse_what_dbcop_cannot_hold() {
     // Processes 3 and 9 are sessions 0 and 1; the nil read reads 0.
     assert_eq!(
         txns(&back),
-        [
-            (0, true, vec![r(1, 0), w(1, 5)]),
-            (1, true, vec![r(1, 5)])
-        ]
+        [(0, true, vec![r(1, 0), w(1, 5)]), (1, true, vec![r(1, 5)])]
     );
     let refuse = |jsonl: &str, says: &str| {
         let ops = store::format::read_str(jsonl, store::format::Format::JsonLines)
@@ -306,9 +306,12 @@ fn our_formats_convert_with_nil_as_zero_and_refuse_what_dbcop_cannot_hold() {
 #[test]
 fn truncated_and_corrupt_files_name_the_byte_and_what_was_expected() {
     let err = |name: &str| {
-        import::load(&data(name), Some(FileFormat::Peer(PeerFormat::DbcopBincode)))
-            .unwrap_err()
-            .to_string()
+        import::load(
+            &data(name),
+            Some(FileFormat::Peer(PeerFormat::DbcopBincode)),
+        )
+        .unwrap_err()
+        .to_string()
     };
     let e = err("truncated.bincode");
     assert!(
@@ -355,7 +358,9 @@ fn truncated_and_corrupt_files_name_the_byte_and_what_was_expected() {
     let loaded = import::load(&p, None).unwrap();
     assert_eq!(loaded.history.len(), 3);
     assert!(
-        loaded.warnings[0].contains(&format!("4 bytes after the history (from byte {n}) ignored")),
+        loaded.warnings[0].contains(&format!(
+            "4 bytes after the history (from byte {n}) ignored"
+        )),
         "{:?}",
         loaded.warnings
     );
@@ -382,7 +387,11 @@ fn bincode_is_detected_by_content_and_nothing_else_is() {
     // A count bigger than the file can hold (corrupt or truncated), or a
     // bool that is not 0 or 1, is not dbcop's by content; named `.bincode`,
     // the extension says bincode, and reading names the byte.
-    for f in ["huge-count.bincode", "bad-bool.bincode", "truncated.bincode"] {
+    for f in [
+        "huge-count.bincode",
+        "bad-bool.bincode",
+        "truncated.bincode",
+    ] {
         let p = dir.path().join(f.replace(".bincode", ".dat"));
         std::fs::write(&p, bytes(f)).unwrap();
         assert_ne!(
@@ -406,7 +415,8 @@ fn bincode_is_detected_by_content_and_nothing_else_is() {
         FileFormat::Peer(PeerFormat::DbcopBincode)
     );
     // Cobra logs stay Cobra (the checked-in directory and a log file).
-    let cobra = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peer-formats/lost-update.cobra");
+    let cobra =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peer-formats/lost-update.cobra");
     assert_eq!(
         FileFormat::detect(&cobra).unwrap(),
         FileFormat::Peer(PeerFormat::Cobra)
@@ -427,7 +437,11 @@ fn bincode_is_detected_by_content_and_nothing_else_is() {
     // lay a history out) is read as it.
     let d = dir.path().join("run");
     std::fs::create_dir(&d).unwrap();
-    std::fs::write(d.join(import::DBCOP_BINCODE_FILE), bytes("write-skew.bincode")).unwrap();
+    std::fs::write(
+        d.join(import::DBCOP_BINCODE_FILE),
+        bytes("write-skew.bincode"),
+    )
+    .unwrap();
     let loaded = import::load(&d, None).unwrap();
     assert_eq!(loaded.format, FileFormat::Peer(PeerFormat::DbcopBincode));
     assert_eq!(txns(&loaded.history), txns(&load("write-skew.bincode")));

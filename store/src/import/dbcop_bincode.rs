@@ -138,12 +138,8 @@ impl<'a> Cursor<'a> {
         let n = self.len(1, || format!("the length of {what}"))?;
         let at = self.pos;
         let b = self.take(n, what)?;
-        std::str::from_utf8(b).map_err(|e| {
-            format!(
-                "byte {}: {what} is not UTF-8",
-                at + e.valid_up_to()
-            )
-        })
+        std::str::from_utf8(b)
+            .map_err(|e| format!("byte {}: {what} is not UTF-8", at + e.valid_up_to()))
     }
 
     /// A `u64` variable or value as our signed integer.
@@ -280,7 +276,9 @@ pub(crate) fn sniff(head: &[u8], file_len: Option<u64>) -> bool {
         return false;
     }
     // Counts are bounded by the file, not by the head read.
-    let total = file_len.unwrap_or(UNKNOWN_FILE_BYTES).max(head.len() as u64);
+    let total = file_len
+        .unwrap_or(UNKNOWN_FILE_BYTES)
+        .max(head.len() as u64);
     let fits = |c: &Cursor<'_>, n: u64, min: u64| n <= (total - c.pos as u64) / min;
     // The data as far as the head reaches; running out is fine.
     let mut walk = || -> Option<bool> {

@@ -516,7 +516,9 @@ pub fn write_peer_string(history: &History, f: PeerFormat) -> Result<String, Str
 pub fn write_peer_bytes(history: &History, f: PeerFormat) -> Result<Vec<u8>, String> {
     match f {
         PeerFormat::DbcopBincode => dbcop_bincode::write(&peer_txns(history, f)),
-        PeerFormat::Text | PeerFormat::Dbcop => write_peer_string(history, f).map(String::into_bytes),
+        PeerFormat::Text | PeerFormat::Dbcop => {
+            write_peer_string(history, f).map(String::into_bytes)
+        }
         PeerFormat::Cobra => Err("Cobra logs are binary files: write them with write_peer".into()),
     }
 }
