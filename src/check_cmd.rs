@@ -27,13 +27,14 @@ use store::import::FileFormat;
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// The history file (JSON Lines, Elle/elle-cli JSON or Jepsen EDN; or
-    /// another checker's: PolySI/Plume/AWDIT text, dbcop JSON, a directory
-    /// of Cobra logs).
+    /// another checker's: PolySI/Plume/AWDIT text, dbcop JSON, dbcop's
+    /// history.bincode or a directory holding one, a directory of Cobra
+    /// logs).
     pub history: PathBuf,
 
     /// The history file's format, instead of detecting it from its content
     /// (then extension): jsonl, json (elle-json), edn, text (polysi, plume,
-    /// isovista, awdit), dbcop (dbcop-json), cobra.
+    /// isovista, awdit), dbcop (dbcop-json), dbcop-bincode (bincode), cobra.
     #[arg(long = "history-format", visible_aliases = ["input-format", "from"],
           value_parser = str::parse::<FileFormat>)]
     pub history_format: Option<FileFormat>,

@@ -21,13 +21,17 @@ pub enum HistoryCommand {
     /// or `--to`).
     Convert {
         /// Input history (JSON Lines, Elle JSON, Jepsen EDN, PolySI/Plume/
-        /// AWDIT text, dbcop JSON, a directory of Cobra logs; detected).
+        /// AWDIT text, dbcop JSON, dbcop's history.bincode or a directory
+        /// holding one, a directory of Cobra logs; detected).
         input: PathBuf,
         /// Output file: `.jsonl`, `.json` (Elle JSON array), `.edn`, `.txt`
-        /// (PolySI/Plume/AWDIT text); a directory for `--to cobra`.
+        /// (PolySI/Plume/AWDIT text), `.bincode` (dbcop); a directory for
+        /// `--to cobra` (or an existing one for `--to dbcop-bincode`: its
+        /// history.bincode).
         output: PathBuf,
         /// The input's format instead of detecting it: jsonl, json, edn,
-        /// text (polysi, plume, isovista, awdit), dbcop, cobra.
+        /// text (polysi, plume, isovista, awdit), dbcop (dbcop-json),
+        /// dbcop-bincode (bincode), cobra.
         #[arg(long, visible_alias = "format", value_parser = str::parse::<FileFormat>)]
         from: Option<FileFormat>,
         /// The output's format instead of its extension (same names).
@@ -93,7 +97,7 @@ fn convert(
         .or_else(|| FileFormat::from_extension(output))
         .ok_or_else(|| {
             err(
-                "unknown output format: use a .jsonl, .json, .edn or .txt file name, or --to NAME"
+                "unknown output format: use a .jsonl, .json, .edn, .txt or .bincode file name, or --to NAME"
                     .into(),
             )
         })?;

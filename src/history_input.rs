@@ -5,16 +5,20 @@
 //! be a broken history; only files that `store::format::not_a_history` can
 //! name (a directory, an empty file, Markdown, TOML, YAML, HTML, binary)
 //! get a sentence instead, and a run directory points at `harness analyze`.
+//! Binary files whose first bytes are a peer's binary history (dbcop's
+//! `history.bincode`, a Cobra log) are histories: their errors keep the
+//! parser's byte offset.
 
 use anyhow::Context as _;
 use std::path::Path;
 use store::History;
 use store::format::NotHistory;
+use store::import::PeerFormat;
 
 /// The formats a history may be in, for messages.
 pub const EXPECTED: &str = "expected a history: JSON Lines, Elle JSON or Jepsen EDN \
      (gzip-compressed or not), the PolySI/Plume/AWDIT text format, dbcop JSON, \
-     or a directory of Cobra logs";
+     dbcop's history.bincode (or a directory holding one), or a directory of Cobra logs";
 
 /// Why `path` cannot be a history, in one sentence; `None` when it may be.
 pub fn not_a_history(path: &Path) -> Option<String> {
@@ -24,12 +28,32 @@ pub fn not_a_history(path: &Path) -> Option<String> {
 /// [`not_a_history`] with the kind it named.
 fn explain(path: &Path) -> Option<(NotHistory, String)> {
     let kind = store::format::not_a_history(path)?;
+    if kind == NotHistory::Binary && is_peer_binary(path) {
+        return None;
+    }
     Some((kind, sentence(path, kind)?))
 }
 
-/// The sentence for `kind`; `None` for a directory of Cobra logs (a history).
+/// Whether the file is a peer's binary history: dbcop's bincode (by
+/// content or its `.bincode` name) or a Cobra log (by content).
+fn is_peer_binary(path: &Path) -> bool {
+    use std::io::Read as _;
+    if store::import::FileFormat::detect(path)
+        == Ok(store::import::FileFormat::Peer(PeerFormat::DbcopBincode))
+    {
+        return true;
+    }
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(path).is_ok_and(|f| f.take(4096).read_to_end(&mut head).is_ok())
+        && store::import::sniff_peer(&head) == Some(PeerFormat::Cobra)
+}
+
+/// The sentence for `kind`; `None` for a directory of Cobra logs or with a
+/// `history.bincode` (a history).
 fn sentence(path: &Path, kind: NotHistory) -> Option<String> {
-    if kind == NotHistory::Directory && has_cobra_logs(path) {
+    if kind == NotHistory::Directory
+        && (has_cobra_logs(path) || path.join(store::import::DBCOP_BINCODE_FILE).is_file())
+    {
         return None;
     }
     if kind == NotHistory::Directory {

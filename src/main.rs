@@ -98,10 +98,51 @@ enum Command {
     Reproduce(reproduce_cmd::ReproduceArgs),
 }
 
+/// The file commands alone (`check`, `history`): what `harness check` parses
+/// its arguments with. clap builds the whole command tree before it parses
+/// — every subcommand's arguments, `run`'s hundred included — which was the
+/// largest part of a small check's fixed cost (BENCHMARKS.md, "Fixed cost
+/// of one `harness check`"); this tree holds two. The variants and their
+/// docs are [`Command`]'s, so help and errors read the same.
+#[derive(Parser, Debug)]
+#[command(name = "harness", version = VERSION)]
+struct FileCli {
+    #[command(subcommand)]
+    command: FileCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum FileCommand {
+    /// Check a history file for isolation anomalies (Elle-grade).
+    Check(check_cmd::CheckArgs),
+    /// Inspect and convert history files.
+    #[command(subcommand)]
+    History(history_cmd::HistoryCommand),
+}
+
+impl From<FileCommand> for Command {
+    fn from(c: FileCommand) -> Command {
+        match c {
+            FileCommand::Check(a) => Command::Check(a),
+            FileCommand::History(h) => Command::History(h),
+        }
+    }
+}
+
+/// Parses the command line: with [`FileCli`] when the first argument names
+/// a file command, else with the whole [`Cli`].
+fn parse() -> Result<Command, clap::Error> {
+    let first = std::env::args_os().nth(1);
+    match first.as_ref().and_then(|a| a.to_str()) {
+        Some("check" | "history") => FileCli::try_parse().map(|c| c.command.into()),
+        _ => Cli::try_parse().map(|c| c.command),
+    }
+}
+
 fn main() -> ExitCode {
     purge_freed_memory_soon();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let command = match parse() {
+        Ok(c) => c,
         Err(e) => {
             // Help and version go to stdout with success; usage errors are exit 3.
             let code = if e.use_stderr() {
@@ -113,10 +154,10 @@ fn main() -> ExitCode {
             return exit::code(code);
         }
     };
-    if matches!(cli.command, Command::Check(_) | Command::History(_)) {
+    if matches!(command, Command::Check(_) | Command::History(_)) {
         quiet_on_closed_stdout();
     }
-    let result = match cli.command {
+    let result = match command {
         Command::Check(args) => check_cmd::run(args),
         Command::History(cmd) => history_cmd::run(cmd),
         Command::Analyze(args) => analyze_cmd::run(args),
@@ -146,5 +187,72 @@ fn quiet_on_closed_stdout() {
     // thread is started.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// `harness check|history …` parsed by the small tree reads exactly as
+    /// by the whole one: the same help, subcommand by subcommand.
+    #[test]
+    fn the_file_commands_tree_matches_the_whole_one() {
+        let mut whole = Cli::command();
+        let mut small = FileCli::command();
+        whole.build();
+        small.build();
+        let mut names = Vec::new();
+        // clap's own `help` lists the tree's commands; `harness help` is
+        // parsed by the whole tree.
+        for sub in small.get_subcommands().filter(|s| s.get_name() != "help") {
+            names.push(sub.get_name().to_string());
+            let mut a = sub.clone();
+            let mut b = whole
+                .find_subcommand(sub.get_name())
+                .cloned()
+                .unwrap_or_else(|| panic!("{} is not a harness command", sub.get_name()));
+            assert_eq!(
+                a.render_long_help().to_string(),
+                b.render_long_help().to_string(),
+                "{}",
+                sub.get_name()
+            );
+            for inner in sub.get_subcommands() {
+                let mut x = inner.clone();
+                let mut y = b
+                    .find_subcommand(inner.get_name())
+                    .cloned()
+                    .unwrap_or_else(|| panic!("history {}", inner.get_name()));
+                assert_eq!(
+                    x.render_long_help().to_string(),
+                    y.render_long_help().to_string()
+                );
+            }
+        }
+        assert_eq!(names, ["check", "history"]);
+    }
+
+    #[test]
+    fn file_commands_parse_into_the_same_command() {
+        let args = ["harness", "check", "h.txt", "-c", "serializable"];
+        let a: Command = FileCli::try_parse_from(args)
+            .map(|c| c.command.into())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let b = Cli::try_parse_from(args)
+            .map(|c| c.command)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        let bad = ["harness", "check", "h.txt", "--no-such-flag"];
+        let e1 = FileCli::try_parse_from(bad)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        let e2 = Cli::try_parse_from(bad)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e1, e2);
     }
 }

@@ -515,3 +515,98 @@ fn a_closed_stdout_is_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_ne!(o.status.code(), Some(101), "{err}");
 }
+
+fn bincode(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/dbcop-bincode")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// dbcop's `history.bincode` (testdata/dbcop-bincode, written by bincode
+/// from dbcop's own types): detected, checked, its anomalies found.
+#[test]
+fn dbcop_bincode_histories_are_checked() {
+    for (file, extra, expect, anomaly) in [
+        ("lost-update.bincode", &[][..], 1, "lost-update #0"),
+        (
+            "write-skew.bincode",
+            &["-c", "serializable"][..],
+            1,
+            "G2-item #0",
+        ),
+        (
+            "write-skew.bincode",
+            &["-c", "snapshot-isolation"][..],
+            0,
+            "",
+        ),
+        ("aborted-read.bincode", &[][..], 1, "G1a #0"),
+        // The failed write of a committed transaction is an aborted write.
+        ("failed-events.bincode", &[][..], 1, "G1a #0"),
+        ("serializable.bincode", &["-c", "serializable"][..], 0, ""),
+        ("polysi-header.bincode", &[][..], 0, ""),
+    ] {
+        let f = bincode(file);
+        let mut args = vec!["check", f.as_str()];
+        args.extend_from_slice(extra);
+        let o = harness(&args);
+        let out = stdout(&o);
+        assert_eq!(code(&o), expect, "{file} {extra:?}: {out}{}", stderr(&o));
+        assert!(out.contains(anomaly), "{file}: {out}");
+        assert!(!out.contains("garbage-read"), "{file}: {out}");
+        assert!(!stderr(&o).contains("warning"), "{file}: {}", stderr(&o));
+    }
+    // The directory layout dbcop, AWDIT and PolySI use, and a forced name.
+    let d = Dir::new();
+    let run = d.path().join("run");
+    std::fs::create_dir(&run).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(bincode("lost-update.bincode"), run.join("history.bincode"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let o = harness(&["check", s(&run)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("lost-update #0"), "{}", stdout(&o));
+    let f = bincode("lost-update.bincode");
+    for name in ["dbcop-bincode", "bincode"] {
+        let o = harness(&["check", &f, "--history-format", name]);
+        assert_eq!(code(&o), 1, "{name}: {}{}", stdout(&o), stderr(&o));
+    }
+}
+
+/// A broken bincode file is an error naming the byte, not "binary data";
+/// other binary files still are.
+#[test]
+fn broken_dbcop_bincode_names_the_byte() {
+    for (file, says) in [
+        (
+            "truncated.bincode",
+            "byte 188: the event count of session 0's transaction 1 is 1, more than the 4 bytes left can hold",
+        ),
+        (
+            "huge-count.bincode",
+            "byte 127: the session count is 1152921504606846976",
+        ),
+        (
+            "bad-bool.bincode",
+            "byte 151: expected event.write (a bool: 0 or 1), found 0x02",
+        ),
+    ] {
+        let o = harness(&["check", &bincode(file)]);
+        assert_eq!(code(&o), 3, "{file}: {}", stdout(&o));
+        let e = stderr(&o);
+        assert!(e.contains(says), "{file}: {e}");
+        assert!(!e.contains("binary data"), "{file}: {e}");
+    }
+    // Named otherwise, a truncated file is no history by content; forcing
+    // the format gives the byte.
+    let d = Dir::new();
+    let cut = d.path().join("cut.dat");
+    std::fs::copy(bincode("truncated.bincode"), &cut).unwrap_or_else(|e| panic!("{e}"));
+    let o = harness(&["check", s(&cut)]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("binary data"), "{}", stderr(&o));
+    let o = harness(&["check", s(&cut), "--history-format", "dbcop-bincode"]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("byte 188"), "{}", stderr(&o));
+}

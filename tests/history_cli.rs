@@ -205,3 +205,78 @@ fn convert_reads_and_writes_peer_formats() {
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--to NAME"));
 }
+
+fn bincode(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/dbcop-bincode")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// dbcop's `history.bincode` through `history convert` and `stats`: to text
+/// and back byte for byte, by `--to` name, by `.bincode` extension, and
+/// into an existing directory (dbcop's layout).
+#[test]
+fn convert_reads_and_writes_dbcop_bincode() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = |n: &str| dir.path().join(n).display().to_string();
+    let src = bincode("lost-update.bincode");
+    let run = |args: &[&str]| {
+        let o = harness(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let said = run(&["history", "convert", &src, &out("lu.txt")]);
+    assert!(said.contains("(dbcop bincode)"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(out("lu.txt")).unwrap(),
+        "r(0,0,0,1)\nw(0,1,0,1)\nr(0,2,0,2)\nr(0,0,1,3)\nw(0,2,1,3)\n"
+    );
+    let orig = std::fs::read(&src).unwrap();
+    run(&["history", "convert", &out("lu.txt"), &out("a.bincode")]);
+    assert_eq!(std::fs::read(out("a.bincode")).unwrap(), orig);
+    run(&[
+        "history",
+        "convert",
+        &out("lu.txt"),
+        &out("b.out"),
+        "--to",
+        "dbcop-bincode",
+    ]);
+    assert_eq!(std::fs::read(out("b.out")).unwrap(), orig);
+    std::fs::create_dir(out("d")).unwrap();
+    run(&[
+        "history",
+        "convert",
+        &out("lu.txt"),
+        &out("d"),
+        "--to",
+        "bincode",
+    ]);
+    assert_eq!(std::fs::read(out("d/history.bincode")).unwrap(), orig);
+    // JSON Lines and back: reads of 0 become nil and 0 again.
+    run(&["history", "convert", &src, &out("lu.jsonl")]);
+    run(&["history", "convert", &out("lu.jsonl"), &out("c.bincode")]);
+    assert_eq!(std::fs::read(out("c.bincode")).unwrap(), orig);
+    // Stats names the format, also for the directory.
+    for f in [src.as_str(), &out("d")] {
+        let o = harness(&["history", "stats", f]);
+        let s = String::from_utf8_lossy(&o.stdout);
+        assert!(s.contains("(dbcop bincode)"), "{f}: {s}");
+    }
+    // A truncated file: its byte, not "binary data".
+    let o = harness(&[
+        "history",
+        "convert",
+        &bincode("truncated.bincode"),
+        &out("t.txt"),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("byte 188"), "{e}");
+}

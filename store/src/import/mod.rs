@@ -1,7 +1,8 @@
 //! Histories of other checkers: the text format of PolySI / Plume /
-//! IsoVista / AWDIT, dbcop's JSON history and Cobra's client logs, read and
-//! written; Porcupine's Jepsen etcd logs, read only (register ops in line
-//! order, which is real time: `porcupine.rs`); plus one entry point that reads any history file, ours or
+//! IsoVista / AWDIT, dbcop's JSON history, dbcop's `history.bincode` (also
+//! PolySI's and AWDIT's) and Cobra's client logs, read and written;
+//! Porcupine's Jepsen etcd logs, read only (register ops in line order, which
+//! is real time: `porcupine.rs`); plus one entry point that reads any history file, ours or
 //! theirs, by content (extension as a hint) or by a forced name.
 //!
 //! Key decisions:
@@ -18,6 +19,7 @@
 mod cobra;
 mod dbcop;
 pub mod porcupine;
+mod dbcop_bincode;
 mod text;
 mod txns;
 
@@ -27,7 +29,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::fs;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+pub use dbcop_bincode::FILE_NAME as DBCOP_BINCODE_FILE;
 
 /// A history format of another checker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -37,6 +41,10 @@ pub enum PeerFormat {
     Text,
     /// dbcop's JSON history: sessions → transactions → events.
     Dbcop,
+    /// dbcop's binary `history.bincode` (bincode 1.x of dbcop's `History`;
+    /// PolySI and AWDIT read and write it too): a file, or a directory
+    /// holding one.
+    DbcopBincode,
     /// Cobra's binary per-client logs (a directory of `*.log`).
     Cobra,
     /// Porcupine's Jepsen etcd logs (register ops, one per line; read only).
@@ -50,6 +58,7 @@ impl PeerFormat {
         match self {
             PeerFormat::Text => Some(Val::int(text::INITIAL)),
             PeerFormat::Dbcop => Some(Val::int(dbcop::INITIAL)),
+            PeerFormat::DbcopBincode => Some(Val::int(dbcop_bincode::INITIAL)),
             // Initial reads are marked by INIT/NULL ids and read as nil.
             PeerFormat::Cobra | PeerFormat::PorcupineEtcd => None,
         }
@@ -78,6 +87,8 @@ pub const FORMAT_NAMES: &[(&str, FileFormat)] = &[
     ("awdit", FileFormat::Peer(PeerFormat::Text)),
     ("dbcop", FileFormat::Peer(PeerFormat::Dbcop)),
     ("dbcop-json", FileFormat::Peer(PeerFormat::Dbcop)),
+    ("dbcop-bincode", FileFormat::Peer(PeerFormat::DbcopBincode)),
+    ("bincode", FileFormat::Peer(PeerFormat::DbcopBincode)),
     ("cobra", FileFormat::Peer(PeerFormat::Cobra)),
     (
         "porcupine-etcd",
@@ -121,31 +132,38 @@ impl FileFormat {
             FileFormat::Ours(f) => f.name(),
             FileFormat::Peer(PeerFormat::Text) => "PolySI/Plume/AWDIT text",
             FileFormat::Peer(PeerFormat::Dbcop) => "dbcop JSON",
+            FileFormat::Peer(PeerFormat::DbcopBincode) => "dbcop bincode",
             FileFormat::Peer(PeerFormat::Cobra) => "Cobra logs",
             FileFormat::Peer(PeerFormat::PorcupineEtcd) => "Porcupine etcd log",
         }
     }
 
     /// The format a file name implies: ours by extension, `.txt` for the
-    /// text format, `.log` for a Cobra log.
+    /// text format, `.bincode` for dbcop's binary history, `.log` for a
+    /// Cobra log.
     pub fn from_extension(path: &Path) -> Option<FileFormat> {
         if let Some(f) = Format::from_extension(path) {
             return Some(FileFormat::Ours(f));
         }
         match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
             "txt" => Some(FileFormat::Peer(PeerFormat::Text)),
+            "bincode" => Some(FileFormat::Peer(PeerFormat::DbcopBincode)),
             "log" => Some(FileFormat::Peer(PeerFormat::Cobra)),
             _ => None,
         }
     }
 
-    /// Detects the format of `path`: a directory is Cobra logs; a file by
-    /// its first bytes, else its extension, else JSON Lines.
+    /// Detects the format of `path`: a directory is Cobra logs, or dbcop's
+    /// when it holds a `history.bincode` and no `*.log`; a file by its first
+    /// bytes, else its extension, else JSON Lines.
     ///
     /// # Errors
     /// The file cannot be read.
     pub fn detect(path: &Path) -> Result<FileFormat, FormatError> {
         if path.is_dir() {
+            if path.join(DBCOP_BINCODE_FILE).is_file() && !has_logs(path) {
+                return Ok(FileFormat::Peer(PeerFormat::DbcopBincode));
+            }
             return Ok(FileFormat::Peer(PeerFormat::Cobra));
         }
         let mut head = Vec::with_capacity(4096);
@@ -158,7 +176,10 @@ impl FileFormat {
                 Format::sniff(&head).unwrap_or(Format::JsonLines),
             ));
         }
-        Ok(sniff_peer(&head)
+        // dbcop's bincode has no magic number: its counts are checked
+        // against the file's length.
+        let len = fs::metadata(path).map(|m| m.len()).ok();
+        Ok(sniff_peer_len(&head, len)
             .map(FileFormat::Peer)
             .or_else(|| Format::sniff(&head).map(FileFormat::Ours))
             .or_else(|| FileFormat::from_extension(path))
@@ -169,6 +190,24 @@ impl FileFormat {
 impl fmt::Display for FileFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Whether the directory holds `*.log` files (Cobra's client logs).
+fn has_logs(dir: &Path) -> bool {
+    fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "log"))
+    })
+}
+
+/// The file a dbcop bincode history at `path` is in: `path`, or the
+/// `history.bincode` of the directory `path`.
+fn bincode_file(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join(DBCOP_BINCODE_FILE)
+    } else {
+        path.to_path_buf()
     }
 }
 
@@ -183,6 +222,16 @@ fn io_err(path: &Path, e: &std::io::Error) -> FormatError {
 
 /// Recognises a peer format from a file's first bytes.
 pub fn sniff_peer(head: &[u8]) -> Option<PeerFormat> {
+    sniff_peer_len(head, None)
+}
+
+/// [`sniff_peer`] knowing the file's length (`None`: unknown). dbcop's
+/// bincode first: a file of it may start with `S` (its `id`), and no Cobra
+/// log passes its checks.
+fn sniff_peer_len(head: &[u8], file_len: Option<u64>) -> Option<PeerFormat> {
+    if dbcop_bincode::sniff(head, file_len) {
+        return Some(PeerFormat::DbcopBincode);
+    }
     // A Cobra log: an `S` record, a binary txn id.
     if head.len() >= 9 && head[0] == b'S' && head[1..9].iter().any(|b| !(0x20..0x7f).contains(b)) {
         return Some(PeerFormat::Cobra);
@@ -247,6 +296,11 @@ pub fn read_peer(path: &Path, f: PeerFormat) -> Result<(Vec<Op>, Vec<String>), F
             return Ok((porcupine::read(&bytes, Some(path))?, Vec::new()));
         }
         PeerFormat::Cobra => cobra::read(path)?,
+        PeerFormat::DbcopBincode => {
+            let file = bincode_file(path);
+            let bytes = fs::read(&file).map_err(|e| io_err(&file, &e))?;
+            dbcop_bincode::read(&bytes, Some(&file))?
+        }
         PeerFormat::Text | PeerFormat::Dbcop => {
             let bytes = fs::read(path).map_err(|e| io_err(path, &e))?;
             let t = if f == PeerFormat::Text {
@@ -265,12 +319,22 @@ pub fn read_peer(path: &Path, f: PeerFormat) -> Result<(Vec<Op>, Vec<String>), F
 /// # Errors
 /// Malformed input; Cobra logs are binary and read with [`read_peer`].
 pub fn read_peer_str(s: &str, f: PeerFormat) -> Result<History, FormatError> {
+    read_peer_bytes(s.as_bytes(), f)
+}
+
+/// Reads a peer-format history from bytes (tests, stdin); warnings (bytes
+/// after a bincode history) are dropped.
+///
+/// # Errors
+/// Malformed input; Cobra logs (several files) are read with [`read_peer`].
+pub fn read_peer_bytes(bytes: &[u8], f: PeerFormat) -> Result<History, FormatError> {
     let txns = match f {
         PeerFormat::PorcupineEtcd => {
-            return peer_history(porcupine::read(s.as_bytes(), None)?, f, None);
+            return peer_history(porcupine::read(bytes, None)?, f, None);
         }
-        PeerFormat::Text => text::read(s.as_bytes(), None)?,
-        PeerFormat::Dbcop => dbcop::read(s.as_bytes(), None)?,
+        PeerFormat::Text => text::read(bytes, None)?,
+        PeerFormat::Dbcop => dbcop::read(bytes, None)?,
+        PeerFormat::DbcopBincode => dbcop_bincode::read(bytes, None)?.0,
         PeerFormat::Cobra => {
             return Err(FormatError {
                 file: None,
@@ -381,8 +445,9 @@ pub fn initial_reads_to_nil(ops: &mut [Op], initial: &Val) {
 }
 
 /// Writes `history` to `path` in a peer format (Cobra: `path` is a
-/// directory, created if missing, holding `T<session>.log`). Returns
-/// warnings for what the format could not hold.
+/// directory, created if missing, holding `T<session>.log`; dbcop bincode:
+/// the file `path`, or `history.bincode` in it when `path` is a directory).
+/// Returns warnings for what the format could not hold.
 ///
 /// # Errors
 /// IO failure, or a history the format cannot express (non-integer keys or
@@ -418,6 +483,11 @@ pub fn write_peer(
             fs::write(path, s).map_err(|e| io_err(path, &e))?;
         }
         PeerFormat::PorcupineEtcd => {}
+        PeerFormat::DbcopBincode => {
+            let bytes = dbcop_bincode::write(&txns).map_err(bad)?;
+            let file = bincode_file(path);
+            fs::write(&file, bytes).map_err(|e| io_err(&file, &e))?;
+        }
         PeerFormat::Cobra => {
             let w = cobra::write(&txns).map_err(bad)?;
             fs::create_dir_all(path).map_err(|e| io_err(path, &e))?;
@@ -448,21 +518,47 @@ pub fn write_peer(
     Ok(warnings)
 }
 
-/// Writes `history` in a peer format to a string (text and dbcop only).
+/// Writes `history` in a peer format to a string (text and dbcop JSON
+/// only).
 ///
 /// # Errors
-/// A history the format cannot express, or Cobra (binary, several files).
+/// A history the format cannot express, or a binary format.
 pub fn write_peer_string(history: &History, f: PeerFormat) -> Result<String, String> {
+    let txns = peer_txns(history, f);
+    match f {
+        PeerFormat::Text => text::write(&txns),
+        PeerFormat::Dbcop => dbcop::write(&txns),
+        PeerFormat::DbcopBincode => {
+            Err("dbcop bincode is binary: write it with write_peer_bytes".into())
+        }
+        PeerFormat::Cobra => Err("Cobra logs are binary files: write them with write_peer".into()),
+        PeerFormat::PorcupineEtcd => Err("Porcupine etcd logs are read, not written".into()),
+    }
+}
+
+/// Writes `history` in a one-file peer format to bytes.
+///
+/// # Errors
+/// A history the format cannot express, or Cobra (several files).
+pub fn write_peer_bytes(history: &History, f: PeerFormat) -> Result<Vec<u8>, String> {
+    match f {
+        PeerFormat::DbcopBincode => dbcop_bincode::write(&peer_txns(history, f)),
+        PeerFormat::Text | PeerFormat::Dbcop => {
+            write_peer_string(history, f).map(String::into_bytes)
+        }
+        PeerFormat::Cobra => Err("Cobra logs are binary files: write them with write_peer".into()),
+        PeerFormat::PorcupineEtcd => Err("Porcupine etcd logs are read, not written".into()),
+    }
+}
+
+/// The transactions of `history` for format `f`, reads of an initial value
+/// `f` does not share made `nil`.
+fn peer_txns(history: &History, f: PeerFormat) -> Vec<txns::PTxn> {
     let (mut txns, _) = txns::from_history(history);
     if let Some(v) = history.initial_value()
         && f.initial_value().as_ref() != Some(v)
     {
         txns::initial_reads_to_nil(&mut txns, v);
     }
-    match f {
-        PeerFormat::Text => text::write(&txns),
-        PeerFormat::Dbcop => dbcop::write(&txns),
-        PeerFormat::Cobra => Err("Cobra logs are binary files: write them with write_peer".into()),
-        PeerFormat::PorcupineEtcd => Err("Porcupine etcd logs are read, not written".into()),
-    }
+    txns
 }
