@@ -155,7 +155,10 @@ fn elle_cli_flags_and_formats() -> Result<(), serde_json::Error> {
     let j: serde_json::Value = serde_json::from_str(&stdout(&o))?;
     assert_eq!(j["valid?"], serde_json::json!(false));
     assert_eq!(j["anomaly-types"], serde_json::json!(["G1c"]));
-    assert_eq!(j["not"], serde_json::json!(["read-committed"]));
+    assert_eq!(
+        j["not"],
+        serde_json::json!(["cursor-stability", "read-committed"])
+    );
     assert!(j["anomalies"]["G1c"].is_array());
 
     let o = harness(&["check", s(&g1c), "--model", "append", "--format", "edn"]);
