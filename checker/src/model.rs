@@ -505,7 +505,11 @@ pub fn weak_level_needed(
     let any = |xs: &[AnomalyType]| xs.iter().any(|a| p.contains(a));
     if any(&[A::CausalityViolation]) {
         Some(Level::Causal)
-    } else if any(&[A::FracturedRead, A::FracturedReadProcess, A::NonRepeatableRead]) {
+    } else if any(&[
+        A::FracturedRead,
+        A::FracturedReadProcess,
+        A::NonRepeatableRead,
+    ]) {
         Some(Level::ReadAtomic)
     } else if any(&[
         A::NonMonotonicRead,

@@ -229,7 +229,10 @@ pub fn verdict_ruling_out(
 ) -> Verdict {
     let prohibited = prohibited_anomaly_types(models, extra);
     let reportable_types = reportable_anomaly_types(models, extra);
-    let bad = found.iter().chain(ruling_out).any(|a| prohibited.contains(a));
+    let bad = found
+        .iter()
+        .chain(ruling_out)
+        .any(|a| prohibited.contains(a));
     let reportable: BTreeSet<AnomalyType> = found
         .iter()
         .copied()

@@ -157,7 +157,10 @@ fn edn_and_json_agree() {
     let e = r.to_edn();
     assert!(e.contains(":valid? false"), "{e}");
     assert!(e.contains(":anomaly-types [:G1c]"), "{e}");
-    assert!(e.contains(":not [:cursor-stability :read-committed]"), "{e}");
+    assert!(
+        e.contains(":not [:cursor-stability :read-committed]"),
+        "{e}"
+    );
     assert!(e.contains(":G1c [{"), "{e}");
 }
 

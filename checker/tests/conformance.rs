@@ -135,10 +135,7 @@ fn in_our_lattice(not: &[&str], also_not: &[&str]) -> (String, String) {
         .filter_map(|m| ConsistencyModel::parse(m).ok())
         .collect();
     let weakest = checker::model::weakest_models(&all);
-    let rest: Vec<&str> = all
-        .difference(&weakest)
-        .map(|m| m.name())
-        .collect();
+    let rest: Vec<&str> = all.difference(&weakest).map(|m| m.name()).collect();
     (
         render_set(weakest.iter().map(|m| m.name())),
         render_set(rest),

@@ -228,7 +228,10 @@ mod random_histories {
             let s = rng.below(nsess);
             match open[s] {
                 None if started < ntx => {
-                    let inv = plans[started].iter().map(|&(k, v)| mop(k, v, None)).collect();
+                    let inv = plans[started]
+                        .iter()
+                        .map(|&(k, v)| mop(k, v, None))
+                        .collect();
                     ops.push(Op::txn(ops.len() as u64, OpType::Invoke, s as u64, inv));
                     open[s] = Some(started);
                     started += 1;
@@ -278,8 +281,7 @@ mod random_histories {
                         };
                         comp.push(mop(k, None, Some(read)));
                     }
-                    let effective =
-                        status == OpType::Ok || (status == OpType::Info && rng.pct(50));
+                    let effective = status == OpType::Ok || (status == OpType::Info && rng.pct(50));
                     if effective {
                         for (k, vs) in own.iter().enumerate() {
                             db[k].extend(vs.iter().copied());
@@ -468,7 +470,11 @@ const DECIDED: [ConsistencyModel; 4] = [
 /// says so. Before: `unknown` (empty-transaction-graph).
 #[test]
 fn write_only_register_history_is_valid_where_a_complete_check_decides() {
-    let h = serial((0..1000).map(|i| (i % 5, vec![w((i % 10) as i64, i as i64 + 1)])).collect());
+    let h = serial(
+        (0..1000)
+            .map(|i| (i % 5, vec![w((i % 10) as i64, i as i64 + 1)]))
+            .collect(),
+    );
     for m in DECIDED {
         let res = check(&h, Workload::RwRegister, &[m]);
         assert_eq!(res.valid, Valid::True, "{m}: {:?}", res.anomaly_types);
@@ -476,7 +482,8 @@ fn write_only_register_history_is_valid_where_a_complete_check_decides() {
         assert!(
             res.warnings
                 .iter()
-                .any(|w| w.contains("empty-transaction-graph") && w.contains("complete checks decided")),
+                .any(|w| w.contains("empty-transaction-graph")
+                    && w.contains("complete checks decided")),
             "{m}: {:?}",
             res.warnings
         );
@@ -488,7 +495,11 @@ fn write_only_register_history_is_valid_where_a_complete_check_decides() {
 /// 1,000 reads of the initial state: likewise valid.
 #[test]
 fn read_only_register_history_is_valid_where_a_complete_check_decides() {
-    let h = serial((0..1000).map(|i| (i % 5, vec![r((i % 10) as i64, None)])).collect());
+    let h = serial(
+        (0..1000)
+            .map(|i| (i % 5, vec![r((i % 10) as i64, None)]))
+            .collect(),
+    );
     for m in DECIDED {
         let res = check(&h, Workload::RwRegister, &[m]);
         assert_eq!(res.valid, Valid::True, "{m}: {:?}", res.anomaly_types);
@@ -501,7 +512,11 @@ fn read_only_register_history_is_valid_where_a_complete_check_decides() {
 /// check decides (cursor-stability).
 #[test]
 fn write_only_history_stays_unknown_where_nothing_complete_decides() {
-    let h = serial((0..100).map(|i| (i % 5, vec![w((i % 10) as i64, i as i64 + 1)])).collect());
+    let h = serial(
+        (0..100)
+            .map(|i| (i % 5, vec![w((i % 10) as i64, i as i64 + 1)]))
+            .collect(),
+    );
     let elle_only = checker::CheckOptions {
         models: vec![ConsistencyModel::Serializable],
         complete: false,
@@ -510,13 +525,20 @@ fn write_only_history_stays_unknown_where_nothing_complete_decides() {
     let res = checker::check(&h, &elle_only);
     assert_eq!(res.valid, Valid::Unknown);
     assert_eq!(res.anomaly_types, vec![AnomalyType::EmptyTransactionGraph]);
-    let cs = check(&h, Workload::RwRegister, &[ConsistencyModel::CursorStability]);
+    let cs = check(
+        &h,
+        Workload::RwRegister,
+        &[ConsistencyModel::CursorStability],
+    );
     assert_eq!(cs.valid, Valid::Unknown);
     // Read committed is decided, cursor-stability is not: unknown.
     let both = check(
         &h,
         Workload::RwRegister,
-        &[ConsistencyModel::ReadCommitted, ConsistencyModel::CursorStability],
+        &[
+            ConsistencyModel::ReadCommitted,
+            ConsistencyModel::CursorStability,
+        ],
     );
     assert_eq!(both.valid, Valid::Unknown);
 
@@ -525,17 +547,31 @@ fn write_only_history_stays_unknown_where_nothing_complete_decides() {
             .map(|i| {
                 (
                     i % 5,
-                    vec![MicroOp::Append(Key::int(i as i64 % 10), Val::int(i as i64 + 1))],
+                    vec![MicroOp::Append(
+                        Key::int(i as i64 % 10),
+                        Val::int(i as i64 + 1),
+                    )],
                 )
             })
             .collect(),
     );
-    let ser = check(&appends, Workload::ListAppend, &[ConsistencyModel::Serializable]);
+    let ser = check(
+        &appends,
+        Workload::ListAppend,
+        &[ConsistencyModel::Serializable],
+    );
     assert_eq!(ser.valid, Valid::Unknown);
     assert_eq!(ser.anomaly_types, vec![AnomalyType::EmptyTransactionGraph]);
     // The weak check decides list-append read committed / read atomic.
-    for m in [ConsistencyModel::ReadCommitted, ConsistencyModel::ReadAtomic] {
-        assert_eq!(check(&appends, Workload::ListAppend, &[m]).valid, Valid::True, "{m}");
+    for m in [
+        ConsistencyModel::ReadCommitted,
+        ConsistencyModel::ReadAtomic,
+    ] {
+        assert_eq!(
+            check(&appends, Workload::ListAppend, &[m]).valid,
+            Valid::True,
+            "{m}"
+        );
     }
 }
 
@@ -566,10 +602,19 @@ fn h1_serializable_yet_not_read_atomic() {
     }
     let ra = check(&h, rw, &[ConsistencyModel::ReadAtomic]);
     assert_eq!(ra.valid, Valid::False);
-    assert!(ra.anomaly_types.contains(&AnomalyType::FracturedReadProcess), "{:?}", ra.anomaly_types);
+    assert!(
+        ra.anomaly_types
+            .contains(&AnomalyType::FracturedReadProcess),
+        "{:?}",
+        ra.anomaly_types
+    );
     assert_eq!(names(&ra.not), ["read-atomic"]);
     let ruled_out: Vec<&str> = names(&ra.also_not);
-    for m in ["serializable", "snapshot-isolation", "monotonic-atomic-view"] {
+    for m in [
+        "serializable",
+        "snapshot-isolation",
+        "monotonic-atomic-view",
+    ] {
         assert!(!ruled_out.contains(&m), "{ruled_out:?}");
     }
     for m in ["causal-cerone", "prefix", "parallel-snapshot-isolation"] {
