@@ -6,7 +6,11 @@
 //! anomalies, lost updates, graph and cycle search, and the complete checks
 //! for the models asked for: `weak` (read committed, read atomic, causal)
 //! and `sat` (rw-register serializability, snapshot isolation);
-//! `analysis::ANALYSES`) + verdict (the model lattice; `model`).
+//! `analysis::ANALYSES`) + verdict (the model lattice; `model`). The
+//! lattice and the analyses agree: a check at a model runs what every model
+//! it implies needs, so no history is invalid at a weaker model and valid
+//! at a stronger one, and `not`/`also-not` never name a model another
+//! check calls valid (checker/tests/model_laws.rs).
 
 pub mod analysis;
 pub mod anomaly;
@@ -80,8 +84,11 @@ impl CheckOptions {
 
 /// Checks `history`: infers dependencies and searches the anomalies that
 /// `opts.models` and `opts.anomalies` need (`model::anomalies_to_search`),
-/// then decides the verdict from the anomaly types found exactly as Elle
-/// does (`result::verdict`).
+/// then decides the verdict from the anomaly types found as Elle does
+/// (`result::verdict`), with two exceptions: an empty dependency graph does
+/// not make the verdict unknown when complete checks decided every model
+/// asked for, and a cycle whose order the sat check chose rules out only
+/// the level it refuted (`CheckResult::from_found_refuted`).
 pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
     check_with_engines(history, opts).result
 }

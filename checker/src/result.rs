@@ -3,8 +3,9 @@
 //! (`valid?`, `anomaly-types`, `anomalies`, `not`, `also-not`) as JSON or EDN.
 //!
 //! Key decision: `Valid` is three-valued and combines invalid > unknown >
-//! valid; an empty dependency graph or an exhausted cycle search is `unknown`,
-//! never valid.
+//! valid; an exhausted budget is `unknown`, never valid, and so is an empty
+//! dependency graph unless complete checks decided every model asked for
+//! (`crate::check` drops it then).
 
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, data_to_json, map};
