@@ -92,7 +92,10 @@ fn exit_codes_follow_the_verdict() {
     let out = stdout(&o);
     assert!(out.contains("valid?: false"), "{out}");
     assert!(out.contains("G1c"), "{out}");
-    assert!(out.contains("not: read-committed"), "{out}");
+    assert!(
+        out.contains("not: cursor-stability, read-committed"),
+        "{out}"
+    );
     assert!(out.contains("a contradiction!"), "{out}");
 
     let o = harness(&["check", s(&empty)]);
@@ -102,6 +105,88 @@ fn exit_codes_follow_the_verdict() {
         "{}",
         stdout(&o)
     );
+}
+
+/// Two transactions that each miss the other's append: a G2-item, which
+/// read committed allows — but only a finished cycle search can say so.
+const G2_ITEM: &str = r#"[
+{"index":0,"process":0,"type":"invoke","value":[["r","x",null],["append","y",1]]},
+{"index":1,"process":1,"type":"invoke","value":[["r","y",null],["append","x",1]]},
+{"index":2,"process":0,"type":"ok","value":[["r","x",[]],["append","y",1]]},
+{"index":3,"process":1,"type":"ok","value":[["r","y",[]],["append","x",1]]},
+{"index":4,"process":2,"type":"invoke","value":[["r","x",null],["r","y",null]]},
+{"index":5,"process":2,"type":"ok","value":[["r","x",[1]],["r","y",[1]]]}
+]"#;
+
+/// Write-only register history: no dependency to infer, but the complete
+/// checks decide it (issue 23).
+const WRITE_ONLY: &str = r#"[
+{"index":0,"process":0,"type":"invoke","value":[["w","x",1]]},
+{"index":1,"process":1,"type":"invoke","value":[["w","x",2]]},
+{"index":2,"process":0,"type":"ok","value":[["w","x",1]]},
+{"index":3,"process":1,"type":"ok","value":[["w","x",2]]},
+{"index":4,"process":0,"type":"invoke","value":[["w","y",1]]},
+{"index":5,"process":0,"type":"ok","value":[["w","y",1]]}
+]"#;
+
+/// An exhausted cycle search makes the verdict unknown (exit 2) with the
+/// reason, where the finished search says valid (exit 0).
+#[test]
+fn an_exhausted_cycle_search_is_unknown_with_the_reason() {
+    let d = Dir::new();
+    let g2 = d.file("g2.json", G2_ITEM);
+    let o = harness(&["check", s(&g2), "-c", "read-committed"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = harness(&[
+        "check",
+        s(&g2),
+        "-c",
+        "read-committed",
+        "--cycle-search-timeout",
+        "0s",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
+    assert_eq!(j["valid?"], serde_json::json!("unknown"), "{j}");
+    assert_eq!(
+        j["anomaly-types"],
+        serde_json::json!(["cycle-search-timeout"]),
+        "{j}"
+    );
+    // The reason: the component it could not finish, and what is left.
+    let t = &j["anomalies"]["cycle-search-timeout"][0];
+    assert!(t.get("scc-size").is_some(), "{j}");
+}
+
+/// Issue 23: a write-only register history is valid where a complete check
+/// decides (read committed, read atomic, causal: weak; serializable: sat)
+/// and says why.
+#[test]
+fn a_write_only_register_history_is_valid_where_complete_checks_decide() {
+    let d = Dir::new();
+    let f = d.file("w.json", WRITE_ONLY);
+    for m in [
+        "read-committed",
+        "read-atomic",
+        "causal-cerone",
+        "serializable",
+    ] {
+        let o = harness(&["check", s(&f), "-c", m, "--format", "json"]);
+        assert_eq!(code(&o), 0, "{m}: {}{}", stdout(&o), stderr(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
+        assert_eq!(j["valid?"], serde_json::json!(true), "{m}: {j}");
+        assert!(
+            j["warnings"]
+                .to_string()
+                .contains("complete checks decided"),
+            "{m}: {j}"
+        );
+    }
+    // Cursor stability has no complete check: unknown, as Elle says.
+    let o = harness(&["check", s(&f), "-c", "cursor-stability"]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
 }
 
 #[test]
@@ -155,7 +240,10 @@ fn elle_cli_flags_and_formats() -> Result<(), serde_json::Error> {
     let j: serde_json::Value = serde_json::from_str(&stdout(&o))?;
     assert_eq!(j["valid?"], serde_json::json!(false));
     assert_eq!(j["anomaly-types"], serde_json::json!(["G1c"]));
-    assert_eq!(j["not"], serde_json::json!(["read-committed"]));
+    assert_eq!(
+        j["not"],
+        serde_json::json!(["cursor-stability", "read-committed"])
+    );
     assert!(j["anomalies"]["G1c"].is_array());
 
     let o = harness(&["check", s(&g1c), "--model", "append", "--format", "edn"]);

@@ -6,7 +6,11 @@
 //! anomalies, lost updates, graph and cycle search, and the complete checks
 //! for the models asked for: `weak` (read committed, read atomic, causal)
 //! and `sat` (rw-register serializability, snapshot isolation);
-//! `analysis::ANALYSES`) + verdict (the model lattice; `model`).
+//! `analysis::ANALYSES`) + verdict (the model lattice; `model`). The
+//! lattice and the analyses agree: a check at a model runs what every model
+//! it implies needs, so no history is invalid at a weaker model and valid
+//! at a stronger one, and `not`/`also-not` never name a model another
+//! check calls valid (checker/tests/model_laws.rs).
 
 pub mod analysis;
 pub mod anomaly;
@@ -82,8 +86,11 @@ impl CheckOptions {
 
 /// Checks `history`: infers dependencies and searches the anomalies that
 /// `opts.models` and `opts.anomalies` need (`model::anomalies_to_search`),
-/// then decides the verdict from the anomaly types found exactly as Elle
-/// does (`result::verdict`).
+/// then decides the verdict from the anomaly types found as Elle does
+/// (`result::verdict`), with two exceptions: an empty dependency graph does
+/// not make the verdict unknown when complete checks decided every model
+/// asked for, and a cycle whose order the sat check chose rules out only
+/// the level it refuted (`CheckResult::from_found_refuted`).
 pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
     check_with_engines(history, opts).result
 }
@@ -126,12 +133,28 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
     });
     let engines = analysis.engines;
     let analyses = analysis.ran;
-    let mut result = CheckResult::from_found(
-        analysis.anomalies,
-        &opts.models,
-        &opts.anomalies,
-        analysis.warnings,
-    );
+    let mut found = analysis.anomalies;
+    let mut warnings = analysis.warnings;
+    // An empty dependency graph leaves Elle's inference undecided, not a
+    // complete check: when one decided every model asked for, the graph
+    // has nothing to add.
+    if found.contains_key(&AnomalyType::EmptyTransactionGraph)
+        && let Some(how) = decided_by_complete_checks(opts, analysis.weak_decided, &engines)
+    {
+        found.remove(&AnomalyType::EmptyTransactionGraph);
+        warnings.push(format!(
+            "no dependency between transactions could be inferred (empty-transaction-graph), \
+             but complete checks decided every model asked for ({how}); the verdict is theirs"
+        ));
+    }
+    // A level the complete check refuted where inference saw nothing.
+    let refuted: Vec<ConsistencyModel> = engines
+        .iter()
+        .filter(|r| r.complete == engines::Outcome::Invalid)
+        .map(|r| r.model)
+        .collect();
+    let mut result =
+        CheckResult::from_found_refuted(found, &refuted, &opts.models, &opts.anomalies, warnings);
     // Like Elle (`unexpected-txn-micro-op-types`), a history the workload
     // cannot fully read is never valid: `-m rw-register` on a list-append
     // history must not pass by ignoring every list read.
@@ -153,6 +176,46 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
         engines,
         analyses,
     }
+}
+
+/// Whether complete checks decided every model of `opts` (and every extra
+/// anomaly is one such a model prohibits): each model is one the weak check
+/// that ran to the end decides (`model::decided_by_weak`), or one the sat
+/// check decided — its own level either way, or a level implying it that
+/// holds. `Some` names who decided what; `None` when something is left to
+/// Elle's inference alone (or no model was asked for).
+fn decided_by_complete_checks(
+    opts: &CheckOptions,
+    weak: Option<weak::Level>,
+    engines: &[engines::LevelReport],
+) -> Option<String> {
+    use engines::Outcome;
+    if opts.models.is_empty() {
+        return None;
+    }
+    let by_weak = weak.map(model::decided_by_weak).unwrap_or_default();
+    let mut how = Vec::new();
+    for &m in &opts.models {
+        if by_weak.contains(&m) {
+            let level = weak.map_or("", weak::Level::name);
+            how.push(format!("{m}: the weak {level} check"));
+            continue;
+        }
+        let by_sat = engines.iter().find(|r| match r.complete {
+            Outcome::Valid => model::all_implied_models([r.model]).contains(&m),
+            Outcome::Invalid => r.model == m,
+            Outcome::Unknown(_) | Outcome::NotRun(_) => false,
+        });
+        match by_sat {
+            Some(r) => how.push(format!("{m}: the {} {} check", engines::SAT, r.model)),
+            None => return None,
+        }
+    }
+    let covered = model::anomalies_prohibited_by(opts.models.iter().copied());
+    if !opts.anomalies.iter().all(|a| covered.contains(a)) {
+        return None;
+    }
+    Some(how.join("; "))
 }
 
 /// How many micro-ops of completed client transactions `workload` cannot

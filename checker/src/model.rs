@@ -12,8 +12,20 @@
 //! which PL-2 alone allows), session-order variants are proscribed by the
 //! session-aware models (strong-session-read-committed, which with
 //! Plume's own-write conditions is their full RC, alias `RC`; Cerone's
-//! read-atomic), fractured reads by monotonic-atomic-view, causality
-//! violations by causal-cerone.
+//! read-atomic), fractured reads by read-atomic, causality violations by
+//! causal-cerone.
+//!
+//! One lattice for the verdict and the analyses: for every edge
+//! (stronger → weaker), a check at the stronger model searches every
+//! anomaly the weaker proscribes ([`weak_level_needed`]), so no history is
+//! invalid at the weaker and valid at the stronger. Three of Elle's edges
+//! are cut because our weaker models are stronger than Elle's
+//! (../shared/specs/plume-levels.md §5.3; checker/CONFORMANCE.md):
+//! snapshot-isolation → prefix / parallel-snapshot-isolation (ours are
+//! Cerone's, with session order: H1), cursor-stability → read-committed
+//! (ours forbids non-monotonic reads: H4; cursor-stability implies
+//! read-uncommitted and proscribes PL-2's anomalies itself), and
+//! monotonic-atomic-view no longer proscribes fractured reads (H3).
 
 use crate::anomaly::{
     AnomalyType, BASE_CYCLE_TYPES, NameKind, UnknownName, Variant, all_implied, all_implying,
@@ -193,21 +205,25 @@ impl ConsistencyModel {
             M::StrongSessionSnapshotIsolation => {
                 &[M::SnapshotIsolation, M::StrongSessionReadCommitted]
             }
+            // Not prefix / parallel-snapshot-isolation, as Elle has it: ours
+            // are Cerone's, with session order, which PL-SI ignores
+            // (plume-levels.md §5.3 H1).
             M::SnapshotIsolation => &[
                 M::ForwardConsistentView,
                 M::MonotonicAtomicView,
                 M::MonotonicSnapshotRead,
-                M::ParallelSnapshotIsolation,
-                M::Prefix,
             ],
             M::UpdateSerializable => &[M::ForwardConsistentView],
             M::ForwardConsistentView => &[M::ConsistentView],
             M::ConsistentView => &[M::CursorStability, M::MonotonicView],
             M::RepeatableRead => &[M::CursorStability, M::MonotonicAtomicView],
-            M::CursorStability
-            | M::MonotonicView
-            | M::MonotonicSnapshotRead
-            | M::MonotonicAtomicView => &[M::ReadCommitted],
+            // Not read-committed, as Elle has it: ours forbids
+            // non-monotonic reads, a cycle over two keys that PL-CS's
+            // one-item G-cursor allows (plume-levels.md §5.3 H4).
+            M::CursorStability => &[M::ReadUncommitted],
+            M::MonotonicView | M::MonotonicSnapshotRead | M::MonotonicAtomicView => {
+                &[M::ReadCommitted]
+            }
             M::ParallelSnapshotIsolation => &[M::CausalCerone, M::UpdateAtomic],
             M::Prefix => &[M::CausalCerone],
             M::CausalCerone | M::UpdateAtomic => &[M::ReadAtomic],
@@ -243,7 +259,8 @@ impl ConsistencyModel {
                 A::Pl1CycleExists,
             ],
             M::ReadCommitted => &[A::G1, A::Pl2CycleExists, A::NonMonotonicRead],
-            M::CursorStability => &[A::G1, A::GCursor, A::LostUpdate],
+            // Read committed's PL-2 part, which it no longer implies.
+            M::CursorStability => &[A::G1, A::GCursor, A::LostUpdate, A::Pl2CycleExists],
             M::MonotonicView => &[A::G1, A::GMonotonic],
             M::MonotonicSnapshotRead => &[A::G1, A::GMsr],
             M::ConsistentView => &[A::G1, A::GSingle],
@@ -275,7 +292,9 @@ impl ConsistencyModel {
                 A::NonRepeatableRead,
                 A::FracturedReadProcess,
             ],
-            M::MonotonicAtomicView => &[A::FracturedRead],
+            // Fractured reads are read atomic's (through `fractured-read →
+            // fractured-read-process`), not Bailis's MAV (§5.3 H3).
+            M::MonotonicAtomicView => &[],
             M::CausalCerone => &[A::Internal, A::G1a, A::CausalityViolation],
             M::Prefix | M::ParallelSnapshotIsolation => &[A::Internal, A::G1a],
             M::UpdateAtomic => &[A::LostUpdate],
@@ -325,10 +344,12 @@ impl ConsistencyModel {
 
     /// The `<model>-cycle-exists` pseudo-anomaly of this model, if it has one.
     pub fn cycle_exists_anomaly(self) -> Option<AnomalyType> {
-        self.direct_proscribed()
-            .iter()
-            .copied()
-            .find(|a| a.is_cycle_exists())
+        let own = self.canonical_name();
+        self.direct_proscribed().iter().copied().find(|a| {
+            a.name()
+                .strip_suffix("-cycle-exists")
+                .is_some_and(|m| m == own)
+        })
     }
 }
 
@@ -472,6 +493,69 @@ pub fn anomalies_to_search(
             ]);
         }
         Variant::Plain => {}
+    }
+    s
+}
+
+/// The level of the complete weak-isolation check (`crate::weak`) that
+/// finds every weak-isolation pattern `models` + `extra` prohibit, through
+/// the models they imply as much as those named: a check at a model finds
+/// what each model below it would (so `not`/`also-not` of one check never
+/// contradict another's `valid`). Causal if `causality-violation` is
+/// prohibited, read atomic for `fractured-read(-process)` or
+/// `non-repeatable-read` (which implies G-single-item, so every model from
+/// consistent-view and repeatable-read up asks for it), read committed for
+/// `non-monotonic-read(-process)` or `cyclic-causal-order`; none otherwise.
+pub fn weak_level_needed(
+    models: &[ConsistencyModel],
+    extra: &[AnomalyType],
+) -> Option<crate::weak::Level> {
+    use crate::weak::Level;
+    let p = prohibited_anomaly_types(models, extra);
+    let any = |xs: &[AnomalyType]| xs.iter().any(|a| p.contains(a));
+    if any(&[A::CausalityViolation]) {
+        Some(Level::Causal)
+    } else if any(&[
+        A::FracturedRead,
+        A::FracturedReadProcess,
+        A::NonRepeatableRead,
+    ]) {
+        Some(Level::ReadAtomic)
+    } else if any(&[
+        A::NonMonotonicRead,
+        A::NonMonotonicReadProcess,
+        A::CyclicCausalOrder,
+    ]) {
+        Some(Level::ReadCommitted)
+    } else {
+        None
+    }
+}
+
+/// The models a complete weak check at `level` decides, with the syntactic
+/// read checks that always run beside it (aborted, intermediate, future,
+/// garbage and internal reads): when it finds nothing, each holds; a commit
+/// order it finds is also a version order without G0/G1c (with the session
+/// order: without G0-process/G1c-process). Read committed decides
+/// read-uncommitted, read-committed, their strong-session versions and
+/// monotonic-atomic-view; read atomic adds read-atomic; causal adds
+/// causal-cerone.
+pub fn decided_by_weak(level: crate::weak::Level) -> BTreeSet<ConsistencyModel> {
+    use crate::weak::Level;
+    let mut s: BTreeSet<ConsistencyModel> = [
+        M::ReadUncommitted,
+        M::ReadCommitted,
+        M::StrongSessionReadUncommitted,
+        M::StrongSessionReadCommitted,
+        M::MonotonicAtomicView,
+    ]
+    .into_iter()
+    .collect();
+    if level >= Level::ReadAtomic {
+        s.insert(M::ReadAtomic);
+    }
+    if level >= Level::Causal {
+        s.insert(M::CausalCerone);
     }
     s
 }
@@ -850,9 +934,9 @@ mod tests {
                     A::DirtyUpdate,
                     A::IncompatibleOrder,
                 ],
-                &["read-committed"],
+                &["cursor-stability", "read-committed"],
             ),
-            (&[A::Internal], &["read-atomic"]),
+            (&[A::Internal], &["read-atomic", "snapshot-isolation"]),
             (&[A::LostUpdate], &["cursor-stability", "update-atomic"]),
             (&[A::GSingle], &["consistent-view"]),
             (&[A::GSingleItem], &["consistent-view", "repeatable-read"]),
@@ -902,15 +986,16 @@ mod tests {
     }
 
     #[test]
-    fn g1c_also_not_matches_section_4_6() {
+    fn g1c_also_not_is_section_4_6_but_for_cursor_stability() {
+        // Elle's, but for cursor-stability: it no longer implies our
+        // read-committed, so it is a weakest model ruled out too (H4).
         let b = boundary([A::G1c]);
-        assert_eq!(names(&b.not), vec!["read-committed"]);
+        assert_eq!(names(&b.not), vec!["cursor-stability", "read-committed"]);
         assert_eq!(
             names(&b.also_not),
             vec![
                 "causal-cerone",
                 "consistent-view",
-                "cursor-stability",
                 "forward-consistent-view",
                 "monotonic-atomic-view",
                 "monotonic-snapshot-read",
@@ -951,7 +1036,11 @@ mod tests {
         ]);
         assert_eq!(
             names(&b.not),
-            vec!["read-committed", "strong-read-uncommitted"]
+            vec![
+                "cursor-stability",
+                "read-committed",
+                "strong-read-uncommitted"
+            ]
         );
         let found: BTreeSet<_> = [
             A::G2Item,

@@ -3,8 +3,9 @@
 //! (`valid?`, `anomaly-types`, `anomalies`, `not`, `also-not`) as JSON or EDN.
 //!
 //! Key decision: `Valid` is three-valued and combines invalid > unknown >
-//! valid; an empty dependency graph or an exhausted cycle search is `unknown`,
-//! never valid.
+//! valid; an exhausted budget is `unknown`, never valid, and so is an empty
+//! dependency graph unless complete checks decided every model asked for
+//! (`crate::check` drops it then).
 
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, data_to_json, map};
@@ -212,9 +213,27 @@ pub fn verdict(
     models: &[ConsistencyModel],
     extra: &[AnomalyType],
 ) -> Verdict {
+    verdict_ruling_out(found, found, models, extra)
+}
+
+/// As [`verdict`], with `not`/`also-not` (and whether something prohibited
+/// was found) from `ruling_out` rather than from `found`: the types whose
+/// evidence holds whatever version order a model allows, plus, for a level
+/// a complete check refuted under its own constraints, that level's
+/// `<model>-cycle-exists` (`crate::check` builds it). `reported` still
+/// comes from `found`.
+pub fn verdict_ruling_out(
+    found: &BTreeSet<AnomalyType>,
+    ruling_out: &BTreeSet<AnomalyType>,
+    models: &[ConsistencyModel],
+    extra: &[AnomalyType],
+) -> Verdict {
     let prohibited = prohibited_anomaly_types(models, extra);
     let reportable_types = reportable_anomaly_types(models, extra);
-    let bad = found.iter().any(|a| prohibited.contains(a));
+    let bad = found
+        .iter()
+        .chain(ruling_out)
+        .any(|a| prohibited.contains(a));
     let reportable: BTreeSet<AnomalyType> = found
         .iter()
         .copied()
@@ -229,7 +248,7 @@ pub fn verdict(
             also_not: vec![],
         };
     }
-    let b = boundary(found.iter().copied());
+    let b = boundary(ruling_out.iter().copied());
     Verdict {
         valid: if bad { Valid::False } else { Valid::Unknown },
         reported,
@@ -242,14 +261,37 @@ impl CheckResult {
     /// Builds the result from everything the analysis found (anomaly types
     /// with no cases are ignored) and what was asked for.
     pub fn from_found(
+        found: BTreeMap<AnomalyType, Vec<Anomaly>>,
+        models: &[ConsistencyModel],
+        extra: &[AnomalyType],
+        warnings: Vec<String>,
+    ) -> CheckResult {
+        CheckResult::from_found_refuted(found, &[], models, extra, warnings)
+    }
+
+    /// As [`CheckResult::from_found`], where a complete check refuted the
+    /// levels `refuted` under their own constraints. A cycle whose order
+    /// that check chose (a step with a [`crate::explain::Derived`]) rules
+    /// out only such a level and the models implying it: a weaker model
+    /// may allow the other order. So `not`/`also-not` come from the types
+    /// with at least one case that chose nothing, plus each refuted
+    /// level's `<model>-cycle-exists`.
+    pub fn from_found_refuted(
         mut found: BTreeMap<AnomalyType, Vec<Anomaly>>,
+        refuted: &[ConsistencyModel],
         models: &[ConsistencyModel],
         extra: &[AnomalyType],
         warnings: Vec<String>,
     ) -> CheckResult {
         found.retain(|_, cases| !cases.is_empty());
         let found_types: BTreeSet<AnomalyType> = found.keys().copied().collect();
-        let v = verdict(&found_types, models, extra);
+        let mut ruling_out: BTreeSet<AnomalyType> = found
+            .iter()
+            .filter(|(_, cases)| cases.iter().any(|a| !chose_an_order(a)))
+            .map(|(t, _)| *t)
+            .collect();
+        ruling_out.extend(refuted.iter().filter_map(|m| m.cycle_exists_anomaly()));
+        let v = verdict_ruling_out(&found_types, &ruling_out, models, extra);
         found.retain(|t, _| v.reported.contains(t));
         let mut anomaly_types: Vec<AnomalyType> = v.reported.iter().copied().collect();
         anomaly_types.sort_by_key(|a| a.name());
@@ -262,6 +304,16 @@ impl CheckResult {
             found_types: found_types.into_iter().collect(),
             warnings,
         }
+    }
+}
+
+/// Whether `a` is a cycle with a step whose order a complete check chose.
+fn chose_an_order(a: &Anomaly) -> bool {
+    match &a.evidence {
+        crate::explain::Evidence::Cycle { steps, .. } => {
+            steps.iter().any(|s| s.derived().is_some())
+        }
+        _ => false,
     }
 }
 

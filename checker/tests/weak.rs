@@ -187,7 +187,8 @@ fn check_runs_the_levels_its_models_name() {
     let (v, types, not) = verdict(fractured, &[M::ReadAtomic]);
     assert_eq!(v, Valid::False);
     assert_eq!(types, ["fractured-read"]);
-    assert_eq!(not, ["monotonic-atomic-view"]);
+    // Read atomic's, not Bailis's MAV (plume-levels.md §5.3 H3).
+    assert_eq!(not, ["read-atomic"]);
 
     let (v, types, not) = verdict(NON_MONOTONIC, &[M::ReadCommitted]);
     assert_eq!(
@@ -206,7 +207,8 @@ fn check_runs_the_levels_its_models_name() {
         "{types:?}"
     );
     assert!(not.contains(&"causal-cerone".to_string()), "{not:?}");
-    // Elle's default model is not affected: this module runs only when named.
+    // Elle's default model implies no causal level (ours are session-aware),
+    // so its check runs the weak check only up to read atomic.
     let r = {
         let hist = h(causal);
         check(&hist, &CheckOptions::new(Workload::RwRegister))
@@ -534,13 +536,19 @@ fn list_append_elle_results_unchanged() {
             ..CheckOptions::new(Workload::ListAppend)
         };
         let r = check(&hist, &opts);
+        // The weak check decides causal-cerone, so an empty graph no longer
+        // makes the verdict unknown (issue 23): compare without it.
         let ours: BTreeSet<A> = r
             .found_types
             .iter()
             .copied()
-            .filter(|a| !weak_types.contains(a))
+            .filter(|a| !weak_types.contains(a) && *a != A::EmptyTransactionGraph)
             .collect();
-        let theirs: BTreeSet<A> = elle.keys().copied().collect();
+        let theirs: BTreeSet<A> = elle
+            .keys()
+            .copied()
+            .filter(|a| *a != A::EmptyTransactionGraph)
+            .collect();
         assert_eq!(ours, theirs);
     }
 }
@@ -577,7 +585,8 @@ fn lattice_places_the_patterns() {
         not(A::NonMonotonicReadProcess),
         ["read-atomic", "strong-session-read-committed"]
     );
-    assert_eq!(not(A::FracturedRead), ["monotonic-atomic-view"]);
+    // Read atomic's, not Bailis's MAV (plume-levels.md §5.3 H3).
+    assert_eq!(not(A::FracturedRead), ["read-atomic"]);
     assert_eq!(not(A::FracturedReadProcess), ["read-atomic"]);
     assert_eq!(
         not(A::NonRepeatableRead),
@@ -589,12 +598,16 @@ fn lattice_places_the_patterns() {
         ["read-atomic", "strong-session-read-committed"]
     );
     // Every stronger model is ruled out too: causal-cerone's violation rules
-    // out prefix, SI, serializability; read committed's everything above it.
+    // out prefix and parallel-snapshot-isolation — but not the session-free
+    // snapshot-isolation and serializability (§5.3 H1: a causality
+    // violation may go through session order, which they ignore).
     let also = checker::model::boundary([A::CausalityViolation]).also_not;
-    for m in [M::Prefix, M::SnapshotIsolation, M::Serializable] {
+    for m in [M::Prefix, M::ParallelSnapshotIsolation] {
         assert!(also.contains(&m), "{m}");
     }
-    assert!(!also.contains(&M::ReadAtomic));
+    for m in [M::ReadAtomic, M::SnapshotIsolation, M::Serializable] {
+        assert!(!also.contains(&m), "{m}");
+    }
 }
 
 /// Simulator runs in bug modes kept as test files (`sim_history --txns 300

@@ -172,6 +172,9 @@ pub struct Found {
     pub engines: Vec<crate::engines::LevelReport>,
     /// The names of the analyses that ran, in order.
     pub ran: Vec<&'static str>,
+    /// The level the complete weak-isolation check decided (it ran to the
+    /// end); `None` when it did not run or ran out of its limits.
+    pub weak_decided: Option<crate::weak::Level>,
 }
 
 impl Found {
@@ -188,6 +191,7 @@ impl Found {
         self.warnings.extend(other.warnings);
         self.engines.extend(other.engines);
         self.ran.extend(other.ran);
+        self.weak_decided = self.weak_decided.max(other.weak_decided);
     }
 }
 
