@@ -50,6 +50,87 @@ impl Read for Input {
     }
 }
 
+/// A stream whose first bytes were read ahead, for sniffing its format
+/// without seeking or opening it again (stdin, a pipe, a FIFO): those bytes
+/// are read again first. A gzip stream is decompressed, and `head` holds the
+/// first decompressed bytes.
+pub struct Peeked {
+    head: Vec<u8>,
+    at: usize,
+    rest: Box<dyn Read + Send>,
+    gzip: bool,
+}
+
+impl Peeked {
+    /// Reads up to `n` bytes ahead of `r` (through gzip when its first
+    /// bytes say so).
+    ///
+    /// # Errors
+    /// Reading `r` failed.
+    pub fn new(r: impl Read + Send + 'static, n: usize) -> io::Result<Peeked> {
+        let mut raw = Vec::with_capacity(n);
+        let mut r = Box::new(r) as Box<dyn Read + Send>;
+        read_up_to(&mut r, &mut raw, n)?;
+        if !raw.starts_with(&GZIP_MAGIC) {
+            return Ok(Peeked {
+                head: raw,
+                at: 0,
+                rest: r,
+                gzip: false,
+            });
+        }
+        let mut gz: Box<dyn Read + Send> = Box::new(MultiGzDecoder::new(BufReader::with_capacity(
+            1 << 16,
+            io::Cursor::new(raw).chain(r),
+        )));
+        let mut head = Vec::with_capacity(n);
+        read_up_to(&mut gz, &mut head, n)?;
+        Ok(Peeked {
+            head,
+            at: 0,
+            rest: gz,
+            gzip: true,
+        })
+    }
+
+    /// The first bytes (decompressed), as read ahead.
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// Whether the stream is gzip-compressed.
+    pub fn is_gzip(&self) -> bool {
+        self.gzip
+    }
+}
+
+/// Reads until `buf` holds `n` bytes or `r` ends.
+fn read_up_to(r: &mut dyn Read, buf: &mut Vec<u8>, n: usize) -> io::Result<()> {
+    let mut chunk = [0u8; 8192];
+    while buf.len() < n {
+        let want = (n - buf.len()).min(chunk.len());
+        match r.read(&mut chunk[..want]) {
+            Ok(0) => break,
+            Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+impl Read for Peeked {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at < self.head.len() {
+            let n = buf.len().min(self.head.len() - self.at);
+            buf[..n].copy_from_slice(&self.head[self.at..self.at + n]);
+            self.at += n;
+            return Ok(n);
+        }
+        self.rest.read(buf)
+    }
+}
+
 /// Whether `path` starts with the gzip magic bytes (false when unreadable:
 /// opening it again reports the real error).
 pub fn is_gzip(path: &Path) -> bool {
@@ -120,5 +201,27 @@ mod tests {
         assert_eq!(back, text);
         assert!(!dir.path().join("h.jsonl.gz.tmp").exists());
         assert_eq!(without_gz(&dst), src);
+    }
+
+    #[test]
+    fn a_peeked_stream_reads_whole_and_through_gzip() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("h.jsonl");
+        let text: String = (0..3000)
+            .map(|i| format!("{{\"index\":{i},\"type\":\"invoke\"}}\n"))
+            .collect();
+        std::fs::write(&src, &text).unwrap();
+        let dst = dir.path().join("h.jsonl.gz");
+        compress_file(&src, &dst, 1).unwrap();
+        for (path, gzip) in [(&src, false), (&dst, true)] {
+            // A pipe-like reader: no seeking, read once.
+            let bytes = std::fs::read(path).unwrap();
+            let mut p = Peeked::new(io::Cursor::new(bytes), 100).unwrap();
+            assert_eq!(p.is_gzip(), gzip);
+            assert_eq!(p.head(), &text.as_bytes()[..100]);
+            let mut back = String::new();
+            p.read_to_string(&mut back).unwrap();
+            assert_eq!(back, text);
+        }
     }
 }

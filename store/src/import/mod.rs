@@ -142,17 +142,25 @@ impl FileFormat {
         crate::format::Input::open(path)
             .and_then(|f| f.take(4096).read_to_end(&mut head))
             .map_err(|e| io_err(path, &e))?;
-        if crate::format::is_gzip(path) {
+        Ok(FileFormat::from_head(
+            &head,
+            crate::format::is_gzip(path),
+            path,
+        ))
+    }
+
+    /// The format of a file whose first (decompressed) bytes are `head`:
+    /// by those bytes, else the extension of `name`, else JSON Lines.
+    pub fn from_head(head: &[u8], gzip: bool, name: &Path) -> FileFormat {
+        if gzip {
             // Compressed: our own formats only (a finished run's history).
-            return Ok(FileFormat::Ours(
-                Format::sniff(&head).unwrap_or(Format::JsonLines),
-            ));
+            return FileFormat::Ours(Format::sniff(head).unwrap_or(Format::JsonLines));
         }
-        Ok(sniff_peer(&head)
+        sniff_peer(head)
             .map(FileFormat::Peer)
-            .or_else(|| Format::sniff(&head).map(FileFormat::Ours))
-            .or_else(|| FileFormat::from_extension(path))
-            .unwrap_or(FileFormat::Ours(Format::JsonLines)))
+            .or_else(|| Format::sniff(head).map(FileFormat::Ours))
+            .or_else(|| FileFormat::from_extension(name))
+            .unwrap_or(FileFormat::Ours(Format::JsonLines))
     }
 }
 
@@ -173,6 +181,7 @@ fn io_err(path: &Path, e: &std::io::Error) -> FormatError {
 
 /// Recognises a peer format from a file's first bytes.
 pub fn sniff_peer(head: &[u8]) -> Option<PeerFormat> {
+    let head = head.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(head);
     // A Cobra log: an `S` record, a binary txn id.
     if head.len() >= 9 && head[0] == b'S' && head[1..9].iter().any(|b| !(0x20..0x7f).contains(b)) {
         return Some(PeerFormat::Cobra);
@@ -299,26 +308,7 @@ pub fn load(path: &Path, forced: Option<FileFormat>) -> Result<Loaded, FormatErr
         }
         FileFormat::Ours(f) => {
             let file = crate::format::Input::open(path).map_err(|e| io_err(path, &e))?;
-            let r = OpReader::new(file, f, Some(path.to_path_buf()));
-            let mut builder = crate::HistoryBuilder::new();
-            let (_, mut warnings) = crate::format::collect_into(r, &mut builder)?;
-            let history = builder.finish().map_err(|e| FormatError {
-                file: Some(path.to_path_buf()),
-                line: 0,
-                column: None,
-                reason: e.to_string(),
-            })?;
-            warnings.extend(
-                history
-                    .warnings()
-                    .iter()
-                    .map(|w| format!("{}: {w}", path.display())),
-            );
-            Ok(Loaded {
-                history,
-                warnings,
-                format,
-            })
+            load_ours(file, f, path)
         }
         FileFormat::Peer(p) => {
             let (ops, warnings) = read_peer(path, p)?;
@@ -326,6 +316,74 @@ pub fn load(path: &Path, forced: Option<FileFormat>) -> Result<Loaded, FormatErr
             Ok(Loaded {
                 history,
                 warnings,
+                format,
+            })
+        }
+    }
+}
+
+/// Reads one of our formats from `r`, sequentially; `name` names it.
+fn load_ours(r: impl Read, f: Format, name: &Path) -> Result<Loaded, FormatError> {
+    let r = OpReader::new(r, f, Some(name.to_path_buf()));
+    let mut builder = crate::HistoryBuilder::new();
+    let (_, mut warnings) = crate::format::collect_into(r, &mut builder)?;
+    let history = builder.finish().map_err(|e| FormatError {
+        file: Some(name.to_path_buf()),
+        line: 0,
+        column: None,
+        reason: e.to_string(),
+    })?;
+    warnings.extend(
+        history
+            .warnings()
+            .iter()
+            .map(|w| format!("{}: {w}", name.display())),
+    );
+    Ok(Loaded {
+        history,
+        warnings,
+        format: FileFormat::Ours(f),
+    })
+}
+
+/// Reads and validates a history that arrives as a stream (`-`, a pipe, a
+/// FIFO), read once from start to end: the format is `forced`, or sniffed
+/// from the bytes [`Peeked`](crate::format::Peeked) read ahead (never by
+/// seeking or opening the input again). `name` names it in messages.
+///
+/// # Errors
+/// IO failure, malformed input, a history rule broken, or a directory
+/// format (Cobra logs) asked of a stream.
+pub fn load_stream(
+    name: &Path,
+    input: crate::format::Peeked,
+    forced: Option<FileFormat>,
+) -> Result<Loaded, FormatError> {
+    let format =
+        forced.unwrap_or_else(|| FileFormat::from_head(input.head(), input.is_gzip(), name));
+    match format {
+        FileFormat::Ours(f) => load_ours(input, f, name),
+        FileFormat::Peer(PeerFormat::Cobra) => Err(FormatError {
+            file: Some(name.to_path_buf()),
+            line: 0,
+            column: None,
+            reason: "Cobra logs are a directory of files; they cannot come from a pipe".into(),
+        }),
+        FileFormat::Peer(p) => {
+            let mut bytes = Vec::new();
+            let mut input = input;
+            input
+                .read_to_end(&mut bytes)
+                .map_err(|e| io_err(name, &e))?;
+            let txns = if p == PeerFormat::Text {
+                text::read(&bytes, Some(name))?
+            } else {
+                dbcop::read(&bytes, Some(name))?
+            };
+            let history = peer_history(txns::to_ops(txns), p, Some(name))?;
+            Ok(Loaded {
+                history,
+                warnings: Vec::new(),
                 format,
             })
         }
