@@ -77,7 +77,9 @@ fn standard_input_and_dev_stdin_read_as_a_pipe() {
     let (code, _, stderr) = check_stdin(&["-"], elle.as_bytes());
     assert_eq!(code, Some(0), "Elle JSON on stdin: {stderr}");
     let edn = "{:index 0 :type :invoke :process 0 :f :txn :value [[:append 1 1]]}\n\
-               {:index 1 :type :ok :process 0 :f :txn :value [[:append 1 1]]}\n";
+               {:index 1 :type :ok :process 0 :f :txn :value [[:append 1 1]]}\n\
+               {:index 2 :type :invoke :process 1 :f :txn :value [[:r 1 nil]]}\n\
+               {:index 3 :type :ok :process 1 :f :txn :value [[:r 1 [1]]]}\n";
     let (code, _, stderr) = check_stdin(&["-"], edn.as_bytes());
     assert_eq!(code, Some(0), "EDN on stdin: {stderr}");
     // A big history: far more than the bytes read ahead.
