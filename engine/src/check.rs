@@ -113,7 +113,8 @@ pub fn check_and_report(
         .map(|e| format!("{e:#}"));
     // Reports never change the verdict: a failure is a warning.
     if let Err(e) = crate::report::write_reports(run_dir.path(), &history, Some(&result), keep) {
-        tracing::warn!("reports: {e:#}");
+        // Once on stderr: the log's warnings go to stderr too.
+        tracing::info!("warning: reports: {e:#}");
         eprintln!("warning: {e:#}");
     }
     let Counts {

@@ -573,6 +573,22 @@ mod tests {
     use std::path::Path;
 
     #[test]
+    fn an_io_error_says_its_cause_once_even_as_a_chain() {
+        let e = super::io_err(Path::new("runs/x/results.json"))(std::io::Error::from_raw_os_error(
+            28,
+        ));
+        // Printed whole (`{:#}` of anyhow walks `source()`): once.
+        let mut text = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            text += &format!(": {c}");
+            cause = c.source();
+        }
+        assert_eq!(text.matches("No space left on device").count(), 1, "{text}");
+        assert!(text.starts_with("runs/x/results.json: "), "{text}");
+    }
+
+    #[test]
     fn a_new_run_removes_the_tmp_files_of_dead_runs_only() {
         let store = tempfile::tempdir().unwrap();
         let dead = RunDir::create(store.path(), "t").unwrap();
