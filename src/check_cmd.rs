@@ -318,7 +318,10 @@ fn print_warnings(warnings: &[String], history: &History) {
         (unmatched, "invocations never completed (counted as info)"),
         (orphans, "completions without an invocation"),
         (reused, "processes reused after info"),
-        (other, "other reader warnings (torn or padded ends, byte-order marks)"),
+        (
+            other,
+            "other reader warnings (torn or padded ends, byte-order marks)",
+        ),
     ] {
         if n > 0 {
             parts.push(format!("{n} {what}"));

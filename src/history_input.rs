@@ -89,8 +89,7 @@ pub fn load(
     };
     if !md.is_file() && !md.is_dir() {
         // A pipe, a FIFO, a character device (`/dev/stdin` on a terminal).
-        let f = std::fs::File::open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
+        let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
         return load_stream(path, f, format);
     }
     // Looked at once. A directory or an empty file is named before parsing;
@@ -143,8 +142,12 @@ fn load_stream(
 ) -> anyhow::Result<(History, Vec<String>)> {
     let peeked = store::format::Peeked::new(r, 8192)
         .with_context(|| format!("reading {}", name.display()))?;
-    let named = store::format::classify_head(peeked.head())
-        .map(|kind| (kind, format!("{} is {}; {EXPECTED}", name.display(), kind.describe())));
+    let named = store::format::classify_head(peeked.head()).map(|kind| {
+        (
+            kind,
+            format!("{} is {}; {EXPECTED}", name.display(), kind.describe()),
+        )
+    });
     if let Some((NotHistory::Empty, why)) = &named {
         anyhow::bail!(why.clone());
     }

@@ -151,7 +151,16 @@ fn process_substitution_and_a_fifo_are_read_once() {
 fn a_real_run_directory_is_named_before_its_log_is_taken_for_cobra() {
     let store = tempfile::tempdir().unwrap();
     let o = Command::new(BIN)
-        .args(["run", "--db", "sim", "--ops", "200", "--test-name", "t", "--store"])
+        .args([
+            "run",
+            "--db",
+            "sim",
+            "--ops",
+            "200",
+            "--test-name",
+            "t",
+            "--store",
+        ])
         .arg(store.path())
         .output()
         .unwrap();
@@ -209,7 +218,10 @@ fn small_messages_name_the_problem() {
     assert!(stderr.contains("byte-order mark"), "{stderr}");
     let (code, _, stderr) = check_stdin(&["-"], &bom);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("<stdin>:1:1: starts with a UTF-8 byte-order mark"), "{stderr}");
+    assert!(
+        stderr.contains("<stdin>:1:1: starts with a UTF-8 byte-order mark"),
+        "{stderr}"
+    );
 
     // One invalid UTF-8 line: its line and column, not "binary data".
     let mut bad = VALID.as_bytes().to_vec();
@@ -226,9 +238,15 @@ fn small_messages_name_the_problem() {
     // A number too large for an integer is named as such, not "a float".
     for (text, what) in [
         ("1e29", "a number too large for a 64-bit integer"),
-        ("100000000000000000000000000000", "a number too large for a 64-bit integer"),
+        (
+            "100000000000000000000000000000",
+            "a number too large for a 64-bit integer",
+        ),
     ] {
-        let h = VALID.replace("[[\"append\",1,1]]}\n{\"index\":1", &format!("[[\"append\",{text},1]]}}\n{{\"index\":1"));
+        let h = VALID.replace(
+            "[[\"append\",1,1]]}\n{\"index\":1",
+            &format!("[[\"append\",{text},1]]}}\n{{\"index\":1"),
+        );
         std::fs::write(p("big.jsonl"), h).unwrap();
         let (code, _, stderr) = check(&[&s(&p("big.jsonl"))]);
         assert_eq!(code, Some(3), "{text}");
@@ -254,8 +272,14 @@ fn every_forgiven_shape_problem_warns_with_its_position_and_is_counted() {
         stderr.contains("op 4: completion without an invocation"),
         "before: no warning at all: {stderr}"
     );
-    assert!(stderr.contains("op 2: invocation never completed"), "{stderr}");
-    assert!(stderr.contains("op 3: invocation never completed"), "{stderr}");
+    assert!(
+        stderr.contains("op 2: invocation never completed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("op 3: invocation never completed"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains(
             "warnings: 2 invocations never completed (counted as info), 1 completions without an invocation"

@@ -34,8 +34,18 @@ fn a_disk_full_at_the_check_still_gives_the_verdict_and_says_none_was_recorded()
     let _mount = Mount(dir.path().to_path_buf());
     let mut child = harness()
         .args([
-            "run", "--db", "sim", "--sim-bug", "lost-update", "--ops", "20000", "--seed", "8",
-            "--test-name", "full", "--store",
+            "run",
+            "--db",
+            "sim",
+            "--sim-bug",
+            "lost-update",
+            "--ops",
+            "20000",
+            "--seed",
+            "8",
+            "--test-name",
+            "full",
+            "--store",
         ])
         .arg(dir.path())
         .stdout(Stdio::piped())
@@ -46,7 +56,10 @@ fn a_disk_full_at_the_check_still_gives_the_verdict_and_says_none_was_recorded()
     let mut seen = String::new();
     loop {
         let mut line = String::new();
-        assert!(stdout.read_line(&mut line).unwrap() > 0, "ended early: {seen}");
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "ended early: {seen}"
+        );
         seen += &line;
         if line.contains("checking the history") {
             break;
@@ -82,7 +95,9 @@ fn a_disk_full_at_the_check_still_gives_the_verdict_and_says_none_was_recorded()
     let lines: Vec<&str> = stderr.lines().collect();
     for (i, l) in lines.iter().enumerate() {
         assert!(
-            !lines[..i].iter().any(|m| m.ends_with(l.trim_start_matches("warning: "))),
+            !lines[..i]
+                .iter()
+                .any(|m| m.ends_with(l.trim_start_matches("warning: "))),
             "said twice: {l}"
         );
     }

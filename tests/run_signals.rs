@@ -59,7 +59,10 @@ fn interrupt_twice(child: Child) -> (Option<i32>, Duration, String) {
     let out = child.wait_with_output().unwrap();
     let took = second.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    eprintln!("exit {:?} {took:?} after the second signal\n{stderr}", out.status.code());
+    eprintln!(
+        "exit {:?} {took:?} after the second signal\n{stderr}",
+        out.status.code()
+    );
     (out.status.code(), took, stderr)
 }
 
@@ -112,8 +115,10 @@ fn a_second_sigint_in_the_main_phase_exits_130() {
     );
     assert!(wait_line(&rx, "run directory", 60));
     let dir = only_run_dir(store.path(), "main");
-    assert!(wait_for(60, || std::fs::metadata(dir.join("history.jsonl"))
-        .is_ok_and(|m| m.len() > 10_000)));
+    assert!(wait_for(60, || std::fs::metadata(
+        dir.join("history.jsonl")
+    )
+    .is_ok_and(|m| m.len() > 10_000)));
     let (code, took, stderr) = interrupt_twice(child);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(took < Duration::from_secs(30), "exits, not hangs: {took:?}");
@@ -130,11 +135,22 @@ fn a_second_sigint_while_checking_exits_130_without_a_verdict() {
     let (child, rx) = start(
         store.path(),
         &[
-            "--db", "sim", "--sim-bug", "lost-update", "--ops", "200000", "--seed", "6",
-            "--test-name", "check",
+            "--db",
+            "sim",
+            "--sim-bug",
+            "lost-update",
+            "--ops",
+            "200000",
+            "--seed",
+            "6",
+            "--test-name",
+            "check",
         ],
     );
-    assert!(wait_line(&rx, "checking the history", 300), "reached the check");
+    assert!(
+        wait_line(&rx, "checking the history", 300),
+        "reached the check"
+    );
     let (code, took, stderr) = interrupt_twice(child);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(took < Duration::from_secs(30), "exits, not hangs: {took:?}");

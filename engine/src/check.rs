@@ -67,10 +67,7 @@ pub struct Checked {
 ///
 /// # Errors
 /// The history could not be read back.
-pub fn check_and_report(
-    spec: &CheckSpec,
-    run_dir: &store::run::RunDir,
-) -> anyhow::Result<Checked> {
+pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyhow::Result<Checked> {
     let keep = spec.keep;
     crate::say!("checking the history against {} …", spec.expected.name());
     let (history, warnings) = store::format::load_history(&run_dir.history_path())

@@ -370,11 +370,7 @@ impl SignalWatch {
 
     /// The main phase begins: the first signal stops it; `faults` are
     /// healed before a second signal exits.
-    fn main_phase(
-        &self,
-        stop: runner::StopTrigger,
-        faults: Option<Arc<nemesis::fault::Nemesis>>,
-    ) {
+    fn main_phase(&self, stop: runner::StopTrigger, faults: Option<Arc<nemesis::fault::Nemesis>>) {
         let handle = tokio::runtime::Handle::try_current().ok();
         self.with(|s| {
             if s.count > 0 {

@@ -97,7 +97,10 @@ pub fn remove_tmp_files(dir: &Path) -> Vec<PathBuf> {
     for d in [dir.to_path_buf(), dir.join("elle")] {
         let Ok(rd) = fs::read_dir(&d) else { continue };
         for e in rd.flatten() {
-            let is_tmp = e.file_name().to_str().is_some_and(|n| n.ends_with(TMP_SUFFIX));
+            let is_tmp = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.ends_with(TMP_SUFFIX));
             if is_tmp
                 && e.file_type().is_ok_and(|t| t.is_file())
                 && fs::remove_file(e.path()).is_ok()
@@ -290,8 +293,8 @@ impl RunDir {
         // 6.9x, -9 9.1x); level 6 keeps a 950k-transaction 30 s run's
         // directory under 50 MB (1: 46 MB of history alone), and the
         // threads pay for its extra time (BENCHMARKS.md).
-        let packed = crate::format::compress_file(&log, &gz, HISTORY_GZIP_LEVEL)
-            .map_err(io_err(&gz))?;
+        let packed =
+            crate::format::compress_file(&log, &gz, HISTORY_GZIP_LEVEL).map_err(io_err(&gz))?;
         fs::remove_file(&log).map_err(io_err(&log))?;
         Ok((raw, packed))
     }
@@ -575,15 +578,14 @@ impl std::fmt::Debug for HistoryLog {
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::{HistoryLog, RunDir, sweep_stale_tmp};
-    use std::fs;
     use crate::history::{Op, OpIndex};
+    use std::fs;
     use std::path::Path;
 
     #[test]
     fn an_io_error_says_its_cause_once_even_as_a_chain() {
-        let e = super::io_err(Path::new("runs/x/results.json"))(std::io::Error::from_raw_os_error(
-            28,
-        ));
+        let e =
+            super::io_err(Path::new("runs/x/results.json"))(std::io::Error::from_raw_os_error(28));
         // Printed whole (`{:#}` of anyhow walks `source()`): once.
         let mut text = e.to_string();
         let mut cause = std::error::Error::source(&e);
@@ -612,8 +614,14 @@ mod tests {
         let _next = RunDir::create(store.path(), "t").unwrap();
         assert!(!dead_path.join("history.jsonl.gz.tmp").exists());
         assert!(!dead_path.join("elle").join("G1c.txt.tmp").exists());
-        assert!(dead_path.join("history.jsonl").exists(), "the history stays");
-        assert!(live.path().join("results.json.tmp").exists(), "live run untouched");
+        assert!(
+            dead_path.join("history.jsonl").exists(),
+            "the history stays"
+        );
+        assert!(
+            live.path().join("results.json.tmp").exists(),
+            "live run untouched"
+        );
         // A clone keeps the lock; the last one dropped releases it.
         let clone = live.clone();
         drop(live);

@@ -199,8 +199,9 @@ pub fn compress_file(src: &Path, dst: &Path, level: u32) -> io::Result<u64> {
                 handles
                     .into_iter()
                     .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|_| Err(io::Error::other("a compression thread panicked")))
+                        h.join().unwrap_or_else(|_| {
+                            Err(io::Error::other("a compression thread panicked"))
+                        })
                     })
                     .collect()
             });

@@ -81,7 +81,10 @@ pub fn classify(head: &[u8]) -> Option<NotHistory> {
         Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
         Err(_) => {
             lossy = String::from_utf8_lossy(head);
-            let bad = lossy.chars().filter(|&c| c == char::REPLACEMENT_CHARACTER).count();
+            let bad = lossy
+                .chars()
+                .filter(|&c| c == char::REPLACEMENT_CHARACTER)
+                .count();
             // Mostly bad bytes: binary. A few in text (one mis-encoded
             // line) are the parser's to report, with their position.
             if bad * 20 > head.len() {
@@ -91,7 +94,11 @@ pub fn classify(head: &[u8]) -> Option<NotHistory> {
         }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let compact: String = text.chars().filter(|c| !c.is_whitespace()).take(3).collect();
+    let compact: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .take(3)
+        .collect();
     if compact == "[]" {
         return Some(NotHistory::EmptyJsonArray);
     }
@@ -207,7 +214,10 @@ mod tests {
         // Before: `[]` looked like a TOML table header.
         assert_ne!(classify(b"[]\n"), Some(NotHistory::Toml));
         assert_eq!(classify(b"[1, 2]\n"), None);
-        assert_eq!(classify(b"[[test]]\ndb = \"sim\"\n"), Some(NotHistory::Toml));
+        assert_eq!(
+            classify(b"[[test]]\ndb = \"sim\"\n"),
+            Some(NotHistory::Toml)
+        );
         // One mis-encoded line among many valid ones: left to the parser,
         // which names its line and column.
         let mut text = Vec::new();
@@ -219,6 +229,9 @@ mod tests {
         text.extend_from_slice(b"{\"index\":20,\"type\":\"ok\",\"f\":\"t\xffxn\"}\n");
         assert_eq!(classify(&text), None);
         // A byte-order mark is not a reason to call text anything else.
-        assert_eq!(classify(b"\xef\xbb\xbf[]"), Some(NotHistory::EmptyJsonArray));
+        assert_eq!(
+            classify(b"\xef\xbb\xbf[]"),
+            Some(NotHistory::EmptyJsonArray)
+        );
     }
 }
