@@ -343,8 +343,8 @@ struct SignalWatch {
 }
 
 impl SignalWatch {
-    /// Starts watching; `None` (with a warning) when the thread or its
-    /// signal handlers cannot be set up.
+    /// Starts watching (a warning, and no watching, when the thread or its
+    /// signal handlers cannot be set up).
     fn start(run_dir: &Path, op_timeout: Duration) -> SignalWatch {
         let state = Arc::new(std::sync::Mutex::new(SignalState::default()));
         let (st, dir) = (state.clone(), run_dir.to_path_buf());

@@ -171,7 +171,7 @@ pub(crate) fn kind(d: &Data) -> std::borrow::Cow<'static, str> {
 fn number_kind(f: f64) -> String {
     if !f.is_finite() {
         format!("a non-finite number ({f})")
-    } else if f.fract() == 0.0 && f.abs() >= 9.223_372_036_854_775_807e18 {
+    } else if f.fract() == 0.0 && f.abs() >= 9.223_372_036_854_776e18 {
         format!("a number too large for a 64-bit integer ({f:e})")
     } else if f.fract() == 0.0 {
         format!("a number written as a float ({f:?}), not an integer")
