@@ -160,9 +160,7 @@ impl std::str::FromStr for WorkloadArg {
 /// output directory that cannot be written.
 pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
     let (history, warnings) = crate::history_input::load(&args.history, args.history_format)?;
-    for w in &warnings {
-        eprintln!("warning: {w}");
-    }
+    print_warnings(&warnings, &history);
     if args.linearizable_keys && !history.has_realtime_order() {
         eprintln!(
             "warning: {} records session order only (no clock): --linearizable-keys orders \
@@ -388,6 +386,9 @@ fn what_was_checked(
             OpType::Ok => ok += 1,
             OpType::Fail => fail += 1,
             OpType::Info => info += 1,
+            // Never completed: treated as info by the checker, so counted
+            // as info here (the counts add up to the transactions).
+            OpType::Invoke if history.completion(pos).is_none() => info += 1,
             OpType::Invoke => {}
         }
         // An elided invocation's keys are its completion's, counted there.
@@ -414,6 +415,51 @@ fn what_was_checked(
         elapsed.as_secs_f64()
     )
 }
+
+/// Warnings printed one by one, at most; the rest are counted.
+const MAX_WARNINGS_PRINTED: usize = 20;
+
+/// Prints what the reader forgave: each warning with its position (the
+/// first [`MAX_WARNINGS_PRINTED`]), then one line counting them by kind.
+fn print_warnings(warnings: &[String], history: &History) {
+    for w in warnings.iter().take(MAX_WARNINGS_PRINTED) {
+        eprintln!("warning: {w}");
+    }
+    if warnings.len() > MAX_WARNINGS_PRINTED {
+        eprintln!(
+            "warning: … and {} more warnings",
+            warnings.len() - MAX_WARNINGS_PRINTED
+        );
+    }
+    let (mut unmatched, mut orphans, mut reused) = (0u64, 0u64, 0u64);
+    for w in history.warnings() {
+        match w {
+            store::HistoryWarning::Unmatched { .. } => unmatched += 1,
+            store::HistoryWarning::CompletionWithoutInvocation { .. } => orphans += 1,
+            store::HistoryWarning::MoreCompletionsWithoutInvocation { count } => orphans += count,
+            store::HistoryWarning::ProcessReusedAfterInfo { .. } => reused += 1,
+        }
+    }
+    let other = warnings.len() as u64 - history.warnings().len().min(warnings.len()) as u64;
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (unmatched, "invocations never completed (counted as info)"),
+        (orphans, "completions without an invocation"),
+        (reused, "processes reused after info"),
+        (
+            other,
+            "other reader warnings (torn or padded ends, byte-order marks)",
+        ),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    if !parts.is_empty() {
+        eprintln!("warnings: {}", parts.join(", "));
+    }
+}
+
 
 /// The human-readable report: verdict, boundary, then the explanations:
 /// the first `per_type` of each type (all when `None`), saying how many

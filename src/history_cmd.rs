@@ -302,6 +302,10 @@ impl Tally {
                         s.unmatched_examples.push(index.0);
                     }
                 }
+                HistoryWarning::CompletionWithoutInvocation { .. }
+                | HistoryWarning::MoreCompletionsWithoutInvocation { .. } => {
+                    s.warnings.push(format!("{}: {w}", file.display()));
+                }
                 HistoryWarning::ProcessReusedAfterInfo { .. } => {
                     s.processes_reused_after_info += 1;
                     // Listing every unmatched op would drown the output.

@@ -3,11 +3,17 @@
 //!
 //! Key decision: the parser's positioned error stays for anything that may
 //! be a broken history; only files that `store::format::not_a_history` can
-//! name (a directory, an empty file, Markdown, TOML, YAML, HTML, binary)
-//! get a sentence instead, and a run directory points at `harness analyze`.
+//! name (a directory, an empty file, Markdown, TOML, YAML, HTML, binary, an
+//! empty JSON array) get a sentence instead, and a run directory points at
+//! `harness analyze` (recognised before any look at its files' content).
 //! Binary files whose first bytes are a peer's binary history (dbcop's
 //! `history.bincode`, a Cobra log) are histories: their errors keep the
 //! parser's byte offset.
+//!
+//! `-` is standard input; it, a pipe (`/dev/stdin`, `/dev/fd/N`, `<(…)`)
+//! and a FIFO are streams, read once: the format is sniffed from the bytes
+//! read ahead (`store::format::Peeked`), never by seeking or opening the
+//! input again.
 
 use anyhow::Context as _;
 use std::path::Path;
@@ -51,15 +57,17 @@ fn is_peer_binary(path: &Path) -> bool {
 /// The sentence for `kind`; `None` for a directory of Cobra logs or with a
 /// `history.bincode` (a history).
 fn sentence(path: &Path, kind: NotHistory) -> Option<String> {
-    if kind == NotHistory::Directory
-        && (has_cobra_logs(path) || path.join(store::import::DBCOP_BINCODE_FILE).is_file())
-    {
-        return None;
-    }
     if kind == NotHistory::Directory {
+        // A run directory first: every run has a `harness.log`, which is
+        // not a Cobra log.
         let is_run = ["test.json", "history.jsonl", "history.jsonl.gz"]
             .iter()
             .any(|f| path.join(f).is_file());
+        if !is_run
+            && (has_cobra_logs(path) || path.join(store::import::DBCOP_BINCODE_FILE).is_file())
+        {
+            return None;
+        }
         return Some(if is_run {
             format!(
                 "{} is a run directory, not a history file: `harness analyze {}` re-checks the run \
@@ -96,8 +104,17 @@ pub fn load(
     path: &Path,
     format: Option<store::import::FileFormat>,
 ) -> anyhow::Result<(History, Vec<String>)> {
-    if !path.exists() {
-        anyhow::bail!("{} does not exist", path.display());
+    if path == Path::new("-") {
+        return load_stream(Path::new("<stdin>"), std::io::stdin(), format);
+    }
+    let md = match std::fs::metadata(path) {
+        Ok(md) => md,
+        Err(e) => anyhow::bail!(missing(path, &e)),
+    };
+    if !md.is_file() && !md.is_dir() {
+        // A pipe, a FIFO, a character device (`/dev/stdin` on a terminal).
+        let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        return load_stream(path, f, format);
     }
     // Looked at once. A directory or an empty file is named before parsing;
     // a file that merely looks like Markdown or TOML only after the parser
@@ -115,6 +132,58 @@ pub fn load(
         Err(e) => match named {
             Some((_, why)) if format.is_none() => Err(anyhow::anyhow!(why)),
             _ => Err(e).with_context(|| format!("reading history {}", path.display())),
+        },
+    }
+}
+
+/// Why `path` cannot be opened, named: a symlink loop or a dangling link
+/// is not "does not exist".
+fn missing(path: &Path, e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return format!(
+            "{} is a symbolic link loop (a link that leads back to itself); {EXPECTED}",
+            path.display()
+        );
+    }
+    if e.kind() == std::io::ErrorKind::NotFound {
+        if let Ok(target) = std::fs::read_link(path) {
+            return format!(
+                "{} is a symbolic link to {}, which does not exist",
+                path.display(),
+                target.display()
+            );
+        }
+        return format!("{} does not exist", path.display());
+    }
+    format!("cannot read {}: {e}", path.display())
+}
+
+/// [`load`] of a stream read once: `-`, a pipe, a FIFO.
+fn load_stream(
+    name: &Path,
+    r: impl std::io::Read + Send + 'static,
+    format: Option<store::import::FileFormat>,
+) -> anyhow::Result<(History, Vec<String>)> {
+    let peeked = store::format::Peeked::new(r, 8192)
+        .with_context(|| format!("reading {}", name.display()))?;
+    let named = store::format::classify_head(peeked.head()).map(|kind| {
+        (
+            kind,
+            format!("{} is {}; {EXPECTED}", name.display(), kind.describe()),
+        )
+    });
+    if let Some((NotHistory::Empty, why)) = &named {
+        anyhow::bail!(why.clone());
+    }
+    match store::import::load_stream(name, peeked, format) {
+        Ok(loaded) if !loaded.history.is_empty() => Ok((loaded.history, loaded.warnings)),
+        Ok(_) => Err(anyhow::anyhow!(named.map_or_else(
+            || format!("{} holds no operations; {EXPECTED}", name.display()),
+            |(_, why)| why
+        ))),
+        Err(e) => match named {
+            Some((_, why)) if format.is_none() => Err(anyhow::anyhow!(why)),
+            _ => Err(e).with_context(|| format!("reading history {}", name.display())),
         },
     }
 }

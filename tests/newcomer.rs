@@ -109,6 +109,13 @@ fn files_that_are_not_histories_are_named_in_plain_words() {
         .join("20261123T000000.000");
     std::fs::create_dir_all(&run_dir).unwrap();
     std::fs::write(run_dir.join("test.json"), "{}").unwrap();
+    // Every run has one, and `*.log` once made this directory read as Cobra
+    // logs ("harness.log: byte 0: unknown record type 0x32").
+    std::fs::write(
+        run_dir.join("harness.log"),
+        "2026-11-23T00:00:00.000Z  INFO engine::run: harness run: sqlite\n",
+    )
+    .unwrap();
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
     let readme = repo("README.md");

@@ -55,17 +55,34 @@ pub struct CheckSpec {
     pub keep: Keep,
 }
 
+/// What [`check_and_report`] found and whether it could record it.
+pub struct Checked {
+    /// The verdict.
+    pub valid: Valid,
+    /// Why `results.json` could not be written (a full disk), if so: the
+    /// verdict is printed all the same.
+    pub results_error: Option<String>,
+}
+
 /// Reads back the run's history, checks it, writes `results.json` and the
 /// reports, prints the verdict with the first explanation of each anomaly.
 ///
 /// # Errors
-/// The history or results could not be read or written.
-pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyhow::Result<Valid> {
+/// The history could not be read back.
+pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyhow::Result<Checked> {
+    // The linearizability and Jepsen-workload checks write their own
+    // results; an error writing them is an error of the run.
     if spec.workload == WorkloadKind::Register {
-        return crate::linear_check::check_and_report(spec, run_dir);
+        return crate::linear_check::check_and_report(spec, run_dir).map(|valid| Checked {
+            valid,
+            results_error: None,
+        });
     }
     if let WorkloadKind::Jepsen(w) = spec.workload {
-        return crate::jepsen::check_and_report(spec, w, run_dir);
+        return crate::jepsen::check_and_report(spec, w, run_dir).map(|valid| Checked {
+            valid,
+            results_error: None,
+        });
     }
     let keep = spec.keep;
     crate::say!("checking the history against {} …", spec.expected.name());
@@ -109,12 +126,15 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
         json["engines"] = checker::engines::to_json(&engines, false);
     }
     let valid = result.valid;
-    write_json(&run_dir.results_path(), &json)?;
+    let results_error = write_json(&run_dir.results_path(), &json)
+        .err()
+        .map(|e| format!("{e:#}"));
     // Reports never change the verdict: a failure is a warning.
     if let Err(e) =
         crate::report::write_reports(run_dir.path(), &history, Some((&result, &counts)), keep)
     {
-        tracing::warn!("reports: {e:#}");
+        // Once on stderr: the log's warnings go to stderr too.
+        tracing::info!("warning: reports: {e:#}");
         eprintln!("warning: {e:#}");
     }
     let Counts {
@@ -183,7 +203,10 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
         }
     }
     crate::say!("run directory: {}", run_dir.path().display());
-    Ok(valid)
+    Ok(Checked {
+        valid,
+        results_error,
+    })
 }
 
 fn checker_workload(w: WorkloadKind) -> checker::analysis::Workload {

@@ -12,6 +12,9 @@ pub const UNKNOWN: u8 = 2;
 pub const ERROR: u8 = 3;
 /// Infrastructure: a node, SSH, or a database that would not start.
 pub const SETUP_FAILED: u8 = 4;
+/// Interrupted: a second SIGINT/SIGTERM ended a run before its verdict
+/// (128 + SIGINT, what a shell reports for Ctrl-C).
+pub const INTERRUPTED: u8 = 130;
 
 /// Converts one of the constants above into a process exit code.
 pub fn code(c: u8) -> ExitCode {

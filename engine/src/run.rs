@@ -13,7 +13,12 @@
 //! `--db sim`: the simulator's behaviour is `--isolation` (serializable,
 //! snapshot-isolation, repeatable-read, read-committed, read-uncommitted)
 //! unless `--sim-bug` names a bug mode (e.g. `retry-reapply`, `non-monotonic-read`, `torn-commit`,
-//! `causal-gap`, `lost-update`), which then replaces it.
+//! `causal-gap`, `lost-update`), which then replaces it; without `--ops`
+//! its main phase ends after `sim::DEFAULT_OPS` transactions.
+//!
+//! Signals: a thread of its own watches SIGINT/SIGTERM for the whole run
+//! (see `SignalWatch`): the first stops the main phase, the second exits
+//! 130 in any phase, removing the run directory's `*.tmp` files.
 
 use crate::cluster::Cluster;
 use crate::exit;
@@ -68,7 +73,11 @@ pub fn reproducible_flags(argv: &[String], seed: u64) -> Vec<String> {
 
 /// Runs `harness run`, returning the exit code. `argv` is what followed
 /// `run` on the command line (recorded in test.json for `reproduce`).
-pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8> {
+pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8> {
+    if args.db == db_adapters::catalog::DbKind::Sim && args.limits.ops.is_none() {
+        // Small and useful by default (see `sim::DEFAULT_OPS`).
+        args.limits.ops = Some(db_adapters::sim::DEFAULT_OPS);
+    }
     let plan = plan(&args)?;
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
         .with_context(|| format!("creating a run directory under {}", args.store.display()))?;
@@ -81,29 +90,42 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
     crate::say!("{header}\nrun directory: {}", run_dir.path().display());
     tracing::info!("{header}");
     tracing::info!("run directory {}", run_dir.path().display());
+    let signals = Arc::new(SignalWatch::start(run_dir.path(), args.limits.op_timeout));
     let rt = runner::runtime().context("starting the async runtime")?;
     let (args, plan, run_dir) = (Arc::new(args), Arc::new(plan), Arc::new(run_dir));
-    let outcome = rt.block_on(execute_task(args.clone(), plan.clone(), run_dir.clone()));
+    let outcome = rt.block_on(execute_task(
+        args.clone(),
+        plan.clone(),
+        run_dir.clone(),
+        signals.clone(),
+    ));
+    signals.end_phases();
     let ended_at = SystemTime::now();
     meta["end_time"] = json!(humantime::format_rfc3339_millis(ended_at).to_string());
     let code = match outcome {
         Ok(Outcome::SetupFailed(msg)) => {
             meta["setup_error"] = json!(msg);
-            write_json(&run_dir.test_json_path(), &meta)?;
+            // The header named the run directory already.
             eprintln!("error: setup failed: {msg}");
-            eprintln!("run directory: {}", run_dir.path().display());
+            if let Err(e) = write_json(&run_dir.test_json_path(), &meta) {
+                eprintln!("warning: {e:#}");
+            }
             return Ok(exit::SETUP_FAILED);
         }
         Ok(Outcome::Ran(summary)) => summary,
         Err(e) => {
             meta["error"] = json!(format!("{e:#}"));
-            write_json(&run_dir.test_json_path(), &meta)?;
-            eprintln!("run directory: {}", run_dir.path().display());
+            // The run's own error is the one to report; not recording it
+            // (a full disk) is a warning beside it.
+            if let Err(w) = write_json(&run_dir.test_json_path(), &meta) {
+                eprintln!("warning: {w:#}");
+            }
             return Err(e);
         }
     };
     meta["summary"] = serde_json::to_value(&code).unwrap_or_default();
-    write_json(&run_dir.test_json_path(), &meta)?;
+    // Best effort: the verdict is written (or its absence said) below.
+    let _ = write_json(&run_dir.test_json_path(), &meta);
     crate::say!("{}", phase_lines(&code));
     let keep = args.keep;
     let check = crate::check::CheckSpec {
@@ -112,7 +134,8 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
         time_limit: args.limits.check_time_limit,
         keep,
     };
-    let verdict = crate::check::check_and_report(&check, &run_dir)?;
+    let checked = crate::check::check_and_report(&check, &run_dir)?;
+    let verdict = checked.valid;
     if !keep.jsonl {
         match run_dir.compress_history() {
             Ok((raw, packed)) => crate::say!(
@@ -125,7 +148,24 @@ pub fn run(args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8>
         }
     }
     meta["verdict"] = json!(verdict.as_str());
-    write_json(&run_dir.test_json_path(), &meta)?;
+    let in_test_json = write_json(&run_dir.test_json_path(), &meta);
+    match (&checked.results_error, in_test_json) {
+        (None, _) => {}
+        (Some(_), Ok(())) => eprintln!(
+            "warning: results.json was not written; the verdict ({}) is recorded in test.json only",
+            verdict.as_str()
+        ),
+        (Some(results), Err(test)) => {
+            eprintln!(
+                "error: no verdict was recorded in {}: results.json: {results}; test.json: {test:#}",
+                run_dir.path().display()
+            );
+            eprintln!(
+                "the verdict ({}) is only what was printed above",
+                verdict.as_str()
+            );
+        }
+    }
     Ok(match verdict {
         Valid::True => exit::VALID,
         Valid::False => exit::INVALID,
@@ -145,8 +185,9 @@ async fn execute_task(
     args: Arc<RunSpec>,
     plan: Arc<Plan>,
     run_dir: Arc<store::run::RunDir>,
+    signals: Arc<SignalWatch>,
 ) -> anyhow::Result<Outcome> {
-    let task = tokio::spawn(async move { execute(&args, &plan, &run_dir).await });
+    let task = tokio::spawn(async move { execute(&args, &plan, &run_dir, &signals).await });
     match task.await {
         Ok(outcome) => outcome,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -158,6 +199,7 @@ async fn execute(
     args: &RunSpec,
     plan: &Plan,
     run_dir: &store::run::RunDir,
+    signals: &SignalWatch,
 ) -> anyhow::Result<Outcome> {
     let settings = db_settings(args, plan.isolation, plan.seed, run_dir.path());
     let mut local: Option<Box<dyn LocalServer>> = None;
@@ -181,7 +223,15 @@ async fn execute(
             .client_factory(&settings, url.as_deref())
             .map_err(anyhow::Error::msg)?
     };
-    let outcome = run_with(args, plan, run_dir, factory.clone(), on_nodes.as_ref()).await;
+    let outcome = run_with(
+        args,
+        plan,
+        run_dir,
+        factory.clone(),
+        on_nodes.as_ref(),
+        signals,
+    )
+    .await;
     if let Err(e) = factory.finish().await {
         tracing::warn!("{} after the run: {}", plan.db, e.message);
     }
@@ -202,6 +252,7 @@ async fn run_with(
     run_dir: &store::run::RunDir,
     factory: Arc<dyn ClientFactory>,
     on_nodes: Option<&Cluster>,
+    signals: &SignalWatch,
 ) -> anyhow::Result<Outcome> {
     for node in &plan.nodes {
         let setup = tokio::time::timeout(Duration::from_secs(30), factory.setup(node)).await;
@@ -235,8 +286,7 @@ async fn run_with(
     let mut log = crate::cluster::SharedLog::new(log);
     let mut nemesis = crate::cluster::nemesis_for(on_nodes, &args.faults, plan.seed, &log)?;
     let (trigger, stop) = runner::stop_signal();
-    let faults = on_nodes.map(|c| c.nemesis.clone());
-    let signals = tokio::spawn(watch_signals(trigger, args.limits.op_timeout, faults));
+    signals.main_phase(trigger, on_nodes.map(|c| c.nemesis.clone()));
     let counters = Arc::new(progress::Counters::default());
     let limit = Some(args.limits.time_limit);
     let progress = progress::Progress::start(counters.clone(), limit);
@@ -261,7 +311,7 @@ async fn run_with(
     );
     let result = runner::run(&cfg, main, factory, &mut log, &mut *nemesis, stop, counters).await;
     progress.finish().await;
-    signals.abort();
+    signals.end_phases();
     let finished = log.finish();
     let summary = result?;
     finished.context("closing the history log")?;
@@ -269,38 +319,146 @@ async fn run_with(
     Ok(Outcome::Ran(summary))
 }
 
-/// First SIGINT/SIGTERM: stop issuing and finish normally (in-flight ops
-/// wait up to the op timeout). Second: heal every fault (bounded by 30 s)
-/// and exit (the history on disk is complete up to that point).
-async fn watch_signals(
-    trigger: runner::StopTrigger,
+/// What a signal does now: the run's stop trigger while the main phase
+/// runs, the faults to heal while any may be in place.
+#[derive(Default)]
+struct SignalState {
+    /// Signals received so far.
+    count: u32,
+    /// Set while the main phase runs: the first signal stops it.
+    stop: Option<runner::StopTrigger>,
+    /// Set while faults may be in place: healed before exiting, on the
+    /// runtime their SSH sessions belong to.
+    faults: Option<(Arc<nemesis::fault::Nemesis>, tokio::runtime::Handle)>,
+}
+
+/// SIGINT/SIGTERM for the whole of a run, on a thread of its own, so that
+/// a signal is seen in every phase, also while the main thread checks,
+/// writes reports or compresses the history. First signal: in the main
+/// phase, stop issuing and finish normally (in-flight ops wait up to the op
+/// timeout); later, say that the run is finishing. Second: heal faults
+/// still in place (bounded by 30 s), remove the run directory's temporary
+/// files, exit 130 (the history on disk is whole up to that point).
+struct SignalWatch {
+    state: Arc<std::sync::Mutex<SignalState>>,
+}
+
+impl SignalWatch {
+    /// Starts watching (a warning, and no watching, when the thread or its
+    /// signal handlers cannot be set up).
+    fn start(run_dir: &Path, op_timeout: Duration) -> SignalWatch {
+        let state = Arc::new(std::sync::Mutex::new(SignalState::default()));
+        let (st, dir) = (state.clone(), run_dir.to_path_buf());
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || watch_signals(&st, &dir, op_timeout, &ready_tx));
+        // Registered before the run starts, so no early signal is lost.
+        match spawned.map(|_| ready_rx.recv_timeout(Duration::from_secs(5))) {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => eprintln!("warning: cannot watch for signals: {e}"),
+            Ok(Err(_)) => eprintln!("warning: the signal watcher did not start"),
+            Err(e) => eprintln!("warning: cannot watch for signals: {e}"),
+        }
+        SignalWatch { state }
+    }
+
+    fn with(&self, f: impl FnOnce(&mut SignalState)) {
+        if let Ok(mut s) = self.state.lock() {
+            f(&mut s);
+        }
+    }
+
+    /// The main phase begins: the first signal stops it; `faults` are
+    /// healed before a second signal exits.
+    fn main_phase(&self, stop: runner::StopTrigger, faults: Option<Arc<nemesis::fault::Nemesis>>) {
+        let handle = tokio::runtime::Handle::try_current().ok();
+        self.with(|s| {
+            if s.count > 0 {
+                // Signalled during setup: stop at once.
+                stop.stop();
+            }
+            s.stop = Some(stop);
+            s.faults = faults.zip(handle);
+        });
+    }
+
+    /// The main phase, healing and final reads are over (the runner healed
+    /// every fault).
+    fn end_phases(&self) {
+        self.with(|s| {
+            s.stop = None;
+            s.faults = None;
+        });
+    }
+}
+
+fn watch_signals(
+    state: &std::sync::Mutex<SignalState>,
+    run_dir: &Path,
     op_timeout: Duration,
-    faults: Option<Arc<nemesis::fault::Nemesis>>,
+    ready: &std::sync::mpsc::Sender<std::io::Result<()>>,
 ) {
     use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut term) = signal(SignalKind::terminate()) else {
-        return;
-    };
-    let Ok(mut int) = signal(SignalKind::interrupt()) else {
-        return;
-    };
-    let mut count = 0;
-    loop {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
         }
-        count += 1;
-        if count == 1 {
-            eprintln!(
-                "\nstopping: no new transactions; waiting up to {op_timeout:?} for those in flight, then checking (signal again to exit now)"
-            );
-            tracing::warn!("stop requested by signal");
-            trigger.stop();
-        } else {
-            if let Some(n) = &faults {
+    };
+    rt.block_on(async {
+        let (mut term, mut int) = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(t), Ok(i)) => (t, i),
+            (Err(e), _) | (_, Err(e)) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        let _ = ready.send(Ok(()));
+        loop {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            let (count, stopped, faults) = match state.lock() {
+                Ok(mut s) => {
+                    s.count += 1;
+                    let stopped = s.count == 1 && s.stop.as_ref().is_some_and(|t| {
+                        t.stop();
+                        true
+                    });
+                    (s.count, stopped, s.faults.clone())
+                }
+                Err(_) => (2, false, None),
+            };
+            if count == 1 {
+                if stopped {
+                    eprintln!(
+                        "\nstopping: no new transactions; waiting up to {op_timeout:?} for those in flight, then checking (signal again to exit now)"
+                    );
+                    tracing::warn!("stop requested by signal");
+                } else {
+                    eprintln!(
+                        "\nthe run is finishing (checking, reports, compression); signal again to exit now with the history kept"
+                    );
+                    tracing::warn!("signal during the end phases");
+                }
+                continue;
+            }
+            if let Some((n, handle)) = faults {
                 eprintln!("healing faults before exiting (at most 30 s)");
-                match tokio::time::timeout(Duration::from_secs(30), n.heal_all()).await {
+                let (tx, rx) = std::sync::mpsc::channel();
+                handle.spawn(async move {
+                    let _ = tx.send(n.heal_all().await);
+                });
+                match rx.recv_timeout(Duration::from_secs(30)) {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => eprintln!("warning: healing faults: {e}"),
                     Err(_) => eprintln!(
@@ -308,10 +466,18 @@ async fn watch_signals(
                     ),
                 }
             }
-            eprintln!("exiting now; history.jsonl holds everything recorded so far");
-            std::process::exit(130);
+            // A half-written `history.jsonl.gz.tmp` or report goes; the
+            // history itself is whole (`history.jsonl`, or the finished
+            // `history.jsonl.gz`).
+            store::run::remove_tmp_files(run_dir);
+            tracing::warn!("exiting on a second signal");
+            eprintln!(
+                "exiting now (130); the history in {} holds everything recorded so far",
+                run_dir.display()
+            );
+            std::process::exit(exit::INTERRUPTED.into());
         }
-    }
+    });
 }
 
 /// The first line a run prints: what is tested, how, and its seed.

@@ -569,6 +569,18 @@ pub enum HistoryWarning {
         /// The invocation.
         index: OpIndex,
     },
+    /// A completion with no open invocation, in a history that has
+    /// invocations (read as its own invocation, as Elle does).
+    CompletionWithoutInvocation {
+        /// The completion.
+        index: OpIndex,
+    },
+    /// More completions without an invocation than are listed one by one
+    /// (`pairing::MAX_ORPHANS_LISTED`).
+    MoreCompletionsWithoutInvocation {
+        /// How many more.
+        count: u64,
+    },
 }
 
 impl fmt::Display for HistoryWarning {
@@ -584,6 +596,14 @@ impl fmt::Display for HistoryWarning {
                     "op {index}: invocation never completed (treated as info)"
                 )
             }
+            HistoryWarning::CompletionWithoutInvocation { index } => write!(
+                f,
+                "op {index}: completion without an invocation (read as its own invocation)"
+            ),
+            HistoryWarning::MoreCompletionsWithoutInvocation { count } => write!(
+                f,
+                "{count} more completions without an invocation (not listed)"
+            ),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! Owns the rules `History::new` checks (strictly increasing indices, one
 //! open invocation per process, a completion matching its invocation) and
 //! the warnings it gives (a process reused after `info`, invocations never
-//! completed).
+//! completed, completions without an invocation in a history that has
+//! invocations: each with its op index).
 //!
 //! Key decision: one algorithm for the in-memory history and for streaming
 //! readers (`harness history stats`). [`Pairing`] keeps only the open
@@ -70,7 +71,18 @@ pub struct Pairing {
     anonymous: VecDeque<usize>,
     previous: Option<OpIndex>,
     warnings: Vec<HistoryWarning>,
+    /// Whether any invocation was seen: in a completion-only history (Elle
+    /// reads each completion as its own invocation) orphans are the norm.
+    saw_invoke: bool,
+    /// Completions that matched no open invocation: the first
+    /// [`MAX_ORPHANS_LISTED`], and how many in all.
+    orphans: Vec<OpIndex>,
+    orphan_count: u64,
 }
+
+/// Completions without an invocation listed one by one, at most; the rest
+/// are counted in one warning.
+pub const MAX_ORPHANS_LISTED: usize = 1000;
 
 impl Pairing {
     /// Takes the op at position `pos` (positions count up from 0 with each
@@ -80,6 +92,24 @@ impl Pairing {
     /// # Errors
     /// The first rule `op` breaks.
     pub fn push<'o>(
+        &mut self,
+        pos: usize,
+        op: OpView<'o>,
+        ops: impl Fn(usize) -> OpView<'o>,
+    ) -> Result<Option<usize>, HistoryError> {
+        let paired = self.pair(pos, op, ops)?;
+        if op.op_type == OpType::Invoke {
+            self.saw_invoke = true;
+        } else if paired.is_none() {
+            self.orphan_count += 1;
+            if self.orphans.len() < MAX_ORPHANS_LISTED {
+                self.orphans.push(op.index);
+            }
+        }
+        Ok(paired)
+    }
+
+    fn pair<'o>(
         &mut self,
         pos: usize,
         op: OpView<'o>,
@@ -135,11 +165,25 @@ impl Pairing {
         }
     }
 
-    /// The warnings: reused processes as they came, then every invocation
-    /// left open, in history order.
+    /// The warnings: reused processes as they came, then completions
+    /// without an invocation (when the history has invocations at all),
+    /// then every invocation left open, in history order.
     /// `index` gives the op index at an open position.
     pub fn finish(self, index: impl Fn(usize) -> OpIndex) -> Vec<HistoryWarning> {
         let mut warnings = self.warnings;
+        if self.saw_invoke {
+            let listed = self.orphans.len() as u64;
+            warnings.extend(
+                self.orphans
+                    .into_iter()
+                    .map(|index| HistoryWarning::CompletionWithoutInvocation { index }),
+            );
+            if self.orphan_count > listed {
+                warnings.push(HistoryWarning::MoreCompletionsWithoutInvocation {
+                    count: self.orphan_count - listed,
+                });
+            }
+        }
         let mut unmatched: Vec<usize> = self.open.into_values().chain(self.anonymous).collect();
         unmatched.sort_unstable();
         warnings.extend(

@@ -32,19 +32,25 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The gzip level of a finished run's `history.jsonl.gz`.
+pub const HISTORY_GZIP_LEVEL: u32 = 6;
+
 /// How often unsynced history data is fsync'd.
 pub const SYNC_INTERVAL_MS: u64 = 1000;
 
 /// A failure of the run store.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// A filesystem operation failed.
-    #[error("{}: {source}", path.display())]
+    /// A filesystem operation failed. The cause is part of the message and
+    /// deliberately not a `source()`: an error chain printed whole
+    /// (`{:#}`) would say it twice ("No space left on device (os error
+    /// 28): No space left on device (os error 28)").
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
         /// The cause.
-        source: io::Error,
+        cause: io::Error,
     },
     /// A test name that cannot be a directory name.
     #[error("invalid test name {0:?}: use letters, digits, `-`, `_`, `.`; not `latest`")]
@@ -63,16 +69,81 @@ pub enum RunError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
-    move |source| RunError::Io {
+    move |cause| RunError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     }
 }
 
 /// One run's directory.
+///
+/// A directory made by [`RunDir::create`] is locked (`flock` on the
+/// directory) for as long as any clone of it lives: a later run's sweep of
+/// stale temporary files leaves a live run's alone.
 #[derive(Debug, Clone)]
 pub struct RunDir {
     path: PathBuf,
+    _lock: Option<Arc<File>>,
+}
+
+/// The suffix of every file written whole and renamed into place.
+pub const TMP_SUFFIX: &str = ".tmp";
+
+/// Removes the `*.tmp` files of `dir` and of its `elle/` (what a killed
+/// writer leaves: a half-compressed `history.jsonl.gz.tmp`, a
+/// `results.json.tmp`). Returns the paths removed.
+pub fn remove_tmp_files(dir: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for d in [dir.to_path_buf(), dir.join("elle")] {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let is_tmp = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.ends_with(TMP_SUFFIX));
+            if is_tmp
+                && e.file_type().is_ok_and(|t| t.is_file())
+                && fs::remove_file(e.path()).is_ok()
+            {
+                removed.push(e.path());
+            }
+        }
+    }
+    removed
+}
+
+/// Removes stale `*.tmp` files from every run directory under
+/// `<store_root>/runs/` that no live run holds (see [`RunDir`]): what a run
+/// killed mid-write left behind. Returns the paths removed.
+pub fn sweep_stale_tmp(store_root: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(tests) = fs::read_dir(store_root.join("runs")) else {
+        return removed;
+    };
+    for t in tests.flatten() {
+        // Not `latest` (a symlink) nor the `.latest.*` being renamed.
+        if !t.file_type().is_ok_and(|ft| ft.is_dir()) {
+            continue;
+        }
+        let Ok(runs) = fs::read_dir(t.path()) else {
+            continue;
+        };
+        for r in runs.flatten() {
+            if !r.file_type().is_ok_and(|ft| ft.is_dir()) {
+                continue;
+            }
+            let Ok(dir) = File::open(r.path()) else {
+                continue;
+            };
+            // Held by a live run (this process's or another's): leave it.
+            if dir.try_lock().is_err() {
+                continue;
+            }
+            removed.extend(remove_tmp_files(&r.path()));
+            let _ = dir.unlock();
+        }
+    }
+    removed
 }
 
 /// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's algorithm).
@@ -116,8 +187,9 @@ fn valid_test_name(name: &str) -> bool {
 }
 
 impl RunDir {
-    /// Creates `<store_root>/runs/<test_name>/<timestamp>/` and points
-    /// `<store_root>/runs/latest` at it.
+    /// Creates `<store_root>/runs/<test_name>/<timestamp>/`, locks it,
+    /// points `<store_root>/runs/latest` at it and removes the stale
+    /// `*.tmp` files of runs no longer alive ([`sweep_stale_tmp`]).
     ///
     /// # Errors
     /// An invalid test name, or a filesystem failure.
@@ -144,13 +216,21 @@ impl RunDir {
                 Err(e) => return Err(io_err(&path)(e)),
             }
         };
+        let lock = File::open(&path).map_err(io_err(&path))?;
+        // A fresh directory: nobody else can hold it.
+        lock.try_lock().map_err(|e| io_err(&path)(e.into()))?;
         let target = Path::new(test_name).join(&ts);
         let tmp = runs.join(format!(".latest.{}.{ts}", std::process::id()));
         let _ = fs::remove_file(&tmp);
         std::os::unix::fs::symlink(&target, &tmp).map_err(io_err(&tmp))?;
         let latest = runs.join("latest");
         fs::rename(&tmp, &latest).map_err(io_err(&latest))?;
-        Ok(RunDir { path })
+        // Whatever runs killed mid-write left; this one is locked already.
+        sweep_stale_tmp(store_root);
+        Ok(RunDir {
+            path,
+            _lock: Some(Arc::new(lock)),
+        })
     }
 
     /// An existing run directory.
@@ -164,6 +244,7 @@ impl RunDir {
         }
         Ok(RunDir {
             path: path.to_path_buf(),
+            _lock: None,
         })
     }
 
@@ -207,9 +288,13 @@ impl RunDir {
         let log = self.history_log_path();
         let gz = self.history_gz_path();
         let raw = fs::metadata(&log).map_err(io_err(&log))?.len();
-        // Level 1: the 77 MB log of a 30 s SQLite run became 14.5 MB (5.3x);
-        // gzip -6 reaches ~8x but took 3x as long (5.3 s vs 1.8 s on 83 MB).
-        let packed = crate::format::compress_file(&log, &gz, 1).map_err(io_err(&gz))?;
+        // Level 6, in parallel members: on the 22 MB log of a 73k-transaction
+        // SQLite run, level 1 packed 6.2x, 4 7.6x, 6 8.6x, 9 9.0x (zstd -3
+        // 6.9x, -9 9.1x); level 6 keeps a 950k-transaction 30 s run's
+        // directory under 50 MB (1: 46 MB of history alone), and the
+        // threads pay for its extra time (BENCHMARKS.md).
+        let packed =
+            crate::format::compress_file(&log, &gz, HISTORY_GZIP_LEVEL).map_err(io_err(&gz))?;
         fs::remove_file(&log).map_err(io_err(&log))?;
         Ok((raw, packed))
     }
@@ -492,9 +577,59 @@ impl std::fmt::Debug for HistoryLog {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
-    use super::HistoryLog;
+    use super::{HistoryLog, RunDir, sweep_stale_tmp};
     use crate::history::{Op, OpIndex};
+    use std::fs;
     use std::path::Path;
+
+    #[test]
+    fn an_io_error_says_its_cause_once_even_as_a_chain() {
+        let e =
+            super::io_err(Path::new("runs/x/results.json"))(std::io::Error::from_raw_os_error(28));
+        // Printed whole (`{:#}` of anyhow walks `source()`): once.
+        let mut text = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            text += &format!(": {c}");
+            cause = c.source();
+        }
+        assert_eq!(text.matches("No space left on device").count(), 1, "{text}");
+        assert!(text.starts_with("runs/x/results.json: "), "{text}");
+    }
+
+    #[test]
+    fn a_new_run_removes_the_tmp_files_of_dead_runs_only() {
+        let store = tempfile::tempdir().unwrap();
+        let dead = RunDir::create(store.path(), "t").unwrap();
+        let dead_path = dead.path().to_path_buf();
+        // A run killed during compression and while writing a report.
+        fs::write(dead_path.join("history.jsonl"), "{}\n").unwrap();
+        fs::write(dead_path.join("history.jsonl.gz.tmp"), "partial").unwrap();
+        fs::create_dir_all(dead_path.join("elle")).unwrap();
+        fs::write(dead_path.join("elle").join("G1c.txt.tmp"), "partial").unwrap();
+        drop(dead);
+        // A live run (held) keeps its temporary files.
+        let live = RunDir::create(store.path(), "u").unwrap();
+        fs::write(live.path().join("results.json.tmp"), "writing").unwrap();
+        let _next = RunDir::create(store.path(), "t").unwrap();
+        assert!(!dead_path.join("history.jsonl.gz.tmp").exists());
+        assert!(!dead_path.join("elle").join("G1c.txt.tmp").exists());
+        assert!(
+            dead_path.join("history.jsonl").exists(),
+            "the history stays"
+        );
+        assert!(
+            live.path().join("results.json.tmp").exists(),
+            "live run untouched"
+        );
+        // A clone keeps the lock; the last one dropped releases it.
+        let clone = live.clone();
+        drop(live);
+        assert!(sweep_stale_tmp(store.path()).is_empty());
+        drop(clone);
+        let removed = sweep_stale_tmp(store.path());
+        assert_eq!(removed.len(), 1, "{removed:?}");
+    }
 
     fn an_op() -> Op {
         let text = r#"{"index":0,"type":"invoke","process":0,"f":"txn","value":[["append",1,2]]}"#;

@@ -67,7 +67,13 @@ fn adjacency_pairs_alike_and_leaves_the_unpaired_open() {
     "#,
     )
     .unwrap();
-    assert_eq!(w, [HistoryWarning::Unmatched { index: OpIndex(2) }]);
+    assert_eq!(
+        w,
+        [
+            HistoryWarning::CompletionWithoutInvocation { index: OpIndex(5) },
+            HistoryWarning::Unmatched { index: OpIndex(2) }
+        ]
+    );
 }
 
 #[test]
@@ -98,4 +104,52 @@ fn every_rule_fails_alike() {
         let e = both(edn).unwrap_err();
         assert!(is(&e), "{e:?}");
     }
+}
+
+#[test]
+fn completions_without_invocation_warn_only_among_invocations() {
+    // Before: a completion with no invocation was counted with no warning.
+    let w = both(
+        r#"
+        {:index 0 :type :invoke :process 0 :f :txn :value [[:append 1 1]]}
+        {:index 1 :type :ok :process 0 :f :txn :value [[:append 1 1]]}
+        {:index 2 :type :ok :process 1 :f :txn :value [[:r 1 [1]]]}
+    "#,
+    )
+    .unwrap();
+    assert_eq!(
+        w,
+        [HistoryWarning::CompletionWithoutInvocation { index: OpIndex(2) }]
+    );
+    // Elle's completion-only histories: each completion is its own
+    // invocation, nothing to warn about.
+    let w = both(
+        r#"
+        {:index 0 :type :ok :process 0 :f :txn :value [[:append 1 1]]}
+        {:index 1 :type :ok :process 1 :f :txn :value [[:r 1 [1]]]}
+    "#,
+    )
+    .unwrap();
+    assert_eq!(w, []);
+}
+
+#[test]
+fn orphans_past_the_listing_limit_are_counted_in_one_warning() {
+    let mut edn = String::from("{:index 0 :type :invoke :process 0 :f :txn :value [[:r 1 nil]]}\n");
+    let n = store::pairing::MAX_ORPHANS_LISTED + 5;
+    for i in 0..n {
+        edn += &format!(
+            "{{:index {} :type :ok :process {} :f :txn :value [[:r 1 nil]]}}\n",
+            i + 1,
+            i + 1
+        );
+    }
+    let w = both(&edn).unwrap();
+    let listed = w
+        .iter()
+        .filter(|w| matches!(w, HistoryWarning::CompletionWithoutInvocation { .. }))
+        .count();
+    assert_eq!(listed, store::pairing::MAX_ORPHANS_LISTED);
+    assert!(w.contains(&HistoryWarning::MoreCompletionsWithoutInvocation { count: 5 }));
+    assert!(w.contains(&HistoryWarning::Unmatched { index: OpIndex(0) }));
 }

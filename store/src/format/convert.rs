@@ -147,13 +147,16 @@ pub(crate) fn op_from_data(d: Data, next_index: u64) -> Result<Op, String> {
     }
 }
 
-/// A short name of what kind of value `d` is, for error messages.
-pub(crate) fn kind(d: &Data) -> &'static str {
-    match d {
+/// A short name of what kind of value `d` is, for error messages. A
+/// number is named with its value: `1e29` or `100000000000000000000000000000`
+/// is "a number too large for a 64-bit integer", not "a float".
+pub(crate) fn kind(d: &Data) -> std::borrow::Cow<'static, str> {
+    use std::borrow::Cow;
+    Cow::Borrowed(match d {
         Data::Nil => "nil",
         Data::Bool(_) => "a boolean",
         Data::Int(_) => "an integer",
-        Data::Float(_) => "a float",
+        Data::Float(f) => return Cow::Owned(number_kind(*f)),
         Data::Str(_) => "a string",
         Data::Keyword(_) => "a keyword",
         Data::Symbol(_) => "a symbol",
@@ -161,6 +164,19 @@ pub(crate) fn kind(d: &Data) -> &'static str {
         Data::Set(_) => "a set",
         Data::Map(_) => "a map",
         Data::Tagged(..) => "a tagged value",
+    })
+}
+
+/// What a number that did not read as a 64-bit integer is.
+fn number_kind(f: f64) -> String {
+    if !f.is_finite() {
+        format!("a non-finite number ({f})")
+    } else if f.fract() == 0.0 && f.abs() >= 9.223_372_036_854_776e18 {
+        format!("a number too large for a 64-bit integer ({f:e})")
+    } else if f.fract() == 0.0 {
+        format!("a number written as a float ({f:?}), not an integer")
+    } else {
+        format!("a fractional number ({f})")
     }
 }
 

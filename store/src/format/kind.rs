@@ -28,8 +28,10 @@ pub enum NotHistory {
     Yaml,
     /// HTML or XML.
     Markup,
-    /// Not text (NUL bytes or invalid UTF-8).
+    /// Not text (NUL bytes, or mostly invalid UTF-8).
     Binary,
+    /// A JSON array with nothing in it (`[]`).
+    EmptyJsonArray,
 }
 
 impl NotHistory {
@@ -43,6 +45,7 @@ impl NotHistory {
             NotHistory::Yaml => "not a history file (it looks like YAML)",
             NotHistory::Markup => "not a history file (it looks like HTML or XML)",
             NotHistory::Binary => "not a history file (it is binary data, not text)",
+            NotHistory::EmptyJsonArray => "an empty JSON array (`[]`, no operations)",
         }
     }
 }
@@ -71,12 +74,34 @@ pub fn classify(head: &[u8]) -> Option<NotHistory> {
     if head.contains(&0) {
         return Some(NotHistory::Binary);
     }
+    let lossy;
     let text = match std::str::from_utf8(head) {
         Ok(t) => t,
         // A cut in the middle of a character at the end is still text.
         Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
-        Err(_) => return Some(NotHistory::Binary),
+        Err(_) => {
+            lossy = String::from_utf8_lossy(head);
+            let bad = lossy
+                .chars()
+                .filter(|&c| c == char::REPLACEMENT_CHARACTER)
+                .count();
+            // Mostly bad bytes: binary. A few in text (one mis-encoded
+            // line) are the parser's to report, with their position.
+            if bad * 20 > head.len() {
+                return Some(NotHistory::Binary);
+            }
+            &lossy
+        }
     };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let compact: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .take(3)
+        .collect();
+    if compact == "[]" {
+        return Some(NotHistory::EmptyJsonArray);
+    }
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim_end)
@@ -91,9 +116,14 @@ pub fn classify(head: &[u8]) -> Option<NotHistory> {
         return Some(NotHistory::Yaml);
     }
     // TOML before Markdown: TOML comments look like Markdown headings.
+    // `[table]` or `[[array]]` with a bare name: `[]`, `[1, 2]` are JSON.
     let toml_line = |l: &&str| {
         let l = l.trim();
-        (l.starts_with('[') && l.ends_with(']') && !l.contains('{') && !l.contains('"'))
+        let table = l
+            .strip_prefix("[[")
+            .and_then(|t| t.strip_suffix("]]"))
+            .or_else(|| l.strip_prefix('[').and_then(|t| t.strip_suffix(']')));
+        table.is_some_and(|t| is_bare_key(t) && !t.trim().starts_with(|c: char| c.is_ascii_digit()))
             || l.split_once(" = ").is_some_and(|(k, _)| is_bare_key(k))
     };
     let uncommented: Vec<&str> = lines
@@ -174,6 +204,34 @@ mod tests {
         assert_eq!(
             classify(&[0xff, 0xfe, 0xfd, b'a']),
             Some(NotHistory::Binary)
+        );
+    }
+
+    #[test]
+    fn an_empty_array_is_json_and_one_bad_line_is_still_text() {
+        assert_eq!(classify(b"[]"), Some(NotHistory::EmptyJsonArray));
+        assert_eq!(classify(b" [ ]\n"), Some(NotHistory::EmptyJsonArray));
+        // Before: `[]` looked like a TOML table header.
+        assert_ne!(classify(b"[]\n"), Some(NotHistory::Toml));
+        assert_eq!(classify(b"[1, 2]\n"), None);
+        assert_eq!(
+            classify(b"[[test]]\ndb = \"sim\"\n"),
+            Some(NotHistory::Toml)
+        );
+        // One mis-encoded line among many valid ones: left to the parser,
+        // which names its line and column.
+        let mut text = Vec::new();
+        for i in 0..20 {
+            text.extend_from_slice(
+                format!("{{\"index\":{i},\"type\":\"invoke\",\"f\":\"txn\"}}\n").as_bytes(),
+            );
+        }
+        text.extend_from_slice(b"{\"index\":20,\"type\":\"ok\",\"f\":\"t\xffxn\"}\n");
+        assert_eq!(classify(&text), None);
+        // A byte-order mark is not a reason to call text anything else.
+        assert_eq!(
+            classify(b"\xef\xbb\xbf[]"),
+            Some(NotHistory::EmptyJsonArray)
         );
     }
 }

@@ -47,7 +47,7 @@ mod source;
 use crate::history::{History, HistoryBuilder, Op};
 use crate::list::ListSharer;
 use cursor::Cursor;
-pub use input::{Input, compress_file, is_gzip};
+pub use input::{Input, Peeked, compress_file, is_gzip};
 pub use kind::{NotHistory, classify as classify_head, not_a_history};
 use source::{MAX_ITEM_BYTES, PErr, Source};
 use std::borrow::Borrow;
@@ -102,6 +102,7 @@ impl Format {
     /// Guesses the format from the first bytes of a file; `None` when they
     /// do not tell (empty file, `[]`, `{}`).
     pub fn sniff(head: &[u8]) -> Option<Format> {
+        let head = head.strip_prefix(&source::BOM).unwrap_or(head);
         let mut i = 0;
         let next = |i: &mut usize| -> Option<u8> {
             while let Some(&c) = head.get(*i) {
@@ -468,6 +469,19 @@ impl<R: Read> OpReader<R> {
                 State::Done => return None,
                 State::Lines => return self.next_line(),
                 State::Start => {
+                    match self.src.skip_bom() {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            let name = self.input_name();
+                            self.warnings.push(format!(
+                                "{name}:1:1: starts with a UTF-8 byte-order mark (EF BB BF); skipped"
+                            ));
+                        }
+                        Err(e) => {
+                            let e = FormatError::io(self.file.as_deref(), &e);
+                            return self.fail(e);
+                        }
+                    }
                     let is_edn = self.format == Format::Edn;
                     // Find the first significant byte.
                     let r = self.item(|a| first_significant(is_edn, a));

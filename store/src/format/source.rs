@@ -13,6 +13,9 @@ pub(crate) const CHUNK: usize = 1 << 20;
 /// Largest single op (or line) accepted, in bytes.
 pub(crate) const MAX_ITEM_BYTES: usize = 64 << 20;
 
+/// The UTF-8 byte-order mark.
+pub(crate) const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
+
 /// A parse failure inside a buffer.
 #[derive(Debug)]
 pub(crate) enum PErr {
@@ -88,6 +91,19 @@ impl<R: Read> Source<R> {
             self.last = self.buf.last().copied();
         }
         Ok(())
+    }
+
+    /// Skips a UTF-8 byte-order mark at the very start; whether there was
+    /// one (the caller warns: editors on Windows write it, JSON forbids it).
+    pub fn skip_bom(&mut self) -> io::Result<bool> {
+        while self.avail().len() < BOM.len() && !self.eof {
+            self.fill()?;
+        }
+        if self.line == 1 && self.col == 0 && self.avail().starts_with(&BOM) {
+            self.consume(BOM.len());
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Marks `n` bytes of `avail()` as used.

@@ -170,20 +170,35 @@ impl FileFormat {
         crate::format::Input::open(path)
             .and_then(|f| f.take(4096).read_to_end(&mut head))
             .map_err(|e| io_err(path, &e))?;
-        if crate::format::is_gzip(path) {
-            // Compressed: our own formats only (a finished run's history).
-            return Ok(FileFormat::Ours(
-                Format::sniff(&head).unwrap_or(Format::JsonLines),
-            ));
-        }
         // dbcop's bincode has no magic number: its counts are checked
         // against the file's length.
         let len = fs::metadata(path).map(|m| m.len()).ok();
-        Ok(sniff_peer_len(&head, len)
+        Ok(FileFormat::from_head_len(
+            &head,
+            crate::format::is_gzip(path),
+            path,
+            len,
+        ))
+    }
+
+    /// The format of a file whose first (decompressed) bytes are `head`:
+    /// by those bytes, else the extension of `name`, else JSON Lines.
+    pub fn from_head(head: &[u8], gzip: bool, name: &Path) -> FileFormat {
+        FileFormat::from_head_len(head, gzip, name, None)
+    }
+
+    /// [`FileFormat::from_head`] knowing the file's length (`None`: a
+    /// stream).
+    fn from_head_len(head: &[u8], gzip: bool, name: &Path, len: Option<u64>) -> FileFormat {
+        if gzip {
+            // Compressed: our own formats only (a finished run's history).
+            return FileFormat::Ours(Format::sniff(head).unwrap_or(Format::JsonLines));
+        }
+        sniff_peer_len(head, len)
             .map(FileFormat::Peer)
-            .or_else(|| Format::sniff(&head).map(FileFormat::Ours))
-            .or_else(|| FileFormat::from_extension(path))
-            .unwrap_or(FileFormat::Ours(Format::JsonLines)))
+            .or_else(|| Format::sniff(head).map(FileFormat::Ours))
+            .or_else(|| FileFormat::from_extension(name))
+            .unwrap_or(FileFormat::Ours(Format::JsonLines))
     }
 }
 
@@ -232,6 +247,7 @@ fn sniff_peer_len(head: &[u8], file_len: Option<u64>) -> Option<PeerFormat> {
     if dbcop_bincode::sniff(head, file_len) {
         return Some(PeerFormat::DbcopBincode);
     }
+    let head = head.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(head);
     // A Cobra log: an `S` record, a binary txn id.
     if head.len() >= 9 && head[0] == b'S' && head[1..9].iter().any(|b| !(0x20..0x7f).contains(b)) {
         return Some(PeerFormat::Cobra);
@@ -384,30 +400,92 @@ pub fn load(path: &Path, forced: Option<FileFormat>) -> Result<Loaded, FormatErr
         }
         FileFormat::Ours(f) => {
             let file = crate::format::Input::open(path).map_err(|e| io_err(path, &e))?;
-            let r = OpReader::new(file, f, Some(path.to_path_buf()));
-            let mut builder = crate::HistoryBuilder::new();
-            let (_, mut warnings) = crate::format::collect_into(r, &mut builder)?;
-            let history = builder.finish().map_err(|e| FormatError {
-                file: Some(path.to_path_buf()),
-                line: 0,
-                column: None,
-                reason: e.to_string(),
-            })?;
-            warnings.extend(
-                history
-                    .warnings()
-                    .iter()
-                    .map(|w| format!("{}: {w}", path.display())),
-            );
+            load_ours(file, f, path)
+        }
+        FileFormat::Peer(p) => {
+            let (ops, warnings) = read_peer(path, p)?;
+            let history = peer_history(ops, p, Some(path))?;
             Ok(Loaded {
                 history,
                 warnings,
                 format,
             })
         }
+    }
+}
+
+/// Reads one of our formats from `r`, sequentially; `name` names it.
+fn load_ours(r: impl Read, f: Format, name: &Path) -> Result<Loaded, FormatError> {
+    let r = OpReader::new(r, f, Some(name.to_path_buf()));
+    let mut builder = crate::HistoryBuilder::new();
+    let (_, mut warnings) = crate::format::collect_into(r, &mut builder)?;
+    let history = builder.finish().map_err(|e| FormatError {
+        file: Some(name.to_path_buf()),
+        line: 0,
+        column: None,
+        reason: e.to_string(),
+    })?;
+    warnings.extend(
+        history
+            .warnings()
+            .iter()
+            .map(|w| format!("{}: {w}", name.display())),
+    );
+    Ok(Loaded {
+        history,
+        warnings,
+        format: FileFormat::Ours(f),
+    })
+}
+
+/// Reads and validates a history that arrives as a stream (`-`, a pipe, a
+/// FIFO), read once from start to end: the format is `forced`, or sniffed
+/// from the bytes [`Peeked`](crate::format::Peeked) read ahead (never by
+/// seeking or opening the input again). `name` names it in messages.
+///
+/// # Errors
+/// IO failure, malformed input, a history rule broken, or a directory
+/// format (Cobra logs) asked of a stream.
+pub fn load_stream(
+    name: &Path,
+    input: crate::format::Peeked,
+    forced: Option<FileFormat>,
+) -> Result<Loaded, FormatError> {
+    let format =
+        forced.unwrap_or_else(|| FileFormat::from_head(input.head(), input.is_gzip(), name));
+    match format {
+        FileFormat::Ours(f) => load_ours(input, f, name),
+        FileFormat::Peer(PeerFormat::Cobra) => Err(FormatError {
+            file: Some(name.to_path_buf()),
+            line: 0,
+            column: None,
+            reason: "Cobra logs are a directory of files; they cannot come from a pipe".into(),
+        }),
         FileFormat::Peer(p) => {
-            let (ops, warnings) = read_peer(path, p)?;
-            let history = peer_history(ops, p, Some(path))?;
+            let mut bytes = Vec::new();
+            let mut input = input;
+            input
+                .read_to_end(&mut bytes)
+                .map_err(|e| io_err(name, &e))?;
+            let (ops, warnings) = match p {
+                PeerFormat::Text => (txns::to_ops(text::read(&bytes, Some(name))?), Vec::new()),
+                PeerFormat::Dbcop => (txns::to_ops(dbcop::read(&bytes, Some(name))?), Vec::new()),
+                PeerFormat::DbcopBincode => {
+                    let (txns, warnings) = dbcop_bincode::read(&bytes, Some(name))?;
+                    (txns::to_ops(txns), warnings)
+                }
+                PeerFormat::PorcupineEtcd => (porcupine::read(&bytes, Some(name))?, Vec::new()),
+                PeerFormat::Cobra => {
+                    return Err(FormatError {
+                        file: Some(name.to_path_buf()),
+                        line: 0,
+                        column: None,
+                        reason: "Cobra logs are a directory of files; they cannot come from a pipe"
+                            .into(),
+                    });
+                }
+            };
+            let history = peer_history(ops, p, Some(name))?;
             Ok(Loaded {
                 history,
                 warnings,

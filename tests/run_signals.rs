@@ -1,0 +1,162 @@
+//! A second SIGINT ends `harness run` at once with exit 130 in every phase,
+//! leaving a readable history and no temporary file; a real child process
+//! receives real signals.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod run_common;
+
+use run_common::*;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Starts `harness run` with `args`, its stdout lines sent to the receiver.
+fn start(store: &Path, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
+    let mut child = harness()
+        .arg("run")
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// Waits (at most `secs`) for a stdout line containing `what`.
+fn wait_line(rx: &mpsc::Receiver<String>, what: &str, secs: u64) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(l) if l.contains(what) => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Two SIGINTs 300 ms apart (two deliveries, not one coalesced); returns
+/// the exit code and the time from the second signal to the exit.
+fn interrupt_twice(child: Child) -> (Option<i32>, Duration, String) {
+    signal(child.id(), "INT");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(child.id(), "INT");
+    let second = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let took = second.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!(
+        "exit {:?} {took:?} after the second signal\n{stderr}",
+        out.status.code()
+    );
+    (out.status.code(), took, stderr)
+}
+
+fn only_run_dir(store: &Path, name: &str) -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(store.join("runs").join(name))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs.remove(0)
+}
+
+/// No `*.tmp` left in the run directory or its `elle/`.
+fn assert_no_tmp(dir: &Path) {
+    for d in [dir.to_path_buf(), dir.join("elle")] {
+        for e in std::fs::read_dir(&d).into_iter().flatten() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".tmp"), "{name} left in {}", d.display());
+        }
+    }
+}
+
+/// `harness check` reads the run's history (whichever copy is there).
+fn assert_history_readable(dir: &Path) {
+    let plain = dir.join("history.jsonl");
+    let h = if plain.exists() {
+        plain
+    } else {
+        dir.join("history.jsonl.gz")
+    };
+    let out = harness()
+        .args(["check", "--workload", "list-append"])
+        .arg(&h)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "{}: {}",
+        h.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_second_sigint_in_the_main_phase_exits_130() {
+    let store = tempfile::tempdir().unwrap();
+    let (child, rx) = start(
+        store.path(),
+        &["--time-limit", "60s", "--seed", "5", "--test-name", "main"],
+    );
+    assert!(wait_line(&rx, "run directory", 60));
+    let dir = only_run_dir(store.path(), "main");
+    assert!(wait_for(60, || std::fs::metadata(
+        dir.join("history.jsonl")
+    )
+    .is_ok_and(|m| m.len() > 10_000)));
+    let (code, took, stderr) = interrupt_twice(child);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(took < Duration::from_secs(30), "exits, not hangs: {took:?}");
+    assert!(stderr.contains("exiting now (130)"), "{stderr}");
+    assert_no_tmp(&dir);
+    assert_history_readable(&dir);
+}
+
+#[test]
+fn a_second_sigint_while_checking_exits_130_without_a_verdict() {
+    // Before: the check, reports and compression went on and the exit code
+    // was 0 or 1, though the run had said "signal again to exit now".
+    let store = tempfile::tempdir().unwrap();
+    let (child, rx) = start(
+        store.path(),
+        &[
+            "--db",
+            "sim",
+            "--sim-bug",
+            "lost-update",
+            "--ops",
+            "200000",
+            "--seed",
+            "6",
+            "--test-name",
+            "check",
+        ],
+    );
+    assert!(
+        wait_line(&rx, "checking the history", 300),
+        "reached the check"
+    );
+    let (code, took, stderr) = interrupt_twice(child);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(took < Duration::from_secs(30), "exits, not hangs: {took:?}");
+    assert!(stderr.contains("the run is finishing"), "{stderr}");
+    let dir = only_run_dir(store.path(), "check");
+    assert!(!dir.join("results.json").exists(), "no verdict was written");
+    assert_no_tmp(&dir);
+    assert_history_readable(&dir);
+}
