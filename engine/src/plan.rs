@@ -85,7 +85,7 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
         && !db_adapters::jepsen::runs_on(args.db, args.nodes.is_set())
     {
         bail!(
-            "--workload {w}: runs on sqlite, sim and postgres behind --url or --local (long-fork: every database)"
+            "--workload {w}: runs on sqlite, sim, postgres behind --url or --local, and mariadb and galera on --nodes (long-fork: every database)"
         );
     }
     if args.sim_bug.is_some() && !args.db.has_bug_modes() {

@@ -1,7 +1,7 @@
 //! Clients of Jepsen's non-Elle workloads (issue 28, part F2): bank (and
 //! multi-table, and with inserts/deletes), set, set-full, monotonic,
 //! sequential and counter, on SQLite ([`sqlite`]), PostgreSQL ([`pg`]),
-//! and the simulator ([`sim`]). long-fork runs on
+//! MariaDB and Galera on `--nodes` ([`mysql`]) and the simulator ([`sim`]). long-fork runs on
 //! the databases' ordinary rw-register clients (its ops are plain `txn`s).
 //!
 //! Key decisions:
@@ -20,6 +20,7 @@
 //!   `no-account`, `exists`). sequential's write is several transactions: a
 //!   failure after the first committed is `info` (partly applied).
 
+pub mod mysql;
 pub mod pg;
 pub mod program;
 pub mod sim;
@@ -237,10 +238,14 @@ pub(crate) fn refused(code: &str, msg: String) -> ClientError {
 
 /// Whether `--workload` Jepsen workloads other than long-fork run on `db`
 /// (`on_nodes`: with `--nodes`): SQLite, the simulator, PostgreSQL behind
-/// `--url`/`--local`. long-fork runs on every database.
+/// `--url`/`--local`, MariaDB and Galera (always on nodes). long-fork runs
+/// on every database.
 pub fn runs_on(db: crate::catalog::DbKind, on_nodes: bool) -> bool {
     use crate::catalog::DbKind;
-    matches!(db, DbKind::Sqlite | DbKind::Sim) || db == DbKind::Postgres && !on_nodes
+    matches!(
+        db,
+        DbKind::Sqlite | DbKind::Sim | DbKind::Mariadb | DbKind::Galera
+    ) || db == DbKind::Postgres && !on_nodes
 }
 
 /// The factory of workload `w`'s clients on `db`, or `None` where the
