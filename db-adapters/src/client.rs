@@ -64,7 +64,8 @@ pub trait Client: Send {
         txn: &'a [MicroOp],
     ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>>;
 
-    /// Runs one operation of function `f`: `txn` is [`Client::invoke`];
+    /// Runs one operation of function `f`: `txn`, and the register
+    /// workload's `read`/`write`/`cas`, are [`Client::invoke`];
     /// the Jepsen workloads' functions (`read`, `transfer`, `add`, …, on
     /// micro-ops encoded as `crate::jepsen` describes) are run by the
     /// clients that know them. Never retries.
@@ -80,7 +81,9 @@ pub trait Client: Send {
         f: &'a store::F,
         txn: &'a [MicroOp],
     ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        if *f == store::F::Txn {
+        // The register workload's read/write/cas arrive as the micro-ops
+        // every rw-register client runs (a cas is `[r k old] [w k new]`).
+        if *f == store::F::Txn || workloads::cas_register::is_register_f(f) {
             self.invoke(txn)
         } else {
             let name = f.as_str().to_string();
