@@ -246,13 +246,17 @@ fn mariadb_jepsen_workloads() {
         let (code, r) = jepsen_run("bank", &flags, &format!("mariadb-bank-{level}"));
         eprintln!(
             "MariaDB bank at {level}: exit {code:?}, valid? {}, {:?}",
-            r["valid?"],
-            r["error-types"]
+            r["valid?"], r["error-types"]
         );
         match code {
             Some(0) => assert_eq!(r["valid?"], true, "{r}"),
             Some(1) => {
-                let bank = ["wrong-total", "negative-value", "unexpected-key", "nil-balance"];
+                let bank = [
+                    "wrong-total",
+                    "negative-value",
+                    "unexpected-key",
+                    "nil-balance",
+                ];
                 for t in error_types(&r) {
                     assert!(bank.contains(&t.as_str()), "{t}: {r}");
                 }

@@ -130,3 +130,48 @@ pub trait ClientFactory: Send + Sync {
         Box::pin(async { Ok(()) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::F;
+
+    /// Echoes its micro-ops.
+    struct Echo;
+
+    impl Client for Echo {
+        fn invoke<'a>(
+            &'a mut self,
+            txn: &'a [MicroOp],
+        ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+            Box::pin(async move { Ok(txn.to_vec()) })
+        }
+
+        fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    fn op(f: &F) -> Result<Vec<MicroOp>, ClientError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| ClientError::definite("rt", e.to_string()))?;
+        let mops = vec![MicroOp::Read(store::Key::int(1), store::ReadValue::Nil)];
+        rt.block_on(Echo.invoke_op(f, &mops))
+    }
+
+    #[test]
+    fn ordinary_clients_run_txn_and_the_register_functions() {
+        for f in ["txn", "read", "write", "cas"] {
+            assert!(op(&F::parse(f)).is_ok(), "{f}");
+        }
+    }
+
+    #[test]
+    fn ordinary_clients_refuse_other_functions_before_sending() {
+        for f in ["transfer", "add", "frobnicate"] {
+            let e = op(&F::parse(f)).err();
+            assert_eq!(e.map(|e| e.code), Some("unsupported-f".to_string()), "{f}");
+        }
+    }
+}

@@ -225,7 +225,9 @@ pub(crate) fn db_settings(
 pub(crate) fn data_model(w: WorkloadKind) -> DataModel {
     match w {
         WorkloadKind::ListAppend | WorkloadKind::Predicate => DataModel::ListAppend,
-        WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => DataModel::RwRegister,
+        WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => {
+            DataModel::RwRegister
+        }
     }
 }
 

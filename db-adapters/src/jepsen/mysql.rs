@@ -81,9 +81,9 @@ pub struct MysqlSession {
 
 impl MysqlSession {
     fn conn(&mut self) -> Result<&mut mysql_async::Conn, ClientError> {
-        self.conn.as_mut().ok_or_else(|| {
-            ClientError::definite("connection-lost-before-commit", "no connection")
-        })
+        self.conn
+            .as_mut()
+            .ok_or_else(|| ClientError::definite("connection-lost-before-commit", "no connection"))
     }
 
     /// Classifies `e` in `phase`; a fatal driver error drops the connection.
@@ -212,7 +212,10 @@ mod tests {
         assert!(matches!(params(&[]), mysql_async::Params::Empty));
         match params(&[3, -1]) {
             mysql_async::Params::Positional(v) => {
-                assert_eq!(v, vec![mysql_async::Value::Int(3), mysql_async::Value::Int(-1)]);
+                assert_eq!(
+                    v,
+                    vec![mysql_async::Value::Int(3), mysql_async::Value::Int(-1)]
+                );
             }
             other => panic!("positional expected, got {other:?}"),
         }
