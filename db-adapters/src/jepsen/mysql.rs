@@ -210,14 +210,11 @@ mod tests {
     #[test]
     fn no_parameters_are_sent_as_empty() {
         assert!(matches!(params(&[]), mysql_async::Params::Empty));
-        match params(&[3, -1]) {
-            mysql_async::Params::Positional(v) => {
-                assert_eq!(
-                    v,
-                    vec![mysql_async::Value::Int(3), mysql_async::Value::Int(-1)]
-                );
-            }
-            other => panic!("positional expected, got {other:?}"),
-        }
+        let p = params(&[3, -1]);
+        assert!(
+            matches!(&p, mysql_async::Params::Positional(v)
+                if *v == vec![mysql_async::Value::Int(3), mysql_async::Value::Int(-1)]),
+            "{p:?}"
+        );
     }
 }
