@@ -82,7 +82,7 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
         bail!("--workload predicate: the simulator does not model range reads; use a SQL database");
     }
     if let WorkloadKind::Jepsen(w) = workload
-        && !db_adapters::jepsen::runs_on(args.db, args.nodes.is_set())
+        && !db_adapters::catalog::jepsen::runs_on(args.db, args.nodes.is_set())
     {
         bail!(
             "--workload {w}: runs on sqlite, sim, postgres behind --url or --local, and mariadb and galera on --nodes (long-fork: every database)"

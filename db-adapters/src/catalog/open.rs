@@ -243,7 +243,7 @@ impl DbKind {
         url: Option<&str>,
     ) -> Result<Arc<dyn ClientFactory>, String> {
         if let Some(w) = s.jepsen
-            && let Some(f) = crate::jepsen::client_factory(self, w, s, url)?
+            && let Some(f) = super::jepsen::client_factory(self, w, s, url)?
         {
             return Ok(f);
         }
