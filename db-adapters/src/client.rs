@@ -64,7 +64,8 @@ pub trait Client: Send {
         txn: &'a [MicroOp],
     ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>>;
 
-    /// Runs one operation of function `f`: `txn` is [`Client::invoke`];
+    /// Runs one operation of function `f`: `txn`, and the register
+    /// workload's `read`/`write`/`cas`, are [`Client::invoke`];
     /// the Jepsen workloads' functions (`read`, `transfer`, `add`, …, on
     /// micro-ops encoded as `crate::jepsen` describes) are run by the
     /// clients that know them. Never retries.
@@ -80,7 +81,9 @@ pub trait Client: Send {
         f: &'a store::F,
         txn: &'a [MicroOp],
     ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        if *f == store::F::Txn {
+        // The register workload's read/write/cas arrive as the micro-ops
+        // every rw-register client runs (a cas is `[r k old] [w k new]`).
+        if *f == store::F::Txn || workloads::cas_register::is_register_f(f) {
             self.invoke(txn)
         } else {
             let name = f.as_str().to_string();
@@ -125,5 +128,50 @@ pub trait ClientFactory: Send + Sync {
     /// A classified error; the run only warns about it.
     fn finish(&self) -> BoxFuture<'_, Result<(), ClientError>> {
         Box::pin(async { Ok(()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::F;
+
+    /// Echoes its micro-ops.
+    struct Echo;
+
+    impl Client for Echo {
+        fn invoke<'a>(
+            &'a mut self,
+            txn: &'a [MicroOp],
+        ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+            Box::pin(async move { Ok(txn.to_vec()) })
+        }
+
+        fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    fn op(f: &F) -> Result<Vec<MicroOp>, ClientError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| ClientError::definite("rt", e.to_string()))?;
+        let mops = vec![MicroOp::Read(store::Key::int(1), store::ReadValue::Nil)];
+        rt.block_on(Echo.invoke_op(f, &mops))
+    }
+
+    #[test]
+    fn ordinary_clients_run_txn_and_the_register_functions() {
+        for f in ["txn", "read", "write", "cas"] {
+            assert!(op(&F::parse(f)).is_ok(), "{f}");
+        }
+    }
+
+    #[test]
+    fn ordinary_clients_refuse_other_functions_before_sending() {
+        for f in ["transfer", "add", "frobnicate"] {
+            let e = op(&F::parse(f)).err();
+            assert_eq!(e.map(|e| e.code), Some("unsupported-f".to_string()), "{f}");
+        }
     }
 }

@@ -82,10 +82,10 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
         bail!("--workload predicate: the simulator does not model range reads; use a SQL database");
     }
     if let WorkloadKind::Jepsen(w) = workload
-        && !db_adapters::jepsen::runs_on(args.db, args.nodes.is_set())
+        && !db_adapters::catalog::jepsen::runs_on(args.db, args.nodes.is_set())
     {
         bail!(
-            "--workload {w}: runs on sqlite, sim and postgres behind --url or --local (long-fork: every database)"
+            "--workload {w}: runs on sqlite, sim, postgres behind --url or --local, and mariadb and galera on --nodes (long-fork: every database)"
         );
     }
     if args.sim_bug.is_some() && !args.db.has_bug_modes() {
@@ -225,7 +225,9 @@ pub(crate) fn db_settings(
 pub(crate) fn data_model(w: WorkloadKind) -> DataModel {
     match w {
         WorkloadKind::ListAppend | WorkloadKind::Predicate => DataModel::ListAppend,
-        WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => DataModel::RwRegister,
+        WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => {
+            DataModel::RwRegister
+        }
     }
 }
 

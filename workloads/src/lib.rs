@@ -14,8 +14,8 @@
 //! final reads.
 
 pub mod append;
-pub mod cas_register;
 pub mod bank;
+pub mod cas_register;
 pub mod counter;
 pub mod generator;
 pub mod jepsen;

@@ -22,6 +22,7 @@ use crate::sql::{Isolation, TxnTables};
 use std::fmt;
 use std::str::FromStr;
 
+pub mod jepsen;
 mod open;
 
 pub use open::{DbSettings, LocalServer, OnNodes, OpenError, sim_mode};

@@ -243,7 +243,7 @@ impl DbKind {
         url: Option<&str>,
     ) -> Result<Arc<dyn ClientFactory>, String> {
         if let Some(w) = s.jepsen
-            && let Some(f) = crate::jepsen::client_factory(self, w, s, url)?
+            && let Some(f) = super::jepsen::client_factory(self, w, s, url)?
         {
             return Ok(f);
         }
@@ -312,9 +312,15 @@ impl DbKind {
             DbKind::Galera | DbKind::Mariadb => {
                 let db = MariaDb::new(MariaDbConfig::new(self == DbKind::Galera), remotes);
                 let f = MysqlFactory::new(s.isolation, s.model).map_err(setup)?;
+                let factory: Arc<dyn ClientFactory> = match s.jepsen {
+                    Some(w) if w != workloads::JepsenWorkload::LongFork => {
+                        Arc::new(crate::jepsen::mysql::JepsenMysqlFactory::new(f, w, false))
+                    }
+                    _ => Arc::new(f),
+                };
                 Ok(OnNodes {
                     db: Arc::new(db),
-                    factory: Arc::new(f),
+                    factory,
                 })
             }
             DbKind::Postgres => postgres_on_nodes(s, remotes).map_err(setup),

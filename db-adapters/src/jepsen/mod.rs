@@ -1,7 +1,7 @@
 //! Clients of Jepsen's non-Elle workloads (issue 28, part F2): bank (and
 //! multi-table, and with inserts/deletes), set, set-full, monotonic,
 //! sequential and counter, on SQLite ([`sqlite`]), PostgreSQL ([`pg`]),
-//! and the simulator ([`sim`]). long-fork runs on
+//! MariaDB and Galera on `--nodes` ([`mysql`]) and the simulator ([`sim`]). long-fork runs on
 //! the databases' ordinary rw-register clients (its ops are plain `txn`s).
 //!
 //! Key decisions:
@@ -20,6 +20,7 @@
 //!   `no-account`, `exists`). sequential's write is several transactions: a
 //!   failure after the first committed is `info` (partly applied).
 
+pub mod mysql;
 pub mod pg;
 pub mod program;
 pub mod sim;
@@ -233,59 +234,4 @@ pub fn seq_table(k: i64) -> i64 {
 /// A helper for a failed precondition: definite.
 pub(crate) fn refused(code: &str, msg: String) -> ClientError {
     ClientError::definite(code, msg)
-}
-
-/// Whether `--workload` Jepsen workloads other than long-fork run on `db`
-/// (`on_nodes`: with `--nodes`): SQLite, the simulator, PostgreSQL behind
-/// `--url`/`--local`. long-fork runs on every database.
-pub fn runs_on(db: crate::catalog::DbKind, on_nodes: bool) -> bool {
-    use crate::catalog::DbKind;
-    matches!(db, DbKind::Sqlite | DbKind::Sim) || db == DbKind::Postgres && !on_nodes
-}
-
-/// The factory of workload `w`'s clients on `db`, or `None` where the
-/// database's ordinary clients serve it (long-fork).
-///
-/// # Errors
-/// A setting the database cannot take, or a database these workloads do
-/// not run on.
-pub fn client_factory(
-    db: crate::catalog::DbKind,
-    w: JepsenWorkload,
-    s: &crate::catalog::DbSettings,
-    url: Option<&str>,
-) -> Result<Option<std::sync::Arc<dyn crate::client::ClientFactory>>, String> {
-    use crate::catalog::DbKind;
-    use std::sync::Arc;
-    if w == JepsenWorkload::LongFork && db != DbKind::Sim {
-        return Ok(None);
-    }
-    Ok(Some(match db {
-        DbKind::Sqlite => {
-            let busy = (s.op_timeout / 2).min(std::time::Duration::from_secs(2));
-            Arc::new(sqlite::JepsenSqliteFactory::new(
-                s.dir.join("sqlite.db"),
-                s.isolation,
-                w,
-                busy,
-            )?)
-        }
-        DbKind::Sim => {
-            let mode = crate::catalog::sim_mode(s.sim_bug, s.isolation)?;
-            Arc::new(sim::JepsenSimFactory::new(
-                crate::sim::SimFactory::new(mode, s.seed),
-                w,
-            ))
-        }
-        DbKind::Postgres => {
-            let url = url.ok_or("--db postgres needs --url postgres://… or --local")?;
-            Arc::new(pg::JepsenPgFactory::new(
-                url,
-                s.isolation,
-                w,
-                s.newsql.select_for_update,
-            )?)
-        }
-        other => return Err(format!("--workload {w} does not run on --db {other}")),
-    }))
 }

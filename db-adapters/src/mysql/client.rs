@@ -118,7 +118,8 @@ impl MysqlFactory {
         }
     }
 
-    async fn connect(&self, node: &Node) -> Result<mysql_async::Conn, ClientError> {
+    /// A session connection to `node` at the factory's isolation level.
+    pub(crate) async fn connect(&self, node: &Node) -> Result<mysql_async::Conn, ClientError> {
         let opts = mysql_async::OptsBuilder::default()
             .ip_or_hostname(node.host.clone())
             .tcp_port(self.port)

@@ -6,8 +6,8 @@
 //! `CheckResult` alone (no database, no network), so `harness analyze` can
 //! regenerate any run's reports from its stored files.
 
-pub mod caps;
 pub mod bank_plot;
+pub mod caps;
 pub mod elle;
 pub mod graph_svg;
 pub mod plots;
