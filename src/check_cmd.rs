@@ -460,7 +460,6 @@ fn print_warnings(warnings: &[String], history: &History) {
     }
 }
 
-
 /// The human-readable report: verdict, boundary, then the explanations:
 /// the first `per_type` of each type (all when `None`), saying how many
 /// were found and how to see the rest.

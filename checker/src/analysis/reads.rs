@@ -51,9 +51,12 @@ impl Analysis for Reads {
         let mut stamp_gen = 0u32;
         let mut dup_counts: Vec<(u32, usize)> = Vec::new();
         // Plume's names for the own-write cases of `internal` (TAP-d/e),
-        // only when a weak level is asked for: Elle reports them as
-        // `internal` alone, and its verdicts must not change.
-        let plume = Level::needed(cx.opts.models, cx.opts.anomalies).is_some();
+        // only when a weak level is needed — asked for, or implied by a
+        // requested model (the lattice law: a model stronger than
+        // strong-session-read-committed must find what it forbids); Elle
+        // reports them as `internal` alone.
+        let plume = crate::model::weak_level_needed(cx.opts.models, cx.opts.anomalies).is_some()
+            || Level::needed(cx.opts.models, cx.opts.anomalies).is_some();
         for r in &obs.reads {
             if txns.txns[r.txn as usize].status != Status::Ok {
                 continue;

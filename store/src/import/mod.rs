@@ -18,8 +18,8 @@
 
 mod cobra;
 mod dbcop;
-pub mod porcupine;
 mod dbcop_bincode;
+pub mod porcupine;
 mod text;
 mod txns;
 
