@@ -4,7 +4,7 @@
 //! per-element stability, loss and visibility latency. Encoding:
 //! [`crate::jepsen`].
 
-use crate::generator::{Ctx, Generator, Next, Sequence, synchronize};
+use crate::generator::{Ctx, Generator, Next, Sequence, each_thread, synchronize};
 use crate::jepsen::{inv, on_first_free};
 use crate::rng::{SeededRng, seeded};
 use rand::RngExt;
@@ -59,7 +59,12 @@ impl Generator for SetGen {
     }
 
     fn final_generator(&self) -> Option<Box<dyn Generator>> {
-        Some(Box::new(synchronize(Sequence::new([inv(F::Read, read())]))))
+        // One read per thread, after every add has completed: the checker
+        // takes the last ok one, so a single failed read (an abort, a
+        // timeout) does not leave the run without a final read.
+        Some(Box::new(synchronize(each_thread(|_| {
+            Sequence::new([inv(F::Read, read())])
+        }))))
     }
 }
 
