@@ -197,7 +197,7 @@ fn bad_names_and_files_are_errors() {
         vec!["check", s(&valid), "-c", "serialisable"],
         vec!["check", s(&valid), "-c", "serializable,strict-serialisable"],
         vec!["check", s(&valid), "--anomalies", "G3"],
-        vec!["check", s(&valid), "--workload", "bank"],
+        vec!["check", s(&valid), "--workload", "banking"],
         vec!["check", s(&valid), "--format", "xml"],
         vec!["check", s(&valid), "--cycle-search-timeout", "soon"],
     ] {

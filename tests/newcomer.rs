@@ -196,7 +196,7 @@ fn a_valid_check_says_what_was_checked() {
     assert!(line.contains("list-append"), "{line}");
     assert!(line.contains(" s"), "{line}");
     assert!(
-        line.contains("(analyses: reads, lost-update, cycles)"),
+        line.contains("(analyses: reads, lost-update, cycles, weak)"),
         "{line}"
     );
     // The line names the analyses that ran, the complete ones included.

@@ -79,7 +79,7 @@ fn unsupported_isolation_and_bad_flags_exit_3_before_running() {
     );
     for bad in [
         &["--isolation", "serialisable"][..],
-        &["--workload", "bank"],
+        &["--workload", "banking"],
         &["--expected-consistency-model", "strict-serialisable"],
         &["--concurrency", "0"],
         &["--read-ratio", "2"],

@@ -181,6 +181,7 @@ grace = "30s"
 name = "long"
 db = "sim"
 time-limit = "10m"
+ops = "100000000"
 watchdog = "3s"
 [[test]]
 name = "short"

@@ -274,12 +274,13 @@ fn own_write_patterns_on_list_append() {
     assert_eq!(r.valid, Valid::True, "{:?}", r.anomaly_types);
 }
 
-/// Elle's pipeline alone (no weak level asked for) keeps Elle's names: the
+/// Elle's pipeline alone (no weak level asked for or implied: cursor
+/// stability implies no read committed of ours) keeps Elle's names: the
 /// own-write cases are `internal` only.
 #[test]
 fn elle_names_without_a_weak_level() {
     let hist = load("tap-d-not-my-own-write.txt");
-    let r = run(&hist, Workload::RwRegister, M::Serializable);
+    let r = run(&hist, Workload::RwRegister, M::CursorStability);
     assert!(r.found_types.contains(&A::Internal));
     assert!(!r.found_types.contains(&A::NotMyOwnWrite));
 }
