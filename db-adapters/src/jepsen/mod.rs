@@ -209,6 +209,10 @@ pub trait Session: Send {
     fn commit(&mut self) -> BoxFuture<'_, Result<(), ClientError>>;
     /// `ROLLBACK`, best effort.
     fn rollback(&mut self) -> BoxFuture<'_, ()>;
+    /// Closes the connection, best effort (default: dropping it).
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// The SQL dialect of a session (schema and the few statements that differ).

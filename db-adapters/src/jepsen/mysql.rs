@@ -10,14 +10,13 @@
 //! MySQL's own).
 
 use super::program;
-use super::{Dialect, Op, Session};
+use super::{Dialect, Session};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::mysql::MysqlFactory;
 use crate::mysql::client::classify_mysql;
 use crate::sql::TxnPhase;
 use mysql_async::prelude::Queryable;
 use nemesis::Node;
-use store::{F, MicroOp};
 use workloads::JepsenWorkload;
 
 /// Opens MariaDB sessions of one Jepsen workload.
@@ -57,7 +56,7 @@ impl ClientFactory for JepsenMysqlFactory {
     fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
         Box::pin(async move {
             let conn = self.inner.connect(node).await?;
-            Ok(Box::new(JepsenMysqlClient {
+            Ok(Box::new(program::SessionClient {
                 session: MysqlSession {
                     conn: Some(conn),
                     inner: self.inner.clone(),
@@ -104,6 +103,14 @@ fn params(p: &[i64]) -> mysql_async::Params {
 }
 
 impl Session for MysqlSession {
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            if let Some(c) = self.conn {
+                let _ = c.disconnect().await;
+            }
+        })
+    }
+
     fn begin(&mut self) -> BoxFuture<'_, Result<(), ClientError>> {
         Box::pin(async move {
             if self.conn.is_none() {
@@ -163,41 +170,6 @@ impl Session for MysqlSession {
                 && c.query_drop("ROLLBACK").await.is_err()
             {
                 self.conn = None;
-            }
-        })
-    }
-}
-
-struct JepsenMysqlClient {
-    session: MysqlSession,
-    workload: JepsenWorkload,
-    for_update: bool,
-}
-
-impl Client for JepsenMysqlClient {
-    fn invoke<'a>(
-        &'a mut self,
-        txn: &'a [MicroOp],
-    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        self.invoke_op(&F::Txn, txn)
-    }
-
-    fn invoke_op<'a>(
-        &'a mut self,
-        f: &'a F,
-        txn: &'a [MicroOp],
-    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        Box::pin(async move {
-            let op = Op::parse(self.workload, f, txn)?;
-            let out = program::run(&mut self.session, self.workload, &op, self.for_update).await?;
-            Op::complete(txn, out)
-        })
-    }
-
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async move {
-            if let Some(c) = self.session.conn {
-                let _ = c.disconnect().await;
             }
         })
     }

@@ -5,12 +5,11 @@
 //! `COMMIT` definite, at `COMMIT` indefinite unless the server answered).
 
 use super::program;
-use super::{Dialect, Op, Session};
+use super::{Dialect, Session};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::sql::{Isolation, TxnPhase, classify_pg};
 use nemesis::Node;
 use std::str::FromStr;
-use store::{F, MicroOp};
 use tokio_postgres::NoTls;
 use workloads::JepsenWorkload;
 
@@ -77,7 +76,7 @@ impl ClientFactory for JepsenPgFactory {
     fn open<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
         Box::pin(async move {
             let client = self.connect().await?;
-            Ok(Box::new(JepsenPgClient {
+            Ok(Box::new(program::SessionClient {
                 session: PgSession {
                     client,
                     isolation: self.isolation,
@@ -173,37 +172,6 @@ impl Session for PgSession {
         Box::pin(async move {
             let _ = self.client.batch_execute("ROLLBACK").await;
         })
-    }
-}
-
-struct JepsenPgClient {
-    session: PgSession,
-    workload: JepsenWorkload,
-    for_update: bool,
-}
-
-impl Client for JepsenPgClient {
-    fn invoke<'a>(
-        &'a mut self,
-        txn: &'a [MicroOp],
-    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        self.invoke_op(&F::Txn, txn)
-    }
-
-    fn invoke_op<'a>(
-        &'a mut self,
-        f: &'a F,
-        txn: &'a [MicroOp],
-    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        Box::pin(async move {
-            let op = Op::parse(self.workload, f, txn)?;
-            let out = program::run(&mut self.session, self.workload, &op, self.for_update).await?;
-            Op::complete(txn, out)
-        })
-    }
-
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async {})
     }
 }
 

@@ -11,7 +11,8 @@
 //! isolation levels.
 
 use super::{Dialect, Op, Outcome, Session, refused, seq_table};
-use crate::client::ClientError;
+use crate::client::{BoxFuture, Client, ClientError};
+use store::{F, MicroOp};
 use workloads::JepsenWorkload;
 use workloads::bank::{ACCOUNTS, initial_balances};
 
@@ -356,5 +357,42 @@ pub async fn run(
             Ok(Outcome::Ints(got))
         }
         _ => txn(s, w, op, for_update).await,
+    }
+}
+
+/// The client of one Jepsen workload over any [`Session`]: parses the op,
+/// runs its program, completes the micro-ops — the one loop every SQL
+/// database's Jepsen client is.
+pub struct SessionClient<S> {
+    /// The connection.
+    pub session: S,
+    /// The workload whose ops it runs.
+    pub workload: JepsenWorkload,
+    /// Reads that are followed by a write take `FOR UPDATE`.
+    pub for_update: bool,
+}
+
+impl<S: Session + 'static> Client for SessionClient<S> {
+    fn invoke<'a>(
+        &'a mut self,
+        txn: &'a [MicroOp],
+    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+        self.invoke_op(&F::Txn, txn)
+    }
+
+    fn invoke_op<'a>(
+        &'a mut self,
+        f: &'a F,
+        txn: &'a [MicroOp],
+    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+        Box::pin(async move {
+            let op = Op::parse(self.workload, f, txn)?;
+            let out = run(&mut self.session, self.workload, &op, self.for_update).await?;
+            Op::complete(txn, out)
+        })
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::new(self.session).close()
     }
 }

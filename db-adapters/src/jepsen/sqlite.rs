@@ -5,14 +5,13 @@
 //! `snapshot-isolation` = `BEGIN DEFERRED` in WAL mode.
 
 use super::program;
-use super::{Dialect, Op, Session};
+use super::{Dialect, Session};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::sql::Isolation;
 use nemesis::Node;
 use rusqlite::{Connection, ErrorCode};
 use std::path::PathBuf;
 use std::time::Duration;
-use store::{F, MicroOp};
 use workloads::JepsenWorkload;
 
 /// Opens SQLite sessions of one Jepsen workload.
@@ -107,12 +106,13 @@ impl ClientFactory for JepsenSqliteFactory {
         Box::pin(async move {
             let f = this.clone();
             let conn = blocking(move || f.connect()).await?;
-            Ok(Box::new(JepsenSqliteClient {
+            Ok(Box::new(program::SessionClient {
                 session: SqliteSession {
                     conn: Some(conn),
                     isolation: this.isolation,
                 },
                 workload: this.workload,
+                for_update: false,
             }) as Box<dyn Client>)
         })
     }
@@ -157,6 +157,14 @@ impl SqliteSession {
 }
 
 impl Session for SqliteSession {
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            if let Some(conn) = self.conn {
+                let _ = tokio::task::spawn_blocking(move || drop(conn.close())).await;
+            }
+        })
+    }
+
     fn begin(&mut self) -> BoxFuture<'_, Result<(), ClientError>> {
         let begin = match self.isolation {
             Isolation::Serializable => "BEGIN IMMEDIATE",
@@ -222,41 +230,6 @@ impl Session for SqliteSession {
                     Ok(())
                 })
                 .await;
-        })
-    }
-}
-
-/// A client of one Jepsen workload on SQLite.
-struct JepsenSqliteClient {
-    session: SqliteSession,
-    workload: JepsenWorkload,
-}
-
-impl Client for JepsenSqliteClient {
-    fn invoke<'a>(
-        &'a mut self,
-        txn: &'a [MicroOp],
-    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        self.invoke_op(&F::Txn, txn)
-    }
-
-    fn invoke_op<'a>(
-        &'a mut self,
-        f: &'a F,
-        txn: &'a [MicroOp],
-    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        Box::pin(async move {
-            let op = Op::parse(self.workload, f, txn)?;
-            let out = program::run(&mut self.session, self.workload, &op, false).await?;
-            Op::complete(txn, out)
-        })
-    }
-
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async move {
-            if let Some(conn) = self.session.conn {
-                let _ = tokio::task::spawn_blocking(move || drop(conn.close())).await;
-            }
         })
     }
 }
