@@ -3,7 +3,7 @@
 //!
 //! Exit codes: 0 valid, 1 invalid, 2 unknown, 3 error (bad file, bad name).
 //!
-//! Output is bounded whatever the history (issue 24): the text report
+//! Output is bounded whatever the history: the text report
 //! explains the first [`STDOUT_EXPLAINED_PER_TYPE`] anomalies of each type,
 //! JSON/EDN and `--directory` keep the first
 //! [`engine::report::caps::MAX_ANOMALIES_PER_TYPE`]; counts are always

@@ -4,20 +4,18 @@
 //! be a library lives in the member crates (see ARCHITECTURE.md).
 
 /// mimalloc: loading and checking a big history allocates millions of small
-/// vectors; on the 1M-event text file of BENCHMARKS.md (weak isolation vs
-/// AWDIT) the best of three wall times fell 4 % (read committed), 13 %
-/// (read atomic) and 9 % (causal) against the system allocator.
+/// vectors, which it serves faster than the system allocator (measured in
+/// BENCHMARKS.md, weak isolation vs AWDIT).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc v3 returns freed memory to the OS only after `purge_delay`
-/// (default 1000 ms): memory a check frees (the parser's batches, an
-/// analysis' scratch) stayed resident while the next phase allocated fresh
-/// pages, so the 1M-transaction check peaked at 1.01 GB. 0 ms took that to
-/// 0.88 GB but made small checks fault freed pages straight back in (27 % of
-/// a 100k check in the kernel's `clear_page`); 10 ms (v2's default) keeps
-/// both: 100k 0.20 → 0.17 s wall, 1M 0.87–0.94 GB (BENCHMARKS.md, issue
-/// 15). A `MIMALLOC_PURGE_DELAY` the user sets wins.
+/// (default 1000 ms), so memory a check frees (the parser's batches, an
+/// analysis' scratch) would stay resident while the next phase allocates
+/// fresh pages; 0 ms would make small checks fault freed pages straight back
+/// in. 10 ms (v2's default) keeps both the peak and small checks low
+/// (BENCHMARKS.md, "mimalloc's 10 ms purge delay"). A `MIMALLOC_PURGE_DELAY`
+/// the user sets wins.
 #[allow(unsafe_code)]
 fn purge_freed_memory_soon() {
     /// mimalloc's `mi_option_purge_delay` (`mimalloc.h`, v3: index 15).

@@ -14,7 +14,7 @@
 //! every file a page or a conversion opens (`runs::open_inside`). Only GET
 //! and HEAD are answered. Binds 127.0.0.1 unless `--bind` says otherwise.
 //!
-//! Bounded by design (issue 24): what the server holds does not grow with
+//! Bounded by design: what the server holds does not grow with
 //! the runs. Pages come from a small digest per run (`runs::Cache`, made
 //! once per version of `results.json`, streaming); files are streamed in
 //! [`CHUNK_BYTES`] pieces, and `history.jsonl` / `history.edn` are converted

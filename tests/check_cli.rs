@@ -119,7 +119,7 @@ const G2_ITEM: &str = r#"[
 ]"#;
 
 /// Write-only register history: no dependency to infer, but the complete
-/// checks decide it (issue 23).
+/// checks decide it.
 const WRITE_ONLY: &str = r#"[
 {"index":0,"process":0,"type":"invoke","value":[["w","x",1]]},
 {"index":1,"process":1,"type":"invoke","value":[["w","x",2]]},
@@ -160,7 +160,7 @@ fn an_exhausted_cycle_search_is_unknown_with_the_reason() {
     assert!(t.get("scc-size").is_some(), "{j}");
 }
 
-/// Issue 23: a write-only register history is valid where a complete check
+/// A write-only register history is valid where a complete check
 /// decides (read committed, read atomic, causal: weak; serializable: sat)
 /// and says why.
 #[test]

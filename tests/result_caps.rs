@@ -1,4 +1,4 @@
-//! Results are bounded whatever the history (issue 24): `harness check`
+//! Results are bounded whatever the history: `harness check`
 //! prints a bounded summary (first 3 explanations per type) unless
 //! `--all-anomalies`; its JSON/EDN and `--directory`, and a run's
 //! `results.json`, `results.edn` and `elle/` keep at most 100 anomalies per

@@ -1,4 +1,4 @@
-//! `harness run --workload <jepsen workload>` end to end (issue 28, part
+//! `harness run --workload <jepsen workload>` end to end (part
 //! F2): every Jepsen workload is valid on embedded SQLite at serializable
 //! and on the simulator at serializable, and invalid — with the finding
 //! explained — under the simulator bug mode that breaks it; PostgreSQL

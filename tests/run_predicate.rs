@@ -1,5 +1,5 @@
 //! `harness run --workload predicate` against a throwaway PostgreSQL
-//! (issue 16): repeatable read shows predicate `G2` (phantom write skew)
+//! repeatable read shows predicate `G2` (phantom write skew)
 //! that the item analysis alone cannot see; serializable stays valid over a
 //! long run. MariaDB at repeatable read (on the testbed, as every MariaDB
 //! `harness run` test): phantoms the item analysis alone does not explain.

@@ -1,4 +1,4 @@
-//! `harness run --workload register` end to end (issue 28): valid on SQLite
+//! `harness run --workload register` end to end: valid on SQLite
 //! and the simulator at serializable, invalid with the simulator's
 //! stale-read bug (explained per key), PostgreSQL and MariaDB as system
 //! tests.

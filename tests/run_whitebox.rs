@@ -1,4 +1,4 @@
-//! White-box PostgreSQL register runs (`--version-order db`, issue 16):
+//! White-box PostgreSQL register runs (`--version-order db`):
 //! every `ok` transaction carries its txid and snapshot, the checker orders
 //! each key's versions by the database's own visibility, and Elle-style
 //! inference then finds the repeatable-read G2 it misses black-box (the

@@ -1,4 +1,4 @@
-//! `harness serve` under load (issue 24): a store holding a 10-million-
+//! `harness serve` under load: a store holding a 10-million-
 //! transaction run — a 1 GB history as `history.jsonl.gz` and a ~160 MB
 //! `results.json` with 400,000 anomalies, as a run checked before results
 //! were capped left it — served to 200 concurrent clients (index, run page,

@@ -1,5 +1,5 @@
 //! Anomaly types: Elle's closed set of names and the implication graph
-//! between them (elle.md §3).
+//! between them (Elle).
 //!
 //! Key decision: a closed enum whose only spelling is Elle's keyword (without
 //! the colon), so a typo in `--anomalies` is an error and never a silent pass.
@@ -288,7 +288,7 @@ impl AnomalyType {
             })
     }
 
-    /// Direct implications (elle.md §3.3): seeing `self` means each of these
+    /// Direct implications (Elle): seeing `self` means each of these
     /// is present too.
     pub fn implies(self) -> &'static [AnomalyType] {
         match self {

@@ -1,4 +1,4 @@
-//! Cycle search within strongly connected components (elle.md §3.1, §5.3):
+//! Cycle search within strongly connected components (Elle):
 //! a short cycle per anomaly class (`G0`, `G1c`, `G-single-item`,
 //! `G-nonadjacent-item`, `G2-item`, and their `-process`/`-realtime`
 //! variants), in severity order, skipping classes a found cycle implies.

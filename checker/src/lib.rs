@@ -1,5 +1,5 @@
 //! checker: an Elle-grade isolation checker for list-append and rw-register
-//! histories (see ARCHITECTURE.md and ../shared/specs/elle.md).
+//! histories (see ARCHITECTURE.md; Elle: Kingsbury & Alvaro, VLDB 2020).
 //!
 //! Pure: no IO, no clock, no async. `check` = analysis (observations, the
 //! workload's version order, then the list of analyses — non-cycle

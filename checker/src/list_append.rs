@@ -1,4 +1,4 @@
-//! list-append's version order (elle.md §2.3): the prefix rule — each key's
+//! list-append's version order (Elle): the prefix rule — each key's
 //! longest read, deduplicated, is its order of appends — plus the anomalies
 //! that contradict or abuse that order (`incompatible-order`,
 //! `dirty-update`), and the `ww`, `wr`, `rw` edges it implies, including for

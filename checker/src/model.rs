@@ -1,4 +1,4 @@
-//! Consistency models: Elle's lattice (elle.md §4), which anomalies each model
+//! Consistency models: Elle's lattice (Elle), which anomalies each model
 //! proscribes, and the algorithms that turn requested models into anomalies
 //! to look for and found anomalies into `not` / `also-not`.
 //!
@@ -20,7 +20,7 @@
 //! anomaly the weaker proscribes ([`weak_level_needed`]), so no history is
 //! invalid at the weaker and valid at the stronger. Three of Elle's edges
 //! are cut because our weaker models are stronger than Elle's
-//! (../shared/specs/plume-levels.md §5.3; checker/CONFORMANCE.md):
+//! (checker/CONFORMANCE.md, "Lattice: three of Elle's edges cut"):
 //! snapshot-isolation → prefix / parallel-snapshot-isolation (ours are
 //! Cerone's, with session order: H1), cursor-stability → read-committed
 //! (ours forbids non-monotonic reads: H4; cursor-stability implies
@@ -180,7 +180,7 @@ impl ConsistencyModel {
         }
     }
 
-    /// Direct implications (elle.md §4.3): if `self` holds, so do these.
+    /// Direct implications (Elle): if `self` holds, so do these.
     pub fn implies(self) -> &'static [ConsistencyModel] {
         match self {
             M::StrictSerializable => &[
@@ -207,7 +207,7 @@ impl ConsistencyModel {
             }
             // Not prefix / parallel-snapshot-isolation, as Elle has it: ours
             // are Cerone's, with session order, which PL-SI ignores
-            // (plume-levels.md §5.3 H1).
+            // (checker/CONFORMANCE.md, H1).
             M::SnapshotIsolation => &[
                 M::ForwardConsistentView,
                 M::MonotonicAtomicView,
@@ -219,7 +219,7 @@ impl ConsistencyModel {
             M::RepeatableRead => &[M::CursorStability, M::MonotonicAtomicView],
             // Not read-committed, as Elle has it: ours forbids
             // non-monotonic reads, a cycle over two keys that PL-CS's
-            // one-item G-cursor allows (plume-levels.md §5.3 H4).
+            // one-item G-cursor allows (checker/CONFORMANCE.md, H4).
             M::CursorStability => &[M::ReadUncommitted],
             M::MonotonicView | M::MonotonicSnapshotRead | M::MonotonicAtomicView => {
                 &[M::ReadCommitted]
@@ -247,7 +247,7 @@ impl ConsistencyModel {
         }
     }
 
-    /// Anomalies this model proscribes directly (elle.md §4.4); the full set
+    /// Anomalies this model proscribes directly (Elle); the full set
     /// also includes those of implied models and every anomaly implying one.
     pub fn direct_proscribed(self) -> &'static [AnomalyType] {
         match self {
@@ -718,7 +718,7 @@ mod tests {
         assert_eq!(with.len(), crate::anomaly::CYCLE_EXISTS_TYPES.len());
     }
 
-    /// The emitted anomalies of elle.md §4.6 (list-append/rw-register can
+    /// The emitted anomalies of Elle (list-append/rw-register can
     /// produce these), used to compare our lattice with the computed table.
     const EMITTED: &[AnomalyType] = &[
         A::G0,

@@ -543,7 +543,7 @@ mod tests {
     use super::*;
 
     /// One of each per micro-op of a history-sized check: their size is
-    /// the checker's memory (issue 15: 56 and 24 B before).
+    /// the checker's memory (56 and 24 B before).
     #[test]
     fn reads_and_writes_stay_small() {
         assert_eq!(std::mem::size_of::<Read>(), 16);

@@ -1,4 +1,4 @@
-//! Process (session) and real-time edges (elle.md §2.5).
+//! Process (session) and real-time edges (Elle).
 //!
 //! Real-time edges are a transitive reduction computed in one pass over the
 //! history, keeping a buffer of committed transactions not yet implied by a

@@ -1,4 +1,4 @@
-//! rw-register's version order (elle.md §2.4): per-key version graphs
+//! rw-register's version order (Elle): per-key version graphs
 //! merged from providers — the initial state (nil first) always and, when
 //! asked, writes-follow-reads, process order and real-time order; a provider
 //! that makes a key's version graph cyclic is reported as `cyclic-versions`

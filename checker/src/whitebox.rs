@@ -1,4 +1,4 @@
-//! White-box version certificates (issue 16, after Emme): what a database
+//! White-box version certificates (after Emme): what a database
 //! told the harness about its own concurrency control, read back from the
 //! extra fields of each transaction's `ok` completion.
 //!

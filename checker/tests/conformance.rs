@@ -1,4 +1,4 @@
-//! Agreement with Elle on the conformance corpus (`testdata/conformance`, a copy of `../shared/conformance`):
+//! Agreement with Elle on the conformance corpus (`testdata/conformance`, the Elle conformance corpus):
 //! every MANIFEST entry is checked with its options; entries with an expected
 //! verdict must match Elle on `valid?`, the set of `anomaly-types`, `not` and
 //! (when given) `also-not`. Deliberate differences are listed in

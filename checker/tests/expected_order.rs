@@ -1,4 +1,4 @@
-//! The `expected-order` analysis (issue 16, Enne): histories in the shape
+//! The `expected-order` analysis (Enne): histories in the shape
 //! the white-box CockroachDB client records (`commit-ts` = `[wall,
 //! logical]`, `version-ts` per micro-op), replayed in commit-timestamp
 //! order. Enne's Fig. 3: a range read that misses a row committed below its

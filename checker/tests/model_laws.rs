@@ -149,7 +149,7 @@ proptest! {
 
 // ---------------------------------------------------------------------------
 // The lattice against the analyses: random small histories checked at every
-// model (issue 23, findings 7).
+// model (finding 7 of the review of real histories).
 
 mod random_histories {
     use checker::anomaly::AnomalyType;
@@ -405,8 +405,8 @@ fn lattice_agrees_with_the_analyses_list_append() {
 }
 
 // ---------------------------------------------------------------------------
-// Histories on which no dependency can be inferred (issue 23, finding 6) and
-// the counterexamples of plume-levels.md §5.3.
+// Histories on which no dependency can be inferred (finding 6) and
+// the counterexamples H1–H4 of checker/CONFORMANCE.md.
 
 mod fixed {
     use checker::{Budget, CheckOptions, CheckResult, ConsistencyModel, Workload};
@@ -577,7 +577,7 @@ fn write_only_history_stays_unknown_where_nothing_complete_decides() {
 
 use store::{Key, MicroOp, Val};
 
-/// H1 (plume-levels.md §5.3): T1 writes x=1 (session 0); session 1 runs T2
+/// H1 (checker/CONFORMANCE.md): T1 writes x=1 (session 0); session 1 runs T2
 /// (reads x=1, writes x=2) then T3, which reads x=1 again. Serializable
 /// without sessions (T1, T3, T2), so serializable and snapshot-isolation
 /// hold; Cerone's read atomic (read your writes across a session) does

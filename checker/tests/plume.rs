@@ -1,10 +1,10 @@
 //! Plume's 14 transactional anomalous patterns (TAP-a … TAP-n, with the
 //! WR and SO variants of TAP-g and TAP-k), the Plume artifact's two
-//! mistakes and issue 23's findings, as hand-made files in the text format
+//! mistakes and the findings of a review of real histories, as hand-made files in the text format
 //! (`tests/fixtures/plume/*.txt`), each checked through `checker::check`
 //! at Biswas & Enea's / Plume's read committed (`strong-session-read-committed`, alias `RC`),
-//! read atomic and causal consistency against ../shared/specs/
-//! plume-levels.md §3 (which level forbids it, which anomaly harness names).
+//! read atomic and causal consistency against Plume's table of which level
+//! forbids each pattern (OOPSLA 2024), with the anomaly harness names.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -177,7 +177,7 @@ fn the_table_covers_every_file() {
     }
 }
 
-/// Issue 23, finding 3: a G1b behind an earlier read of the key is a G1b
+/// Finding 3 of the review: a G1b behind an earlier read of the key is a G1b
 /// for Elle's read-committed too (PL-2 proscribes G1b), not only for
 /// `strong-session-read-committed`.
 #[test]
@@ -193,7 +193,7 @@ fn intermediate_read_behind_a_first_read_is_g1b() {
     assert!(text.contains('1'), "{text}");
 }
 
-/// Issue 23, finding 5: a register read of the transaction's own later
+/// Finding 5 of the review: a register read of the transaction's own later
 /// write is a `future-read` (which implies G1c) at every level, Elle's
 /// read-committed included; no longer "unknown: empty transaction graph".
 #[test]
@@ -223,7 +223,7 @@ fn register_future_read_is_found_at_every_level() {
     }
 }
 
-/// Issue 23, finding 4: each own-write pattern breaks B&E / Plume read
+/// Finding 4 of the review: each own-write pattern breaks B&E / Plume read
 /// committed; Elle's `read-committed` (PL-2) still allows it, with the
 /// Plume name reported beside Elle's `internal`.
 #[test]

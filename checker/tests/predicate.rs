@@ -1,4 +1,4 @@
-//! The predicate analysis (issue 16): hand-written EDN histories with range
+//! The predicate analysis: hand-written EDN histories with range
 //! reads `[:rr [lo hi] rows]`; phantom write skew is `G2` (not `G2-item`),
 //! so repeatable read holds and serializable does not; a serializable
 //! history is valid; a missed row closes `G-single`; result-set

@@ -817,7 +817,7 @@ fn engines_say_who_decided_each_level_and_give_the_witness() {
     assert!(check_with_engines(&ok, &rc).engines.is_empty());
 }
 
-// ------------------------------------------- issue 23: soundness of `valid`
+// ------------------------------------------------- soundness of `valid`
 
 use checker::sat::replay;
 use store::import::{PeerFormat, read_peer_str};
@@ -873,7 +873,7 @@ fn initial_value_read_is_ordered_before_the_writer_in_the_witness() {
     }
 }
 
-/// Reduced from a real PolySI-format history (issue 23): 26 reads key 4's
+/// Reduced from a real PolySI-format history: 26 reads key 4's
 /// initial value and session order puts it before 213's write of key 4;
 /// with session order, `w(14,13)` falls between `w(14,6)` and 160's read
 /// of 14 = 6.

@@ -187,7 +187,7 @@ fn check_runs_the_levels_its_models_name() {
     let (v, types, not) = verdict(fractured, &[M::ReadAtomic]);
     assert_eq!(v, Valid::False);
     assert_eq!(types, ["fractured-read"]);
-    // Read atomic's, not Bailis's MAV (plume-levels.md §5.3 H3).
+    // Read atomic's, not Bailis's MAV (checker/CONFORMANCE.md, H3).
     assert_eq!(not, ["read-atomic"]);
 
     let (v, types, not) = verdict(NON_MONOTONIC, &[M::ReadCommitted]);
@@ -537,7 +537,7 @@ fn list_append_elle_results_unchanged() {
         };
         let r = check(&hist, &opts);
         // The weak check decides causal-cerone, so an empty graph no longer
-        // makes the verdict unknown (issue 23): compare without it.
+        // makes the verdict unknown: compare without it.
         let ours: BTreeSet<A> = r
             .found_types
             .iter()
@@ -585,7 +585,7 @@ fn lattice_places_the_patterns() {
         not(A::NonMonotonicReadProcess),
         ["read-atomic", "strong-session-read-committed"]
     );
-    // Read atomic's, not Bailis's MAV (plume-levels.md §5.3 H3).
+    // Read atomic's, not Bailis's MAV (checker/CONFORMANCE.md, H3).
     assert_eq!(not(A::FracturedRead), ["read-atomic"]);
     assert_eq!(not(A::FracturedReadProcess), ["read-atomic"]);
     assert_eq!(

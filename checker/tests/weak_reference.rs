@@ -6,7 +6,7 @@
 //! Biswas & Enea's / Plume's read committed (`strong-session-read-committed`, alias `RC`),
 //! read atomic (`read-atomic`) and causal consistency (`causal-cerone`)
 //! agrees with a brute-force reference written from the definitions
-//! (B&E OOPSLA 2019 Def. 2.5, ../shared/specs/plume-levels.md §1–2), not
+//! (B&E OOPSLA 2019 Def. 2.5; Plume OOPSLA 2024 §2), not
 //! from the implementation:
 //!
 //! 1. an indeterminate transaction may or may not have committed: the

@@ -1,4 +1,4 @@
-//! White-box version orders (issue 16): a register write skew that Elle's
+//! White-box version orders: a register write skew that Elle's
 //! black-box inference cannot order is `G2-item` once the transactions
 //! carry PostgreSQL's txid and snapshot (`--version-order db`).
 

@@ -1,4 +1,4 @@
-//! Range reads (issue 16): the SQL of `["rr", [lo, hi], rows]` for every
+//! Range reads: the SQL of `["rr", [lo, hi], rows]` for every
 //! SQL database in the catalog, and the decoding of its rows.
 //!
 //! Key decision: keys live in `table_count` tables (`TxnTables`), so one

@@ -1,4 +1,4 @@
-//! The `register` workload's compare-and-set (issue 28), shared by the
+//! The `register` workload's compare-and-set, shared by the
 //! clients: a cas arrives as the micro-ops `[r k old] [w k new]`
 //! (`workloads::cas_register::as_cas`; a read carrying a value occurs in no
 //! other workload) and runs as ONE statement, `UPDATE … SET val = new

@@ -252,7 +252,7 @@ pub fn parse_list(text: Option<&str>) -> Result<Vec<Val>, ClientError> {
         return Ok(Vec::new());
     }
     // Sized up front: a read of a long list would otherwise grow it four
-    // or five times (a PostgreSQL client's hot path, issue 15).
+    // or five times (a PostgreSQL client's hot path).
     let mut out = Vec::with_capacity(text.bytes().filter(|&b| b == b',').count() + 1);
     for e in text.split(',') {
         out.push(parse_int(e).map(Val::int).ok_or_else(|| {

@@ -1,4 +1,4 @@
-//! White-box version certificates of CockroachDB and TiDB (issue 16, after
+//! White-box version certificates of CockroachDB and TiDB (after
 //! Emme/Enne): the statements that expose each database's own timestamps,
 //! and the parsing of what they return. PostgreSQL's are in
 //! `postgres::whitebox` (txid + snapshot visibility).

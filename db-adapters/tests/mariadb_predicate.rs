@@ -1,5 +1,5 @@
 //! The predicate workload (range reads + inserts) on a real throwaway
-//! MariaDB at REPEATABLE READ (issue 16): InnoDB's consistent reads miss
+//! MariaDB at REPEATABLE READ: InnoDB's consistent reads miss
 //! rows concurrent transactions insert, so the checker finds predicate
 //! anti-dependency cycles (phantoms) and rules out serializable, naming
 //! the range and the missing row. MariaDB is started as in

@@ -1,4 +1,4 @@
-//! Exit codes shared by every subcommand (ARCHITECTURE.md, "Shared conventions").
+//! Exit codes shared by every subcommand (ARCHITECTURE.md, "Cross-cutting concerns").
 
 use std::process::ExitCode;
 

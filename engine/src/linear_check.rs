@@ -1,4 +1,4 @@
-//! The check-and-report step of a `register` run (issue 28): the
+//! The check-and-report step of a `register` run: the
 //! linearizability checker (`checker::linear`) over the run's history, per
 //! key; `results.json` with its result (`valid?`, `failures`, per failing
 //! key the longest prefix and the op that cannot be placed), and under

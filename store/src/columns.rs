@@ -383,7 +383,7 @@ impl HistoryBuilder {
     /// micro-ops per op (invocations mostly elided), so this reserves a
     /// little more than that. Growing instead copied each column about
     /// once more and faulted fresh pages for every copy: 15 % of a 100k
-    /// check's CPU samples (BENCHMARKS.md, issue 15). Reserved and unused
+    /// check's CPU samples (BENCHMARKS.md). Reserved and unused
     /// capacity is never touched, so it costs address space, not memory.
     pub(crate) fn for_jsonl_bytes(bytes: u64) -> HistoryBuilder {
         let ops = usize::try_from(bytes / 112).unwrap_or(0);
@@ -476,7 +476,7 @@ mod tests {
     use super::*;
 
     /// Two records per transaction: growing this is a memory regression on
-    /// every big check (BENCHMARKS.md, issue 15).
+    /// every big check (BENCHMARKS.md).
     #[test]
     fn the_record_stays_compact() {
         assert_eq!(std::mem::size_of::<OpRec>(), 32);

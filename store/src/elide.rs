@@ -1,6 +1,6 @@
 //! Invocations stored once: an invocation whose micro-ops are its
 //! completion's with every read `nil` (what every Jepsen-style client
-//! records) keeps none of its own in a `History`'s arena (issue 15: at 1M
+//! records) keeps none of its own in a `History`'s arena (at 1M
 //! transactions the copies were ~100 MB of a check's peak).
 //!
 //! Key decision: eliding is lossless by construction — an invocation is

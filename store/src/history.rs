@@ -12,7 +12,7 @@
 //!   a 32-B record per op, one arena of every op's micro-ops, a side table
 //!   for what is rare — built op by op ([`HistoryBuilder`]) as a file is
 //!   read, so a loaded history costs ~32 B per op plus its micro-ops, with
-//!   no allocation per op (issue 15). It is read by position; `Op`s are
+//!   no allocation per op. It is read by position; `Op`s are
 //!   materialised only where a whole op is wanted (writers, explanations).
 //!
 //! Invariants:
@@ -877,7 +877,7 @@ mod tests {
     /// A loaded history is mostly micro-ops (~2.5 per transaction in its
     /// arena, an atom per list element; records: `crate::columns`):
     /// growing one is a memory regression on every big check
-    /// (BENCHMARKS.md, issue 15). `Op` is only what readers hand out.
+    /// (BENCHMARKS.md). `Op` is only what readers hand out.
     #[test]
     fn the_model_stays_compact() {
         assert_eq!(size_of::<Atom>(), 16);

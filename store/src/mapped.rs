@@ -4,7 +4,7 @@
 //! Key decision: at concurrency 1 every transaction waits for the runner to
 //! log its invocation before its first request goes out, and a `write(2)`
 //! of that line cost 2.5–3 µs of the ~25 µs between a completion and the
-//! next request (BENCHMARKS.md, issue 15). A copy into the page cache
+//! next request (BENCHMARKS.md). A copy into the page cache
 //! through a `MAP_SHARED` mapping is as durable against a crash of the
 //! process (the kernel owns the page once the copy is done), and
 //! `fdatasync` writes it back like any other dirty page. So the file grows

@@ -1,5 +1,5 @@
 //! Predicate reads: the one micro-op kind that reads a set of rows chosen by
-//! a predicate rather than one key (issue 16).
+//! a predicate rather than one key.
 //!
 //! A range read `SELECT k, v FROM t WHERE k BETWEEN lo AND hi` returns whole
 //! rows, so for every key in the range it tells which version the

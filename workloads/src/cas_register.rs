@@ -1,4 +1,4 @@
-//! The `register` workload (Jepsen's `independent` + `register`, issue 28):
+//! The `register` workload (Jepsen's `independent` + `register`):
 //! single-key reads, writes and compare-and-sets of small integers on
 //! independent keys, checked for linearizability per key.
 //!

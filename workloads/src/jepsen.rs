@@ -1,4 +1,4 @@
-//! Jepsen's non-Elle workloads (issue 28, part F2): bank, set, set-full,
+//! Jepsen's non-Elle workloads: bank, set, set-full,
 //! long-fork, monotonic, sequential and counter — their names and how
 //! their operations are written as micro-ops.
 //!

@@ -1,4 +1,4 @@
-//! The `predicate` workload (issue 16): list-append transactions whose reads
+//! The `predicate` workload: list-append transactions whose reads
 //! are range reads `["rr", [lo, hi], nil]` (`WHERE k BETWEEN lo AND hi`),
 //! mixed with appends; an append to a key nobody wrote yet is an insert.
 //!

@@ -1,4 +1,4 @@
-//! The dependency-graph analysis (elle.md §5): the version order's `ww`,
+//! The dependency-graph analysis (Elle): the version order's `ww`,
 //! `wr`, `rw` edges plus process or real-time edges as Elle adds them, the
 //! graph's strongly connected components, the per-class cycle search inside
 //! them (bounded by the budget), explanations of the cycles found, and
@@ -143,7 +143,7 @@ pub(super) fn order_edges<'a>(cx: &Context<'a, '_>) -> OrderEdges<'a> {
     }
 }
 
-/// Elle's `<model>-cycle-exists` pre-pass (elle.md §5.3 step 3): for each
+/// Elle's `<model>-cycle-exists` pre-pass (Elle): for each
 /// such type in `search`, whether the subgraph of the relations that model
 /// forbids cycles in has a nontrivial SCC (one case per SCC).
 fn cycle_exists(

@@ -1,4 +1,4 @@
-//! Enne's expected-serialization-order check (issue 16) as an analysis:
+//! Enne's expected-serialization-order check as an analysis:
 //! when every `ok` transaction carries the commit timestamp the database
 //! gave it (`commit-ts`, recorded by `--version-order db` on CockroachDB
 //! and TiDB), replay them in that order ([`crate::whitebox::replay`]) and

@@ -1,4 +1,4 @@
-//! The analysis pipeline (elle.md §11): preprocessing (`txn`), the
+//! The analysis pipeline (Elle): preprocessing (`txn`), the
 //! observations (`observe`, computed once), the workload's version order
 //! (`versions`: list prefixes, or the register providers), then a list of
 //! [`Analysis`] entries, each turning those into anomalies. Entry point:

@@ -1,4 +1,4 @@
-//! Predicate dependencies (issue 16; Adya's predicate-wr / predicate-rw, as
+//! Predicate dependencies (Adya's predicate-wr / predicate-rw, as
 //! Emme computes them) and the predicate forms of the cycle anomalies:
 //! `G1c`, `G-single`, `G-nonadjacent`, `G2` for cycles with at least one
 //! predicate edge, beside the `-item` forms the `cycles` analysis reports.
@@ -668,7 +668,7 @@ fn is_anti(l: Label, edges: &[PredEdge<'_>]) -> bool {
     }
 }
 
-/// Elle's classification (elle.md §3.1) of a cycle holding a predicate
+/// Elle's classification (Elle) of a cycle holding a predicate
 /// edge: by its anti-dependencies (item or predicate), with no `-item`;
 /// the `variant` if it holds an order step.
 fn classify(steps: &[(u32, Label)], edges: &[PredEdge<'_>], variant: Variant) -> AnomalyType {

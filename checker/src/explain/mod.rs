@@ -203,7 +203,7 @@ pub struct DataStep {
     /// For a ww/rw step whose version order the complete (SAT) check chose
     /// rather than read off the history: why this order and not the other.
     pub derived: Option<Box<Derived>>,
-    /// For a predicate step (`wr`/`rw` of a range read, issue 16): the
+    /// For a predicate step (`wr`/`rw` of a range read): the
     /// range and the row.
     pub predicate: Option<Box<PredicateSite>>,
 }

@@ -1,4 +1,4 @@
-//! Linearizability checking (issue 28): registers (read / write / cas) and
+//! Linearizability checking: registers (read / write / cas) and
 //! any model given as a small state machine ([`model::Model`]).
 //!
 //! Pipeline: the history's ops → per-key partitions ([`extract`]: by
@@ -12,7 +12,8 @@
 //! search, and `max_cache` the configurations kept: running out of either
 //! is `unknown`, never `valid`.
 //!
-//! Semantics of completions (`../shared/specs/linearizability.md` §1):
+//! Semantics of completions (Herlihy & Wing 1990, as Knossos and Porcupine
+//! treat crashed operations):
 //! - `ok`: happened between invocation and completion, output known.
 //! - `info`, or no completion: *open* until after every other event, with
 //!   an unknown output — as Porcupine does it. It must still be placed

@@ -1,6 +1,6 @@
 //! Complete polynomial checkers for read committed, read atomic and causal
-//! consistency (Biswas & Enea's axioms, OOPSLA 2019; ../shared/specs/
-//! complexity-dbcop.md §3–4), with the anomaly names of Plume's
+//! consistency (Biswas & Enea's axioms, "On the complexity of checking
+//! transactional consistency", OOPSLA 2019, §3–4), with the anomaly names of Plume's
 //! transactional anomalous patterns (OOPSLA 2024) and AWDIT's (PLDI 2025)
 //! ways of keeping the saturation near-linear.
 //!

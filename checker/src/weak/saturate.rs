@@ -1,4 +1,4 @@
-//! Saturation (Biswas & Enea, OOPSLA 2019, §4; complexity-dbcop.md §4): the
+//! Saturation (Biswas & Enea, OOPSLA 2019, §4): the
 //! commit-order edges each level's axiom forces, computed in one pass since
 //! no axiom's premise mentions the commit order.
 //!

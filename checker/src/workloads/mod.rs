@@ -1,4 +1,4 @@
-//! Checkers of Jepsen's non-Elle workloads (issue 28, part F2): [`bank`],
+//! Checkers of Jepsen's non-Elle workloads: [`bank`],
 //! [`set`], [`set_full`], [`long_fork`], [`monotonic`], [`sequential`] and
 //! [`counter`]. Each reads the history's client ops in the encoding the
 //! `workloads` crate's `jepsen` module documents (and, where cheap, the

@@ -1,4 +1,4 @@
-//! Clients of Jepsen's non-Elle workloads (issue 28, part F2): bank (and
+//! Clients of Jepsen's non-Elle workloads: bank (and
 //! multi-table, and with inserts/deletes), set, set-full, monotonic,
 //! sequential and counter, on SQLite ([`sqlite`]), PostgreSQL ([`pg`]),
 //! MariaDB and Galera on `--nodes` ([`mysql`]) and the simulator ([`sim`]). long-fork runs on

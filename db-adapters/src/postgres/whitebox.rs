@@ -1,4 +1,4 @@
-//! White-box PostgreSQL (`--version-order db`, issue 16): what the client
+//! White-box PostgreSQL (`--version-order db`): what the client
 //! asks the server besides the transaction itself, so the checker can use
 //! the database's own version order instead of inferring one.
 //!

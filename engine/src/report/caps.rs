@@ -1,4 +1,4 @@
-//! How many anomalies a run's result files keep (issue 24): at most
+//! How many anomalies a run's result files keep: at most
 //! [`MAX_ANOMALIES_PER_TYPE`] per anomaly type in `results.json`,
 //! `results.edn` and `elle/`, with the exact number found of each type
 //! always written next to them (`anomaly-counts`) and how many were left

@@ -4,7 +4,7 @@
 //! Key decision: a job's every statement response wakes the interpreter's
 //! task, and polling the deadline's `Sleep` and the stop signal's receiver
 //! again at each of those wakes cost ~400 instructions each, ~5,000 per
-//! PostgreSQL transaction (callgrind, BENCHMARKS.md, issue 15). Polled with
+//! PostgreSQL transaction (callgrind, BENCHMARKS.md). Polled with
 //! this waker instead, they are polled again only after they woke the task
 //! themselves.
 
