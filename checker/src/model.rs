@@ -1,4 +1,4 @@
-//! Consistency models: Elle's lattice (Elle), which anomalies each model
+//! Consistency models: Elle's lattice, which anomalies each model
 //! proscribes, and the algorithms that turn requested models into anomalies
 //! to look for and found anomalies into `not` / `also-not`.
 //!

@@ -2,8 +2,8 @@
 //!
 //! Key decision: integer values (what harness writes) of a key whose values
 //! are dense (harness appends 1, 2, 3, … per key) live in one flat table, 4 B
-//! a value and no hashing (the hash map was ~25 B an append at 1M
-//! transactions); other keys' integers, and other atoms, in hash maps keyed
+//! a value and no hashing (a hash map costs several times that per
+//! append); other keys' integers, and other atoms, in hash maps keyed
 //! inline, so probes never dereference into the history.
 
 use crate::observe::NO;

@@ -1,7 +1,7 @@
 //! Invocations stored once: an invocation whose micro-ops are its
 //! completion's with every read `nil` (what every Jepsen-style client
-//! records) keeps none of its own in a `History`'s arena (at 1M
-//! transactions the copies were ~100 MB of a check's peak).
+//! records) keeps none of its own in a `History`'s arena: the copies were a
+//! large share of a big check's peak memory (BENCHMARKS.md).
 //!
 //! Key decision: eliding is lossless by construction — an invocation is
 //! elided only when it can be rebuilt exactly from its completion

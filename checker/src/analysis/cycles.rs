@@ -143,7 +143,7 @@ pub(super) fn order_edges<'a>(cx: &Context<'a, '_>) -> OrderEdges<'a> {
     }
 }
 
-/// Elle's `<model>-cycle-exists` pre-pass (Elle): for each
+/// Elle's `<model>-cycle-exists` pre-pass: for each
 /// such type in `search`, whether the subgraph of the relations that model
 /// forbids cycles in has a nontrivial SCC (one case per SCC).
 fn cycle_exists(

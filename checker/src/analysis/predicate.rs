@@ -668,7 +668,7 @@ fn is_anti(l: Label, edges: &[PredEdge<'_>]) -> bool {
     }
 }
 
-/// Elle's classification (Elle) of a cycle holding a predicate
+/// Elle's classification of a cycle holding a predicate
 /// edge: by its anti-dependencies (item or predicate), with no `-item`;
 /// the `variant` if it holds an order step.
 fn classify(steps: &[(u32, Label)], edges: &[PredEdge<'_>], variant: Variant) -> AnomalyType {
