@@ -180,6 +180,7 @@ fn main() -> ExitCode {
 /// Only for the commands that just read files and print: the others keep
 /// Rust's ignored SIGPIPE so a closed socket or pipe to a child is an error
 /// they handle.
+#[allow(unsafe_code)]
 fn quiet_on_closed_stdout() {
     // SAFETY: restoring the default disposition of one signal, before any
     // thread is started.
@@ -189,6 +190,7 @@ fn quiet_on_closed_stdout() {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use clap::CommandFactory;

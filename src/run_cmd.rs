@@ -451,7 +451,7 @@ pub fn checked_run_flags(flags: &[String]) -> anyhow::Result<RunSpec> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

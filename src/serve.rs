@@ -554,6 +554,7 @@ fn refuse(r: PathRefusal) -> Reply {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

@@ -195,6 +195,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use engine::report::soak::Suite;

@@ -6,6 +6,8 @@
 //!
 //! CI installs `chromium`; set `CHROMIUM` to use another binary.
 
+#![allow(clippy::panic)]
+
 mod report_support;
 
 use report_support::{big_run, g1c_run, harness, malformed_run, serve};

@@ -22,7 +22,11 @@ const ALLOWED_LINES: &[(&str, &str)] = &[(".ci/run", "corpus=../shared/conforman
 /// this file does not match itself).
 fn outside_paths() -> Vec<String> {
     let dir = ["sha", "red"].concat();
-    vec![format!("../{dir}"), format!("{dir}/specs"), format!("{dir}/papers")]
+    vec![
+        format!("../{dir}"),
+        format!("{dir}/specs"),
+        format!("{dir}/papers"),
+    ]
 }
 
 /// A reference to a tracker issue: `issue 12`, `Issue #12`, `issues 15 and
@@ -40,7 +44,8 @@ fn issue_refs(text: &str) -> Vec<usize> {
         rest = rest.strip_prefix('s').unwrap_or(rest);
         // Whitespace, and comment markers after a line break.
         let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace());
-        let broke_line = rest.len() != trimmed.len() && rest[..rest.len() - trimmed.len()].contains('\n');
+        let broke_line =
+            rest.len() != trimmed.len() && rest[..rest.len() - trimmed.len()].contains('\n');
         let mut after = trimmed;
         if broke_line {
             after = after.trim_start_matches(['/', '!', '#', '*', ' ']);
@@ -89,11 +94,15 @@ fn scanned_files(root: &Path) -> Vec<PathBuf> {
             let ty = e.file_type().unwrap();
             let top = d == root;
             if ty.is_dir() {
-                let skip = name == "target" || (top && name == "testdata") || (name.starts_with('.') && name != ".ci");
+                let skip = name == "target"
+                    || (top && name == "testdata")
+                    || (name.starts_with('.') && name != ".ci");
                 if !skip {
                     stack.push((e.path(), in_ci || (top && name == ".ci")));
                 }
-            } else if ty.is_file() && (in_ci || [".md", ".rs", ".toml"].iter().any(|x| name.ends_with(x))) {
+            } else if ty.is_file()
+                && (in_ci || [".md", ".rs", ".toml"].iter().any(|x| name.ends_with(x)))
+            {
                 out.push(e.path().strip_prefix(root).unwrap().to_path_buf());
             }
         }
@@ -106,13 +115,22 @@ fn scanned_files(root: &Path) -> Vec<PathBuf> {
 fn no_reference_points_outside_the_repository() {
     let root = root();
     let files = scanned_files(&root);
-    assert!(files.iter().any(|f| f == Path::new(".ci/run")), "the walk must reach .ci/run");
+    assert!(
+        files.iter().any(|f| f == Path::new(".ci/run")),
+        "the walk must reach .ci/run"
+    );
     assert!(files.iter().any(|f| f == Path::new("ARCHITECTURE.md")));
     let mut bad = Vec::new();
     for f in &files {
-        let Ok(text) = std::fs::read_to_string(root.join(f)) else { continue };
+        let Ok(text) = std::fs::read_to_string(root.join(f)) else {
+            continue;
+        };
         let rel = f.to_string_lossy().replace('\\', "/");
-        let allowed: Vec<&str> = ALLOWED_LINES.iter().filter(|(p, _)| *p == rel).map(|(_, l)| *l).collect();
+        let allowed: Vec<&str> = ALLOWED_LINES
+            .iter()
+            .filter(|(p, _)| *p == rel)
+            .map(|(_, l)| *l)
+            .collect();
         for (n, line) in bad_lines(&text, &allowed) {
             bad.push(format!("{rel}:{n}: {}", line.trim()));
         }
@@ -129,7 +147,10 @@ fn no_reference_points_outside_the_repository() {
 fn the_allowed_line_is_still_there() {
     for (file, line) in ALLOWED_LINES {
         let text = std::fs::read_to_string(root().join(file)).unwrap();
-        assert!(text.lines().any(|l| l.trim() == *line), "{file} no longer has {line:?}: drop it from ALLOWED_LINES");
+        assert!(
+            text.lines().any(|l| l.trim() == *line),
+            "{file} no longer has {line:?}: drop it from ALLOWED_LINES"
+        );
     }
 }
 
@@ -150,6 +171,9 @@ fn an_allowed_line_is_skipped_only_whole() {
     let dir = ["sha", "red"].concat();
     let allowed = format!("corpus=../{dir}/conformance");
     let text = format!("{allowed}\necho {allowed}\n");
-    let lines: Vec<usize> = bad_lines(&text, &[allowed.as_str()]).into_iter().map(|(n, _)| n).collect();
+    let lines: Vec<usize> = bad_lines(&text, &[allowed.as_str()])
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
     assert_eq!(lines, vec![2]);
 }

@@ -16,28 +16,94 @@ const MAX_LINES: usize = 600;
 /// Files over [`MAX_LINES`] and why each is one piece (path relative to
 /// the workspace root, `/`-separated).
 const ALLOWED: &[(&str, &str)] = &[
-    ("engine/src/report/repro.rs", "dialects, dependency-respecting schedule and rendering are one algorithm over one Txn type"),
-    ("checker/tests/sat.rs", "differential tests of the complete check share one generator and brute-force oracle"),
-    ("checker/src/model.rs", "the model lattice, its anomaly sets and their tests are one vocabulary"),
-    ("store/src/history.rs", "the history model's types, validation and accessors are one vocabulary"),
-    ("store/src/format/mod.rs", "the streaming OpReader state machine shared by JSON and EDN, its errors and data encoding"),
-    ("engine/src/runner/mod.rs", "the interpreter, its slots and phases are one loop over one set of jobs"),
-    ("store/src/format/json.rs", "the fast op path and the generic data path must agree token by token"),
-    ("src/serve/runs.rs", "the per-run digest, its streaming deserializers and the confined file opening"),
-    ("checker/src/analysis/predicate.rs", "predicate observations, edges and cycle search are one analysis over one index"),
-    ("db-adapters/src/cluster.rs", "the command-plan executor, its plan vocabulary and Install"),
-    ("store/src/run.rs", "the run directory and its durable log share one crash-safety contract (with its tests)"),
-    ("db-adapters/src/pgwire.rs", "the PG-wire transaction loop, its factory, PgWireDb and in-transaction certificate reads"),
-    ("db-adapters/src/sim/engine.rs", "one state machine per isolation and bug mode over one store"),
-    ("tests/check_cli.rs", "end-to-end cases of one command sharing one set of helpers"),
-    ("checker/tests/weak.rs", "the papers' hand-written patterns for the weak levels, one table of cases"),
-    ("checker/tests/model_laws.rs", "properties of one lattice and its counterexamples"),
-    ("db-adapters/src/mysql/lifecycle.rs", "MariaDB and Galera share every step but the cluster options"),
-    ("engine/src/run.rs", "one run end to end, its signal watch and its tests"),
-    ("store/src/import/mod.rs", "the peer formats' shared model and its readers' tests"),
-    ("checker/src/rw_register.rs", "the version-order providers, their merge per key and the edges they imply"),
-    ("nemesis/src/remote.rs", "the Remote trait with its SSH and local implementations (548 lines before tests)"),
-    ("db-adapters/src/catalog/open.rs", "one match arm per database per question, until each database is one entry"),
+    (
+        "engine/src/report/repro.rs",
+        "dialects, dependency-respecting schedule and rendering are one algorithm over one Txn type",
+    ),
+    (
+        "checker/tests/sat.rs",
+        "differential tests of the complete check share one generator and brute-force oracle",
+    ),
+    (
+        "checker/src/model.rs",
+        "the model lattice, its anomaly sets and their tests are one vocabulary",
+    ),
+    (
+        "store/src/history.rs",
+        "the history model's types, validation and accessors are one vocabulary",
+    ),
+    (
+        "store/src/format/mod.rs",
+        "the streaming OpReader state machine shared by JSON and EDN, its errors and data encoding",
+    ),
+    (
+        "engine/src/runner/mod.rs",
+        "the interpreter, its slots and phases are one loop over one set of jobs",
+    ),
+    (
+        "store/src/format/json.rs",
+        "the fast op path and the generic data path must agree token by token",
+    ),
+    (
+        "src/serve/runs.rs",
+        "the per-run digest, its streaming deserializers and the confined file opening",
+    ),
+    (
+        "checker/src/analysis/predicate.rs",
+        "predicate observations, edges and cycle search are one analysis over one index",
+    ),
+    (
+        "db-adapters/src/cluster.rs",
+        "the command-plan executor, its plan vocabulary and Install",
+    ),
+    (
+        "store/src/run.rs",
+        "the run directory and its durable log share one crash-safety contract (with its tests)",
+    ),
+    (
+        "db-adapters/src/pgwire.rs",
+        "the PG-wire transaction loop, its factory, PgWireDb and in-transaction certificate reads",
+    ),
+    (
+        "db-adapters/src/sim/engine.rs",
+        "one state machine per isolation and bug mode over one store",
+    ),
+    (
+        "tests/check_cli.rs",
+        "end-to-end cases of one command sharing one set of helpers",
+    ),
+    (
+        "checker/tests/weak.rs",
+        "the papers' hand-written patterns for the weak levels, one table of cases",
+    ),
+    (
+        "checker/tests/model_laws.rs",
+        "properties of one lattice and its counterexamples",
+    ),
+    (
+        "db-adapters/src/mysql/lifecycle.rs",
+        "MariaDB and Galera share every step but the cluster options",
+    ),
+    (
+        "engine/src/run.rs",
+        "one run end to end, its signal watch and its tests",
+    ),
+    (
+        "store/src/import/mod.rs",
+        "the peer formats' shared model and its readers' tests",
+    ),
+    (
+        "checker/src/rw_register.rs",
+        "the version-order providers, their merge per key and the edges they imply",
+    ),
+    (
+        "nemesis/src/remote.rs",
+        "the Remote trait with its SSH and local implementations (548 lines before tests)",
+    ),
+    (
+        "db-adapters/src/catalog/open.rs",
+        "one match arm per database per question, until each database is one entry",
+    ),
 ];
 
 fn root() -> PathBuf {
@@ -78,7 +144,11 @@ fn violations(root: &Path, allowed: &[(&str, &str)]) -> (Vec<(String, usize)>, V
     let mut long = Vec::new();
     let mut seen_long = Vec::new();
     for p in rust_files(root) {
-        let rel = p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+        let rel = p
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         let lines = line_count(&std::fs::read_to_string(&p).unwrap());
         if lines > MAX_LINES {
             seen_long.push(rel.clone());
@@ -112,8 +182,14 @@ fn no_file_grows_past_the_limit_without_a_reason() {
 #[test]
 fn every_allowlist_entry_has_a_reason_and_appears_once() {
     for (i, (path, reason)) in ALLOWED.iter().enumerate() {
-        assert!(path.ends_with(".rs") && !path.starts_with('/'), "{path}: a relative .rs path");
-        assert!(reason.split_whitespace().count() >= 3, "{path}: give a reason, not a word");
+        assert!(
+            path.ends_with(".rs") && !path.starts_with('/'),
+            "{path}: a relative .rs path"
+        );
+        assert!(
+            reason.split_whitespace().count() >= 3,
+            "{path}: give a reason, not a word"
+        );
         assert!(
             !ALLOWED[..i].iter().any(|(p, _)| p == path),
             "{path} is listed twice"
@@ -137,8 +213,14 @@ fn a_long_file_outside_the_allowlist_is_reported() {
     std::fs::write(dir.path().join("target/debug/build.rs"), &long).unwrap();
     std::fs::write(dir.path().join(".git/hook.rs"), &long).unwrap();
 
-    let allowed = [("crate/src/listed.rs", "one piece for a reason"), ("crate/src/gone.rs", "was long once")];
+    let allowed = [
+        ("crate/src/listed.rs", "one piece for a reason"),
+        ("crate/src/gone.rs", "was long once"),
+    ];
     let (long_files, stale) = violations(dir.path(), &allowed);
-    assert_eq!(long_files, vec![("crate/src/long.rs".to_string(), MAX_LINES + 1)]);
+    assert_eq!(
+        long_files,
+        vec![("crate/src/long.rs".to_string(), MAX_LINES + 1)]
+    );
     assert_eq!(stale, vec!["crate/src/gone.rs".to_string()]);
 }

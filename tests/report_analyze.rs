@@ -2,6 +2,8 @@
 //! reports (results.json/.edn, history.edn with --keep edn, elle/ with text + DOT + SVG,
 //! timeline.html, plots).
 
+#![allow(clippy::panic)]
+
 mod report_support;
 
 use report_support::{g1c_run, harness};

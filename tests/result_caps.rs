@@ -5,6 +5,8 @@
 //! type, with the exact count of each type (`anomaly-counts`) and how many
 //! were left out (`anomalies-omitted`).
 
+#![allow(clippy::panic)]
+
 mod report_support;
 
 use report_support::harness;

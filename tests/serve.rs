@@ -2,6 +2,8 @@
 //! malformed run), a run page, refusal of `..` and absolute paths, symlinks
 //! out of the store, read-only methods.
 
+#![allow(clippy::panic)]
+
 mod report_support;
 
 use report_support::{EXPLANATION, invalid_run, malformed_run, raw_get, serve, valid_run};

@@ -12,6 +12,8 @@
 //! the simulator for 86 s: the server's load is the files, not how they
 //! were made.
 
+#![allow(clippy::panic)]
+
 mod report_support;
 
 use report_support::serve;

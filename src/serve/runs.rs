@@ -739,6 +739,7 @@ pub fn list_runs(root: &Path, cache: &Cache) -> io::Result<Vec<RunInfo>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

@@ -1,5 +1,7 @@
 //! Shared by the report, serve and browser tests: fixture run directories
 //! and a `harness serve` child process killed on drop.
+
+#![allow(clippy::panic)]
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
