@@ -256,7 +256,11 @@ pub struct NewSqlArgs {
 
 /// `--db`'s values and their help, from the catalog.
 fn db_values() -> impl clap::builder::TypedValueParser<Value = DbKind> {
-    let values = DbKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about()));
+    let values = DbKind::all().map(|k| {
+        PossibleValue::new(k.name())
+            .help(k.about())
+            .aliases(k.aliases().iter().copied())
+    });
     PossibleValuesParser::new(values).try_map(|s| s.parse::<DbKind>())
 }
 

@@ -19,7 +19,9 @@
 //! --insecure --host=…` once.
 
 mod client;
+mod database;
 mod lifecycle;
 
 pub use client::*;
+pub use database::Cockroach;
 pub use lifecycle::*;

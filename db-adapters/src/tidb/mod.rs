@@ -25,9 +25,11 @@
 //! then skips the TiDB-only variables.
 
 mod client;
+mod database;
 mod lifecycle;
 
 pub use client::*;
+pub use database::Tidb;
 pub use lifecycle::*;
 
 #[cfg(test)]

@@ -61,8 +61,10 @@ pub struct Dialect {
 }
 
 impl Dialect {
-    /// The dialect harness's client for `db` (a `--db` name) uses;
-    /// unknown or missing names get the PostgreSQL dialect with a note.
+    /// The dialect harness's client for `db` (the `--db` name a run
+    /// recorded) uses, as its catalog entry (`Database::dialect`) says;
+    /// unknown or missing names, and databases without their own SQL, get
+    /// the PostgreSQL dialect with a note.
     pub fn for_db(db: Option<&str>, select_for_update: bool) -> Dialect {
         let pg = |note: String| Dialect {
             family: SqlFamily::Postgres,
@@ -78,17 +80,16 @@ impl Dialect {
                     .to_string(),
             );
         };
-        let Ok(kind) = name.parse::<DbKind>() else {
+        let Some(kind) = DbKind::lookup(name) else {
             return pg(format!(
                 "database {name:?} is not one harness knows; statements are in the PostgreSQL dialect (3 tables)"
             ));
         };
-        let d = kind.dialect();
-        if !d.native {
+        let Some(d) = kind.dialect().filter(|d| d.native) else {
             return pg(format!(
                 "{name} does not run these statements; they are given in the PostgreSQL dialect (3 tables) to replay the cycle on PostgreSQL"
             ));
-        }
+        };
         Dialect {
             family: d.family,
             db: Some(name.to_string()),
