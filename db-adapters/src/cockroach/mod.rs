@@ -21,6 +21,7 @@
 mod client;
 mod database;
 mod lifecycle;
+pub mod whitebox;
 
 pub use client::*;
 pub use database::Cockroach;
