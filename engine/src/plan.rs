@@ -4,7 +4,7 @@
 //! test name — before anything is created.
 //!
 //! Key decision: every cross-check of a spec lives here (and in
-//! `cluster::plan_nodes` and the catalog's `DbKind::check_settings`, which
+//! `cluster::plan_nodes` and the database entry's `Database::check_settings`, which
 //! it calls), so `run`, `soak` and `reproduce` refuse the same specs with
 //! the same messages.
 
@@ -197,7 +197,7 @@ fn workload_config(o: &crate::spec::WorkloadOverrides) -> anyhow::Result<Workloa
 }
 
 /// What the catalog needs to open the database of `args` at `isolation`
-/// (the level [`DbKind::check_settings`] returned) in the run directory `dir`.
+/// (the level `Database::check_settings` returned) in the run directory `dir`.
 pub(crate) fn db_settings(
     args: &RunSpec,
     isolation: Isolation,

@@ -13,9 +13,27 @@
 //! read it; adding a database is its module (with a `database.rs` holding
 //! its entry) plus one line here. Outside the table's own tests no code
 //! names a database kind: there is no enum to match on.
-//! Invariant: names and aliases are unique, and `DbKind::parse` of each is
-//! the entry (tested); the catalog's own files name database modules only
-//! in the table (`tests/catalog.rs`).
+//!
+//! Adding a database (the whole diff):
+//! * `src/<db>/mod.rs` and its client and lifecycle files, and
+//!   `src/<db>/database.rs` with `pub struct <Db>;` and
+//!   `impl Database for <Db>` (every method; the compiler lists the
+//!   missing ones; a key-value store answers `dialect` with `None` and
+//!   `supports` with the workloads its client runs);
+//! * `pub mod <db>;` in `lib.rs`, and `&crate::<db>::<Db>,` in
+//!   [`DATABASES`] (its place is its `--help` order);
+//! * its row in `tests.rs`' `the_table_answers_as_written` and
+//!   `workloads_per_database`, and its name in the README's `harness run`
+//!   row (`tests/catalog.rs` checks both lists).
+//!
+//! Nothing in the engine or the CLI changes: `--db`'s values and the help
+//! of `--url`, `--local`, `--tarball` and `--db-port` are generated.
+//!
+//! Invariant: names and aliases are unique and each parses to its entry
+//! (`tests.rs`); every `impl Database` is in its database's own
+//! `database.rs` and in the table once (`tests/catalog.rs`); no `match`
+//! in the workspace picks out databases with a wildcard arm (the root's
+//! `tests/db_catalog.rs`, which also checks `--help` lists the table).
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
