@@ -41,12 +41,11 @@ pub struct RunArgs {
     /// model of the same name.
     #[arg(long, help_heading = "Database")]
     pub expected_consistency_model: Option<String>,
-    /// URL of an existing server: postgres (postgres://user@host:port/db),
-    /// cockroach and yugabyte (postgres://…), tidb (mysql://user@host:4000/db).
-    #[arg(long, conflicts_with = "local", help_heading = "Database")]
+    // Help from the catalog: the databases behind a URL and their schemes.
+    #[arg(long, conflicts_with = "local", help = url_help(), help_heading = "Database")]
     pub url: Option<String>,
-    /// Create a throwaway PostgreSQL cluster with the installed binaries.
-    #[arg(long, help_heading = "Database")]
+    // Help from the catalog: the databases with a local server.
+    #[arg(long, help = local_help(), help_heading = "Database")]
     pub local: bool,
     /// Where the checker's version order comes from: `inferred` (black box,
     /// the default) or `db` (PostgreSQL: record each transaction's txid and
@@ -216,18 +215,15 @@ pub struct FaultArgs {
 #[derive(clap::Args, Debug, Clone, Default)]
 #[command(next_help_heading = "CockroachDB, TiDB and YugabyteDB")]
 pub struct NewSqlArgs {
-    /// Release tarball to install on every node (cockroach, tidb, yugabyte):
-    /// a local path (copied over SSH) or an http(s) URL (downloaded by each
-    /// node). Unpacked once per node under --db-dir.
-    #[arg(long, value_name = "PATH|URL")]
+    // Help from the catalog: the tarball databases.
+    #[arg(long, value_name = "PATH|URL", help = tarball_help())]
     pub tarball: Option<String>,
     /// The cluster already runs on --nodes (cockroach, tidb, yugabyte):
     /// no install, no teardown; clients connect to each node's SQL port.
     #[arg(long)]
     pub no_setup: bool,
-    /// SQL port on every node (default: cockroach 26257, tidb 4000,
-    /// yugabyte 5433).
-    #[arg(long, value_name = "PORT")]
+    // Help from the catalog: the tarball databases' default ports.
+    #[arg(long, value_name = "PORT", help = port_help())]
     pub db_port: Option<u16>,
     /// Directory on the nodes for releases, data and logs (default:
     /// /var/lib/harness/<db>).
@@ -254,9 +250,52 @@ pub struct NewSqlArgs {
     pub roles: Option<String>,
 }
 
+/// The databases the catalog's `keep` selects, as help lists them.
+fn db_names(keep: impl Fn(DbKind) -> bool) -> String {
+    db_adapters::catalog::names_where(keep)
+}
+
+/// `--url`'s help: each database behind a URL with its schemes.
+fn url_help() -> String {
+    let dbs: Vec<String> = DbKind::all()
+        .filter(|k| !k.url_schemes().is_empty())
+        .map(|k| format!("{} ({}://…)", k.name(), k.url_schemes().join("://…, ")))
+        .collect();
+    format!("URL of an existing server: {}", dbs.join(", "))
+}
+
+/// `--local`'s help.
+fn local_help() -> String {
+    format!(
+        "Create a throwaway server with the installed binaries (--db {})",
+        db_names(DbKind::has_local_server)
+    )
+}
+
+/// `--tarball`'s help.
+fn tarball_help() -> String {
+    format!(
+        "Release tarball to install on every node ({}): a local path (copied over SSH) or an http(s) URL (downloaded by each node). Unpacked once per node under --db-dir",
+        db_names(DbKind::is_tarball)
+    )
+}
+
+/// `--db-port`'s help.
+fn port_help() -> String {
+    let ports: Vec<String> = DbKind::all()
+        .filter(|k| k.is_tarball())
+        .filter_map(|k| Some(format!("{} {}", k.name(), k.default_port()?)))
+        .collect();
+    format!("SQL port on every node (default: {})", ports.join(", "))
+}
+
 /// `--db`'s values and their help, from the catalog.
 fn db_values() -> impl clap::builder::TypedValueParser<Value = DbKind> {
-    let values = DbKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about()));
+    let values = DbKind::all().map(|k| {
+        PossibleValue::new(k.name())
+            .help(k.about())
+            .aliases(k.aliases().iter().copied())
+    });
     PossibleValuesParser::new(values).try_map(|s| s.parse::<DbKind>())
 }
 

@@ -72,7 +72,7 @@ pub struct LogFile {
 }
 
 /// A log file a database keeps on its nodes, as its catalog entry lists it
-/// (`DbKind::log_files`): where it is under the database's directory on
+/// (`Database::log_files`): where it is under the database's directory on
 /// the node, what it is called under `nodes/<node>/` of the run, and on
 /// which nodes it exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

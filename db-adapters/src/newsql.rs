@@ -9,9 +9,10 @@
 //!   faults do not (harness has no pid files for daemons it did not start);
 //! * `--url`: an existing cluster behind one address, no SSH at all.
 //!
-//! The catalog (`catalog/open.rs`: `DbKind::check_settings`) checks
-//! these settings against the database and turns them into a client
-//! factory and a lifecycle; this module only holds them.
+//! Each tarball database's catalog entry (`<database>/database.rs`)
+//! checks these settings (with `catalog::check_tarball`) and turns them
+//! into a client factory and a lifecycle; this module holds them and the
+//! workloads those databases' clients run ([`runs_workload`]).
 
 use crate::tidb::{AutoRetry, TidbOptions, TxnMode};
 
@@ -62,5 +63,32 @@ impl NewSqlSpec {
             retry_limit: self.auto_retry_limit,
             select_for_update: self.select_for_update,
         }
+    }
+}
+
+/// The workloads the tarball databases' clients run: the transactional
+/// ones and long-fork (Jepsen's other SQL workloads have no client for
+/// them yet).
+pub fn runs_workload(w: workloads::WorkloadKind) -> bool {
+    match w {
+        workloads::WorkloadKind::Jepsen(j) => j == workloads::JepsenWorkload::LongFork,
+        _ => true,
+    }
+}
+
+/// Refuses a Jepsen workload the database's clients do not run
+/// ([`runs_workload`]).
+///
+/// # Errors
+/// Names the workload and the database.
+pub fn refuse_jepsen(
+    db: &dyn crate::catalog::Database,
+    s: &crate::catalog::DbSettings,
+) -> Result<(), String> {
+    match s.jepsen {
+        Some(w) if w != workloads::JepsenWorkload::LongFork => {
+            Err(format!("--workload {w} does not run on --db {}", db.name()))
+        }
+        _ => Ok(()),
     }
 }

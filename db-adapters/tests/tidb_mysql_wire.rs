@@ -368,7 +368,7 @@ async fn tidb_client_on_real_mariadb() {
     // --version-order db: after COMMIT the client asks for
     // @@tidb_last_txn_info. MariaDB has no such variable, so this shows
     // only that the statement's failure leaves the transaction ok with no
-    // certificate (TiDB's reply is parsed by `whitebox::tidb_extra`,
+    // certificate (TiDB's reply is parsed by `tidb::whitebox::extra`,
     // unit-tested on literal output). A count read is one statement.
     let mut wb =
         factory(port, Isolation::RepeatableRead, TidbOptions::default()).allow_non_tidb_server();

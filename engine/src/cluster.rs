@@ -138,7 +138,7 @@ impl NodeSpec {
 /// # Errors
 /// Settings that do not fit together.
 pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
-    use db_adapters::catalog::{DbKind, Placement, names_where};
+    use db_adapters::catalog::{Placement, names_where};
     let kinds = &args.faults.faults;
     // Databases behind a URL (postgres, cockroach, tidb, yugabyte) are on
     // nodes when --nodes are given.
@@ -164,7 +164,7 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
         if args.faults.replica_reads {
             anyhow::bail!(
                 "--replica-reads applies to --db {} with --nodes only",
-                DbKind::Postgres
+                names_where(|k| k.capabilities().replicas)
             );
         }
         return Ok(None);

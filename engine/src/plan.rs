@@ -4,7 +4,7 @@
 //! test name — before anything is created.
 //!
 //! Key decision: every cross-check of a spec lives here (and in
-//! `cluster::plan_nodes` and the catalog's `DbKind::check_settings`, which
+//! `cluster::plan_nodes` and the database entry's `Database::check_settings`, which
 //! it calls), so `run`, `soak` and `reproduce` refuse the same specs with
 //! the same messages.
 
@@ -78,15 +78,16 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
             db_adapters::catalog::names_where(|k| k.records_version_order(false))
         );
     }
-    if workload == WorkloadKind::Predicate && !args.db.range_reads() {
-        bail!("--workload predicate: the simulator does not model range reads; use a SQL database");
-    }
-    if let WorkloadKind::Jepsen(w) = workload
-        && !db_adapters::catalog::jepsen::runs_on(args.db, args.nodes.is_set())
-    {
-        bail!(
-            "--workload {w}: runs on sqlite, sim, postgres behind --url or --local, and mariadb and galera on --nodes (long-fork: every database)"
-        );
+    if !args.db.supports(workload, args.nodes.is_set()) {
+        match workload {
+            WorkloadKind::Predicate => bail!(
+                "--workload predicate: the simulator does not model range reads; use a SQL database"
+            ),
+            WorkloadKind::Jepsen(w) => bail!(
+                "--workload {w}: runs on sqlite, sim, postgres behind --url or --local, and mariadb and galera on --nodes (long-fork: every database)"
+            ),
+            w => bail!("--workload {}: not run by --db {}", w.name(), args.db),
+        }
     }
     if args.sim_bug.is_some() && !args.db.has_bug_modes() {
         bail!("--sim-bug applies to --db sim only");
@@ -196,7 +197,7 @@ fn workload_config(o: &crate::spec::WorkloadOverrides) -> anyhow::Result<Workloa
 }
 
 /// What the catalog needs to open the database of `args` at `isolation`
-/// (the level [`DbKind::check_settings`] returned) in the run directory `dir`.
+/// (the level `Database::check_settings` returned) in the run directory `dir`.
 pub(crate) fn db_settings(
     args: &RunSpec,
     isolation: Isolation,

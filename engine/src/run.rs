@@ -74,9 +74,9 @@ pub fn reproducible_flags(argv: &[String], seed: u64) -> Vec<String> {
 /// Runs `harness run`, returning the exit code. `argv` is what followed
 /// `run` on the command line (recorded in test.json for `reproduce`).
 pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8> {
-    if args.db == db_adapters::catalog::DbKind::Sim && args.limits.ops.is_none() {
-        // Small and useful by default (see `sim::DEFAULT_OPS`).
-        args.limits.ops = Some(db_adapters::sim::DEFAULT_OPS);
+    if args.limits.ops.is_none() {
+        // The simulator's is small and useful (see `sim::DEFAULT_OPS`).
+        args.limits.ops = args.db.capabilities().default_ops;
     }
     let plan = plan(&args)?;
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)

@@ -19,7 +19,10 @@
 //! --insecure --host=…` once.
 
 mod client;
+mod database;
 mod lifecycle;
+pub mod whitebox;
 
 pub use client::*;
+pub use database::Cockroach;
 pub use lifecycle::*;

@@ -13,7 +13,9 @@
 //! connection lost while `COMMIT` was in flight is `info`.
 
 pub mod client;
+mod database;
 pub mod lifecycle;
 
 pub use client::MysqlFactory;
+pub use database::{Galera, Mariadb};
 pub use lifecycle::{MariaDb, MariaDbConfig};

@@ -16,8 +16,11 @@
 //! of failing forever; a reconnect failure is a definite `fail` because no
 //! request was sent.
 
+mod database;
 pub mod local;
 pub mod whitebox;
+
+pub use database::Postgres;
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::pgwire::{Classifier, PgSession, PgSessionSource, PreCommitErrors};

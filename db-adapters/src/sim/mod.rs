@@ -16,11 +16,13 @@
 //! [`DEFAULT_OPS`] transactions unless `--ops` says otherwise.
 
 pub mod client;
+mod database;
 pub mod driver;
 pub mod engine;
 pub mod instant;
 
 pub use client::{SimClient, SimFactory};
+pub use database::{Sim, sim_mode};
 
 /// Transactions in a `harness run --db sim` main phase when `--ops` is not
 /// given. The simulator answers in microseconds: unbounded, a 30 s run made

@@ -407,8 +407,8 @@ impl MysqlConnSource for TidbFactory {
             reconnect_error_is_no_client: true,
             rollback_after_fatal: true,
             after_commit: self.version_order_db.then_some((
-                crate::whitebox::TIDB_LAST_TXN_SQL,
-                crate::whitebox::tidb_extra as fn(&str) -> _,
+                super::whitebox::LAST_TXN_SQL,
+                super::whitebox::extra as fn(&str) -> _,
             )),
         }
     }

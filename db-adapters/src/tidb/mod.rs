@@ -25,9 +25,12 @@
 //! then skips the TiDB-only variables.
 
 mod client;
+mod database;
 mod lifecycle;
+pub mod whitebox;
 
 pub use client::*;
+pub use database::Tidb;
 pub use lifecycle::*;
 
 #[cfg(test)]

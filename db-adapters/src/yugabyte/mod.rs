@@ -19,7 +19,9 @@
 //! <https://docs.yugabyte.com/preview/deploy/manual-deployment/>.
 
 mod client;
+mod database;
 mod lifecycle;
 
 pub use client::*;
+pub use database::Yugabyte;
 pub use lifecycle::*;

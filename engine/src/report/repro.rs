@@ -31,7 +31,7 @@ use anyhow::Context;
 use checker::CheckResult;
 use checker::explain::{Anomaly, Evidence, Site, Step, fmt_read, fmt_vals};
 use checker::rels::Rel;
-use db_adapters::catalog::{DbKind, SqlFamily};
+use db_adapters::catalog::{DbKind, SqlDialect, SqlFamily};
 use db_adapters::sql::{Isolation, TxnTables, int_key, int_val};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
@@ -42,34 +42,31 @@ use store::{History, Key, MicroOp, OpIndex, OpType, Process, ReadValue, Val};
 /// Cycles written per anomaly type at most.
 const MAX_CYCLES_PER_TYPE: usize = 20;
 
-/// How to spell the statements: the family, the table layout and the
-/// per-database details harness's client for that database uses.
+/// How to spell the statements: the database's SQL dialect (its catalog
+/// entry's `Database::dialect`), the name the run recorded, and whether
+/// reads lock their rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dialect {
-    /// PostgreSQL or MySQL statements.
-    pub family: SqlFamily,
+    /// The family, tables and per-database details of the client's SQL.
+    pub sql: SqlDialect,
     /// The database name from `test.json` (`None`: unknown).
     pub db: Option<String>,
-    /// Tables `txn0..` and the key → table mapping.
-    pub tables: TxnTables,
     /// Reads lock their rows (`SELECT … FOR UPDATE`, `--select-for-update`).
     pub read_for_update: bool,
-    /// MariaDB's client creates InnoDB tables explicitly.
-    pub innodb: bool,
     /// A remark for the header (e.g. why the PostgreSQL dialect is used).
     pub note: Option<String>,
 }
 
 impl Dialect {
-    /// The dialect harness's client for `db` (a `--db` name) uses;
-    /// unknown or missing names get the PostgreSQL dialect with a note.
+    /// The dialect harness's client for `db` (the `--db` name a run
+    /// recorded) uses, as its catalog entry (`Database::dialect`) says;
+    /// unknown or missing names, and databases without their own SQL, get
+    /// the PostgreSQL dialect with a note.
     pub fn for_db(db: Option<&str>, select_for_update: bool) -> Dialect {
         let pg = |note: String| Dialect {
-            family: SqlFamily::Postgres,
+            sql: SqlDialect::POSTGRES,
             db: db.map(str::to_string),
-            tables: TxnTables::default(),
             read_for_update: false,
-            innodb: false,
             note: Some(note),
         };
         let Some(name) = db else {
@@ -78,55 +75,52 @@ impl Dialect {
                     .to_string(),
             );
         };
-        let Ok(kind) = name.parse::<DbKind>() else {
+        let Some(kind) = DbKind::lookup(name) else {
             return pg(format!(
                 "database {name:?} is not one harness knows; statements are in the PostgreSQL dialect (3 tables)"
             ));
         };
-        let d = kind.dialect();
-        if !d.native {
+        let Some(d) = kind.dialect().filter(|d| d.native) else {
             return pg(format!(
                 "{name} does not run these statements; they are given in the PostgreSQL dialect (3 tables) to replay the cycle on PostgreSQL"
             ));
-        }
+        };
         Dialect {
-            family: d.family,
+            sql: d,
             db: Some(name.to_string()),
-            tables: d.tables,
             read_for_update: d.for_update_flag && select_for_update,
-            innodb: d.innodb,
             note: None,
         }
     }
 
     fn family_name(&self) -> &'static str {
-        match self.family {
+        match self.sql.family {
             SqlFamily::Postgres => "PostgreSQL",
             SqlFamily::Mysql => "MySQL",
         }
     }
 
     fn client_name(&self) -> &'static str {
-        match self.family {
+        match self.sql.family {
             SqlFamily::Postgres => "psql",
             SqlFamily::Mysql => "mariadb (or mysql)",
         }
     }
 
     fn create(&self, t: usize) -> String {
-        match self.family {
-            SqlFamily::Postgres => self.tables.create_sql(t),
-            SqlFamily::Mysql if self.innodb => {
-                format!("{} ENGINE=InnoDB", self.tables.mysql_create_sql(t))
+        match self.sql.family {
+            SqlFamily::Postgres => self.sql.tables.create_sql(t),
+            SqlFamily::Mysql if self.sql.innodb => {
+                format!("{} ENGINE=InnoDB", self.sql.tables.mysql_create_sql(t))
             }
-            SqlFamily::Mysql => self.tables.mysql_create_sql(t),
+            SqlFamily::Mysql => self.sql.tables.mysql_create_sql(t),
         }
     }
 
     /// The statements that start a transaction (and, for MySQL, the
     /// session's isolation level that our client sets on connecting).
     fn begin(&self, isolation: Option<Isolation>) -> String {
-        match (self.family, isolation) {
+        match (self.sql.family, isolation) {
             (SqlFamily::Postgres, Some(i)) => format!("BEGIN ISOLATION LEVEL {};", i.sql()),
             (SqlFamily::Postgres, None) => "BEGIN;".to_string(),
             (SqlFamily::Mysql, _) => "START TRANSACTION;".to_string(),
@@ -134,17 +128,17 @@ impl Dialect {
     }
 
     fn read(&self, key: i64) -> String {
-        let t = self.tables.table_of(key);
-        let sql = match self.family {
+        let t = self.sql.tables.table_of(key);
+        let sql = match self.sql.family {
             SqlFamily::Postgres => {
-                let mut s = self.tables.read_sql(t);
+                let mut s = self.sql.tables.read_sql(t);
                 if self.read_for_update {
                     s.push_str(" FOR UPDATE");
                 }
                 bind_pg(&s, &[key.to_string()])
             }
             SqlFamily::Mysql => bind_mysql(
-                &self.tables.mysql_read_sql(t, self.read_for_update),
+                &self.sql.tables.mysql_read_sql(t, self.read_for_update),
                 &[key.to_string()],
             ),
         };
@@ -152,17 +146,17 @@ impl Dialect {
     }
 
     fn write(&self, key: i64, val: i64, append: bool) -> String {
-        let t = self.tables.table_of(key);
+        let t = self.sql.tables.table_of(key);
         let (k, v) = (key.to_string(), sql_text(&val.to_string()));
-        let sql = match (self.family, append) {
-            (SqlFamily::Postgres, true) => bind_pg(&self.tables.append_sql(t), &[k, v]),
-            (SqlFamily::Postgres, false) => bind_pg(&self.tables.write_sql(t), &[k, v]),
+        let sql = match (self.sql.family, append) {
+            (SqlFamily::Postgres, true) => bind_pg(&self.sql.tables.append_sql(t), &[k, v]),
+            (SqlFamily::Postgres, false) => bind_pg(&self.sql.tables.write_sql(t), &[k, v]),
             (SqlFamily::Mysql, true) => bind_mysql(
-                &self.tables.mysql_append_sql(t),
+                &self.sql.tables.mysql_append_sql(t),
                 &[k.clone(), k, v.clone(), v],
             ),
             (SqlFamily::Mysql, false) => bind_mysql(
-                &self.tables.mysql_write_sql(t),
+                &self.sql.tables.mysql_write_sql(t),
                 &[k.clone(), k, v.clone(), v],
             ),
         };
@@ -170,8 +164,8 @@ impl Dialect {
     }
 
     fn insert_row(&self, key: i64, text: &str) -> String {
-        let t = self.tables.table_of(key);
-        match self.family {
+        let t = self.sql.tables.table_of(key);
+        match self.sql.family {
             SqlFamily::Postgres => {
                 format!(
                     "INSERT INTO txn{t} (id, val) VALUES ({key}, {});",
@@ -650,7 +644,7 @@ fn render_cycle(
     let tables: BTreeSet<usize> = keys
         .iter()
         .filter_map(|k| int_key(k).ok())
-        .map(|k| dialect.tables.table_of(k))
+        .map(|k| dialect.sql.tables.table_of(k))
         .collect();
     out.push_str("-- setup (in any session, before step 1):\n");
     for t in &tables {
@@ -663,7 +657,7 @@ fn render_cycle(
         let _ = writeln!(
             out,
             "DELETE FROM txn{} WHERE id = {id};",
-            dialect.tables.table_of(id)
+            dialect.sql.tables.table_of(id)
         );
         if let Some(text) = row {
             let _ = writeln!(out, "{}", dialect.insert_row(id, &text));
@@ -722,7 +716,7 @@ fn render_cycle(
     }
     for (label, ts) in &sessions {
         let _ = writeln!(out, "\n-- session {label}");
-        if dialect.family == SqlFamily::Mysql {
+        if dialect.sql.family == SqlFamily::Mysql {
             match isolation {
                 Some(i) => {
                     let _ = writeln!(
@@ -828,7 +822,7 @@ pub fn render(
         "-- database: {} ({} dialect, tables txn0..txn{})",
         dialect.db.as_deref().unwrap_or("unknown"),
         dialect.family_name(),
-        dialect.tables.table_count.saturating_sub(1)
+        dialect.sql.tables.table_count.saturating_sub(1)
     );
     if let Some(note) = &dialect.note {
         let _ = writeln!(out, "-- note: {note}");

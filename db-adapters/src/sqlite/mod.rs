@@ -24,6 +24,10 @@
 //! drops the future) merely loses that connection; the runner opens a new one
 //! for the worker's next process.
 
+mod database;
+
+pub use database::Sqlite;
+
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::sql::{DataModel, Isolation, int_key, int_val, parse_list, parse_register};
 use nemesis::Node;

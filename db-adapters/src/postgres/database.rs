@@ -1,0 +1,162 @@
+//! PostgreSQL's catalog entry (`--db postgres`): behind `--url`, a
+//! throwaway local cluster (`--local`, or neither `--url` nor `--nodes`),
+//! or a primary with streaming replicas on `--nodes`
+//! ([`crate::pg_cluster`], `--replica-reads`). Its client records the
+//! version order on a single server (`--version-order db`: txid and
+//! snapshot visibility, `whitebox.rs`); the Jepsen workloads run behind a
+//! URL (`crate::jepsen::pg`).
+
+use super::PgFactory;
+use super::local::LocalCluster;
+use crate::catalog::{
+    Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
+    SqlDialect, check_reach_and_flags,
+};
+use crate::client::{BoxFuture, ClientFactory};
+use crate::db::NodeLog;
+use crate::newsql::NewSqlSpec;
+use crate::pg_cluster::{PgCluster, PgClusterConfig, ReplicaReadsFactory};
+use crate::sql::Isolation;
+use nemesis::Node;
+use nemesis::remote::Remote;
+use std::path::Path;
+use std::sync::Arc;
+use workloads::{JepsenWorkload, WorkloadKind};
+
+/// PostgreSQL.
+pub struct Postgres;
+
+const NEEDS_URL: &str = "--db postgres needs --url postgres://… or --local";
+
+impl LocalServer for LocalCluster {
+    fn url(&self) -> String {
+        LocalCluster::url(self)
+    }
+    fn stop(self: Box<Self>) -> BoxFuture<'static, Result<(), String>> {
+        Box::pin(async move { LocalCluster::stop(*self).await.map_err(|e| e.to_string()) })
+    }
+}
+
+impl Database for Postgres {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
+    fn about(&self) -> &'static str {
+        "PostgreSQL (`--url` to a server, or `--local` for a throwaway cluster, or `--nodes` for a primary + streaming replicas on nodes)"
+    }
+    fn url_schemes(&self) -> &'static [&'static str] {
+        &["postgres", "postgresql"]
+    }
+    fn placement(&self) -> Placement {
+        Placement::UrlOrNodes
+    }
+    fn node_count(&self) -> NodeCount {
+        NodeCount::ANY
+    }
+    fn default_port(&self) -> Option<u16> {
+        Some(5432)
+    }
+    fn log_files(&self) -> &'static [NodeLog] {
+        crate::pg_cluster::LOGS
+    }
+    fn isolation_levels(&self) -> &'static [Isolation] {
+        &Isolation::ALL
+    }
+    fn dialect(&self) -> Option<SqlDialect> {
+        Some(SqlDialect::POSTGRES)
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            range_reads: true,
+            bug_modes: false,
+            tarball: false,
+            local_server: true,
+            replicas: true,
+            default_ops: None,
+        }
+    }
+    fn records_version_order(&self, on_nodes: bool) -> bool {
+        // Visibility is per server: not across a primary and replicas.
+        !on_nodes
+    }
+    fn supports(&self, w: WorkloadKind, on_nodes: bool) -> bool {
+        match w {
+            WorkloadKind::Jepsen(j) if j != JepsenWorkload::LongFork => !on_nodes,
+            _ => true,
+        }
+    }
+    fn check_settings(&self, s: &DbSettings, nodes: Option<&[Node]>) -> Result<Isolation, String> {
+        check_reach_and_flags(self, s, nodes.is_some())?;
+        Ok(s.isolation)
+    }
+    fn client_nodes(&self, _newsql: &NewSqlSpec, nodes: Vec<Node>) -> Result<Vec<Node>, String> {
+        Ok(nodes)
+    }
+    fn client_factory(
+        &self,
+        s: &DbSettings,
+        url: Option<&str>,
+    ) -> Result<Arc<dyn ClientFactory>, String> {
+        let url = url.ok_or(NEEDS_URL)?;
+        if let Some(w) = s.jepsen
+            && w != JepsenWorkload::LongFork
+        {
+            return Ok(Arc::new(crate::jepsen::pg::JepsenPgFactory::new(
+                url,
+                s.isolation,
+                w,
+                s.newsql.select_for_update,
+            )?));
+        }
+        let f = PgFactory::new(url, s.isolation, s.model).map_err(|e| e.to_string())?;
+        Ok(Arc::new(if s.version_order_db {
+            f.with_version_order_db()
+        } else {
+            f
+        }))
+    }
+    fn lifecycle(
+        &self,
+        s: &DbSettings,
+        remotes: Vec<Arc<dyn Remote>>,
+    ) -> Result<OnNodes, OpenError> {
+        on_nodes(s, remotes).map_err(OpenError::Setup)
+    }
+    fn start_local(&self, dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
+        let dir = dir.to_path_buf();
+        Box::pin(async move {
+            match LocalCluster::start(&dir).await {
+                Ok(c) => Ok(Box::new(c) as Box<dyn LocalServer>),
+                Err(e) => Err(format!("local PostgreSQL: {e}")),
+            }
+        })
+    }
+}
+
+/// A primary and streaming replicas on `remotes`' nodes; with
+/// `--replica-reads` read-only transactions go to a replica.
+fn on_nodes(s: &DbSettings, remotes: Vec<Arc<dyn Remote>>) -> Result<OnNodes, String> {
+    let db = PgCluster::new(PgClusterConfig::default(), remotes);
+    let pg = |url: &str, level| PgFactory::new(url, level, s.model).map_err(|e| e.to_string());
+    let primary = pg(&db.primary_url(), s.isolation)?;
+    let factory: Arc<dyn ClientFactory> = if s.replica_reads {
+        let replica = db
+            .replica_url()
+            .ok_or("--replica-reads needs at least 2 nodes")?;
+        // A hot standby refuses SERIALIZABLE; its strongest level is REPEATABLE READ.
+        let level = match s.isolation {
+            Isolation::Serializable => Isolation::RepeatableRead,
+            other => other,
+        };
+        Arc::new(ReplicaReadsFactory::new(primary, pg(&replica, level)?))
+    } else {
+        Arc::new(primary)
+    };
+    Ok(OnNodes {
+        db: Arc::new(db),
+        factory,
+    })
+}
