@@ -378,7 +378,13 @@ fn stats_and_convert_read_a_fifo_and_a_process_substitution() {
     assert!(std::fs::metadata(&out).unwrap().len() > 0);
     // A FIFO: read once (a second open would hang with no writer left).
     let fifo = dir.path().join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     let writer = {
         let (fifo, src) = (fifo.clone(), src.clone());
         std::thread::spawn(move || std::fs::write(&fifo, std::fs::read(src).unwrap()).unwrap())
@@ -408,4 +414,40 @@ fn stats_and_convert_read_a_fifo_and_a_process_substitution() {
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["ops"], w["ops"]);
+}
+
+#[test]
+fn knossos_edn_histories_convert_and_check() {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/knossos"));
+    let ok = dir.join("cas-register-ok.edn");
+    let bad = dir.join("cas-register-bad.edn");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k.jsonl");
+    let o = harness(&[
+        "history",
+        "convert",
+        ok.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("converted 14 ops"), "{err}");
+    let o = harness(&["history", "stats", "--json", out.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["by_f"]["cas"]["fail"], 1, "{v}");
+    assert_eq!(v["by_type"]["info"], 1, "{v}");
+    // The converted file and the original check alike: linearizable.
+    for f in [ok.to_str().unwrap(), out.to_str().unwrap()] {
+        let o = harness(&["check", f]);
+        let s = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{f}: {s}");
+        assert!(s.contains("valid: linearizability of 7 op(s)"), "{s}");
+    }
+    let o = harness(&["check", bad.to_str().unwrap()]);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{s}");
+    assert!(
+        s.contains("read 1 at position 4: impossible in state 2"),
+        "{s}"
+    );
 }
