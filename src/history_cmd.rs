@@ -1,5 +1,9 @@
 //! `harness history convert|stats`.
 //!
+//! `-` (standard input), a pipe and a FIFO are read once, whole, with the
+//! format sniffed from the bytes read ahead (`history_input::read_stream`);
+//! a regular file of our formats is streamed op by op.
+//!
 //! Malformed input (a `FormatError`: file, line, column, reason) is printed
 //! to stderr and gives exit code 3 (`exit::ERROR`), like every other error.
 
@@ -22,7 +26,8 @@ pub enum HistoryCommand {
     Convert {
         /// Input history (JSON Lines, Elle JSON, Jepsen EDN, PolySI/Plume/
         /// AWDIT text, dbcop JSON, dbcop's history.bincode or a directory
-        /// holding one, a directory of Cobra logs; detected).
+        /// holding one, a directory of Cobra logs; detected). `-` reads
+        /// standard input; a pipe or FIFO is read once, whole.
         input: PathBuf,
         /// Output file: `.jsonl`, `.json` (Elle JSON array), `.edn`, `.txt`
         /// (PolySI/Plume/AWDIT text), `.bincode` (dbcop); a directory for
@@ -41,7 +46,8 @@ pub enum HistoryCommand {
     /// Summarize a history: ops by type and f, processes, keys, time span,
     /// unmatched invocations.
     Stats {
-        /// The history file.
+        /// The history file; `-` reads standard input (pipes and FIFOs
+        /// are read once, too).
         file: PathBuf,
         /// Print the summary as one JSON object.
         #[arg(long)]
@@ -71,8 +77,14 @@ pub fn run(cmd: HistoryCommand) -> anyhow::Result<u8> {
         Ok(()) => Ok(exit::VALID),
         Err(e) => {
             // Bad input is exit 3: in plain words when it is no history at
-            // all, else with the parser's position.
-            match crate::history_input::not_a_history(input) {
+            // all, else with the parser's position. A stream was read once
+            // and is not looked at again.
+            let named = if crate::history_input::is_stream(input) {
+                None
+            } else {
+                crate::history_input::not_a_history(input)
+            };
+            match named {
                 Some(why) if !forced => eprintln!("error: {why}"),
                 _ => eprintln!("error: {e}"),
             }
@@ -105,6 +117,12 @@ fn convert(
         && a == b
     {
         return Err(err("output is the input file".into()));
+    }
+    if crate::history_input::is_stream(input) {
+        // Read once, whole: the format is sniffed from the bytes read ahead.
+        let loaded = crate::history_input::read_stream(input, from)?;
+        let name = crate::history_input::stream_name(input);
+        return write_loaded(name, output, loaded, out_format);
     }
     let in_format = match from {
         Some(f) => f,
@@ -184,6 +202,17 @@ fn convert_peer(
     out_format: FileFormat,
 ) -> Result<(), FormatError> {
     let loaded = store::import::load(input, Some(in_format))?;
+    write_loaded(input, output, loaded, out_format)
+}
+
+/// Writes a history read whole (a peer format, or a stream) to `output`.
+fn write_loaded(
+    input: &Path,
+    output: &Path,
+    loaded: store::import::Loaded,
+    out_format: FileFormat,
+) -> Result<(), FormatError> {
+    let in_format = loaded.format;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
@@ -360,7 +389,11 @@ fn stream_stats(
 /// Stats of another checker's format, read whole (its transactions are
 /// grouped by id anywhere in the file).
 fn loaded_stats(file: &Path, forced: Option<FileFormat>) -> Result<Stats, FormatError> {
-    let loaded = store::import::load(file, forced)?;
+    Ok(tally_loaded(file, store::import::load(file, forced)?))
+}
+
+/// Stats of a history read whole.
+fn tally_loaded(file: &Path, loaded: store::import::Loaded) -> Stats {
     let h = loaded.history;
     // The history's own warnings are counted by `Tally::finish`; keep the
     // reader's.
@@ -378,17 +411,23 @@ fn loaded_stats(file: &Path, forced: Option<FileFormat>) -> Result<Stats, Format
         .into_iter()
         .filter(|w| !hist_warnings.contains(w))
         .collect();
-    Ok(tally.finish(file, loaded.format, h.warnings()))
+    tally.finish(file, loaded.format, h.warnings())
 }
 
 fn stats(file: &Path, json: bool, forced: Option<FileFormat>) -> Result<(), FormatError> {
-    let format = match forced {
-        Some(f) => f,
-        None => FileFormat::detect(file)?,
-    };
-    let s = match format {
-        FileFormat::Ours(f) => stream_stats(file, format, forced.is_some(), f)?,
-        FileFormat::Peer(_) => loaded_stats(file, forced)?,
+    let s = if crate::history_input::is_stream(file) {
+        // `-`, a pipe or a FIFO: read once, whole, sniffed from a buffer.
+        let loaded = crate::history_input::read_stream(file, forced)?;
+        tally_loaded(crate::history_input::stream_name(file), loaded)
+    } else {
+        let format = match forced {
+            Some(f) => f,
+            None => FileFormat::detect(file)?,
+        };
+        match format {
+            FileFormat::Ours(f) => stream_stats(file, format, forced.is_some(), f)?,
+            FileFormat::Peer(_) => loaded_stats(file, forced)?,
+        }
     };
     let out = io::stdout();
     let mut out = out.lock();

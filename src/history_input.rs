@@ -158,6 +158,56 @@ fn missing(path: &Path, e: &std::io::Error) -> String {
     format!("cannot read {}: {e}", path.display())
 }
 
+/// Whether `path` is a stream read once: `-` (standard input), a pipe
+/// (`/dev/stdin`, `/dev/fd/N`, `<(…)`), a FIFO or a character device.
+pub fn is_stream(path: &Path) -> bool {
+    path == Path::new("-") || std::fs::metadata(path).is_ok_and(|md| !md.is_file() && !md.is_dir())
+}
+
+/// The name a stream is reported under: `<stdin>` for `-`, else the path.
+pub fn stream_name(path: &Path) -> &Path {
+    if path == Path::new("-") {
+        Path::new("<stdin>")
+    } else {
+        path
+    }
+}
+
+/// Reads the stream at `path` (see [`is_stream`]) whole, sniffing its
+/// format from the bytes read ahead unless `format` is given: the reader
+/// `history convert` and `history stats` use for `-`, pipes and FIFOs.
+///
+/// # Errors
+/// The stream cannot be opened or read, or is malformed (name, line,
+/// column, reason).
+pub fn read_stream(
+    path: &Path,
+    format: Option<store::import::FileFormat>,
+) -> Result<store::import::Loaded, store::format::FormatError> {
+    let name = stream_name(path);
+    let io_err = |e: std::io::Error| store::format::FormatError {
+        file: Some(name.to_path_buf()),
+        line: 0,
+        column: None,
+        reason: e.to_string(),
+    };
+    let peeked = if path == Path::new("-") {
+        store::format::Peeked::new(std::io::stdin(), 8192)
+    } else {
+        std::fs::File::open(path).and_then(|f| store::format::Peeked::new(f, 8192))
+    }
+    .map_err(io_err)?;
+    if store::format::classify_head(peeked.head()) == Some(NotHistory::Empty) {
+        return Err(store::format::FormatError {
+            file: Some(name.to_path_buf()),
+            line: 0,
+            column: None,
+            reason: format!("empty input; {EXPECTED}"),
+        });
+    }
+    store::import::load_stream(name, peeked, format)
+}
+
 /// [`load`] of a stream read once: `-`, a pipe, a FIFO.
 fn load_stream(
     name: &Path,

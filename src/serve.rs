@@ -22,7 +22,8 @@
 //! channel. Work that reads the store takes a permit first: at most
 //! [`PAGE_PERMITS`] pages and [`CONVERSION_PERMITS`] conversions at once;
 //! a request that waits [`QUEUE_WAIT_S`] without one gets 503 with
-//! `Retry-After`.
+//! `Retry-After` and a "busy" page (the wait is the hidden
+//! `--queue-wait-ms`, or `HARNESS_SERVE_QUEUE_WAIT_MS`, for tests).
 
 mod pages;
 mod runs;
@@ -64,6 +65,10 @@ pub struct ServeArgs {
     /// given to `harness run --store`).
     #[arg(long, default_value = "runs")]
     pub store: PathBuf,
+    /// How long a request waits for a permit before 503, in milliseconds
+    /// (hidden: for tests; the default is [`QUEUE_WAIT_S`]).
+    #[arg(long, hide = true, env = "HARNESS_SERVE_QUEUE_WAIT_MS", default_value_t = QUEUE_WAIT_S * 1000)]
+    pub queue_wait_ms: u64,
 }
 
 struct ServeState {
@@ -75,6 +80,8 @@ struct ServeState {
     pages: Arc<Semaphore>,
     /// Permits for history conversions.
     conversions: Arc<Semaphore>,
+    /// How long a request waits for a permit.
+    queue_wait: Duration,
 }
 
 /// Runs the server until Ctrl-C.
@@ -114,6 +121,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
                 cache: runs::Cache::default(),
                 pages: Arc::new(Semaphore::new(PAGE_PERMITS)),
                 conversions: Arc::new(Semaphore::new(CONVERSION_PERMITS)),
+                queue_wait: Duration::from_millis(args.queue_wait_ms),
             }));
         axum::serve(listener, app)
             .with_graceful_shutdown(async {
@@ -175,15 +183,13 @@ impl Reply {
     }
 }
 
-/// A permit of `sem`, waiting at most [`QUEUE_WAIT_S`].
-async fn permit(sem: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
-    tokio::time::timeout(
-        Duration::from_secs(QUEUE_WAIT_S),
-        Arc::clone(sem).acquire_owned(),
-    )
-    .await
-    .ok()?
-    .ok()
+/// A permit of `sem`, waiting at most `wait` ([`QUEUE_WAIT_S`] unless
+/// `--queue-wait-ms` / `HARNESS_SERVE_QUEUE_WAIT_MS` says otherwise).
+async fn permit(sem: &Arc<Semaphore>, wait: Duration) -> Option<OwnedSemaphorePermit> {
+    tokio::time::timeout(wait, Arc::clone(sem).acquire_owned())
+        .await
+        .ok()?
+        .ok()
 }
 
 async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) -> Response<Body> {
@@ -192,7 +198,7 @@ async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) 
             StatusCode::METHOD_NOT_ALLOWED,
             "read-only: only GET and HEAD",
         )
-    } else if let Some(page_permit) = permit(&state.pages).await {
+    } else if let Some(page_permit) = permit(&state.pages, state.queue_wait).await {
         let path = uri.path().to_string();
         let st = Arc::clone(&state);
         let reply = tokio::task::spawn_blocking(move || route(&st, &path))
@@ -209,7 +215,7 @@ async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) 
             (Body::from(b), Some(n))
         }
         Content::File(file, len) => (file_body(file.take(len)), Some(len)),
-        Content::Convert(gz, format) => match permit(&state.conversions).await {
+        Content::Convert(gz, format) => match permit(&state.conversions, state.queue_wait).await {
             Some(p) => (conversion_body(gz, format, p), None),
             None => {
                 let busy = Reply::busy();

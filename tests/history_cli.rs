@@ -280,3 +280,174 @@ fn convert_reads_and_writes_dbcop_bincode() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("byte 188"), "{e}");
 }
+
+/// `harness history ARGS` with `input` on its standard input.
+fn history_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("history")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    o
+}
+
+#[test]
+fn stats_and_convert_read_standard_input() {
+    // Before: `-` "does not exist" and `/dev/stdin` on a pipe was sniffed by
+    // opening it again ("expected an op object").
+    let edn = std::fs::read(conformance("elle-cli/rw-register-partial-info.json")).unwrap();
+    for name in ["-", "/dev/stdin"] {
+        let o = history_stdin(&["stats", "--json", name], &edn);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "stats {name}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["ops"], 7, "{v}");
+        assert_eq!(v["unmatched_invocations"], 1, "{v}");
+    }
+    let o = history_stdin(&["stats", "-"], &edn);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("<stdin>"), "the stream is named: {out}");
+    // gzip on stdin is sniffed from the bytes read ahead.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &edn).unwrap();
+    let o = history_stdin(&["stats", "--json", "-"], &gz.finish().unwrap());
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ops"], 7);
+
+    // convert: stdin to EDN, then the EDN back through stdin to JSON Lines.
+    let dir = tempfile::tempdir().unwrap();
+    let out_edn = dir.path().join("h.edn");
+    let o = history_stdin(&["convert", "-", out_edn.to_str().unwrap()], &edn);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("converted 7 ops: <stdin>"), "{err}");
+    let text = std::fs::read(&out_edn).unwrap();
+    assert!(text.starts_with(b"{"), "EDN map per line");
+    let out_jsonl = dir.path().join("h.jsonl");
+    let o = history_stdin(&["convert", "-", out_jsonl.to_str().unwrap()], &text);
+    assert_eq!(o.status.code(), Some(0));
+    let o = harness(&["history", "stats", "--json", out_jsonl.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ops"], 7, "{v}");
+
+    // Nothing and garbage on stdin: exit 3, named as the stream.
+    let o = history_stdin(&["stats", "-"], b"");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("<stdin>: empty input"), "{err}");
+    let o = history_stdin(&["stats", "-"], b"{\"process\": 0, \"type\": \"nope\"}\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("<stdin>:1"), "positioned in the stream: {err}");
+}
+
+#[test]
+fn stats_and_convert_read_a_fifo_and_a_process_substitution() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = conformance("elle-cli/rw-register.edn");
+    let bin = env!("CARGO_BIN_EXE_harness");
+    let out = dir.path().join("h.jsonl");
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "'{bin}' history convert <(cat '{src}') '{}' && '{bin}' history stats --json <(cat '{src}')",
+            out.display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let direct = harness(&["history", "stats", "--json", &src]);
+    let w: serde_json::Value = serde_json::from_slice(&direct.stdout).unwrap();
+    assert_eq!(v["ops"], w["ops"], "the pipe reads as the file does");
+    assert_eq!(v["by_type"], w["by_type"]);
+    assert!(std::fs::metadata(&out).unwrap().len() > 0);
+    // A FIFO: read once (a second open would hang with no writer left).
+    let fifo = dir.path().join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let writer = {
+        let (fifo, src) = (fifo.clone(), src.clone());
+        std::thread::spawn(move || std::fs::write(&fifo, std::fs::read(src).unwrap()).unwrap())
+    };
+    let mut child = Command::new(bin)
+        .args(["history", "stats", "--json"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("harness history stats hangs on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ops"], w["ops"]);
+}
+
+#[test]
+fn knossos_edn_histories_convert_and_check() {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/knossos"));
+    let ok = dir.join("cas-register-ok.edn");
+    let bad = dir.join("cas-register-bad.edn");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k.jsonl");
+    let o = harness(&[
+        "history",
+        "convert",
+        ok.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("converted 14 ops"), "{err}");
+    let o = harness(&["history", "stats", "--json", out.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["by_f"]["cas"]["fail"], 1, "{v}");
+    assert_eq!(v["by_type"]["info"], 1, "{v}");
+    // The converted file and the original check alike: linearizable.
+    for f in [ok.to_str().unwrap(), out.to_str().unwrap()] {
+        let o = harness(&["check", f]);
+        let s = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{f}: {s}");
+        assert!(s.contains("valid: linearizability of 7 op(s)"), "{s}");
+    }
+    let o = harness(&["check", bad.to_str().unwrap()]);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{s}");
+    assert!(
+        s.contains("read 1 at position 4: impossible in state 2"),
+        "{s}"
+    );
+}
