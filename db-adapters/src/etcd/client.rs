@@ -259,7 +259,10 @@ fn apply_locally(
                 out.push(m.clone());
             }
             MicroOp::ReadRange(_) => {
-                return Err(ClientError::definite("unsupported-op", "etcd runs no predicate reads"));
+                return Err(ClientError::definite(
+                    "unsupported-op",
+                    "etcd runs no predicate reads",
+                ));
             }
         }
     }
@@ -404,13 +407,25 @@ mod tests {
             MicroOp::Append(Key::int(2), Val::int(2)),
         ];
         let p = Plan::new(&txn, DataModel::ListAppend).unwrap();
-        assert_eq!(p, Plan { read: vec![1, 2], written: vec![2] });
+        assert_eq!(
+            p,
+            Plan {
+                read: vec![1, 2],
+                written: vec![2]
+            }
+        );
         let txn = vec![
             MicroOp::Write(Key::int(3), Val::int(1)),
             MicroOp::Write(Key::int(3), Val::int(2)),
         ];
         let p = Plan::new(&txn, DataModel::RwRegister).unwrap();
-        assert_eq!(p, Plan { read: vec![], written: vec![3] });
+        assert_eq!(
+            p,
+            Plan {
+                read: vec![],
+                written: vec![3]
+            }
+        );
     }
 
     #[test]
@@ -425,9 +440,15 @@ mod tests {
         let out = apply_locally(&txn, &mut s, DataModel::ListAppend).unwrap();
         assert_eq!(
             out[1],
-            MicroOp::Read(Key::int(1), ReadValue::List(vec![Val::int(5), Val::int(6), Val::int(7)].into()))
+            MicroOp::Read(
+                Key::int(1),
+                ReadValue::List(vec![Val::int(5), Val::int(6), Val::int(7)].into())
+            )
         );
-        assert_eq!(out[2], MicroOp::Read(Key::int(2), ReadValue::List(vec![].into())));
+        assert_eq!(
+            out[2],
+            MicroOp::Read(Key::int(2), ReadValue::List(vec![].into()))
+        );
         assert_eq!(s[&2].value.as_deref(), Some("1"));
         let mut r = BTreeMap::new();
         let txn = vec![
@@ -437,21 +458,42 @@ mod tests {
         ];
         let out = apply_locally(&txn, &mut r, DataModel::RwRegister).unwrap();
         assert_eq!(out[0], MicroOp::Read(Key::int(4), ReadValue::Nil));
-        assert_eq!(out[2], MicroOp::Read(Key::int(4), ReadValue::Scalar(Val::int(3))));
+        assert_eq!(
+            out[2],
+            MicroOp::Read(Key::int(4), ReadValue::Scalar(Val::int(3)))
+        );
     }
 
     #[test]
     fn classification_definite_only_when_nothing_applied() {
-        let conn = HttpError::Connect { addr: "x".into(), detail: "refused".into() };
-        assert_eq!(classify_http(&conn, false).kind, crate::client::ErrorKind::Definite);
+        let conn = HttpError::Connect {
+            addr: "x".into(),
+            detail: "refused".into(),
+        };
+        assert_eq!(
+            classify_http(&conn, false).kind,
+            crate::client::ErrorKind::Definite
+        );
         let t = HttpError::Timeout(Duration::from_secs(1));
-        assert_eq!(classify_http(&t, false).kind, crate::client::ErrorKind::Indefinite);
-        assert_eq!(classify_http(&t, true).kind, crate::client::ErrorKind::Definite);
+        assert_eq!(
+            classify_http(&t, false).kind,
+            crate::client::ErrorKind::Indefinite
+        );
+        assert_eq!(
+            classify_http(&t, true).kind,
+            crate::client::ErrorKind::Definite
+        );
         let dup = json!({"error": "etcdserver: duplicate key given in txn request", "code": 3});
-        assert_eq!(classify_status(400, &dup, false).kind, crate::client::ErrorKind::Definite);
+        assert_eq!(
+            classify_status(400, &dup, false).kind,
+            crate::client::ErrorKind::Definite
+        );
         let lc = json!({"error": "etcdserver: leader changed", "code": 14});
         let e = classify_status(503, &lc, false);
-        assert_eq!((e.kind, e.code.as_str()), (crate::client::ErrorKind::Indefinite, "grpc-14"));
+        assert_eq!(
+            (e.kind, e.code.as_str()),
+            (crate::client::ErrorKind::Indefinite, "grpc-14")
+        );
         assert!(!succeeded(&json!({"header": {}})));
         assert_eq!(prefix_end(b"harness/"), b"harness0".to_vec());
     }

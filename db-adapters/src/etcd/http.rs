@@ -91,7 +91,9 @@ pub async fn post_json(
 /// connection), [`HttpError::Malformed`] otherwise.
 pub fn parse_response(buf: &[u8]) -> Result<(u16, Value), HttpError> {
     if buf.is_empty() {
-        return Err(HttpError::AfterSend("connection closed without an answer".into()));
+        return Err(HttpError::AfterSend(
+            "connection closed without an answer".into(),
+        ));
     }
     let text = String::from_utf8_lossy(buf);
     let Some((head, body)) = text.split_once("\r\n\r\n") else {
@@ -105,9 +107,13 @@ pub fn parse_response(buf: &[u8]) -> Result<(u16, Value), HttpError> {
     let chunked = head
         .lines()
         .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.contains("chunked"));
-    let body = if chunked { dechunk(body)? } else { body.to_string() };
-    let json = serde_json::from_str(&body)
-        .map_err(|e| HttpError::Malformed(format!("{e}: {body:?}")))?;
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_string()
+    };
+    let json =
+        serde_json::from_str(&body).map_err(|e| HttpError::Malformed(format!("{e}: {body:?}")))?;
     Ok((status, json))
 }
 

@@ -64,7 +64,11 @@ impl LocalCluster {
     ///
     /// # Errors
     /// [`LocalClusterError`]; members already started are killed.
-    pub async fn start(binary: &str, dir: &Path, n: usize) -> Result<LocalCluster, LocalClusterError> {
+    pub async fn start(
+        binary: &str,
+        dir: &Path,
+        n: usize,
+    ) -> Result<LocalCluster, LocalClusterError> {
         let mut members = Vec::with_capacity(n);
         for i in 0..n {
             members.push(Member {
@@ -112,9 +116,24 @@ impl LocalCluster {
             .arg(&m.name)
             .arg("--data-dir")
             .arg(self.dir.join(format!("{}.etcd", m.name)))
-            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &initial, "--initial-cluster-state", state])
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args([
+                "--initial-cluster",
+                &initial,
+                "--initial-cluster-state",
+                state,
+            ])
             .args(["--initial-cluster-token", "harness-local"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
