@@ -2,6 +2,10 @@
 # Build a single-process tidb-server (unistore store, no PD/TiKV) from one exact
 # upstream commit through the Go module proxy. The binary stays outside the repo.
 # Usage: tools/build-tidb.sh [outdir]   (default /var/tmp/tidb-build)
+# Tried 2026-11-26 21:07 UTC: step 1 was refused by the proxy:
+#   go: github.com/pingcap/tidb@7d16cc79e81bbf573124df3fd9351c26963f3e70: invalid version:
+#   reading https://proxy.golang.org/github.com/pingcap/tidb/@v/7d16cc79e81bbf573124df3fd9351c26963f3e70.info:
+#   403 Forbidden  server response: This module version is not available.
 # Needs Go >= 1.21 on PATH (or /usr/local/go/bin). Slow: a cold build takes long on 1 core.
 set -eu
 export PATH="$PATH:/usr/local/go/bin"
