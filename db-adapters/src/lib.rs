@@ -10,6 +10,7 @@ pub mod client;
 pub mod cluster;
 pub mod cockroach;
 pub mod db;
+pub mod etcd;
 pub mod jepsen;
 pub mod mysql;
 pub mod newsql;

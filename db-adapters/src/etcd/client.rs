@@ -1,0 +1,500 @@
+//! Transactions on etcd, mapped as Jepsen's etcd suite maps them, over the
+//! v3 JSON gateway ([`super::http`]).
+//!
+//! - A transaction first reads every key it reads or appends to, in one
+//!   read-only `Txn` (linearizable range requests). It then computes its
+//!   reads and final values locally, and commits ONE `Txn` whose compares
+//!   require each of those keys' `mod_revision` to be unchanged (an absent
+//!   key has `mod_revision` 0) and whose success branch puts each written
+//!   key's final value — writes are merged per key, because etcd refuses two
+//!   puts of one key in one `Txn`. A failed compare is a definite `fail`
+//!   (`txn-conflict`): nothing was applied. A read-only transaction is just
+//!   the first `Txn`.
+//! - rw-register keys that are only written (never read) are not compared.
+//! - The `register` workload's cas (`[r k old] [w k new]`) is one `Txn`
+//!   comparing the key's value to `old`; a mismatch is `cas-mismatch`
+//!   (definite).
+//! - Values are stored as text: a list as `1,2,3`, a register as `7`.
+//!
+//! Error classification: a failed connect is definite (nothing sent); any
+//! error of a read-only transaction is definite (it changed nothing); gRPC
+//! codes InvalidArgument, PermissionDenied, OutOfRange, Unauthenticated and
+//! ResourceExhausted ("too many requests", refused before proposing) are
+//! definite; everything else — timeouts, lost connections, `leader
+//! changed`, `request timed out`, Unavailable — is indefinite.
+
+use super::http::{HttpError, b64_decode, b64_encode, json_i64, post_json};
+use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
+use crate::register::cas_mismatch;
+use crate::sql::{DataModel, int_key, int_val, parse_list};
+use nemesis::Node;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use store::{MicroOp, ReadValue, Val};
+
+/// etcd's default client port, used when a node's host names no port.
+pub const DEFAULT_CLIENT_PORT: u16 = 2379;
+
+/// What a transaction knows about one key: its value text (`None`:
+/// absent) and its `mod_revision` when read.
+#[derive(Clone, Debug, Default)]
+struct KeyState {
+    value: Option<String>,
+    mod_revision: i64,
+}
+
+/// One session to one etcd member.
+pub struct EtcdClient {
+    addr: String,
+    prefix: String,
+    model: DataModel,
+    timeout: Duration,
+}
+
+impl EtcdClient {
+    /// A session to `addr` (`host:port`); keys are stored as `{prefix}{k}`.
+    pub fn new(addr: &str, prefix: &str, model: DataModel, timeout: Duration) -> EtcdClient {
+        EtcdClient {
+            addr: addr.to_string(),
+            prefix: prefix.to_string(),
+            model,
+            timeout,
+        }
+    }
+
+    fn key_b64(&self, k: i64) -> String {
+        b64_encode(format!("{}{k}", self.prefix).as_bytes())
+    }
+
+    async fn txn_call(&self, body: &Value, read_only: bool) -> Result<Value, ClientError> {
+        match post_json(&self.addr, "/v3/kv/txn", body, self.timeout).await {
+            Ok((200, v)) => Ok(v),
+            Ok((status, v)) => Err(classify_status(status, &v, read_only)),
+            Err(e) => Err(classify_http(&e, read_only)),
+        }
+    }
+
+    /// Reads `keys` in one linearizable read-only Txn.
+    async fn read_keys(&self, keys: &[i64]) -> Result<BTreeMap<i64, KeyState>, ClientError> {
+        let success: Vec<Value> = keys
+            .iter()
+            .map(|&k| json!({"request_range": {"key": self.key_b64(k)}}))
+            .collect();
+        let v = self.txn_call(&json!({ "success": success }), true).await?;
+        let responses = v.get("responses").and_then(Value::as_array);
+        let mut out = BTreeMap::new();
+        for (i, &k) in keys.iter().enumerate() {
+            let kv = responses
+                .and_then(|r| r.get(i))
+                .and_then(|r| r.get("response_range"))
+                .and_then(|r| r.get("kvs"))
+                .and_then(Value::as_array)
+                .and_then(|kvs| kvs.first());
+            let state = match kv {
+                None => KeyState::default(),
+                Some(kv) => KeyState {
+                    value: Some(decode_text(kv.get("value"))?),
+                    mod_revision: json_i64(kv.get("mod_revision")),
+                },
+            };
+            out.insert(k, state);
+        }
+        Ok(out)
+    }
+
+    async fn cas(&self, k: i64, old: i64, new: i64) -> Result<(), ClientError> {
+        let key = self.key_b64(k);
+        let body = json!({
+            "compare": [{"key": key, "target": "VALUE", "result": "EQUAL",
+                         "value": b64_encode(old.to_string().as_bytes())}],
+            "success": [{"request_put": {"key": key, "value": b64_encode(new.to_string().as_bytes())}}],
+        });
+        let v = self.txn_call(&body, false).await?;
+        if succeeded(&v) {
+            Ok(())
+        } else {
+            Err(cas_mismatch(k, old))
+        }
+    }
+
+    async fn run(&self, txn: &[MicroOp]) -> Result<Vec<MicroOp>, ClientError> {
+        if let Some((k, old, new)) = crate::register::cas_parts(txn)? {
+            self.cas(k, old, new).await?;
+            return Ok(txn.to_vec());
+        }
+        let plan = Plan::new(txn, self.model)?;
+        let mut state = if plan.read.is_empty() {
+            BTreeMap::new()
+        } else {
+            self.read_keys(&plan.read).await?
+        };
+        let observed = state.clone();
+        let out = apply_locally(txn, &mut state, self.model)?;
+        if plan.written.is_empty() {
+            return Ok(out);
+        }
+        let compare: Vec<Value> = observed
+            .iter()
+            .map(|(&k, s)| {
+                json!({"key": self.key_b64(k), "target": "MOD", "result": "EQUAL",
+                       "mod_revision": s.mod_revision.to_string()})
+            })
+            .collect();
+        let success: Vec<Value> = plan
+            .written
+            .iter()
+            .map(|k| {
+                let text = state.get(k).and_then(|s| s.value.clone()).unwrap_or_default();
+                json!({"request_put": {"key": self.key_b64(*k), "value": b64_encode(text.as_bytes())}})
+            })
+            .collect();
+        let v = self
+            .txn_call(&json!({"compare": compare, "success": success}), false)
+            .await?;
+        if succeeded(&v) {
+            Ok(out)
+        } else {
+            Err(ClientError::definite(
+                "txn-conflict",
+                "a key read by the transaction changed before its commit (compare failed; nothing applied)",
+            ))
+        }
+    }
+}
+
+/// proto3 JSON omits `false`: an absent `succeeded` is false.
+fn succeeded(v: &Value) -> bool {
+    v.get("succeeded").and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn decode_text(v: Option<&Value>) -> Result<String, ClientError> {
+    let s = v.and_then(Value::as_str).unwrap_or("");
+    let bytes = b64_decode(s).ok_or_else(|| {
+        ClientError::indefinite("unparseable-read", format!("value {s:?} is not base64"))
+    })?;
+    String::from_utf8(bytes)
+        .map_err(|e| ClientError::indefinite("unparseable-read", format!("value not UTF-8: {e}")))
+}
+
+/// The keys a transaction must read (and compare) and the keys it writes,
+/// each sorted and unique.
+#[derive(Debug, PartialEq, Eq)]
+struct Plan {
+    read: Vec<i64>,
+    written: Vec<i64>,
+}
+
+impl Plan {
+    fn new(txn: &[MicroOp], model: DataModel) -> Result<Plan, ClientError> {
+        let (mut read, mut written) = (Vec::new(), Vec::new());
+        for m in txn {
+            match m {
+                MicroOp::Read(k, _) => read.push(int_key(k)?),
+                MicroOp::Append(k, _) => {
+                    let k = int_key(k)?;
+                    read.push(k);
+                    written.push(k);
+                }
+                MicroOp::Write(k, _) => {
+                    let k = int_key(k)?;
+                    if model == DataModel::ListAppend {
+                        read.push(k);
+                    }
+                    written.push(k);
+                }
+                MicroOp::ReadRange(_) => {
+                    return Err(ClientError::definite(
+                        "unsupported-op",
+                        "etcd runs no predicate reads",
+                    ));
+                }
+            }
+        }
+        for v in [&mut read, &mut written] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        Ok(Plan { read, written })
+    }
+}
+
+/// Runs `txn` against `state` (the values read, updated in place), and
+/// returns the micro-ops with their reads filled in.
+fn apply_locally(
+    txn: &[MicroOp],
+    state: &mut BTreeMap<i64, KeyState>,
+    model: DataModel,
+) -> Result<Vec<MicroOp>, ClientError> {
+    let mut out = Vec::with_capacity(txn.len());
+    for m in txn {
+        match m {
+            MicroOp::Read(k, _) => {
+                let value = state.get(&int_key(k)?).and_then(|s| s.value.clone());
+                let rv = match model {
+                    DataModel::ListAppend => ReadValue::List(parse_list(value.as_deref())?.into()),
+                    DataModel::RwRegister => match value {
+                        None => ReadValue::Nil,
+                        Some(t) => ReadValue::Scalar(Val::int(t.trim().parse().map_err(|_| {
+                            ClientError::indefinite(
+                                "unparseable-read",
+                                format!("register value {t:?} is not an integer"),
+                            )
+                        })?)),
+                    },
+                };
+                out.push(MicroOp::Read(k.clone(), rv));
+            }
+            MicroOp::Append(k, v) => {
+                let e = state.entry(int_key(k)?).or_default();
+                let x = int_val(v)?;
+                e.value = Some(match e.value.take() {
+                    Some(t) if !t.is_empty() => format!("{t},{x}"),
+                    _ => x.to_string(),
+                });
+                out.push(m.clone());
+            }
+            MicroOp::Write(k, v) => {
+                state.entry(int_key(k)?).or_default().value = Some(int_val(v)?.to_string());
+                out.push(m.clone());
+            }
+            MicroOp::ReadRange(_) => {
+                return Err(ClientError::definite(
+                    "unsupported-op",
+                    "etcd runs no predicate reads",
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Classifies a transport error.
+pub fn classify_http(e: &HttpError, read_only: bool) -> ClientError {
+    match e {
+        HttpError::Connect { .. } => ClientError::definite("connect", e.to_string()),
+        _ if read_only => ClientError::definite("read-failed", e.to_string()),
+        HttpError::Timeout(_) => ClientError::indefinite("timeout", e.to_string()),
+        HttpError::AfterSend(_) => ClientError::indefinite("connection-lost", e.to_string()),
+        HttpError::Malformed(_) => ClientError::indefinite("malformed-answer", e.to_string()),
+    }
+}
+
+/// Classifies a gateway error answer (`{"error", "code", "message"}`; the
+/// code is gRPC's).
+pub fn classify_status(status: u16, v: &Value, read_only: bool) -> ClientError {
+    let code = v.get("code").and_then(Value::as_i64).unwrap_or(-1);
+    let msg = v
+        .get("message")
+        .or_else(|| v.get("error"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let tag = format!("grpc-{code}");
+    let detail = format!("HTTP {status}, gRPC code {code}: {msg}");
+    // 3 InvalidArgument, 7 PermissionDenied, 8 ResourceExhausted,
+    // 11 OutOfRange, 16 Unauthenticated: refused before proposing.
+    if read_only || matches!(code, 3 | 7 | 8 | 11 | 16) {
+        ClientError::definite(tag, detail)
+    } else {
+        ClientError::indefinite(tag, detail)
+    }
+}
+
+impl Client for EtcdClient {
+    fn invoke<'a>(
+        &'a mut self,
+        txn: &'a [MicroOp],
+    ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
+        Box::pin(self.run(txn))
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Opens [`EtcdClient`]s. A node's host may carry a port (`127.0.0.1:23791`,
+/// as the local cluster's members do); otherwise port 2379 is used.
+pub struct EtcdFactory {
+    /// Key prefix (default `harness/`).
+    pub prefix: String,
+    /// The transaction model.
+    pub model: DataModel,
+    /// Per-request timeout.
+    pub timeout: Duration,
+}
+
+impl EtcdFactory {
+    /// A factory for `model` with prefix `harness/` and a 5 s timeout.
+    pub fn new(model: DataModel) -> EtcdFactory {
+        EtcdFactory {
+            prefix: "harness/".to_string(),
+            model,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// `host:port` of a node's client endpoint.
+pub fn client_addr(node: &Node) -> String {
+    if node.host.contains(':') {
+        node.host.clone()
+    } else {
+        format!("{}:{DEFAULT_CLIENT_PORT}", node.host)
+    }
+}
+
+impl ClientFactory for EtcdFactory {
+    fn setup<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
+        // No schema: clear the prefix so a rerun starts from empty keys.
+        Box::pin(async move {
+            let c = EtcdClient::new(&client_addr(node), &self.prefix, self.model, self.timeout);
+            let key = b64_encode(self.prefix.as_bytes());
+            let end = b64_encode(&prefix_end(self.prefix.as_bytes()));
+            let body = json!({"key": key, "range_end": end});
+            match post_json(&c.addr, "/v3/kv/deleterange", &body, c.timeout).await {
+                Ok((200, _)) => Ok(()),
+                Ok((status, v)) => Err(classify_status(status, &v, false)),
+                Err(e) => Err(classify_http(&e, false)),
+            }
+        })
+    }
+
+    fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
+        Box::pin(async move {
+            let c: Box<dyn Client> = Box::new(EtcdClient::new(
+                &client_addr(node),
+                &self.prefix,
+                self.model,
+                self.timeout,
+            ));
+            Ok(c)
+        })
+    }
+}
+
+/// The smallest key after every key with `prefix` (etcd's `range_end`).
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use store::Key;
+
+    fn st(v: &str, rev: i64) -> KeyState {
+        KeyState {
+            value: Some(v.to_string()),
+            mod_revision: rev,
+        }
+    }
+
+    #[test]
+    fn plan_merges_keys_and_skips_blind_register_writes() {
+        let txn = vec![
+            MicroOp::Append(Key::int(2), Val::int(1)),
+            MicroOp::Read(Key::int(1), ReadValue::Nil),
+            MicroOp::Append(Key::int(2), Val::int(2)),
+        ];
+        let p = Plan::new(&txn, DataModel::ListAppend).unwrap();
+        assert_eq!(
+            p,
+            Plan {
+                read: vec![1, 2],
+                written: vec![2]
+            }
+        );
+        let txn = vec![
+            MicroOp::Write(Key::int(3), Val::int(1)),
+            MicroOp::Write(Key::int(3), Val::int(2)),
+        ];
+        let p = Plan::new(&txn, DataModel::RwRegister).unwrap();
+        assert_eq!(
+            p,
+            Plan {
+                read: vec![],
+                written: vec![3]
+            }
+        );
+    }
+
+    #[test]
+    fn local_application_sees_own_appends_and_writes() {
+        let mut s = BTreeMap::from([(1, st("5,6", 9))]);
+        let txn = vec![
+            MicroOp::Append(Key::int(1), Val::int(7)),
+            MicroOp::Read(Key::int(1), ReadValue::Nil),
+            MicroOp::Read(Key::int(2), ReadValue::Nil),
+            MicroOp::Append(Key::int(2), Val::int(1)),
+        ];
+        let out = apply_locally(&txn, &mut s, DataModel::ListAppend).unwrap();
+        assert_eq!(
+            out[1],
+            MicroOp::Read(
+                Key::int(1),
+                ReadValue::List(vec![Val::int(5), Val::int(6), Val::int(7)].into())
+            )
+        );
+        assert_eq!(
+            out[2],
+            MicroOp::Read(Key::int(2), ReadValue::List(vec![].into()))
+        );
+        assert_eq!(s[&2].value.as_deref(), Some("1"));
+        let mut r = BTreeMap::new();
+        let txn = vec![
+            MicroOp::Read(Key::int(4), ReadValue::Nil),
+            MicroOp::Write(Key::int(4), Val::int(3)),
+            MicroOp::Read(Key::int(4), ReadValue::Nil),
+        ];
+        let out = apply_locally(&txn, &mut r, DataModel::RwRegister).unwrap();
+        assert_eq!(out[0], MicroOp::Read(Key::int(4), ReadValue::Nil));
+        assert_eq!(
+            out[2],
+            MicroOp::Read(Key::int(4), ReadValue::Scalar(Val::int(3)))
+        );
+    }
+
+    #[test]
+    fn classification_definite_only_when_nothing_applied() {
+        let conn = HttpError::Connect {
+            addr: "x".into(),
+            detail: "refused".into(),
+        };
+        assert_eq!(
+            classify_http(&conn, false).kind,
+            crate::client::ErrorKind::Definite
+        );
+        let t = HttpError::Timeout(Duration::from_secs(1));
+        assert_eq!(
+            classify_http(&t, false).kind,
+            crate::client::ErrorKind::Indefinite
+        );
+        assert_eq!(
+            classify_http(&t, true).kind,
+            crate::client::ErrorKind::Definite
+        );
+        let dup = json!({"error": "etcdserver: duplicate key given in txn request", "code": 3});
+        assert_eq!(
+            classify_status(400, &dup, false).kind,
+            crate::client::ErrorKind::Definite
+        );
+        let lc = json!({"error": "etcdserver: leader changed", "code": 14});
+        let e = classify_status(503, &lc, false);
+        assert_eq!(
+            (e.kind, e.code.as_str()),
+            (crate::client::ErrorKind::Indefinite, "grpc-14")
+        );
+        assert!(!succeeded(&json!({"header": {}})));
+        assert_eq!(prefix_end(b"harness/"), b"harness0".to_vec());
+    }
+}

@@ -1,0 +1,15 @@
+//! etcd: a client over the v3 JSON gateway, Jepsen's mapping of list-append,
+//! rw-register and the linearizable register onto etcd `Txn`s
+//! ([`client`]), and a local multi-member cluster on loopback ports for
+//! tests without the testbed ([`local`]).
+//!
+//! Key decision: the gateway (HTTP/1.1 + JSON, served by every etcd ≥ 3.4
+//! on its client URL) instead of gRPC, so the adapter needs no protoc,
+//! tonic or prost; the `Txn` semantics are the same requests.
+
+pub mod client;
+pub mod http;
+pub mod local;
+
+pub use client::{EtcdClient, EtcdFactory, client_addr};
+pub use local::{LocalCluster, LocalClusterError};
