@@ -18,9 +18,9 @@ use db_adapters::db::{Db, DbError, collect_logs, connect_all, setup_with_retry};
 use nemesis::Node;
 use nemesis::fault::Nemesis as FaultNemesis;
 use nemesis::node::{parse_node_list, parse_nodes_file};
-use nemesis::partition::PartitionKind;
+use nemesis::package::{self, Plan};
 use nemesis::remote::{Remote, SshConfig, SshRemote};
-use nemesis::schedule::{FaultKind, Recorder, Schedule};
+use nemesis::schedule::Recorder;
 use nemesis::testbed::Testbed;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -419,32 +419,31 @@ pub struct ClusterNemesis {
 }
 
 impl ClusterNemesis {
-    /// Starts the nemesis loop over `cluster` (no loop for `--nemesis none`).
+    /// Starts the composed packages over `cluster` (no task for `--nemesis none`).
     ///
     /// # Errors
-    /// `--partition primaries` for a database without primaries.
+    /// A package the database or nodes cannot honour (`--partition
+    /// primaries` without primaries, a target node not in the test, …).
     pub fn start(
         cluster: &Cluster,
         faults: &FaultSpec,
         seed: u64,
         log: &SharedLog,
     ) -> anyhow::Result<ClusterNemesis> {
-        let (kinds, partition) = (faults.faults.clone(), faults.partition);
         let names: Vec<String> = cluster
             .remotes
             .iter()
             .map(|r| r.node().name.clone())
             .collect();
         let primaries: Vec<String> = cluster.db.primaries().into_iter().map(|n| n.name).collect();
-        if partition == PartitionKind::Primaries
-            && primaries.is_empty()
-            && kinds.contains(&FaultKind::Partition)
-        {
-            anyhow::bail!(
-                "--partition primaries: {} has no primaries",
-                cluster.db.name()
-            );
-        }
+        let plan = Plan {
+            kinds: faults.faults.clone(),
+            options: faults.options.clone(),
+            nodes: names,
+            primaries,
+            seed: seed ^ 0x006e_656d_6573_6973,
+        };
+        package::validate(&plan, cluster.nemesis.has_process(), cluster.db.name())?;
         let mut me = ClusterNemesis {
             stop: None,
             task: None,
@@ -452,20 +451,12 @@ impl ClusterNemesis {
             db: cluster.db.clone(),
             heal_timeout: faults.heal_timeout,
         };
-        if !kinds.is_empty() {
-            let schedule = Schedule::new(
-                kinds,
-                partition,
-                names,
-                primaries,
-                seed ^ 0x006e_656d_6573_6973,
-            );
+        if !plan.kinds.is_empty() {
             let (tx, rx) = watch::channel(false);
             let recorder: Arc<dyn Recorder> = Arc::new(log.clone());
-            me.task = Some(tokio::spawn(nemesis::schedule::run(
+            me.task = Some(tokio::spawn(package::run(
                 cluster.nemesis.clone(),
-                schedule,
-                faults.interval,
+                plan,
                 recorder,
                 rx,
             )));

@@ -577,8 +577,8 @@ fn test_json(
             "final_read_batch": plan.wcfg.final_read_batch,
             "check_time_limit_s": args.limits.check_time_limit.as_secs_f64(),
             "nemesis": args.faults.name(),
-            "nemesis_interval_s": args.faults.interval.as_secs_f64(),
-            "partition": args.faults.partition.to_string(),
+            "nemesis_interval_s": args.faults.options.interval.as_secs_f64(),
+            "partition": args.faults.options.partitions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","),
         },
     })
 }
