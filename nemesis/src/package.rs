@@ -382,3 +382,73 @@ pub async fn run(
     }
     nemesis.heal_all().await
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn plan(kinds: Vec<FaultKind>, seed: u64) -> Plan {
+        Plan {
+            kinds,
+            options: Options {
+                partitions: vec![PartitionKind::One, PartitionKind::Majority],
+                ..Options::default()
+            },
+            nodes: (1..=5).map(|i| format!("n{i}")).collect(),
+            primaries: vec![],
+            seed,
+        }
+    }
+
+    fn faults(kind: FaultKind, p: &Plan) -> Vec<Fault> {
+        let mut rng = Rng::stream(p.seed, kind.as_str());
+        (0..30)
+            .filter_map(|_| next_fault(kind, p, &mut rng))
+            .collect()
+    }
+
+    #[test]
+    fn adding_a_package_does_not_change_another_packages_schedule() {
+        let alone = plan(vec![FaultKind::Kill], 42);
+        let composed = plan(
+            vec![FaultKind::Partition, FaultKind::Kill, FaultKind::Pause],
+            42,
+        );
+        assert_eq!(
+            faults(FaultKind::Kill, &alone),
+            faults(FaultKind::Kill, &composed)
+        );
+        assert_ne!(
+            faults(FaultKind::Kill, &alone),
+            faults(FaultKind::Kill, &plan(vec![FaultKind::Kill], 43))
+        );
+        let parts = faults(FaultKind::Partition, &composed);
+        // Both shapes are drawn: a lone node (4 edges in) and a 2/3 split.
+        let sizes: BTreeSet<usize> = parts
+            .iter()
+            .map(|f| match f {
+                Fault::Partition(g) => g.len(),
+                _ => 0,
+            })
+            .collect();
+        assert!(sizes.contains(&5), "{sizes:?}");
+        for f in faults(FaultKind::Kill, &composed) {
+            let Fault::Kill(t) = f else { continue };
+            assert!([1, 2, 3, 5].contains(&t.len()), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn stable_period_epochs_are_seeded_and_about_a_quarter_calm() {
+        let calm = (0..400)
+            .filter(|e| (0..3).all(|i| !enabled_in_epoch(5, *e, i, 3)))
+            .count();
+        assert!((60..140).contains(&calm), "{calm} calm epochs of 400");
+        let same: Vec<bool> = (0..20).map(|e| enabled_in_epoch(5, e, 1, 3)).collect();
+        let again: Vec<bool> = (0..20).map(|e| enabled_in_epoch(5, e, 1, 3)).collect();
+        assert_eq!(same, again);
+        assert!(!enabled_in_epoch(5, 0, 0, 0));
+    }
+}
