@@ -84,6 +84,7 @@ pub fn script(kind: FaultKind, nodes: &[String]) -> Vec<Step> {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic)]
 mod tests {
     use super::*;
 

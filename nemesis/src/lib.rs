@@ -15,12 +15,15 @@
 //!   stream, overlapping; quiet and stable periods; validation up front.
 //! - [`target`]: node specs (`one`, `majority`, `primaries`, `n1+n2`, …).
 //! - [`choreo`]: scripted choreographies (`part-kill`, `pause-kill`).
+//! - [`clock`]: libfaketime control-file specs (bump, strobe, rate, reset)
+//!   and clock-offset bracketing; not yet a `--nemesis` package.
 //!
 //! Key decision: every fault is an explicit value that knows how to heal
 //! itself, and the heal path is idempotent, so healing can run at the end, on
 //! Ctrl-C, on error and at the start of the next run.
 
 pub mod choreo;
+pub mod clock;
 pub mod fault;
 pub mod node;
 pub mod package;

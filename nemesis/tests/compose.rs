@@ -101,8 +101,7 @@ async fn run_for(nem: Arc<Nemesis>, plan: Plan, d: Duration) -> Vec<(OpType, F, 
     tokio::time::sleep(d).await;
     tx.send(true).unwrap();
     task.await.unwrap().unwrap();
-    let ops = log.0.lock().unwrap().clone();
-    ops
+    log.0.lock().map(|g| g.clone()).unwrap()
 }
 
 /// The nemesis process never has two ops in flight: invoke, info, invoke, …

@@ -87,6 +87,10 @@ pub trait LocalServer: Send {
     fn url(&self) -> String;
     /// Stops it and removes its data.
     fn stop(self: Box<Self>) -> BoxFuture<'static, Result<(), String>>;
+    /// Kill/start/pause/resume of its processes (`None`: not possible).
+    fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>> {
+        None
+    }
 }
 
 impl LocalServer for LocalCluster {
@@ -95,6 +99,9 @@ impl LocalServer for LocalCluster {
     }
     fn stop(self: Box<Self>) -> BoxFuture<'static, Result<(), String>> {
         Box::pin(async move { LocalCluster::stop(*self).await.map_err(|e| e.to_string()) })
+    }
+    fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>> {
+        Some(std::sync::Arc::new(LocalCluster::process(self)))
     }
 }
 

@@ -17,6 +17,7 @@
 //! request was sent.
 
 pub mod local;
+pub mod local_process;
 pub mod whitebox;
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
