@@ -10,8 +10,7 @@ use run_common::*;
 
 /// History lines of process `nemesis`.
 fn nemesis_ops(dir: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("history.jsonl"))
-        .unwrap()
+    history_text(dir)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| v["process"] == "nemesis")
@@ -52,12 +51,10 @@ fn network_faults_off_nodes_are_rejected_by_name() {
     assert!(err.contains("--kill-targets: empty target"), "{err}");
 }
 
-/// Kills and pauses of the local server while serializable transactions
-/// run: every fault is recorded and healed, the final reads ran, the
-/// verdict is valid (PostgreSQL's rare G2-item aside, see run_postgres.rs).
-#[test]
-#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
-fn local_postgres_kill_and_pause_without_root_are_healed_and_valid() {
+/// A faulted serializable run on the local server: its run directory,
+/// exit code, anomaly types and nemesis ops, after checking that every
+/// fault applied and was healed and the final reads ran.
+fn faulted_local_run(nemesis: &str, name: &str) -> (Option<i32>, Vec<String>, Vec<String>) {
     let store = tempfile::tempdir().unwrap();
     let out = run(
         store.path(),
@@ -68,32 +65,27 @@ fn local_postgres_kill_and_pause_without_root_are_healed_and_valid() {
             "--isolation",
             "serializable",
             "--nemesis",
-            "kill,pause",
+            nemesis,
             "--nemesis-interval",
             "1s",
             "--time-limit",
-            "20s",
+            "15s",
             "--concurrency",
             "6",
             "--seed",
             "3",
             "--test-name",
-            "pg-local-faults",
+            name,
         ],
     );
-    let dir = run_dir(store.path(), "pg-local-faults");
+    let dir = run_dir(store.path(), name);
     assert_complete(&dir);
-    let code = out.status.code();
     let types = anomaly_types(&results(&dir));
-    assert!(
-        code == Some(0) || types.iter().all(|t| t == "G2-item"),
-        "{code:?} {types:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let ops = nemesis_ops(&dir);
-    let fs: Vec<&str> = ops.iter().filter_map(|o| o["f"].as_str()).collect();
-    assert!(fs.contains(&"kill") && fs.contains(&"start"), "{fs:?}");
-    assert!(fs.contains(&"pause") && fs.contains(&"resume"), "{fs:?}");
+    let fs: Vec<String> = ops
+        .iter()
+        .filter_map(|o| o["f"].as_str().map(str::to_string))
+        .collect();
     assert!(
         ops.iter().all(|o| o["error"].is_null()),
         "every fault applied: {ops:?}"
@@ -104,4 +96,41 @@ fn local_postgres_kill_and_pause_without_root_are_healed_and_valid() {
         meta["summary"]["final_reads_done"], true,
         "final reads done"
     );
+    eprintln!(
+        "{name}: exit {:?}, anomalies {types:?}, nemesis {fs:?}",
+        out.status.code()
+    );
+    (out.status.code(), types, fs)
+}
+
+/// SIGSTOP/SIGCONT of the local server (no root) while serializable
+/// transactions run: valid (PostgreSQL's rare G2-item aside, see
+/// run_postgres.rs).
+#[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
+fn local_postgres_pause_without_root_is_healed_and_valid() {
+    let (code, types, fs) = faulted_local_run("pause", "pg-local-pause");
+    assert!(
+        fs.iter().any(|f| f == "pause") && fs.iter().any(|f| f == "resume"),
+        "{fs:?}"
+    );
+    assert!(
+        code == Some(0) || types.iter().all(|t| t == "G2-item"),
+        "{code:?} {types:?}"
+    );
+}
+
+/// SIGKILL of the local server and restart (no root): recorded, healed,
+/// final reads after the restart. The local cluster runs with
+/// `synchronous_commit=off`, so a kill may lose acknowledged commits
+/// still in the WAL buffers: the verdict is recorded, not asserted valid.
+#[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
+fn local_postgres_kill_without_root_is_recorded_and_healed() {
+    let (code, _types, fs) = faulted_local_run("kill", "pg-local-kill");
+    assert!(
+        fs.iter().any(|f| f == "kill") && fs.iter().any(|f| f == "start"),
+        "{fs:?}"
+    );
+    assert!(matches!(code, Some(0..=2)), "a verdict: {code:?}");
 }
