@@ -189,16 +189,41 @@ pub struct NodeArgs {
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Faults (nemesis) and the database on nodes")]
 pub struct FaultArgs {
-    /// Faults: none, or a comma list of partition, kill, pause.
+    /// Fault packages, run concurrently: none, all (every fault kind), or a
+    /// comma list of partition, kill, pause and the choreographies
+    /// part-kill, pause-kill.
     #[arg(long, default_value = "none")]
     pub nemesis: String,
-    /// Time between fault starts and stops.
+    /// Time between fault starts and stops: the mean of the stagger
+    /// (uniform in [0, 2·interval)), or the exact wait with
+    /// `--nemesis-schedule fixed`.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub nemesis_interval: Duration,
-    /// Partition shape: one, majority, majorities-ring, minority-third,
-    /// bridge, random-halves, primaries.
+    /// `stagger` (random waits, each package on its own seeded stream) or
+    /// `fixed` (every wait is exactly --nemesis-interval).
+    #[arg(long, default_value = "stagger")]
+    pub nemesis_schedule: String,
+    /// No fault starts before this much of the main phase has passed.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    pub initial_quiet_period: Duration,
+    /// Cut the main phase into epochs this long: each is calm (p = 1/4) or
+    /// runs a random non-empty subset of the packages (off: all, always).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub nemesis_stable_period: Option<Duration>,
+    /// The sleeps of the part-kill and pause-kill choreographies.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub choreography_hold: Duration,
+    /// Partition shapes, each partition drawing one: one, majority,
+    /// majorities-ring, minority-third, bridge, random-halves, primaries.
     #[arg(long, default_value = "majority")]
     pub partition: String,
+    /// Kill targets, each kill drawing one: one, minority, majority,
+    /// minority-third, all, primaries, or named nodes as n1+n2.
+    #[arg(long, default_value = "one,minority,majority,all")]
+    pub kill_targets: String,
+    /// Pause targets (as --kill-targets).
+    #[arg(long, default_value = "one,minority,majority,all")]
+    pub pause_targets: String,
     /// PostgreSQL on nodes: send read-only transactions to a replica.
     #[arg(long)]
     pub replica_reads: bool,
@@ -384,6 +409,21 @@ impl NodeArgs {
     }
 }
 
+/// `--partition one,majority`: the shapes partitions draw from.
+fn parse_partitions(s: &str) -> anyhow::Result<Vec<nemesis::partition::PartitionKind>> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let k = part
+            .trim()
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--partition: {e}"))?;
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    Ok(out)
+}
+
 impl FaultArgs {
     /// The engine's fault settings.
     ///
@@ -392,11 +432,21 @@ impl FaultArgs {
     pub fn to_spec(&self) -> anyhow::Result<FaultSpec> {
         Ok(FaultSpec {
             faults: nemesis::schedule::parse_faults(&self.nemesis)?,
-            interval: self.nemesis_interval,
-            partition: self
-                .partition
-                .parse()
-                .map_err(|e| anyhow::anyhow!("--partition: {e}"))?,
+            options: nemesis::package::Options {
+                interval: self.nemesis_interval,
+                timing: self
+                    .nemesis_schedule
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("--nemesis-schedule: {e}"))?,
+                initial_quiet: self.initial_quiet_period,
+                stable_period: self.nemesis_stable_period,
+                hold: self.choreography_hold,
+                partitions: parse_partitions(&self.partition)?,
+                kill_targets: nemesis::target::parse_targets(&self.kill_targets)
+                    .map_err(|e| anyhow::anyhow!("--kill-targets: {e}"))?,
+                pause_targets: nemesis::target::parse_targets(&self.pause_targets)
+                    .map_err(|e| anyhow::anyhow!("--pause-targets: {e}"))?,
+            },
             replica_reads: self.replica_reads,
             leave_db_running: self.leave_db_running,
             heal_timeout: self.heal_timeout,

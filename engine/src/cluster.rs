@@ -18,9 +18,9 @@ use db_adapters::db::{Db, DbError, collect_logs, connect_all, setup_with_retry};
 use nemesis::Node;
 use nemesis::fault::Nemesis as FaultNemesis;
 use nemesis::node::{parse_node_list, parse_nodes_file};
-use nemesis::partition::PartitionKind;
+use nemesis::package::{self, Plan};
 use nemesis::remote::{Remote, SshConfig, SshRemote};
-use nemesis::schedule::{FaultKind, Recorder, Schedule};
+use nemesis::schedule::Recorder;
 use nemesis::testbed::Testbed;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -155,10 +155,18 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
                 names_where(|k| k.placement() != Placement::Embedded)
             );
         }
-        if !kinds.is_empty() {
+        // A throwaway local server (no --url): kill and pause its
+        // processes by pid, without root; network faults need nodes.
+        let local_server = args.db.placement() == Placement::UrlOrNodes && args.url.is_none();
+        if let Some(k) = kinds.iter().find(|k| !local_server || k.needs_network()) {
             anyhow::bail!(
-                "--nemesis needs a database on --nodes ({})",
-                names_where(|k| k.placement() != Placement::Embedded)
+                "--nemesis {k} needs a database on --nodes ({}){}",
+                names_where(|k| k.placement() != Placement::Embedded),
+                if local_server {
+                    "; on the local server only kill, pause and pause-kill"
+                } else {
+                    ""
+                }
             );
         }
         if args.faults.replica_reads {
@@ -397,14 +405,25 @@ impl Recorder for SharedLog {
 /// `--partition primaries` for a database without primaries.
 pub fn nemesis_for(
     cluster: Option<&Cluster>,
+    local: Option<Arc<FaultNemesis>>,
     faults: &FaultSpec,
     seed: u64,
     log: &SharedLog,
 ) -> anyhow::Result<Box<dyn runner::Nemesis>> {
-    Ok(match cluster {
-        Some(c) => Box::new(ClusterNemesis::start(c, faults, seed, log)?),
-        None => Box::new(runner::NoNemesis),
+    Ok(match (cluster, local) {
+        (Some(c), _) => Box::new(ClusterNemesis::start(c, faults, seed, log)?),
+        (None, Some(n)) if !faults.faults.is_empty() => {
+            Box::new(ClusterNemesis::start_local(n, faults, seed, log)?)
+        }
+        _ => Box::new(runner::NoNemesis),
     })
+}
+
+/// The nemesis of a throwaway local server: one node (`local`) whose
+/// processes `process` kills, starts, pauses and resumes.
+pub fn local_nemesis(process: Arc<dyn nemesis::process::Process>) -> Arc<FaultNemesis> {
+    let remote: Arc<dyn Remote> = Arc::new(nemesis::remote::LocalRemote::new(Node::local()));
+    Arc::new(FaultNemesis::new(vec![remote], Some(process)))
 }
 
 /// The runner's fault hook for a cluster: runs the nemesis loop during the
@@ -414,61 +433,94 @@ pub struct ClusterNemesis {
     stop: Option<watch::Sender<bool>>,
     task: Option<JoinHandle<Result<(), nemesis::fault::FaultError>>>,
     nemesis: Arc<FaultNemesis>,
-    db: Arc<dyn Db>,
+    /// Waited for after the heal (`None`: a local server, ready once started).
+    db: Option<Arc<dyn Db>>,
     heal_timeout: Duration,
 }
 
 impl ClusterNemesis {
-    /// Starts the nemesis loop over `cluster` (no loop for `--nemesis none`).
+    /// Starts the composed packages over `cluster` (no task for `--nemesis none`).
     ///
     /// # Errors
-    /// `--partition primaries` for a database without primaries.
+    /// A package the database or nodes cannot honour (`--partition
+    /// primaries` without primaries, a target node not in the test, …).
     pub fn start(
         cluster: &Cluster,
         faults: &FaultSpec,
         seed: u64,
         log: &SharedLog,
     ) -> anyhow::Result<ClusterNemesis> {
-        let (kinds, partition) = (faults.faults.clone(), faults.partition);
         let names: Vec<String> = cluster
             .remotes
             .iter()
             .map(|r| r.node().name.clone())
             .collect();
         let primaries: Vec<String> = cluster.db.primaries().into_iter().map(|n| n.name).collect();
-        if partition == PartitionKind::Primaries
-            && primaries.is_empty()
-            && kinds.contains(&FaultKind::Partition)
-        {
-            anyhow::bail!(
-                "--partition primaries: {} has no primaries",
-                cluster.db.name()
-            );
-        }
+        Self::spawn(
+            cluster.nemesis.clone(),
+            Some(cluster.db.clone()),
+            cluster.db.name(),
+            names,
+            primaries,
+            faults,
+            seed,
+            log,
+        )
+    }
+
+    /// Starts the composed packages over a local server's nemesis.
+    ///
+    /// # Errors
+    /// A package the local server cannot honour.
+    pub fn start_local(
+        nemesis: Arc<FaultNemesis>,
+        faults: &FaultSpec,
+        seed: u64,
+        log: &SharedLog,
+    ) -> anyhow::Result<ClusterNemesis> {
+        let names = nemesis.nodes().into_iter().map(|n| n.name).collect();
+        Self::spawn(
+            nemesis,
+            None,
+            "the local server",
+            names,
+            vec![],
+            faults,
+            seed,
+            log,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn spawn(
+        nemesis: Arc<FaultNemesis>,
+        db: Option<Arc<dyn Db>>,
+        db_name: &str,
+        names: Vec<String>,
+        primaries: Vec<String>,
+        faults: &FaultSpec,
+        seed: u64,
+        log: &SharedLog,
+    ) -> anyhow::Result<ClusterNemesis> {
+        let plan = Plan {
+            kinds: faults.faults.clone(),
+            options: faults.options.clone(),
+            nodes: names,
+            primaries,
+            seed: seed ^ 0x006e_656d_6573_6973,
+        };
+        package::validate(&plan, nemesis.has_process(), db_name)?;
         let mut me = ClusterNemesis {
             stop: None,
             task: None,
-            nemesis: cluster.nemesis.clone(),
-            db: cluster.db.clone(),
+            nemesis: nemesis.clone(),
+            db,
             heal_timeout: faults.heal_timeout,
         };
-        if !kinds.is_empty() {
-            let schedule = Schedule::new(
-                kinds,
-                partition,
-                names,
-                primaries,
-                seed ^ 0x006e_656d_6573_6973,
-            );
+        if !plan.kinds.is_empty() {
             let (tx, rx) = watch::channel(false);
             let recorder: Arc<dyn Recorder> = Arc::new(log.clone());
-            me.task = Some(tokio::spawn(nemesis::schedule::run(
-                cluster.nemesis.clone(),
-                schedule,
-                faults.interval,
-                recorder,
-                rx,
-            )));
+            me.task = Some(tokio::spawn(package::run(nemesis, plan, recorder, rx)));
             me.stop = Some(tx);
         }
         Ok(me)
@@ -487,14 +539,16 @@ impl ClusterNemesis {
         }
         // Idempotent safety net (also when the loop's own heal failed).
         self.nemesis.heal_all().await.context("healing faults")?;
+        let Some(db) = &self.db else {
+            return Ok(());
+        };
         let t = Instant::now();
-        self.db
-            .await_ready(self.heal_timeout)
+        db.await_ready(self.heal_timeout)
             .await
             .map_err(|e: DbError| anyhow::anyhow!("database did not recover after healing: {e}"))?;
         tracing::info!(
             "{} serving again {:?} after the heal",
-            self.db.name(),
+            db.name(),
             t.elapsed()
         );
         Ok(())

@@ -204,6 +204,7 @@ async fn execute(
     let settings = db_settings(args, plan.isolation, plan.seed, run_dir.path());
     let mut local: Option<Box<dyn LocalServer>> = None;
     let mut on_nodes: Option<Cluster> = None;
+    let mut local_nemesis = None;
     let factory: Arc<dyn ClientFactory> = if plan.on_nodes {
         match crate::cluster::open_cluster(args, &settings, run_dir.path()).await? {
             Ok(c) => on_nodes.insert(c).factory.clone(),
@@ -214,7 +215,13 @@ async fn execute(
         let url = match (&args.url, plan.db.placement()) {
             (Some(u), _) => Some(u.clone()),
             (None, Placement::UrlOrNodes) => match plan.db.start_local(run_dir.path()).await {
-                Ok(server) => Some(local.insert(server).url()),
+                Ok(server) => {
+                    let server = local.insert(server);
+                    if !args.faults.faults.is_empty() {
+                        local_nemesis = server.process().map(crate::cluster::local_nemesis);
+                    }
+                    Some(server.url())
+                }
                 Err(msg) => return Ok(Outcome::SetupFailed(msg)),
             },
             (None, _) => None,
@@ -229,6 +236,7 @@ async fn execute(
         run_dir,
         factory.clone(),
         on_nodes.as_ref(),
+        local_nemesis,
         signals,
     )
     .await;
@@ -252,6 +260,7 @@ async fn run_with(
     run_dir: &store::run::RunDir,
     factory: Arc<dyn ClientFactory>,
     on_nodes: Option<&Cluster>,
+    local_nemesis: Option<Arc<nemesis::fault::Nemesis>>,
     signals: &SignalWatch,
 ) -> anyhow::Result<Outcome> {
     for node in &plan.nodes {
@@ -284,9 +293,13 @@ async fn run_with(
         .with_context(|| format!("creating {}", run_dir.history_log_path().display()))?;
     // Shared with the nemesis task, which records its ops in the same log.
     let mut log = crate::cluster::SharedLog::new(log);
-    let mut nemesis = crate::cluster::nemesis_for(on_nodes, &args.faults, plan.seed, &log)?;
+    let heal_on_signal = on_nodes
+        .map(|c| c.nemesis.clone())
+        .or_else(|| local_nemesis.clone());
+    let mut nemesis =
+        crate::cluster::nemesis_for(on_nodes, local_nemesis, &args.faults, plan.seed, &log)?;
     let (trigger, stop) = runner::stop_signal();
-    signals.main_phase(trigger, on_nodes.map(|c| c.nemesis.clone()));
+    signals.main_phase(trigger, heal_on_signal);
     let counters = Arc::new(progress::Counters::default());
     let limit = Some(args.limits.time_limit);
     let progress = progress::Progress::start(counters.clone(), limit);
@@ -577,8 +590,8 @@ fn test_json(
             "final_read_batch": plan.wcfg.final_read_batch,
             "check_time_limit_s": args.limits.check_time_limit.as_secs_f64(),
             "nemesis": args.faults.name(),
-            "nemesis_interval_s": args.faults.interval.as_secs_f64(),
-            "partition": args.faults.partition.to_string(),
+            "nemesis_interval_s": args.faults.options.interval.as_secs_f64(),
+            "partition": args.faults.options.partitions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","),
         },
     })
 }

@@ -18,7 +18,6 @@ use db_adapters::catalog::DbKind;
 pub use db_adapters::newsql::NewSqlSpec;
 use db_adapters::sim::SimMode;
 use db_adapters::sql::Isolation;
-use nemesis::partition::PartitionKind;
 use nemesis::schedule::FaultKind;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -183,10 +182,8 @@ impl Default for SshSpec {
 pub struct FaultSpec {
     /// The faults to inject (empty: none).
     pub faults: Vec<FaultKind>,
-    /// Time between fault starts and stops.
-    pub interval: Duration,
-    /// Partition shape.
-    pub partition: PartitionKind,
+    /// Timing, targets and partition shapes of the fault packages.
+    pub options: nemesis::package::Options,
     /// PostgreSQL on nodes: read-only transactions go to a replica.
     pub replica_reads: bool,
     /// Do not tear the database down after the run.

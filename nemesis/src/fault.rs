@@ -113,7 +113,9 @@ struct Active {
     paused: BTreeSet<String>,
 }
 
-/// Applies faults to the nodes of one test and heals them.
+/// Applies faults to the nodes of one test and heals them. Faults of
+/// different packages may overlap: stopping a partition removes its own
+/// rules only, and [`Nemesis::heal_all`] removes everything.
 pub struct Nemesis {
     remotes: Vec<Arc<dyn Remote>>,
     process: Option<Arc<dyn Process>>,
@@ -151,7 +153,26 @@ pub fn drop_command(ips: &[IpAddr]) -> String {
     )
 }
 
+/// The shell command that removes one instance of each of `ips`' DROP rules
+/// from harness's chain (the inverse of [`drop_command`]; other grudges'
+/// rules stay).
+pub fn undrop_command(ips: &[IpAddr]) -> String {
+    let mut cmd = String::from("command -v iptables >/dev/null || exit 0");
+    for ip in ips {
+        cmd.push_str(&format!(
+            "; iptables -w -D {CHAIN} -s {ip} -j DROP 2>/dev/null"
+        ));
+    }
+    cmd.push_str("; true");
+    cmd
+}
+
 impl Nemesis {
+    /// Whether kill and pause are possible (the database gave a [`Process`]).
+    pub fn has_process(&self) -> bool {
+        self.process.is_some()
+    }
+
     /// A nemesis over `remotes` (one per node); `process` enables kill/pause.
     pub fn new(remotes: Vec<Arc<dyn Remote>>, process: Option<Arc<dyn Process>>) -> Nemesis {
         Nemesis {
@@ -228,7 +249,7 @@ impl Nemesis {
     /// As [`Nemesis::start`].
     pub async fn stop(&self, fault: &Fault) -> Result<(), FaultError> {
         match fault {
-            Fault::Partition(_) => self.heal_partitions().await,
+            Fault::Partition(g) => self.unpartition(g).await,
             Fault::Kill(nodes) => {
                 let r = self.each_process(nodes, Action::Start).await;
                 if r.is_ok() {
@@ -282,6 +303,25 @@ impl Nemesis {
                         stderr: out.stderr_str(),
                     })),
                 }
+            });
+        }
+        collect(set).await
+    }
+
+    /// Removes the rules of grudge `g` only (overlapping partitions of other
+    /// packages stay in effect).
+    async fn unpartition(&self, g: &Grudge) -> Result<(), FaultError> {
+        let mut set = JoinSet::new();
+        for (node, drops) in g {
+            let r = self.remote(node)?;
+            let mut ips = Vec::new();
+            for d in drops {
+                ips.push(self.ip_of(d).await?);
+            }
+            let t = self.command_timeout;
+            set.spawn(async move {
+                r.run_timeout(&undrop_command(&ips), t).await?;
+                Ok(())
             });
         }
         collect(set).await

@@ -9,20 +9,30 @@
 //! - [`partition`]: grudges (who drops whom) and their builders.
 //! - [`fault`]: applying and healing faults on a cluster (iptables rules in a
 //!   harness-owned chain, process signals).
-//! - [`schedule`]: the seeded choice of faults and targets, and the nemesis
-//!   loop that records every fault as an op of process `nemesis`.
+//! - [`schedule`]: the fault packages `--nemesis` names, and the recording
+//!   of every fault start and stop as ops of process `nemesis`.
+//! - [`package`]: the packages composed — one task each, on its own seeded
+//!   stream, overlapping; quiet and stable periods; validation up front.
+//! - [`target`]: node specs (`one`, `majority`, `primaries`, `n1+n2`, …).
+//! - [`choreo`]: scripted choreographies (`part-kill`, `pause-kill`).
+//! - [`clock`]: libfaketime control-file specs (bump, strobe, rate, reset)
+//!   and clock-offset bracketing; not yet a `--nemesis` package.
 //!
 //! Key decision: every fault is an explicit value that knows how to heal
 //! itself, and the heal path is idempotent, so healing can run at the end, on
 //! Ctrl-C, on error and at the start of the next run.
 
+pub mod choreo;
+pub mod clock;
 pub mod fault;
 pub mod node;
+pub mod package;
 pub mod partition;
 pub mod process;
 pub mod remote;
 pub mod rng;
 pub mod schedule;
+pub mod target;
 pub mod testbed;
 
 pub use node::Node;

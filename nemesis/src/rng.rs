@@ -15,6 +15,30 @@ impl Rng {
         }
     }
 
+    /// An independent stream for `name` (a package, a choreography) derived
+    /// from the run's `seed`: streams of different names do not depend on
+    /// each other, so adding a package never changes another's schedule.
+    pub fn stream(seed: u64, name: &str) -> Rng {
+        // FNV-1a of the name, then one SplitMix step mixes it with the seed.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in name.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        let mut r = Rng::new(seed ^ h);
+        Rng::new(r.next_u64())
+    }
+
+    /// A duration uniform in `[0, 2·dt)` (Jepsen's `stagger`).
+    pub fn stagger(&mut self, dt: std::time::Duration) -> std::time::Duration {
+        let span = dt.as_nanos().saturating_mul(2);
+        if span == 0 {
+            return std::time::Duration::ZERO;
+        }
+        let span = u64::try_from(span).unwrap_or(u64::MAX);
+        std::time::Duration::from_nanos(self.next_u64() % span)
+    }
+
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -56,5 +80,28 @@ mod tests {
         a.shuffle(&mut v);
         v.sort_unstable();
         assert_eq!(v, (0..10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn streams_are_named_and_stagger_stays_in_range() {
+        let a: Vec<u64> = (0..3).map(|_| Rng::stream(1, "kill").next_u64()).collect();
+        assert_eq!(a[0], a[1]);
+        assert_ne!(
+            Rng::stream(1, "kill").next_u64(),
+            Rng::stream(1, "pause").next_u64()
+        );
+        assert_ne!(
+            Rng::stream(1, "kill").next_u64(),
+            Rng::stream(2, "kill").next_u64()
+        );
+        let mut r = Rng::stream(9, "partition");
+        let dt = std::time::Duration::from_millis(10);
+        let xs: Vec<_> = (0..200).map(|_| r.stagger(dt)).collect();
+        assert!(xs.iter().all(|x| *x < 2 * dt));
+        assert!(xs.iter().any(|x| *x > dt), "the upper half is reached");
+        assert_eq!(
+            r.stagger(std::time::Duration::ZERO),
+            std::time::Duration::ZERO
+        );
     }
 }

@@ -1,23 +1,17 @@
-//! What faults happen when: the seeded choice of faults and targets, and the
-//! nemesis loop that applies them and records each start and stop as an
-//! `invoke` + `info` op pair of process `nemesis`.
-//!
-//! Key decision: the choice ([`Schedule`]) is pure and seeded, separate from
-//! the loop ([`run`]) that touches time and nodes; the loop always ends by
-//! stopping the active fault and healing everything, whatever stopped it.
+//! The fault packages `--nemesis` names ([`FaultKind`], table [`KINDS`]),
+//! and how a fault is recorded: each start and stop is an `invoke` + `info`
+//! op pair of process `nemesis` ([`start_recorded`], [`stop_recorded`]).
+//! The composed loop that runs the packages is [`crate::package`].
 
 use crate::fault::{Fault, FaultError, Nemesis};
-use crate::partition::{PartitionKind, grudge};
-use crate::rng::Rng;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 use store::{Data, F, OpType};
 use tokio::sync::watch;
 
-/// A kind of fault (`--nemesis`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A fault package (`--nemesis`): a fault kind or a scripted choreography.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FaultKind {
     /// Network partitions.
     Partition,
@@ -25,16 +19,47 @@ pub enum FaultKind {
     Kill,
     /// SIGSTOP/SIGCONT of database processes.
     Pause,
+    /// Choreography: partition a minority, kill the crasher, flip the
+    /// partition, restart the crasher (NATS's `part-kill`).
+    PartKill,
+    /// Choreography: pause a minority, kill the crasher, flip the pause,
+    /// restart the crasher (NATS's `pause-kill`).
+    PauseKill,
 }
+
+/// Every package: its `--nemesis` name and whether `--nemesis all` has it.
+/// Adding a fault kind is a variant, a line here and its arm in
+/// `package::next_fault`.
+pub const KINDS: &[(FaultKind, &str, bool)] = &[
+    (FaultKind::Partition, "partition", true),
+    (FaultKind::Kill, "kill", true),
+    (FaultKind::Pause, "pause", true),
+    (FaultKind::PartKill, "part-kill", false),
+    (FaultKind::PauseKill, "pause-kill", false),
+];
 
 impl FaultKind {
     /// The CLI spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            FaultKind::Partition => "partition",
-            FaultKind::Kill => "kill",
-            FaultKind::Pause => "pause",
-        }
+        KINDS
+            .iter()
+            .find(|(k, _, _)| *k == self)
+            .map_or("?", |(_, n, _)| n)
+    }
+
+    /// Whether this is a scripted choreography (not a single fault kind).
+    pub fn is_choreography(self) -> bool {
+        matches!(self, FaultKind::PartKill | FaultKind::PauseKill)
+    }
+
+    /// Whether it kills or pauses processes (needs the database's process control).
+    pub fn needs_process(self) -> bool {
+        !matches!(self, FaultKind::Partition)
+    }
+
+    /// Whether it partitions the network (needs iptables on the nodes).
+    pub fn needs_network(self) -> bool {
+        matches!(self, FaultKind::Partition | FaultKind::PartKill)
     }
 }
 
@@ -47,7 +72,8 @@ impl fmt::Display for FaultKind {
 /// An unknown fault name in `--nemesis`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "--nemesis entry {position}: unknown fault {name:?} (expected none, or a comma list of: partition, kill, pause)"
+    "--nemesis entry {position}: unknown fault {name:?} (expected none, all, or a comma list of: {})",
+    names()
 )]
 pub struct UnknownFault {
     /// 1-based position in the list.
@@ -56,22 +82,30 @@ pub struct UnknownFault {
     pub name: String,
 }
 
+fn names() -> String {
+    KINDS
+        .iter()
+        .map(|(_, n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl FromStr for FaultKind {
     type Err = UnknownFault;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "partition" => Ok(FaultKind::Partition),
-            "kill" => Ok(FaultKind::Kill),
-            "pause" => Ok(FaultKind::Pause),
-            _ => Err(UnknownFault {
+        KINDS
+            .iter()
+            .find(|(_, n, _)| *n == s)
+            .map(|(k, _, _)| *k)
+            .ok_or_else(|| UnknownFault {
                 position: 1,
                 name: s.to_string(),
-            }),
-        }
+            })
     }
 }
 
-/// Parses `none` or `partition,kill,pause` (duplicates ignored).
+/// Parses `none`, `all` or `partition,kill,pause-kill,…` (duplicates
+/// ignored; `all` is every fault kind, no choreography, and may be combined).
 ///
 /// # Errors
 /// [`UnknownFault`] naming the entry.
@@ -81,87 +115,25 @@ pub fn parse_faults(s: &str) -> Result<Vec<FaultKind>, UnknownFault> {
     }
     let mut out = Vec::new();
     for (i, part) in s.split(',').enumerate() {
-        let k = part.trim().parse::<FaultKind>().map_err(|mut e| {
-            e.position = i + 1;
-            e
-        })?;
-        if !out.contains(&k) {
-            out.push(k);
+        let kinds: Vec<FaultKind> = if part.trim() == "all" {
+            KINDS
+                .iter()
+                .filter(|(_, _, all)| *all)
+                .map(|(k, _, _)| *k)
+                .collect()
+        } else {
+            vec![part.trim().parse::<FaultKind>().map_err(|mut e| {
+                e.position = i + 1;
+                e
+            })?]
+        };
+        for k in kinds {
+            if !out.contains(&k) {
+                out.push(k);
+            }
         }
     }
     Ok(out)
-}
-
-/// Seeded choice of the next fault.
-#[derive(Clone, Debug)]
-pub struct Schedule {
-    kinds: Vec<FaultKind>,
-    partition: PartitionKind,
-    nodes: Vec<String>,
-    primaries: Vec<String>,
-    rng: Rng,
-}
-
-impl Schedule {
-    /// Faults of `kinds` over `nodes`; partitions of shape `partition`.
-    pub fn new(
-        kinds: Vec<FaultKind>,
-        partition: PartitionKind,
-        nodes: Vec<String>,
-        primaries: Vec<String>,
-        seed: u64,
-    ) -> Schedule {
-        Schedule {
-            kinds,
-            partition,
-            nodes,
-            primaries,
-            rng: Rng::new(seed),
-        }
-    }
-
-    /// Whether there is any fault to schedule.
-    pub fn is_empty(&self) -> bool {
-        self.kinds.is_empty() || self.nodes.is_empty()
-    }
-
-    /// Target nodes for kill/pause: one, a minority, a majority, all, or the primaries.
-    fn targets(&mut self) -> Vec<String> {
-        let n = self.nodes.len();
-        let mut shuffled = self.nodes.clone();
-        self.rng.shuffle(&mut shuffled);
-        let choice = self
-            .rng
-            .below(if self.primaries.is_empty() { 4 } else { 5 });
-        let count = match choice {
-            0 => 1,
-            1 => (n.saturating_sub(1) / 2).max(1),
-            2 => n / 2 + 1,
-            3 => n,
-            _ => return self.primaries.clone(),
-        };
-        let mut t: Vec<String> = shuffled.into_iter().take(count.min(n)).collect();
-        t.sort();
-        t
-    }
-
-    /// The next fault to start (`None` when no fault kind is enabled).
-    pub fn next_fault(&mut self) -> Option<Fault> {
-        if self.is_empty() {
-            return None;
-        }
-        let kind = self.kinds[self.rng.below(self.kinds.len())];
-        Some(match kind {
-            FaultKind::Partition => Fault::Partition(grudge(
-                self.partition,
-                &self.nodes,
-                &self.primaries,
-                &mut self.rng,
-            )),
-            FaultKind::Kill => Fault::Kill(self.targets()),
-            FaultKind::Pause => Fault::Pause(self.targets()),
-        })
-    }
 }
 
 /// Where nemesis ops go: the test's history log (shared with the clients).
@@ -203,49 +175,12 @@ pub async fn stop_recorded(
 }
 
 /// Waits `d`, or until `stop` turns true; returns whether it was stopped.
-async fn wait_or_stop(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+pub(crate) async fn wait_or_stop(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
     if *stop.borrow() {
         return true;
     }
     // A dropped sender also means stop.
     tokio::time::timeout(d, stop.wait_for(|v| *v)).await.is_ok()
-}
-
-/// The nemesis loop: every `interval`, start a fault from `schedule`; after
-/// another `interval`, stop it. Returns when `stop` turns true (or its
-/// sender is dropped), after stopping the active fault and healing all.
-/// Fault errors are recorded and logged, never fatal to the loop.
-///
-/// # Errors
-/// The final heal's error (faults may remain: the caller must heal again or
-/// report it).
-pub async fn run(
-    nemesis: Arc<Nemesis>,
-    mut schedule: Schedule,
-    interval: Duration,
-    recorder: Arc<dyn Recorder>,
-    mut stop: watch::Receiver<bool>,
-) -> Result<(), FaultError> {
-    loop {
-        if wait_or_stop(interval, &mut stop).await {
-            break;
-        }
-        let Some(fault) = schedule.next_fault() else {
-            let _ = stop.wait_for(|v| *v).await;
-            break;
-        };
-        if let Err(e) = start_recorded(&nemesis, recorder.as_ref(), &fault).await {
-            tracing::warn!("nemesis: starting {:?}: {e}", fault.start_f().as_str());
-        }
-        let stopped = wait_or_stop(interval, &mut stop).await;
-        if let Err(e) = stop_recorded(&nemesis, recorder.as_ref(), &fault).await {
-            tracing::warn!("nemesis: stopping {:?}: {e}", fault.stop_f().as_str());
-        }
-        if stopped {
-            break;
-        }
-    }
-    nemesis.heal_all().await
 }
 
 #[cfg(test)]
@@ -266,27 +201,26 @@ mod tests {
     }
 
     #[test]
-    fn same_seed_same_faults() {
-        let nodes: Vec<String> = (1..=5).map(|i| format!("n{i}")).collect();
-        let mk = |seed| {
-            let mut s = Schedule::new(
-                vec![FaultKind::Partition, FaultKind::Kill, FaultKind::Pause],
-                PartitionKind::Majority,
-                nodes.clone(),
-                vec![],
-                seed,
-            );
-            (0..20).map(|_| s.next_fault().unwrap()).collect::<Vec<_>>()
-        };
-        assert_eq!(mk(42), mk(42));
-        assert_ne!(mk(42), mk(43));
-        let all = mk(42);
-        assert!(all.iter().any(|f| matches!(f, Fault::Kill(_))));
-        assert!(all.iter().any(|f| matches!(f, Fault::Partition(_))));
-        for f in all {
-            if let Fault::Kill(t) | Fault::Pause(t) = f {
-                assert!(!t.is_empty() && t.len() <= 5);
-            }
+    fn all_is_every_fault_kind_and_choreographies_parse() {
+        assert_eq!(
+            parse_faults("all").unwrap(),
+            vec![FaultKind::Partition, FaultKind::Kill, FaultKind::Pause]
+        );
+        assert_eq!(
+            parse_faults("part-kill,all,pause-kill").unwrap(),
+            vec![
+                FaultKind::PartKill,
+                FaultKind::Partition,
+                FaultKind::Kill,
+                FaultKind::Pause,
+                FaultKind::PauseKill
+            ]
+        );
+        for (k, n, _) in KINDS {
+            assert_eq!(n.parse::<FaultKind>().unwrap(), *k);
+            assert_eq!(k.as_str(), *n);
         }
+        let e = parse_faults("clock").unwrap_err();
+        assert!(e.to_string().contains("part-kill"), "{e}");
     }
 }

@@ -80,6 +80,10 @@ pub trait LocalServer: Send {
     fn url(&self) -> String;
     /// Stops it and removes its data.
     fn stop(self: Box<Self>) -> BoxFuture<'static, Result<(), String>>;
+    /// Kill/start/pause/resume of its processes (`None`: not possible).
+    fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>> {
+        None
+    }
 }
 
 /// The checks every database's `check_settings` starts with: `--url` and

@@ -35,6 +35,9 @@ impl LocalServer for LocalCluster {
     fn stop(self: Box<Self>) -> BoxFuture<'static, Result<(), String>> {
         Box::pin(async move { LocalCluster::stop(*self).await.map_err(|e| e.to_string()) })
     }
+    fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>> {
+        Some(std::sync::Arc::new(LocalCluster::process(self)))
+    }
 }
 
 impl Database for Postgres {

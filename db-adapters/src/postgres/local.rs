@@ -71,6 +71,8 @@ pub struct LocalCluster {
     as_postgres: bool,
     link: Option<PathBuf>,
     run_dir: PathBuf,
+    /// The `-o` options `pg_ctl start` got (a restart after a kill reuses them).
+    opts: String,
 }
 
 /// The directory holding `initdb`, `pg_ctl` and `postgres`.
@@ -117,7 +119,7 @@ fn is_postgres_process(pid: u32) -> bool {
 }
 
 /// Sends a signal by pid with the `kill` utility (no unsafe code here).
-fn signal(pid: u32, sig: &str) {
+pub(crate) fn signal(pid: u32, sig: &str) {
     let _ = std::process::Command::new("kill")
         .args([format!("-{sig}"), pid.to_string()])
         .stdout(Stdio::null())
@@ -204,6 +206,7 @@ impl LocalCluster {
             as_postgres,
             link: None,
             run_dir: run_dir.to_path_buf(),
+            opts: String::new(),
         };
         if as_postgres {
             cluster
@@ -260,6 +263,7 @@ impl LocalCluster {
             {
                 Ok(()) => {
                     cluster.port = port;
+                    cluster.opts = opts.clone();
                     cluster.pid = read_postmaster_pid(&cluster.data_dir());
                     last_err = None;
                     break;
@@ -303,6 +307,23 @@ impl LocalCluster {
         self.port
     }
 
+    /// Kill/start/pause/resume of this cluster's processes (the `--local`
+    /// nemesis; no root needed).
+    pub fn process(&self) -> super::local_process::LocalProcess {
+        super::local_process::LocalProcess {
+            pg_ctl: self.bin.join("pg_ctl"),
+            data: self.data_dir(),
+            log: self.base.join("postgresql.log"),
+            opts: self.opts.clone(),
+            as_postgres: self.as_postgres,
+        }
+    }
+
+    /// The postmaster now (a nemesis may have restarted it under a new pid).
+    fn current_pid(&self) -> Option<u32> {
+        super::local_process::postmaster_pid(&self.data_dir()).or(self.pid)
+    }
+
     /// The cluster's data directory.
     pub fn data_dir(&self) -> PathBuf {
         self.base.join("data")
@@ -314,7 +335,7 @@ impl LocalCluster {
     /// # Errors
     /// IO errors copying the log; a server that will not stop is killed.
     pub async fn stop(mut self) -> Result<(), LocalError> {
-        if let Some(pid) = self.pid
+        if let Some(pid) = self.current_pid()
             && pid_alive(pid)
         {
             let pg_ctl = self.bin.join("pg_ctl");
@@ -393,7 +414,9 @@ impl LocalCluster {
 
 impl Drop for LocalCluster {
     fn drop(&mut self) {
-        if let Some(pid) = self.pid.take()
+        let current = self.current_pid();
+        self.pid = None;
+        if let Some(pid) = current
             && pid_alive(pid)
             && is_postgres_process(pid)
         {

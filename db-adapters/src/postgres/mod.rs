@@ -18,6 +18,7 @@
 
 mod database;
 pub mod local;
+pub mod local_process;
 pub mod whitebox;
 
 pub use database::Postgres;

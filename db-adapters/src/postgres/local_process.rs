@@ -1,0 +1,206 @@
+//! Kill, start, pause and resume of a `--local` PostgreSQL cluster: the
+//! processes this machine started, by pid, without root.
+//!
+//! The postmaster's pid comes from `postmaster.pid`; its backends are the
+//! processes whose parent it is (`/proc/<pid>/stat`). Kill: SIGKILL the
+//! postmaster and every backend, wait until they are gone (a surviving
+//! backend keeps the shared memory and blocks the restart). Start:
+//! `pg_ctl start -w` with the options of the first start (same port).
+//! Pause: SIGSTOP the postmaster first (it forks no more backends), then
+//! its backends; resume: SIGCONT in the reverse order. Every action is
+//! idempotent.
+
+use super::local::signal;
+use nemesis::process::{Process, ProcessError};
+use nemesis::{BoxFuture, Node};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::Command;
+
+/// Process control over one local cluster.
+#[derive(Debug, Clone)]
+pub struct LocalProcess {
+    /// `pg_ctl`.
+    pub pg_ctl: PathBuf,
+    /// The data directory.
+    pub data: PathBuf,
+    /// The server log.
+    pub log: PathBuf,
+    /// The `-o` options of the first start (port, socket directory, …).
+    pub opts: String,
+    /// Run `pg_ctl` as the `postgres` user (harness runs as root).
+    pub as_postgres: bool,
+}
+
+/// The postmaster's pid from `postmaster.pid`, if that process lives.
+pub fn postmaster_pid(data: &Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(data.join("postmaster.pid"))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+}
+
+/// The processes whose parent is `pid`.
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| parent(*p) == Some(pid))
+        .collect()
+}
+
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+impl LocalProcess {
+    fn err(&self, node: &Node, action: &'static str, message: String) -> ProcessError {
+        ProcessError {
+            node: node.name.clone(),
+            action,
+            message,
+        }
+    }
+
+    async fn kill_all(&self, node: &Node) -> Result<(), ProcessError> {
+        let Some(pm) = postmaster_pid(&self.data) else {
+            return Ok(());
+        };
+        let mut pids = vec![pm];
+        pids.extend(children(pm));
+        for p in &pids {
+            signal(*p, "KILL");
+        }
+        for _ in 0..250 {
+            if pids
+                .iter()
+                .all(|p| !Path::new(&format!("/proc/{p}")).exists())
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Err(self.err(
+            node,
+            "kill",
+            format!("processes {pids:?} still alive after 5 s"),
+        ))
+    }
+
+    async fn start_server(&self, node: &Node) -> Result<(), ProcessError> {
+        if postmaster_pid(&self.data).is_some() {
+            return Ok(());
+        }
+        let mut cmd = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&self.pg_ctl);
+            c
+        } else {
+            Command::new(&self.pg_ctl)
+        };
+        cmd.arg("-D")
+            .arg(&self.data)
+            .arg("-l")
+            .arg(&self.log)
+            .args(["-w", "-t", "60", "-o", &self.opts, "start"])
+            .current_dir(std::env::temp_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
+            .await
+            .map_err(|_| self.err(node, "start", "pg_ctl start timed out after 90 s".into()))?
+            .map_err(|e| self.err(node, "start", format!("running pg_ctl: {e}")))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(self.err(
+                node,
+                "start",
+                format!(
+                    "pg_ctl start: {}: {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            ))
+        }
+    }
+
+    fn signal_all(&self, sig: &str, postmaster_first: bool) {
+        let Some(pm) = postmaster_pid(&self.data) else {
+            return;
+        };
+        if postmaster_first {
+            signal(pm, sig);
+        }
+        for c in children(pm) {
+            signal(c, sig);
+        }
+        if !postmaster_first {
+            signal(pm, sig);
+        }
+    }
+}
+
+impl Process for LocalProcess {
+    fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(self.kill_all(node))
+    }
+
+    fn start<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(self.start_server(node))
+    }
+
+    fn pause<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal_all("STOP", true);
+            Ok(())
+        })
+    }
+
+    fn resume<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal_all("CONT", false);
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn children_of_this_process_include_a_spawned_child() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let kids = children(std::process::id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(kids.contains(&child.id()), "{kids:?}");
+        assert_eq!(parent(child.id()), None, "reaped");
+    }
+
+    #[test]
+    fn no_postmaster_pid_file_means_nothing_to_signal() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(postmaster_pid(d.path()), None);
+        std::fs::write(d.path().join("postmaster.pid"), "999999999\n").unwrap();
+        assert_eq!(postmaster_pid(d.path()), None, "a dead pid");
+    }
+}
