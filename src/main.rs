@@ -38,6 +38,7 @@ mod check_cmd;
 mod history_cmd;
 mod history_input;
 mod linear_cmd;
+mod lossyfs_cmd;
 mod nemesis_cmd;
 mod reproduce_cmd;
 mod run_cmd;
@@ -140,6 +141,9 @@ fn parse() -> Result<Command, clap::Error> {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = lossyfs_cmd::intercept() {
+        return code;
+    }
     purge_freed_memory_soon();
     let command = match parse() {
         Ok(c) => c,

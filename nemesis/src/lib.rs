@@ -17,6 +17,7 @@
 //! Ctrl-C, on error and at the start of the next run.
 
 pub mod fault;
+pub mod lossyfs;
 pub mod node;
 pub mod partition;
 pub mod process;
