@@ -162,6 +162,11 @@ impl Nemesis {
         }
     }
 
+    /// The process capability, if the database has one.
+    pub fn process(&self) -> Option<Arc<dyn Process>> {
+        self.process.clone()
+    }
+
     /// The nodes, in test order.
     pub fn nodes(&self) -> Vec<Node> {
         self.remotes.iter().map(|r| r.node().clone()).collect()

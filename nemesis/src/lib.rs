@@ -9,6 +9,10 @@
 //! - [`partition`]: grudges (who drops whom) and their builders.
 //! - [`fault`]: applying and healing faults on a cluster (iptables rules in a
 //!   harness-owned chain, process signals).
+//! - [`lossyfs`]: a lossy FUSE filesystem (un-synced writes lost on
+//!   command, disk errors, file corruption) run on nodes by the harness
+//!   binary; [`lossy`]: mounting it under a data directory and the
+//!   `lose-unfsynced-writes` op that follows a kill.
 //! - [`schedule`]: the seeded choice of faults and targets, and the nemesis
 //!   loop that records every fault as an op of process `nemesis`.
 //!
@@ -17,6 +21,7 @@
 //! Ctrl-C, on error and at the start of the next run.
 
 pub mod fault;
+pub mod lossy;
 pub mod lossyfs;
 pub mod node;
 pub mod partition;

@@ -183,6 +183,11 @@ pub async fn start_recorded(
     let r = nemesis.start(fault).await;
     let err = r.as_ref().err().map(|e| e.to_string());
     recorder.record(OpType::Info, fault.start_f(), fault.start_value(), err);
+    if r.is_ok()
+        && let Fault::Kill(nodes) = fault
+    {
+        crate::lossy::lose_recorded(nemesis, recorder, nodes).await?;
+    }
     r
 }
 

@@ -16,7 +16,7 @@ use crate::cluster::{ClusterDb, Install, Tarball};
 use crate::db::Db;
 use crate::mysql::{MariaDb, MariaDbConfig, MysqlFactory};
 use crate::newsql::NewSqlSpec;
-use crate::pg_cluster::{PgCluster, PgClusterConfig, ReplicaReadsFactory};
+use crate::pg_cluster::{LossyConfig, PgCluster, PgClusterConfig, ReplicaReadsFactory};
 use crate::pgwire::Target;
 use crate::postgres::PgFactory;
 use crate::postgres::local::LocalCluster;
@@ -46,6 +46,10 @@ pub struct DbSettings {
     pub newsql: NewSqlSpec,
     /// PostgreSQL on nodes: read-only transactions go to a replica.
     pub replica_reads: bool,
+    /// PostgreSQL on nodes: data directories on the lossy filesystem.
+    pub lazyfs: bool,
+    /// PostgreSQL on nodes: extra `postgresql.conf` lines.
+    pub db_conf: Vec<String>,
     /// The client records the database's version order or commit order
     /// (`--version-order db`: PostgreSQL, CockroachDB, TiDB, SQLite).
     pub version_order_db: bool,
@@ -308,6 +312,11 @@ impl DbKind {
         remotes: Vec<Arc<dyn Remote>>,
     ) -> Result<OnNodes, OpenError> {
         let setup = OpenError::Setup;
+        if (s.lazyfs || !s.db_conf.is_empty()) && self != DbKind::Postgres {
+            return Err(OpenError::Spec(format!(
+                "--lazyfs and --db-conf are supported for --db postgres on nodes, not --db {self}"
+            )));
+        }
         match self {
             DbKind::Galera | DbKind::Mariadb => {
                 let db = MariaDb::new(MariaDbConfig::new(self == DbKind::Galera), remotes);
@@ -416,7 +425,18 @@ fn sqlite_factory(s: &DbSettings) -> Result<SqliteFactory, String> {
 }
 
 fn postgres_on_nodes(s: &DbSettings, remotes: Vec<Arc<dyn Remote>>) -> Result<OnNodes, String> {
-    let db = PgCluster::new(PgClusterConfig::default(), remotes);
+    let mut cfg = PgClusterConfig {
+        extra_conf: s.db_conf.clone(),
+        ..PgClusterConfig::default()
+    };
+    if s.lazyfs {
+        let exe = std::env::current_exe().map_err(|e| format!("--lazyfs: own binary: {e}"))?;
+        cfg.lossy = Some(LossyConfig {
+            binary: exe.to_string_lossy().into_owned(),
+            cache_mib: 1024,
+        });
+    }
+    let db = PgCluster::new(cfg, remotes);
     let pg = |url: &str, level| PgFactory::new(url, level, s.model).map_err(|e| e.to_string());
     let primary = pg(&db.primary_url(), s.isolation)?;
     let factory: Arc<dyn ClientFactory> = if s.replica_reads {
@@ -465,6 +485,8 @@ mod tests {
             local: false,
             newsql: a.clone(),
             replica_reads: false,
+            lazyfs: false,
+            db_conf: Vec::new(),
             version_order_db: false,
             dir: PathBuf::from("unused"),
             op_timeout: Duration::from_secs(1),
