@@ -88,7 +88,7 @@ pub fn ctl_command(binary: &str, data_dir: &str, cmd: &Command) -> String {
 
 /// A reply as a history value: `{files n, bytes b, lost {path bytes}}`.
 pub fn loss_data(r: &Reply) -> Data {
-    let s = |x: &str| Data::Keyword(x.to_string());
+    let s = |x: &str| Data::Str(x.to_string());
     let lost: Vec<(Data, Data)> = r
         .files
         .iter()

@@ -477,7 +477,11 @@ impl Filesystem for LossyFs {
             let mut paths = self.shared.paths();
             for (ino, p) in paths.iter_mut() {
                 if let Ok(rest) = p.strip_prefix(&from) {
-                    *p = to.join(rest);
+                    *p = if rest.as_os_str().is_empty() {
+                        to.clone()
+                    } else {
+                        to.join(rest)
+                    };
                     cache.set_path(*ino, &p.to_string_lossy());
                 }
             }
