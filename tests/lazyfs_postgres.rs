@@ -1,10 +1,10 @@
-//! PostgreSQL (primary + 2 replicas on the testbed) with every data
+//! PostgreSQL (primary + replica on 2 testbed nodes) with every data
 //! directory on the lossy filesystem (`--lazyfs`) and `kill` meaning
 //! SIGKILL → lose un-fsynced writes → start: valid with
 //! `synchronous_commit = on`; with `synchronous_commit = off` acknowledged
 //! commits vanish with the WAL that was never flushed and the checker finds
 //! it. Both keep `wal_writer_delay = 5s` (the WAL writer's flush period),
-//! so the only difference is whether a commit waits for its flush. 30 s
+//! so the only difference is whether a commit waits for its flush. 20 s
 //! runs by default; `HARNESS_LONG=1` runs 5 minutes with a kill every 10 s.
 //! After each run no mount, no filesystem daemon and no state directory is
 //! left.
@@ -21,7 +21,7 @@ fn long() -> bool {
 }
 
 fn lazyfs_run(store: &Path, name: &str, synchronous_commit: &str) -> Option<i32> {
-    let (time, interval) = if long() { ("300s", "10s") } else { ("30s", "5s") };
+    let (time, interval) = if long() { ("300s", "10s") } else { ("20s", "4s") };
     let conf = format!("synchronous_commit={synchronous_commit}");
     let out = run(
         store,
@@ -29,7 +29,7 @@ fn lazyfs_run(store: &Path, name: &str, synchronous_commit: &str) -> Option<i32>
             "--db",
             "postgres",
             "--nodes",
-            "testbed",
+            "testbed:2",
             "--nemesis",
             "kill",
             "--lazyfs",
