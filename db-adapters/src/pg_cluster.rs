@@ -368,6 +368,30 @@ impl Process for Servers<PgClusterConfig> {
     fn lossy(&self) -> bool {
         self.cfg.lossy.is_some()
     }
+    fn data_files(&self) -> &'static str {
+        "base"
+    }
+    fn lossy_ctl<'a>(
+        &'a self,
+        node: &'a Node,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<Reply, ProcessError>> {
+        Box::pin(async move {
+            let err = |m: String| ProcessError {
+                node: node.name.clone(),
+                action: "lossyfs",
+                message: m,
+            };
+            let Some(l) = &self.cfg.lossy else {
+                return Err(err("not on the lossy filesystem (run with --lazyfs)".into()));
+            };
+            let r = self.remote(node).map_err(|e| err(e.to_string()))?;
+            let c = lossy::ctl_command(&l.binary, &self.data_dir(node), cmd);
+            let out = r.exec(&c, None, Duration::from_secs(60)).await.map_err(|e| err(e.to_string()))?;
+            let reply = Reply::parse(&out.stdout_str()).map_err(|e| err(format!("{e}: {}", out.stderr_str())))?;
+            if reply.ok { Ok(reply) } else { Err(err(reply.message)) }
+        })
+    }
     fn lose_unsynced<'a>(
         &'a self,
         node: &'a Node,

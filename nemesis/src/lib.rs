@@ -12,7 +12,8 @@
 //! - [`lossyfs`]: a lossy FUSE filesystem (un-synced writes lost on
 //!   command, disk errors, file corruption) run on nodes by the harness
 //!   binary; [`lossy`]: mounting it under a data directory and the
-//!   `lose-unfsynced-writes` op that follows a kill.
+//!   `lose-unfsynced-writes` op that follows a kill; [`durability`]: file
+//!   corruption paired with a kill, and disk errors, through it.
 //! - [`schedule`]: the seeded choice of faults and targets, and the nemesis
 //!   loop that records every fault as an op of process `nemesis`.
 //!
@@ -20,6 +21,7 @@
 //! itself, and the heal path is idempotent, so healing can run at the end, on
 //! Ctrl-C, on error and at the start of the next run.
 
+pub mod durability;
 pub mod fault;
 pub mod lossy;
 pub mod lossyfs;

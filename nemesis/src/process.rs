@@ -63,4 +63,29 @@ pub trait Process: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<Reply>, ProcessError>> {
         Box::pin(async { Ok(None) })
     }
+
+    /// Sends a command to the lossy filesystem under `node`'s data directory.
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node (always, without the filesystem).
+    fn lossy_ctl<'a>(
+        &'a self,
+        node: &'a Node,
+        _cmd: &'a crate::lossyfs::ctl::Command,
+    ) -> BoxFuture<'a, Result<Reply, ProcessError>> {
+        Box::pin(async move {
+            Err(ProcessError {
+                node: node.name.clone(),
+                action: "lossyfs",
+                message: "the data directory is not on the lossy filesystem (run with --lazyfs)"
+                    .to_string(),
+            })
+        })
+    }
+
+    /// Where the database's data files are, relative to its data directory
+    /// (what corruption and disk errors aim at; empty: everything).
+    fn data_files(&self) -> &'static str {
+        ""
+    }
 }

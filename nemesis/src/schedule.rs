@@ -6,6 +6,7 @@
 //! the loop ([`run`]) that touches time and nodes; the loop always ends by
 //! stopping the active fault and healing everything, whatever stopped it.
 
+use crate::durability::DurabilityFault;
 use crate::fault::{Fault, FaultError, Nemesis};
 use crate::partition::{PartitionKind, grudge};
 use crate::rng::Rng;
@@ -25,6 +26,12 @@ pub enum FaultKind {
     Kill,
     /// SIGSTOP/SIGCONT of database processes.
     Pause,
+    /// Kill + flip bits of a data file + start (needs `--lazyfs`).
+    Bitflip,
+    /// Kill + cut the end of a data file + start (needs `--lazyfs`).
+    TruncateFile,
+    /// EIO or ENOSPC from the data files for a window (needs `--lazyfs`).
+    DiskError,
 }
 
 impl FaultKind {
@@ -34,6 +41,9 @@ impl FaultKind {
             FaultKind::Partition => "partition",
             FaultKind::Kill => "kill",
             FaultKind::Pause => "pause",
+            FaultKind::Bitflip => "bitflip",
+            FaultKind::TruncateFile => "truncate-file",
+            FaultKind::DiskError => "disk-error",
         }
     }
 }
@@ -47,7 +57,7 @@ impl fmt::Display for FaultKind {
 /// An unknown fault name in `--nemesis`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "--nemesis entry {position}: unknown fault {name:?} (expected none, or a comma list of: partition, kill, pause)"
+    "--nemesis entry {position}: unknown fault {name:?} (expected none, or a comma list of: partition, kill, pause, bitflip, truncate-file, disk-error)"
 )]
 pub struct UnknownFault {
     /// 1-based position in the list.
@@ -63,6 +73,9 @@ impl FromStr for FaultKind {
             "partition" => Ok(FaultKind::Partition),
             "kill" => Ok(FaultKind::Kill),
             "pause" => Ok(FaultKind::Pause),
+            "bitflip" => Ok(FaultKind::Bitflip),
+            "truncate-file" => Ok(FaultKind::TruncateFile),
+            "disk-error" => Ok(FaultKind::DiskError),
             _ => Err(UnknownFault {
                 position: 1,
                 name: s.to_string(),
@@ -145,6 +158,18 @@ impl Schedule {
         t
     }
 
+    /// A random minority (one node of one or two).
+    fn minority(&mut self) -> Vec<String> {
+        let mut shuffled = self.nodes.clone();
+        self.rng.shuffle(&mut shuffled);
+        let mut t: Vec<String> = shuffled
+            .into_iter()
+            .take((self.nodes.len().saturating_sub(1) / 2).max(1))
+            .collect();
+        t.sort();
+        t
+    }
+
     /// The next fault to start (`None` when no fault kind is enabled).
     pub fn next_fault(&mut self) -> Option<Fault> {
         if self.is_empty() {
@@ -160,6 +185,15 @@ impl Schedule {
             )),
             FaultKind::Kill => Fault::Kill(self.targets()),
             FaultKind::Pause => Fault::Pause(self.targets()),
+            FaultKind::Bitflip | FaultKind::TruncateFile => {
+                let nodes = self.minority();
+                let truncate = kind == FaultKind::TruncateFile;
+                Fault::Durability(DurabilityFault::corrupt(nodes, truncate, &mut self.rng))
+            }
+            FaultKind::DiskError => {
+                let nodes = self.minority();
+                Fault::Durability(DurabilityFault::disk(nodes, &mut self.rng))
+            }
         })
     }
 }
@@ -182,7 +216,8 @@ pub async fn start_recorded(
     recorder.record(OpType::Invoke, fault.start_f(), fault.start_value(), None);
     let r = nemesis.start(fault).await;
     let err = r.as_ref().err().map(|e| e.to_string());
-    recorder.record(OpType::Info, fault.start_f(), fault.start_value(), err);
+    let value = nemesis.take_result().unwrap_or_else(|| fault.start_value());
+    recorder.record(OpType::Info, fault.start_f(), value, err);
     if r.is_ok()
         && let Fault::Kill(nodes) = fault
     {
