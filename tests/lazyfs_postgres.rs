@@ -21,7 +21,11 @@ fn long() -> bool {
 }
 
 fn lazyfs_run(store: &Path, name: &str, synchronous_commit: &str) -> Option<i32> {
-    let (time, interval) = if long() { ("300s", "10s") } else { ("20s", "4s") };
+    let (time, interval) = if long() {
+        ("300s", "10s")
+    } else {
+        ("20s", "4s")
+    };
     let conf = format!("synchronous_commit={synchronous_commit}");
     let out = run(
         store,
@@ -100,7 +104,11 @@ fn postgres_with_synchronous_commit_survives_kill_and_lose() {
     let store = tempfile::tempdir().unwrap();
     let code = lazyfs_run(store.path(), "lazyfs-sync-on", "on");
     let dir = run_dir(store.path(), "lazyfs-sync-on");
-    assert_eq!(code, Some(0), "valid: every acknowledged commit was fsynced");
+    assert_eq!(
+        code,
+        Some(0),
+        "valid: every acknowledged commit was fsynced"
+    );
     let lost = losses(&dir);
     assert!(
         lost.iter().any(|(_, _, b)| *b > 0),
@@ -120,7 +128,8 @@ fn postgres_without_synchronous_commit_loses_acknowledged_writes() {
     let dir = run_dir(store.path(), "lazyfs-sync-off");
     let lost = losses(&dir);
     assert!(
-        lost.iter().any(|(_, f, b)| f.starts_with("pg_wal/") && *b > 0),
+        lost.iter()
+            .any(|(_, f, b)| f.starts_with("pg_wal/") && *b > 0),
         "un-flushed WAL was lost: {lost:?}"
     );
     assert_eq!(code, Some(1), "invalid: acknowledged commits vanished");

@@ -238,8 +238,10 @@ impl ServerSteps for Servers<PgClusterConfig> {
                 ))
                 .await?;
             }
-            self.lossy_each(|l, d| lossy::mount_command(&l.binary, d, Some("postgres"), l.cache_mib))
-                .await?;
+            self.lossy_each(|l, d| {
+                lossy::mount_command(&l.binary, d, Some("postgres"), l.cache_mib)
+            })
+            .await?;
             let d = self.node_dir(&primary);
             self.pg(
             &primary,
@@ -301,8 +303,11 @@ impl ServerSteps for Servers<PgClusterConfig> {
             // Always: a stale mount left by a crashed `--lazyfs` run would
             // keep the directory from being removed.
             let r = self.remote(node)?;
-            r.run_timeout(&lossy::unmount_command(&self.data_dir(node)), Duration::from_secs(60))
-                .await?;
+            r.run_timeout(
+                &lossy::unmount_command(&self.data_dir(node)),
+                Duration::from_secs(60),
+            )
+            .await?;
             Ok(())
         })
     }
@@ -387,9 +392,17 @@ impl Process for Servers<PgClusterConfig> {
             };
             let r = self.remote(node).map_err(|e| err(e.to_string()))?;
             let c = lossy::ctl_command(&l.binary, &self.data_dir(node), cmd);
-            let out = r.exec(&c, None, Duration::from_secs(60)).await.map_err(|e| err(e.to_string()))?;
-            let reply = Reply::parse(&out.stdout_str()).map_err(|e| err(format!("{e}: {}", out.stderr_str())))?;
-            if reply.ok { Ok(reply) } else { Err(err(reply.message)) }
+            let out = r
+                .exec(&c, None, Duration::from_secs(60))
+                .await
+                .map_err(|e| err(e.to_string()))?;
+            let reply = Reply::parse(&out.stdout_str())
+                .map_err(|e| err(format!("{e}: {}", out.stderr_str())))?;
+            if reply.ok {
+                Ok(reply)
+            } else {
+                Err(err(reply.message))
+            }
         })
     }
     fn lose_unsynced<'a>(

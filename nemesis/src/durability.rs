@@ -51,9 +51,7 @@ impl DurabilityFault {
             }
         } else {
             // About 8 flipped bits per MiB of file.
-            Corruption::Bitflip {
-                probability: 1e-6,
-            }
+            Corruption::Bitflip { probability: 1e-6 }
         };
         DurabilityFault::Corrupt {
             nodes,
@@ -155,7 +153,7 @@ pub fn damage_data(r: &Reply) -> Data {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
 
@@ -172,6 +170,11 @@ mod tests {
         let d = DurabilityFault::disk(vec!["n1".into()], &mut rng);
         assert_eq!(d.stop_f().as_str(), "stop-disk-error");
         assert!(matches!(d.command(""), Command::Fail(_)));
-        assert_eq!(DurabilityFault::corrupt(vec![], false, &mut Rng::new(1)).start_f().as_str(), "bitflip-file-chunks");
+        assert_eq!(
+            DurabilityFault::corrupt(vec![], false, &mut Rng::new(1))
+                .start_f()
+                .as_str(),
+            "bitflip-file-chunks"
+        );
     }
 }

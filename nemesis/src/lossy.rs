@@ -125,7 +125,12 @@ pub async fn lose_recorded(
         return Ok(());
     }
     let f = F::Other(LOSE_F.into());
-    recorder.record(OpType::Invoke, f.clone(), crate::fault::nodes_data(nodes), None);
+    recorder.record(
+        OpType::Invoke,
+        f.clone(),
+        crate::fault::nodes_data(nodes),
+        None,
+    );
     let mut set = JoinSet::new();
     for n in nodes {
         let node = nemesis
@@ -155,7 +160,12 @@ pub async fn lose_recorded(
     let value = Data::Map(done.into_iter().map(|(n, d)| (Data::Str(n), d)).collect());
     let err = match errs.len() {
         0 => None,
-        _ => Some(errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")),
+        _ => Some(
+            errs.iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
     };
     recorder.record(OpType::Info, f, value, err);
     match errs.len() {
@@ -166,20 +176,28 @@ pub async fn lose_recorded(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::lossyfs::cache::FileReport;
 
     #[test]
     fn commands_name_the_state_dir_and_quote_paths() {
-        let m = mount_command("/usr/bin/harness", "/var/lib/x/n1/data/", Some("postgres"), 512);
+        let m = mount_command(
+            "/usr/bin/harness",
+            "/var/lib/x/n1/data/",
+            Some("postgres"),
+            512,
+        );
         assert!(m.contains("lossyfs mount /var/lib/x/n1/data.lossy/data /var/lib/x/n1/data "));
         assert!(m.contains("--cache-mib 512"));
         assert!(m.contains("chown postgres: /var/lib/x/n1/data.lossy/data"));
         assert!(m.starts_with(&unmount_command("/var/lib/x/n1/data")));
         let c = ctl_command("/h", "/d d", &"fail eio-read base/1".parse().unwrap());
-        assert_eq!(c, "/h lossyfs ctl '/d d.lossy'/ctl.sock fail eio-read base/1");
+        assert_eq!(
+            c,
+            "/h lossyfs ctl '/d d.lossy'/ctl.sock fail eio-read base/1"
+        );
     }
 
     #[test]

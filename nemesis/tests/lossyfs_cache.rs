@@ -128,7 +128,10 @@ impl Driver<'_> {
             .unwrap()
             .map(|e| {
                 let e = e.unwrap();
-                (e.file_name().to_string_lossy().into_owned(), fs::read(e.path()).unwrap())
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    fs::read(e.path()).unwrap(),
+                )
             })
             .collect()
     }
@@ -163,13 +166,31 @@ proptest! {
 fn fsync_then_lose_then_truncate_up_keeps_the_synced_bytes() {
     // The sequence that turned LazyFS's file into zeros (local-fs).
     let ops = vec![
-        Op::Write { path: "a".into(), off: 0, data: vec![7; 100] },
+        Op::Write {
+            path: "a".into(),
+            off: 0,
+            data: vec![7; 100],
+        },
         Op::Fsync("a".into()),
-        Op::Write { path: "a".into(), off: 50, data: vec![9; 5000] },
+        Op::Write {
+            path: "a".into(),
+            off: 50,
+            data: vec![9; 5000],
+        },
         Op::Lose,
-        Op::Truncate { path: "a".into(), len: 6000 },
-        Op::Truncate { path: "a".into(), len: 30 },
-        Op::Fallocate { path: "a".into(), off: 0, len: 9000 },
+        Op::Truncate {
+            path: "a".into(),
+            len: 6000,
+        },
+        Op::Truncate {
+            path: "a".into(),
+            len: 30,
+        },
+        Op::Fallocate {
+            path: "a".into(),
+            off: 0,
+            len: 9000,
+        },
         Op::Lose,
     ];
     check(&ops).unwrap();
@@ -182,13 +203,23 @@ fn a_full_cache_writes_through_and_counts_it() {
     File::create(&p).unwrap();
     let ino = fs::metadata(&p).unwrap().ino();
     let mut cache = Cache::new(2);
-    let open = || Ok((File::options().read(true).write(true).open(&p)?, "f".to_string()));
-    cache.write(ino, &open, 0, &vec![1; 2 * BLOCK as usize]).unwrap();
+    let open = || {
+        Ok((
+            File::options().read(true).write(true).open(&p)?,
+            "f".to_string(),
+        ))
+    };
+    cache
+        .write(ino, &open, 0, &vec![1; 2 * BLOCK as usize])
+        .unwrap();
     assert_eq!(cache.stats().overflows, 0);
     cache.write(ino, &open, 2 * BLOCK, &[2; 10]).unwrap();
     assert_eq!(cache.stats().overflows, 1, "the third block does not fit");
     assert_eq!(cache.stats().overflow_bytes, 10);
     let lost = cache.lose().unwrap();
-    assert!(lost.is_empty(), "the overflowing write synced the file: {lost:?}");
+    assert!(
+        lost.is_empty(),
+        "the overflowing write synced the file: {lost:?}"
+    );
     assert_eq!(fs::metadata(&p).unwrap().len(), 2 * BLOCK + 10);
 }

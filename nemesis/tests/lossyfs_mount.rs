@@ -3,7 +3,7 @@
 //! against the reference model after every operation and every `lose`;
 //! then unmounted, with no mount, daemon thread or socket left behind.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod lossyfs_common;
 
@@ -48,7 +48,10 @@ impl Mounted {
         let thread = std::thread::spawn(move || lossyfs::run(&opts));
         let t = Instant::now();
         while !is_mounted(&mnt) || !dir.path().join("ctl.sock").exists() {
-            assert!(t.elapsed() < Duration::from_secs(10), "mount did not appear");
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "mount did not appear"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         Mounted {
@@ -96,7 +99,12 @@ fn apply(m: &Mounted, dir: &Path, op: &Op) -> Outcome {
             Outcome::Ok
         }
         Op::Truncate { path, len } if exists(&p(path)) => {
-            File::options().write(true).open(p(path)).unwrap().set_len(*len).unwrap();
+            File::options()
+                .write(true)
+                .open(p(path))
+                .unwrap()
+                .set_len(*len)
+                .unwrap();
             Outcome::Ok
         }
         Op::Fallocate { path, off, len } if exists(&p(path)) => {
@@ -145,7 +153,10 @@ fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .unwrap()
         .map(|e| {
             let e = e.unwrap();
-            (e.file_name().to_string_lossy().into_owned(), fs::read(e.path()).unwrap())
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                fs::read(e.path()).unwrap(),
+            )
         })
         .collect()
 }
@@ -181,15 +192,28 @@ fn lose_reports_bytes_per_file_and_disk_faults_fail_then_heal() {
     let f = m.mnt.join("wal");
     fs::write(&f, vec![1u8; 10_000]).unwrap();
     File::open(&f).unwrap().sync_all().unwrap();
-    File::options().write(true).open(&f).unwrap().write_all_at(&[2u8; 5000], 10_000).unwrap();
+    File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .write_all_at(&[2u8; 5000], 10_000)
+        .unwrap();
     let r = m.ctl(Command::Lose);
     assert_eq!(r.files.len(), 1);
     assert_eq!(r.files[0].path, "wal");
-    assert_eq!((r.files[0].cached_size, r.files[0].synced_size), (15_000, 10_000));
+    assert_eq!(
+        (r.files[0].cached_size, r.files[0].synced_size),
+        (15_000, 10_000)
+    );
     assert_eq!(fs::read(&f).unwrap(), vec![1u8; 10_000]);
 
     m.ctl("fail eio-fsync".parse().unwrap());
-    File::options().write(true).open(&f).unwrap().write_all_at(b"x", 0).unwrap();
+    File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .write_all_at(b"x", 0)
+        .unwrap();
     let e = File::open(&f).unwrap().sync_all().unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EIO));
     m.ctl("fail enospc".parse().unwrap());
@@ -198,7 +222,11 @@ fn lose_reports_bytes_per_file_and_disk_faults_fail_then_heal() {
     m.ctl(Command::Heal);
     File::open(&f).unwrap().sync_all().unwrap();
     m.ctl(Command::Lose);
-    assert_eq!(fs::read(&f).unwrap()[0], b'x', "synced after the heal: kept");
+    assert_eq!(
+        fs::read(&f).unwrap()[0],
+        b'x',
+        "synced after the heal: kept"
+    );
 
     let r = m.ctl("corrupt truncate wal 100 1".parse().unwrap());
     assert_eq!(r.damage[0].count, 100);

@@ -158,7 +158,7 @@ impl FileState {
     fn truncate(&mut self, new: u64) -> io::Result<()> {
         if new < self.size {
             let last = new / BLOCK;
-            if new % BLOCK != 0 && !self.blocks.contains_key(&last) {
+            if !new.is_multiple_of(BLOCK) && !self.blocks.contains_key(&last) {
                 let block = self.materialize(last)?;
                 self.blocks.insert(last, block);
             }
@@ -257,13 +257,13 @@ impl Cache {
         ino: u64,
         open: &dyn Fn() -> io::Result<(File, String)>,
     ) -> io::Result<&mut FileState> {
-        if !self.files.contains_key(&ino) {
-            let (file, path) = open()?;
-            self.files.insert(ino, FileState::new(file, path)?);
+        match self.files.entry(ino) {
+            std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let (file, path) = open()?;
+                Ok(e.insert(FileState::new(file, path)?))
+            }
         }
-        self.files
-            .get_mut(&ino)
-            .ok_or_else(|| io::Error::other("cache entry vanished"))
     }
 
     /// Reads up to `len` bytes at `off` of `ino` as the application sees

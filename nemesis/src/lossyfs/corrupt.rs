@@ -205,7 +205,11 @@ mod tests {
                 &mut Rng::new(seed),
             )
             .unwrap();
-            let ones: u32 = fs::read(&file).unwrap().iter().map(|b| b.count_ones()).sum();
+            let ones: u32 = fs::read(&file)
+                .unwrap()
+                .iter()
+                .map(|b| b.count_ones())
+                .sum();
             assert_eq!(u64::from(ones), d.count);
             (d.count, fs::read(&file).unwrap())
         };
@@ -223,7 +227,13 @@ mod tests {
         let orig: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         fs::write(&file, &orig).unwrap();
         let mut rng = Rng::new(3);
-        let s = apply(&Corruption::Snapshot { chunk: 4096 }, &file, "f", &snaps, &mut rng);
+        let s = apply(
+            &Corruption::Snapshot { chunk: 4096 },
+            &file,
+            "f",
+            &snaps,
+            &mut rng,
+        );
         assert_eq!(s.unwrap().count, 3, "two whole chunks and a short last one");
         fs::write(&file, vec![7u8; 10_000]).unwrap();
         let r = apply(
@@ -236,9 +246,19 @@ mod tests {
             &snaps,
             &mut rng,
         );
-        assert_eq!(r.unwrap().count, 3, "the chunk after a short one is found too");
+        assert_eq!(
+            r.unwrap().count,
+            3,
+            "the chunk after a short one is found too"
+        );
         assert_eq!(fs::read(&file).unwrap(), orig);
-        let t = apply(&Corruption::Truncate { bytes: 100 }, &file, "f", &snaps, &mut rng);
+        let t = apply(
+            &Corruption::Truncate { bytes: 100 },
+            &file,
+            "f",
+            &snaps,
+            &mut rng,
+        );
         assert_eq!(t.unwrap().count, 100);
         assert_eq!(fs::metadata(&file).unwrap().len(), 9_900);
     }

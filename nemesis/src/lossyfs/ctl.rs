@@ -166,8 +166,12 @@ impl fmt::Display for Command {
                 Corruption::Bitflip { probability } => {
                     write!(f, "corrupt bitflip {path} {probability} {seed}")
                 }
-                Corruption::Truncate { bytes } => write!(f, "corrupt truncate {path} {bytes} {seed}"),
-                Corruption::Snapshot { chunk } => write!(f, "corrupt snapshot {path} {chunk} {seed}"),
+                Corruption::Truncate { bytes } => {
+                    write!(f, "corrupt truncate {path} {bytes} {seed}")
+                }
+                Corruption::Snapshot { chunk } => {
+                    write!(f, "corrupt snapshot {path} {chunk} {seed}")
+                }
                 Corruption::Restore { chunk, probability } => {
                     write!(f, "corrupt restore {path} {chunk} {probability} {seed}")
                 }

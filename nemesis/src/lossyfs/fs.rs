@@ -18,9 +18,9 @@
 use super::cache::Cache;
 use super::ctl::{DiskError, DiskFault};
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -209,9 +209,7 @@ impl LossyFs {
     }
 
     fn handle_file(&self, fh: FileHandle) -> Option<(Arc<File>, bool)> {
-        self.handles()
-            .get(&fh.0)
-            .map(|h| (h.file.clone(), h.sync))
+        self.handles().get(&fh.0).map(|h| (h.file.clone(), h.sync))
     }
 
     /// A read-write handle on the backing file behind `file` (works for
@@ -231,7 +229,9 @@ impl LossyFs {
     }
 
     fn reopen_path(&self, ino: INodeNo) -> io::Result<(File, String)> {
-        let rel = self.rel(ino).map_err(|e| io::Error::from_raw_os_error(e.code()))?;
+        let rel = self
+            .rel(ino)
+            .map_err(|e| io::Error::from_raw_os_error(e.code()))?;
         let f = File::options()
             .read(true)
             .write(true)
@@ -295,9 +295,9 @@ impl Filesystem for LossyFs {
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         let m = match fh.and_then(|fh| self.handle_file(fh)) {
             Some((f, _)) => f.metadata().map_err(|e| errno(&e)),
-            None => self
-                .rel(ino)
-                .and_then(|p| fs::symlink_metadata(self.shared.root.join(p)).map_err(|e| errno(&e))),
+            None => self.rel(ino).and_then(|p| {
+                fs::symlink_metadata(self.shared.root.join(p)).map_err(|e| errno(&e))
+            }),
         };
         match m {
             Ok(m) => reply.attr(&TTL, &self.attr(&m)),
@@ -519,7 +519,9 @@ impl Filesystem for LossyFs {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let r = (|| -> Result<FileHandle, Errno> {
             let path = self.shared.root.join(self.rel(ino)?);
-            let file = self.open_backing(&path, flags.0, None).map_err(|e| errno(&e))?;
+            let file = self
+                .open_backing(&path, flags.0, None)
+                .map_err(|e| errno(&e))?;
             if flags.0 & libc::O_TRUNC != 0 {
                 self.shared
                     .cache()
@@ -551,7 +553,11 @@ impl Filesystem for LossyFs {
         let Some((file, _)) = self.handle_file(fh) else {
             return reply.error(Errno::EBADF);
         };
-        match self.shared.cache().read(ino.0, &file, offset, size as usize) {
+        match self
+            .shared
+            .cache()
+            .read(ino.0, &file, offset, size as usize)
+        {
             Ok(d) => reply.data(&d),
             Err(e) => reply.error(errno(&e)),
         }
@@ -580,7 +586,13 @@ impl Filesystem for LossyFs {
         let mut cache = self.shared.cache();
         let r = cache
             .write(ino.0, &|| self.reopen(ino, &file), offset, data)
-            .and_then(|()| if sync { cache.sync(ino.0).map(|_| ()) } else { Ok(()) });
+            .and_then(|()| {
+                if sync {
+                    cache.sync(ino.0).map(|_| ())
+                } else {
+                    Ok(())
+                }
+            });
         match r {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(errno(&e)),
@@ -663,7 +675,14 @@ impl Filesystem for LossyFs {
         }
     }
 
-    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _ds: bool, reply: ReplyEmpty) {
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _ds: bool,
+        reply: ReplyEmpty,
+    ) {
         reply.ok();
     }
 

@@ -180,7 +180,11 @@ impl Model {
     pub fn visible(&self) -> BTreeMap<String, Vec<u8>> {
         self.names
             .iter()
-            .filter_map(|(n, i)| self.inodes.get(*i).map(|ino| (n.clone(), ino.visible.clone())))
+            .filter_map(|(n, i)| {
+                self.inodes
+                    .get(*i)
+                    .map(|ino| (n.clone(), ino.visible.clone()))
+            })
             .collect()
     }
 
@@ -188,7 +192,11 @@ impl Model {
     pub fn durable(&self) -> BTreeMap<String, Vec<u8>> {
         self.names
             .iter()
-            .filter_map(|(n, i)| self.inodes.get(*i).map(|ino| (n.clone(), ino.durable.clone())))
+            .filter_map(|(n, i)| {
+                self.inodes
+                    .get(*i)
+                    .map(|ino| (n.clone(), ino.durable.clone()))
+            })
             .collect()
     }
 }

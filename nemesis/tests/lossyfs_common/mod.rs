@@ -5,11 +5,16 @@ use nemesis::lossyfs::model::Op;
 use proptest::prelude::*;
 
 fn name() -> impl Strategy<Value = String> {
-    prop_oneof![Just("a".to_string()), Just("b".to_string()), Just("c".to_string())]
+    prop_oneof![
+        Just("a".to_string()),
+        Just("b".to_string()),
+        Just("c".to_string())
+    ]
 }
 
 fn data() -> impl Strategy<Value = Vec<u8>> {
-    (1u8..=255, 1usize..9000).prop_map(|(b, n)| (0..n).map(|i| b.wrapping_add((i / 1000) as u8)).collect())
+    (1u8..=255, 1usize..9000)
+        .prop_map(|(b, n)| (0..n).map(|i| b.wrapping_add((i / 1000) as u8)).collect())
 }
 
 /// One random operation; offsets and sizes cross 4 KiB block boundaries.
