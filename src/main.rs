@@ -36,6 +36,7 @@ mod check_cmd;
 mod history_cmd;
 mod history_input;
 mod linear_cmd;
+mod lossyfs_cmd;
 mod nemesis_cmd;
 mod reproduce_cmd;
 mod run_cmd;
@@ -138,6 +139,9 @@ fn parse() -> Result<Command, clap::Error> {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = lossyfs_cmd::intercept() {
+        return code;
+    }
     purge_freed_memory_soon();
     let command = match parse() {
         Ok(c) => c,

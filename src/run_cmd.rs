@@ -230,6 +230,15 @@ pub struct FaultArgs {
     /// Do not tear the database down after the run.
     #[arg(long)]
     pub leave_db_running: bool,
+    /// PostgreSQL on nodes: put each data directory on a lossy filesystem
+    /// that keeps written data until fsync; a `kill` then loses every
+    /// un-fsynced write (recorded as `lose-unfsynced-writes`).
+    #[arg(long)]
+    pub lazyfs: bool,
+    /// PostgreSQL on nodes: an extra postgresql.conf line, e.g.
+    /// `synchronous_commit=off` (repeatable).
+    #[arg(long = "db-conf", value_name = "KEY=VALUE")]
+    pub db_conf: Vec<String>,
     /// Most time to wait for the database to serve again after the faults
     /// are healed, before the final reads.
     #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
@@ -450,6 +459,8 @@ impl FaultArgs {
             replica_reads: self.replica_reads,
             leave_db_running: self.leave_db_running,
             heal_timeout: self.heal_timeout,
+            lazyfs: self.lazyfs,
+            db_conf: self.db_conf.clone(),
         })
     }
 }

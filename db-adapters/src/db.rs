@@ -233,6 +233,10 @@ impl<C: ServerConfig> Servers<C> {
                 errs.push(e);
                 continue;
             }
+            if let Err(e) = self.release_node(n).await {
+                errs.push(e);
+                continue;
+            }
             let rm = format!("rm -rf {}", shell_quote(&self.node_dir(n)));
             if let Err(e) = r.run(&rm).await {
                 errs.push(e.into());
@@ -250,6 +254,11 @@ pub trait ServerSteps: Process + Send + Sync + 'static {
     fn kill_servers<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), DbError>>;
     /// As [`Db::await_ready`].
     fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
+    /// Teardown's step between killing the servers on `node` and removing
+    /// its directory (unmounting what the lifecycle mounted there).
+    fn release_node<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<(), DbError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// A database of [`ServerSteps`]: what differs beyond the steps. Every

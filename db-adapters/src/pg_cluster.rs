@@ -9,12 +9,24 @@
 //! never inside the data dir, `pg_basebackup` would copy its lock —, log).
 //! `recovery_init_sync_method = syncfs` makes a restart after SIGKILL take
 //! ~0.2 s instead of seconds of fsync.
+//!
+//! With [`PgClusterConfig::lossy`] (`--lazyfs`) each node's data directory
+//! is the lossy filesystem (`nemesis::lossy`), mounted before `initdb` /
+//! `pg_basebackup` and checkpointed once every node serves; a kill is
+//! followed by losing the un-synced writes. Under it PostgreSQL uses
+//! `recovery_init_sync_method = fsync` (`syncfs` never reaches a FUSE
+//! filesystem: after a crash PostgreSQL would believe un-synced files
+//! durable) and POSIX shared memory (shared `mmap` is refused there). The
+//! mounts are undone before the node directory is removed, and a stale
+//! one from a crashed run is cleared at the next setup.
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::db::{
     DbError, NodeLog, NodeServers, ServerConfig, ServerSteps, Servers, join_errors, poll,
 };
 use nemesis::Node;
+use nemesis::lossy;
+use nemesis::lossyfs::ctl::{Command, Reply};
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
 use std::sync::Arc;
@@ -33,6 +45,19 @@ pub struct PgClusterConfig {
     pub port: u16,
     /// Limit for one server to start.
     pub start_timeout: Duration,
+    /// Mount each data directory on the lossy filesystem.
+    pub lossy: Option<LossyConfig>,
+    /// Extra `postgresql.conf` lines (`synchronous_commit = off`).
+    pub extra_conf: Vec<String>,
+}
+
+/// The lossy filesystem under PostgreSQL's data directories.
+#[derive(Clone, Debug)]
+pub struct LossyConfig {
+    /// The harness binary on the nodes (it runs the filesystem daemon).
+    pub binary: String,
+    /// Cache limit per node, MiB.
+    pub cache_mib: u64,
 }
 
 impl Default for PgClusterConfig {
@@ -41,6 +66,8 @@ impl Default for PgClusterConfig {
             base_dir: "/var/lib/harness/postgres".to_string(),
             port: 5432,
             start_timeout: Duration::from_secs(60),
+            lossy: None,
+            extra_conf: Vec::new(),
         }
     }
 }
@@ -79,6 +106,25 @@ impl Servers<PgClusterConfig> {
         let r = self.remote(node)?;
         let cmd = format!("cd /tmp && B={BIN} && runuser -u postgres -- {tool_cmd}");
         Ok(r.run_timeout(&cmd, timeout).await?.stdout_str())
+    }
+
+    fn data_dir(&self, node: &Node) -> String {
+        format!("{}/data", self.node_dir(node))
+    }
+
+    /// Runs a lossy-filesystem command on every node (no-op without it).
+    async fn lossy_each(&self, cmd: impl Fn(&LossyConfig, &str) -> String) -> Result<(), DbError> {
+        let Some(l) = &self.cfg.lossy else {
+            return Ok(());
+        };
+        let mut errs = Vec::new();
+        for r in &self.remotes {
+            let c = cmd(l, &self.data_dir(r.node()));
+            if let Err(e) = r.run_timeout(&c, Duration::from_secs(60)).await {
+                errs.push(DbError::from(e));
+            }
+        }
+        join_errors(errs)
     }
 
     async fn check_installed(&self, r: &Arc<dyn Remote>) -> Result<(), DbError> {
@@ -192,6 +238,10 @@ impl ServerSteps for Servers<PgClusterConfig> {
                 ))
                 .await?;
             }
+            self.lossy_each(|l, d| {
+                lossy::mount_command(&l.binary, d, Some("postgres"), l.cache_mib)
+            })
+            .await?;
             let d = self.node_dir(&primary);
             self.pg(
             &primary,
@@ -199,12 +249,20 @@ impl ServerSteps for Servers<PgClusterConfig> {
             Duration::from_secs(120),
         )
         .await?;
-            let conf = format!(
+            let (sync_method, dsm) = match self.cfg.lossy {
+                Some(_) => ("fsync", "posix"),
+                None => ("syncfs", "mmap"),
+            };
+            let mut conf = format!(
                 "listen_addresses = '{}'\nport = {port}\nunix_socket_directories = '{d}/sock'\nwal_level = replica\n\
-             max_wal_senders = 10\nhot_standby = on\nrecovery_init_sync_method = syncfs\nmax_connections = 200\n\
-             dynamic_shared_memory_type = mmap\n",
+             max_wal_senders = 10\nhot_standby = on\nrecovery_init_sync_method = {sync_method}\nmax_connections = 200\n\
+             dynamic_shared_memory_type = {dsm}\n",
                 Self::listen(&primary)
             );
+            for line in &self.cfg.extra_conf {
+                conf.push_str(line);
+                conf.push('\n');
+            }
             let r = self.remote(&primary)?;
             r.run(&format!(
             "cat >> {d}/data/postgresql.conf <<'EOF'\n{conf}EOF\n\
@@ -233,6 +291,23 @@ impl ServerSteps for Servers<PgClusterConfig> {
                 self.start_node(&n).await?;
                 self.wait_serving(&n, self.cfg.start_timeout).await?;
             }
+            // What initdb and the base backups wrote is durable: a first
+            // kill must not lose the cluster itself.
+            self.lossy_each(|l, d| lossy::ctl_command(&l.binary, d, &Command::Checkpoint))
+                .await
+        })
+    }
+
+    fn release_node<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), DbError>> {
+        Box::pin(async move {
+            // Always: a stale mount left by a crashed `--lazyfs` run would
+            // keep the directory from being removed.
+            let r = self.remote(node)?;
+            r.run_timeout(
+                &lossy::unmount_command(&self.data_dir(node)),
+                Duration::from_secs(60),
+            )
+            .await?;
             Ok(())
         })
     }
@@ -293,6 +368,63 @@ impl Process for Servers<PgClusterConfig> {
             self.signal_all(node, "CONT", false)
                 .await
                 .map_err(|e| perr(node, "resume", e))
+        })
+    }
+    fn lossy(&self) -> bool {
+        self.cfg.lossy.is_some()
+    }
+    fn data_files(&self) -> &'static str {
+        "base"
+    }
+    fn lossy_ctl<'a>(
+        &'a self,
+        node: &'a Node,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<Reply, ProcessError>> {
+        Box::pin(async move {
+            let err = |m: String| ProcessError {
+                node: node.name.clone(),
+                action: "lossyfs",
+                message: m,
+            };
+            let Some(l) = &self.cfg.lossy else {
+                return Err(err("not on the lossy filesystem (run with --lazyfs)".into()));
+            };
+            let r = self.remote(node).map_err(|e| err(e.to_string()))?;
+            let c = lossy::ctl_command(&l.binary, &self.data_dir(node), cmd);
+            let out = r
+                .exec(&c, None, Duration::from_secs(60))
+                .await
+                .map_err(|e| err(e.to_string()))?;
+            let reply = Reply::parse(&out.stdout_str())
+                .map_err(|e| err(format!("{e}: {}", out.stderr_str())))?;
+            if reply.ok {
+                Ok(reply)
+            } else {
+                Err(err(reply.message))
+            }
+        })
+    }
+    fn lose_unsynced<'a>(
+        &'a self,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<Option<Reply>, ProcessError>> {
+        Box::pin(async move {
+            let Some(l) = &self.cfg.lossy else {
+                return Ok(None);
+            };
+            let err = |m: String| ProcessError {
+                node: node.name.clone(),
+                action: "lose-unfsynced-writes",
+                message: m,
+            };
+            let r = self.remote(node).map_err(|e| err(e.to_string()))?;
+            let cmd = lossy::ctl_command(&l.binary, &self.data_dir(node), &Command::Lose);
+            let out = r
+                .run_timeout(&cmd, Duration::from_secs(60))
+                .await
+                .map_err(|e| err(e.to_string()))?;
+            Reply::parse(&out.stdout_str()).map(Some).map_err(err)
         })
     }
 }

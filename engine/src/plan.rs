@@ -211,6 +211,8 @@ pub(crate) fn db_settings(
         local: args.local,
         newsql: args.newsql.clone(),
         replica_reads: args.faults.replica_reads,
+        lazyfs: args.faults.lazyfs,
+        db_conf: args.faults.db_conf.clone(),
         version_order_db: args.version_order == VersionOrder::Db,
         dir: dir.to_path_buf(),
         op_timeout: args.limits.op_timeout,

@@ -190,6 +190,11 @@ pub struct FaultSpec {
     pub leave_db_running: bool,
     /// Most time to wait for the database to serve again after healing.
     pub heal_timeout: Duration,
+    /// Data directories on the lossy filesystem (`--lazyfs`): a kill loses
+    /// un-fsynced writes.
+    pub lazyfs: bool,
+    /// Extra server settings (`--db-conf`, PostgreSQL on nodes).
+    pub db_conf: Vec<String>,
 }
 
 impl FaultSpec {

@@ -8,6 +8,8 @@
 //! through the database's [`Process`].
 
 use crate::Node;
+use crate::durability::{self, DurabilityFault};
+use crate::lossyfs::ctl::{Command, Reply};
 use crate::partition::{Grudge, grudge_data};
 use crate::process::{Process, ProcessError};
 use crate::remote::{Remote, RemoteError};
@@ -30,6 +32,8 @@ pub enum Fault {
     Kill(Vec<String>),
     /// SIGSTOP the database on these nodes (stop: SIGCONT).
     Pause(Vec<String>),
+    /// File corruption or disk errors through the lossy filesystem.
+    Durability(DurabilityFault),
 }
 
 impl Fault {
@@ -39,6 +43,7 @@ impl Fault {
             Fault::Partition(_) => F::StartPartition,
             Fault::Kill(_) => F::Kill,
             Fault::Pause(_) => F::Pause,
+            Fault::Durability(d) => d.start_f(),
         }
     }
 
@@ -48,6 +53,7 @@ impl Fault {
             Fault::Partition(_) => F::StopPartition,
             Fault::Kill(_) => F::Start,
             Fault::Pause(_) => F::Resume,
+            Fault::Durability(d) => d.stop_f(),
         }
     }
 
@@ -56,6 +62,7 @@ impl Fault {
         match self {
             Fault::Partition(g) => grudge_data(g),
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
+            Fault::Durability(d) => d.start_value(),
         }
     }
 
@@ -64,6 +71,7 @@ impl Fault {
         match self {
             Fault::Partition(_) => Data::Nil,
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
+            Fault::Durability(d) => nodes_data(d.nodes()),
         }
     }
 }
@@ -111,6 +119,8 @@ struct Active {
     partitioned: bool,
     killed: BTreeSet<String>,
     paused: BTreeSet<String>,
+    disk_failed: BTreeSet<String>,
+    result: Option<Data>,
 }
 
 /// Applies faults to the nodes of one test and heals them. Faults of
@@ -183,6 +193,11 @@ impl Nemesis {
         }
     }
 
+    /// The process capability, if the database has one.
+    pub fn process(&self) -> Option<Arc<dyn Process>> {
+        self.process.clone()
+    }
+
     /// The nodes, in test order.
     pub fn nodes(&self) -> Vec<Node> {
         self.remotes.iter().map(|r| r.node().clone()).collect()
@@ -240,6 +255,7 @@ impl Nemesis {
                 self.lock().paused.extend(nodes.iter().cloned());
                 self.each_process(nodes, Action::Pause).await
             }
+            Fault::Durability(d) => self.start_durability(d).await,
         }
     }
 
@@ -266,6 +282,27 @@ impl Nemesis {
                     let mut a = self.lock();
                     for n in nodes {
                         a.paused.remove(n);
+                    }
+                }
+                r
+            }
+            Fault::Durability(d @ DurabilityFault::Corrupt { .. }) => {
+                let nodes = d.nodes();
+                let r = self.each_process(nodes, Action::Start).await;
+                if r.is_ok() {
+                    let mut a = self.lock();
+                    for n in nodes {
+                        a.killed.remove(n);
+                    }
+                }
+                r
+            }
+            Fault::Durability(DurabilityFault::Disk { nodes, .. }) => {
+                let r = self.each_ctl(nodes, &Command::Heal).await.map(|_| ());
+                if r.is_ok() {
+                    let mut a = self.lock();
+                    for n in nodes {
+                        a.disk_failed.remove(n);
                     }
                 }
                 r
@@ -371,6 +408,12 @@ impl Nemesis {
                 Err(e) => errs.push(e),
             }
         }
+        let disk: Vec<String> = self.lock().disk_failed.iter().cloned().collect();
+        if !disk.is_empty()
+            && let Err(e) = self.each_ctl(&disk, &Command::Heal).await
+        {
+            errs.push(e);
+        }
         if !killed.is_empty() {
             match self.stop(&Fault::Kill(killed)).await {
                 Ok(()) => {}
@@ -419,6 +462,81 @@ impl Nemesis {
             });
         }
         collect(set).await
+    }
+}
+
+impl Nemesis {
+    /// What the last started fault did, when it reports more than its
+    /// start value (a corruption's damage); taken once.
+    pub fn take_result(&self) -> Option<Data> {
+        self.lock().result.take()
+    }
+
+    /// Sends `cmd` to the lossy filesystem of each node; node → reply.
+    async fn each_ctl(
+        &self,
+        nodes: &[String],
+        cmd: &Command,
+    ) -> Result<BTreeMap<String, Reply>, FaultError> {
+        let process = self.process.clone().ok_or(FaultError::NoProcess)?;
+        let mut set = JoinSet::new();
+        for n in nodes {
+            let node = self.remote(n)?.node().clone();
+            let (p, cmd) = (process.clone(), cmd.clone());
+            set.spawn(async move {
+                let cmd = match cmd {
+                    Command::Corrupt { how, seed, .. } => Command::Corrupt {
+                        path: p.data_files().to_string(),
+                        how,
+                        seed,
+                    },
+                    Command::Fail(f) => Command::Fail(crate::lossyfs::ctl::DiskFault {
+                        prefix: p.data_files().to_string(),
+                        ..f
+                    }),
+                    c => c,
+                };
+                (node.name.clone(), p.lossy_ctl(&node, &cmd).await)
+            });
+        }
+        let mut out = BTreeMap::new();
+        let mut errs = Vec::new();
+        while let Some(r) = set.join_next().await {
+            match r {
+                Ok((n, Ok(reply))) => {
+                    out.insert(n, reply);
+                }
+                Ok((_, Err(e))) => errs.push(FaultError::Process(e)),
+                Err(e) => errs.push(FaultError::Process(ProcessError {
+                    node: "?".into(),
+                    action: "lossyfs",
+                    message: e.to_string(),
+                })),
+            }
+        }
+        join_errors(errs).map(|()| out)
+    }
+
+    async fn start_durability(&self, d: &DurabilityFault) -> Result<(), FaultError> {
+        let nodes = d.nodes();
+        match d {
+            DurabilityFault::Corrupt { .. } => {
+                self.lock().killed.extend(nodes.iter().cloned());
+                self.each_process(nodes, Action::Kill).await?;
+                self.each_ctl(nodes, &Command::Lose).await?;
+                let replies = self.each_ctl(nodes, &d.command("")).await?;
+                let value = replies
+                    .iter()
+                    .map(|(n, r)| (Data::Str(n.clone()), durability::damage_data(r)))
+                    .collect();
+                self.lock().result = Some(Data::Map(value));
+                Ok(())
+            }
+            DurabilityFault::Disk { .. } => {
+                self.lock().disk_failed.extend(nodes.iter().cloned());
+                self.each_ctl(nodes, &d.command("")).await.map(|_| ())
+            }
+        }
     }
 }
 

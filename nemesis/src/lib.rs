@@ -9,6 +9,11 @@
 //! - [`partition`]: grudges (who drops whom) and their builders.
 //! - [`fault`]: applying and healing faults on a cluster (iptables rules in a
 //!   harness-owned chain, process signals).
+//! - [`lossyfs`]: a lossy FUSE filesystem (un-synced writes lost on
+//!   command, disk errors, file corruption) run on nodes by the harness
+//!   binary; [`lossy`]: mounting it under a data directory and the
+//!   `lose-unfsynced-writes` op that follows a kill; [`durability`]: file
+//!   corruption paired with a kill, and disk errors, through it.
 //! - [`schedule`]: the fault packages `--nemesis` names, and the recording
 //!   of every fault start and stop as ops of process `nemesis`.
 //! - [`package`]: the packages composed — one task each, on its own seeded
@@ -24,7 +29,10 @@
 
 pub mod choreo;
 pub mod clock;
+pub mod durability;
 pub mod fault;
+pub mod lossy;
+pub mod lossyfs;
 pub mod node;
 pub mod package;
 pub mod partition;

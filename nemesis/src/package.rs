@@ -26,6 +26,7 @@
 //! or the nodes cannot honour.
 
 use crate::choreo::{self, Step};
+use crate::durability::DurabilityFault;
 use crate::fault::{Fault, FaultError, Nemesis};
 use crate::partition::{PartitionKind, grudge};
 use crate::rng::Rng;
@@ -204,6 +205,15 @@ pub fn next_fault(kind: FaultKind, plan: &Plan, rng: &mut Rng) -> Option<Fault> 
         }
         FaultKind::Kill => Fault::Kill(pick(&plan.options.kill_targets, rng)),
         FaultKind::Pause => Fault::Pause(pick(&plan.options.pause_targets, rng)),
+        FaultKind::Bitflip | FaultKind::TruncateFile => {
+            let nodes = target::resolve(&Target::Minority, &plan.nodes, &plan.primaries, rng);
+            let truncate = kind == FaultKind::TruncateFile;
+            Fault::Durability(DurabilityFault::corrupt(nodes, truncate, rng))
+        }
+        FaultKind::DiskError => {
+            let nodes = target::resolve(&Target::Minority, &plan.nodes, &plan.primaries, rng);
+            Fault::Durability(DurabilityFault::disk(nodes, rng))
+        }
         FaultKind::PartKill | FaultKind::PauseKill => return None,
     })
 }

@@ -4,6 +4,7 @@
 //! its pid files and start commands. Every method is idempotent: killing a
 //! dead process or resuming a running one succeeds.
 
+use crate::lossyfs::ctl::Reply;
 use crate::{BoxFuture, Node};
 
 /// A failed process action, naming the node.
@@ -44,4 +45,47 @@ pub trait Process: Send + Sync {
     /// # Errors
     /// [`ProcessError`] naming the node.
     fn resume<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>>;
+
+    /// Whether the data directories sit on the lossy filesystem
+    /// ([`crate::lossy`]), so a kill is followed by losing un-synced writes.
+    fn lossy(&self) -> bool {
+        false
+    }
+
+    /// Loses the un-synced writes of `node`'s data directory (the process
+    /// is down); `None` when it is not on the lossy filesystem.
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node.
+    fn lose_unsynced<'a>(
+        &'a self,
+        _node: &'a Node,
+    ) -> BoxFuture<'a, Result<Option<Reply>, ProcessError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Sends a command to the lossy filesystem under `node`'s data directory.
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node (always, without the filesystem).
+    fn lossy_ctl<'a>(
+        &'a self,
+        node: &'a Node,
+        _cmd: &'a crate::lossyfs::ctl::Command,
+    ) -> BoxFuture<'a, Result<Reply, ProcessError>> {
+        Box::pin(async move {
+            Err(ProcessError {
+                node: node.name.clone(),
+                action: "lossyfs",
+                message: "the data directory is not on the lossy filesystem (run with --lazyfs)"
+                    .to_string(),
+            })
+        })
+    }
+
+    /// Where the database's data files are, relative to its data directory
+    /// (what corruption and disk errors aim at; empty: everything).
+    fn data_files(&self) -> &'static str {
+        ""
+    }
 }

@@ -25,6 +25,12 @@ pub enum FaultKind {
     /// Choreography: pause a minority, kill the crasher, flip the pause,
     /// restart the crasher (NATS's `pause-kill`).
     PauseKill,
+    /// Kill + flip bits of a data file + start (needs `--lazyfs`).
+    Bitflip,
+    /// Kill + cut the end of a data file + start (needs `--lazyfs`).
+    TruncateFile,
+    /// EIO or ENOSPC from the data files for a window (needs `--lazyfs`).
+    DiskError,
 }
 
 /// Every package: its `--nemesis` name and whether `--nemesis all` has it.
@@ -36,6 +42,9 @@ pub const KINDS: &[(FaultKind, &str, bool)] = &[
     (FaultKind::Pause, "pause", true),
     (FaultKind::PartKill, "part-kill", false),
     (FaultKind::PauseKill, "pause-kill", false),
+    (FaultKind::Bitflip, "bitflip", false),
+    (FaultKind::TruncateFile, "truncate-file", false),
+    (FaultKind::DiskError, "disk-error", false),
 ];
 
 impl FaultKind {
@@ -154,7 +163,13 @@ pub async fn start_recorded(
     recorder.record(OpType::Invoke, fault.start_f(), fault.start_value(), None);
     let r = nemesis.start(fault).await;
     let err = r.as_ref().err().map(|e| e.to_string());
-    recorder.record(OpType::Info, fault.start_f(), fault.start_value(), err);
+    let value = nemesis.take_result().unwrap_or_else(|| fault.start_value());
+    recorder.record(OpType::Info, fault.start_f(), value, err);
+    if r.is_ok()
+        && let Fault::Kill(nodes) = fault
+    {
+        crate::lossy::lose_recorded(nemesis, recorder, nodes).await?;
+    }
     r
 }
 

@@ -74,6 +74,9 @@ pub struct Capabilities {
     /// On nodes, one primary serves writes and the others are read
     /// replicas (`--replica-reads`).
     pub replicas: bool,
+    /// On nodes, its data directories can live on the lossy filesystem
+    /// (`--lazyfs`) and it takes extra server settings (`--db-conf`).
+    pub lossy_data_dir: bool,
     /// The main phase's transaction limit when `--ops` is not given
     /// (`None`: only `--time-limit` bounds it).
     pub default_ops: Option<u64>,

@@ -39,6 +39,10 @@ pub struct DbSettings {
     pub newsql: NewSqlSpec,
     /// PostgreSQL on nodes: read-only transactions go to a replica.
     pub replica_reads: bool,
+    /// PostgreSQL on nodes: data directories on the lossy filesystem.
+    pub lazyfs: bool,
+    /// PostgreSQL on nodes: extra `postgresql.conf` lines.
+    pub db_conf: Vec<String>,
     /// The client records the database's version order or commit order
     /// (`--version-order db`: PostgreSQL, CockroachDB, TiDB, SQLite).
     pub version_order_db: bool,
@@ -118,6 +122,12 @@ pub fn check_reach_and_flags(
         return Err(format!(
             "--db {} needs --url postgres://… or --local",
             db.name()
+        ));
+    }
+    if (s.lazyfs || !s.db_conf.is_empty()) && !db.capabilities().lossy_data_dir {
+        return Err(format!(
+            "--lazyfs and --db-conf apply to --db {} on nodes only",
+            names_where(|k| k.capabilities().lossy_data_dir)
         ));
     }
     if !db.capabilities().tarball && s.newsql.any_set() {

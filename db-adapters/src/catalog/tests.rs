@@ -151,6 +151,8 @@ fn settings(a: &NewSqlSpec, url: Option<&str>) -> DbSettings {
         local: false,
         newsql: a.clone(),
         replica_reads: false,
+        lazyfs: false,
+        db_conf: Vec::new(),
         version_order_db: false,
         dir: PathBuf::from("unused"),
         op_timeout: Duration::from_secs(1),

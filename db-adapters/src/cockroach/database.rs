@@ -64,6 +64,7 @@ impl Database for Cockroach {
             tarball: true,
             local_server: false,
             replicas: false,
+            lossy_data_dir: false,
             default_ops: None,
         }
     }

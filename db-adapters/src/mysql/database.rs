@@ -37,6 +37,7 @@ const CAPABILITIES: Capabilities = Capabilities {
     tarball: false,
     local_server: false,
     replicas: false,
+    lossy_data_dir: false,
     default_ops: None,
 };
 

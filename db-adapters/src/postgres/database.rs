@@ -15,7 +15,7 @@ use crate::catalog::{
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
 use crate::newsql::NewSqlSpec;
-use crate::pg_cluster::{PgCluster, PgClusterConfig, ReplicaReadsFactory};
+use crate::pg_cluster::{LossyConfig, PgCluster, PgClusterConfig, ReplicaReadsFactory};
 use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
@@ -78,6 +78,7 @@ impl Database for Postgres {
             tarball: false,
             local_server: true,
             replicas: true,
+            lossy_data_dir: true,
             default_ops: None,
         }
     }
@@ -142,7 +143,18 @@ impl Database for Postgres {
 /// A primary and streaming replicas on `remotes`' nodes; with
 /// `--replica-reads` read-only transactions go to a replica.
 fn on_nodes(s: &DbSettings, remotes: Vec<Arc<dyn Remote>>) -> Result<OnNodes, String> {
-    let db = PgCluster::new(PgClusterConfig::default(), remotes);
+    let mut cfg = PgClusterConfig {
+        extra_conf: s.db_conf.clone(),
+        ..PgClusterConfig::default()
+    };
+    if s.lazyfs {
+        let exe = std::env::current_exe().map_err(|e| format!("--lazyfs: own binary: {e}"))?;
+        cfg.lossy = Some(LossyConfig {
+            binary: exe.to_string_lossy().into_owned(),
+            cache_mib: 1024,
+        });
+    }
+    let db = PgCluster::new(cfg, remotes);
     let pg = |url: &str, level| PgFactory::new(url, level, s.model).map_err(|e| e.to_string());
     let primary = pg(&db.primary_url(), s.isolation)?;
     let factory: Arc<dyn ClientFactory> = if s.replica_reads {

@@ -71,6 +71,7 @@ impl Database for Sim {
             tarball: false,
             local_server: false,
             replicas: false,
+            lossy_data_dir: false,
             default_ops: Some(super::DEFAULT_OPS),
         }
     }

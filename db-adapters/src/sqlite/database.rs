@@ -83,6 +83,7 @@ impl Database for Sqlite {
             tarball: false,
             local_server: false,
             replicas: false,
+            lossy_data_dir: false,
             default_ops: None,
         }
     }

@@ -71,6 +71,7 @@ impl Database for Tidb {
             tarball: true,
             local_server: false,
             replicas: false,
+            lossy_data_dir: false,
             default_ops: None,
         }
     }

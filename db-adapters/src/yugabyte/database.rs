@@ -70,6 +70,7 @@ impl Database for Yugabyte {
             tarball: true,
             local_server: false,
             replicas: false,
+            lossy_data_dir: false,
             default_ops: None,
         }
     }

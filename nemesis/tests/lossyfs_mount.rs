@@ -1,0 +1,235 @@
+//! The lossy filesystem mounted for real (needs root and /dev/fuse), driven
+//! by random operation sequences through ordinary system calls and checked
+//! against the reference model after every operation and every `lose`;
+//! then unmounted, with no mount, daemon thread or socket left behind.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod lossyfs_common;
+
+use nemesis::lossyfs::ctl::{self, Command};
+use nemesis::lossyfs::model::{Model, Op, Outcome};
+use nemesis::lossyfs::{self, Options};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, ErrorKind};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+struct Mounted {
+    mnt: PathBuf,
+    socket: PathBuf,
+    thread: Option<std::thread::JoinHandle<io::Result<()>>>,
+    _dir: tempfile::TempDir,
+}
+
+fn is_mounted(mnt: &Path) -> bool {
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap();
+    let m = mnt.to_string_lossy();
+    mounts.lines().any(|l| l.split(' ').nth(1) == Some(&*m))
+}
+
+impl Mounted {
+    fn new(cache_bytes: u64) -> Mounted {
+        let dir = tempfile::tempdir().unwrap();
+        let (back, mnt) = (dir.path().join("back"), dir.path().join("mnt"));
+        fs::create_dir_all(&back).unwrap();
+        fs::create_dir_all(&mnt).unwrap();
+        let opts = Options {
+            backing: back,
+            mountpoint: mnt.clone(),
+            socket: dir.path().join("ctl.sock"),
+            cache_bytes,
+            threads: 2,
+        };
+        let thread = std::thread::spawn(move || lossyfs::run(&opts));
+        let t = Instant::now();
+        while !is_mounted(&mnt) || !dir.path().join("ctl.sock").exists() {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "mount did not appear"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Mounted {
+            mnt,
+            socket: dir.path().join("ctl.sock"),
+            thread: Some(thread),
+            _dir: dir,
+        }
+    }
+
+    fn ctl(&self, c: Command) -> ctl::Reply {
+        let r = ctl::send(&self.socket, &c, Duration::from_secs(30)).unwrap();
+        assert!(r.ok, "{c}: {}", r.message);
+        r
+    }
+
+    fn unmount(mut self) {
+        let st = std::process::Command::new("fusermount3")
+            .arg("-u")
+            .arg(&self.mnt)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let r = self.thread.take().unwrap().join().unwrap();
+        assert!(r.is_ok(), "daemon ended with {r:?}");
+        assert!(!is_mounted(&self.mnt));
+        assert!(!self.socket.exists(), "the socket is removed at unmount");
+    }
+}
+
+fn exists(p: &Path) -> bool {
+    fs::symlink_metadata(p).is_ok()
+}
+
+fn apply(m: &Mounted, dir: &Path, op: &Op) -> Outcome {
+    let p = |n: &str| dir.join(n);
+    match op {
+        Op::Write { path, off, data } | Op::SyncWrite { path, off, data } => {
+            let mut o = File::options();
+            o.write(true).create(true);
+            if matches!(op, Op::SyncWrite { .. }) {
+                o.custom_flags(libc::O_DSYNC);
+            }
+            o.open(p(path)).unwrap().write_all_at(data, *off).unwrap();
+            Outcome::Ok
+        }
+        Op::Truncate { path, len } if exists(&p(path)) => {
+            File::options()
+                .write(true)
+                .open(p(path))
+                .unwrap()
+                .set_len(*len)
+                .unwrap();
+            Outcome::Ok
+        }
+        Op::Fallocate { path, off, len } if exists(&p(path)) => {
+            let f = File::options().write(true).open(p(path)).unwrap();
+            nix::fcntl::fallocate(
+                &f,
+                nix::fcntl::FallocateFlags::empty(),
+                *off as i64,
+                *len as i64,
+            )
+            .unwrap();
+            Outcome::Ok
+        }
+        Op::Fsync(path) if exists(&p(path)) => {
+            File::open(p(path)).unwrap().sync_all().unwrap();
+            Outcome::Ok
+        }
+        Op::Fdatasync(path) if exists(&p(path)) => {
+            File::open(p(path)).unwrap().sync_data().unwrap();
+            Outcome::Ok
+        }
+        Op::Rename { from, to } => match fs::rename(p(from), p(to)) {
+            Ok(()) => Outcome::Ok,
+            Err(e) if e.kind() == ErrorKind::NotFound => Outcome::NotFound,
+            Err(e) => panic!("rename: {e}"),
+        },
+        Op::Unlink(path) => match fs::remove_file(p(path)) {
+            Ok(()) => Outcome::Ok,
+            Err(e) if e.kind() == ErrorKind::NotFound => Outcome::NotFound,
+            Err(e) => panic!("unlink: {e}"),
+        },
+        Op::Lose => {
+            m.ctl(Command::Lose);
+            Outcome::Ok
+        }
+        Op::Checkpoint => {
+            m.ctl(Command::Checkpoint);
+            Outcome::Ok
+        }
+        _ => Outcome::NotFound,
+    }
+}
+
+fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs root and /dev/fuse: run by .ci/run"]
+fn mounted_filesystem_agrees_with_the_model() {
+    let m = Mounted::new(256 << 20);
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        ..Config::default()
+    });
+    let case = std::sync::atomic::AtomicUsize::new(0);
+    let result = runner.run(&lossyfs_common::ops(30), |ops| {
+        let n = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = m.mnt.join(format!("case{n}"));
+        fs::create_dir(&dir).unwrap();
+        let mut model = Model::new();
+        for (i, op) in ops.iter().enumerate() {
+            prop_assert_eq!(apply(&m, &dir, op), model.apply(op), "op {} {:?}", i, op);
+            prop_assert_eq!(contents(&dir), model.visible(), "after op {} {:?}", i, op);
+        }
+        Ok(())
+    });
+    m.unmount();
+    result.unwrap();
+}
+
+#[test]
+#[ignore = "needs root and /dev/fuse: run by .ci/run"]
+fn lose_reports_bytes_per_file_and_disk_faults_fail_then_heal() {
+    let m = Mounted::new(64 << 20);
+    let f = m.mnt.join("wal");
+    fs::write(&f, vec![1u8; 10_000]).unwrap();
+    File::open(&f).unwrap().sync_all().unwrap();
+    File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .write_all_at(&[2u8; 5000], 10_000)
+        .unwrap();
+    let r = m.ctl(Command::Lose);
+    assert_eq!(r.files.len(), 1);
+    assert_eq!(r.files[0].path, "wal");
+    assert_eq!(
+        (r.files[0].cached_size, r.files[0].synced_size),
+        (15_000, 10_000)
+    );
+    assert_eq!(fs::read(&f).unwrap(), vec![1u8; 10_000]);
+
+    m.ctl("fail eio-fsync".parse().unwrap());
+    File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .write_all_at(b"x", 0)
+        .unwrap();
+    let e = File::open(&f).unwrap().sync_all().unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EIO));
+    m.ctl("fail enospc".parse().unwrap());
+    let e = fs::write(m.mnt.join("new"), b"y").unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+    m.ctl(Command::Heal);
+    File::open(&f).unwrap().sync_all().unwrap();
+    m.ctl(Command::Lose);
+    assert_eq!(
+        fs::read(&f).unwrap()[0],
+        b'x',
+        "synced after the heal: kept"
+    );
+
+    let r = m.ctl("corrupt truncate wal 100 1".parse().unwrap());
+    assert_eq!(r.damage[0].count, 100);
+    assert_eq!(fs::metadata(&f).unwrap().len(), 9_900);
+    m.unmount();
+}
