@@ -11,7 +11,7 @@
 //!    backtracking, the same pruning as propagation, the `Dag` as the
 //!    acyclicity theory).
 
-use super::dag::{Conflict, Dag, EdgeRec, Exhausted, Why};
+use super::dag::{Closure, Conflict, Dag, EdgeRec, Exhausted, Why};
 use super::polygraph::{Fact, Poly};
 use crate::budget::Budget;
 use crate::graph::{EdgeList, Graph, tarjan};
@@ -66,14 +66,22 @@ struct Solver<'a> {
 
 type Step<T> = Result<T, Exhausted>;
 
+/// Open constraints from which a pruning pass uses a reachability snapshot.
+const CLOSURE_MIN: usize = 256;
+
 impl Solver<'_> {
-    /// Whether some edge of `side` of `cid` would close a cycle.
-    fn blocked(&mut self, cid: u32, side: u8) -> Step<Side> {
+    /// Whether some edge of `side` of `cid` would close a cycle; with a
+    /// closure, whether it would have when the closure was taken.
+    fn blocked(&mut self, cid: u32, side: u8, closure: Option<&Closure>) -> Step<Side> {
         self.poly.side(cid, side, &mut self.buf);
         for i in 0..self.buf.len() {
             let f = self.buf[i];
             let (a, b) = self.poly.ends(&f);
-            if self.dag.reaches(b, a, self.budget)?.is_some() {
+            let back = match closure {
+                Some(c) => c.reaches(b, a),
+                None => self.dag.reaches(b, a, self.budget)?.is_some(),
+            };
+            if back {
                 return Ok(Side::Blocked(f));
             }
         }
@@ -117,16 +125,27 @@ impl Solver<'_> {
         &mut self,
         open: &mut Vec<u32>,
         removed: &mut Vec<u32>,
+        snapshot: bool,
     ) -> Step<Result<(), Conflict>> {
         loop {
             let mut changed = false;
             let start = open.len();
+            // Many questions: answer them from one reachability snapshot
+            // per pass. Edges this pass adds are missing from it, so it
+            // prunes less than a DFS would, never wrongly; a pass that
+            // changes nothing had the exact relation, so the fixpoint is
+            // the same.
+            let closure = if snapshot && open.len() >= CLOSURE_MIN {
+                self.dag.closure(self.budget)?
+            } else {
+                None
+            };
             let mut i = 0;
             while i < open.len() {
                 let cid = open[i];
-                let forced = match self.blocked(cid, 0)? {
+                let forced = match self.blocked(cid, 0, closure.as_ref())? {
                     Side::Blocked(f) => Some((1, f)),
-                    Side::Open => match self.blocked(cid, 1)? {
+                    Side::Open => match self.blocked(cid, 1, closure.as_ref())? {
                         Side::Blocked(f) => Some((0, f)),
                         Side::Open => None,
                     },
@@ -250,7 +269,9 @@ impl Solver<'_> {
         let mut open = comp;
         let mut removed: Vec<u32> = Vec::new();
         loop {
-            let mut res = self.propagate(&mut open, &mut removed)?;
+            // A decision adds a few edges: a snapshot per decision would
+            // cost more than the few DFS questions it saves.
+            let mut res = self.propagate(&mut open, &mut removed, false)?;
             if res.is_ok() {
                 // Decide every constraint that has a side agreeing with the
                 // current order (phase = the order: no edge moves it), then
@@ -396,7 +417,7 @@ fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
         }
     }
     let mut open: Vec<u32> = (0..s.poly.constraints.len() as u32).collect();
-    if let Err(c) = s.propagate(&mut open, &mut Vec::new())? {
+    if let Err(c) = s.propagate(&mut open, &mut Vec::new(), true)? {
         return Ok(Err(c));
     }
     s.stats.after_pruning = open.len();
