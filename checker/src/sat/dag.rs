@@ -148,15 +148,28 @@ impl Dag {
             at[p as usize] = v as u32;
         }
         let mut bits = vec![0u64; n * words];
+        let mut succ: Vec<usize> = Vec::new();
         for p in (0..n).rev() {
             let (head, tail) = bits.split_at_mut((p + 1) * words);
             let row = &mut head[p * words..];
-            for &(w, _) in &self.out[at[p] as usize] {
-                let q = self.ord[w as usize] as usize;
+            // Nearest successors first: a farther one they reach (or a
+            // parallel edge) is then already in the row and skipped.
+            succ.clear();
+            succ.extend(
+                self.out[at[p] as usize]
+                    .iter()
+                    .map(|&(w, _)| self.ord[w as usize] as usize),
+            );
+            succ.sort_unstable();
+            succ.dedup();
+            for &q in &succ {
                 // q > p: a successor comes later in a topological order.
                 let Some(off) = q.checked_sub(p + 1) else {
                     continue;
                 };
+                if row[q / 64] >> (q % 64) & 1 == 1 {
+                    continue;
+                }
                 row[q / 64] |= 1 << (q % 64);
                 let src = &tail[off * words..(off + 1) * words];
                 // Bits of row q are all above q.

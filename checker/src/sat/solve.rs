@@ -5,6 +5,10 @@
 //!    already is impossible, so the other side is forced (PolySI §4.1); a
 //!    side whose edges all hold already (`a ⇝ b`) is free and taken
 //!    without adding anything. Forcing both ways closes a cycle: violation.
+//!    At the top level each pass asks its questions of one reachability
+//!    snapshot ([`Dag::closure`], O(1) a question; an edge the snapshot
+//!    already implies is not added); inside the search, where a decision
+//!    adds a few edges, of a bounded DFS.
 //! 3. What is left is split into independent components (SCCs of the known
 //!    graph plus every remaining side's edges: an edge between two SCCs is
 //!    on no cycle), each solved by a DPLL search (chronological
@@ -102,10 +106,25 @@ impl Solver<'_> {
 
     /// Adds the edges of `side` of `cid`.
     fn apply(&mut self, cid: u32, side: u8, why: Why) -> Step<Result<(), Conflict>> {
+        self.apply_with(cid, side, why, None)
+    }
+
+    /// As [`Self::apply`]; an edge the snapshot shows to hold already (a
+    /// path `from ⇝ to`) is left out: it changes no reachability.
+    fn apply_with(
+        &mut self,
+        cid: u32,
+        side: u8,
+        why: Why,
+        closure: Option<&Closure>,
+    ) -> Step<Result<(), Conflict>> {
         let mut facts = Vec::new();
         self.poly.side(cid, side, &mut facts);
         for f in facts {
             let (from, to) = self.poly.ends(&f);
+            if closure.is_some_and(|c| from != to && c.reaches(from, to)) {
+                continue;
+            }
             let e = EdgeRec {
                 from,
                 to,
@@ -152,7 +171,8 @@ impl Solver<'_> {
                 };
                 let done = match forced {
                     Some((side, f)) => {
-                        if let Err(c) = self.apply(cid, side, Why::Forced { blocked: f })? {
+                        let why = Why::Forced { blocked: f };
+                        if let Err(c) = self.apply_with(cid, side, why, closure.as_ref())? {
                             return Ok(Err(c));
                         }
                         true
