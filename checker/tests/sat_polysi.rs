@@ -83,7 +83,13 @@ fn polysi_shaped_si_histories_are_not_serializable_and_say_so() {
 #[test]
 fn injected_lost_update_is_decided_invalid_at_si() {
     for dist in [Dist::Uniform, Dist::Zipf] {
-        let out = decide(dist, Db::Si, Inject::LostUpdate, Level::SnapshotIsolation, 4);
+        let out = decide(
+            dist,
+            Db::Si,
+            Inject::LostUpdate,
+            Level::SnapshotIsolation,
+            4,
+        );
         assert!(
             matches!(out, SatOutcome::Invalid { .. }),
             "{dist:?}: {out:?}"

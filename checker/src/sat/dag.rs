@@ -83,7 +83,10 @@ impl Closure {
         if src == dst {
             return true;
         }
-        let (ps, pd) = (self.pos[src as usize] as usize, self.pos[dst as usize] as usize);
+        let (ps, pd) = (
+            self.pos[src as usize] as usize,
+            self.pos[dst as usize] as usize,
+        );
         if ps >= pd {
             return false;
         }

@@ -8,7 +8,7 @@
 //!    At the top level each pass asks its questions of one reachability
 //!    snapshot ([`Dag::closure`], O(1) a question; an edge the snapshot
 //!    already implies is not added); inside the search, where a decision
-//!    adds a few edges, of a bounded DFS.
+//!    adds a few edges, of a bounded DFS unless the component is large.
 //! 3. What is left is split into independent components (SCCs of the known
 //!    graph plus every remaining side's edges: an edge between two SCCs is
 //!    on no cycle), each solved by a DPLL search (chronological
@@ -72,6 +72,10 @@ type Step<T> = Result<T, Exhausted>;
 
 /// Open constraints from which a pruning pass uses a reachability snapshot.
 const CLOSURE_MIN: usize = 256;
+
+/// Open constraints of a searched component from which its pruning passes
+/// use a snapshot too.
+const SEARCH_CLOSURE_MIN: usize = 4096;
 
 impl Solver<'_> {
     /// Whether some edge of `side` of `cid` would close a cycle; with a
@@ -289,9 +293,11 @@ impl Solver<'_> {
         let mut open = comp;
         let mut removed: Vec<u32> = Vec::new();
         loop {
-            // A decision adds a few edges: a snapshot per decision would
-            // cost more than the few DFS questions it saves.
-            let mut res = self.propagate(&mut open, &mut removed, false)?;
+            // A decision adds a few edges: a snapshot per decision costs
+            // more than the DFS questions it saves, unless the component
+            // is large (thousands of questions a pass).
+            let big = open.len() >= SEARCH_CLOSURE_MIN;
+            let mut res = self.propagate(&mut open, &mut removed, big)?;
             if res.is_ok() {
                 // Decide every constraint that has a side agreeing with the
                 // current order (phase = the order: no edge moves it), then
