@@ -176,8 +176,8 @@ impl Dag {
                 row[q / 64] |= 1 << (q % 64);
                 let src = &tail[off * words..(off + 1) * words];
                 // Bits of row q are all above q.
-                for i in q / 64..words {
-                    row[i] |= src[i];
+                for (r, s) in row[q / 64..words].iter_mut().zip(&src[q / 64..]) {
+                    *r |= s;
                 }
             }
         }
