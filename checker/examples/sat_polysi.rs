@@ -54,7 +54,8 @@ fn main() {
     let gen_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let txns = Txns::new(&h);
-    let (out, stats) = check_register_stats(&txns, &h, level, &Budget::unlimited());
+    let budget = Budget::unlimited();
+    let (out, stats) = check_register_stats(&txns, &h, level, &budget);
     let check_s = t1.elapsed().as_secs_f64();
     let verdict = match &out {
         SatOutcome::Valid { witness, starts } => {
@@ -81,7 +82,8 @@ fn main() {
     };
     println!(
         "per-session={per} dist={dist:?} db={db:?} inject={inject:?} level={level:?} seed={seed} \
-         txns={} gen={gen_s:.2}s check={check_s:.3}s {stats:?} → {verdict}",
-        txns.len()
+         txns={} gen={gen_s:.2}s check={check_s:.3}s steps={} {stats:?} → {verdict}",
+        txns.len(),
+        budget.used()
     );
 }

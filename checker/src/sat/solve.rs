@@ -5,13 +5,17 @@
 //!    already is impossible, so the other side is forced (PolySI §4.1); a
 //!    side whose edges all hold already (`a ⇝ b`) is free and taken
 //!    without adding anything. Forcing both ways closes a cycle: violation.
+//!    At the top level each pass asks its questions of one reachability
+//!    snapshot ([`Dag::closure`], O(1) a question; an edge the snapshot
+//!    already implies is not added); inside the search, where a decision
+//!    adds a few edges, of a bounded DFS unless the component is large.
 //! 3. What is left is split into independent components (SCCs of the known
 //!    graph plus every remaining side's edges: an edge between two SCCs is
 //!    on no cycle), each solved by a DPLL search (chronological
 //!    backtracking, the same pruning as propagation, the `Dag` as the
 //!    acyclicity theory).
 
-use super::dag::{Conflict, Dag, EdgeRec, Exhausted, Why};
+use super::dag::{Closure, Conflict, Dag, EdgeRec, Exhausted, Why};
 use super::polygraph::{Fact, Poly};
 use crate::budget::Budget;
 use crate::graph::{EdgeList, Graph, tarjan};
@@ -66,14 +70,26 @@ struct Solver<'a> {
 
 type Step<T> = Result<T, Exhausted>;
 
+/// Open constraints from which a pruning pass uses a reachability snapshot.
+const CLOSURE_MIN: usize = 256;
+
+/// Open constraints of a searched component from which its pruning passes
+/// use a snapshot too.
+const SEARCH_CLOSURE_MIN: usize = 4096;
+
 impl Solver<'_> {
-    /// Whether some edge of `side` of `cid` would close a cycle.
-    fn blocked(&mut self, cid: u32, side: u8) -> Step<Side> {
+    /// Whether some edge of `side` of `cid` would close a cycle; with a
+    /// closure, whether it would have when the closure was taken.
+    fn blocked(&mut self, cid: u32, side: u8, closure: Option<&Closure>) -> Step<Side> {
         self.poly.side(cid, side, &mut self.buf);
         for i in 0..self.buf.len() {
             let f = self.buf[i];
             let (a, b) = self.poly.ends(&f);
-            if self.dag.reaches(b, a, self.budget)?.is_some() {
+            let back = match closure {
+                Some(c) => c.reaches(b, a),
+                None => self.dag.reaches(b, a, self.budget)?.is_some(),
+            };
+            if back {
                 return Ok(Side::Blocked(f));
             }
         }
@@ -94,10 +110,25 @@ impl Solver<'_> {
 
     /// Adds the edges of `side` of `cid`.
     fn apply(&mut self, cid: u32, side: u8, why: Why) -> Step<Result<(), Conflict>> {
+        self.apply_with(cid, side, why, None)
+    }
+
+    /// As [`Self::apply`]; an edge the snapshot shows to hold already (a
+    /// path `from ⇝ to`) is left out: it changes no reachability.
+    fn apply_with(
+        &mut self,
+        cid: u32,
+        side: u8,
+        why: Why,
+        closure: Option<&Closure>,
+    ) -> Step<Result<(), Conflict>> {
         let mut facts = Vec::new();
         self.poly.side(cid, side, &mut facts);
         for f in facts {
             let (from, to) = self.poly.ends(&f);
+            if closure.is_some_and(|c| from != to && c.reaches(from, to)) {
+                continue;
+            }
             let e = EdgeRec {
                 from,
                 to,
@@ -117,23 +148,35 @@ impl Solver<'_> {
         &mut self,
         open: &mut Vec<u32>,
         removed: &mut Vec<u32>,
+        snapshot: bool,
     ) -> Step<Result<(), Conflict>> {
         loop {
             let mut changed = false;
             let start = open.len();
+            // Many questions: answer them from one reachability snapshot
+            // per pass. Edges this pass adds are missing from it, so it
+            // prunes less than a DFS would, never wrongly; a pass that
+            // changes nothing had the exact relation, so the fixpoint is
+            // the same.
+            let closure = if snapshot && open.len() >= CLOSURE_MIN {
+                self.dag.closure(self.budget)?
+            } else {
+                None
+            };
             let mut i = 0;
             while i < open.len() {
                 let cid = open[i];
-                let forced = match self.blocked(cid, 0)? {
+                let forced = match self.blocked(cid, 0, closure.as_ref())? {
                     Side::Blocked(f) => Some((1, f)),
-                    Side::Open => match self.blocked(cid, 1)? {
+                    Side::Open => match self.blocked(cid, 1, closure.as_ref())? {
                         Side::Blocked(f) => Some((0, f)),
                         Side::Open => None,
                     },
                 };
                 let done = match forced {
                     Some((side, f)) => {
-                        if let Err(c) = self.apply(cid, side, Why::Forced { blocked: f })? {
+                        let why = Why::Forced { blocked: f };
+                        if let Err(c) = self.apply_with(cid, side, why, closure.as_ref())? {
                             return Ok(Err(c));
                         }
                         true
@@ -250,7 +293,11 @@ impl Solver<'_> {
         let mut open = comp;
         let mut removed: Vec<u32> = Vec::new();
         loop {
-            let mut res = self.propagate(&mut open, &mut removed)?;
+            // A decision adds a few edges: a snapshot per decision costs
+            // more than the DFS questions it saves, unless the component
+            // is large (thousands of questions a pass).
+            let big = open.len() >= SEARCH_CLOSURE_MIN;
+            let mut res = self.propagate(&mut open, &mut removed, big)?;
             if res.is_ok() {
                 // Decide every constraint that has a side agreeing with the
                 // current order (phase = the order: no edge moves it), then
@@ -396,7 +443,7 @@ fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
         }
     }
     let mut open: Vec<u32> = (0..s.poly.constraints.len() as u32).collect();
-    if let Err(c) = s.propagate(&mut open, &mut Vec::new())? {
+    if let Err(c) = s.propagate(&mut open, &mut Vec::new(), true)? {
         return Ok(Err(c));
     }
     s.stats.after_pruning = open.len();
