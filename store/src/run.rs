@@ -19,6 +19,19 @@
 //! crash loses at most about a second. A crash mid-copy leaves a torn last
 //! line, and a killed run's mapped log ends in NUL padding; the readers
 //! report both as warnings.
+//!
+//! What a run *is* — `test.json` and `results.json` — is typed in
+//! `run/record.rs` ([`RunMeta`], [`RunResults`]); the statistics of
+//! `results.json` are computed in `run/stats.rs` ([`RunStats`]).
+
+mod record;
+mod stats;
+
+pub use record::{
+    CheckerTiming, HarnessBuild, META_FORMAT, NodeMeta, RESULTS_FORMAT, RecordError, RunConfig,
+    RunMeta, RunResults, Verdict,
+};
+pub use stats::{FaultWindow, Latency, OpCounts, RunStats, Throughput};
 
 use crate::format;
 use crate::history::{Op, OpIndex};
