@@ -303,7 +303,11 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
             .to_path_buf(),
     };
     let store = suite::prepare_store(&store)?;
-    let cwd = meta.cwd.as_deref().map(PathBuf::from).filter(|d| d.is_dir());
+    let cwd = meta
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir());
     checked_run_flags(&flags)?;
     let original = suite::run_facts(&dir);
     eprintln!(

@@ -82,7 +82,10 @@ pub fn check_history(
     } = checker::check_with_engines(history, opts);
     let elapsed_s = started.elapsed().as_secs_f64();
     let counts = if cap {
-        crate::report::caps::cap(&mut result, Some(crate::report::caps::MAX_ANOMALIES_PER_TYPE))
+        crate::report::caps::cap(
+            &mut result,
+            Some(crate::report::caps::MAX_ANOMALIES_PER_TYPE),
+        )
     } else {
         AnomalyCounts::of(&result)
     };
@@ -99,7 +102,10 @@ pub fn check_history(
 /// The `results.json` record of a checked run: the checker's map (the
 /// no-commit policy settled, the caps' counts, the engines), the history's
 /// statistics and the checker's timings.
-pub fn run_results(history: &store::History, checked: &mut CheckedHistory) -> store::run::RunResults {
+pub fn run_results(
+    history: &store::History,
+    checked: &mut CheckedHistory,
+) -> store::run::RunResults {
     let mut json = settle_no_commit(history, &mut checked.result);
     checked.counts.annotate_json(&mut json);
     if !checked.engines.is_empty() {

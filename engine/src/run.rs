@@ -29,10 +29,10 @@ use anyhow::Context as _;
 use checker::result::Valid;
 use db_adapters::catalog::{LocalServer, Placement};
 use db_adapters::client::ClientFactory;
-use store::run::RunMeta;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use store::run::RunMeta;
 
 /// The binary's version and commit, recorded in `test.json`.
 #[derive(Clone, Copy, Debug)]
@@ -559,7 +559,9 @@ fn test_json(
             commit: build.commit.to_string(),
         }),
         command_line: std::env::args().collect(),
-        cwd: std::env::current_dir().ok().map(|d| d.display().to_string()),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|d| d.display().to_string()),
         start_time: Some(humantime::format_rfc3339_millis(started).to_string()),
         end_time: None,
         run_dir: Some(run_dir.path().display().to_string()),

@@ -748,7 +748,10 @@ mod tests {
     #[test]
     fn the_harness_version_is_read_from_either_shape() {
         let t = serde_json::json!({"harness": {"version": "0.1.0", "commit": "abc1234"}});
-        assert_eq!(meta(t).harness_version().as_deref(), Some("0.1.0 (abc1234)"));
+        assert_eq!(
+            meta(t).harness_version().as_deref(),
+            Some("0.1.0 (abc1234)")
+        );
         let t = serde_json::json!({"harness_version": "0.0.9"});
         assert_eq!(meta(t).harness_version().as_deref(), Some("0.0.9"));
         assert_eq!(meta(serde_json::json!({})).harness_version(), None);

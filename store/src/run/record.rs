@@ -455,7 +455,11 @@ impl RunResults {
             .get(ty)
             .and_then(Value::as_array)
             .map_or(0, |a| a.len() as u64);
-        self.anomaly_counts.get(ty).copied().unwrap_or(kept).max(kept)
+        self.anomaly_counts
+            .get(ty)
+            .copied()
+            .unwrap_or(kept)
+            .max(kept)
     }
 }
 

@@ -239,7 +239,11 @@ impl RunStats {
         });
         s.throughput = Throughput {
             duration_s: duration,
-            ok_per_s: if duration > 0.0 { ok as f64 / duration } else { 0.0 },
+            ok_per_s: if duration > 0.0 {
+                ok as f64 / duration
+            } else {
+                0.0
+            },
             completed_per_s: if duration > 0.0 {
                 completed as f64 / duration
             } else {
