@@ -165,7 +165,7 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<u8> {
         return list(&args.target);
     }
     if args.target.is_dir() {
-        if args.target.join("test.json").is_file() {
+        if args.target.join(store::run::TEST_JSON).is_file() {
             return reproduce_run(&args);
         }
         bail!(
@@ -267,7 +267,7 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
         .target
         .canonicalize()
         .with_context(|| format!("resolving {}", args.target.display()))?;
-    let meta_path = dir.join("test.json");
+    let meta_path = dir.join(store::run::TEST_JSON);
     let meta = store::run::RunMeta::load(&meta_path)?;
     let seed = meta
         .seed

@@ -476,8 +476,8 @@ impl Cache {
     pub fn run(&self, root: &Path, rel: &str) -> RunInfo {
         let dir = root.join(rel);
         let key = (
-            file_key(root, &dir.join("test.json")),
-            file_key(root, &dir.join("results.json")),
+            file_key(root, &dir.join(store::run::TEST_JSON)),
+            file_key(root, &dir.join(store::run::RESULTS_JSON)),
         );
         let slot = {
             let mut runs = self

@@ -45,6 +45,11 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The file name of a run's [`RunMeta`].
+pub const TEST_JSON: &str = "test.json";
+/// The file name of a run's [`RunResults`].
+pub const RESULTS_JSON: &str = "results.json";
+
 /// The gzip level of a finished run's `history.jsonl.gz`.
 pub const HISTORY_GZIP_LEVEL: u32 = 6;
 
@@ -319,12 +324,12 @@ impl RunDir {
 
     /// `results.json`: the checker's result.
     pub fn results_path(&self) -> PathBuf {
-        self.path.join("results.json")
+        self.path.join(RESULTS_JSON)
     }
 
     /// `test.json`: configuration, seed, versions, command line.
     pub fn test_json_path(&self) -> PathBuf {
-        self.path.join("test.json")
+        self.path.join(TEST_JSON)
     }
 
     /// `harness.log`: the tracing log of the run.
