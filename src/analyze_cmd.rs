@@ -1,10 +1,12 @@
 //! `harness analyze RUN_DIR [-c MODEL]...`: re-check a stored run (e.g.
 //! against other consistency models) and regenerate its results and reports.
 //!
-//! Reads only `test.json` (loosely: the workload and the expected model),
+//! Reads only `test.json` (through `store::run::RunMeta`: the workload and
+//! the expected model),
 //! the history (`history.jsonl.gz`, or `history.jsonl` of a run that did
 //! not finish), and writes `results.json` plus everything
-//! [`engine::report::write_reports`] writes. `--reports-only` skips the
+//! [`engine::report::write_reports`] writes, by the same path as `run`
+//! ([`engine::check::check_history`], [`engine::check::write_results`]). `--reports-only` skips the
 //! checker and regenerates the timeline and plots alone (`--keep edn` adds
 //! `history.edn`).
 
@@ -14,7 +16,6 @@ use checker::model::ConsistencyModel;
 use checker::{Budget, CheckOptions, Workload};
 use clap::Args;
 use engine::exit;
-use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -59,17 +60,6 @@ pub struct AnalyzeArgs {
     pub keep: Vec<engine::report::KeepItem>,
 }
 
-/// A string field of test.json, looked up at the top level and under `config`,
-/// under either spelling.
-fn test_field(test: &Value, names: &[&str]) -> Option<String> {
-    names.iter().find_map(|n| {
-        test.get(n)
-            .or_else(|| test.get("config").and_then(|c| c.get(n)))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    })
-}
-
 /// Runs `harness analyze`, returning the exit code of the verdict.
 ///
 /// # Errors
@@ -91,17 +81,10 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         engine::say!("reports regenerated in {}", dir.display());
         return Ok(exit::VALID);
     }
-    let test: Value = match std::fs::read(run.test_json_path()) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .with_context(|| format!("parsing {}", run.test_json_path().display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
-        Err(e) => {
-            return Err(e).with_context(|| format!("reading {}", run.test_json_path().display()));
-        }
-    };
+    let test = store::run::RunMeta::load_if_exists(&run.test_json_path())?.unwrap_or_default();
     let workload = match args.workload {
         Some(w) => w,
-        None => match test_field(&test, &["workload"]) {
+        None => match test.workload() {
             Some(name) => name
                 .parse::<Workload>()
                 .map_err(anyhow::Error::msg)
@@ -117,14 +100,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let models = if !args.consistency_models.is_empty() {
         args.consistency_models.clone()
     } else {
-        match test_field(
-            &test,
-            &[
-                "expected_consistency_model",
-                "expected-consistency-model",
-                "expected_model",
-            ],
-        ) {
+        match test.expected_model() {
             Some(name) => vec![
                 name.parse::<ConsistencyModel>()
                     .context("test.json: expected consistency model")?,
@@ -143,24 +119,15 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
         complete: true,
     };
-    let checker::Checked {
-        mut result,
+    let mut checked = engine::check::check_history(&history, &opts, true);
+    let (_, written) = engine::check::write_results(&history, &mut checked, &run);
+    written?;
+    let engine::check::CheckedHistory {
+        result,
+        counts,
         engines,
         ..
-    } = checker::check_with_engines(&history, &opts);
-    let counts = engine::report::caps::cap(
-        &mut result,
-        Some(engine::report::caps::MAX_ANOMALIES_PER_TYPE),
-    );
-    let mut json = engine::check::settle_no_commit(&history, &mut result);
-    counts.annotate_json(&mut json);
-    if !engines.is_empty() {
-        json["engines"] = checker::engines::to_json(&engines, false);
-    }
-    let results_path = run.results_path();
-    let text = serde_json::to_string_pretty(&json).context("serializing results")? + "\n";
-    std::fs::write(&results_path, text)
-        .with_context(|| format!("writing {}", results_path.display()))?;
+    } = checked;
     engine::report::write_reports(&dir, &history, Some((&result, &counts)), keep)?;
     let names: Vec<&str> = result.anomaly_types.iter().map(|t| t.name()).collect();
     let model_names: Vec<&str> = models.iter().map(|m| m.name()).collect();

@@ -16,7 +16,7 @@ use checker::anomaly::AnomalyType;
 use checker::model::ConsistencyModel;
 use checker::{Budget, CheckOptions, CheckResult, Workload};
 use clap::{Args, ValueEnum};
-use engine::report::caps::{self, AnomalyCounts};
+use engine::report::caps::AnomalyCounts;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -226,18 +226,15 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
         complete: true,
     };
-    let started = Instant::now();
-    let checker::Checked {
-        mut result,
+    let engine::check::CheckedHistory {
+        result,
+        counts,
         engines,
         analyses,
-    } = checker::check_with_engines(&history, &opts);
-    let elapsed = started.elapsed();
-    let counts = if args.all_anomalies {
-        AnomalyCounts::of(&result)
-    } else {
-        caps::cap(&mut result, Some(caps::MAX_ANOMALIES_PER_TYPE))
-    };
+        elapsed_s,
+        ..
+    } = engine::check::check_history(&history, &opts, !args.all_anomalies);
+    let elapsed = std::time::Duration::from_secs_f64(elapsed_s);
     let shown_per_type = (!args.all_anomalies).then_some(STDOUT_EXPLAINED_PER_TYPE);
     let witness_to_stdout = args.witness.as_deref() == Some(Path::new("-"));
     match args.format {

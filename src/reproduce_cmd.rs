@@ -165,7 +165,7 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<u8> {
         return list(&args.target);
     }
     if args.target.is_dir() {
-        if args.target.join("test.json").is_file() {
+        if args.target.join(store::run::TEST_JSON).is_file() {
             return reproduce_run(&args);
         }
         bail!(
@@ -267,24 +267,16 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
         .target
         .canonicalize()
         .with_context(|| format!("resolving {}", args.target.display()))?;
-    let meta_path = dir.join("test.json");
-    let meta: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&meta_path)
-            .with_context(|| format!("reading {}", meta_path.display()))?,
-    )
-    .with_context(|| format!("{}: not JSON", meta_path.display()))?;
-    let seed = meta["seed"]
-        .as_u64()
+    let meta_path = dir.join(store::run::TEST_JSON);
+    let meta = store::run::RunMeta::load(&meta_path)?;
+    let seed = meta
+        .seed
         .with_context(|| format!("{}: no seed", meta_path.display()))?;
-    let mut flags: Vec<String> = match meta["run_flags"].as_array() {
-        Some(a) => a
-            .iter()
-            .map(|v| v.as_str().map(str::to_string))
-            .collect::<Option<_>>()
-            .with_context(|| format!("{}: run_flags: expected strings", meta_path.display()))?,
-        None => {
+    let mut flags: Vec<String> = match meta.run_flags.is_empty() {
+        false => meta.run_flags.clone(),
+        true => {
             // Runs recorded before run_flags existed: the command line.
-            let cl = suite::json_strings(&meta["command_line"]);
+            let cl = meta.command_line.clone();
             if cl.get(1).map(String::as_str) != Some("run") {
                 bail!(
                     "{}: neither run_flags nor a `harness run` command line",
@@ -294,10 +286,9 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
             engine::run::reproducible_flags(&cl[2..], seed)
         }
     };
-    let name = meta["name"]
-        .as_str()
-        .with_context(|| format!("{}: no name", meta_path.display()))?
-        .to_string();
+    let name = meta
+        .test_name()
+        .with_context(|| format!("{}: no name", meta_path.display()))?;
     if flag_value(&flags, "--test-name").is_none() {
         flags.extend(["--test-name".to_string(), name.clone()]);
     }
@@ -312,8 +303,9 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
             .to_path_buf(),
     };
     let store = suite::prepare_store(&store)?;
-    let cwd = meta["cwd"]
-        .as_str()
+    let cwd = meta
+        .cwd
+        .as_deref()
         .map(PathBuf::from)
         .filter(|d| d.is_dir());
     checked_run_flags(&flags)?;

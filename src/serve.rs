@@ -96,7 +96,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     anyhow::ensure!(root.is_dir(), "store {} is not a directory", root.display());
     // `harness run --store DIR` keeps runs in DIR/runs/: accept DIR too.
     let root = match root.join("runs").canonicalize() {
-        Ok(inner) if inner.is_dir() && !root.join("test.json").exists() => inner,
+        Ok(inner) if inner.is_dir() && !root.join(store::run::TEST_JSON).exists() => inner,
         _ => root,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -24,6 +24,15 @@ fn default_run_completes_valid_with_a_complete_run_dir() {
     assert_complete(&dir);
     assert!(dir.join("sqlite.db").is_file());
     assert_eq!(results(&dir)["valid?"], true);
+    // A valid run's results carry Jepsen's stats, not only the verdict.
+    let stats = &results(&dir)["stats"];
+    assert!(stats["counts"]["txn"]["ok"].as_u64() > Some(100), "{stats}");
+    assert!(stats["latency-ms"]["txn"]["p99"].is_number(), "{stats}");
+    assert!(
+        stats["throughput"]["ok-per-s"].as_f64() > Some(0.0),
+        "{stats}"
+    );
+    assert!(results(&dir)["checker-timings"].is_array());
     let (invoke, ok, _fail, info) = counts(&dir);
     assert!(ok > 100, "ok transactions: {ok}");
     assert_eq!(

@@ -105,6 +105,8 @@ pub struct Checked {
     pub engines: Vec<engines::LevelReport>,
     /// The analyses that ran (`analysis::ANALYSES` names), in order.
     pub analyses: Vec<&'static str>,
+    /// Wall time of each analysis, seconds, in the order they ran.
+    pub timings: Vec<(&'static str, f64)>,
 }
 
 /// As [`check`], also saying which engine decided each level.
@@ -133,6 +135,7 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
     });
     let engines = analysis.engines;
     let analyses = analysis.ran;
+    let timings = analysis.timings;
     let mut found = analysis.anomalies;
     let mut warnings = analysis.warnings;
     // An empty dependency graph leaves Elle's inference undecided, not a
@@ -175,6 +178,7 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
         result,
         engines,
         analyses,
+        timings,
     }
 }
 

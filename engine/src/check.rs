@@ -2,14 +2,18 @@
 //! against the expected model, settle the "no commit → unknown" policy,
 //! write `results.json` and the reports, print the verdict.
 //!
-//! Key decision: `settle_no_commit` is the one place of that policy; `run`
-//! and `analyze` both go through it, so a stored run re-checked gives the
-//! same verdict it was given. Both also cut the result's anomaly lists
-//! (`report::caps`) before writing, so `results.json` stays small whatever
-//! the history; what is printed is one explanation per type.
+//! Key decision: one check-and-write path. [`check_history`] is the one
+//! place that runs the checker and cuts the result's anomaly lists
+//! (`report::caps`) — `run`, `analyze` and `check` all call it — and
+//! [`write_results`] the one writer of `results.json` (a
+//! [`store::run::RunResults`] with the run's statistics and the checker's
+//! timings) and of the reports (`report::write_reports`, which owns the
+//! one writer of `elle/`). `settle_no_commit` is the one place of the
+//! "no commit → unknown" policy, so a stored run re-checked gives the same
+//! verdict it was given; what is printed is one explanation per type.
 
 use crate::report::Keep;
-use crate::run::write_json;
+use crate::report::caps::AnomalyCounts;
 use anyhow::Context as _;
 use checker::model::ConsistencyModel;
 use checker::result::Valid;
@@ -36,11 +40,121 @@ pub fn settle_no_commit(
         result.valid = Valid::Unknown;
     }
     let mut json = result.to_json();
-    if settle {
-        json["valid?"] = json!("unknown");
-        json["reason"] = json!("no transaction committed");
+    if settle && let Some(map) = json.as_object_mut() {
+        // The checker's own map says what `result` says now; the reason is
+        // the policy's.
+        map.insert("reason".into(), json!("no transaction committed"));
     }
     json
+}
+
+/// What one check of a history found, its anomaly lists cut to the cap.
+pub struct CheckedHistory {
+    /// The verdict and the anomalies kept.
+    pub result: checker::CheckResult,
+    /// How many of each type were found and left out.
+    pub counts: AnomalyCounts,
+    /// Who decided each level (complete checks).
+    pub engines: Vec<checker::engines::LevelReport>,
+    /// The analyses that ran.
+    pub analyses: Vec<&'static str>,
+    /// Wall time of each analysis, seconds.
+    pub timings: Vec<(&'static str, f64)>,
+    /// Wall time of the whole check, seconds.
+    pub elapsed_s: f64,
+}
+
+/// Checks `history` — the one call of the checker that `run`, `analyze`
+/// and `check` share — and cuts each anomaly type to
+/// `caps::MAX_ANOMALIES_PER_TYPE` unless `cap` is false (`check
+/// --all-anomalies`), counting what it left out.
+pub fn check_history(
+    history: &store::History,
+    opts: &checker::CheckOptions,
+    cap: bool,
+) -> CheckedHistory {
+    let started = std::time::Instant::now();
+    let checker::Checked {
+        mut result,
+        engines,
+        analyses,
+        timings,
+    } = checker::check_with_engines(history, opts);
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let counts = if cap {
+        crate::report::caps::cap(
+            &mut result,
+            Some(crate::report::caps::MAX_ANOMALIES_PER_TYPE),
+        )
+    } else {
+        AnomalyCounts::of(&result)
+    };
+    CheckedHistory {
+        result,
+        counts,
+        engines,
+        analyses,
+        timings,
+        elapsed_s,
+    }
+}
+
+/// The `results.json` record of a checked run: the checker's map (the
+/// no-commit policy settled, the caps' counts, the engines), the history's
+/// statistics and the checker's timings.
+pub fn run_results(
+    history: &store::History,
+    checked: &mut CheckedHistory,
+) -> store::run::RunResults {
+    let mut json = settle_no_commit(history, &mut checked.result);
+    checked.counts.annotate_json(&mut json);
+    if !checked.engines.is_empty() {
+        // Which engine decided (only when the complete register check was
+        // asked for, so other runs' results keep Elle's map exactly).
+        json["engines"] = checker::engines::to_json(&checked.engines, false);
+    }
+    let mut results = store::run::RunResults::from_value(json).unwrap_or_default();
+    results.stats = Some(store::run::RunStats::of(history));
+    results.checker_timings = checked
+        .timings
+        .iter()
+        .map(|(a, s)| store::run::CheckerTiming {
+            analysis: (*a).to_string(),
+            seconds: *s,
+        })
+        .chain(std::iter::once(store::run::CheckerTiming {
+            analysis: "total".to_string(),
+            seconds: checked.elapsed_s,
+        }))
+        .collect();
+    results
+}
+
+/// Writes a checked run's `results.json` ([`run_results`]); returns the
+/// record and whether it could be written (a full disk is the caller's
+/// to report: the verdict stands).
+pub fn write_results(
+    history: &store::History,
+    checked: &mut CheckedHistory,
+    run_dir: &store::run::RunDir,
+) -> (store::run::RunResults, Result<(), store::run::RecordError>) {
+    let results = run_results(history, checked);
+    let written = results.save(&run_dir.results_path());
+    (results, written)
+}
+
+/// Writes a workload checker's own result map (linearizability, Jepsen
+/// workloads) as the run's `results.json`, with the history's statistics.
+///
+/// # Errors
+/// The file could not be written.
+pub(crate) fn save_results(
+    run_dir: &store::run::RunDir,
+    history: &store::History,
+    mut results: store::run::RunResults,
+) -> anyhow::Result<()> {
+    results.stats = Some(store::run::RunStats::of(history));
+    Ok(results.save(&run_dir.results_path())?)
 }
 
 /// What to check a run's history against.
@@ -106,29 +220,18 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
         })),
         complete: true,
     };
-    let checked_at = std::time::Instant::now();
-    let checker::Checked {
-        mut result,
+    let mut checked = check_history(&history, &opts, true);
+    let check_s = checked.elapsed_s;
+    tracing::info!("checked {} ops in {check_s:.2} s", history.len());
+    let (_, written) = write_results(&history, &mut checked, run_dir);
+    let results_error = written.err().map(|e| format!("{e:#}"));
+    let CheckedHistory {
+        result,
+        counts,
         engines,
         ..
-    } = checker::check_with_engines(&history, &opts);
-    let check_s = checked_at.elapsed().as_secs_f64();
-    tracing::info!("checked {} ops in {check_s:.2} s", history.len());
-    let counts = crate::report::caps::cap(
-        &mut result,
-        Some(crate::report::caps::MAX_ANOMALIES_PER_TYPE),
-    );
-    let mut json = settle_no_commit(&history, &mut result);
-    counts.annotate_json(&mut json);
-    if !engines.is_empty() {
-        // Which engine decided (only when the complete register check was
-        // asked for, so other runs' results.json keep Elle's map exactly).
-        json["engines"] = checker::engines::to_json(&engines, false);
-    }
+    } = checked;
     let valid = result.valid;
-    let results_error = write_json(&run_dir.results_path(), &json)
-        .err()
-        .map(|e| format!("{e:#}"));
     // Reports never change the verdict: a failure is a warning.
     if let Err(e) =
         crate::report::write_reports(run_dir.path(), &history, Some((&result, &counts)), keep)

@@ -10,7 +10,6 @@
 //! one property each.
 
 use crate::check::CheckSpec;
-use crate::run::write_json;
 use anyhow::Context as _;
 use checker::model::ConsistencyModel;
 use checker::result::Valid;
@@ -86,7 +85,11 @@ pub fn check_and_report(
     let checked_at = std::time::Instant::now();
     let report = checker::workloads::check(&history, &checker_for(w, spec.expected));
     let check_s = checked_at.elapsed().as_secs_f64();
-    write_json(&run_dir.results_path(), &report.to_json())?;
+    crate::check::save_results(
+        run_dir,
+        &history,
+        store::run::RunResults::from_value(report.to_json())?,
+    )?;
     if let Err(e) = crate::report::write_reports(run_dir.path(), &history, None, spec.keep) {
         tracing::warn!("reports: {e:#}");
         eprintln!("warning: {e:#}");

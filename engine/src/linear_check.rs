@@ -11,12 +11,10 @@
 //! no row).
 
 use crate::check::CheckSpec;
-use crate::run::write_json;
 use anyhow::Context as _;
 use checker::linear::model::CasRegister;
 use checker::linear::{LinearOptions, report};
 use checker::result::Valid;
-use serde_json::json;
 use store::OpType;
 
 /// Checks the run's register history and writes the reports.
@@ -38,17 +36,17 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
         .context("checking the register history")?;
     let check_s = started.elapsed().as_secs_f64();
     let model = CasRegister::default();
-    let mut json = report::to_json(&model, &result);
+    let mut results = store::run::RunResults::from_value(report::to_json(&model, &result))?;
     let ok = (0..history.len())
         .filter(|&p| history.is_client(p) && history.op_type(p) == OpType::Ok)
         .count();
     let mut valid = result.valid;
     if ok == 0 && valid == Valid::True {
         valid = Valid::Unknown;
-        json["valid?"] = json!("unknown");
-        json["reason"] = json!("no op completed ok");
+        results.valid = store::run::Verdict::Unknown;
+        results.reason = Some("no op completed ok".to_string());
     }
-    write_json(&run_dir.results_path(), &json)?;
+    crate::check::save_results(run_dir, &history, results)?;
     let dir = run_dir.path().join("linear");
     let written = std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(dir.join("linear.txt"), report::render_text(&model, &result)))

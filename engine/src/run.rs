@@ -29,13 +29,10 @@ use anyhow::Context as _;
 use checker::result::Valid;
 use db_adapters::catalog::{LocalServer, Placement};
 use db_adapters::client::ClientFactory;
-use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-
-/// Version of the `test.json` layout.
-const TEST_JSON_SCHEMA_VERSION: u32 = 1;
+use store::run::RunMeta;
 
 /// The binary's version and commit, recorded in `test.json`.
 #[derive(Clone, Copy, Debug)]
@@ -84,8 +81,8 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
     init_tracing(&run_dir.log_path());
     let started_at = SystemTime::now();
     let mut meta = test_json(&args, &plan, &run_dir, started_at, build);
-    meta["run_flags"] = json!(reproducible_flags(&argv, plan.seed));
-    write_json(&run_dir.test_json_path(), &meta)?;
+    meta.run_flags = reproducible_flags(&argv, plan.seed);
+    meta.save(&run_dir.test_json_path())?;
     let header = header(&args, &plan);
     crate::say!("{header}\nrun directory: {}", run_dir.path().display());
     tracing::info!("{header}");
@@ -101,31 +98,31 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
     ));
     signals.end_phases();
     let ended_at = SystemTime::now();
-    meta["end_time"] = json!(humantime::format_rfc3339_millis(ended_at).to_string());
+    meta.end_time = Some(humantime::format_rfc3339_millis(ended_at).to_string());
     let code = match outcome {
         Ok(Outcome::SetupFailed(msg)) => {
-            meta["setup_error"] = json!(msg);
+            meta.setup_error = Some(msg.clone());
             // The header named the run directory already.
             eprintln!("error: setup failed: {msg}");
-            if let Err(e) = write_json(&run_dir.test_json_path(), &meta) {
+            if let Err(e) = meta.save(&run_dir.test_json_path()) {
                 eprintln!("warning: {e:#}");
             }
             return Ok(exit::SETUP_FAILED);
         }
         Ok(Outcome::Ran(summary)) => summary,
         Err(e) => {
-            meta["error"] = json!(format!("{e:#}"));
+            meta.error = Some(format!("{e:#}"));
             // The run's own error is the one to report; not recording it
             // (a full disk) is a warning beside it.
-            if let Err(w) = write_json(&run_dir.test_json_path(), &meta) {
+            if let Err(w) = meta.save(&run_dir.test_json_path()) {
                 eprintln!("warning: {w:#}");
             }
             return Err(e);
         }
     };
-    meta["summary"] = serde_json::to_value(&code).unwrap_or_default();
+    meta.summary = serde_json::to_value(&code).ok();
     // Best effort: the verdict is written (or its absence said) below.
-    let _ = write_json(&run_dir.test_json_path(), &meta);
+    let _ = meta.save(&run_dir.test_json_path());
     crate::say!("{}", phase_lines(&code));
     let keep = args.keep;
     let check = crate::check::CheckSpec {
@@ -147,8 +144,8 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             Err(e) => eprintln!("warning: history left uncompressed: {e}"),
         }
     }
-    meta["verdict"] = json!(verdict.as_str());
-    let in_test_json = write_json(&run_dir.test_json_path(), &meta);
+    meta.verdict = Some(verdict.as_str().to_string());
+    let in_test_json = meta.save(&run_dir.test_json_path());
     match (&checked.results_error, in_test_json) {
         (None, _) => {}
         (Some(_), Ok(())) => eprintln!(
@@ -553,47 +550,70 @@ fn test_json(
     run_dir: &store::run::RunDir,
     started: SystemTime,
     build: Build,
-) -> serde_json::Value {
-    json!({
-        "schema_version": TEST_JSON_SCHEMA_VERSION,
-        "name": plan.test_name,
-        "seed": plan.seed,
-        "nodes": plan.nodes.iter().map(|n| json!({"name": n.name, "host": n.host})).collect::<Vec<_>>(),
-        "harness": {
-            "version": build.version,
-            "commit": build.commit,
+) -> RunMeta {
+    let secs = |d: std::time::Duration| Some(d.as_secs_f64());
+    fn n<T: TryInto<u64>>(v: T) -> Option<u64> {
+        v.try_into().ok()
+    }
+    RunMeta {
+        format: store::run::META_FORMAT,
+        name: plan.test_name.clone(),
+        seed: Some(plan.seed),
+        nodes: plan
+            .nodes
+            .iter()
+            .map(|n| store::run::NodeMeta {
+                name: n.name.to_string(),
+                host: n.host.to_string(),
+            })
+            .collect(),
+        harness: Some(store::run::HarnessBuild {
+            version: build.version.to_string(),
+            commit: build.commit.to_string(),
+        }),
+        command_line: std::env::args().collect(),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|d| d.display().to_string()),
+        start_time: Some(humantime::format_rfc3339_millis(started).to_string()),
+        end_time: None,
+        run_dir: Some(run_dir.path().display().to_string()),
+        config: store::run::RunConfig {
+            db: Some(plan.db.name().to_string()),
+            workload: Some(plan.workload.name().to_string()),
+            isolation: Some(plan.isolation.name().to_string()),
+            sim_bug: args.sim_bug.map(|b| b.name().to_string()),
+            expected_consistency_model: Some(plan.expected.name().to_string()),
+            concurrency: n(plan.concurrency),
+            rate: args.limits.rate,
+            time_limit_s: secs(args.limits.time_limit),
+            ops: args.limits.ops.and_then(n),
+            op_timeout_s: secs(args.limits.op_timeout),
+            recovery_time_s: secs(args.limits.recovery_time),
+            url: args.url.as_deref().map(redact_url),
+            local: Some(args.local),
+            key_count: n(plan.wcfg.key_count),
+            max_writes_per_key: n(plan.wcfg.max_writes_per_key),
+            min_txn_length: n(plan.wcfg.min_txn_length),
+            max_txn_length: n(plan.wcfg.max_txn_length),
+            read_ratio: Some(plan.wcfg.read_ratio),
+            final_read_batch: n(plan.wcfg.final_read_batch),
+            check_time_limit_s: secs(args.limits.check_time_limit),
+            nemesis: Some(args.faults.name().to_string()),
+            nemesis_interval_s: secs(args.faults.options.interval),
+            partition: Some(
+                args.faults
+                    .options
+                    .partitions
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            extra: serde_json::Map::new(),
         },
-        "command_line": std::env::args().collect::<Vec<_>>(),
-        "cwd": std::env::current_dir().ok().map(|d| d.display().to_string()),
-        "start_time": humantime::format_rfc3339_millis(started).to_string(),
-        "end_time": null,
-        "run_dir": run_dir.path().display().to_string(),
-        "config": {
-            "db": plan.db.name(),
-            "workload": plan.workload.name(),
-            "isolation": plan.isolation.name(),
-            "sim_bug": args.sim_bug.map(|b| b.name()),
-            "expected_consistency_model": plan.expected.name(),
-            "concurrency": plan.concurrency,
-            "rate": args.limits.rate,
-            "time_limit_s": args.limits.time_limit.as_secs_f64(),
-            "ops": args.limits.ops,
-            "op_timeout_s": args.limits.op_timeout.as_secs_f64(),
-            "recovery_time_s": args.limits.recovery_time.as_secs_f64(),
-            "url": args.url.as_deref().map(redact_url),
-            "local": args.local,
-            "key_count": plan.wcfg.key_count,
-            "max_writes_per_key": plan.wcfg.max_writes_per_key,
-            "min_txn_length": plan.wcfg.min_txn_length,
-            "max_txn_length": plan.wcfg.max_txn_length,
-            "read_ratio": plan.wcfg.read_ratio,
-            "final_read_batch": plan.wcfg.final_read_batch,
-            "check_time_limit_s": args.limits.check_time_limit.as_secs_f64(),
-            "nemesis": args.faults.name(),
-            "nemesis_interval_s": args.faults.options.interval.as_secs_f64(),
-            "partition": args.faults.options.partitions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","),
-        },
-    })
+        ..RunMeta::default()
+    }
 }
 
 /// Drops a password from `scheme://user:password@host`.
@@ -605,13 +625,6 @@ fn redact_url(url: &str) -> String {
         return format!("{scheme}://{user}:***@{host}");
     }
     url.to_string()
-}
-
-pub(crate) fn write_json(path: &Path, v: &serde_json::Value) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(v)?;
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text + "\n").with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Logs to `harness.log` (info and up, or `RUST_LOG`) and to stderr (warn and up).

@@ -403,23 +403,17 @@ pub struct RunFacts {
 /// Reads `test.json` and `results.json` of `dir` (missing files give
 /// empty facts: a crashed run may have neither).
 pub fn run_facts(dir: &Path) -> RunFacts {
-    let read = |f: &str| -> Option<serde_json::Value> {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(f)).ok()?).ok()
-    };
+    let run = store::RunDir::open(dir).ok();
     let mut facts = RunFacts::default();
-    if let Some(t) = read("test.json") {
-        facts.error = t["setup_error"]
-            .as_str()
-            .or(t["error"].as_str())
-            .map(str::to_string);
+    let Some(run) = run else {
+        return facts;
+    };
+    if let Ok(t) = store::run::RunMeta::load(&run.test_json_path()) {
+        facts.error = t.setup_error.or(t.error);
     }
-    if let Some(r) = read("results.json") {
-        facts.valid = match &r["valid?"] {
-            serde_json::Value::Bool(b) => Some(b.to_string()),
-            serde_json::Value::String(s) => Some(s.clone()),
-            _ => None,
-        };
-        facts.anomaly_types = json_strings(&r["anomaly-types"]);
+    if let Ok(r) = store::run::RunResults::load(&run.results_path()) {
+        facts.valid = Some(r.valid.as_str().to_string());
+        facts.anomaly_types = r.anomaly_types;
     }
     facts
 }

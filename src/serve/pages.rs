@@ -3,7 +3,7 @@
 //! file a page reads goes through `runs::open_inside` and is read only up
 //! to a cap, so a page costs little whatever the run holds.
 
-use super::runs::{RunInfo, Verdict, harness_version, is_file_inside, read_inside_capped, show};
+use super::runs::{RunInfo, Verdict, is_file_inside, read_inside_capped};
 use engine::report::html_escape as esc;
 use serde_json::Value;
 use std::fs;
@@ -220,18 +220,24 @@ pub fn run_page(run: &RunInfo) -> String {
         b.push_str(&format!("<tr><th>{k}</th><td>{}</td></tr>\n", esc(v)));
     }
     if let Some(t) = &run.test {
-        if let Some(v) = harness_version(t) {
+        if let Some(v) = t.harness_version() {
             b.push_str(&format!(
                 "<tr><th>harness</th><td id=\"harness-version\">{}</td></tr>\n",
                 esc(&v)
             ));
         }
-        for k in ["seed", "nodes", "end_time", "command_line"] {
-            if let Some(v) = t.get(k).or_else(|| t.get("config").and_then(|c| c.get(k))) {
-                b.push_str(&format!(
-                    "<tr><th>{k}</th><td>{}</td></tr>\n",
-                    esc(&show(v))
-                ));
+        let nodes: Vec<&str> = t.nodes.iter().map(|n| n.name.as_str()).collect();
+        for (k, v) in [
+            ("seed", t.seed.map(|s| s.to_string())),
+            ("nodes", (!nodes.is_empty()).then(|| nodes.join(", "))),
+            ("end_time", t.end_time.clone()),
+            (
+                "command_line",
+                (!t.command_line.is_empty()).then(|| t.command_line.join(", ")),
+            ),
+        ] {
+            if let Some(v) = v {
+                b.push_str(&format!("<tr><th>{k}</th><td>{}</td></tr>\n", esc(&v)));
             }
         }
     }
@@ -239,7 +245,7 @@ pub fn run_page(run: &RunInfo) -> String {
     if let Some(t) = &run.test {
         b.push_str(&format!(
             "<details><summary>test.json</summary><pre>{}</pre></details>\n",
-            esc(&pretty(t))
+            esc(&pretty(&serde_json::to_value(t).unwrap_or_default()))
         ));
     }
 

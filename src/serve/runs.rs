@@ -401,7 +401,7 @@ pub struct RunInfo {
     /// What went wrong reading this run, if anything.
     pub error: Option<String>,
     /// `test.json`, parsed (run pages only; the index does not keep it).
-    pub test: Option<Value>,
+    pub test: Option<store::run::RunMeta>,
     /// `results.json`, digested.
     pub results: Option<Arc<ResultsDigest>>,
 }
@@ -425,50 +425,13 @@ pub fn show(v: &Value) -> String {
     }
 }
 
-fn field<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    let mut cur = v;
-    for p in path {
-        cur = cur.get(p)?;
-    }
-    (!cur.is_null()).then_some(cur)
-}
-
-/// The first of several places a field may live, as display text.
-fn first(v: &Value, paths: &[&[&str]]) -> String {
-    paths
-        .iter()
-        .find_map(|p| field(v, p))
-        .map(show)
-        .unwrap_or_default()
-}
-
-/// The harness that wrote a run: `harness: {version, commit}` (or an older
-/// flat `harness_version`), as `0.1.0 (abc1234)`.
-pub fn harness_version(test: &Value) -> Option<String> {
-    if let Some(h) = test.get("harness").filter(|h| h.is_object()) {
-        let version = h.get("version").map(show).unwrap_or_default();
-        let commit = h.get("commit").map(show).unwrap_or_default();
-        return match (version.is_empty(), commit.is_empty()) {
-            (true, true) => None,
-            (false, true) => Some(version),
-            (true, false) => Some(format!("commit {commit}")),
-            (false, false) => Some(format!("{version} ({commit})")),
-        };
-    }
-    let flat = first(
-        test,
-        &[&["harness_version"], &["config", "harness_version"]],
-    );
-    (!flat.is_empty()).then_some(flat)
-}
-
-fn read_test_json(root: &Path, path: &Path) -> Result<Option<Value>, String> {
+fn read_test_json(root: &Path, path: &Path) -> Result<Option<store::run::RunMeta>, String> {
     match read_inside_capped(root, path, MAX_TEST_JSON_BYTES) {
         Ok((_, true)) => Err(format!(
             "test.json: larger than {} MiB, not read",
             MAX_TEST_JSON_BYTES >> 20
         )),
-        Ok((bytes, false)) => serde_json::from_slice(&bytes)
+        Ok((bytes, false)) => store::run::RunMeta::from_json(&bytes)
             .map(Some)
             .map_err(|e| format!("test.json: {e}")),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -513,8 +476,8 @@ impl Cache {
     pub fn run(&self, root: &Path, rel: &str) -> RunInfo {
         let dir = root.join(rel);
         let key = (
-            file_key(root, &dir.join("test.json")),
-            file_key(root, &dir.join("results.json")),
+            file_key(root, &dir.join(store::run::TEST_JSON)),
+            file_key(root, &dir.join(store::run::RESULTS_JSON)),
         );
         let slot = {
             let mut runs = self
@@ -584,29 +547,15 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
     let mut errors = Vec::new();
     match read_test_json(root, &dir.join("test.json")) {
         Ok(Some(t)) => {
-            if !t.is_object() {
-                errors.push("test.json: not a JSON object".to_string());
-            } else {
-                let name = first(
-                    &t,
-                    &[
-                        &["test_name"],
-                        &["name"],
-                        &["config", "test_name"],
-                        &["config", "name"],
-                    ],
-                );
-                if !name.is_empty() {
-                    info.name = name;
-                }
-                info.db = first(&t, &[&["config", "db"], &["db"]]);
-                info.workload = first(&t, &[&["config", "workload"], &["workload"]]);
-                info.nemesis = first(&t, &[&["config", "nemesis"], &["nemesis"]]);
-                info.isolation = isolation(&t);
-                let date = first(&t, &[&["start_time"], &["start-time"], &["started_at"]]);
-                if !date.is_empty() {
-                    info.date = date;
-                }
+            if let Some(name) = t.test_name() {
+                info.name = name;
+            }
+            info.db = t.db().unwrap_or_default();
+            info.workload = t.workload().unwrap_or_default();
+            info.nemesis = t.nemesis().unwrap_or_default();
+            info.isolation = isolation(&t);
+            if let Some(date) = t.started() {
+                info.date = date;
             }
             info.test = Some(t);
         }
@@ -642,7 +591,7 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
 
 /// A run's `test.json` (capped at [`MAX_TEST_JSON_BYTES`]), for its page;
 /// `None` when missing or unreadable (the digest carries the error).
-pub fn read_run_test(root: &Path, rel: &str) -> Option<Value> {
+pub fn read_run_test(root: &Path, rel: &str) -> Option<store::run::RunMeta> {
     read_test_json(root, &root.join(rel).join("test.json"))
         .ok()
         .flatten()
@@ -651,18 +600,11 @@ pub fn read_run_test(root: &Path, rel: &str) -> Option<Value> {
 /// What ran: the isolation level asked for, or for a simulator bug mode
 /// (`config.sim_bug`, which replaces the level) the bug and the model it
 /// claims (the one the run was checked against).
-fn isolation(t: &Value) -> String {
-    let bug = first(t, &[&["config", "sim_bug"], &["sim_bug"]]);
-    if bug.is_empty() {
-        return first(t, &[&["config", "isolation"], &["isolation"]]);
-    }
-    let claims = first(
-        t,
-        &[
-            &["config", "expected_consistency_model"],
-            &["expected_consistency_model"],
-        ],
-    );
+fn isolation(t: &store::run::RunMeta) -> String {
+    let Some(bug) = t.sim_bug() else {
+        return t.isolation().unwrap_or_default();
+    };
+    let claims = t.expected_model().unwrap_or_default();
     if claims.is_empty() {
         format!("bug mode {bug}")
     } else {
@@ -793,20 +735,27 @@ mod tests {
         let t = serde_json::json!({"config": {"isolation": "serializable", "sim_bug": "lost-update",
             "expected_consistency_model": "snapshot-isolation"}});
         assert_eq!(
-            isolation(&t),
+            isolation(&meta(t.clone())),
             "bug mode lost-update, claims snapshot-isolation"
         );
         let t = serde_json::json!({"config": {"isolation": "serializable", "sim_bug": null}});
-        assert_eq!(isolation(&t), "serializable");
+        assert_eq!(isolation(&meta(t.clone())), "serializable");
+    }
+
+    fn meta(v: serde_json::Value) -> store::run::RunMeta {
+        serde_json::from_value(v).unwrap_or_default()
     }
 
     #[test]
     fn the_harness_version_is_read_from_either_shape() {
         let t = serde_json::json!({"harness": {"version": "0.1.0", "commit": "abc1234"}});
-        assert_eq!(harness_version(&t).as_deref(), Some("0.1.0 (abc1234)"));
+        assert_eq!(
+            meta(t).harness_version().as_deref(),
+            Some("0.1.0 (abc1234)")
+        );
         let t = serde_json::json!({"harness_version": "0.0.9"});
-        assert_eq!(harness_version(&t).as_deref(), Some("0.0.9"));
-        assert_eq!(harness_version(&serde_json::json!({})), None);
+        assert_eq!(meta(t).harness_version().as_deref(), Some("0.0.9"));
+        assert_eq!(meta(serde_json::json!({})).harness_version(), None);
     }
 
     #[test]

@@ -19,6 +19,19 @@
 //! crash loses at most about a second. A crash mid-copy leaves a torn last
 //! line, and a killed run's mapped log ends in NUL padding; the readers
 //! report both as warnings.
+//!
+//! What a run *is* — `test.json` and `results.json` — is typed in
+//! `run/record.rs` ([`RunMeta`], [`RunResults`]); the statistics of
+//! `results.json` are computed in `run/stats.rs` ([`RunStats`]).
+
+mod record;
+mod stats;
+
+pub use record::{
+    CheckerTiming, HarnessBuild, META_FORMAT, NodeMeta, RESULTS_FORMAT, RecordError, RunConfig,
+    RunMeta, RunResults, Verdict,
+};
+pub use stats::{FaultWindow, Latency, OpCounts, RunStats, Throughput};
 
 use crate::format;
 use crate::history::{Op, OpIndex};
@@ -31,6 +44,11 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The file name of a run's [`RunMeta`].
+pub const TEST_JSON: &str = "test.json";
+/// The file name of a run's [`RunResults`].
+pub const RESULTS_JSON: &str = "results.json";
 
 /// The gzip level of a finished run's `history.jsonl.gz`.
 pub const HISTORY_GZIP_LEVEL: u32 = 6;
@@ -306,12 +324,12 @@ impl RunDir {
 
     /// `results.json`: the checker's result.
     pub fn results_path(&self) -> PathBuf {
-        self.path.join("results.json")
+        self.path.join(RESULTS_JSON)
     }
 
     /// `test.json`: configuration, seed, versions, command line.
     pub fn test_json_path(&self) -> PathBuf {
-        self.path.join("test.json")
+        self.path.join(TEST_JSON)
     }
 
     /// `harness.log`: the tracing log of the run.

@@ -122,7 +122,10 @@ pub fn assert_complete(dir: &Path) {
     );
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
-    assert_eq!(meta["schema_version"], 1);
+    assert_eq!(
+        meta["schema_version"], 2,
+        "test.json is written from store::run::RunMeta"
+    );
     assert!(meta["seed"].is_u64());
     assert!(meta["end_time"].is_string(), "end time recorded");
     assert!(meta["config"]["concurrency"].is_u64());

@@ -172,6 +172,8 @@ pub struct Found {
     pub engines: Vec<crate::engines::LevelReport>,
     /// The names of the analyses that ran, in order.
     pub ran: Vec<&'static str>,
+    /// Wall time of each analysis that ran, seconds, in the order of `ran`.
+    pub timings: Vec<(&'static str, f64)>,
     /// The level the complete weak-isolation check decided (it ran to the
     /// end); `None` when it did not run or ran out of its limits.
     pub weak_decided: Option<crate::weak::Level>,
@@ -191,6 +193,7 @@ impl Found {
         self.warnings.extend(other.warnings);
         self.engines.extend(other.engines);
         self.ran.extend(other.ran);
+        self.timings.extend(other.timings);
         self.weak_decided = self.weak_decided.max(other.weak_decided);
     }
 }
@@ -313,7 +316,10 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
     }
     for a in after {
         out.ran.push(a.name());
+        let started = std::time::Instant::now();
         a.run(&cx, &mut out);
+        out.timings
+            .push((a.name(), started.elapsed().as_secs_f64()));
     }
     out.anomalies.retain(|_, v| !v.is_empty());
     out
@@ -327,7 +333,11 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
 fn run_each(cx: &Context<'_, '_>, analyses: &[&dyn Analysis]) -> Vec<Found> {
     let run = |a: &dyn Analysis| {
         let mut found = Found::default();
+        let started = std::time::Instant::now();
         a.run(cx, &mut found);
+        found
+            .timings
+            .push((a.name(), started.elapsed().as_secs_f64()));
         found
     };
     let (heavy, light): (Vec<_>, Vec<_>) = analyses.iter().copied().partition(|a| a.heavy(cx));

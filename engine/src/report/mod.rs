@@ -43,14 +43,10 @@ pub fn html_escape(s: &str) -> String {
 
 /// The test name from `test.json` (loosely), else the directory names.
 pub fn run_title(run_dir: &Path) -> String {
-    let from_json = fs::read(run_dir.join("test.json"))
+    let from_json = store::RunDir::open(run_dir)
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| {
-            ["test_name", "name"]
-                .iter()
-                .find_map(|k| v.get(k).and_then(|x| x.as_str()).map(str::to_string))
-        });
+        .and_then(|run| store::run::RunMeta::load(&run.test_json_path()).ok())
+        .and_then(|meta| meta.test_name());
     let dirs: Vec<String> = run_dir
         .components()
         .rev()

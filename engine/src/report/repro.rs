@@ -890,25 +890,14 @@ pub fn write(
     result: &CheckResult,
     history: &History,
 ) -> anyhow::Result<()> {
-    let test: Option<serde_json::Value> = std::fs::read(run_dir.join("test.json"))
+    let test = store::RunDir::open(run_dir)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let config = |k: &str| -> Option<String> {
-        let t = test.as_ref()?;
-        t.get("config")
-            .and_then(|c| c.get(k))
-            .or_else(|| t.get(k))
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-    };
-    let select_for_update = test
-        .as_ref()
-        .and_then(|t| t.get("run_flags"))
-        .and_then(|f| f.as_array())
-        .is_some_and(|f| f.iter().any(|x| x.as_str() == Some("--select-for-update")));
-    let db = config("db");
+        .and_then(|run| store::run::RunMeta::load(&run.test_json_path()).ok())
+        .unwrap_or_default();
+    let select_for_update = test.run_flags.iter().any(|x| x == "--select-for-update");
+    let db = test.db();
     let dialect = Dialect::for_db(db.as_deref(), select_for_update);
-    let isolation = config("isolation").and_then(|s| Isolation::parse(&s).ok());
+    let isolation = test.isolation().and_then(|s| Isolation::parse(&s).ok());
     let Some(text) = render(result, history, &dialect, isolation) else {
         return Ok(());
     };
