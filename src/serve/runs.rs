@@ -734,7 +734,7 @@ mod tests {
         let t = serde_json::json!({"config": {"isolation": "serializable", "sim_bug": "lost-update",
             "expected_consistency_model": "snapshot-isolation"}});
         assert_eq!(
-            isolation(&t),
+            isolation(&meta(t.clone())),
             "bug mode lost-update, claims snapshot-isolation"
         );
         let t = serde_json::json!({"config": {"isolation": "serializable", "sim_bug": null}});
