@@ -1,6 +1,8 @@
 //! The typed run record loads runs the previous release wrote
 //! (`testdata/run-format/v1`), and writes back what it read.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use store::run::{RunMeta, RunResults, RunStats, Verdict};
 
 fn fixture(name: &str) -> std::path::PathBuf {
