@@ -98,6 +98,8 @@ pub struct RunConfig {
     pub read_ratio: Option<f64>,
     pub final_read_batch: Option<u64>,
     pub check_time_limit_s: Option<f64>,
+    /// A name list (`partition,kill`); older runs and peers wrote an array.
+    #[serde(deserialize_with = "string_or_list", default)]
     pub nemesis: Option<String>,
     pub nemesis_interval_s: Option<f64>,
     pub partition: Option<String>,
@@ -118,7 +120,8 @@ pub struct RunMeta {
     pub name: String,
     /// The generator seed.
     pub seed: Option<u64>,
-    /// The nodes.
+    /// The nodes (objects; older runs and hand-written files: names).
+    #[serde(deserialize_with = "nodes_of", default)]
     pub nodes: Vec<NodeMeta>,
     /// The build that ran it.
     pub harness: Option<HarnessBuild>,
@@ -498,4 +501,39 @@ fn save<T: Serialize>(path: &Path, value: &T) -> Result<(), RecordError> {
     let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, text + "\n").map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// A string, or a list of strings joined with commas (`["partition"]` as
+/// older runs wrote the nemesis); anything else reads as absent.
+fn string_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    use serde::Deserialize;
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => Some(s),
+        serde_json::Value::Array(items) => Some(
+            items
+                .iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        _ => None,
+    })
+}
+
+/// Nodes as objects `{name, host}` or as bare names; other items are skipped.
+fn nodes_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<NodeMeta>, D::Error> {
+    use serde::Deserialize;
+    let serde_json::Value::Array(items) = serde_json::Value::deserialize(d)? else {
+        return Ok(Vec::new());
+    };
+    Ok(items
+        .into_iter()
+        .filter_map(|v| match v {
+            serde_json::Value::String(name) => Some(NodeMeta {
+                name,
+                host: String::new(),
+            }),
+            v => serde_json::from_value(v).ok(),
+        })
+        .collect())
 }
