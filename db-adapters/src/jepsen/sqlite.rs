@@ -8,6 +8,7 @@ use super::program;
 use super::{Dialect, Session};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::sql::Isolation;
+use crate::sqlite::blocking;
 use nemesis::Node;
 use rusqlite::{Connection, ErrorCode};
 use std::path::PathBuf;
@@ -46,14 +47,7 @@ impl JepsenSqliteFactory {
     }
 
     fn connect(&self) -> Result<Connection, ClientError> {
-        let conn = Connection::open(&self.path).map_err(|e| {
-            ClientError::definite("open", format!("cannot open {}: {e}", self.path.display()))
-        })?;
-        conn.busy_timeout(self.busy_timeout)
-            .map_err(|e| ClientError::definite("open", e.to_string()))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| ClientError::definite("open", e.to_string()))?;
-        Ok(conn)
+        crate::sqlite::open(&self.path, self.busy_timeout)
     }
 }
 
@@ -71,28 +65,12 @@ fn definite(e: &rusqlite::Error, step: &str) -> ClientError {
     ClientError::definite(code_name(e), format!("{step}: {e}"))
 }
 
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ClientError> + Send + 'static,
-) -> Result<T, ClientError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ClientError::indefinite("worker-panicked", e.to_string()))?
-}
-
 impl ClientFactory for JepsenSqliteFactory {
     fn setup<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
         let this = self.clone();
         Box::pin(blocking(move || {
             let conn = this.connect()?;
-            let mode: String = conn
-                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-                .map_err(|e| definite(&e, "setup"))?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                return Err(ClientError::definite(
-                    "setup",
-                    format!("no WAL mode (got {mode})"),
-                ));
-            }
+            crate::sqlite::enable_wal(&conn)?;
             for sql in program::setup(this.workload, Dialect::Sqlite) {
                 conn.execute_batch(&sql)
                     .map_err(|e| definite(&e, "setup"))?;

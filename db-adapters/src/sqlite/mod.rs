@@ -123,23 +123,45 @@ impl SqliteFactory {
     }
 
     fn connect(&self) -> Result<Connection, ClientError> {
-        let conn = Connection::open(&self.path).map_err(|e| {
-            ClientError::definite(
-                "open",
-                format!("cannot open sqlite database {}: {e}", self.path.display()),
-            )
-        })?;
-        conn.busy_timeout(self.busy_timeout)
-            .map_err(|e| ClientError::definite("open", e.to_string()))?;
-        // WAL lets readers proceed beside the writer; durability across power
-        // loss is not what this adapter tests.
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| ClientError::definite("open", e.to_string()))?;
-        Ok(conn)
+        open(&self.path, self.busy_timeout)
     }
 }
 
-async fn blocking<T: Send + 'static>(
+/// Opens the database file `path` as every SQLite client here does: the
+/// busy timeout, and `synchronous = NORMAL` (WAL lets readers proceed beside
+/// the writer; durability across power loss is not what these adapters test).
+pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, ClientError> {
+    let conn = Connection::open(path).map_err(|e| {
+        ClientError::definite(
+            "open",
+            format!("cannot open sqlite database {}: {e}", path.display()),
+        )
+    })?;
+    conn.busy_timeout(busy_timeout)
+        .map_err(|e| ClientError::definite("open", e.to_string()))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(|e| ClientError::definite("open", e.to_string()))?;
+    Ok(conn)
+}
+
+/// Switches the file to WAL journal mode (readers beside the writer; what
+/// `snapshot-isolation` = `BEGIN DEFERRED` rests on); an error if refused.
+pub(crate) fn enable_wal(conn: &Connection) -> Result<(), ClientError> {
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(|e| ClientError::definite("setup", e.to_string()))?;
+    if mode.eq_ignore_ascii_case("wal") {
+        Ok(())
+    } else {
+        Err(ClientError::definite(
+            "setup",
+            format!("sqlite refused WAL journal mode (got {mode})"),
+        ))
+    }
+}
+
+/// Runs `f` on tokio's blocking pool (rusqlite is synchronous).
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ClientError> + Send + 'static,
 ) -> Result<T, ClientError> {
     tokio::task::spawn_blocking(f)
@@ -153,15 +175,7 @@ impl ClientFactory for SqliteFactory {
         Box::pin(blocking(move || {
             let conn = this.connect()?;
             let err = |e: rusqlite::Error| ClientError::definite("setup", e.to_string());
-            let mode: String = conn
-                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-                .map_err(err)?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                return Err(ClientError::definite(
-                    "setup",
-                    format!("sqlite refused WAL journal mode (got {mode})"),
-                ));
-            }
+            enable_wal(&conn)?;
             conn.execute_batch(
                 "DROP TABLE IF EXISTS txn; CREATE TABLE txn (id INTEGER PRIMARY KEY, val TEXT);",
             )
