@@ -92,3 +92,40 @@ pub fn refuse_jepsen(
         _ => Ok(()),
     }
 }
+
+/// What every tarball database (CockroachDB, TiDB, YugabyteDB) can do: range
+/// reads, installed from a release tarball on `--nodes`, nothing else.
+pub(crate) const CAPABILITIES: crate::catalog::Capabilities = crate::catalog::Capabilities {
+    range_reads: true,
+    bug_modes: false,
+    tarball: true,
+    local_server: false,
+    replicas: false,
+    lossy_data_dir: false,
+    default_ops: None,
+};
+
+/// A tarball database's lifecycle on `remotes`: its client factory (behind
+/// `--url` or the nodes) and the command-plan cluster `spec` builds from
+/// the release (`--tarball`, or nothing with `--no-setup`) and the nodes.
+///
+/// # Errors
+/// A setting that does not fit (`Spec`).
+pub(crate) fn on_nodes(
+    db: &dyn crate::catalog::Database,
+    s: &crate::catalog::DbSettings,
+    remotes: Vec<std::sync::Arc<dyn nemesis::remote::Remote>>,
+    spec: impl FnOnce(crate::cluster::Tarball, &[nemesis::Node]) -> Result<crate::cluster::Spec, String>,
+) -> Result<crate::catalog::OnNodes, crate::catalog::OpenError> {
+    use crate::catalog::OpenError;
+    let factory = db
+        .client_factory(s, s.url.as_deref())
+        .map_err(OpenError::Spec)?;
+    let nodes: Vec<nemesis::Node> = remotes.iter().map(|r| r.node().clone()).collect();
+    let tarball = crate::catalog::tarball(s).map_err(OpenError::Spec)?;
+    let spec = spec(tarball, &nodes).map_err(OpenError::Spec)?;
+    Ok(crate::catalog::OnNodes {
+        db: std::sync::Arc::new(crate::cluster::ClusterDb::new(spec, remotes)),
+        factory,
+    })
+}

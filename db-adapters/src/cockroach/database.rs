@@ -7,10 +7,9 @@ use super::{CockroachConfig, PG_WIRE, check_isolation};
 use crate::catalog::{
     Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
     SqlDialect, check_reach_and_flags, check_tarball, install_settings, no_local_server,
-    pg_wire_factory, tarball,
+    pg_wire_factory,
 };
 use crate::client::{BoxFuture, ClientFactory};
-use crate::cluster::ClusterDb;
 use crate::db::NodeLog;
 use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
@@ -58,15 +57,7 @@ impl Database for Cockroach {
         })
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            range_reads: true,
-            bug_modes: false,
-            tarball: true,
-            local_server: false,
-            replicas: false,
-            lossy_data_dir: false,
-            default_ops: None,
-        }
+        crate::newsql::CAPABILITIES
     }
     fn records_version_order(&self, _on_nodes: bool) -> bool {
         true
@@ -95,15 +86,10 @@ impl Database for Cockroach {
         s: &DbSettings,
         remotes: Vec<Arc<dyn Remote>>,
     ) -> Result<OnNodes, OpenError> {
-        let factory = self
-            .client_factory(s, s.url.as_deref())
-            .map_err(OpenError::Spec)?;
-        let nodes: Vec<Node> = remotes.iter().map(|r| r.node().clone()).collect();
-        let mut c = CockroachConfig::new(tarball(s).map_err(OpenError::Spec)?);
-        install_settings(s, &mut c.install);
-        Ok(OnNodes {
-            db: Arc::new(ClusterDb::new(c.spec(&nodes), remotes)),
-            factory,
+        crate::newsql::on_nodes(self, s, remotes, |tarball, nodes| {
+            let mut c = CockroachConfig::new(tarball);
+            install_settings(s, &mut c.install);
+            Ok(c.spec(nodes))
         })
     }
     fn start_local(&self, _dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {

@@ -8,10 +8,8 @@ use super::{Role, Roles, TidbConfig, TidbFactory, check_isolation};
 use crate::catalog::{
     Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
     SqlDialect, SqlFamily, check_reach_and_flags, check_tarball, install_settings, no_local_server,
-    tarball,
 };
 use crate::client::{BoxFuture, ClientFactory};
-use crate::cluster::ClusterDb;
 use crate::db::NodeLog;
 use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
@@ -65,15 +63,7 @@ impl Database for Tidb {
         })
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            range_reads: true,
-            bug_modes: false,
-            tarball: true,
-            local_server: false,
-            replicas: false,
-            lossy_data_dir: false,
-            default_ops: None,
-        }
+        crate::newsql::CAPABILITIES
     }
     fn records_version_order(&self, _on_nodes: bool) -> bool {
         true
@@ -117,19 +107,14 @@ impl Database for Tidb {
         s: &DbSettings,
         remotes: Vec<Arc<dyn Remote>>,
     ) -> Result<OnNodes, OpenError> {
-        let factory = self
-            .client_factory(s, s.url.as_deref())
-            .map_err(OpenError::Spec)?;
-        let nodes: Vec<Node> = remotes.iter().map(|r| r.node().clone()).collect();
-        let roles = match &s.newsql.roles {
-            Some(r) => Roles::parse(r, &nodes).map_err(OpenError::Spec)?,
-            None => Roles::spread(&nodes),
-        };
-        let mut c = TidbConfig::new(tarball(s).map_err(OpenError::Spec)?, roles);
-        install_settings(s, &mut c.install);
-        Ok(OnNodes {
-            db: Arc::new(ClusterDb::new(c.spec(&nodes), remotes)),
-            factory,
+        crate::newsql::on_nodes(self, s, remotes, |tarball, nodes| {
+            let roles = match &s.newsql.roles {
+                Some(r) => Roles::parse(r, nodes)?,
+                None => Roles::spread(nodes),
+            };
+            let mut c = TidbConfig::new(tarball, roles);
+            install_settings(s, &mut c.install);
+            Ok(c.spec(nodes))
         })
     }
     fn start_local(&self, _dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {

@@ -7,10 +7,9 @@ use super::{PG_WIRE, YugabyteConfig, check_isolation};
 use crate::catalog::{
     Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
     SqlDialect, check_reach_and_flags, check_tarball, install_settings, no_local_server,
-    pg_wire_factory, tarball,
+    pg_wire_factory,
 };
 use crate::client::{BoxFuture, ClientFactory};
-use crate::cluster::ClusterDb;
 use crate::db::NodeLog;
 use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
@@ -64,15 +63,7 @@ impl Database for Yugabyte {
         })
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            range_reads: true,
-            bug_modes: false,
-            tarball: true,
-            local_server: false,
-            replicas: false,
-            lossy_data_dir: false,
-            default_ops: None,
-        }
+        crate::newsql::CAPABILITIES
     }
     fn records_version_order(&self, _on_nodes: bool) -> bool {
         false
@@ -101,16 +92,11 @@ impl Database for Yugabyte {
         s: &DbSettings,
         remotes: Vec<Arc<dyn Remote>>,
     ) -> Result<OnNodes, OpenError> {
-        let factory = self
-            .client_factory(s, s.url.as_deref())
-            .map_err(OpenError::Spec)?;
-        let nodes: Vec<Node> = remotes.iter().map(|r| r.node().clone()).collect();
-        let mut c = YugabyteConfig::new(tarball(s).map_err(OpenError::Spec)?);
-        install_settings(s, &mut c.install);
-        c.read_committed = s.isolation == Isolation::ReadCommitted;
-        Ok(OnNodes {
-            db: Arc::new(ClusterDb::new(c.spec(&nodes), remotes)),
-            factory,
+        crate::newsql::on_nodes(self, s, remotes, |tarball, nodes| {
+            let mut c = YugabyteConfig::new(tarball);
+            install_settings(s, &mut c.install);
+            c.read_committed = s.isolation == Isolation::ReadCommitted;
+            Ok(c.spec(nodes))
         })
     }
     fn start_local(&self, _dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
