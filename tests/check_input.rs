@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod run_common;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -30,23 +32,9 @@ fn out(o: &Output) -> (Option<i32>, String, String) {
 
 /// `harness check ARGS` with `input` on its standard input.
 fn check_stdin(args: &[&str], input: &[u8]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(BIN)
-        .arg("check")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    // A writer thread: a large input must not deadlock against the output.
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let o = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out(&o)
+    let mut cmd = run_common::harness();
+    cmd.arg("check").args(args);
+    out(&run_common::with_stdin(cmd, input))
 }
 
 fn check(args: &[&str]) -> (Option<i32>, String, String) {

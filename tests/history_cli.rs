@@ -3,6 +3,8 @@
 // Tests may panic on failure; the workspace lints target library code.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod run_common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -283,24 +285,9 @@ fn convert_reads_and_writes_dbcop_bincode() {
 
 /// `harness history ARGS` with `input` on its standard input.
 fn history_stdin(args: &[&str], input: &[u8]) -> Output {
-    use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .arg("history")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let o = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    o
+    let mut cmd = run_common::harness();
+    cmd.arg("history").args(args);
+    run_common::with_stdin(cmd, input)
 }
 
 #[test]

@@ -10,6 +10,27 @@ pub fn harness() -> Command {
     Command::new(env!("CARGO_BIN_EXE_harness"))
 }
 
+/// Runs `cmd` with `input` on its standard input; a writer thread, so a
+/// large input cannot deadlock against the output.
+pub fn with_stdin(mut cmd: Command, input: &[u8]) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    o
+}
+
 /// Runs `harness run` with `args` and `--store <store>`.
 pub fn run(store: &Path, args: &[&str]) -> Output {
     let mut cmd = harness();
