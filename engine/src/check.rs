@@ -113,7 +113,12 @@ pub fn run_results(
         // asked for, so other runs' results keep Elle's map exactly).
         json["engines"] = checker::engines::to_json(&checked.engines, false);
     }
-    let mut results = store::run::RunResults::from_value(json).unwrap_or_default();
+    let (mut results, misfit) = store::run::RunResults::from_value_lossless(json);
+    if let Some(e) = misfit {
+        tracing::warn!(
+            "results.json: the checker's map does not fit the typed record ({e}); kept whole"
+        );
+    }
     results.stats = Some(store::run::RunStats::of(history));
     results.checker_timings = checked
         .timings

@@ -82,3 +82,22 @@ fn stats_count_per_f_and_pair_fault_windows() {
     assert_eq!(s.throughput.duration_s, 4.0);
     assert_eq!(s.throughput.ok_per_s, 0.25);
 }
+
+#[test]
+fn a_checker_map_that_does_not_fit_is_kept_whole_with_its_verdict() {
+    // `not` must be a list of names: a number makes the typed read fail.
+    let v = serde_json::json!({"valid?": false, "anomaly-types": ["G1c"], "not": 7,
+        "anomalies": {"G1c": [{"cycle": [1, 2]}]}});
+    assert!(RunResults::from_value(v.clone()).is_err());
+    let (r, err) = RunResults::from_value_lossless(v);
+    assert!(err.is_some());
+    assert_eq!(r.valid, Verdict::False);
+    assert_eq!(r.extra["anomaly-types"], serde_json::json!(["G1c"]));
+    assert_eq!(
+        r.extra["anomalies"]["G1c"][0]["cycle"],
+        serde_json::json!([1, 2])
+    );
+    let (ok, none) = RunResults::from_value_lossless(serde_json::json!({"valid?": true}));
+    assert!(none.is_none());
+    assert_eq!(ok.valid, Verdict::True);
+}

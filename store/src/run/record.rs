@@ -405,6 +405,34 @@ impl RunResults {
         Ok(r)
     }
 
+    /// [`RunResults::from_value`] that loses nothing: a map whose fields do
+    /// not fit the typed ones is kept whole in `extra`, with its verdict
+    /// (`valid?`: `true`, `false`, else unknown), and the error returned
+    /// beside it for the caller to warn about.
+    pub fn from_value_lossless(value: Value) -> (RunResults, Option<serde_json::Error>) {
+        match RunResults::from_value(value.clone()) {
+            Ok(r) => (r, None),
+            Err(e) => {
+                let mut extra = match value {
+                    Value::Object(m) => m,
+                    other => Map::from_iter([("result".to_string(), other)]),
+                };
+                let valid = match extra.remove("valid?") {
+                    Some(Value::Bool(true)) => Verdict::True,
+                    Some(Value::Bool(false)) => Verdict::False,
+                    _ => Verdict::Unknown,
+                };
+                let r = RunResults {
+                    valid,
+                    extra,
+                    format: RESULTS_FORMAT,
+                    ..RunResults::default()
+                };
+                (r, Some(e))
+            }
+        }
+    }
+
     /// The record as a JSON value.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
