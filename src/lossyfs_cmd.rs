@@ -7,6 +7,7 @@
 //!   sends one command, prints the reply and exits 0 when it succeeded.
 
 use clap::{Parser, Subcommand};
+use engine::exit;
 use nemesis::lossyfs::{self, ctl};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,7 +60,11 @@ pub fn intercept() -> Option<ExitCode> {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return Some(ExitCode::from(if e.use_stderr() { 3 } else { 0 }));
+            return Some(exit::code(if e.use_stderr() {
+                exit::ERROR
+            } else {
+                exit::VALID
+            }));
         }
     };
     Some(match cli.command {
@@ -85,10 +90,10 @@ pub fn intercept() -> Option<ExitCode> {
                 threads,
             };
             match lossyfs::run(&opts) {
-                Ok(()) => ExitCode::SUCCESS,
+                Ok(()) => exit::code(exit::VALID),
                 Err(e) => {
                     eprintln!("error: lossyfs mount: {e}");
-                    ExitCode::from(4)
+                    exit::code(exit::SETUP_FAILED)
                 }
             }
         }
@@ -101,21 +106,21 @@ pub fn intercept() -> Option<ExitCode> {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return Some(ExitCode::from(3));
+                    return Some(exit::code(exit::ERROR));
                 }
             };
             match ctl::send(&socket, &cmd, Duration::from_secs(timeout_s)) {
                 Ok(r) => {
                     print!("{}", r.render());
                     if r.ok {
-                        ExitCode::SUCCESS
+                        exit::code(exit::VALID)
                     } else {
-                        ExitCode::from(1)
+                        exit::code(exit::INVALID)
                     }
                 }
                 Err(e) => {
                     eprintln!("error: lossyfs ctl {}: {e}", socket.display());
-                    ExitCode::from(4)
+                    exit::code(exit::SETUP_FAILED)
                 }
             }
         }
