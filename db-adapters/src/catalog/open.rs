@@ -85,9 +85,9 @@ pub trait LocalServer: Send {
     /// Stops it and removes its data.
     fn stop(self: Box<Self>) -> BoxFuture<'static, Result<(), String>>;
     /// Kill/start/pause/resume of its processes (`None`: not possible).
-    fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>> {
-        None
-    }
+    /// Required, like every question of a database: a new local server says
+    /// whether faults can reach it.
+    fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>>;
 }
 
 /// The checks every database's `check_settings` starts with: `--url` and
