@@ -193,6 +193,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
                 directory: args.directory.as_deref(),
                 timeout: args.cycle_search_timeout,
                 drop_failed_cas: args.drop_failed_cas,
+                all_keys: args.all_anomalies,
             },
         );
     }
