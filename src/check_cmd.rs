@@ -101,6 +101,8 @@ pub struct CheckArgs {
     /// Print (and write to --directory) every anomaly found. By default the
     /// text report explains the first 3 of each type and JSON/EDN/--directory
     /// keep the first 100; the number found of each type is always given.
+    /// A linearizability check searches every key instead of stopping at
+    /// the first key that is not linearizable.
     #[arg(long)]
     pub all_anomalies: bool,
 }
