@@ -101,6 +101,8 @@ pub struct CheckArgs {
     /// Print (and write to --directory) every anomaly found. By default the
     /// text report explains the first 3 of each type and JSON/EDN/--directory
     /// keep the first 100; the number found of each type is always given.
+    /// A linearizability check searches every key instead of stopping at
+    /// the first key that is not linearizable.
     #[arg(long)]
     pub all_anomalies: bool,
 }
@@ -193,6 +195,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
                 directory: args.directory.as_deref(),
                 timeout: args.cycle_search_timeout,
                 drop_failed_cas: args.drop_failed_cas,
+                all_keys: args.all_anomalies,
             },
         );
     }

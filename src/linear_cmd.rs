@@ -55,6 +55,8 @@ pub struct LinearArgs<'a> {
     pub timeout: std::time::Duration,
     /// Knossos' reading of failed cas ops.
     pub drop_failed_cas: bool,
+    /// Search every key even after one is not linearizable (`--all-anomalies`).
+    pub all_keys: bool,
 }
 
 /// Checks and reports; returns the exit code (0 valid, 1 invalid, 2 unknown).
@@ -70,6 +72,7 @@ pub fn run(history: &History, kind: LinearKind, args: &LinearArgs<'_>) -> anyhow
         } else {
             FailedCas::Observed
         },
+        all_keys: args.all_keys,
         ..LinearOptions::default()
     };
     let started = Instant::now();
@@ -114,9 +117,10 @@ fn output<M: Model>(
             .keys
             .iter()
             .filter(|k| k.searched.verdict == checker::linear::search::Verdict::Unknown)
-            .count();
+            .count()
+            .saturating_sub(r.skipped);
         engine::say!(
-            "{}: linearizability of {} op(s) over {} key(s) (failed cas: {}) in {:.3} s; {} key(s) not linearizable{}",
+            "{}: linearizability of {} op(s) over {} key(s) (failed cas: {}) in {:.3} s; {} key(s) not linearizable{}{}",
             match r.valid {
                 checker::Valid::True => "valid",
                 checker::Valid::False => "INVALID",
@@ -129,6 +133,14 @@ fn output<M: Model>(
             r.failures().count(),
             if unknown > 0 {
                 format!(", {unknown} undecided within the time limit")
+            } else {
+                String::new()
+            },
+            if r.skipped > 0 {
+                format!(
+                    ", {} not searched to the end after the first failure (--all-anomalies searches every key)",
+                    r.skipped
+                )
             } else {
                 String::new()
             }

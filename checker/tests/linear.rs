@@ -352,3 +352,69 @@ fn non_register_ops_are_a_typed_error() {
     );
     assert!(check_register(&h, &LinearOptions::default(), &Budget::unlimited()).is_err());
 }
+
+/// A keyed history: key 0 has a stale read (not linearizable) and the most
+/// ops, so it is searched first; keys 1..=`good` are fine.
+fn one_bad_key_of_many(good: i64) -> store::History {
+    let mut lines = String::new();
+    let mut i = 0;
+    let mut push = |lines: &mut String, t: &str, f: &str, v: &str| {
+        lines.push_str(&format!(
+            "{{\"index\":{i},\"time\":{i},\"type\":\"{t}\",\"process\":0,\"f\":\"{f}\",\"value\":{v}}}\n"
+        ));
+        i += 1;
+    };
+    for w in 1..=6 {
+        push(&mut lines, "invoke", "write", &format!("[0,{w}]"));
+        push(&mut lines, "ok", "write", &format!("[0,{w}]"));
+    }
+    push(&mut lines, "invoke", "read", "[0,null]");
+    push(&mut lines, "ok", "read", "[0,1]");
+    for k in 1..=good {
+        push(&mut lines, "invoke", "write", &format!("[{k},5]"));
+        push(&mut lines, "ok", "write", &format!("[{k},5]"));
+        push(&mut lines, "invoke", "read", &format!("[{k},null]"));
+        push(&mut lines, "ok", "read", &format!("[{k},5]"));
+    }
+    history(&lines)
+}
+
+#[test]
+fn first_failing_key_stops_the_others_unless_all_keys() {
+    let h = one_bad_key_of_many(20);
+    let first = LinearOptions {
+        threads: 1,
+        ..LinearOptions::default()
+    };
+    let r = check_register(&h, &first, &Budget::unlimited()).unwrap();
+    assert_eq!(r.valid, Valid::False);
+    assert_eq!(r.keys.len(), 21);
+    assert_eq!(r.failures().count(), 1);
+    // One thread, the failing key first: no other key was searched.
+    assert_eq!(r.skipped, 20);
+    assert!(
+        r.keys
+            .iter()
+            .filter(|k| k.searched.verdict == Verdict::Unknown)
+            .all(|k| k.searched.steps == 0)
+    );
+    let all = LinearOptions {
+        all_keys: true,
+        ..first
+    };
+    let r = check_register(&h, &all, &Budget::unlimited()).unwrap();
+    assert_eq!(r.valid, Valid::False);
+    assert_eq!(r.skipped, 0);
+    assert_eq!(r.failures().count(), 1);
+    assert_eq!(
+        r.keys
+            .iter()
+            .filter(|k| k.searched.verdict == Verdict::Linearizable)
+            .count(),
+        20
+    );
+    // Nothing left to skip when the failing key is the only one.
+    let ok = one_bad_key_of_many(0);
+    let r = check_register(&ok, &first, &Budget::unlimited()).unwrap();
+    assert_eq!((r.valid, r.skipped), (Valid::False, 0));
+}

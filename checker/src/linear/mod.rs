@@ -10,7 +10,12 @@
 //! failure the op that cannot be placed ([`Failure`]) → text and an
 //! HTML/SVG timeline ([`report`]). The checker's [`Budget`] bounds the
 //! search, and `max_cache` the configurations kept: running out of either
-//! is `unknown`, never `valid`.
+//! is `unknown`, never `valid`. By default the first key proven not
+//! linearizable stops the others (as Porcupine does): the history's
+//! verdict is decided, and the keys still searching or not yet started
+//! are left `unknown` and counted in [`LinearResult::skipped`];
+//! [`LinearOptions::all_keys`] searches every key to the end (every
+//! anomaly, at the cost of the slowest key).
 //!
 //! Semantics of completions (Herlihy & Wing 1990, as Knossos and Porcupine
 //! treat crashed operations):
@@ -42,7 +47,7 @@ use crate::result::Valid;
 use model::Model;
 use search::{Operation, Searched, Verdict};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use store::Key;
 
 pub use extract::{ExtractError, FailedCas};
@@ -60,6 +65,9 @@ pub struct LinearOptions {
     pub max_cache: usize,
     /// Threads the keys are spread over (0: the machine's parallelism).
     pub threads: usize,
+    /// Search every key to the end even after one is proven not
+    /// linearizable (default: stop the others at the first failure).
+    pub all_keys: bool,
 }
 
 impl Default for LinearOptions {
@@ -69,6 +77,7 @@ impl Default for LinearOptions {
             initial: None,
             max_cache: 20_000_000,
             threads: 0,
+            all_keys: false,
         }
     }
 }
@@ -110,6 +119,9 @@ pub struct LinearResult<M: Model> {
     pub keys: Vec<KeyResult<M>>,
     /// Things worth knowing that do not change the verdict.
     pub warnings: Vec<String>,
+    /// Keys left `unknown` because another key had already failed (never
+    /// with [`LinearOptions::all_keys`]).
+    pub skipped: usize,
 }
 
 impl<M: Model> LinearResult<M> {
@@ -185,14 +197,26 @@ where
     type Slot<S> = Mutex<Option<(Searched, Option<Failure<S>>)>>;
     let slots: Vec<Slot<M::State>> = parts.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
+    // Set by the first illegal key unless every key is wanted.
+    let stop = AtomicBool::new(false);
+    let skipped = AtomicUsize::new(0);
     let work = || {
         loop {
             let k = next.fetch_add(1, Ordering::Relaxed);
             let Some(&i) = order.get(k) else { break };
+            if stop.load(Ordering::Relaxed) {
+                skipped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             let ops = &parts[i].1;
-            let searched = search::search(model, ops, budget, opts.max_cache);
+            let searched = search::search_until(model, ops, budget, opts.max_cache, &stop);
             let failure = (searched.verdict == Verdict::Illegal)
                 .then(|| explain(model, ops, &searched.order));
+            if failure.is_some() && !opts.all_keys {
+                stop.store(true, Ordering::Relaxed);
+            } else if searched.verdict == Verdict::Unknown && stop.load(Ordering::Relaxed) {
+                skipped.fetch_add(1, Ordering::Relaxed);
+            }
             if let Ok(mut slot) = slots[i].lock() {
                 *slot = Some((searched, failure));
             }
@@ -231,6 +255,7 @@ where
         valid,
         keys,
         warnings: Vec::new(),
+        skipped: skipped.into_inner(),
     }
 }
 

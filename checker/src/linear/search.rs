@@ -17,6 +17,7 @@
 use super::model::Model;
 use crate::budget::Budget;
 use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One operation of a partition, in the order the caller numbers them.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,6 +118,19 @@ pub fn search<M: Model>(
     budget: &Budget,
     max_cache: usize,
 ) -> Searched {
+    search_until(model, ops, budget, max_cache, &AtomicBool::new(false))
+}
+
+/// As [`search`], and gives up ([`Verdict::Unknown`]) soon after `stop` is
+/// set — polled with the budget, every 1024 steps: how the
+/// other keys stop once one key is proven not linearizable.
+pub fn search_until<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    budget: &Budget,
+    max_cache: usize,
+    stop: &AtomicBool,
+) -> Searched {
     let n = ops.len();
     if n == 0 {
         return Searched {
@@ -183,7 +197,9 @@ pub fn search<M: Model>(
     let mut entry = next[head];
     while next[head] != NIL {
         steps += 1;
-        if steps.is_multiple_of(CHARGE_EVERY) && budget.charge(CHARGE_EVERY) {
+        if steps.is_multiple_of(CHARGE_EVERY)
+            && (budget.charge(CHARGE_EVERY) || stop.load(Ordering::Relaxed))
+        {
             return finish(Verdict::Unknown, best, steps, &cache);
         }
         let e = entry as usize;
