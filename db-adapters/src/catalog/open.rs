@@ -112,8 +112,9 @@ pub fn check_reach_and_flags(
         }
     } else if s.url.is_none() && !s.local && !on_nodes {
         return Err(format!(
-            "--db {} needs --url postgres://… or --local",
-            db.name()
+            "--db {} needs --url {}://… or --local",
+            db.name(),
+            db.url_schemes().first().copied().unwrap_or("…")
         ));
     }
     if !db.capabilities().tarball && s.newsql.any_set() {
