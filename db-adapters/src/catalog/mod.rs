@@ -59,6 +59,7 @@ pub static DATABASES: &[&dyn Database] = &[
     &crate::cockroach::Cockroach,
     &crate::tidb::Tidb,
     &crate::yugabyte::Yugabyte,
+    &crate::etcd::Etcd,
 ];
 
 /// Which database to test (`--db`): a handle on its [`DATABASES`] entry.

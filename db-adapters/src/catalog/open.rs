@@ -120,8 +120,9 @@ pub fn check_reach_and_flags(
         }
     } else if s.url.is_none() && !s.local && !on_nodes {
         return Err(format!(
-            "--db {} needs --url postgres://… or --local",
-            db.name()
+            "--db {} needs --url {}://… or --local",
+            db.name(),
+            db.url_schemes().first().copied().unwrap_or("…")
         ));
     }
     if (s.lazyfs || !s.db_conf.is_empty()) && !db.capabilities().lossy_data_dir {

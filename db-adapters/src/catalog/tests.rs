@@ -65,7 +65,7 @@ fn entries_answer_consistently() {
         names_where(DbKind::is_tarball),
         "cockroach, tidb and yugabyte"
     );
-    assert_eq!(names_where(DbKind::has_local_server), "postgres");
+    assert_eq!(names_where(DbKind::has_local_server), "postgres and etcd");
 }
 
 /// The answers of every entry, written out once: a change to any entry's
@@ -103,6 +103,7 @@ fn the_table_answers_as_written() {
         format!("cockroach UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(26257) vo=true/true range=true bugs=false tarball=true local=false replicas=false ops=None sql=Some((Postgres, 3, true, false, true))"),
         format!("tidb UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(4000) vo=true/true range=true bugs=false tarball=true local=false replicas=false ops=None sql=Some((Mysql, 7, true, false, true))"),
         format!("yugabyte UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(5433) vo=false/false range=true bugs=false tarball=true local=false replicas=false ops=None sql=Some((Postgres, 5, true, false, true))"),
+        format!("etcd UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(2379) vo=false/false range=false bugs=false tarball=false local=true replicas=false ops=None sql=None"),
     ];
     assert_eq!(rows, want);
 }
@@ -114,10 +115,14 @@ fn workloads_per_database() {
     let bank = WorkloadKind::Jepsen(JepsenWorkload::Bank);
     let fork = WorkloadKind::Jepsen(JepsenWorkload::LongFork);
     let runs = |w: WorkloadKind, on_nodes: bool| names_where(|k| k.supports(w, on_nodes));
-    let every = "sqlite, sim, postgres, galera, mariadb, cockroach, tidb and yugabyte";
+    let every = "sqlite, sim, postgres, galera, mariadb, cockroach, tidb, yugabyte and etcd";
     assert_eq!(runs(WorkloadKind::ListAppend, false), every);
+    assert_eq!(runs(WorkloadKind::RwRegister, false), every);
     assert_eq!(runs(WorkloadKind::Register, true), every);
-    assert_eq!(runs(fork, true), every);
+    assert_eq!(
+        runs(fork, true),
+        "sqlite, sim, postgres, galera, mariadb, cockroach, tidb and yugabyte"
+    );
     assert_eq!(
         runs(bank, false),
         "sqlite, sim, postgres, galera and mariadb"
@@ -127,6 +132,44 @@ fn workloads_per_database() {
         runs(WorkloadKind::Predicate, false),
         "sqlite, postgres, galera, mariadb, cockroach, tidb and yugabyte"
     );
+}
+
+/// etcd: `--url` (its own schemes) or `--local`, serializable only (every
+/// `Txn` is strict-serializable), not on `--nodes`.
+#[test]
+fn etcd_settings_are_checked() {
+    let none = NewSqlSpec::default();
+    let etcd = db("etcd");
+    let e = check_err(etcd, &none, None, Isolation::Serializable);
+    assert_eq!(e, "--db etcd needs --url etcd://… or --local");
+    let url = Some("etcd://127.0.0.1:2379,127.0.0.1:22379");
+    assert_eq!(
+        check(etcd, &none, url, None, Isolation::Serializable),
+        Ok(Isolation::Serializable)
+    );
+    let e = check(etcd, &none, url, None, Isolation::ReadCommitted).unwrap_err();
+    assert!(e.contains("only --isolation serializable"), "{e}");
+    let e = check(
+        etcd,
+        &none,
+        Some("postgres://h/db"),
+        None,
+        Isolation::Serializable,
+    )
+    .unwrap_err();
+    assert!(e.contains("etcd://host:port"), "{e}");
+    let e = check_err(etcd, &none, Some(&nodes()), Isolation::Serializable);
+    assert!(e.contains("does not run on --nodes"), "{e}");
+    let local = DbSettings {
+        local: true,
+        ..settings(&none, None)
+    };
+    assert_eq!(
+        etcd.check_settings(&local, None),
+        Ok(Isolation::Serializable)
+    );
+    assert!(etcd.client_factory(&local, Some("etcd://a:1,b:2")).is_ok());
+    assert!(etcd.client_factory(&local, None).is_err());
 }
 
 fn check(
@@ -230,7 +273,7 @@ fn flags_are_checked_per_database() {
     let e = db("sqlite").check_settings(&local, None).unwrap_err();
     assert_eq!(
         e,
-        "--url applies to --db postgres, cockroach, tidb and yugabyte; --local to postgres only"
+        "--url applies to --db postgres, cockroach, tidb, yugabyte and etcd; --local to postgres and etcd only"
     );
     assert_eq!(
         check(

@@ -1,15 +1,18 @@
 //! etcd: a client over the v3 JSON gateway, Jepsen's mapping of list-append,
 //! rw-register and the linearizable register onto etcd `Txn`s
 //! ([`client`]), and a local multi-member cluster on loopback ports for
-//! tests without the testbed ([`local`]).
+//! tests without the testbed ([`local`]), and its catalog entry
+//! ([`Etcd`]: `--db etcd`, behind `--url` or `--local`).
 //!
 //! Key decision: the gateway (HTTP/1.1 + JSON, served by every etcd ≥ 3.4
 //! on its client URL) instead of gRPC, so the adapter needs no protoc,
 //! tonic or prost; the `Txn` semantics are the same requests.
 
 pub mod client;
+mod database;
 pub mod http;
 pub mod local;
 
 pub use client::{EtcdClient, EtcdFactory, client_addr};
+pub use database::{Etcd, EtcdUrlFactory, parse_url};
 pub use local::{LocalCluster, LocalClusterError};
