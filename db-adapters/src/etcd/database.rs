@@ -206,6 +206,7 @@ impl Database for Etcd {
             tarball: false,
             local_server: true,
             replicas: false,
+            lossy_data_dir: false,
             default_ops: None,
         }
     }
