@@ -115,7 +115,7 @@ fn bad_flag_combinations_exit_3_naming_the_problem() {
         ),
         (
             &["--db", "cockroach", "--local"],
-            "--local applies to --db postgres only",
+            "--local applies to --db postgres and etcd only",
         ),
         (
             &[
