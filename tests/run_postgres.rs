@@ -224,8 +224,8 @@ fn database_dying_mid_run_turns_ops_into_info_or_fail_and_the_run_reports() {
 
 /// Repeatable read is snapshot isolation in PostgreSQL: on register runs
 /// checked as serializable, the complete check (checker::sat) finds G2
-/// (write skew) in every run, where Elle's inference alone, on the same
-/// histories, misses it in most. Counts side by side (BENCHMARKS.md).
+/// (write skew) in every run; Elle's inference alone, on the same
+/// histories, misses it in some (counts printed; BENCHMARKS.md).
 #[test]
 #[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn repeatable_read_register_runs_g2_found_by_the_complete_check_where_elle_misses_it() {
@@ -295,5 +295,7 @@ fn repeatable_read_register_runs_g2_found_by_the_complete_check_where_elle_misse
         seeds.len()
     );
     assert_eq!(sat, seeds.len(), "the complete check finds G2 in every run");
-    assert!(elle < sat, "Elle's inference alone: {elle} of {sat}");
+    // How often Elle's inference alone misses it varies from run to run, so
+    // it is only printed here; a recorded run where it does miss is checked
+    // on every `cargo test` (tests/recorded_histories.rs).
 }
