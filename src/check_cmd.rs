@@ -18,7 +18,6 @@ use checker::{Budget, CheckOptions, CheckResult, Workload};
 use clap::{Args, ValueEnum};
 use engine::report::caps::AnomalyCounts;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 use store::History;
 use store::import::FileFormat;
@@ -273,8 +272,14 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         write_witness(target, &engines, args.format)?;
     }
     if let Some(dir) = &args.directory {
-        write_directory(dir, &result, &counts, &history)
-            .with_context(|| format!("writing explanations to {}", dir.display()))?;
+        engine::report::elle::write(
+            dir,
+            &result,
+            &counts,
+            &history,
+            engine::report::elle::Limits::KEPT,
+        )
+        .with_context(|| format!("writing explanations to {}", dir.display()))?;
     }
     let code = result.valid.exit_code();
     // The process ends next: freeing a million-transaction history piece by
@@ -500,7 +505,7 @@ fn render_text(
         let found = counts.found.get(t).copied().unwrap_or(0).max(cases.len());
         let shown = per_type.map_or(cases.len(), |n| n.min(cases.len()));
         out += "\n";
-        out += &type_text(*t, &cases[..shown], history);
+        out += &engine::report::elle::type_text(*t, &cases[..shown], history);
         if found > shown {
             out += &format!(
                 "… {} of {} {t} anomalies not shown: --all-anomalies prints every one, \
@@ -519,81 +524,4 @@ fn render_text(
         }
     }
     out
-}
-
-/// All explanations of one anomaly type, each headed `<type> #<i>`, separated
-/// by blank lines (Elle's `<type>.txt`).
-fn type_text(t: AnomalyType, cases: &[checker::explain::Anomaly], history: &History) -> String {
-    let mut out = String::new();
-    for (i, a) in cases.iter().enumerate() {
-        if i > 0 {
-            out += "\n";
-        }
-        out += &format!("{t} #{i}\n");
-        let body = checker::explain::render_text(a, history);
-        out += &body;
-        if !body.ends_with('\n') {
-            out += "\n";
-        }
-    }
-    out
-}
-
-/// Writes `<dir>/<type>.txt` per reported type and `<dir>/<type>/<n>.dot`
-/// (+ `.svg` when `dot` is on PATH) per cycle, for the anomalies `result`
-/// kept; each text file ends saying how many of its type were left out.
-fn write_directory(
-    dir: &Path,
-    result: &CheckResult,
-    counts: &AnomalyCounts,
-    history: &History,
-) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let dot = dot_available();
-    for (t, cases) in &result.anomalies {
-        let txt = dir.join(format!("{}.txt", t.name()));
-        let mut text = type_text(*t, cases, history);
-        let omitted = counts.omitted(*t);
-        if omitted > 0 {
-            text += &format!(
-                "… and {omitted} more {t} anomalies ({} found; --all-anomalies writes every one)\n",
-                counts.found.get(t).copied().unwrap_or(0)
-            );
-        }
-        std::fs::write(&txt, text).with_context(|| format!("writing {}", txt.display()))?;
-        for (i, a) in cases.iter().enumerate() {
-            let Some(graph) = checker::explain::render_dot(a, history) else {
-                continue;
-            };
-            let sub = dir.join(t.name());
-            std::fs::create_dir_all(&sub)?;
-            let dot_path = sub.join(format!("{i}.dot"));
-            std::fs::write(&dot_path, graph)
-                .with_context(|| format!("writing {}", dot_path.display()))?;
-            if dot {
-                let svg = sub.join(format!("{i}.svg"));
-                let status = Command::new("dot")
-                    .arg("-Tsvg")
-                    .arg(&dot_path)
-                    .arg("-o")
-                    .arg(&svg)
-                    .status()
-                    .context("running Graphviz dot")?;
-                if !status.success() {
-                    bail!("dot -Tsvg {} failed: {status}", dot_path.display());
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Whether Graphviz `dot` is on PATH (plots are skipped silently otherwise).
-fn dot_available() -> bool {
-    Command::new("dot")
-        .arg("-V")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }

@@ -297,7 +297,7 @@ fn directory_gets_text_and_graphs() {
 }
 
 #[test]
-fn directory_without_graphviz_skips_svg_silently() {
+fn directory_without_graphviz_draws_svg_with_the_built_in_layout() {
     let d = Dir::new();
     let g1c = d.file("g1c.json", G1C);
     let out = d.path().join("out");
@@ -312,7 +312,25 @@ fn directory_without_graphviz_skips_svg_silently() {
     };
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(out.join("G1c").join("0.dot").exists());
-    assert!(!out.join("G1c").join("0.svg").exists());
+    // The same writer as a run's elle/: a picture even without Graphviz.
+    let svg = std::fs::read_to_string(out.join("G1c").join("0.svg")).unwrap_or_default();
+    assert!(svg.contains("<svg"), "{svg}");
+}
+
+#[test]
+fn directory_keeps_the_users_other_files() {
+    let d = Dir::new();
+    let g1c = d.file("g1c.json", G1C);
+    let out = d.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.md"), "mine").unwrap();
+    let o = harness(&["check", s(&g1c), "--directory", s(&out)]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(out.join("notes.md")).unwrap(),
+        "mine"
+    );
+    assert!(out.join("G1c.txt").is_file());
 }
 
 fn peer(name: &str) -> String {

@@ -22,11 +22,15 @@
 //!
 //! What a run *is* — `test.json` and `results.json` — is typed in
 //! `run/record.rs` ([`RunMeta`], [`RunResults`]); the statistics of
-//! `results.json` are computed in `run/stats.rs` ([`RunStats`]).
+//! `results.json` are computed in `run/stats.rs` ([`RunStats`]); a bounded
+//! streaming digest of it for long-lived readers is `run/digest.rs`
+//! ([`ResultsDigest`]).
 
+mod digest;
 mod record;
 mod stats;
 
+pub use digest::ResultsDigest;
 pub use record::{
     CheckerTiming, HarnessBuild, META_FORMAT, NodeMeta, RESULTS_FORMAT, RecordError, RunConfig,
     RunMeta, RunResults, Verdict,

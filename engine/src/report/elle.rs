@@ -78,12 +78,58 @@ fn graphviz_svg(dot_path: &Path) -> Option<String> {
     }
 }
 
-/// Writes `dir` (normally `<run>/elle`) for `result`, whose lists may have
-/// been cut already: `counts` holds how many of each type were found.
+/// How much of a result [`write`] puts on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Explanations per anomaly type in `<type>.txt`.
+    pub explained: usize,
+    /// Cycle graphs per anomaly type.
+    pub graphs: usize,
+}
+
+impl Limits {
+    /// A run's `elle/`: the caps `results.json` uses, 20 graphs a type.
+    pub const RUN: Limits = Limits {
+        explained: MAX_EXPLAINED_PER_TYPE,
+        graphs: MAX_GRAPHS_PER_TYPE,
+    };
+    /// `check --directory`: every anomaly the result kept (the result is
+    /// already cut to its caps unless `--all-anomalies`).
+    pub const KEPT: Limits = Limits {
+        explained: usize::MAX,
+        graphs: usize::MAX,
+    };
+}
+
+/// All explanations of one anomaly type, each headed `<type> #<i>`,
+/// separated by blank lines (Elle's `<type>.txt`); `check` prints the same
+/// text on stdout.
+pub fn type_text(
+    ty: checker::AnomalyType,
+    cases: &[checker::explain::Anomaly],
+    history: &History,
+) -> String {
+    let mut out = String::new();
+    for (i, a) in cases.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&format!("{ty} #{i}\n"));
+        let body = checker::explain::render_text(a, history);
+        out.push_str(&body);
+        if !body.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Clears `dir` (a run's `elle/`) and writes it anew with [`Limits::RUN`]:
+/// a re-check never leaves graphs of anomalies it no longer reports.
 ///
 /// # Errors
-/// When a file cannot be written.
-pub fn write(
+/// When the directory cannot be cleared or a file cannot be written.
+pub fn rewrite(
     dir: &Path,
     result: &CheckResult,
     counts: &super::caps::AnomalyCounts,
@@ -95,32 +141,45 @@ pub fn write(
     if result.anomalies.is_empty() {
         return Ok(());
     }
+    write(dir, result, counts, history, Limits::RUN)
+}
+
+/// Writes `<dir>/<type>.txt` per reported type and `<dir>/<type>/<n>.dot` +
+/// `.svg` per cycle for `result`, whose lists may have been cut already:
+/// `counts` holds how many of each type were found, and each text file
+/// ends saying how many were left out. Files already in `dir` are kept
+/// (it may be a user's directory); only the ones named here are replaced.
+///
+/// # Errors
+/// When a file cannot be written.
+pub fn write(
+    dir: &Path,
+    result: &CheckResult,
+    counts: &super::caps::AnomalyCounts,
+    history: &History,
+    limits: Limits,
+) -> anyhow::Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for (ty, list) in &result.anomalies {
         let name = ty.name();
-        let mut text = String::new();
-        for (i, a) in list.iter().take(MAX_EXPLAINED_PER_TYPE).enumerate() {
-            if i > 0 {
-                text.push_str("\n\n");
-            }
-            text.push_str(&checker::explain::render_text(a, history));
-        }
+        let shown = list.len().min(limits.explained);
+        let mut text = type_text(*ty, &list[..shown], history);
         let found = counts.found.get(ty).copied().unwrap_or(0).max(list.len());
-        let shown = list.len().min(MAX_EXPLAINED_PER_TYPE);
         if found > shown {
             text.push_str(&format!(
-                "\n\n… and {} more {name} anomalies ({found} found; the first {shown} are explained \
-                 here and kept in results.json, which counts them all under anomaly-counts)",
+                "\n… and {} more {name} anomalies ({found} found; the first {shown} are explained \
+                 here; results.json counts them all under anomaly-counts, and `check \
+                 --all-anomalies` explains every one)\n",
                 found - shown
             ));
         }
-        text.push('\n');
         let txt = dir.join(format!("{name}.txt"));
         fs::write(&txt, text).with_context(|| format!("writing {}", txt.display()))?;
         let graphs: Vec<String> = list
             .iter()
+            .take(shown)
             .filter_map(|a| checker::explain::render_dot(a, history))
-            .take(MAX_GRAPHS_PER_TYPE)
+            .take(limits.graphs)
             .collect();
         if graphs.is_empty() {
             continue;

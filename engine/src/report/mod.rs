@@ -223,7 +223,7 @@ pub fn write_reports(
         if let Err(e) = fs::write(&path, edn) {
             errors.push(format!("writing {}: {e}", path.display()));
         }
-        if let Err(e) = elle::write(&run_dir.join("elle"), result, counts, history) {
+        if let Err(e) = elle::rewrite(&run_dir.join("elle"), result, counts, history) {
             errors.push(format!("{e:#}"));
         } else if let Err(e) = repro::write(&run_dir.join("elle"), run_dir, result, history) {
             errors.push(format!("{e:#}"));
