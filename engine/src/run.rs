@@ -68,12 +68,26 @@ pub fn reproducible_flags(argv: &[String], seed: u64) -> Vec<String> {
     out
 }
 
+/// A database's default transaction limit, given for the default 30 s main
+/// phase, grown in proportion for a longer `--time-limit` (never shrunk), so
+/// a long run is not cut short and a fast machine cannot make it unbounded.
+pub fn default_ops_for(base: u64, time_limit: std::time::Duration) -> u64 {
+    const BASE_SECONDS: f64 = 30.0;
+    let factor = (time_limit.as_secs_f64() / BASE_SECONDS).max(1.0);
+    (base as f64 * factor).min(u64::MAX as f64) as u64
+}
+
 /// Runs `harness run`, returning the exit code. `argv` is what followed
 /// `run` on the command line (recorded in test.json for `reproduce`).
 pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8> {
     if args.limits.ops.is_none() {
-        // The simulator's is small and useful (see `sim::DEFAULT_OPS`).
-        args.limits.ops = args.db.capabilities().default_ops;
+        // The simulator's is small and useful (see `sim::DEFAULT_OPS`);
+        // SQLite's bounds the default run's directory (`sqlite::DEFAULT_OPS`).
+        args.limits.ops = args
+            .db
+            .capabilities()
+            .default_ops
+            .map(|base| default_ops_for(base, args.limits.time_limit));
     }
     let plan = plan(&args)?;
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
@@ -663,6 +677,18 @@ fn init_tracing(log_path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_ops_limit_grows_with_a_longer_time_limit_only() {
+        use std::time::Duration;
+        assert_eq!(default_ops_for(800_000, Duration::from_secs(30)), 800_000);
+        assert_eq!(default_ops_for(800_000, Duration::from_secs(5)), 800_000);
+        assert_eq!(
+            default_ops_for(800_000, Duration::from_secs(300)),
+            8_000_000
+        );
+        assert_eq!(default_ops_for(100_000, Duration::from_secs(45)), 150_000);
+    }
 
     #[test]
     fn passwords_are_redacted() {

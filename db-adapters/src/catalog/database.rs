@@ -77,8 +77,9 @@ pub struct Capabilities {
     /// On nodes, its data directories can live on the lossy filesystem
     /// (`--lazyfs`) and it takes extra server settings (`--db-conf`).
     pub lossy_data_dir: bool,
-    /// The main phase's transaction limit when `--ops` is not given
-    /// (`None`: only `--time-limit` bounds it).
+    /// The main phase's transaction limit when `--ops` is not given, for
+    /// the default 30 s `--time-limit` (the engine grows it in proportion
+    /// to a longer one; `None`: only `--time-limit` bounds it).
     pub default_ops: Option<u64>,
 }
 

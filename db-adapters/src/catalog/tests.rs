@@ -95,7 +95,7 @@ fn the_table_answers_as_written() {
         .collect();
     let max = usize::MAX;
     let want = [
-        format!("sqlite Embedded NodeCount {{ min: 1, max: {max} }} None vo=true/true range=true bugs=false tarball=false local=false replicas=false ops=None sql=Some((Postgres, 3, false, false, false))"),
+        format!("sqlite Embedded NodeCount {{ min: 1, max: {max} }} None vo=true/true range=true bugs=false tarball=false local=false replicas=false ops=Some(800000) sql=Some((Postgres, 3, false, false, false))"),
         format!("sim Embedded NodeCount {{ min: 1, max: {max} }} None vo=false/false range=false bugs=true tarball=false local=false replicas=false ops=Some(100000) sql=None"),
         format!("postgres UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(5432) vo=true/false range=true bugs=false tarball=false local=true replicas=true ops=None sql=Some((Postgres, 3, false, false, true))"),
         format!("galera Nodes NodeCount {{ min: 3, max: {max} }} Some(3306) vo=false/false range=true bugs=false tarball=false local=false replicas=false ops=None sql=Some((Mysql, 3, false, true, true))"),

@@ -84,7 +84,7 @@ impl Database for Sqlite {
             local_server: false,
             replicas: false,
             lossy_data_dir: false,
-            default_ops: None,
+            default_ops: Some(super::DEFAULT_OPS),
         }
     }
     fn records_version_order(&self, _on_nodes: bool) -> bool {
