@@ -53,7 +53,10 @@ pub struct Stats {
 }
 
 enum Side {
-    Blocked(Fact),
+    /// An edge of the side would close a cycle: the edge, and the path
+    /// (edge ids) back from its target to its source (empty when a
+    /// reachability snapshot answered).
+    Blocked(Fact, Vec<u32>),
     Open,
 }
 
@@ -73,10 +76,6 @@ type Step<T> = Result<T, Exhausted>;
 /// Open constraints from which a pruning pass uses a reachability snapshot.
 const CLOSURE_MIN: usize = 256;
 
-/// Open constraints of a searched component from which its pruning passes
-/// use a snapshot too.
-const SEARCH_CLOSURE_MIN: usize = 4096;
-
 impl Solver<'_> {
     /// Whether some edge of `side` of `cid` would close a cycle; with a
     /// closure, whether it would have when the closure was taken.
@@ -86,11 +85,11 @@ impl Solver<'_> {
             let f = self.buf[i];
             let (a, b) = self.poly.ends(&f);
             let back = match closure {
-                Some(c) => c.reaches(b, a),
-                None => self.dag.reaches(b, a, self.budget)?.is_some(),
+                Some(c) => c.reaches(b, a).then(Vec::new),
+                None => self.dag.reaches(b, a, self.budget)?,
             };
-            if back {
-                return Ok(Side::Blocked(f));
+            if let Some(path) = back {
+                return Ok(Side::Blocked(f, path));
             }
         }
         Ok(Side::Open)
@@ -167,9 +166,9 @@ impl Solver<'_> {
             while i < open.len() {
                 let cid = open[i];
                 let forced = match self.blocked(cid, 0, closure.as_ref())? {
-                    Side::Blocked(f) => Some((1, f)),
+                    Side::Blocked(f, _) => Some((1, f)),
                     Side::Open => match self.blocked(cid, 1, closure.as_ref())? {
-                        Side::Blocked(f) => Some((0, f)),
+                        Side::Blocked(f, _) => Some((0, f)),
                         Side::Open => None,
                     },
                 };
@@ -284,77 +283,178 @@ impl Solver<'_> {
         (out, free_sides)
     }
 
-    /// DPLL over one component.
+    /// How far `side` of `cid` runs against the current topological order:
+    /// (edges running backward, total positions they run back). The search
+    /// takes the side that moves the order least first.
+    fn backwardness(&mut self, cid: u32, side: u8) -> (usize, u64) {
+        self.poly.side(cid, side, &mut self.buf);
+        let mut n = 0;
+        let mut dist = 0u64;
+        for f in &self.buf {
+            let (a, b) = self.poly.ends(f);
+            let (oa, ob) = (self.dag.pos(a), self.dag.pos(b));
+            if oa > ob {
+                n += 1;
+                dist += u64::from(oa - ob);
+            }
+        }
+        (n, dist)
+    }
+
+    /// DPLL over one component, deciding only *hard* constraints: those
+    /// with no side running forward in the current topological order.
+    /// Once every open constraint has a forward side, taking all those
+    /// sides at once keeps the order topological (no cycle), so they are
+    /// never decided one by one: a greedy early choice of such a side
+    /// could only block a hard constraint later.
+    ///
+    /// A hard constraint is checked when picked (lazy propagation): a side
+    /// with an edge `a → b` where `b ⇝ a` forces the other, both blocked
+    /// is a conflict; otherwise the side that moves the order least is
+    /// tried first.
+    ///
+    /// Backtracking is conflict-directed (backjumping): every edge belongs
+    /// to the decision level it was added at, a conflict blames the levels
+    /// of the edges on its cycle(s), and the search returns to the newest
+    /// blamed decision, skipping the ones in between (they took no part).
+    /// An edge forced at a level is blamed on that level, which is at
+    /// least as new as its real reasons: the jump is never too far. A
+    /// decision whose both sides failed passes the union of both blames
+    /// (minus itself) further down.
     fn search(&mut self, comp: Vec<u32>) -> Step<Result<(), Conflict>> {
-        // Frame: (constraint, side taken (+2 once both were tried), edges
-        // before, constraints resolved before). Resolved constraints are
-        // trailed in `removed` and put back on backtracking.
-        let mut frames: Vec<(u32, u8, usize, usize)> = Vec::new();
+        let mut frames: Vec<Frame> = Vec::new();
         let mut open = comp;
         let mut removed: Vec<u32> = Vec::new();
-        loop {
-            // A decision adds a few edges: a snapshot per decision costs
-            // more than the DFS questions it saves, unless the component
-            // is large (thousands of questions a pass).
-            let big = open.len() >= SEARCH_CLOSURE_MIN;
-            let mut res = self.propagate(&mut open, &mut removed, big)?;
-            if res.is_ok() {
-                // Decide every constraint that has a side agreeing with the
-                // current order (phase = the order: no edge moves it), then
-                // one that has none.
-                let mut i = 0;
-                while i < open.len() {
-                    let cid = open[i];
-                    if let Some(side) = self.forward_side(cid) {
-                        self.stats.decisions += 1;
-                        frames.push((cid, side, self.dag.edges.len(), removed.len()));
-                        removed.push(open.swap_remove(i));
-                        res = self.apply(cid, side, Why::Decided)?;
-                        if res.is_err() {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
+        // Scan cursor and how many open constraints in a row were found to
+        // have a forward side (all of them: done).
+        let mut i = 0usize;
+        let mut streak = 0usize;
+        while !open.is_empty() && streak < open.len() {
+            if i >= open.len() {
+                i = 0;
+            }
+            let cid = open[i];
+            if self.forward_side(cid).is_some() {
+                i += 1;
+                streak += 1;
+                continue;
+            }
+            streak = 0;
+            removed.push(open.swap_remove(i));
+            // The path that blocked a side, blamed along with the conflict
+            // if the other side fails too.
+            let (res, reason) = match (self.blocked(cid, 0, None)?, self.blocked(cid, 1, None)?) {
+                // Adding the other side closes the cycle its edge would.
+                (Side::Blocked(f, p), _) => (self.apply(cid, 1, Why::Forced { blocked: f })?, p),
+                (Side::Open, Side::Blocked(f, p)) => {
+                    (self.apply(cid, 0, Why::Forced { blocked: f })?, p)
                 }
-            }
-            if res.is_ok() {
-                let Some(&cid) = open.first() else {
-                    return Ok(Ok(()));
-                };
-                self.stats.decisions += 1;
-                frames.push((cid, 0, self.dag.edges.len(), removed.len()));
-                removed.push(open.swap_remove(0));
-                res = self.apply(cid, 0, Why::Decided)?;
-            }
-            while let Err(conflict) = res {
+                (Side::Open, Side::Open) => {
+                    let side = u8::from(self.backwardness(cid, 1) < self.backwardness(cid, 0));
+                    self.stats.decisions += 1;
+                    frames.push(Frame {
+                        cid,
+                        side,
+                        flipped: false,
+                        edges: self.dag.edges.len(),
+                        removed: removed.len() - 1,
+                        blame: Vec::new(),
+                    });
+                    (self.apply(cid, side, Why::Decided)?, Vec::new())
+                }
+            };
+            let Err(conflict) = res else { continue };
+            let mut blame = levels(&frames, reason.iter().chain(&conflict.path));
+            // The new edge is on the cycle too: it is at the newest level.
+            blame.push(frames.len() as u32);
+            let mut conflict = conflict;
+            loop {
                 self.stats.conflicts += 1;
                 if self.stats.conflicts > self.max_conflicts {
                     self.gave_up = true;
                     return Err(Exhausted);
                 }
-                while frames.last().is_some_and(|f| f.1 >= 2) {
-                    frames.pop();
+                // The newest blamed level; 0 is the known graph: unsat.
+                let target = blame.iter().copied().max().unwrap_or(0);
+                if target == 0 {
+                    return Ok(Err(conflict));
                 }
-                let Some((cid, side, len, before)) = frames.pop() else {
+                frames.truncate(target as usize);
+                let Some(f) = frames.last_mut() else {
                     return Ok(Err(conflict));
                 };
-                self.dag.truncate(len);
+                blame.retain(|&l| l != target);
+                if f.flipped {
+                    // Both sides failed: blame both sides' reasons.
+                    blame.append(&mut f.blame);
+                    blame.sort_unstable();
+                    blame.dedup();
+                    frames.pop();
+                    continue;
+                }
+                f.flipped = true;
+                f.side = 1 - f.side;
+                blame.sort_unstable();
+                blame.dedup();
+                f.blame = std::mem::take(&mut blame);
+                let (cid, side, edges, before) = (f.cid, f.side, f.edges, f.removed);
+                self.dag.truncate(edges);
                 while removed.len() > before {
                     if let Some(c) = removed.pop() {
                         open.push(c);
                     }
                 }
-                // 2 + side marks a frame whose both cases were tried.
-                let other = 1 - side;
-                frames.push((cid, 2 + other, len, removed.len()));
                 if let Some(p) = open.iter().position(|&c| c == cid) {
                     removed.push(open.swap_remove(p));
                 }
-                res = self.apply(cid, other, Why::Flipped)?;
+                match self.apply(cid, side, Why::Flipped)? {
+                    Ok(()) => break,
+                    Err(c) => {
+                        blame = levels(&frames, c.path.iter());
+                        blame.push(frames.len() as u32);
+                        conflict = c;
+                    }
+                }
+            }
+            streak = 0;
+        }
+        // Every open constraint has a forward side: take them all.
+        for cid in std::mem::take(&mut open) {
+            let side = self.forward_side(cid).unwrap_or(0);
+            if let Err(c) = self.apply(cid, side, Why::Decided)? {
+                return Ok(Err(c));
             }
         }
+        Ok(Ok(()))
     }
+}
+
+/// A decision of the search.
+struct Frame {
+    cid: u32,
+    /// The side taken now.
+    side: u8,
+    /// Whether this is the second side tried.
+    flipped: bool,
+    /// Edges in the graph before the decision.
+    edges: usize,
+    /// Resolved constraints before the decision.
+    removed: usize,
+    /// For a flipped decision: the levels the first side's failure blamed,
+    /// other than this one.
+    blame: Vec<u32>,
+}
+
+/// The decision levels (1-based frame numbers; 0 = before any decision)
+/// the edges `ids` were added at.
+fn levels<'a>(frames: &[Frame], ids: impl Iterator<Item = &'a u32>) -> Vec<u32> {
+    let mut out: Vec<u32> = ids
+        .map(|&e| frames.partition_point(|f| f.edges <= e as usize) as u32)
+        .filter(|&l| l > 0)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// Runs the whole pipeline; on `Sat` the returned `Dag` holds the witness.
