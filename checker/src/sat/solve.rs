@@ -80,15 +80,19 @@ impl Solver<'_> {
     /// Whether some edge of `side` of `cid` would close a cycle; with a
     /// closure, whether it would have when the closure was taken.
     fn blocked(&mut self, cid: u32, side: u8, closure: Option<&Closure>) -> Step<Side> {
+        if let Some(c) = closure {
+            return Ok(
+                match self.poly.side_find(cid, side, |_, (a, b)| c.reaches(b, a)) {
+                    Some(f) => Side::Blocked(f, Vec::new()),
+                    None => Side::Open,
+                },
+            );
+        }
         self.poly.side(cid, side, &mut self.buf);
         for i in 0..self.buf.len() {
             let f = self.buf[i];
             let (a, b) = self.poly.ends(&f);
-            let back = match closure {
-                Some(c) => c.reaches(b, a).then(Vec::new),
-                None => self.dag.reaches(b, a, self.budget)?,
-            };
-            if let Some(path) = back {
+            if let Some(path) = self.dag.reaches(b, a, self.budget)? {
                 return Ok(Side::Blocked(f, path));
             }
         }
@@ -98,12 +102,11 @@ impl Solver<'_> {
     /// A side of `cid` whose edges all run forward in the current
     /// topological order: taking it needs no search and closes no cycle.
     fn forward_side(&mut self, cid: u32) -> Option<u8> {
+        let dag = &self.dag;
         (0..2u8).find(|&side| {
-            self.poly.side(cid, side, &mut self.buf);
-            self.buf.iter().all(|f| {
-                let (a, b) = self.poly.ends(f);
-                self.dag.before(a, b)
-            })
+            self.poly
+                .side_find(cid, side, |_, (a, b)| !dag.before(a, b))
+                .is_none()
         })
     }
 
@@ -121,9 +124,11 @@ impl Solver<'_> {
         why: Why,
         closure: Option<&Closure>,
     ) -> Step<Result<(), Conflict>> {
-        let mut facts = Vec::new();
+        // The buffer is lent out while edges go in (no allocation per side).
+        let mut facts = std::mem::take(&mut self.buf);
         self.poly.side(cid, side, &mut facts);
-        for f in facts {
+        let mut out = Ok(Ok(()));
+        for &f in &facts {
             let (from, to) = self.poly.ends(&f);
             if closure.is_some_and(|c| from != to && c.reaches(from, to)) {
                 continue;
@@ -134,21 +139,21 @@ impl Solver<'_> {
                 fact: f,
                 why,
             };
-            if let Err(c) = self.dag.add(e, self.budget)? {
-                return Ok(Err(c));
+            match self.dag.add(e, self.budget) {
+                Ok(Ok(())) => {}
+                other => {
+                    out = other;
+                    break;
+                }
             }
         }
-        Ok(Ok(()))
+        self.buf = facts;
+        out
     }
 
-    /// Prunes `open` to a fixpoint; resolved constraints are removed from it
-    /// (and recorded in `resolved` for undo, if given).
-    fn propagate(
-        &mut self,
-        open: &mut Vec<u32>,
-        removed: &mut Vec<u32>,
-        snapshot: bool,
-    ) -> Step<Result<(), Conflict>> {
+    /// Prunes `open` to a fixpoint (or until a pass resolves under 1 % of
+    /// a large set); resolved constraints are removed from it.
+    fn propagate(&mut self, open: &mut Vec<u32>) -> Step<Result<(), Conflict>> {
         loop {
             let mut changed = false;
             let start = open.len();
@@ -157,7 +162,7 @@ impl Solver<'_> {
             // prunes less than a DFS would, never wrongly; a pass that
             // changes nothing had the exact relation, so the fixpoint is
             // the same.
-            let closure = if snapshot && open.len() >= CLOSURE_MIN {
+            let closure = if open.len() >= CLOSURE_MIN {
                 self.dag.closure(self.budget)?
             } else {
                 None
@@ -183,7 +188,7 @@ impl Solver<'_> {
                     None => false,
                 };
                 if done {
-                    removed.push(open.swap_remove(i));
+                    open.swap_remove(i);
                     changed = true;
                 } else {
                     i += 1;
@@ -286,18 +291,17 @@ impl Solver<'_> {
     /// How far `side` of `cid` runs against the current topological order:
     /// (edges running backward, total positions they run back). The search
     /// takes the side that moves the order least first.
-    fn backwardness(&mut self, cid: u32, side: u8) -> (usize, u64) {
-        self.poly.side(cid, side, &mut self.buf);
+    fn backwardness(&self, cid: u32, side: u8) -> (usize, u64) {
         let mut n = 0;
         let mut dist = 0u64;
-        for f in &self.buf {
-            let (a, b) = self.poly.ends(f);
+        self.poly.side_find(cid, side, |_, (a, b)| {
             let (oa, ob) = (self.dag.pos(a), self.dag.pos(b));
             if oa > ob {
                 n += 1;
                 dist += u64::from(oa - ob);
             }
-        }
+            false
+        });
         (n, dist)
     }
 
@@ -543,7 +547,7 @@ fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
         }
     }
     let mut open: Vec<u32> = (0..s.poly.constraints.len() as u32).collect();
-    if let Err(c) = s.propagate(&mut open, &mut Vec::new(), true)? {
+    if let Err(c) = s.propagate(&mut open)? {
         return Ok(Err(c));
     }
     s.stats.after_pruning = open.len();
