@@ -1,19 +1,26 @@
 //! Pruning and search over the polygraph's constraints.
 //!
 //! 1. Known edges go into the [`Dag`]; a cycle among them is a violation.
-//! 2. Pruning to a fixpoint: a side with an edge `a → b` where `b ⇝ a`
-//!    already is impossible, so the other side is forced (PolySI §4.1); a
-//!    side whose edges all hold already (`a ⇝ b`) is free and taken
-//!    without adding anything. Forcing both ways closes a cycle: violation.
-//!    At the top level each pass asks its questions of one reachability
-//!    snapshot ([`Dag::closure`], O(1) a question; an edge the snapshot
-//!    already implies is not added); inside the search, where a decision
-//!    adds a few edges, of a bounded DFS unless the component is large.
+//! 2. Pruning (top level only): a side with an edge `a → b` where `b ⇝ a`
+//!    already is impossible, so the other side is forced (PolySI §4.1).
+//!    Each pass asks its questions of one reachability snapshot
+//!    ([`Dag::closure`], O(1) a question, the side's edges enumerated
+//!    without collecting them); a forced edge the snapshot already implies
+//!    is not added. Passes repeat until one resolves under 1 % of a large
+//!    open set (pruning accelerates, the search decides).
 //! 3. What is left is split into independent components (SCCs of the known
 //!    graph plus every remaining side's edges: an edge between two SCCs is
-//!    on no cycle), each solved by a DPLL search (chronological
-//!    backtracking, the same pruning as propagation, the `Dag` as the
-//!    acyclicity theory).
+//!    on no cycle), each solved by a DPLL search with the `Dag` as the
+//!    acyclicity theory (`Solver::search`): only *hard* constraints (no
+//!    side running forward in the current topological order) are decided,
+//!    each checked by DFS when picked; once none is left, every open
+//!    constraint takes its forward side at once. Backtracking jumps to the
+//!    newest decision a conflict's cycle involves (conflict-directed
+//!    backjumping). On PolySI-shaped plain-SI histories the former search
+//!    (decide every constraint, forward sides greedily first; a snapshot
+//!    per decision; chronological backtracking) spent thousands of
+//!    conflicts unwinding unrelated forward choices one by one; this one
+//!    takes tens (measured in BENCHMARKS.md).
 
 use super::dag::{Closure, Conflict, Dag, EdgeRec, Exhausted, Why};
 use super::polygraph::{Fact, Poly};
@@ -60,12 +67,12 @@ enum Side {
     Open,
 }
 
-struct Solver<'a> {
+pub(crate) struct Solver<'a> {
     poly: &'a Poly,
-    dag: Dag,
+    pub(crate) dag: Dag,
     budget: &'a Budget,
     buf: Vec<Fact>,
-    stats: Stats,
+    pub(crate) stats: Stats,
     /// Give up (to restart with another initial order) after this many conflicts.
     max_conflicts: u64,
     gave_up: bool,
@@ -76,7 +83,26 @@ type Step<T> = Result<T, Exhausted>;
 /// Open constraints from which a pruning pass uses a reachability snapshot.
 const CLOSURE_MIN: usize = 256;
 
-impl Solver<'_> {
+impl<'a> Solver<'a> {
+    /// A solver over `dag` (nodes of `poly`) giving up after
+    /// `max_conflicts` conflicts.
+    pub(crate) fn new(
+        poly: &'a Poly,
+        dag: Dag,
+        budget: &'a Budget,
+        max_conflicts: u64,
+    ) -> Solver<'a> {
+        Solver {
+            poly,
+            dag,
+            budget,
+            buf: Vec::new(),
+            stats: Stats::default(),
+            max_conflicts,
+            gave_up: false,
+        }
+    }
+
     /// Whether some edge of `side` of `cid` would close a cycle; with a
     /// closure, whether it would have when the closure was taken.
     fn blocked(&mut self, cid: u32, side: u8, closure: Option<&Closure>) -> Step<Side> {
@@ -325,7 +351,7 @@ impl Solver<'_> {
     /// least as new as its real reasons: the jump is never too far. A
     /// decision whose both sides failed passes the union of both blames
     /// (minus itself) further down.
-    fn search(&mut self, comp: Vec<u32>) -> Step<Result<(), Conflict>> {
+    pub(crate) fn search(&mut self, comp: Vec<u32>) -> Step<Result<(), Conflict>> {
         let mut frames: Vec<Frame> = Vec::new();
         let mut open = comp;
         let mut removed: Vec<u32> = Vec::new();
@@ -502,15 +528,8 @@ pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
     let mut restarts = 0;
     let mut last = None;
     for (hint, max_conflicts) in attempts {
-        let mut s = Solver {
-            poly,
-            dag: Dag::new(hint),
-            budget,
-            buf: Vec::new(),
-            stats: Stats { restarts, ..base },
-            max_conflicts,
-            gave_up: false,
-        };
+        let mut s = Solver::new(poly, Dag::new(hint), budget, max_conflicts);
+        s.stats = Stats { restarts, ..base };
         let r = run(&mut s);
         let out = match r {
             Ok(Ok(())) => Solved::Sat,
