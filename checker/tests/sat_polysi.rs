@@ -1,10 +1,11 @@
-//! PolySI-shaped histories (20 sessions × 100 transactions × 15 micro-ops,
-//! 10k keys, 50 % reads; `common/polysi_gen.rs`, seeded) must be decided by
-//! the complete engine — valid with a witness that replays, or invalid when
-//! an anomaly was injected — and never come back `unknown` under the
-//! default budget. No timing is asserted (release walls are in
-//! BENCHMARKS.md); a zipf history is the hard case: a hot key has ~10⁵–10⁶
-//! writer-pair constraints, all of which pruning must resolve.
+//! PolySI-shaped histories (20 sessions × 100 or 250 transactions × 15
+//! micro-ops, 10k keys, 50 % reads; `common/polysi_gen.rs`, seeded) must be
+//! decided by the complete engine — valid with a witness that replays, or
+//! invalid when an anomaly was injected — and never come back `unknown`
+//! under the budget. No timing is asserted (release walls are in
+//! BENCHMARKS.md); a zipf history is the hard case for pruning: a hot key
+//! has ~10⁵–10⁶ writer-pair constraints, all of which pruning must resolve;
+//! plain SI at 5,000 transactions is the hard case for the search.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -28,11 +29,23 @@ fn budget() -> Budget {
 const STEPS: u64 = 500_000_000;
 
 fn decide(dist: Dist, db: Db, inject: Inject, level: Level, seed: u64) -> SatOutcome {
-    let text = generate(Shape::polysi(100, dist), db, inject, seed);
+    decide_sized(100, dist, db, inject, level, seed, &budget())
+}
+
+fn decide_sized(
+    per: usize,
+    dist: Dist,
+    db: Db,
+    inject: Inject,
+    level: Level,
+    seed: u64,
+    budget: &Budget,
+) -> SatOutcome {
+    let text = generate(Shape::polysi(per, dist), db, inject, seed);
     let h = read_peer_str(&text, PeerFormat::Text).expect("parse");
     let txns = Txns::new(&h);
-    assert_eq!(txns.len(), 2000);
-    let (out, stats) = check_register_stats(&txns, &h, level, &budget());
+    assert_eq!(txns.len(), 20 * per);
+    let (out, stats) = check_register_stats(&txns, &h, level, budget);
     let ctx = format!("{dist:?} {db:?} {inject:?} {level:?} seed {seed} {stats:?}");
     match &out {
         SatOutcome::Valid { witness, starts } => {
@@ -95,4 +108,74 @@ fn injected_lost_update_is_decided_invalid_at_si() {
             "{dist:?}: {out:?}"
         );
     }
+}
+
+/// The largest fig. 7 size (20 × 250 = 5,000 transactions) in the shapes
+/// whose search used to blow up: plain SI without session order leaves
+/// thousands of constraints to one searched component, and a serializable
+/// store's history at SER likewise. Under a budget of 60M steps, which the
+/// search with chronological backtracking and a greedy choice of every
+/// constraint's forward side exceeded (release runs of `sat_polysi` at
+/// commit 1d20e36: uniform SI 77M steps, uniform SER 372M, hotspot SI
+/// 381M, hotspot SER 254M), and which these take 1–4M steps of now.
+const LARGE_STEPS: u64 = 60_000_000;
+
+#[test]
+fn five_thousand_txn_hotspot_history_is_decided_at_plain_si() {
+    let out = decide_sized(
+        250,
+        Dist::Hotspot,
+        Db::Si,
+        Inject::None,
+        Level::SnapshotIsolation,
+        1,
+        &Budget::steps(LARGE_STEPS),
+    );
+    assert!(valid(&out), "{out:?}");
+}
+
+#[test]
+fn five_thousand_txn_uniform_history_is_decided_at_plain_si() {
+    let out = decide_sized(
+        250,
+        Dist::Uniform,
+        Db::Si,
+        Inject::None,
+        Level::SnapshotIsolation,
+        1,
+        &Budget::steps(LARGE_STEPS),
+    );
+    assert!(valid(&out), "{out:?}");
+}
+
+#[test]
+fn five_thousand_txn_serializable_histories_are_decided_at_ser() {
+    for dist in [Dist::Uniform, Dist::Hotspot] {
+        let out = decide_sized(
+            250,
+            dist,
+            Db::Ser,
+            Inject::None,
+            Level::Serializable,
+            2,
+            &Budget::steps(LARGE_STEPS),
+        );
+        assert!(valid(&out), "{dist:?}: {out:?}");
+    }
+}
+
+#[test]
+fn five_thousand_txn_lost_update_is_decided_invalid_at_plain_si() {
+    // A violation must still be found (and explained) by the search with
+    // backjumping, not only valid histories decided.
+    let out = decide_sized(
+        250,
+        Dist::Hotspot,
+        Db::Si,
+        Inject::LostUpdate,
+        Level::SnapshotIsolation,
+        4,
+        &Budget::steps(LARGE_STEPS),
+    );
+    assert!(matches!(out, SatOutcome::Invalid { .. }), "{out:?}");
 }

@@ -128,6 +128,12 @@ impl Dag {
         self.stamp
     }
 
+    /// The position of `v` in the current topological order.
+    #[inline]
+    pub fn pos(&self, v: u32) -> u32 {
+        self.ord[v as usize]
+    }
+
     /// Whether `a` comes before `b` in the current topological order.
     #[inline]
     pub fn before(&self, a: u32, b: u32) -> bool {

@@ -22,11 +22,12 @@
 //!   left out here. `info` transactions' reads are not observations.
 //! - **No SAT crate**: the theory (acyclicity) does nearly all the work.
 //!   An incrementally topologically ordered DAG (Pearce–Kelly) answers
-//!   "would this edge close a cycle", pruning (PolySI §4.1, plus taking a
-//!   side whose edges all hold already) resolves almost every constraint,
-//!   and what is left is split into independent components (SCCs of the
-//!   graph with every candidate edge) searched by DPLL with the same
-//!   propagation. This keeps the build pure Rust with zero new
+//!   "would this edge close a cycle", pruning (PolySI §4.1) resolves
+//!   almost every constraint, and what is left is split into independent
+//!   components (SCCs of the graph with every candidate edge) searched by
+//!   DPLL that decides only constraints with no side agreeing with the
+//!   current order, and backjumps to the newest decision on a conflict's
+//!   cycle (`solve`). This keeps the build pure Rust with zero new
 //!   dependencies; measured in BENCHMARKS.md. (Clause learning would help
 //!   adversarial inputs; the [`Budget`] turns those into `Unknown`.)
 //! - **Evidence**: a violation is the cycle that closed, with every ww/rw
@@ -46,6 +47,8 @@
 mod dag;
 mod polygraph;
 mod replay;
+#[cfg(test)]
+mod search_tests;
 mod solve;
 
 pub use replay::replay;

@@ -113,6 +113,51 @@ impl Poly {
         self.pair_side(c.key, x, y, out);
     }
 
+    /// The first edge of `side` of constraint `cid` for which `hit(edge,
+    /// (from, to))` holds, without collecting the side (the pruning pass
+    /// asks this of millions of constraints; see [`Self::side`]).
+    #[inline]
+    pub fn side_find(
+        &self,
+        cid: u32,
+        side: u8,
+        mut hit: impl FnMut(&Fact, (u32, u32)) -> bool,
+    ) -> Option<Fact> {
+        let c = self.constraints[cid as usize];
+        let (x, y) = if side == 0 { (c.a, c.b) } else { (c.b, c.a) };
+        let k = &self.keys[c.key as usize];
+        let (wx, wy) = (k.writers[x as usize], k.writers[y as usize]);
+        let ww = Fact {
+            kind: Kind::Ww,
+            from: wx.txn,
+            to: wy.txn,
+            key: k.key,
+            a_mop: wx.mop,
+            b_mop: wy.mop,
+        };
+        if hit(&ww, (self.c(wx.txn), self.s(wy.txn))) {
+            return Some(ww);
+        }
+        let cy = self.c(wy.txn);
+        for r in &k.readers[x as usize] {
+            if r.txn == wy.txn {
+                continue;
+            }
+            let rw = Fact {
+                kind: Kind::Rw,
+                from: r.txn,
+                to: wy.txn,
+                key: k.key,
+                a_mop: r.mop,
+                b_mop: wy.mop,
+            };
+            if hit(&rw, (self.s(r.txn), cy)) {
+                return Some(rw);
+            }
+        }
+        None
+    }
+
     /// Edges of "writer `x` before writer `y`" of `keys[key]` into `out`
     /// (cleared first): `x ww y`, and `r rw y` for every reader `r` of `x`.
     pub fn pair_side(&self, key: u32, x: u32, y: u32, out: &mut Vec<Fact>) {

@@ -1,19 +1,26 @@
 //! Pruning and search over the polygraph's constraints.
 //!
 //! 1. Known edges go into the [`Dag`]; a cycle among them is a violation.
-//! 2. Pruning to a fixpoint: a side with an edge `a → b` where `b ⇝ a`
-//!    already is impossible, so the other side is forced (PolySI §4.1); a
-//!    side whose edges all hold already (`a ⇝ b`) is free and taken
-//!    without adding anything. Forcing both ways closes a cycle: violation.
-//!    At the top level each pass asks its questions of one reachability
-//!    snapshot ([`Dag::closure`], O(1) a question; an edge the snapshot
-//!    already implies is not added); inside the search, where a decision
-//!    adds a few edges, of a bounded DFS unless the component is large.
+//! 2. Pruning (top level only): a side with an edge `a → b` where `b ⇝ a`
+//!    already is impossible, so the other side is forced (PolySI §4.1).
+//!    Each pass asks its questions of one reachability snapshot
+//!    ([`Dag::closure`], O(1) a question, the side's edges enumerated
+//!    without collecting them); a forced edge the snapshot already implies
+//!    is not added. Passes repeat until one resolves under 1 % of a large
+//!    open set (pruning accelerates, the search decides).
 //! 3. What is left is split into independent components (SCCs of the known
 //!    graph plus every remaining side's edges: an edge between two SCCs is
-//!    on no cycle), each solved by a DPLL search (chronological
-//!    backtracking, the same pruning as propagation, the `Dag` as the
-//!    acyclicity theory).
+//!    on no cycle), each solved by a DPLL search with the `Dag` as the
+//!    acyclicity theory (`Solver::search`): only *hard* constraints (no
+//!    side running forward in the current topological order) are decided,
+//!    each checked by DFS when picked; once none is left, every open
+//!    constraint takes its forward side at once. Backtracking jumps to the
+//!    newest decision a conflict's cycle involves (conflict-directed
+//!    backjumping). On PolySI-shaped plain-SI histories the former search
+//!    (decide every constraint, forward sides greedily first; a snapshot
+//!    per decision; chronological backtracking) spent thousands of
+//!    conflicts unwinding unrelated forward choices one by one; this one
+//!    takes tens (measured in BENCHMARKS.md).
 
 use super::dag::{Closure, Conflict, Dag, EdgeRec, Exhausted, Why};
 use super::polygraph::{Fact, Poly};
@@ -53,16 +60,19 @@ pub struct Stats {
 }
 
 enum Side {
-    Blocked(Fact),
+    /// An edge of the side would close a cycle: the edge, and the path
+    /// (edge ids) back from its target to its source (empty when a
+    /// reachability snapshot answered).
+    Blocked(Fact, Vec<u32>),
     Open,
 }
 
-struct Solver<'a> {
+pub(crate) struct Solver<'a> {
     poly: &'a Poly,
-    dag: Dag,
+    pub(crate) dag: Dag,
     budget: &'a Budget,
     buf: Vec<Fact>,
-    stats: Stats,
+    pub(crate) stats: Stats,
     /// Give up (to restart with another initial order) after this many conflicts.
     max_conflicts: u64,
     gave_up: bool,
@@ -73,24 +83,43 @@ type Step<T> = Result<T, Exhausted>;
 /// Open constraints from which a pruning pass uses a reachability snapshot.
 const CLOSURE_MIN: usize = 256;
 
-/// Open constraints of a searched component from which its pruning passes
-/// use a snapshot too.
-const SEARCH_CLOSURE_MIN: usize = 4096;
+impl<'a> Solver<'a> {
+    /// A solver over `dag` (nodes of `poly`) giving up after
+    /// `max_conflicts` conflicts.
+    pub(crate) fn new(
+        poly: &'a Poly,
+        dag: Dag,
+        budget: &'a Budget,
+        max_conflicts: u64,
+    ) -> Solver<'a> {
+        Solver {
+            poly,
+            dag,
+            budget,
+            buf: Vec::new(),
+            stats: Stats::default(),
+            max_conflicts,
+            gave_up: false,
+        }
+    }
 
-impl Solver<'_> {
     /// Whether some edge of `side` of `cid` would close a cycle; with a
     /// closure, whether it would have when the closure was taken.
     fn blocked(&mut self, cid: u32, side: u8, closure: Option<&Closure>) -> Step<Side> {
+        if let Some(c) = closure {
+            return Ok(
+                match self.poly.side_find(cid, side, |_, (a, b)| c.reaches(b, a)) {
+                    Some(f) => Side::Blocked(f, Vec::new()),
+                    None => Side::Open,
+                },
+            );
+        }
         self.poly.side(cid, side, &mut self.buf);
         for i in 0..self.buf.len() {
             let f = self.buf[i];
             let (a, b) = self.poly.ends(&f);
-            let back = match closure {
-                Some(c) => c.reaches(b, a),
-                None => self.dag.reaches(b, a, self.budget)?.is_some(),
-            };
-            if back {
-                return Ok(Side::Blocked(f));
+            if let Some(path) = self.dag.reaches(b, a, self.budget)? {
+                return Ok(Side::Blocked(f, path));
             }
         }
         Ok(Side::Open)
@@ -99,12 +128,11 @@ impl Solver<'_> {
     /// A side of `cid` whose edges all run forward in the current
     /// topological order: taking it needs no search and closes no cycle.
     fn forward_side(&mut self, cid: u32) -> Option<u8> {
+        let dag = &self.dag;
         (0..2u8).find(|&side| {
-            self.poly.side(cid, side, &mut self.buf);
-            self.buf.iter().all(|f| {
-                let (a, b) = self.poly.ends(f);
-                self.dag.before(a, b)
-            })
+            self.poly
+                .side_find(cid, side, |_, (a, b)| !dag.before(a, b))
+                .is_none()
         })
     }
 
@@ -122,9 +150,11 @@ impl Solver<'_> {
         why: Why,
         closure: Option<&Closure>,
     ) -> Step<Result<(), Conflict>> {
-        let mut facts = Vec::new();
+        // The buffer is lent out while edges go in (no allocation per side).
+        let mut facts = std::mem::take(&mut self.buf);
         self.poly.side(cid, side, &mut facts);
-        for f in facts {
+        let mut out = Ok(Ok(()));
+        for &f in &facts {
             let (from, to) = self.poly.ends(&f);
             if closure.is_some_and(|c| from != to && c.reaches(from, to)) {
                 continue;
@@ -135,21 +165,21 @@ impl Solver<'_> {
                 fact: f,
                 why,
             };
-            if let Err(c) = self.dag.add(e, self.budget)? {
-                return Ok(Err(c));
+            match self.dag.add(e, self.budget) {
+                Ok(Ok(())) => {}
+                other => {
+                    out = other;
+                    break;
+                }
             }
         }
-        Ok(Ok(()))
+        self.buf = facts;
+        out
     }
 
-    /// Prunes `open` to a fixpoint; resolved constraints are removed from it
-    /// (and recorded in `resolved` for undo, if given).
-    fn propagate(
-        &mut self,
-        open: &mut Vec<u32>,
-        removed: &mut Vec<u32>,
-        snapshot: bool,
-    ) -> Step<Result<(), Conflict>> {
+    /// Prunes `open` to a fixpoint (or until a pass resolves under 1 % of
+    /// a large set); resolved constraints are removed from it.
+    fn propagate(&mut self, open: &mut Vec<u32>) -> Step<Result<(), Conflict>> {
         loop {
             let mut changed = false;
             let start = open.len();
@@ -158,7 +188,7 @@ impl Solver<'_> {
             // prunes less than a DFS would, never wrongly; a pass that
             // changes nothing had the exact relation, so the fixpoint is
             // the same.
-            let closure = if snapshot && open.len() >= CLOSURE_MIN {
+            let closure = if open.len() >= CLOSURE_MIN {
                 self.dag.closure(self.budget)?
             } else {
                 None
@@ -167,9 +197,9 @@ impl Solver<'_> {
             while i < open.len() {
                 let cid = open[i];
                 let forced = match self.blocked(cid, 0, closure.as_ref())? {
-                    Side::Blocked(f) => Some((1, f)),
+                    Side::Blocked(f, _) => Some((1, f)),
                     Side::Open => match self.blocked(cid, 1, closure.as_ref())? {
-                        Side::Blocked(f) => Some((0, f)),
+                        Side::Blocked(f, _) => Some((0, f)),
                         Side::Open => None,
                     },
                 };
@@ -184,7 +214,7 @@ impl Solver<'_> {
                     None => false,
                 };
                 if done {
-                    removed.push(open.swap_remove(i));
+                    open.swap_remove(i);
                     changed = true;
                 } else {
                     i += 1;
@@ -284,77 +314,177 @@ impl Solver<'_> {
         (out, free_sides)
     }
 
-    /// DPLL over one component.
-    fn search(&mut self, comp: Vec<u32>) -> Step<Result<(), Conflict>> {
-        // Frame: (constraint, side taken (+2 once both were tried), edges
-        // before, constraints resolved before). Resolved constraints are
-        // trailed in `removed` and put back on backtracking.
-        let mut frames: Vec<(u32, u8, usize, usize)> = Vec::new();
+    /// How far `side` of `cid` runs against the current topological order:
+    /// (edges running backward, total positions they run back). The search
+    /// takes the side that moves the order least first.
+    fn backwardness(&self, cid: u32, side: u8) -> (usize, u64) {
+        let mut n = 0;
+        let mut dist = 0u64;
+        self.poly.side_find(cid, side, |_, (a, b)| {
+            let (oa, ob) = (self.dag.pos(a), self.dag.pos(b));
+            if oa > ob {
+                n += 1;
+                dist += u64::from(oa - ob);
+            }
+            false
+        });
+        (n, dist)
+    }
+
+    /// DPLL over one component, deciding only *hard* constraints: those
+    /// with no side running forward in the current topological order.
+    /// Once every open constraint has a forward side, taking all those
+    /// sides at once keeps the order topological (no cycle), so they are
+    /// never decided one by one: a greedy early choice of such a side
+    /// could only block a hard constraint later.
+    ///
+    /// A hard constraint is checked when picked (lazy propagation): a side
+    /// with an edge `a → b` where `b ⇝ a` forces the other, both blocked
+    /// is a conflict; otherwise the side that moves the order least is
+    /// tried first.
+    ///
+    /// Backtracking is conflict-directed (backjumping): every edge belongs
+    /// to the decision level it was added at, a conflict blames the levels
+    /// of the edges on its cycle(s), and the search returns to the newest
+    /// blamed decision, skipping the ones in between (they took no part).
+    /// An edge forced at a level is blamed on that level, which is at
+    /// least as new as its real reasons: the jump is never too far. A
+    /// decision whose both sides failed passes the union of both blames
+    /// (minus itself) further down.
+    pub(crate) fn search(&mut self, comp: Vec<u32>) -> Step<Result<(), Conflict>> {
+        let mut frames: Vec<Frame> = Vec::new();
         let mut open = comp;
         let mut removed: Vec<u32> = Vec::new();
-        loop {
-            // A decision adds a few edges: a snapshot per decision costs
-            // more than the DFS questions it saves, unless the component
-            // is large (thousands of questions a pass).
-            let big = open.len() >= SEARCH_CLOSURE_MIN;
-            let mut res = self.propagate(&mut open, &mut removed, big)?;
-            if res.is_ok() {
-                // Decide every constraint that has a side agreeing with the
-                // current order (phase = the order: no edge moves it), then
-                // one that has none.
-                let mut i = 0;
-                while i < open.len() {
-                    let cid = open[i];
-                    if let Some(side) = self.forward_side(cid) {
-                        self.stats.decisions += 1;
-                        frames.push((cid, side, self.dag.edges.len(), removed.len()));
-                        removed.push(open.swap_remove(i));
-                        res = self.apply(cid, side, Why::Decided)?;
-                        if res.is_err() {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
+        // Scan cursor and how many open constraints in a row were found to
+        // have a forward side (all of them: done).
+        let mut i = 0usize;
+        let mut streak = 0usize;
+        while !open.is_empty() && streak < open.len() {
+            if i >= open.len() {
+                i = 0;
+            }
+            let cid = open[i];
+            if self.forward_side(cid).is_some() {
+                i += 1;
+                streak += 1;
+                continue;
+            }
+            streak = 0;
+            removed.push(open.swap_remove(i));
+            // The path that blocked a side, blamed along with the conflict
+            // if the other side fails too.
+            let (res, reason) = match (self.blocked(cid, 0, None)?, self.blocked(cid, 1, None)?) {
+                // Adding the other side closes the cycle its edge would.
+                (Side::Blocked(f, p), _) => (self.apply(cid, 1, Why::Forced { blocked: f })?, p),
+                (Side::Open, Side::Blocked(f, p)) => {
+                    (self.apply(cid, 0, Why::Forced { blocked: f })?, p)
                 }
-            }
-            if res.is_ok() {
-                let Some(&cid) = open.first() else {
-                    return Ok(Ok(()));
-                };
-                self.stats.decisions += 1;
-                frames.push((cid, 0, self.dag.edges.len(), removed.len()));
-                removed.push(open.swap_remove(0));
-                res = self.apply(cid, 0, Why::Decided)?;
-            }
-            while let Err(conflict) = res {
+                (Side::Open, Side::Open) => {
+                    let side = u8::from(self.backwardness(cid, 1) < self.backwardness(cid, 0));
+                    self.stats.decisions += 1;
+                    frames.push(Frame {
+                        cid,
+                        side,
+                        flipped: false,
+                        edges: self.dag.edges.len(),
+                        removed: removed.len() - 1,
+                        blame: Vec::new(),
+                    });
+                    (self.apply(cid, side, Why::Decided)?, Vec::new())
+                }
+            };
+            let Err(conflict) = res else { continue };
+            let mut blame = levels(&frames, reason.iter().chain(&conflict.path));
+            // The new edge is on the cycle too: it is at the newest level.
+            blame.push(frames.len() as u32);
+            let mut conflict = conflict;
+            loop {
                 self.stats.conflicts += 1;
                 if self.stats.conflicts > self.max_conflicts {
                     self.gave_up = true;
                     return Err(Exhausted);
                 }
-                while frames.last().is_some_and(|f| f.1 >= 2) {
-                    frames.pop();
+                // The newest blamed level; 0 is the known graph: unsat.
+                let target = blame.iter().copied().max().unwrap_or(0);
+                if target == 0 {
+                    return Ok(Err(conflict));
                 }
-                let Some((cid, side, len, before)) = frames.pop() else {
+                frames.truncate(target as usize);
+                let Some(f) = frames.last_mut() else {
                     return Ok(Err(conflict));
                 };
-                self.dag.truncate(len);
+                blame.retain(|&l| l != target);
+                if f.flipped {
+                    // Both sides failed: blame both sides' reasons.
+                    blame.append(&mut f.blame);
+                    blame.sort_unstable();
+                    blame.dedup();
+                    frames.pop();
+                    continue;
+                }
+                f.flipped = true;
+                f.side = 1 - f.side;
+                blame.sort_unstable();
+                blame.dedup();
+                f.blame = std::mem::take(&mut blame);
+                let (cid, side, edges, before) = (f.cid, f.side, f.edges, f.removed);
+                self.dag.truncate(edges);
                 while removed.len() > before {
                     if let Some(c) = removed.pop() {
                         open.push(c);
                     }
                 }
-                // 2 + side marks a frame whose both cases were tried.
-                let other = 1 - side;
-                frames.push((cid, 2 + other, len, removed.len()));
                 if let Some(p) = open.iter().position(|&c| c == cid) {
                     removed.push(open.swap_remove(p));
                 }
-                res = self.apply(cid, other, Why::Flipped)?;
+                match self.apply(cid, side, Why::Flipped)? {
+                    Ok(()) => break,
+                    Err(c) => {
+                        blame = levels(&frames, c.path.iter());
+                        blame.push(frames.len() as u32);
+                        conflict = c;
+                    }
+                }
+            }
+            streak = 0;
+        }
+        // Every open constraint has a forward side: take them all.
+        for cid in std::mem::take(&mut open) {
+            let side = self.forward_side(cid).unwrap_or(0);
+            if let Err(c) = self.apply(cid, side, Why::Decided)? {
+                return Ok(Err(c));
             }
         }
+        Ok(Ok(()))
     }
+}
+
+/// A decision of the search.
+struct Frame {
+    cid: u32,
+    /// The side taken now.
+    side: u8,
+    /// Whether this is the second side tried.
+    flipped: bool,
+    /// Edges in the graph before the decision.
+    edges: usize,
+    /// Resolved constraints before the decision.
+    removed: usize,
+    /// For a flipped decision: the levels the first side's failure blamed,
+    /// other than this one.
+    blame: Vec<u32>,
+}
+
+/// The decision levels (1-based frame numbers; 0 = before any decision)
+/// the edges `ids` were added at.
+fn levels<'a>(frames: &[Frame], ids: impl Iterator<Item = &'a u32>) -> Vec<u32> {
+    let mut out: Vec<u32> = ids
+        .map(|&e| frames.partition_point(|f| f.edges <= e as usize) as u32)
+        .filter(|&l| l > 0)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// Runs the whole pipeline; on `Sat` the returned `Dag` holds the witness.
@@ -398,15 +528,8 @@ pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
     let mut restarts = 0;
     let mut last = None;
     for (hint, max_conflicts) in attempts {
-        let mut s = Solver {
-            poly,
-            dag: Dag::new(hint),
-            budget,
-            buf: Vec::new(),
-            stats: Stats { restarts, ..base },
-            max_conflicts,
-            gave_up: false,
-        };
+        let mut s = Solver::new(poly, Dag::new(hint), budget, max_conflicts);
+        s.stats = Stats { restarts, ..base };
         let r = run(&mut s);
         let out = match r {
             Ok(Ok(())) => Solved::Sat,
@@ -443,7 +566,7 @@ fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
         }
     }
     let mut open: Vec<u32> = (0..s.poly.constraints.len() as u32).collect();
-    if let Err(c) = s.propagate(&mut open, &mut Vec::new(), true)? {
+    if let Err(c) = s.propagate(&mut open)? {
         return Ok(Err(c));
     }
     s.stats.after_pruning = open.len();
