@@ -49,6 +49,10 @@ use store::{Key, MicroOp};
 /// unsynced (so up to `SYNC_EVERY - 1` acknowledged entries are volatile).
 pub const SYNC_EVERY: u64 = 8;
 
+/// `skewed-read`: how long (true time) versions stay readable by a clock
+/// set back later (a read further back than that may see nothing).
+pub const SKEW_RETENTION_US: i64 = 60_000_000;
+
 /// A transaction of the cluster: run by the engine (through the majority)
 /// or by one node alone (a bug mode's local transaction).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -497,9 +501,15 @@ impl Cluster {
     /// transaction may still read or fall back to.
     fn prune_bounds(&self, now_us: i64) -> (u64, i64) {
         let synced = self.nodes.iter().map(|n| n.synced).min().unwrap_or(0);
-        let skew = self.nodes.iter().map(|n| n.offset_us.min(0)).min().unwrap_or(0);
         let mut idx = synced;
-        let mut wall = now_us.saturating_add(skew);
+        // Only skewed-read reads by wall time; a clock may be set back
+        // later, so keep a window of the past.
+        let mut wall = if self.mode == SimMode::SkewedRead {
+            let skew = self.nodes.iter().map(|n| n.offset_us.min(0)).min().unwrap_or(0);
+            now_us.saturating_add(skew).saturating_sub(SKEW_RETENTION_US)
+        } else {
+            i64::MAX
+        };
         for t in self.local_txns.values() {
             idx = idx.min(t.applied);
             if let Some(w) = t.wall_us {

@@ -20,6 +20,7 @@ pub mod cluster;
 mod database;
 pub mod driver;
 pub mod engine;
+pub mod faulted;
 pub mod instant;
 mod process;
 pub mod replicated;
