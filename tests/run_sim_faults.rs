@@ -162,7 +162,14 @@ fn sim_faults_it_cannot_honour_are_refused_by_name() {
             "--sim-replicas 0: give 1 to 9",
         ),
         (
-            &["--db", "sim", "--sim-replicas", "1", "--nemesis", "partition"],
+            &[
+                "--db",
+                "sim",
+                "--sim-replicas",
+                "1",
+                "--nemesis",
+                "partition",
+            ],
             "nothing to partition",
         ),
     ];

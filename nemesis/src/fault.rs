@@ -206,6 +206,12 @@ impl Nemesis {
         self
     }
 
+    /// The simulated network, when the nodes are simulated (a clock fault
+    /// sets offsets there instead of writing libfaketime control files).
+    pub fn simulated_network(&self) -> Option<Arc<dyn crate::simulated::SimulatedNetwork>> {
+        self.simulated.clone()
+    }
+
     /// The process capability, if the database has one.
     pub fn process(&self) -> Option<Arc<dyn Process>> {
         self.process.clone()

@@ -51,7 +51,6 @@ const CAUSAL_GAP_PROBABILITY: f64 = 0.3;
 /// The session of a transaction begun without one ([`Engine::begin`]).
 const NO_SESSION: u64 = u64::MAX;
 
-
 #[derive(Debug)]
 struct Txn {
     start_ts: u64,
@@ -252,8 +251,6 @@ impl Engine {
                         let ts = self.clock.saturating_sub(lag);
                         with_own_writes(ks.at(ts).clone(), k, &txn.writes)?
                     }
-                    // The replication bug modes run as serializable here
-                    // (`SimMode::engine_mode`): their bug is in the cluster.
                     SimMode::Serializable
                     | SimMode::ReadCommitted
                     | SimMode::TornCommit
@@ -414,6 +411,7 @@ impl Engine {
         let Some(txn) = self.txns.get(&id) else {
             return Err(SimError::UnknownTxn(id.0));
         };
+        // Replication bug modes run as serializable (`SimMode::engine_mode`).
         match self.mode {
             SimMode::Serializable
             | SimMode::LocalAck

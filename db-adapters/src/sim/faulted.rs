@@ -235,7 +235,8 @@ impl Run {
                 let offset = if start { *offset_ms } else { 0 };
                 for n in nodes {
                     if let Some(i) = index(&self.cluster, n) {
-                        self.cluster.set_clock_offset(i, offset.saturating_mul(1000));
+                        self.cluster
+                            .set_clock_offset(i, offset.saturating_mul(1000));
                     }
                 }
                 let value = Data::Map(
@@ -298,13 +299,14 @@ impl Run {
             let open: Vec<usize> = (0..self.slots.len())
                 .filter(|&i| self.slots[i].open.is_some())
                 .collect();
-            let can_start = !exhausted
-                && limit.is_none_or(|l| invoked < l)
-                && open.len() < self.slots.len();
+            let can_start =
+                !exhausted && limit.is_none_or(|l| invoked < l) && open.len() < self.slots.len();
             if open.is_empty() && !can_start {
                 return;
             }
-            let choice = self.rng.random_range(0..open.len() + usize::from(can_start));
+            let choice = self
+                .rng
+                .random_range(0..open.len() + usize::from(can_start));
             if let Some(&thread) = open.get(choice) {
                 if let Some(event) = self.step(thread) {
                     let ctx = self.ctx();
@@ -320,7 +322,12 @@ impl Run {
                     let t = thread.0;
                     if t < self.slots.len() && self.slots[t].open.is_none() {
                         invoked += 1;
-                        let op = Op::txn(0, OpType::Invoke, self.slots[t].process, invocation.value.clone());
+                        let op = Op::txn(
+                            0,
+                            OpType::Invoke,
+                            self.slots[t].process,
+                            invocation.value.clone(),
+                        );
                         self.record(op);
                         self.slots[t].open = Some(Open {
                             txn: None,
@@ -351,7 +358,9 @@ impl Run {
             }
             Some(t) if open.done.len() < open.invoked.len() => {
                 let mop = &open.invoked[open.done.len()];
-                self.cluster.execute(node, t, mop).map(|m| open.done.push(m))
+                self.cluster
+                    .execute(node, t, mop)
+                    .map(|m| open.done.push(m))
             }
             Some(t) => {
                 return Some(match self.cluster.commit(node, t, now) {

@@ -27,9 +27,9 @@ pub mod replicated;
 mod value;
 
 pub use client::{SimClient, SimFactory};
+pub use database::{Sim, sim_mode};
 pub use process::SimFaults;
 pub use replicated::{ReplicatedFactory, replica_names};
-pub use database::{Sim, sim_mode};
 
 /// Transactions in a `harness run --db sim` main phase when `--ops` is not
 /// given. The simulator answers in microseconds: unbounded, a 30 s run made

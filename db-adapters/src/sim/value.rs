@@ -89,7 +89,6 @@ pub(crate) enum Write {
     Put(Val),
 }
 
-
 /// A key in the engine: its committed versions, and its lock.
 #[derive(Debug, Default)]
 pub(crate) struct KeyState {
