@@ -48,6 +48,21 @@ fn sim_faults(name: &str, args: &[&str]) -> (Option<i32>, Vec<String>, Vec<Strin
         ops.iter().all(|o| o["error"].is_null()),
         "every fault applied: {ops:?}"
     );
+    // Nothing is left down or cut off: after the last nemesis op (the
+    // heal) no transaction fails.
+    let all: Vec<serde_json::Value> = history_text(&dir)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let healed = all
+        .iter()
+        .rposition(|o| o["process"] == "nemesis")
+        .unwrap_or(0);
+    let late_fails: Vec<_> = all[healed..]
+        .iter()
+        .filter(|o| o["type"] == "fail" && o["error"] == "unavailable")
+        .collect();
+    assert!(late_fails.is_empty(), "after the heal: {late_fails:?}");
     let fs: Vec<String> = ops
         .iter()
         .filter(|o| o["type"] == "info")

@@ -158,8 +158,7 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
         // A throwaway local server (no --url): kill and pause its
         // processes by pid, without root; network faults need nodes.
         let local_server = args.db.placement() == Placement::UrlOrNodes && args.url.is_none();
-        // Simulated replicas (--db sim --sim-replicas): every fault the
-        // simulator models, in the process.
+        // Simulated replicas (--sim-replicas): the faults the simulator models.
         let simulated = args.sim_replicas.is_some() && args.db.has_bug_modes();
         if simulated {
             if let Some(k) = kinds.iter().find(|k| !simulated_fault(**k)) {
@@ -442,9 +441,8 @@ fn simulated_fault(k: FaultKind) -> bool {
     )
 }
 
-/// The nemesis of simulated nodes (`--db sim --sim-replicas`): their
-/// kills and pauses go to `faults.process`, their partitions (and clock
-/// resets on heal) to `faults.network`; nothing runs outside the process.
+/// The nemesis of simulated nodes (`--sim-replicas`): kills and pauses go to
+/// `faults.process`, partitions and clocks to `faults.network`, in process.
 pub fn simulated_nemesis(
     nodes: &[Node],
     faults: db_adapters::client::InProcessFaults,
