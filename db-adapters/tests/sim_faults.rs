@@ -313,3 +313,59 @@ fn a_node_with_a_slow_clock_reads_the_past_only_in_skewed_read() {
         assert_eq!(read(&mut c, 1, 1, 3_000).unwrap(), list(&[1, 2]), "{mode}");
     }
 }
+
+#[test]
+fn local_ack_writes_of_a_cut_off_node_are_dropped_when_it_rejoins() {
+    let SimFault::Partition(g) = isolate_s1() else {
+        unreachable!()
+    };
+    let mut c = cluster(SimMode::LocalAck);
+    append(&mut c, 1, 1, 1).unwrap();
+    c.partition(&g).unwrap();
+    append(&mut c, 1, 1, 2).unwrap();
+    // s1 acknowledges alone, and reads its own stale replica plus that write.
+    append(&mut c, 0, 1, 3).unwrap();
+    assert_eq!(read(&mut c, 0, 1, 0).unwrap(), list(&[1, 3]));
+    assert_eq!(read(&mut c, 2, 1, 0).unwrap(), list(&[1, 2]));
+    c.heal_network();
+    assert_eq!(read(&mut c, 0, 1, 0).unwrap(), list(&[1, 2]));
+    assert_eq!(c.stats().local_commits, 1);
+    assert_eq!(c.stats().dropped_local_writes, 1);
+    // The correct mode refuses instead.
+    let mut c = cluster(SimMode::Serializable);
+    c.partition(&g).unwrap();
+    assert!(matches!(
+        append(&mut c, 0, 1, 3),
+        Err(SimError::Unavailable { .. })
+    ));
+}
+
+#[test]
+fn a_kill_aborts_the_nodes_transactions_and_a_lost_quorum_makes_commit_uncertain() {
+    let mut c = cluster(SimMode::Serializable);
+    let t = c.begin(0, 0, false, 0).unwrap();
+    c.execute(0, t, &MicroOp::Append(key(1), Val::int(1)))
+        .unwrap();
+    c.kill(0);
+    let e = c.commit(0, t, 0).unwrap_err();
+    assert!(
+        matches!(e, SimError::Unavailable { .. }) && e.is_definite(),
+        "{e:?}"
+    );
+    c.start(0);
+    assert_eq!(read(&mut c, 0, 1, 0).unwrap(), ReadValue::Nil);
+    // s2 and s3 go down while s1's commit is in flight: outcome unknown.
+    let t = c.begin(0, 0, false, 0).unwrap();
+    c.execute(0, t, &MicroOp::Append(key(1), Val::int(2)))
+        .unwrap();
+    c.kill(1);
+    c.kill(2);
+    let e = c.commit(0, t, 0).unwrap_err();
+    assert!(
+        matches!(e, SimError::CommitUncertain { .. }) && !e.is_definite(),
+        "{e:?}"
+    );
+    c.start(1);
+    c.start(2);
+    assert_eq!(read(&mut c, 0, 1, 0).unwrap(), ReadValue::Nil);
+}
