@@ -1,7 +1,7 @@
 //! Databases on nodes for a run: reaching the nodes, the database
 //! lifecycle around the run (setup on every node, log collection, teardown),
-//! the nemesis task that injects faults during the main phase, and the heal
-//! hook the runner calls after it.
+//! the nemesis task that injects faults during the main phase (also on a
+//! local server or the simulator's replicas), and the heal hook.
 //!
 //! Key decisions: every node is connected to (and every login checked)
 //! before anything else, so an unreachable node is reported by name with

@@ -5,7 +5,9 @@
 //! removes the jump and the chain and nothing else, so it never touches
 //! rules harness did not write, and it is idempotent (it runs at the start
 //! of every run to clear rules left by a crashed one). Kill and pause go
-//! through the database's [`Process`].
+//! through the database's [`Process`]. On simulated nodes
+//! ([`Nemesis::with_simulated_network`]) partitions are calls into the
+//! simulator ([`crate::simulated`]), and a heal also resets their clocks.
 
 use crate::Node;
 use crate::durability::{self, DurabilityFault};

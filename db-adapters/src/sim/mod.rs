@@ -5,7 +5,11 @@
 //! clock, randomness only from a seed), the deterministic history driver
 //! [`driver::simulate`], and the [`client::SimFactory`] the runner uses as
 //! `--db sim`; and [`instant`], a client that answers at once (the runner's
-//! benchmark).
+//! benchmark). With `--sim-replicas N`: [`cluster`] (N simulated nodes
+//! replicating the engine, with partitions, kills, pauses and clock offsets
+//! that need no root), its runner client [`replicated`] and the nemesis'
+//! hooks [`SimFaults`], and [`faulted`], a deterministic driver with a fault
+//! schedule.
 //!
 //! Key decision: the engine runs one micro-op at a time and the caller
 //! decides the interleaving, so the same engine serves a fully deterministic
