@@ -62,9 +62,17 @@ pub struct RunArgs {
     /// non-monotonic-read (reads a random recent version: breaks read
     /// committed), torn-commit (a commit's keys become visible one by one:
     /// breaks read atomic), causal-gap (snapshots miss some commits of
-    /// other sessions: breaks causal, not read atomic).
+    /// other sessions: breaks causal, not read atomic); with
+    /// --sim-replicas: local-ack (a node cut off from the majority serves
+    /// and acknowledges alone), lose-unsynced (a kill loses acknowledged
+    /// writes not yet synced), skewed-read (reads by the node's own clock).
     #[arg(long, help_heading = "Database")]
     pub sim_bug: Option<String>,
+    /// With --db sim: N simulated replicas (nodes s1…sN) in the process; a
+    /// commit needs a majority; --nemesis partition, kill, pause (and the
+    /// choreographies) act on them without root.
+    #[arg(long, value_name = "N", help_heading = "Database")]
+    pub sim_replicas: Option<usize>,
     /// The workload and its knobs.
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -380,6 +388,7 @@ impl RunArgs {
             local: self.local,
             version_order: self.version_order.parse().map_err(anyhow::Error::msg)?,
             sim_bug: parse_opt("--sim-bug", self.sim_bug.as_deref())?,
+            sim_replicas: self.sim_replicas,
             workload,
             workload_overrides: self.workload.overrides(),
             seed: self.workload.seed,

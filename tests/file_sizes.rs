@@ -69,10 +69,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "the PG-wire transaction loop, its factory, PgWireDb and in-transaction certificate reads",
     ),
     (
-        "db-adapters/src/sim/engine.rs",
-        "one state machine per isolation and bug mode over one store",
-    ),
-    (
         "tests/check_cli.rs",
         "end-to-end cases of one command sharing one set of helpers",
     ),

@@ -129,6 +129,22 @@ pub trait ClientFactory: Send + Sync {
     fn finish(&self) -> BoxFuture<'_, Result<(), ClientError>> {
         Box::pin(async { Ok(()) })
     }
+
+    /// The faults of a database whose nodes live in this process (the
+    /// simulator's replicas): `None` (the default) for a real database,
+    /// whose faults go through its nodes or its local server.
+    fn in_process_faults(&self) -> Option<InProcessFaults> {
+        None
+    }
+}
+
+/// Kill/pause and the network of nodes simulated in this process
+/// ([`ClientFactory::in_process_faults`]).
+pub struct InProcessFaults {
+    /// Kill, start, pause and resume of a node.
+    pub process: std::sync::Arc<dyn nemesis::process::Process>,
+    /// Partitions and clocks.
+    pub network: std::sync::Arc<dyn nemesis::simulated::SimulatedNetwork>,
 }
 
 #[cfg(test)]

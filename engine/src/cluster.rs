@@ -1,7 +1,7 @@
 //! Databases on nodes for a run: reaching the nodes, the database
 //! lifecycle around the run (setup on every node, log collection, teardown),
-//! the nemesis task that injects faults during the main phase, and the heal
-//! hook the runner calls after it.
+//! the nemesis task that injects faults during the main phase (also on a
+//! local server or the simulator's replicas), and the heal hook.
 //!
 //! Key decisions: every node is connected to (and every login checked)
 //! before anything else, so an unreachable node is reported by name with
@@ -20,7 +20,7 @@ use nemesis::fault::Nemesis as FaultNemesis;
 use nemesis::node::{parse_node_list, parse_nodes_file};
 use nemesis::package::{self, Plan};
 use nemesis::remote::{Remote, SshConfig, SshRemote};
-use nemesis::schedule::Recorder;
+use nemesis::schedule::{FaultKind, Recorder};
 use nemesis::testbed::Testbed;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -158,12 +158,22 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
         // A throwaway local server (no --url): kill and pause its
         // processes by pid, without root; network faults need nodes.
         let local_server = args.db.placement() == Placement::UrlOrNodes && args.url.is_none();
-        if let Some(k) = kinds.iter().find(|k| !local_server || k.needs_network()) {
+        // Simulated replicas (--sim-replicas): the faults the simulator models.
+        let simulated = args.sim_replicas.is_some() && args.db.has_bug_modes();
+        if simulated {
+            if let Some(k) = kinds.iter().find(|k| !simulated_fault(**k)) {
+                anyhow::bail!(
+                    "--nemesis {k}: not simulated; --db sim --sim-replicas simulates partition, kill, pause, part-kill and pause-kill"
+                );
+            }
+        } else if let Some(k) = kinds.iter().find(|k| !local_server || k.needs_network()) {
             anyhow::bail!(
                 "--nemesis {k} needs a database on --nodes ({}){}",
                 names_where(|k| k.placement() != Placement::Embedded),
                 if local_server {
                     "; on the local server only kill, pause and pause-kill"
+                } else if args.db.has_bug_modes() {
+                    "; --db sim simulates nodes with --sim-replicas N"
                 } else {
                     ""
                 }
@@ -417,6 +427,33 @@ pub fn nemesis_for(
         }
         _ => Box::new(runner::NoNemesis),
     })
+}
+
+/// Whether the simulator's replicas model fault package `k`.
+fn simulated_fault(k: FaultKind) -> bool {
+    matches!(
+        k,
+        FaultKind::Partition
+            | FaultKind::Kill
+            | FaultKind::Pause
+            | FaultKind::PartKill
+            | FaultKind::PauseKill
+    )
+}
+
+/// The nemesis of simulated nodes (`--sim-replicas`): kills and pauses go to
+/// `faults.process`, partitions and clocks to `faults.network`, in process.
+pub fn simulated_nemesis(
+    nodes: &[Node],
+    faults: db_adapters::client::InProcessFaults,
+) -> Arc<FaultNemesis> {
+    let remotes = nodes
+        .iter()
+        .map(|n| Arc::new(nemesis::remote::LocalRemote::new(n.clone())) as Arc<dyn Remote>)
+        .collect();
+    Arc::new(
+        FaultNemesis::new(remotes, Some(faults.process)).with_simulated_network(faults.network),
+    )
 }
 
 /// The nemesis of a throwaway local server: one node (`local`) whose

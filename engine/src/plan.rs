@@ -49,10 +49,17 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     let isolation = args.isolation;
     // Databases on nodes (galera, mariadb, postgres with --nodes).
     let on_nodes = crate::cluster::plan_nodes(args)?;
-    let nodes = on_nodes.clone().unwrap_or_else(|| vec![Node::local()]);
+    let nodes = match (&on_nodes, args.sim_replicas) {
+        (Some(n), _) => n.clone(),
+        (None, Some(r)) => sim_nodes(args, r)?,
+        (None, None) => vec![Node::local()],
+    };
+    // Simulated replicas are one database to its clients: a single
+    // serializable store, strict serializable as one server is.
+    let logical_nodes = if on_nodes.is_some() { nodes.len() } else { 1 };
     let expected = match args.expected {
         Some(m) => m,
-        None => default_model(isolation, nodes.len()),
+        None => default_model(isolation, logical_nodes),
     };
     let wcfg = workload_config(&args.workload_overrides)?;
     let concurrency = args
@@ -154,6 +161,23 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     })
 }
 
+/// The most simulated replicas `--sim-replicas` takes.
+const MAX_SIM_REPLICAS: usize = 9;
+
+/// The nodes of `--sim-replicas r`: `s1`…`sr`, simulated in the process.
+fn sim_nodes(args: &RunSpec, r: usize) -> anyhow::Result<Vec<Node>> {
+    if !args.db.has_bug_modes() {
+        bail!("--sim-replicas applies to --db sim only");
+    }
+    if !(1..=MAX_SIM_REPLICAS).contains(&r) {
+        bail!("--sim-replicas {r}: give 1 to {MAX_SIM_REPLICAS} replicas");
+    }
+    Ok(db_adapters::sim::replica_names(r)
+        .into_iter()
+        .map(|n| Node::new(n.clone(), n))
+        .collect())
+}
+
 /// A seed from the clock (nanoseconds since the epoch), when none is given.
 pub fn clock_seed() -> u64 {
     SystemTime::now()
@@ -217,6 +241,7 @@ pub(crate) fn db_settings(
         dir: dir.to_path_buf(),
         op_timeout: args.limits.op_timeout,
         sim_bug: args.sim_bug,
+        sim_replicas: args.sim_replicas.unwrap_or(0),
         seed,
         jepsen: match args.workload {
             WorkloadKind::Jepsen(w) => Some(w),

@@ -237,9 +237,18 @@ async fn execute(
             },
             (None, _) => None,
         };
-        plan.db
+        let factory = plan
+            .db
             .client_factory(&settings, url.as_deref())
-            .map_err(anyhow::Error::msg)?
+            .map_err(anyhow::Error::msg)?;
+        // Simulated nodes: their faults are calls into the simulator.
+        if !args.faults.faults.is_empty()
+            && local_nemesis.is_none()
+            && let Some(f) = factory.in_process_faults()
+        {
+            local_nemesis = Some(crate::cluster::simulated_nemesis(&plan.nodes, f));
+        }
+        factory
     };
     let outcome = run_with(
         args,

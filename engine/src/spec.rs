@@ -40,6 +40,9 @@ pub struct RunSpec {
     pub version_order: VersionOrder,
     /// A simulator bug mode replacing `isolation` (`--sim-bug`).
     pub sim_bug: Option<SimMode>,
+    /// Simulated replicas of `--db sim` (`--sim-replicas`; `None`: one
+    /// simulated store, no nodes).
+    pub sim_replicas: Option<usize>,
     /// The workload.
     pub workload: WorkloadKind,
     /// Overrides of the workload's defaults.

@@ -5,7 +5,9 @@
 //! removes the jump and the chain and nothing else, so it never touches
 //! rules harness did not write, and it is idempotent (it runs at the start
 //! of every run to clear rules left by a crashed one). Kill and pause go
-//! through the database's [`Process`].
+//! through the database's [`Process`]. On simulated nodes
+//! ([`Nemesis::with_simulated_network`]) partitions are calls into the
+//! simulator ([`crate::simulated`]), and a heal also resets their clocks.
 
 use crate::Node;
 use crate::durability::{self, DurabilityFault};
@@ -131,6 +133,8 @@ pub struct Nemesis {
     process: Option<Arc<dyn Process>>,
     active: Mutex<Active>,
     command_timeout: Duration,
+    /// Partitions and clocks of simulated nodes (no iptables, no remotes).
+    simulated: Option<Arc<dyn crate::simulated::SimulatedNetwork>>,
 }
 
 fn join_errors(mut errs: Vec<FaultError>) -> Result<(), FaultError> {
@@ -190,7 +194,24 @@ impl Nemesis {
             process,
             active: Mutex::new(Active::default()),
             command_timeout: Duration::from_secs(20),
+            simulated: None,
         }
+    }
+
+    /// Sends partitions (and clock resets on heal) to `net` instead of
+    /// running iptables on the remotes: the nodes are simulated.
+    pub fn with_simulated_network(
+        mut self,
+        net: Arc<dyn crate::simulated::SimulatedNetwork>,
+    ) -> Nemesis {
+        self.simulated = Some(net);
+        self
+    }
+
+    /// The simulated network, when the nodes are simulated (a clock fault
+    /// sets offsets there instead of writing libfaketime control files).
+    pub fn simulated_network(&self) -> Option<Arc<dyn crate::simulated::SimulatedNetwork>> {
+        self.simulated.clone()
     }
 
     /// The process capability, if the database has one.
@@ -311,6 +332,10 @@ impl Nemesis {
     }
 
     async fn partition(&self, g: &Grudge) -> Result<(), FaultError> {
+        if let Some(net) = &self.simulated {
+            self.lock().partitioned = true;
+            return net.partition(g).map_err(FaultError::UnknownNode);
+        }
         let mut plan: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
         for (node, drops) in g {
             self.remote(node)?;
@@ -348,6 +373,10 @@ impl Nemesis {
     /// Removes the rules of grudge `g` only (overlapping partitions of other
     /// packages stay in effect).
     async fn unpartition(&self, g: &Grudge) -> Result<(), FaultError> {
+        if let Some(net) = &self.simulated {
+            net.unpartition(g);
+            return Ok(());
+        }
         let mut set = JoinSet::new();
         for (node, drops) in g {
             let r = self.remote(node)?;
@@ -369,6 +398,12 @@ impl Nemesis {
     /// # Errors
     /// The nodes where the heal command could not run.
     pub async fn heal_partitions(&self) -> Result<(), FaultError> {
+        if let Some(net) = &self.simulated {
+            net.heal_network();
+            net.reset_clocks();
+            self.lock().partitioned = false;
+            return Ok(());
+        }
         let mut set = JoinSet::new();
         for r in &self.remotes {
             let r = r.clone();

@@ -40,6 +40,7 @@ pub mod process;
 pub mod remote;
 pub mod rng;
 pub mod schedule;
+pub mod simulated;
 pub mod target;
 pub mod testbed;
 

@@ -52,6 +52,8 @@ pub struct DbSettings {
     pub op_timeout: Duration,
     /// A simulator bug mode replacing `isolation`.
     pub sim_bug: Option<crate::sim::SimMode>,
+    /// Simulated replicas (`--sim-replicas`; 0: the single-node simulator).
+    pub sim_replicas: usize,
     /// The run's seed (the simulator's choices).
     pub seed: u64,
     /// A Jepsen workload's clients instead of the transactional ones

@@ -200,6 +200,7 @@ fn settings(a: &NewSqlSpec, url: Option<&str>) -> DbSettings {
         dir: PathBuf::from("unused"),
         op_timeout: Duration::from_secs(1),
         sim_bug: None,
+        sim_replicas: 0,
         seed: 0,
         jepsen: None,
     }

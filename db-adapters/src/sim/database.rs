@@ -1,8 +1,11 @@
 //! The simulator's catalog entry (`--db sim`): embedded, no SQL (no
 //! dialect, no range reads), bug modes (`--sim-bug`), every isolation
 //! level it models, and a default transaction limit ([`super::DEFAULT_OPS`]).
+//! With `--sim-replicas N` its factory is a [`super::ReplicatedFactory`]
+//! (simulated nodes `s1`…`sN` with in-process faults); the replication bug
+//! modes need it.
 
-use super::{SimFactory, SimMode};
+use super::{ReplicatedFactory, SimFactory, SimMode};
 use crate::catalog::{
     Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
     SqlDialect, check_reach_and_flags, no_local_server, not_on_nodes,
@@ -83,7 +86,19 @@ impl Database for Sim {
     }
     fn check_settings(&self, s: &DbSettings, nodes: Option<&[Node]>) -> Result<Isolation, String> {
         check_reach_and_flags(self, s, nodes.is_some())?;
-        sim_mode(s.sim_bug, s.isolation).map(|_| s.isolation)
+        let mode = sim_mode(s.sim_bug, s.isolation)?;
+        if mode.is_replicated_bug() && s.sim_replicas == 0 {
+            return Err(format!(
+                "--sim-bug {mode} is a bug of replication: give --sim-replicas N (3 is typical)"
+            ));
+        }
+        if s.sim_replicas > 0 && s.jepsen.is_some() {
+            return Err(
+                "--sim-replicas runs the transactional workloads (list-append, rw-register, register) only"
+                    .to_string(),
+            );
+        }
+        Ok(s.isolation)
     }
     fn client_nodes(&self, _newsql: &NewSqlSpec, nodes: Vec<Node>) -> Result<Vec<Node>, String> {
         Ok(nodes)
@@ -93,7 +108,13 @@ impl Database for Sim {
         s: &DbSettings,
         _url: Option<&str>,
     ) -> Result<Arc<dyn ClientFactory>, String> {
-        let sim = SimFactory::new(sim_mode(s.sim_bug, s.isolation)?, s.seed);
+        let mode = sim_mode(s.sim_bug, s.isolation)?;
+        if s.sim_replicas > 0 {
+            return ReplicatedFactory::new(mode, s.sim_replicas, s.seed)
+                .map(|f| Arc::new(f) as Arc<dyn ClientFactory>)
+                .map_err(|e| format!("--sim-replicas: {e}"));
+        }
+        let sim = SimFactory::new(mode, s.seed);
         Ok(match s.jepsen {
             // Every Jepsen workload, long-fork included, has its own client.
             Some(w) => Arc::new(crate::jepsen::sim::JepsenSimFactory::new(sim, w)),

@@ -5,11 +5,14 @@
 //! [`EngineOptions`]. Commit timestamps are a counter. What a read sees and
 //! what a commit checks depend on [`SimMode`] (see its variants).
 
+use super::value::{KeyState, NIL, Shape, Value, Write};
 use super::{SimError, SimMode};
 use rand::RngExt;
 use std::collections::{HashMap, VecDeque};
-use store::{Key, MicroOp, ReadValue, Val};
+use store::{Key, MicroOp};
 use workloads::rng::{SeededRng, seeded};
+
+mod recovery;
 
 /// An open transaction's id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -37,101 +40,6 @@ impl EngineOptions {
     }
 }
 
-/// A key's state: a list, a register, or nothing yet.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Value {
-    Nil,
-    List(Vec<Val>),
-    Reg(Val),
-}
-
-impl Value {
-    fn to_read(&self) -> ReadValue {
-        match self {
-            Value::Nil => ReadValue::Nil,
-            Value::List(l) => ReadValue::List(l.clone().into()),
-            Value::Reg(v) => ReadValue::Scalar(v.clone()),
-        }
-    }
-
-    fn apply(&mut self, key: &Key, w: &Write) -> Result<(), SimError> {
-        match (w, &mut *self) {
-            (Write::Append(v), Value::Nil) => *self = Value::List(vec![v.clone()]),
-            (Write::Append(v), Value::List(l)) => l.push(v.clone()),
-            (Write::Put(v), Value::Nil | Value::Reg(_)) => *self = Value::Reg(v.clone()),
-            (Write::Append(_), Value::Reg(_)) => {
-                return Err(SimError::TypeMismatch {
-                    f: "append",
-                    key: key.clone(),
-                    held: "register",
-                });
-            }
-            (Write::Put(_), Value::List(_)) => {
-                return Err(SimError::TypeMismatch {
-                    f: "w",
-                    key: key.clone(),
-                    held: "list",
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
-/// What a key holds, for type checks without copying values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shape {
-    Nil,
-    List,
-    Reg,
-}
-
-impl Shape {
-    fn of(v: &Value) -> Shape {
-        match v {
-            Value::Nil => Shape::Nil,
-            Value::List(_) => Shape::List,
-            Value::Reg(_) => Shape::Reg,
-        }
-    }
-
-    fn then(self, key: &Key, w: &Write) -> Result<Shape, SimError> {
-        match (w, self) {
-            (Write::Append(_), Shape::Nil | Shape::List) => Ok(Shape::List),
-            (Write::Put(_), Shape::Nil | Shape::Reg) => Ok(Shape::Reg),
-            (Write::Append(_), Shape::Reg) => Err(SimError::TypeMismatch {
-                f: "append",
-                key: key.clone(),
-                held: "register",
-            }),
-            (Write::Put(_), Shape::List) => Err(SimError::TypeMismatch {
-                f: "w",
-                key: key.clone(),
-                held: "list",
-            }),
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-enum Write {
-    Append(Val),
-    Put(Val),
-}
-
-#[derive(Debug, Default)]
-struct KeyState {
-    /// Committed versions, ascending commit timestamp; pruned to what open
-    /// snapshots can still see.
-    versions: Vec<(u64, Value)>,
-    /// read-uncommitted: the lock holder's in-place state.
-    dirty: Option<Value>,
-    /// The transaction holding the row lock.
-    lock: Option<TxnId>,
-}
-
-const NIL: Value = Value::Nil;
-
 /// stale-read: how many commits behind the latest a snapshot may be.
 const STALE_READ_MAX_LAG: u64 = 8;
 
@@ -142,38 +50,6 @@ const CAUSAL_GAP_PROBABILITY: f64 = 0.3;
 
 /// The session of a transaction begun without one ([`Engine::begin`]).
 const NO_SESSION: u64 = u64::MAX;
-
-impl KeyState {
-    fn latest(&self) -> (u64, &Value) {
-        self.versions.last().map_or((0, &NIL), |(ts, v)| (*ts, v))
-    }
-
-    fn at(&self, ts: u64) -> &Value {
-        self.at_without(ts, &[])
-    }
-
-    /// The newest version at `ts` that no commit in `holes` made.
-    fn at_without(&self, ts: u64, holes: &[u64]) -> &Value {
-        self.versions
-            .iter()
-            .rev()
-            .find(|(t, _)| *t <= ts && !holes.contains(t))
-            .map_or(&NIL, |(_, v)| v)
-    }
-
-    /// Keeps the newest version visible at `oldest_snapshot` and all later ones.
-    fn prune(&mut self, oldest_snapshot: u64) {
-        let visible = self
-            .versions
-            .iter()
-            .rposition(|(t, _)| *t <= oldest_snapshot);
-        if let Some(i) = visible
-            && i > 0
-        {
-            self.versions.drain(..i);
-        }
-    }
-}
 
 #[derive(Debug)]
 struct Txn {
@@ -237,7 +113,7 @@ impl Engine {
 
     fn build(opts: &EngineOptions) -> Engine {
         Engine {
-            mode: opts.mode,
+            mode: opts.mode.engine_mode(),
             abort_probability: opts.abort_probability,
             rng: seeded(opts.seed),
             keys: HashMap::new(),
@@ -375,7 +251,12 @@ impl Engine {
                         let ts = self.clock.saturating_sub(lag);
                         with_own_writes(ks.at(ts).clone(), k, &txn.writes)?
                     }
-                    SimMode::Serializable | SimMode::ReadCommitted | SimMode::TornCommit => {
+                    SimMode::Serializable
+                    | SimMode::ReadCommitted
+                    | SimMode::TornCommit
+                    | SimMode::LocalAck
+                    | SimMode::LoseUnsynced
+                    | SimMode::SkewedRead => {
                         let (ts, v) = ks.latest();
                         if mode == SimMode::Serializable {
                             txn.reads.push((k.clone(), ts));
@@ -530,8 +411,12 @@ impl Engine {
         let Some(txn) = self.txns.get(&id) else {
             return Err(SimError::UnknownTxn(id.0));
         };
+        // Replication bug modes run as serializable (`SimMode::engine_mode`).
         match self.mode {
-            SimMode::Serializable => {
+            SimMode::Serializable
+            | SimMode::LocalAck
+            | SimMode::LoseUnsynced
+            | SimMode::SkewedRead => {
                 for (k, seen) in &txn.reads {
                     let now = self.keys.get(k).map_or(0, |ks| ks.latest().0);
                     if now != *seen {

@@ -5,7 +5,11 @@
 //! clock, randomness only from a seed), the deterministic history driver
 //! [`driver::simulate`], and the [`client::SimFactory`] the runner uses as
 //! `--db sim`; and [`instant`], a client that answers at once (the runner's
-//! benchmark).
+//! benchmark). With `--sim-replicas N`: [`cluster`] (N simulated nodes
+//! replicating the engine, with partitions, kills, pauses and clock offsets
+//! that need no root), its runner client [`replicated`] and the nemesis'
+//! hooks [`SimFaults`], and [`faulted`], a deterministic driver with a fault
+//! schedule.
 //!
 //! Key decision: the engine runs one micro-op at a time and the caller
 //! decides the interleaving, so the same engine serves a fully deterministic
@@ -16,13 +20,20 @@
 //! [`DEFAULT_OPS`] transactions unless `--ops` says otherwise.
 
 pub mod client;
+pub mod cluster;
 mod database;
 pub mod driver;
 pub mod engine;
+pub mod faulted;
 pub mod instant;
+mod process;
+pub mod replicated;
+mod value;
 
 pub use client::{SimClient, SimFactory};
 pub use database::{Sim, sim_mode};
+pub use process::SimFaults;
+pub use replicated::{ReplicatedFactory, replica_names};
 
 /// Transactions in a `harness run --db sim` main phase when `--ops` is not
 /// given. The simulator answers in microseconds: unbounded, a 30 s run made
@@ -93,6 +104,24 @@ pub enum SimMode {
     /// consistency (a transaction sees an effect without its cause) but not
     /// read atomic.
     CausalGap,
+    /// Replicated bug mode `local-ack` (needs `--sim-replicas`): a node cut
+    /// off from the majority keeps serving from its own replica and
+    /// acknowledges commits that only it has; its reads are stale and its
+    /// writes are dropped when it rejoins (stale reads and lost writes
+    /// under partitions). Serializable as long as every node reaches a
+    /// majority.
+    LocalAck,
+    /// Replicated bug mode `lose-unsynced` (needs `--sim-replicas`): a
+    /// commit is acknowledged once a majority holds it in memory, and nodes
+    /// sync to disk only every few commits; a kill loses what the node had
+    /// not synced, so killing a majority loses acknowledged writes.
+    LoseUnsynced,
+    /// Replicated bug mode `skewed-read` (needs `--sim-replicas`):
+    /// read-only transactions are served by the client's node from its own
+    /// replica at its own clock's time, with no uncertainty interval (as
+    /// CockroachDB's uncertainty bugs did): a node whose clock is behind
+    /// reads stale state (real-time anomalies under clock faults).
+    SkewedRead,
 }
 
 impl SimMode {
@@ -108,6 +137,9 @@ impl SimMode {
         SimMode::NonMonotonicRead,
         SimMode::TornCommit,
         SimMode::CausalGap,
+        SimMode::LocalAck,
+        SimMode::LoseUnsynced,
+        SimMode::SkewedRead,
     ];
 
     /// The name used by `--isolation` with `--db sim`.
@@ -123,6 +155,9 @@ impl SimMode {
             SimMode::NonMonotonicRead => "non-monotonic-read",
             SimMode::TornCommit => "torn-commit",
             SimMode::CausalGap => "causal-gap",
+            SimMode::LocalAck => "local-ack",
+            SimMode::LoseUnsynced => "lose-unsynced",
+            SimMode::SkewedRead => "skewed-read",
         }
     }
 
@@ -143,13 +178,37 @@ impl SimMode {
     /// what the buggy database advertised (TiDB: snapshot isolation).
     pub fn claimed_model(self) -> &'static str {
         match self {
-            SimMode::Serializable | SimMode::StaleRead => "strong-serializable",
+            SimMode::Serializable
+            | SimMode::StaleRead
+            | SimMode::LocalAck
+            | SimMode::LoseUnsynced
+            | SimMode::SkewedRead => "strong-serializable",
             SimMode::SnapshotIsolation | SimMode::RetryReapply => "snapshot-isolation",
             SimMode::ReadCommitted | SimMode::NonMonotonicRead => "read-committed",
             SimMode::ReadUncommitted => "read-uncommitted",
             SimMode::LostUpdate => "repeatable-read",
             SimMode::TornCommit => "read-atomic",
             SimMode::CausalGap => "causal-cerone",
+        }
+    }
+
+    /// Whether the mode is a bug of replication (`local-ack`,
+    /// `lose-unsynced`, `skewed-read`): it needs simulated replicas, and
+    /// its engine behaves as `serializable`.
+    pub fn is_replicated_bug(self) -> bool {
+        matches!(
+            self,
+            SimMode::LocalAck | SimMode::LoseUnsynced | SimMode::SkewedRead
+        )
+    }
+
+    /// The isolation behaviour of the engine under the mode (a replication
+    /// bug's engine is serializable; the bug is in [`cluster`]).
+    pub(crate) fn engine_mode(self) -> SimMode {
+        if self.is_replicated_bug() {
+            SimMode::Serializable
+        } else {
+            self
         }
     }
 
@@ -229,9 +288,31 @@ pub enum SimError {
     UnknownTxn(u64),
     /// Not a mode name.
     #[error(
-        "unknown sim mode {0:?}; known: serializable, snapshot-isolation, read-committed, read-uncommitted, retry-reapply, lost-update, stale-read, non-monotonic-read, torn-commit, causal-gap"
+        "unknown sim mode {0:?}; known: serializable, snapshot-isolation, read-committed, read-uncommitted, retry-reapply, lost-update, stale-read, non-monotonic-read, torn-commit, causal-gap, local-ack, lose-unsynced, skewed-read"
     )]
     UnknownMode(String),
+    /// A simulated node cannot serve: it is down, or cut off from the
+    /// majority. Nothing was done (definite).
+    #[error("simulated node {node} is unavailable: {reason}")]
+    Unavailable {
+        /// The node.
+        node: String,
+        /// Why (`down`, `no quorum`).
+        reason: &'static str,
+    },
+    /// The node lost the majority while the commit was in flight: to the
+    /// client the outcome is unknown (the simulator aborted it).
+    #[error("simulated node {node} lost its quorum during commit")]
+    CommitUncertain {
+        /// The node.
+        node: String,
+    },
+    /// The node is paused: it answers once resumed (the client waits).
+    #[error("simulated node {node} is paused")]
+    Paused {
+        /// The node.
+        node: String,
+    },
     /// A setting out of range.
     #[error("invalid sim setting {field}: {reason}")]
     InvalidConfig {
@@ -253,12 +334,18 @@ impl SimError {
             SimError::Unsupported { .. } => "unsupported",
             SimError::UnknownTxn(_) => "unknown-transaction",
             SimError::UnknownMode(_) => "unknown-mode",
+            SimError::Unavailable { .. } => "unavailable",
+            SimError::CommitUncertain { .. } => "commit-uncertain",
+            SimError::Paused { .. } => "paused",
             SimError::InvalidConfig { .. } => "invalid-config",
         }
     }
 
     /// Whether the error proves the transaction did not commit.
     pub fn is_definite(&self) -> bool {
-        !matches!(self, SimError::UnknownTxn(_))
+        !matches!(
+            self,
+            SimError::UnknownTxn(_) | SimError::CommitUncertain { .. } | SimError::Paused { .. }
+        )
     }
 }

@@ -1,0 +1,197 @@
+//! Faults without root through `harness run`: `--db sim --sim-replicas 3`
+//! with `--nemesis partition,kill,pause`, whose faults are calls into the
+//! simulator. The correct mode is valid and every fault is recorded and
+//! healed; the replication bug modes are invalid under their fault; specs
+//! the simulator cannot honour are refused by name.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod run_common;
+
+use run_common::*;
+use std::collections::BTreeMap;
+
+/// Runs 3 simulated replicas for 3 s at 300 txn/s with faults every
+/// ~200 ms; returns (exit code, anomaly types, nemesis `f`s of the `info`s).
+fn sim_faults(name: &str, args: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>) {
+    let store = tempfile::tempdir().unwrap();
+    let mut all = vec![
+        "--db",
+        "sim",
+        "--sim-replicas",
+        "3",
+        "--test-name",
+        name,
+        "--concurrency",
+        "6",
+        "--rate",
+        "300",
+        "--time-limit",
+        "3s",
+        "--nemesis-interval",
+        "200ms",
+        "--op-timeout",
+        "2s",
+        "--seed",
+        "11",
+    ];
+    all.extend_from_slice(args);
+    let out = run(store.path(), &all);
+    let dir = run_dir(store.path(), name);
+    assert_complete(&dir);
+    let ops: Vec<serde_json::Value> = history_text(&dir)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["process"] == "nemesis")
+        .collect();
+    assert!(
+        ops.iter().all(|o| o["error"].is_null()),
+        "every fault applied: {ops:?}"
+    );
+    // Nothing is left down or cut off: after the last nemesis op (the
+    // heal) no transaction fails.
+    let all: Vec<serde_json::Value> = history_text(&dir)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let healed = all
+        .iter()
+        .rposition(|o| o["process"] == "nemesis")
+        .unwrap_or(0);
+    let late_fails: Vec<_> = all[healed..]
+        .iter()
+        .filter(|o| o["type"] == "fail" && o["error"] == "unavailable")
+        .collect();
+    assert!(late_fails.is_empty(), "after the heal: {late_fails:?}");
+    let fs: Vec<String> = ops
+        .iter()
+        .filter(|o| o["type"] == "info")
+        .filter_map(|o| o["f"].as_str().map(str::to_string))
+        .collect();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
+    assert_eq!(meta["summary"]["final_reads_done"], true, "final reads ran");
+    (out.status.code(), anomaly_types(&results(&dir)), fs)
+}
+
+/// Each start has its stop (the heal ran): counts per pair.
+fn assert_paired(fs: &[String], pairs: &[(&str, &str)]) {
+    let mut n: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in fs {
+        *n.entry(f.as_str()).or_default() += 1;
+    }
+    for (start, stop) in pairs {
+        let (a, b) = (n.get(start).copied(), n.get(stop).copied());
+        assert!(a.unwrap_or(0) > 0, "no {start} in {fs:?}");
+        assert_eq!(a, b, "{start}/{stop} pair up: {fs:?}");
+    }
+}
+
+#[test]
+fn replicated_sim_under_partition_kill_pause_is_valid_and_healed() {
+    let (code, types, fs) = sim_faults(
+        "sim-faults-ok",
+        &[
+            "--isolation",
+            "serializable",
+            "--nemesis",
+            "partition,kill,pause",
+        ],
+    );
+    assert_eq!(code, Some(0), "{types:?}");
+    assert_paired(
+        &fs,
+        &[
+            ("start-partition", "stop-partition"),
+            ("kill", "start"),
+            ("pause", "resume"),
+        ],
+    );
+}
+
+#[test]
+fn local_ack_under_partitions_is_invalid_with_real_time_anomalies() {
+    let (code, types, fs) = sim_faults(
+        "sim-faults-local-ack",
+        &[
+            "--sim-bug",
+            "local-ack",
+            "--nemesis",
+            "partition",
+            "--partition",
+            "one",
+        ],
+    );
+    assert_eq!(code, Some(1), "{types:?}");
+    assert!(
+        types
+            .iter()
+            .any(|t| t.ends_with("-realtime") || t == "incompatible-order"),
+        "{types:?}"
+    );
+    assert_paired(&fs, &[("start-partition", "stop-partition")]);
+}
+
+#[test]
+fn lose_unsynced_when_every_node_is_killed_loses_acknowledged_writes() {
+    let (code, types, fs) = sim_faults(
+        "sim-faults-lose",
+        &[
+            "--sim-bug",
+            "lose-unsynced",
+            "--nemesis",
+            "kill",
+            "--kill-targets",
+            "all",
+        ],
+    );
+    assert_eq!(code, Some(1), "{types:?}");
+    assert!(
+        types
+            .iter()
+            .any(|t| t.ends_with("-realtime") || t == "incompatible-order"),
+        "{types:?}"
+    );
+    assert_paired(&fs, &[("kill", "start")]);
+}
+
+#[test]
+fn sim_faults_it_cannot_honour_are_refused_by_name() {
+    let store = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--db", "sim", "--nemesis", "kill"], "--sim-replicas N"),
+        (
+            &["--db", "sim", "--sim-replicas", "3", "--nemesis", "bitflip"],
+            "--nemesis bitflip: not simulated",
+        ),
+        (
+            &["--db", "sim", "--sim-bug", "local-ack"],
+            "--sim-bug local-ack is a bug of replication",
+        ),
+        (
+            &["--db", "sqlite", "--sim-replicas", "3"],
+            "--sim-replicas applies to --db sim only",
+        ),
+        (
+            &["--db", "sim", "--sim-replicas", "0"],
+            "--sim-replicas 0: give 1 to 9",
+        ),
+        (
+            &[
+                "--db",
+                "sim",
+                "--sim-replicas",
+                "1",
+                "--nemesis",
+                "partition",
+            ],
+            "nothing to partition",
+        ),
+    ];
+    for (args, msg) in cases {
+        let out = run(store.path(), args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains(msg), "{args:?}: {err}");
+    }
+}
