@@ -10,6 +10,7 @@
 use crate::Node;
 use crate::durability::{self, DurabilityFault};
 use crate::lossyfs::ctl::{Command, Reply};
+use crate::packet::{self, PacketFault};
 use crate::partition::{Grudge, grudge_data};
 use crate::process::{Process, ProcessError};
 use crate::remote::{Remote, RemoteError};
@@ -34,6 +35,8 @@ pub enum Fault {
     Pause(Vec<String>),
     /// File corruption or disk errors through the lossy filesystem.
     Durability(DurabilityFault),
+    /// Loss, duplication or a rate limit on the target nodes' links.
+    Packet(PacketFault),
 }
 
 impl Fault {
@@ -44,6 +47,7 @@ impl Fault {
             Fault::Kill(_) => F::Kill,
             Fault::Pause(_) => F::Pause,
             Fault::Durability(d) => d.start_f(),
+            Fault::Packet(_) => F::Other("start-packet".into()),
         }
     }
 
@@ -54,6 +58,7 @@ impl Fault {
             Fault::Kill(_) => F::Start,
             Fault::Pause(_) => F::Resume,
             Fault::Durability(d) => d.stop_f(),
+            Fault::Packet(_) => F::Other("stop-packet".into()),
         }
     }
 
@@ -63,13 +68,14 @@ impl Fault {
             Fault::Partition(g) => grudge_data(g),
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => d.start_value(),
+            Fault::Packet(p) => p.start_value(),
         }
     }
 
     /// The value of the op that stops it (`nil` for a heal, else node list).
     pub fn stop_value(&self) -> Data {
         match self {
-            Fault::Partition(_) => Data::Nil,
+            Fault::Partition(_) | Fault::Packet(_) => Data::Nil,
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => nodes_data(d.nodes()),
         }
@@ -141,12 +147,14 @@ fn join_errors(mut errs: Vec<FaultError>) -> Result<(), FaultError> {
     }
 }
 
-/// The shell command that removes harness's partition rules (idempotent).
+/// The shell command that removes harness's partition rules and packet
+/// faults ([`packet::heal_command`]) (idempotent).
 pub fn heal_command() -> String {
     format!(
-        "command -v iptables >/dev/null || exit 0; \
+        "{}; command -v iptables >/dev/null || exit 0; \
          while iptables -w -D INPUT -j {CHAIN} 2>/dev/null; do :; done; \
-         iptables -w -F {CHAIN} 2>/dev/null; iptables -w -X {CHAIN} 2>/dev/null; true"
+         iptables -w -F {CHAIN} 2>/dev/null; iptables -w -X {CHAIN} 2>/dev/null; true",
+        packet::heal_command()
     )
 }
 
@@ -256,6 +264,7 @@ impl Nemesis {
                 self.each_process(nodes, Action::Pause).await
             }
             Fault::Durability(d) => self.start_durability(d).await,
+            Fault::Packet(p) => self.shape(p).await,
         }
     }
 
@@ -266,6 +275,7 @@ impl Nemesis {
     pub async fn stop(&self, fault: &Fault) -> Result<(), FaultError> {
         match fault {
             Fault::Partition(g) => self.unpartition(g).await,
+            Fault::Packet(p) => self.unshape(p).await,
             Fault::Kill(nodes) => {
                 let r = self.each_process(nodes, Action::Start).await;
                 if r.is_ok() {
@@ -308,6 +318,69 @@ impl Nemesis {
                 r
             }
         }
+    }
+
+    /// Applies packet fault `p` on every node with a shaped link.
+    async fn shape(&self, p: &PacketFault) -> Result<(), FaultError> {
+        let names: Vec<String> = self.nodes().into_iter().map(|n| n.name).collect();
+        let mut plan = Vec::new();
+        for (node, peers) in p.links(&names) {
+            let mut ips = Vec::new();
+            for peer in &peers {
+                ips.push(self.ip_of(peer).await?);
+            }
+            let target = p.targets.contains(&node);
+            plan.push((node, packet::shape_command(&ips, &p.behavior, target)));
+        }
+        self.lock().partitioned = true;
+        let mut set = JoinSet::new();
+        for (node, cmd) in plan {
+            let r = self.remote(&node)?;
+            let t = self.command_timeout;
+            set.spawn(async move {
+                let out = r.exec(&cmd, None, t).await?;
+                match out.status {
+                    0 => Ok(()),
+                    127 => Err(FaultError::NoIptables(r.node().name.clone())),
+                    s => Err(FaultError::Remote(RemoteError::Failed {
+                        node: r.node().name.clone(),
+                        cmd,
+                        status: s,
+                        stderr: out.stderr_str(),
+                    })),
+                }
+            });
+        }
+        collect(set).await
+    }
+
+    /// Reads the loss counters (the stop op's value: asked vs measured),
+    /// then removes every packet rule and harness's qdisc on every node.
+    async fn unshape(&self, p: &PacketFault) -> Result<(), FaultError> {
+        let mut per_node = BTreeMap::new();
+        let mut errs = Vec::new();
+        for r in &self.remotes {
+            match r
+                .run_timeout(&packet::counters_command(), self.command_timeout)
+                .await
+            {
+                Ok(o) => {
+                    let c = packet::parse_counters(&o.stdout_str());
+                    if c.0 > 0 {
+                        per_node.insert(r.node().name.clone(), c);
+                    }
+                }
+                Err(e) => errs.push(FaultError::from(e)),
+            }
+            if let Err(e) = r
+                .run_timeout(&packet::heal_command(), self.command_timeout)
+                .await
+            {
+                errs.push(e.into());
+            }
+        }
+        self.lock().result = Some(packet::measured_data(p.behavior.loss, &per_node));
+        join_errors(errs)
     }
 
     async fn partition(&self, g: &Grudge) -> Result<(), FaultError> {

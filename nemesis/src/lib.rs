@@ -35,6 +35,7 @@ pub mod lossy;
 pub mod lossyfs;
 pub mod node;
 pub mod package;
+pub mod packet;
 pub mod partition;
 pub mod process;
 pub mod remote;
