@@ -20,8 +20,10 @@
 //!   went back in time; a newer overwrite is not a loss).
 //!
 //! Crash window of a lost write: the first `kill` or
-//! `lose-unfsynced-writes` nemesis op after its acknowledgement, and the
-//! first `start` after that fault (the restart). The report is bounded
+//! `lose-unfsynced-writes` nemesis op completed after its acknowledgement
+//! (with when it began: a write acknowledged while a coordinated kill is
+//! under way came from a node not yet killed), and the first `start` after
+//! that fault (the restart). The report is bounded
 //! ([`MAX_LISTED`] writes listed); the count is exact.
 
 use serde_json::{Value, json};
@@ -38,7 +40,9 @@ pub struct CrashWindow {
     pub fault: String,
     /// History index of the fault's `info` completion (else its invocation).
     pub fault_index: u64,
-    /// Its time, ns since the test began.
+    /// When it began (its invocation), ns since the test began.
+    pub fault_begin_ns: Option<i64>,
+    /// When it was done (its completion).
     pub fault_ns: Option<i64>,
     /// The nodes it hit (from its value), when it names them.
     pub nodes: Vec<String>,
@@ -103,19 +107,24 @@ pub fn find(history: &History) -> LostWrites {
     let mut pending: HashMap<u64, usize> = HashMap::new();
     let mut writes: Vec<Write> = Vec::new();
     let mut reads: BTreeMap<store::Key, Vec<Read>> = BTreeMap::new();
-    let mut faults: Vec<(usize, String)> = Vec::new();
+    // (completion, invocation, f) of every kill and loss.
+    let mut faults: Vec<(usize, usize, String)> = Vec::new();
+    let mut nemesis_invoke = 0usize;
     let mut starts: Vec<usize> = Vec::new();
     for pos in 0..history.len() {
         match history.process(pos) {
             Some(Process::Nemesis) => {
                 if history.op_type(pos) != OpType::Info {
+                    nemesis_invoke = pos;
                     continue;
                 }
+                // Nemesis ops are sequential: the last invocation is this one's.
+                let begin = nemesis_invoke.min(pos);
                 match history.f(pos) {
-                    Some(F::Kill) => faults.push((pos, "kill".into())),
+                    Some(F::Kill) => faults.push((pos, begin, "kill".into())),
                     Some(F::Start) => starts.push(pos),
                     Some(F::Other(s)) if &**s == "lose-unfsynced-writes" => {
-                        faults.push((pos, s.to_string()))
+                        faults.push((pos, begin, s.to_string()))
                     }
                     _ => {}
                 }
@@ -192,10 +201,11 @@ pub fn find(history: &History) -> LostWrites {
         };
         let window = faults
             .iter()
-            .find(|(p, _)| *p > w.ack_pos)
-            .map(|(p, f)| CrashWindow {
+            .find(|(p, _, _)| *p > w.ack_pos)
+            .map(|(p, begin, f)| CrashWindow {
                 fault: f.clone(),
                 fault_index: history.index(*p).0,
+                fault_begin_ns: history.time_ns(*begin),
                 fault_ns: history.time_ns(*p),
                 nodes: nodes_of(history, *p),
                 restart: starts
@@ -258,8 +268,13 @@ impl LostWrite {
                 } else {
                     format!(" of {}", w.nodes.join(", "))
                 };
+                let when = if w.fault_begin_ns.is_some_and(|b| Some(b) != w.fault_ns) {
+                    format!("begun at {}, done at", secs(w.fault_begin_ns))
+                } else {
+                    "at".to_string()
+                };
                 s.push_str(&format!(
-                    ", before {}{nodes} at {} (op {})",
+                    ", before {}{nodes} {when} {} (op {})",
                     w.fault,
                     secs(w.fault_ns),
                     w.fault_index
@@ -299,6 +314,7 @@ impl LostWrites {
                 if let Some(w) = &l.window {
                     v["window"] = json!({
                         "fault": w.fault, "fault-index": w.fault_index,
+                        "fault-begin-time-ns": w.fault_begin_ns,
                         "fault-time-ns": w.fault_ns, "nodes": w.nodes,
                         "restart-index": w.restart.map(|r| r.0),
                         "restart-time-ns": w.restart.and_then(|r| r.1),
@@ -434,7 +450,7 @@ mod tests {
         let text = lost.render_text(10);
         assert!(
             text.contains(
-                "2 to key 1 acknowledged at 0.003 s (op 3), before kill of n1, n2, n3 at 0.005 s (op 5), \
+                "2 to key 1 acknowledged at 0.003 s (op 3), before kill of n1, n2, n3 begun at 0.004 s, done at 0.005 s (op 5), \
                  restarted at 0.009 s (op 9); missing from the read at 0.011 s (op 11)"
             ),
             "{text}"
