@@ -96,7 +96,10 @@ fn assert_recovered_and_healed(dir: &Path, code: Option<i32>) {
         );
         assert!(k["error"].is_null(), "kill failed: {k}");
     }
-    for s in ops.iter().filter(|o| o["f"] == "start" && o["type"] == "info") {
+    for s in ops
+        .iter()
+        .filter(|o| o["f"] == "start" && o["type"] == "info")
+    {
         assert!(s["error"].is_null(), "restart failed: {s}");
     }
     let meta: serde_json::Value =
@@ -117,7 +120,10 @@ fn assert_recovered_and_healed(dir: &Path, code: Option<i32>) {
                 .contains("acknowledged at"),
             "{first}"
         );
-        eprintln!("lost acknowledged writes: {n} (e.g. {})", first["explanation"]);
+        eprintln!(
+            "lost acknowledged writes: {n} (e.g. {})",
+            first["explanation"]
+        );
     }
     let tb = Testbed::current().unwrap();
     let remotes: Vec<Arc<dyn Remote>> = tb.dyn_remotes();

@@ -111,6 +111,13 @@ pub fn table_flags(
         match v {
             toml::Value::Boolean(true) => flags.push(flag),
             toml::Value::Boolean(false) => {}
+            // A repeatable flag (`db-conf = ["a=1", "b=2"]`): once per item.
+            toml::Value::Array(items) => {
+                for item in items {
+                    flags.push(flag.clone());
+                    flags.push(scalar(item).with_context(|| format!("{what}: key {k:?}"))?);
+                }
+            }
             other => {
                 flags.push(flag);
                 flags.push(scalar(other).with_context(|| format!("{what}: key {k:?}"))?);
