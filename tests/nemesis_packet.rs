@@ -19,8 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use store::{Data, F, OpType};
 
+/// One recorded nemesis op: type, f, value, error.
+type Recorded = (OpType, F, Data, Option<String>);
+
 #[derive(Default)]
-struct Ops(Mutex<Vec<(OpType, F, Data, Option<String>)>>);
+struct Ops(Mutex<Vec<Recorded>>);
 
 impl Recorder for Ops {
     fn record(&self, op_type: OpType, f: F, value: Data, error: Option<String>) {

@@ -177,6 +177,7 @@ macro_rules! mariadb_entry {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     #[test]
     fn db_conf_takes_option_lines_only() {

@@ -12,7 +12,9 @@
 //! (`nemesis::lossy`), mounted before `mariadb-install-db`, checkpointed
 //! once every member serves, unmounted before the node directory is
 //! removed; InnoDB then uses `innodb_flush_method=fsync` without native
-//! aio, so every durable write is a `write` + `fsync` the filesystem sees.
+//! aio, so every durable write is a `write` + `fsync` the filesystem sees,
+//! and Galera's gcache (a shared mmap, which FUSE refuses) lives beside
+//! `data/` (`gcache.dir`); `grastate.dat` and `gvwstate.dat` stay on it.
 //!
 //! Each node keeps everything under `<base>/<node>/` (data, `my.cnf`,
 //! socket, pid file, error log), so testbed nodes, which share one file
@@ -173,6 +175,12 @@ impl Servers<MariaDbConfig> {
             self.cfg.port
         );
         if self.cfg.galera {
+            // The gcache is a shared mmap, which FUSE (the lossy
+            // filesystem) refuses: keep it beside the data directory.
+            let gcache_dir = match self.cfg.lossy {
+                Some(_) => format!(";gcache.dir={dir}"),
+                None => String::new(),
+            };
             let members: Vec<&str> = self
                 .remotes
                 .iter()
@@ -182,7 +190,7 @@ impl Servers<MariaDbConfig> {
                 "wsrep_on=ON\nwsrep_provider=/usr/lib/galera/libgalera_smm.so\nwsrep_cluster_name=harness\n\
                  wsrep_cluster_address=gcomm://{}\nwsrep_node_address={}\nwsrep_node_name={}\n\
                  wsrep_sst_method=rsync\nwsrep_sst_receive_address={}:4444\n\
-                 wsrep_provider_options=\"gcache.size=32M;evs.suspect_timeout=PT2S;evs.inactive_timeout=PT4S;evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S;evs.install_timeout=PT4S\"\n",
+                 wsrep_provider_options=\"gcache.size=32M;evs.suspect_timeout=PT2S;evs.inactive_timeout=PT4S;evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S;evs.install_timeout=PT4S{gcache_dir}\"\n",
                 members.join(","),
                 node.host,
                 node.name,

@@ -178,7 +178,7 @@ pub fn find(history: &History) -> LostWrites {
             continue;
         }
         let shows = |r: &Read| match &r.value {
-            ReadValue::List(l) => l.iter().any(|x| *x == w.val),
+            ReadValue::List(l) => l.contains(&w.val),
             ReadValue::Scalar(x) => *x == w.val,
             ReadValue::Nil => false,
         };
