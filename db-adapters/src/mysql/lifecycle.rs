@@ -13,8 +13,9 @@
 //! once every member serves, unmounted before the node directory is
 //! removed; InnoDB then uses `innodb_flush_method=fsync` without native
 //! aio, so every durable write is a `write` + `fsync` the filesystem sees,
-//! and Galera's gcache (a shared mmap, which FUSE refuses) lives beside
-//! `data/` (`gcache.dir`); `grastate.dat` and `gvwstate.dat` stay on it.
+//! and Galera's gcache and the transaction coordinator log (shared mmaps,
+//! which FUSE refuses) live beside `data/` (`gcache.dir`, `log-tc`);
+//! `grastate.dat` and `gvwstate.dat` stay on it.
 //!
 //! Each node keeps everything under `<base>/<node>/` (data, `my.cnf`,
 //! socket, pid file, error log), so testbed nodes, which share one file
@@ -201,6 +202,8 @@ impl Servers<MariaDbConfig> {
             // Every write through write(2) and fsync(2): the lossy
             // filesystem sees what reaches "disk" (no O_DIRECT, no aio).
             c.push_str("innodb_flush_method=fsync\ninnodb_use_native_aio=0\n");
+            // The transaction coordinator log is a shared mmap too.
+            c.push_str(&format!("log-tc={dir}/tc.log\n"));
         }
         for line in &self.cfg.extra_conf {
             c.push_str(line.trim());
