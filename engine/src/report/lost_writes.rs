@@ -21,6 +21,8 @@
 //!
 //! Crash window of a lost write: the first `kill` or
 //! `lose-unfsynced-writes` nemesis op completed after its acknowledgement
+//! and before the first read that misses it (none: the write was missing
+//! before any later crash)
 //! (with when it began: a write acknowledged while a coordinated kill is
 //! under way came from a node not yet killed), and the first `start` after
 //! that fault (the restart). The report is bounded
@@ -202,6 +204,8 @@ pub fn find(history: &History) -> LostWrites {
         let window = faults
             .iter()
             .find(|(p, _, _)| *p > w.ack_pos)
+            // Only a fault before the read that misses the write is its window.
+            .filter(|(p, _, _)| *p < missing.pos)
             .map(|(p, begin, f)| CrashWindow {
                 fault: f.clone(),
                 fault_index: history.index(*p).0,
@@ -503,6 +507,19 @@ mod tests {
                 .sentence()
                 .contains("with no kill or loss recorded after it")
         );
+    }
+
+    #[test]
+    fn a_write_missing_before_the_next_kill_has_no_crash_window() {
+        let mut h = H::default();
+        h.txn(0, OpType::Ok, vec![append(1, 1)])
+            .txn(1, OpType::Ok, vec![read(1, &[])])
+            .nemesis(F::Kill, &["n1"])
+            .txn(1, OpType::Ok, vec![read(1, &[])]);
+        let lost = find(&h.history());
+        assert_eq!(lost.count, 1);
+        assert_eq!(lost.in_crash_windows, 0);
+        assert!(lost.listed[0].window.is_none());
     }
 
     #[test]
