@@ -290,7 +290,7 @@ impl LostWrite {
                     None => s.push_str(", never restarted"),
                 }
             }
-            None => s.push_str(", with no kill or loss recorded after it"),
+            None => s.push_str(", with no kill or loss between it and the read that misses it"),
         }
         s.push_str(&format!(
             "; missing from the read at {} (op {})",
@@ -505,7 +505,7 @@ mod tests {
         assert!(
             lost.listed[1]
                 .sentence()
-                .contains("with no kill or loss recorded after it")
+                .contains("with no kill or loss between it and the read that misses it")
         );
     }
 
