@@ -147,43 +147,7 @@ fn join_errors(mut errs: Vec<FaultError>) -> Result<(), FaultError> {
     }
 }
 
-/// The shell command that removes harness's partition rules and packet
-/// faults ([`packet::heal_command`]) (idempotent).
-pub fn heal_command() -> String {
-    format!(
-        "{}; command -v iptables >/dev/null || exit 0; \
-         while iptables -w -D INPUT -j {CHAIN} 2>/dev/null; do :; done; \
-         iptables -w -F {CHAIN} 2>/dev/null; iptables -w -X {CHAIN} 2>/dev/null; true",
-        packet::heal_command()
-    )
-}
-
-/// The shell command that makes `ips` dropped on arrival (idempotent setup of
-/// the chain and its jump).
-pub fn drop_command(ips: &[IpAddr]) -> String {
-    let list: Vec<String> = ips.iter().map(|i| i.to_string()).collect();
-    format!(
-        "command -v iptables >/dev/null || exit 127; \
-         iptables -w -N {CHAIN} 2>/dev/null; \
-         iptables -w -C INPUT -j {CHAIN} 2>/dev/null || iptables -w -I INPUT 1 -j {CHAIN}; \
-         iptables -w -A {CHAIN} -s {} -j DROP",
-        list.join(",")
-    )
-}
-
-/// The shell command that removes one instance of each of `ips`' DROP rules
-/// from harness's chain (the inverse of [`drop_command`]; other grudges'
-/// rules stay).
-pub fn undrop_command(ips: &[IpAddr]) -> String {
-    let mut cmd = String::from("command -v iptables >/dev/null || exit 0");
-    for ip in ips {
-        cmd.push_str(&format!(
-            "; iptables -w -D {CHAIN} -s {ip} -j DROP 2>/dev/null"
-        ));
-    }
-    cmd.push_str("; true");
-    cmd
-}
+pub use crate::partition::{drop_command, heal_command, undrop_command};
 
 impl Nemesis {
     /// Whether kill and pause are possible (the database gave a [`Process`]).
@@ -335,21 +299,7 @@ impl Nemesis {
         self.lock().partitioned = true;
         let mut set = JoinSet::new();
         for (node, cmd) in plan {
-            let r = self.remote(&node)?;
-            let t = self.command_timeout;
-            set.spawn(async move {
-                let out = r.exec(&cmd, None, t).await?;
-                match out.status {
-                    0 => Ok(()),
-                    127 => Err(FaultError::NoIptables(r.node().name.clone())),
-                    s => Err(FaultError::Remote(RemoteError::Failed {
-                        node: r.node().name.clone(),
-                        cmd,
-                        status: s,
-                        stderr: out.stderr_str(),
-                    })),
-                }
-            });
+            spawn_iptables(&mut set, self.remote(&node)?, cmd, self.command_timeout);
         }
         collect(set).await
     }
@@ -357,30 +307,10 @@ impl Nemesis {
     /// Reads the loss counters (the stop op's value: asked vs measured),
     /// then removes every packet rule and harness's qdisc on every node.
     async fn unshape(&self, p: &PacketFault) -> Result<(), FaultError> {
-        let mut per_node = BTreeMap::new();
-        let mut errs = Vec::new();
-        for r in &self.remotes {
-            match r
-                .run_timeout(&packet::counters_command(), self.command_timeout)
-                .await
-            {
-                Ok(o) => {
-                    let c = packet::parse_counters(&o.stdout_str());
-                    if c.0 > 0 {
-                        per_node.insert(r.node().name.clone(), c);
-                    }
-                }
-                Err(e) => errs.push(FaultError::from(e)),
-            }
-            if let Err(e) = r
-                .run_timeout(&packet::heal_command(), self.command_timeout)
-                .await
-            {
-                errs.push(e.into());
-            }
-        }
-        self.lock().result = Some(packet::measured_data(p.behavior.loss, &per_node));
-        join_errors(errs)
+        let (value, errs) =
+            packet::measure_and_heal(&self.remotes, self.command_timeout, p.behavior.loss).await;
+        self.lock().result = Some(value);
+        join_errors(errs.into_iter().map(FaultError::from).collect())
     }
 
     async fn partition(&self, g: &Grudge) -> Result<(), FaultError> {
@@ -398,22 +328,8 @@ impl Nemesis {
         self.lock().partitioned = true;
         let mut set = JoinSet::new();
         for (node, ips) in plan {
-            let r = self.remote(&node)?;
             let cmd = drop_command(&ips);
-            let t = self.command_timeout;
-            set.spawn(async move {
-                let out = r.exec(&cmd, None, t).await?;
-                match out.status {
-                    0 => Ok(()),
-                    127 => Err(FaultError::NoIptables(r.node().name.clone())),
-                    s => Err(FaultError::Remote(RemoteError::Failed {
-                        node: r.node().name.clone(),
-                        cmd,
-                        status: s,
-                        stderr: out.stderr_str(),
-                    })),
-                }
-            });
+            spawn_iptables(&mut set, self.remote(&node)?, cmd, self.command_timeout);
         }
         collect(set).await
     }
@@ -619,6 +535,28 @@ enum Action {
     Start,
     Pause,
     Resume,
+}
+
+/// Runs an iptables command on `r` in `set`; exit 127 means no iptables.
+fn spawn_iptables(
+    set: &mut JoinSet<Result<(), FaultError>>,
+    r: Arc<dyn Remote>,
+    cmd: String,
+    t: Duration,
+) {
+    set.spawn(async move {
+        let out = r.exec(&cmd, None, t).await?;
+        match out.status {
+            0 => Ok(()),
+            127 => Err(FaultError::NoIptables(r.node().name.clone())),
+            s => Err(FaultError::Remote(RemoteError::Failed {
+                node: r.node().name.clone(),
+                cmd,
+                status: s,
+                stderr: out.stderr_str(),
+            })),
+        }
+    });
 }
 
 async fn collect(mut set: JoinSet<Result<(), FaultError>>) -> Result<(), FaultError> {

@@ -232,6 +232,33 @@ pub fn heal_command() -> String {
     )
 }
 
+/// On every node: reads the loss counters, then heals (see
+/// [`heal_command`]); returns the stop op's value ([`measured_data`]) and
+/// the errors of the nodes where a command failed.
+pub(crate) async fn measure_and_heal(
+    remotes: &[std::sync::Arc<dyn crate::remote::Remote>],
+    timeout: std::time::Duration,
+    asked: Option<f64>,
+) -> (Data, Vec<crate::remote::RemoteError>) {
+    let mut per_node = BTreeMap::new();
+    let mut errs = Vec::new();
+    for r in remotes {
+        match r.run_timeout(&counters_command(), timeout).await {
+            Ok(o) => {
+                let c = parse_counters(&o.stdout_str());
+                if c.0 > 0 {
+                    per_node.insert(r.node().name.clone(), c);
+                }
+            }
+            Err(e) => errs.push(e),
+        }
+        if let Err(e) = r.run_timeout(&heal_command(), timeout).await {
+            errs.push(e);
+        }
+    }
+    (measured_data(asked, &per_node), errs)
+}
+
 /// The measured loss as the stop op's value: per node `{seen, dropped}`,
 /// and `asked-loss` / `measured-loss` over all nodes.
 pub fn measured_data(asked: Option<f64>, per_node: &BTreeMap<String, (u64, u64)>) -> Data {
