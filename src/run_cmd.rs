@@ -232,19 +232,27 @@ pub struct FaultArgs {
     /// Pause targets (as --kill-targets).
     #[arg(long, default_value = "one,minority,majority,all")]
     pub pause_targets: String,
+    /// What `--nemesis packet` does to the links of its targets: a comma
+    /// list of loss=P, duplicate=P (probabilities) and rate=KBIT (kbit/s).
+    #[arg(long, default_value = "loss=0.2")]
+    pub packet: String,
+    /// Packet-fault targets (as --kill-targets).
+    #[arg(long, default_value = "one,minority,majority,all")]
+    pub packet_targets: String,
     /// PostgreSQL on nodes: send read-only transactions to a replica.
     #[arg(long)]
     pub replica_reads: bool,
     /// Do not tear the database down after the run.
     #[arg(long)]
     pub leave_db_running: bool,
-    /// PostgreSQL on nodes: put each data directory on a lossy filesystem
+    /// PostgreSQL, MariaDB or Galera on nodes: put each data directory on a lossy filesystem
     /// that keeps written data until fsync; a `kill` then loses every
     /// un-fsynced write (recorded as `lose-unfsynced-writes`).
     #[arg(long)]
     pub lazyfs: bool,
-    /// PostgreSQL on nodes: an extra postgresql.conf line, e.g.
-    /// `synchronous_commit=off` (repeatable).
+    /// PostgreSQL, MariaDB or Galera on nodes: an extra server setting,
+    /// e.g. `synchronous_commit=off` (postgresql.conf) or
+    /// `innodb_flush_log_at_trx_commit=0` (my.cnf) (repeatable).
     #[arg(long = "db-conf", value_name = "KEY=VALUE")]
     pub db_conf: Vec<String>,
     /// Most time to wait for the database to serve again after the faults
@@ -464,6 +472,9 @@ impl FaultArgs {
                     .map_err(|e| anyhow::anyhow!("--kill-targets: {e}"))?,
                 pause_targets: nemesis::target::parse_targets(&self.pause_targets)
                     .map_err(|e| anyhow::anyhow!("--pause-targets: {e}"))?,
+                packet: self.packet.parse()?,
+                packet_targets: nemesis::target::parse_targets(&self.packet_targets)
+                    .map_err(|e| anyhow::anyhow!("--packet-targets: {e}"))?,
             },
             replica_reads: self.replica_reads,
             leave_db_running: self.leave_db_running,

@@ -3,7 +3,8 @@
 //! SIGKILL → lose un-fsynced writes → start: valid with
 //! `synchronous_commit = on`; with `synchronous_commit = off` acknowledged
 //! commits vanish with the WAL that was never flushed and the checker finds
-//! it. Both keep `wal_writer_delay = 5s` (the WAL writer's flush period),
+//! it, and `results.json` names the lost writes with their crash window
+//! (`lost-writes`). Both keep `wal_writer_delay = 5s` (the WAL writer's flush period),
 //! so the only difference is whether a commit waits for its flush. 20 s
 //! runs by default; `HARNESS_LONG=1` runs 5 minutes with a kill every 10 s.
 //! After each run no mount, no filesystem daemon and no state directory is
@@ -133,5 +134,18 @@ fn postgres_without_synchronous_commit_loses_acknowledged_writes() {
         "un-flushed WAL was lost: {lost:?}"
     );
     assert_eq!(code, Some(1), "invalid: acknowledged commits vanished");
+    // The report names them in plain words, each in its crash window.
+    let r = run_common::results(&dir);
+    let lost = &r["lost-writes"];
+    assert!(
+        lost["count"].as_u64().is_some_and(|n| n > 0),
+        "results.json names the lost writes: {lost}"
+    );
+    assert!(
+        lost["listed"][0]["explanation"]
+            .as_str()
+            .is_some_and(|e| e.contains("before kill")),
+        "{lost}"
+    );
     assert_nothing_left();
 }

@@ -120,6 +120,12 @@ pub fn run_results(
         );
     }
     results.stats = Some(store::run::RunStats::of(history));
+    let lost = crate::report::lost_writes::find(history);
+    if lost.count > 0 {
+        results
+            .extra
+            .insert("lost-writes".to_string(), lost.to_json());
+    }
     results.checker_timings = checked
         .timings
         .iter()
@@ -271,6 +277,10 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
     );
     for r in &engines {
         crate::say!("decided by: {}", r.line());
+    }
+    let lost = crate::report::lost_writes::find(&history);
+    if lost.count > 0 {
+        crate::say!("{}", lost.render_text(10).trim_end());
     }
     match valid {
         Valid::True => crate::say!(

@@ -111,6 +111,13 @@ pub fn table_flags(
         match v {
             toml::Value::Boolean(true) => flags.push(flag),
             toml::Value::Boolean(false) => {}
+            // A repeatable flag (`db-conf = ["a=1", "b=2"]`): once per item.
+            toml::Value::Array(items) => {
+                for item in items {
+                    flags.push(flag.clone());
+                    flags.push(scalar(item).with_context(|| format!("{what}: key {k:?}"))?);
+                }
+            }
             other => {
                 flags.push(flag);
                 flags.push(scalar(other).with_context(|| format!("{what}: key {k:?}"))?);
@@ -478,7 +485,14 @@ mod tests {
                 "0.25"
             ]
         );
-        let bad: toml::Table = toml::from_str("isolation = [\"a\"]").unwrap();
+        // A list repeats the flag (`--db-conf` is repeatable) …
+        let list: toml::Table = toml::from_str("db-conf = [\"a=1\", \"b=2\"]").unwrap();
+        assert_eq!(
+            table_flags(&list, "test", &[], "").unwrap(),
+            ["--db-conf", "a=1", "--db-conf", "b=2"]
+        );
+        // … of scalars only.
+        let bad: toml::Table = toml::from_str("isolation = [[\"a\"]]").unwrap();
         let e = table_flags(&bad, "test 'x'", &[], "").unwrap_err();
         assert!(format!("{e:#}").contains("key \"isolation\""), "{e:#}");
         let seeded: toml::Table = toml::from_str("test_name = \"x\"").unwrap();

@@ -12,6 +12,7 @@
 use crate::Node;
 use crate::durability::{self, DurabilityFault};
 use crate::lossyfs::ctl::{Command, Reply};
+use crate::packet::{self, PacketFault};
 use crate::partition::{Grudge, grudge_data};
 use crate::process::{Process, ProcessError};
 use crate::remote::{Remote, RemoteError};
@@ -36,6 +37,8 @@ pub enum Fault {
     Pause(Vec<String>),
     /// File corruption or disk errors through the lossy filesystem.
     Durability(DurabilityFault),
+    /// Loss, duplication or a rate limit on the target nodes' links.
+    Packet(PacketFault),
 }
 
 impl Fault {
@@ -46,6 +49,7 @@ impl Fault {
             Fault::Kill(_) => F::Kill,
             Fault::Pause(_) => F::Pause,
             Fault::Durability(d) => d.start_f(),
+            Fault::Packet(_) => F::Other("start-packet".into()),
         }
     }
 
@@ -56,6 +60,7 @@ impl Fault {
             Fault::Kill(_) => F::Start,
             Fault::Pause(_) => F::Resume,
             Fault::Durability(d) => d.stop_f(),
+            Fault::Packet(_) => F::Other("stop-packet".into()),
         }
     }
 
@@ -65,13 +70,14 @@ impl Fault {
             Fault::Partition(g) => grudge_data(g),
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => d.start_value(),
+            Fault::Packet(p) => p.start_value(),
         }
     }
 
     /// The value of the op that stops it (`nil` for a heal, else node list).
     pub fn stop_value(&self) -> Data {
         match self {
-            Fault::Partition(_) => Data::Nil,
+            Fault::Partition(_) | Fault::Packet(_) => Data::Nil,
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => nodes_data(d.nodes()),
         }
@@ -145,41 +151,7 @@ fn join_errors(mut errs: Vec<FaultError>) -> Result<(), FaultError> {
     }
 }
 
-/// The shell command that removes harness's partition rules (idempotent).
-pub fn heal_command() -> String {
-    format!(
-        "command -v iptables >/dev/null || exit 0; \
-         while iptables -w -D INPUT -j {CHAIN} 2>/dev/null; do :; done; \
-         iptables -w -F {CHAIN} 2>/dev/null; iptables -w -X {CHAIN} 2>/dev/null; true"
-    )
-}
-
-/// The shell command that makes `ips` dropped on arrival (idempotent setup of
-/// the chain and its jump).
-pub fn drop_command(ips: &[IpAddr]) -> String {
-    let list: Vec<String> = ips.iter().map(|i| i.to_string()).collect();
-    format!(
-        "command -v iptables >/dev/null || exit 127; \
-         iptables -w -N {CHAIN} 2>/dev/null; \
-         iptables -w -C INPUT -j {CHAIN} 2>/dev/null || iptables -w -I INPUT 1 -j {CHAIN}; \
-         iptables -w -A {CHAIN} -s {} -j DROP",
-        list.join(",")
-    )
-}
-
-/// The shell command that removes one instance of each of `ips`' DROP rules
-/// from harness's chain (the inverse of [`drop_command`]; other grudges'
-/// rules stay).
-pub fn undrop_command(ips: &[IpAddr]) -> String {
-    let mut cmd = String::from("command -v iptables >/dev/null || exit 0");
-    for ip in ips {
-        cmd.push_str(&format!(
-            "; iptables -w -D {CHAIN} -s {ip} -j DROP 2>/dev/null"
-        ));
-    }
-    cmd.push_str("; true");
-    cmd
-}
+pub use crate::partition::{drop_command, heal_command, undrop_command};
 
 impl Nemesis {
     /// Whether kill and pause are possible (the database gave a [`Process`]).
@@ -277,6 +249,7 @@ impl Nemesis {
                 self.each_process(nodes, Action::Pause).await
             }
             Fault::Durability(d) => self.start_durability(d).await,
+            Fault::Packet(p) => self.shape(p).await,
         }
     }
 
@@ -287,6 +260,7 @@ impl Nemesis {
     pub async fn stop(&self, fault: &Fault) -> Result<(), FaultError> {
         match fault {
             Fault::Partition(g) => self.unpartition(g).await,
+            Fault::Packet(p) => self.unshape(p).await,
             Fault::Kill(nodes) => {
                 let r = self.each_process(nodes, Action::Start).await;
                 if r.is_ok() {
@@ -331,6 +305,35 @@ impl Nemesis {
         }
     }
 
+    /// Applies packet fault `p` on every node with a shaped link.
+    async fn shape(&self, p: &PacketFault) -> Result<(), FaultError> {
+        let names: Vec<String> = self.nodes().into_iter().map(|n| n.name).collect();
+        let mut plan = Vec::new();
+        for (node, peers) in p.links(&names) {
+            let mut ips = Vec::new();
+            for peer in &peers {
+                ips.push(self.ip_of(peer).await?);
+            }
+            let target = p.targets.contains(&node);
+            plan.push((node, packet::shape_command(&ips, &p.behavior, target)));
+        }
+        self.lock().partitioned = true;
+        let mut set = JoinSet::new();
+        for (node, cmd) in plan {
+            spawn_iptables(&mut set, self.remote(&node)?, cmd, self.command_timeout);
+        }
+        collect(set).await
+    }
+
+    /// Reads the loss counters (the stop op's value: asked vs measured),
+    /// then removes every packet rule and harness's qdisc on every node.
+    async fn unshape(&self, p: &PacketFault) -> Result<(), FaultError> {
+        let (value, errs) =
+            packet::measure_and_heal(&self.remotes, self.command_timeout, p.behavior.loss).await;
+        self.lock().result = Some(value);
+        join_errors(errs.into_iter().map(FaultError::from).collect())
+    }
+
     async fn partition(&self, g: &Grudge) -> Result<(), FaultError> {
         if let Some(net) = &self.simulated {
             self.lock().partitioned = true;
@@ -350,22 +353,8 @@ impl Nemesis {
         self.lock().partitioned = true;
         let mut set = JoinSet::new();
         for (node, ips) in plan {
-            let r = self.remote(&node)?;
             let cmd = drop_command(&ips);
-            let t = self.command_timeout;
-            set.spawn(async move {
-                let out = r.exec(&cmd, None, t).await?;
-                match out.status {
-                    0 => Ok(()),
-                    127 => Err(FaultError::NoIptables(r.node().name.clone())),
-                    s => Err(FaultError::Remote(RemoteError::Failed {
-                        node: r.node().name.clone(),
-                        cmd,
-                        status: s,
-                        stderr: out.stderr_str(),
-                    })),
-                }
-            });
+            spawn_iptables(&mut set, self.remote(&node)?, cmd, self.command_timeout);
         }
         collect(set).await
     }
@@ -581,6 +570,28 @@ enum Action {
     Start,
     Pause,
     Resume,
+}
+
+/// Runs an iptables command on `r` in `set`; exit 127 means no iptables.
+fn spawn_iptables(
+    set: &mut JoinSet<Result<(), FaultError>>,
+    r: Arc<dyn Remote>,
+    cmd: String,
+    t: Duration,
+) {
+    set.spawn(async move {
+        let out = r.exec(&cmd, None, t).await?;
+        match out.status {
+            0 => Ok(()),
+            127 => Err(FaultError::NoIptables(r.node().name.clone())),
+            s => Err(FaultError::Remote(RemoteError::Failed {
+                node: r.node().name.clone(),
+                cmd,
+                status: s,
+                stderr: out.stderr_str(),
+            })),
+        }
+    });
 }
 
 async fn collect(mut set: JoinSet<Result<(), FaultError>>) -> Result<(), FaultError> {

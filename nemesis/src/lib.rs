@@ -14,6 +14,9 @@
 //!   binary; [`lossy`]: mounting it under a data directory and the
 //!   `lose-unfsynced-writes` op that follows a kill; [`durability`]: file
 //!   corruption paired with a kill, and disk errors, through it.
+//! - [`packet`]: packet loss, duplication and rate limits without netem
+//!   (iptables `statistic`/`TEE` in harness's own chains, a `tbf` qdisc),
+//!   the loss asked vs measured, and their heal.
 //! - [`schedule`]: the fault packages `--nemesis` names, and the recording
 //!   of every fault start and stop as ops of process `nemesis`.
 //! - [`package`]: the packages composed — one task each, on its own seeded
@@ -35,6 +38,7 @@ pub mod lossy;
 pub mod lossyfs;
 pub mod node;
 pub mod package;
+pub mod packet;
 pub mod partition;
 pub mod process;
 pub mod remote;

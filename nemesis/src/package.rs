@@ -12,7 +12,7 @@
 //!   epoch, with probability ¼ no package runs, otherwise a random
 //!   non-empty subset does (its own stream, `epochs`); a fault never
 //!   outlives its epoch. Long runs alternate calm, single and mixed faults.
-//! - Targets: kill and pause draw a spec from their list
+//! - Targets: kill, pause and packet faults draw a spec from their list
 //!   ([`crate::target`]); partitions draw a shape from `--partition`'s
 //!   list. Choreographies run their script ([`crate::choreo`]).
 //! - Ops: a fault's start (or stop) is an `invoke` + `info` pair of process
@@ -28,6 +28,7 @@
 use crate::choreo::{self, Step};
 use crate::durability::DurabilityFault;
 use crate::fault::{Fault, FaultError, Nemesis};
+use crate::packet::{Behavior, PacketFault};
 use crate::partition::{PartitionKind, grudge};
 use crate::rng::Rng;
 use crate::schedule::{FaultKind, Recorder, start_recorded, stop_recorded, wait_or_stop};
@@ -79,6 +80,10 @@ pub struct Options {
     pub kill_targets: Vec<Target>,
     /// `--pause-targets`.
     pub pause_targets: Vec<Target>,
+    /// `--packet`: what a packet fault does to its links.
+    pub packet: Behavior,
+    /// `--packet-targets`.
+    pub packet_targets: Vec<Target>,
 }
 
 impl Default for Options {
@@ -92,6 +97,8 @@ impl Default for Options {
             partitions: vec![PartitionKind::Majority],
             kill_targets: vec![Target::One, Target::Minority, Target::Majority, Target::All],
             pause_targets: vec![Target::One, Target::Minority, Target::Majority, Target::All],
+            packet: Behavior::default(),
+            packet_targets: vec![Target::One, Target::Minority, Target::Majority, Target::All],
         }
     }
 }
@@ -161,11 +168,12 @@ pub fn validate(plan: &Plan, has_process: bool, db: &str) -> Result<(), PlanErro
         let targets: &[Target] = match kind {
             FaultKind::Kill => &plan.options.kill_targets,
             FaultKind::Pause => &plan.options.pause_targets,
+            FaultKind::Packet => &plan.options.packet_targets,
             _ => &[],
         };
         target::validate(targets, &plan.nodes, &plan.primaries, db)
             .map_err(|source| PlanError::Target { kind, source })?;
-        if kind == FaultKind::Partition {
+        if matches!(kind, FaultKind::Partition | FaultKind::Packet) {
             if n < 2 {
                 return Err(PlanError::Unsupported {
                     kind,
@@ -214,6 +222,10 @@ pub fn next_fault(kind: FaultKind, plan: &Plan, rng: &mut Rng) -> Option<Fault> 
             let nodes = target::resolve(&Target::Minority, &plan.nodes, &plan.primaries, rng);
             Fault::Durability(DurabilityFault::disk(nodes, rng))
         }
+        FaultKind::Packet => Fault::Packet(PacketFault {
+            targets: pick(&plan.options.packet_targets, rng),
+            behavior: plan.options.packet.clone(),
+        }),
         FaultKind::PartKill | FaultKind::PauseKill => return None,
     })
 }

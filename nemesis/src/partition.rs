@@ -5,9 +5,11 @@
 //! drops. Builders get the node names (in the test's order) and a seeded
 //! [`Rng`]; the same seed gives the same grudge.
 
+use crate::fault::CHAIN;
 use crate::rng::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::net::IpAddr;
 use std::str::FromStr;
 use store::Data;
 
@@ -212,6 +214,44 @@ pub fn grudge_data(g: &Grudge) -> Data {
             })
             .collect(),
     )
+}
+
+/// The shell command that removes harness's partition rules and packet
+/// faults ([`crate::packet::heal_command`]) (idempotent).
+pub fn heal_command() -> String {
+    format!(
+        "{}; command -v iptables >/dev/null || exit 0; \
+         while iptables -w -D INPUT -j {CHAIN} 2>/dev/null; do :; done; \
+         iptables -w -F {CHAIN} 2>/dev/null; iptables -w -X {CHAIN} 2>/dev/null; true",
+        crate::packet::heal_command()
+    )
+}
+
+/// The shell command that makes `ips` dropped on arrival (idempotent setup of
+/// the chain and its jump).
+pub fn drop_command(ips: &[IpAddr]) -> String {
+    let list: Vec<String> = ips.iter().map(|i| i.to_string()).collect();
+    format!(
+        "command -v iptables >/dev/null || exit 127; \
+         iptables -w -N {CHAIN} 2>/dev/null; \
+         iptables -w -C INPUT -j {CHAIN} 2>/dev/null || iptables -w -I INPUT 1 -j {CHAIN}; \
+         iptables -w -A {CHAIN} -s {} -j DROP",
+        list.join(",")
+    )
+}
+
+/// The shell command that removes one instance of each of `ips`' DROP rules
+/// from harness's chain (the inverse of [`drop_command`]; other grudges'
+/// rules stay).
+pub fn undrop_command(ips: &[IpAddr]) -> String {
+    let mut cmd = String::from("command -v iptables >/dev/null || exit 0");
+    for ip in ips {
+        cmd.push_str(&format!(
+            "; iptables -w -D {CHAIN} -s {ip} -j DROP 2>/dev/null"
+        ));
+    }
+    cmd.push_str("; true");
+    cmd
 }
 
 #[cfg(test)]

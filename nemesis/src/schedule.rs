@@ -31,6 +31,8 @@ pub enum FaultKind {
     TruncateFile,
     /// EIO or ENOSPC from the data files for a window (needs `--lazyfs`).
     DiskError,
+    /// Packet loss, duplication or a rate limit on links (`--packet`).
+    Packet,
 }
 
 /// Every package: its `--nemesis` name and whether `--nemesis all` has it.
@@ -45,6 +47,7 @@ pub const KINDS: &[(FaultKind, &str, bool)] = &[
     (FaultKind::Bitflip, "bitflip", false),
     (FaultKind::TruncateFile, "truncate-file", false),
     (FaultKind::DiskError, "disk-error", false),
+    (FaultKind::Packet, "packet", false),
 ];
 
 impl FaultKind {
@@ -63,12 +66,15 @@ impl FaultKind {
 
     /// Whether it kills or pauses processes (needs the database's process control).
     pub fn needs_process(self) -> bool {
-        !matches!(self, FaultKind::Partition)
+        !matches!(self, FaultKind::Partition | FaultKind::Packet)
     }
 
     /// Whether it partitions the network (needs iptables on the nodes).
     pub fn needs_network(self) -> bool {
-        matches!(self, FaultKind::Partition | FaultKind::PartKill)
+        matches!(
+            self,
+            FaultKind::Partition | FaultKind::PartKill | FaultKind::Packet
+        )
     }
 }
 
@@ -185,7 +191,9 @@ pub async fn stop_recorded(
     recorder.record(OpType::Invoke, fault.stop_f(), fault.stop_value(), None);
     let r = nemesis.stop(fault).await;
     let err = r.as_ref().err().map(|e| e.to_string());
-    recorder.record(OpType::Info, fault.stop_f(), fault.stop_value(), err);
+    // What the stop measured (a packet fault's loss), else its value.
+    let value = nemesis.take_result().unwrap_or_else(|| fault.stop_value());
+    recorder.record(OpType::Info, fault.stop_f(), value, err);
     r
 }
 

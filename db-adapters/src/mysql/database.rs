@@ -37,9 +37,28 @@ const CAPABILITIES: Capabilities = Capabilities {
     tarball: false,
     local_server: false,
     replicas: false,
-    lossy_data_dir: false,
+    lossy_data_dir: true,
     default_ops: None,
 };
+
+/// Each `--db-conf` entry is one `KEY=VALUE` option line of `[mysqld]`.
+fn check_db_conf(lines: &[String]) -> Result<(), String> {
+    for l in lines {
+        let key = l.split('=').next().unwrap_or("").trim();
+        let ok = l.contains('=')
+            && !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && !l.contains(['\n', '\r']);
+        if !ok {
+            return Err(format!(
+                "--db-conf {l:?}: expected one KEY=VALUE option line, e.g. innodb_flush_log_at_trx_commit=0"
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// The lifecycle (Galera or one server) and its clients' factory.
 fn on_nodes(
@@ -47,7 +66,19 @@ fn on_nodes(
     s: &DbSettings,
     remotes: Vec<Arc<dyn Remote>>,
 ) -> Result<OnNodes, OpenError> {
-    let db = MariaDb::new(MariaDbConfig::new(galera), remotes);
+    let mut cfg = MariaDbConfig {
+        extra_conf: s.db_conf.clone(),
+        ..MariaDbConfig::new(galera)
+    };
+    if s.lazyfs {
+        let exe = std::env::current_exe()
+            .map_err(|e| OpenError::Setup(format!("--lazyfs: own binary: {e}")))?;
+        cfg.lossy = Some(crate::pg_cluster::LossyConfig {
+            binary: exe.to_string_lossy().into_owned(),
+            cache_mib: 1024,
+        });
+    }
+    let db = MariaDb::new(cfg, remotes);
     let f = MysqlFactory::new(s.isolation, s.model).map_err(OpenError::Setup)?;
     let factory: Arc<dyn ClientFactory> = match s.jepsen {
         Some(w) if w != JepsenWorkload::LongFork => {
@@ -110,6 +141,7 @@ macro_rules! mariadb_entry {
                 nodes: Option<&[Node]>,
             ) -> Result<Isolation, String> {
                 check_reach_and_flags(self, s, nodes.is_some())?;
+                check_db_conf(&s.db_conf)?;
                 Ok(s.isolation)
             }
             fn client_nodes(
@@ -142,6 +174,19 @@ macro_rules! mariadb_entry {
             }
         }
     };
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    #[test]
+    fn db_conf_takes_option_lines_only() {
+        assert!(super::check_db_conf(&["innodb_flush_log_at_trx_commit=0".into()]).is_ok());
+        for bad in ["no_equals", "=1", "a=1\n[client]", "x y=1"] {
+            let e = super::check_db_conf(&[bad.into()]).unwrap_err();
+            assert!(e.contains("KEY=VALUE"), "{bad}: {e}");
+        }
+    }
 }
 
 mariadb_entry!(

@@ -2,7 +2,20 @@
 //! (`galera`: bootstrap the first node with `--wsrep-new-cluster`, join the
 //! others one at a time by rsync SST, rejoin after a kill with a plain
 //! start, and recover after every node crashed — by Galera's `pc.recovery`
-//! when all come back, else by `--wsrep-recover` + `safe_to_bootstrap`).
+//! when all come back, else by `--wsrep-recover` + `safe_to_bootstrap`:
+//! see `galera.rs`).
+//!
+//! `--db-conf KEY=VALUE` lines go at the end of `[mysqld]` (they override
+//! the defaults here, e.g. `innodb_flush_log_at_trx_commit=0`, the value
+//! MariaDB recommends for Galera; the default here is `2`). With
+//! `--lazyfs` each node's `data/` is the lossy filesystem
+//! (`nemesis::lossy`), mounted before `mariadb-install-db`, checkpointed
+//! once every member serves, unmounted before the node directory is
+//! removed; InnoDB then uses `innodb_flush_method=fsync` without native
+//! aio, so every durable write is a `write` + `fsync` the filesystem sees,
+//! and Galera's gcache and the transaction coordinator log (shared mmaps,
+//! which FUSE refuses) live beside `data/` (`gcache.dir`, `log-tc`);
+//! `grastate.dat` and `gvwstate.dat` stay on it.
 //!
 //! Each node keeps everything under `<base>/<node>/` (data, `my.cnf`,
 //! socket, pid file, error log), so testbed nodes, which share one file
@@ -14,7 +27,10 @@ use crate::client::BoxFuture;
 use crate::db::{
     DbError, NodeLog, NodeServers, ServerConfig, ServerSteps, Servers, join_errors, poll,
 };
+use crate::pg_cluster::LossyConfig;
 use nemesis::Node;
+use nemesis::lossy;
+use nemesis::lossyfs::ctl::{Command, Reply};
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
 use std::sync::Arc;
@@ -44,6 +60,17 @@ pub struct MariaDbConfig {
     pub database: String,
     /// Limit for one node to start or join.
     pub start_timeout: Duration,
+    /// Extra `[mysqld]` lines (`--db-conf`, e.g.
+    /// `innodb_flush_log_at_trx_commit=0`); later lines win.
+    pub extra_conf: Vec<String>,
+    /// Each data directory on the lossy filesystem (`--lazyfs`).
+    pub lossy: Option<LossyConfig>,
+    /// Galera: how long a restart after every member crashed waits for
+    /// `pc.recovery` to re-form the primary component before it
+    /// bootstraps from the most advanced node.
+    pub recovery_wait: Duration,
+    /// Serialises Galera's full-cluster restarts (see `galera.rs`).
+    pub(super) restart: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl MariaDbConfig {
@@ -57,6 +84,10 @@ impl MariaDbConfig {
             password: "harness".to_string(),
             database: "harness".to_string(),
             start_timeout: Duration::from_secs(120),
+            extra_conf: Vec::new(),
+            lossy: None,
+            recovery_wait: Duration::from_secs(30),
+            restart: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 }
@@ -113,13 +144,13 @@ impl std::fmt::Display for WsrepStatus {
 }
 
 impl Servers<MariaDbConfig> {
-    fn cnf(&self, node: &Node) -> String {
+    pub(super) fn cnf(&self, node: &Node) -> String {
         format!("{}/my.cnf", self.node_dir(node))
     }
     /// A pattern matching this node's mariadbd: anchored at the start of
     /// the command line, so it never matches the shell that runs pgrep
     /// (whose command line contains the pattern and the start command).
-    fn pattern(&self, node: &Node) -> String {
+    pub(super) fn pattern(&self, node: &Node) -> String {
         shell_quote(&format!(
             "^(/usr/sbin/)?mariadbd --defaults-file={}( |$)",
             self.cnf(node)
@@ -145,6 +176,12 @@ impl Servers<MariaDbConfig> {
             self.cfg.port
         );
         if self.cfg.galera {
+            // The gcache is a shared mmap, which FUSE (the lossy
+            // filesystem) refuses: keep it beside the data directory.
+            let gcache_dir = match self.cfg.lossy {
+                Some(_) => format!(";gcache.dir={dir}"),
+                None => String::new(),
+            };
             let members: Vec<&str> = self
                 .remotes
                 .iter()
@@ -154,12 +191,23 @@ impl Servers<MariaDbConfig> {
                 "wsrep_on=ON\nwsrep_provider=/usr/lib/galera/libgalera_smm.so\nwsrep_cluster_name=harness\n\
                  wsrep_cluster_address=gcomm://{}\nwsrep_node_address={}\nwsrep_node_name={}\n\
                  wsrep_sst_method=rsync\nwsrep_sst_receive_address={}:4444\n\
-                 wsrep_provider_options=\"gcache.size=32M;evs.suspect_timeout=PT2S;evs.inactive_timeout=PT4S;evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S;evs.install_timeout=PT4S\"\n",
+                 wsrep_provider_options=\"gcache.size=32M;evs.suspect_timeout=PT2S;evs.inactive_timeout=PT4S;evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S;evs.install_timeout=PT4S{gcache_dir}\"\n",
                 members.join(","),
                 node.host,
                 node.name,
                 node.host
             ));
+        }
+        if self.cfg.lossy.is_some() {
+            // Every write through write(2) and fsync(2): the lossy
+            // filesystem sees what reaches "disk" (no O_DIRECT, no aio).
+            c.push_str("innodb_flush_method=fsync\ninnodb_use_native_aio=0\n");
+            // The transaction coordinator log is a shared mmap too.
+            c.push_str(&format!("log-tc={dir}/tc.log\n"));
+        }
+        for line in &self.cfg.extra_conf {
+            c.push_str(line.trim());
+            c.push('\n');
         }
         c.push_str(&format!("[client]\nsocket={dir}/mysqld.sock\n"));
         c
@@ -201,7 +249,7 @@ impl Servers<MariaDbConfig> {
         Ok(())
     }
 
-    async fn start_node(&self, node: &Node, new_cluster: bool) -> Result<(), DbError> {
+    pub(super) async fn start_node(&self, node: &Node, new_cluster: bool) -> Result<(), DbError> {
         let r = self.remote(node)?;
         let extra = if new_cluster {
             " --wsrep-new-cluster"
@@ -220,7 +268,7 @@ impl Servers<MariaDbConfig> {
         Ok(())
     }
 
-    async fn kill_node(&self, node: &Node, signal: &str) -> Result<(), DbError> {
+    pub(super) async fn kill_node(&self, node: &Node, signal: &str) -> Result<(), DbError> {
         let r = self.remote(node)?;
         let dir = self.node_dir(node);
         // Also the rsync daemon a joiner runs for SST: it would hold port 4444.
@@ -250,7 +298,7 @@ impl Servers<MariaDbConfig> {
         Ok(())
     }
 
-    async fn sql_root(&self, node: &Node, sql: &str) -> Result<String, DbError> {
+    pub(super) async fn sql_root(&self, node: &Node, sql: &str) -> Result<String, DbError> {
         let r = self.remote(node)?;
         let cmd = format!(
             "mariadb --defaults-file={} -uroot --connect-timeout=2 -Nse {}",
@@ -263,7 +311,7 @@ impl Servers<MariaDbConfig> {
     }
 
     /// Galera status of `node` (error when the server does not answer).
-    async fn wsrep_status(&self, node: &Node) -> Result<WsrepStatus, DbError> {
+    pub(super) async fn wsrep_status(&self, node: &Node) -> Result<WsrepStatus, DbError> {
         let out = self
             .sql_root(
                 node,
@@ -303,7 +351,7 @@ impl Servers<MariaDbConfig> {
         }
     }
 
-    async fn wait_serving(&self, node: &Node, limit: Duration) -> Result<(), DbError> {
+    pub(super) async fn wait_serving(&self, node: &Node, limit: Duration) -> Result<(), DbError> {
         poll(limit, Duration::from_millis(200), || self.serving(node))
             .await
             .map_err(|detail| DbError::NotReady {
@@ -322,6 +370,14 @@ impl Servers<MariaDbConfig> {
             base = shell_quote(&self.cfg.base_dir)
         ))
         .await?;
+        if let Some(l) = &self.cfg.lossy {
+            let data = format!("{dir}/data");
+            r.run_timeout(
+                &lossy::mount_command(&l.binary, &data, Some("mysql"), l.cache_mib),
+                Duration::from_secs(60),
+            )
+            .await?;
+        }
         r.upload_bytes(self.config(node).into_bytes(), &self.cnf(node))
             .await?;
         r.run(&format!("chmod 644 {}", self.cnf(node))).await?;
@@ -400,6 +456,23 @@ impl ServerSteps for Servers<MariaDbConfig> {
                 self.start_node(n, false).await?;
                 self.wait_serving(n, self.cfg.start_timeout).await?;
             }
+            // What mariadb-install-db and the SSTs wrote is durable: a
+            // first kill must not lose the cluster itself.
+            for n in &members {
+                self.lossy_checkpoint(n).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn release_node<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), DbError>> {
+        Box::pin(async move {
+            // Always: a stale mount left by a crashed `--lazyfs` run would
+            // keep the directory from being removed.
+            let data = format!("{}/data", self.node_dir(node));
+            self.remote(node)?
+                .run_timeout(&lossy::unmount_command(&data), Duration::from_secs(60))
+                .await?;
             Ok(())
         })
     }
@@ -448,85 +521,40 @@ impl ServerSteps for Servers<MariaDbConfig> {
 }
 
 impl Servers<MariaDbConfig> {
-    /// After every member crashed and `pc.recovery` could not re-form the
-    /// primary component: recover each node's position, bootstrap from the
-    /// most advanced one, restart the others.
-    async fn bootstrap_recovery(&self) -> Result<(), DbError> {
-        let nodes = self.nodes();
-        let mut best: Option<(i64, Node)> = None;
-        for n in &nodes {
-            self.kill_node(n, "KILL").await?;
-            let r = self.remote(n)?;
-            let dir = self.node_dir(n);
-            let out = r
-                .run_timeout(
-                    &format!(
-                        "cd /tmp; /usr/sbin/mariadbd --defaults-file={} --wsrep-recover --log-error={dir}/recover.log >/dev/null 2>&1; \
-                         grep -o 'Recovered position: .*' {dir}/recover.log | tail -1 | sed 's/.*://'",
-                        self.cnf(n)
-                    ),
-                    Duration::from_secs(120),
-                )
-                .await?;
-            let seqno: i64 = out.stdout_str().trim().parse().unwrap_or(-1);
-            if best.as_ref().is_none_or(|(s, _)| seqno > *s) {
-                best = Some((seqno, n.clone()));
-            }
-        }
-        let Some((_, first)) = best else {
-            return Ok(());
+    /// Sends `cmd` to the lossy filesystem under `node`'s data directory
+    /// (`None` without `--lazyfs`).
+    async fn lossy_command(&self, node: &Node, cmd: &Command) -> Result<Option<Reply>, DbError> {
+        let Some(l) = &self.cfg.lossy else {
+            return Ok(None);
         };
-        let r = self.remote(&first)?;
-        r.run(&format!(
-            "sed -i 's/^safe_to_bootstrap: 0/safe_to_bootstrap: 1/' {}/data/grastate.dat",
-            self.node_dir(&first)
-        ))
-        .await?;
-        self.start_node(&first, true).await?;
-        self.wait_serving(&first, self.cfg.start_timeout).await?;
-        for n in nodes.iter().filter(|n| n.name != first.name) {
-            self.start_node(n, false).await?;
-        }
-        Ok(())
+        let data = format!("{}/data", self.node_dir(node));
+        let out = self
+            .remote(node)?
+            .run_timeout(
+                &lossy::ctl_command(&l.binary, &data, cmd),
+                Duration::from_secs(60),
+            )
+            .await?;
+        Reply::parse(&out.stdout_str())
+            .map(Some)
+            .map_err(|e| DbError::Step {
+                node: node.name.clone(),
+                step: "lossyfs".to_string(),
+                detail: e,
+            })
     }
 
-    /// Galera did not come back by itself after the heal. With no primary
-    /// component anywhere (a full-cluster crash that `pc.recovery` did not
-    /// resolve) bootstrap from the most advanced node; else restart every
-    /// member outside the primary component, so it rejoins by IST or SST.
-    /// Waiting alone is not enough: in one CI run a member that answered
-    /// queries stayed out of `Primary`/`Synced` for 120 s after the heal.
-    /// A member inside the primary component that is not synced yet (a
-    /// donor, a joiner catching up) is left alone: it gets there by itself,
-    /// and restarting it can take the primary component down with it (in
-    /// another CI run the only primary member was a donor; restarting it
-    /// with the others left a member that could never rejoin).
-    async fn galera_repair(&self, members: &[Node]) -> Result<(), DbError> {
-        let mut any_primary = false;
-        let mut stuck = Vec::new();
-        for n in members {
-            match self.wsrep_status(n).await {
-                Ok(s) => {
-                    any_primary |= s.in_primary();
-                    if !s.in_primary() {
-                        stuck.push((n.clone(), s.to_string()));
-                    }
-                }
-                Err(e) => stuck.push((n.clone(), e.to_string())),
-            }
+    /// Makes everything written so far under `node`'s data directory
+    /// durable (no-op without `--lazyfs`).
+    pub(super) async fn lossy_checkpoint(&self, node: &Node) -> Result<(), DbError> {
+        match self.lossy_command(node, &Command::Checkpoint).await? {
+            Some(r) if !r.ok => Err(DbError::Step {
+                node: node.name.clone(),
+                step: "lossyfs checkpoint".to_string(),
+                detail: r.message,
+            }),
+            _ => Ok(()),
         }
-        if !any_primary {
-            tracing::warn!(
-                "galera: no primary component; bootstrapping from the most advanced node"
-            );
-            return self.bootstrap_recovery().await;
-        }
-        for (n, state) in stuck {
-            tracing::warn!(node = %n.name, %state, "galera: member outside the primary component; restarting it to rejoin");
-            self.kill_node(&n, "KILL").await?;
-            self.start_node(&n, false).await?;
-        }
-        Ok(())
     }
 }
 
@@ -572,9 +600,49 @@ impl Process for Servers<MariaDbConfig> {
 
     fn start<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
-            self.start_node(node, false)
+            if self.cfg.galera {
+                self.galera_start(node).await
+            } else {
+                self.start_node(node, false).await
+            }
+            .map_err(|e| perr(node, "start", e))
+        })
+    }
+
+    fn lossy(&self) -> bool {
+        self.cfg.lossy.is_some()
+    }
+
+    fn lossy_ctl<'a>(
+        &'a self,
+        node: &'a Node,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<Reply, ProcessError>> {
+        Box::pin(async move {
+            let reply = self
+                .lossy_command(node, cmd)
                 .await
-                .map_err(|e| perr(node, "start", e))
+                .map_err(|e| perr(node, "lossyfs", e))?;
+            match reply {
+                None => Err(perr(
+                    node,
+                    "lossyfs",
+                    DbError::Topology("not on the lossy filesystem (run with --lazyfs)".into()),
+                )),
+                Some(r) if r.ok => Ok(r),
+                Some(r) => Err(perr(node, "lossyfs", DbError::Topology(r.message))),
+            }
+        })
+    }
+
+    fn lose_unsynced<'a>(
+        &'a self,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<Option<Reply>, ProcessError>> {
+        Box::pin(async move {
+            self.lossy_command(node, &Command::Lose)
+                .await
+                .map_err(|e| perr(node, "lose-unfsynced-writes", e))
         })
     }
 

@@ -14,6 +14,7 @@
 
 pub mod client;
 mod database;
+pub mod galera;
 pub mod lifecycle;
 
 pub use client::MysqlFactory;

@@ -10,6 +10,7 @@ pub mod bank_plot;
 pub mod caps;
 pub mod elle;
 pub mod graph_svg;
+pub mod lost_writes;
 pub mod plots;
 pub mod repro;
 pub mod soak;
