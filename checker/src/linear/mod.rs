@@ -265,6 +265,7 @@ fn unknown_search() -> Searched {
         order: Vec::new(),
         steps: 0,
         cache_entries: 0,
+        states: 0,
     }
 }
 
