@@ -326,6 +326,7 @@ impl Model for KvString {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

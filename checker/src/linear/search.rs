@@ -9,8 +9,11 @@
 //! interned to `u32` ids; the linearized set is a bitset whose hash is kept
 //! incrementally (xor of one random word per op), so a cache probe costs a
 //! hash lookup plus one bitset comparison on a hit, never a rehash of the
-//! bitset; the cache stores every bitset once, in one arena of `u64` words,
-//! with a 12-byte chain record beside it. The longest linearizable prefix
+//! bitset; the cache stores each configuration once, as a record `[key,
+//! state, bitset…]` in fixed-size chunks (it grows without a doubling
+//! copy) found through an open-addressing table of 4-byte record ids;
+//! model states are stored once each, found by hash (a kv state is a small
+//! rope node, [`super::model::KvState`]). The longest linearizable prefix
 //! is kept up to date in time linear in the pushes (a low-water mark of
 //! the stack since the last copy), so reporting it costs nothing extra.
 
@@ -133,7 +136,7 @@ impl Cache {
             i = (i + 1) & mask;
         }
         let r = self.len;
-        if r % self.per_chunk == 0 {
+        if r.is_multiple_of(self.per_chunk) {
             self.chunks
                 .push(vec![0; self.per_chunk * (self.words + 2)].into_boxed_slice());
         }
