@@ -63,10 +63,22 @@ impl Edges for EdgeList {
     }
 }
 
-/// Runs `f` on each item, the first on this thread and the others on a
-/// thread each, and returns the results in the items' order (a panic in
-/// one is re-raised here).
-pub(crate) fn beside<I: Send, T: Send>(items: Vec<I>, f: impl Fn(I) -> T + Sync) -> Vec<T> {
+/// Histories (or graphs) smaller than this many ops (nodes) are analysed
+/// on the calling thread alone: starting and joining a thread costs more
+/// than such work (part of the fixed cost of a small `harness check`).
+pub(crate) const PARALLEL_FROM: usize = 4096;
+
+/// Runs `f` on each item and returns the results in the items' order:
+/// when `parallel`, the first on this thread and the others on a thread
+/// each (a panic in one is re-raised here), else one after the other here.
+pub(crate) fn beside_if<I: Send, T: Send>(
+    parallel: bool,
+    items: Vec<I>,
+    f: impl Fn(I) -> T + Sync,
+) -> Vec<T> {
+    if !parallel {
+        return items.into_iter().map(f).collect();
+    }
     let mut items = items.into_iter();
     let Some(first) = items.next() else {
         return Vec::new();
@@ -105,7 +117,8 @@ impl Graph {
     /// 8 MB, where the two edge lists were 75 MB).
     pub fn from_sources(n: usize, sources: &[&dyn Edges]) -> Graph {
         let inside = |a: u32, b: u32| a != b && (a as usize) < n && (b as usize) < n;
-        let mut cursors = beside(sources.to_vec(), |s| {
+        let parallel = n >= PARALLEL_FROM;
+        let mut cursors = beside_if(parallel, sources.to_vec(), |s| {
             let mut count = vec![0u32; n];
             s.each(&mut |a, b, _| {
                 if inside(a, b) {
@@ -128,16 +141,20 @@ impl Graph {
         let total = off[n];
         let dst: Vec<AtomicU32> = (0..total).map(|_| AtomicU32::new(0)).collect();
         let rels: Vec<AtomicU8> = (0..total).map(|_| AtomicU8::new(0)).collect();
-        beside(sources.iter().zip(cursors).collect(), |(s, mut cur)| {
-            s.each(&mut |a, b, r| {
-                if inside(a, b) {
-                    let e = off[a as usize] + cur[a as usize] as usize;
-                    cur[a as usize] += 1;
-                    dst[e].store(b, Ordering::Relaxed);
-                    rels[e].store(r.bits(), Ordering::Relaxed);
-                }
-            });
-        });
+        beside_if(
+            parallel,
+            sources.iter().zip(cursors).collect(),
+            |(s, mut cur)| {
+                s.each(&mut |a, b, r| {
+                    if inside(a, b) {
+                        let e = off[a as usize] + cur[a as usize] as usize;
+                        cur[a as usize] += 1;
+                        dst[e].store(b, Ordering::Relaxed);
+                        rels[e].store(r.bits(), Ordering::Relaxed);
+                    }
+                });
+            },
+        );
         let mut g = Graph {
             off,
             dst: dst.into_iter().map(AtomicU32::into_inner).collect(),

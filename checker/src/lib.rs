@@ -125,14 +125,21 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
     };
     // One pass over every micro-op, beside the analysis' single-threaded
     // preprocessing rather than after it.
-    let (analysis, foreign) = std::thread::scope(|s| {
-        let foreign = s.spawn(|| foreign_micro_ops(history, opts.workload));
-        let analysis = analysis::analyze(history, &analyze_opts);
-        match foreign.join() {
-            Ok(n) => (analysis, n),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    });
+    let (analysis, foreign) = if history.len() < graph::PARALLEL_FROM {
+        (
+            analysis::analyze(history, &analyze_opts),
+            foreign_micro_ops(history, opts.workload),
+        )
+    } else {
+        std::thread::scope(|s| {
+            let foreign = s.spawn(|| foreign_micro_ops(history, opts.workload));
+            let analysis = analysis::analyze(history, &analyze_opts);
+            match foreign.join() {
+                Ok(n) => (analysis, n),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
+    };
     let engines = analysis.engines;
     let analyses = analysis.ran;
     let timings = analysis.timings;

@@ -32,7 +32,7 @@ mod weak;
 use crate::anomaly::AnomalyType;
 use crate::budget::Budget;
 use crate::explain::Anomaly;
-use crate::graph::beside;
+use crate::graph::{PARALLEL_FROM, beside_if};
 use crate::list_append::ListAppend;
 use crate::model::ConsistencyModel;
 use crate::observe::Observations;
@@ -328,7 +328,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
 /// Runs `analyses` on `cx` and returns what each found, in the order given
 /// — so the merged result is the same as running them one after the
 /// other. The light ones run side by side (they only read the context),
-/// each on a thread of its own; a [`Analysis::heavy`] one runs alone after
+/// each on a thread of its own (in turn on a history too small to gain); a [`Analysis::heavy`] one runs alone after
 /// them, so its scratch never adds up with theirs.
 fn run_each(cx: &Context<'_, '_>, analyses: &[&dyn Analysis]) -> Vec<Found> {
     let run = |a: &dyn Analysis| {
@@ -341,7 +341,8 @@ fn run_each(cx: &Context<'_, '_>, analyses: &[&dyn Analysis]) -> Vec<Found> {
         found
     };
     let (heavy, light): (Vec<_>, Vec<_>) = analyses.iter().copied().partition(|a| a.heavy(cx));
-    let mut light = beside(light, run).into_iter();
+    let parallel = cx.history.len() >= PARALLEL_FROM;
+    let mut light = beside_if(parallel, light, run).into_iter();
     let mut heavy = heavy.into_iter().map(run);
     analyses
         .iter()

@@ -322,8 +322,8 @@ pub fn kv(history: &History) -> Result<Extracted<KvInput, String>, ExtractError>
                     continue;
                 }
             },
-            "put" => (KvInput::Put(text(history.data(inv))?), None),
-            "append" => (KvInput::Append(text(history.data(inv))?), None),
+            "put" => (KvInput::Put(text(history.data(inv))?.into()), None),
+            "append" => (KvInput::Append(text(history.data(inv))?.into()), None),
             _ => return Err(bad("not a kv op (get, put or append)".to_string())),
         };
         let ret = match end {

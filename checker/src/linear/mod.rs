@@ -60,8 +60,9 @@ pub struct LinearOptions {
     /// Every register's value before any write (`None`: nil).
     pub initial: Option<i64>,
     /// Configurations one key's search may cache before it gives up
-    /// (`unknown`): a memory limit. Default 20 million (about 1 GB for
-    /// keys of up to a thousand ops).
+    /// (`unknown`): a memory limit. Each takes `8 × (2 + ⌈ops / 64⌉)`
+    /// bytes plus 5–11 bytes of index (4-byte slots, at most 3/4 full): default 20
+    /// million, 0.6 GB for keys of up to 64 ops, 3 GB for a thousand.
     pub max_cache: usize,
     /// Threads the keys are spread over (0: the machine's parallelism).
     pub threads: usize,
@@ -265,6 +266,7 @@ fn unknown_search() -> Searched {
         order: Vec::new(),
         steps: 0,
         cache_entries: 0,
+        states: 0,
     }
 }
 

@@ -9,14 +9,18 @@
 //! interned to `u32` ids; the linearized set is a bitset whose hash is kept
 //! incrementally (xor of one random word per op), so a cache probe costs a
 //! hash lookup plus one bitset comparison on a hit, never a rehash of the
-//! bitset; the cache stores every bitset once, in one arena of `u64` words,
-//! with a 12-byte chain record beside it. The longest linearizable prefix
+//! bitset; the cache stores each configuration once, as a record `[key,
+//! state, bitset…]` in fixed-size chunks (it grows without a doubling
+//! copy) found through an open-addressing table of 4-byte record ids;
+//! model states are stored once each, found by hash (a kv state is a small
+//! rope node, [`super::model::KvState`]). The longest linearizable prefix
 //! is kept up to date in time linear in the pushes (a low-water mark of
 //! the stack since the last copy), so reporting it costs nothing extra.
 
 use super::model::Model;
 use crate::budget::Budget;
 use rustc_hash::FxHashMap;
+use std::hash::BuildHasher as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One operation of a partition, in the order the caller numbers them.
@@ -63,6 +67,8 @@ pub struct Searched {
     pub steps: u64,
     /// Configurations cached.
     pub cache_entries: usize,
+    /// Distinct model states met.
+    pub states: usize,
 }
 
 const NIL: u32 = u32::MAX;
@@ -77,35 +83,127 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// The configurations already explored.
+/// Words of one arena chunk (512 KiB): the arena grows a chunk at a time,
+/// never by doubling and copying.
+const CHUNK_WORDS: usize = 1 << 16;
+
+/// The configurations already explored: each a record `[key, state,
+/// bitset…]` of `2 + words` words in a chunked arena, found through an
+/// open-addressing table of record ids (4 bytes a slot; the key is read
+/// back from the record). About `8 × (2 + words) + 8` bytes a
+/// configuration, with no doubling copy of the records.
 struct Cache {
     words: usize,
-    /// Full 64-bit key → first record of its chain.
-    heads: FxHashMap<u64, u32>,
-    /// (next record in the chain, state id) per record.
-    recs: Vec<(u32, u32)>,
-    /// Record `r`'s bitset is `bits[r * words ..][.. words]`.
-    bits: Vec<u64>,
+    /// Records per chunk.
+    per_chunk: usize,
+    chunks: Vec<Box<[u64]>>,
+    len: usize,
+    /// Record id + 1 per slot (0: empty); a power of two, at most 3/4 full.
+    slots: Vec<u32>,
 }
 
 impl Cache {
+    fn new(words: usize) -> Cache {
+        Cache {
+            words,
+            per_chunk: (CHUNK_WORDS / (words + 2)).max(1),
+            chunks: Vec::new(),
+            len: 0,
+            slots: vec![0; 1024],
+        }
+    }
+
+    fn record(&self, r: usize) -> &[u64] {
+        let w = self.words + 2;
+        let at = (r % self.per_chunk) * w;
+        &self.chunks[r / self.per_chunk][at..at + w]
+    }
+
     /// Inserts (bitset, state); false when it was already there.
     fn insert(&mut self, key: u64, set: &[u64], state: u32) -> bool {
-        let new = self.recs.len() as u32;
-        let head = self.heads.entry(key).or_insert(NIL);
-        let mut r = *head;
-        while r != NIL {
-            let (next, s) = self.recs[r as usize];
-            let at = r as usize * self.words;
-            if s == state && &self.bits[at..at + self.words] == set {
-                return false;
+        let mask = self.slots.len() - 1;
+        let mut i = key as usize & mask;
+        loop {
+            match self.slots[i] {
+                0 => break,
+                r => {
+                    let rec = self.record(r as usize - 1);
+                    if rec[0] == key && rec[1] == u64::from(state) && &rec[2..] == set {
+                        return false;
+                    }
+                }
             }
-            r = next;
+            i = (i + 1) & mask;
         }
-        self.recs.push((*head, state));
-        *head = new;
-        self.bits.extend_from_slice(set);
+        let r = self.len;
+        if r.is_multiple_of(self.per_chunk) {
+            self.chunks
+                .push(vec![0; self.per_chunk * (self.words + 2)].into_boxed_slice());
+        }
+        let w = self.words + 2;
+        let at = (r % self.per_chunk) * w;
+        let rec = &mut self.chunks[r / self.per_chunk][at..at + w];
+        rec[0] = key;
+        rec[1] = u64::from(state);
+        rec[2..].copy_from_slice(set);
+        self.len += 1;
+        self.slots[i] = self.len as u32;
+        if self.len * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
         true
+    }
+
+    fn grow(&mut self) {
+        let mut slots = vec![0u32; self.slots.len() * 2];
+        let mask = slots.len() - 1;
+        for r in 0..self.len {
+            let mut i = self.record(r)[0] as usize & mask;
+            while slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            slots[i] = r as u32 + 1;
+        }
+        self.slots = slots;
+    }
+}
+
+/// The model states met, each stored once, found by hash.
+struct States<S> {
+    states: Vec<S>,
+    /// State hash → first state of its chain.
+    heads: FxHashMap<u64, u32>,
+    /// The next state with the same hash, per state.
+    next: Vec<u32>,
+}
+
+impl<S: Eq + std::hash::Hash> States<S> {
+    fn new(init: S) -> States<S> {
+        let mut t = States {
+            states: Vec::new(),
+            heads: FxHashMap::default(),
+            next: Vec::new(),
+        };
+        t.intern(init);
+        t
+    }
+
+    /// The id of `s`, added if new (moved in, never cloned).
+    fn intern(&mut self, s: S) -> u32 {
+        let h = rustc_hash::FxBuildHasher.hash_one(&s);
+        let head = self.heads.entry(h).or_insert(NIL);
+        let mut id = *head;
+        while id != NIL {
+            if self.states[id as usize] == s {
+                return id;
+            }
+            id = self.next[id as usize];
+        }
+        let new = self.states.len() as u32;
+        self.next.push(*head);
+        *head = new;
+        self.states.push(s);
+        new
     }
 }
 
@@ -138,6 +236,7 @@ pub fn search_until<M: Model>(
             order: Vec::new(),
             steps: 0,
             cache_entries: 0,
+            states: 0,
         };
     }
     // Entries: a call and a return per op, by time; at equal times calls
@@ -171,15 +270,8 @@ pub fn search_until<M: Model>(
     let zobrist: Vec<u64> = (0..n as u64).map(mix).collect();
     let mut set = vec![0u64; words];
     let mut set_hash = 0u64;
-    let mut cache = Cache {
-        words,
-        heads: FxHashMap::default(),
-        recs: Vec::new(),
-        bits: Vec::new(),
-    };
-    let mut states: Vec<M::State> = vec![model.init()];
-    let mut state_ids: FxHashMap<M::State, u32> = FxHashMap::default();
-    state_ids.insert(model.init(), 0);
+    let mut cache = Cache::new(words);
+    let mut states = States::new(model.init());
     let mut cur: u32 = 0;
     // (call entry, state id before it)
     let mut stack: Vec<(u32, u32)> = Vec::new();
@@ -187,11 +279,12 @@ pub fn search_until<M: Model>(
     let mut low = 0usize;
     let mut steps = 0u64;
 
-    let finish = |verdict, order, steps, cache: &Cache| Searched {
+    let finish = |verdict, order, steps, cache: &Cache, states: &States<M::State>| Searched {
         verdict,
         order,
         steps,
-        cache_entries: cache.recs.len(),
+        cache_entries: cache.len,
+        states: states.states.len(),
     };
 
     let mut entry = next[head];
@@ -200,30 +293,22 @@ pub fn search_until<M: Model>(
         if steps.is_multiple_of(CHARGE_EVERY)
             && (budget.charge(CHARGE_EVERY) || stop.load(Ordering::Relaxed))
         {
-            return finish(Verdict::Unknown, best, steps, &cache);
+            return finish(Verdict::Unknown, best, steps, &cache, &states);
         }
         let e = entry as usize;
         if is_call[e] {
             let i = op_of[e] as usize;
             let op = &ops[i];
-            let stepped = model.step(&states[cur as usize], &op.input, op.output.as_ref());
+            let stepped = model.step(&states.states[cur as usize], &op.input, op.output.as_ref());
             match stepped {
                 Some(s) => {
-                    let sid = match state_ids.get(&s) {
-                        Some(&id) => id,
-                        None => {
-                            let id = states.len() as u32;
-                            state_ids.insert(s.clone(), id);
-                            states.push(s);
-                            id
-                        }
-                    };
+                    let sid = states.intern(s);
                     set[i / 64] |= 1 << (i % 64);
                     set_hash ^= zobrist[i];
                     let key = set_hash ^ mix(u64::from(sid) ^ 0x5bd1_e995);
                     if cache.insert(key, &set, sid) {
-                        if cache.recs.len() > max_cache {
-                            return finish(Verdict::Unknown, best, steps, &cache);
+                        if cache.len > max_cache {
+                            return finish(Verdict::Unknown, best, steps, &cache, &states);
                         }
                         stack.push((entry, cur));
                         cur = sid;
@@ -252,7 +337,7 @@ pub fn search_until<M: Model>(
         } else {
             // A return whose call is not linearized: the prefix is a dead end.
             let Some((c, s)) = stack.pop() else {
-                return finish(Verdict::Illegal, best, steps, &cache);
+                return finish(Verdict::Illegal, best, steps, &cache, &states);
             };
             low = low.min(stack.len());
             cur = s;
@@ -273,7 +358,7 @@ pub fn search_until<M: Model>(
     }
     let order = stack.iter().map(|&(c, _)| op_of[c as usize]).collect();
     budget.charge(steps % CHARGE_EVERY);
-    finish(Verdict::Linearizable, order, steps, &cache)
+    finish(Verdict::Linearizable, order, steps, &cache, &states)
 }
 
 #[cfg(test)]

@@ -8,7 +8,12 @@
 //! `duplicated` = elements more than once in the final read; `revived` =
 //! final ∩ failed adds; `recovered` = final ∩ attempts − adds (info adds
 //! that took effect; informational). Linear in the history.
+//!
+//! Also the element readers both set checkers use: the added element, a
+//! read's elements (copied, or visited in place by [`read_ints`]) and the
+//! value → id table of set-full ([`ElementIds`]).
 
+use super::set_full::Elem;
 use super::{Finding, Report, completions, data_int, idx, intervals, op_name, val_int};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::json;
@@ -39,6 +44,77 @@ pub(crate) fn read_elements(mops: &[MicroOp], data: Option<&Data>) -> Option<Vec
         [MicroOp::Read(_, ReadValue::List(l))] => l.iter().map(val_int).collect(),
         [MicroOp::Read(_, ReadValue::Nil)] => Some(Vec::new()),
         _ => None,
+    }
+}
+
+/// Element value → id: a table indexed by `value − min` when the values
+/// are dense (Jepsen's and harness' adds count up from 0), else a map.
+pub(crate) enum ElementIds {
+    Dense { min: i64, ids: Vec<u32> },
+    Sparse(FxHashMap<i64, u32>),
+}
+
+impl ElementIds {
+    pub(crate) fn new(elems: &[Elem], map: FxHashMap<i64, u32>) -> ElementIds {
+        let (Some(min), Some(max)) = (
+            elems.iter().map(|e| e.value).min(),
+            elems.iter().map(|e| e.value).max(),
+        ) else {
+            return ElementIds::Sparse(map);
+        };
+        // At most 4 slots per element (16 bytes): never much more than the map.
+        let span = max.abs_diff(min);
+        if span >= 4 * elems.len() as u64 + 1024 {
+            return ElementIds::Sparse(map);
+        }
+        let mut ids = vec![u32::MAX; span as usize + 1];
+        for (id, e) in elems.iter().enumerate() {
+            ids[e.value.abs_diff(min) as usize] = id as u32;
+        }
+        ElementIds::Dense { min, ids }
+    }
+
+    pub(crate) fn get(&self, x: i64) -> Option<u32> {
+        match self {
+            ElementIds::Dense { min, ids } => {
+                let at = usize::try_from(x.checked_sub(*min)?).ok()?;
+                ids.get(at).copied().filter(|&id| id != u32::MAX)
+            }
+            ElementIds::Sparse(map) => map.get(&x).copied(),
+        }
+    }
+}
+
+/// Calls `f` with each element of the read completed at `pos`, borrowed
+/// from the history, when every element is an integer; false (and no call)
+/// when the op is not a read of integers.
+pub(crate) fn read_ints(history: &History, pos: usize, f: impl FnMut(i64)) -> bool {
+    if let Some(d) = history.data(pos) {
+        return match d {
+            Data::Vec(v) | Data::Set(v) => {
+                if !v.iter().all(|d| data_int(d).is_some()) {
+                    return false;
+                }
+                v.iter().filter_map(data_int).for_each(f);
+                true
+            }
+            Data::Nil => true,
+            _ => false,
+        };
+    }
+    let Some(mops) = history.txn(pos) else {
+        return false;
+    };
+    match &*mops {
+        [MicroOp::Read(_, ReadValue::List(l))] => {
+            if !l.iter().all(|v| val_int(v).is_some()) {
+                return false;
+            }
+            l.iter().filter_map(val_int).for_each(f);
+            true
+        }
+        [MicroOp::Read(_, ReadValue::Nil)] => true,
+        _ => false,
     }
 }
 

@@ -17,18 +17,25 @@
 //! occur more than once in one read (Jepsen means to report them but its
 //! frequency test can never fire; this one does).
 //!
-//! Key decision: linear, not Jepsen's elements × reads. Reads are numbered
-//! by invocation; one pass lists, per element, the reads containing it
-//! (CSR, ascending). `last-absent` is found by walking the reads down from
-//! the newest, stepping over the element's own list in step, and stopping
-//! at the first read that lacks it and sees it: every read invoked after
-//! `a` sees it, so the walk only tests reads individually below `a`, and
-//! stops once no older read completed after `a` (a prefix maximum of
-//! completion positions). Cost: Σ|reads| + elements × (reads in flight at
-//! their add).
+//! Key decision: linear in the elements read, not Jepsen's elements ×
+//! reads, and no copy of any read. Reads are numbered by invocation and
+//! visited once each, their elements borrowed from the history; an element
+//! value maps to its id through a dense table (a hash map only when the
+//! values are spread out). Per element the pass keeps three numbers: the
+//! latest read containing it (`last-present`), the latest read that saw it
+//! and lacked it (`last-absent`) and `known`. When a read contains the
+//! element, the reads since its previous occurrence all lack it, and the
+//! newest of them that saw it (completed after the add's invocation) is the
+//! new `last-absent`: found by walking down from the read before, which
+//! stops at once unless reads completed before the add — those are only
+//! the reads in flight at the add, and a prefix maximum of completion
+//! positions ends the walk when no older read can see it. After the pass,
+//! the same walk from the newest read finds an absence after the last
+//! occurrence. Cost: Σ|reads| + elements × (reads in flight at their add);
+//! memory: three words per element and two per read.
 
-use super::set::{added, read_elements};
-use super::{Finding, Report, completions, idx, intervals};
+use super::set::{ElementIds, added, read_ints};
+use super::{Finding, Report, idx, intervals};
 use rustc_hash::FxHashMap;
 use serde_json::json;
 use store::{F, History, OpType};
@@ -40,15 +47,9 @@ pub struct Options {
     pub linearizable: bool,
 }
 
-struct Read {
-    inv: usize,
-    comp: usize,
-    elements: Vec<i64>,
-}
-
 #[derive(Clone, Copy)]
-struct Elem {
-    value: i64,
+pub(crate) struct Elem {
+    pub(crate) value: i64,
     add_inv: usize,
     /// Position of the op that made it known.
     known: Option<usize>,
@@ -81,7 +82,6 @@ pub fn check(history: &History, o: &Options) -> Report {
     let time_ms = |pos: usize| history.time_ns(pos).unwrap_or(0) as f64 / 1e6;
     let mut elems: Vec<Elem> = Vec::new();
     let mut id_of: FxHashMap<i64, u32> = FxHashMap::default();
-    let mut reads: Vec<Read> = Vec::new();
     for pos in 0..history.len() {
         if !history.is_client(pos) || history.f(pos) != Some(&F::Add) {
             continue;
@@ -115,91 +115,84 @@ pub fn check(history: &History, o: &Options) -> Report {
             _ => {}
         }
     }
-    for c in completions(history) {
-        if c.f == F::Read
-            && c.op_type == OpType::Ok
-            && let Some(elements) = read_elements(&c.mops, history.data(c.pos))
+    let ids = ElementIds::new(&elems, id_of);
+    // Ok reads of integers, by invocation: (invocation, completion).
+    let mut reads: Vec<(usize, usize)> = Vec::new();
+    for pos in 0..history.len() {
+        if history.is_client(pos)
+            && history.op_type(pos) == OpType::Ok
+            && history.f(pos) == Some(&F::Read)
+            && read_ints(history, pos, |_| ())
         {
-            reads.push(Read {
-                inv: c.inv.unwrap_or(c.pos),
-                comp: c.pos,
-                elements,
-            });
+            reads.push((history.invocation(pos).unwrap_or(pos), pos));
         }
     }
-    reads.sort_by_key(|r| r.inv);
-    // CSR of the reads containing each element; duplicates and strangers.
-    let n = elems.len();
-    let mut count = vec![0u32; n + 1];
-    let mut last_read = vec![u32::MAX; n];
-    let mut duplicated: Vec<(i64, u64)> = Vec::new();
-    let mut unexpected: Vec<i64> = Vec::new();
-    for (j, r) in reads.iter().enumerate() {
-        for x in &r.elements {
-            match id_of.get(x) {
-                Some(&id) if last_read[id as usize] == j as u32 => {
-                    duplicated.push((*x, idx(history, r.comp)));
-                }
-                Some(&id) => {
-                    last_read[id as usize] = j as u32;
-                    count[id as usize + 1] += 1;
-                    let e = &mut elems[id as usize];
-                    e.known = Some(e.known.map_or(r.comp, |k| k.min(r.comp)));
-                }
-                None => unexpected.push(*x),
-            }
-        }
-    }
-    for i in 0..n {
-        count[i + 1] += count[i];
-    }
-    let mut fill = count.clone();
-    let mut present = vec![0u32; count[n] as usize];
-    last_read.fill(u32::MAX);
-    for (j, r) in reads.iter().enumerate() {
-        for x in &r.elements {
-            if let Some(&id) = id_of.get(x)
-                && last_read[id as usize] != j as u32
-            {
-                last_read[id as usize] = j as u32;
-                present[fill[id as usize] as usize] = j as u32;
-                fill[id as usize] += 1;
-            }
-        }
-    }
-    drop(last_read);
+    reads.sort_unstable_by_key(|r| r.0);
     let mut max_comp = Vec::with_capacity(reads.len());
     let mut m = 0usize;
     for r in &reads {
-        m = m.max(r.comp);
+        m = m.max(r.1);
         max_comp.push(m);
     }
+    // The newest read below `top` (exclusive) and above `floor` that saw an
+    // element added (invoked) at `add`: completed after it.
+    let newest_seeing = |top: usize, floor: Option<usize>, add: usize| -> Option<usize> {
+        let mut j = top;
+        while j > floor.map_or(0, |f| f + 1) {
+            j -= 1;
+            if reads[j].1 > add {
+                return Some(j);
+            }
+            if max_comp[j] < add {
+                return None;
+            }
+        }
+        None
+    };
+    let n = elems.len();
+    let mut last_present: Vec<Option<u32>> = vec![None; n];
+    let mut last_absent: Vec<Option<u32>> = vec![None; n];
+    let mut duplicated: Vec<(i64, u64)> = Vec::new();
+    let mut unexpected: Vec<i64> = Vec::new();
+    for (j, &(_, comp)) in reads.iter().enumerate() {
+        read_ints(history, comp, |x| {
+            let Some(id) = ids.get(x) else {
+                unexpected.push(x);
+                return;
+            };
+            let id = id as usize;
+            let prev = last_present[id].map(|p| p as usize);
+            if prev == Some(j) {
+                duplicated.push((x, idx(history, comp)));
+                return;
+            }
+            let e = &mut elems[id];
+            if let Some(la) = newest_seeing(j, prev, e.add_inv) {
+                last_absent[id] = Some(la as u32);
+            }
+            last_present[id] = Some(j as u32);
+            e.known = Some(e.known.map_or(comp, |k| k.min(comp)));
+        });
+    }
+    // An absence after the last occurrence.
+    for (id, e) in elems.iter().enumerate() {
+        let lp = last_present[id].map(|p| p as usize);
+        if let Some(la) = newest_seeing(reads.len(), lp, e.add_inv) {
+            last_absent[id] = Some(la as u32);
+        }
+    }
+    let reads_inv = |j: u32| reads[j as usize].0;
     let (mut stable, mut lost, mut never, mut stale) = (0usize, Vec::new(), Vec::new(), Vec::new());
     let (mut stable_lat, mut lost_lat) = (Vec::new(), Vec::new());
     let mut worst: Vec<(f64, i64, usize, usize)> = Vec::new();
     let mut first_lost: Option<(i64, usize, Option<usize>, usize)> = None;
     for (id, e) in elems.iter().enumerate() {
-        let mine = &present[count[id] as usize..count[id + 1] as usize];
-        let last_present = mine.last().copied();
-        let mut last_absent = None;
-        let mut p = mine.len();
-        let mut j = reads.len();
-        while j > 0 {
-            let jj = j - 1;
-            if p > 0 && mine[p - 1] as usize == jj {
-                p -= 1;
-            } else if reads[jj].comp > e.add_inv {
-                last_absent = Some(jj);
-                break;
-            } else if max_comp[jj] < e.add_inv {
-                break;
-            }
-            j -= 1;
-        }
+        let last_present = last_present[id];
+        let last_absent = last_absent[id].map(|la| la as usize);
         let outcome = match (last_present, last_absent) {
             (Some(lp), la) if la.is_none_or(|la| la < lp as usize) => Outcome::Stable,
             (lp, Some(la))
-                if e.known.is_some_and(|k| k < reads[la].inv)
+                if e.known.is_some_and(|k| k < reads[la].0)
                     && lp.is_none_or(|lp| (lp as usize) < la) =>
             {
                 Outcome::Lost
@@ -211,31 +204,26 @@ pub fn check(history: &History, o: &Options) -> Report {
             Outcome::Stable => {
                 stable += 1;
                 let lat = last_absent
-                    .map_or(0.0, |la| time_ms(reads[la].inv) + 1e-6 - known_ms)
+                    .map_or(0.0, |la| time_ms(reads[la].0) + 1e-6 - known_ms)
                     .max(0.0);
                 stable_lat.push(lat);
                 if lat > 0.0 {
                     stale.push(e.value);
                     if let (Some(k), Some(la)) = (e.known, last_absent) {
-                        worst.push((lat, e.value, k, reads[la].inv));
+                        worst.push((lat, e.value, k, reads[la].0));
                     }
                 }
             }
             Outcome::Lost => {
                 lost.push(e.value);
                 let lat = last_present
-                    .map_or(0.0, |lp| time_ms(reads[lp as usize].inv) + 1e-6 - known_ms)
+                    .map_or(0.0, |lp| time_ms(reads_inv(lp)) + 1e-6 - known_ms)
                     .max(0.0);
                 lost_lat.push(lat);
                 if first_lost.is_none()
                     && let (Some(k), Some(la)) = (e.known, last_absent)
                 {
-                    first_lost = Some((
-                        e.value,
-                        k,
-                        last_present.map(|lp| reads[lp as usize].inv),
-                        reads[la].inv,
-                    ));
+                    first_lost = Some((e.value, k, last_present.map(reads_inv), reads[la].0));
                 }
             }
             Outcome::NeverRead => never.push(e.value),
@@ -343,6 +331,7 @@ pub fn check(history: &History, o: &Options) -> Report {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
+    use super::super::set::read_elements;
     use super::super::tests::{H, ap, rl, rn};
     use super::*;
     use crate::result::Valid;
@@ -426,6 +415,30 @@ mod tests {
         );
     }
 
+    /// Elements far apart (a map, not the dense table) and negative ones
+    /// are told apart as well as dense ones.
+    #[test]
+    fn sparse_and_negative_elements() {
+        let mut h = H::default();
+        for x in [-5, 1 << 40, 7] {
+            add(&mut h, 0, x);
+        }
+        read(&mut h, 1, &[-5, 1 << 40, 7, 3]);
+        read(&mut h, 1, &[1 << 40, 7]);
+        let rep = check(&h.history(), &Options::default());
+        assert_eq!(rep.kinds(), ["lost", "unexpected"]);
+        assert_eq!(rep.stats["lost"], "#{-5}");
+        assert_eq!(rep.stats["stable-count"], 2);
+        let mut h = H::default();
+        for x in [-3, -2, -1] {
+            add(&mut h, 0, x);
+        }
+        read(&mut h, 1, &[-1, -2, -3, -4]);
+        let rep = check(&h.history(), &Options::default());
+        assert_eq!(rep.kinds(), ["unexpected"]);
+        assert_eq!(rep.stats["stable-count"], 3);
+    }
+
     /// The linear walk against Jepsen's per-read update of every element.
     #[test]
     fn agrees_with_the_quadratic_definition_on_random_histories() {
@@ -469,16 +482,17 @@ mod tests {
             }
             let hist = h.history();
             let rep = check(&hist, &Options::default());
-            let (s, l, n) = quadratic(&hist);
+            let (s, l, n, stale) = quadratic(&hist);
             assert_eq!(rep.stats["stable-count"], s);
             assert_eq!(rep.stats["lost-count"], l);
             assert_eq!(rep.stats["never-read-count"], n);
+            assert_eq!(rep.stats["stale-count"], stale);
         }
     }
 
     /// Jepsen's algorithm: walk the history, update every tracked element
     /// at each ok read completion.
-    fn quadratic(h: &History) -> (usize, usize, usize) {
+    fn quadratic(h: &History) -> (usize, usize, usize, usize) {
         #[derive(Default, Clone)]
         struct S {
             known: Option<usize>,
@@ -513,10 +527,13 @@ mod tests {
                 }
             }
         }
-        let (mut a, mut b, mut c) = (0, 0, 0);
+        let (mut a, mut b, mut c, mut stale) = (0, 0, 0, 0);
         for (_, s) in st {
             if s.lp.is_some() && s.la.is_none_or(|la| la < s.lp.unwrap_or(0)) {
                 a += 1;
+                let ms =
+                    |p: Option<usize>| p.map_or(0.0, |p| h.time_ns(p).unwrap_or(0) as f64 / 1e6);
+                stale += usize::from(s.la.is_some() && ms(s.la) + 1e-6 - ms(s.known) > 0.0);
             } else if s.known.is_some()
                 && s.la.is_some_and(|la| s.known.unwrap_or(usize::MAX) < la)
                 && s.lp.is_none_or(|lp| lp < s.la.unwrap_or(0))
@@ -526,6 +543,6 @@ mod tests {
                 c += 1;
             }
         }
-        (a, b, c)
+        (a, b, c, stale)
     }
 }
