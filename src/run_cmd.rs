@@ -236,7 +236,9 @@ pub struct FaultArgs {
     #[arg(long)]
     pub lazyfs: bool,
     /// PostgreSQL on nodes: an extra postgresql.conf line, e.g.
-    /// `synchronous_commit=off` (repeatable).
+    /// `synchronous_commit=off`; Patroni: a Patroni setting
+    /// (`synchronous_mode_strict=true`, `kill=patroni`, `ttl=10`) or a
+    /// PostgreSQL parameter (repeatable).
     #[arg(long = "db-conf", value_name = "KEY=VALUE")]
     pub db_conf: Vec<String>,
     /// Most time to wait for the database to serve again after the faults

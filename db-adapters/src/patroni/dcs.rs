@@ -11,6 +11,9 @@
 //! stray member of an earlier run cannot join), `--snapshot-count 100`,
 //! zap logger to `etcd.log`. The member runs as root under `setsid`; its
 //! pid file is written by the shell that `exec`s it, so the pid is etcd's.
+//! The start command is `cd /tmp; setsid … &`, never `cd /tmp && setsid …
+//! &`: the latter backgrounds a subshell that keeps the SSH channel open
+//! until the daemon exits, and the command never returns.
 //!
 //! Key decision: this is a small bootstrap of its own rather than the
 //! shared etcd-on-nodes lifecycle, so the two can change independently
@@ -48,7 +51,7 @@ pub fn start_command(node: &Node, nodes: &[Node], dir: &str, token: &str) -> Str
     let listen = super::settings::listen_addr(&node.host);
     let h = &node.host;
     format!(
-        "cd /tmp && setsid sh -c 'echo $$ > {dir}/etcd.pid; exec {ETCD} --name {name} --data-dir {dir}/etcd \
+        "cd /tmp; setsid sh -c 'echo $$ > {dir}/etcd.pid; exec {ETCD} --name {name} --data-dir {dir}/etcd \
          --listen-client-urls http://{listen}:{CLIENT_PORT} --advertise-client-urls http://{h}:{CLIENT_PORT} \
          --listen-peer-urls http://{listen}:{PEER_PORT} --initial-advertise-peer-urls http://{h}:{PEER_PORT} \
          --initial-cluster {cluster} --initial-cluster-state new --initial-cluster-token {token} \

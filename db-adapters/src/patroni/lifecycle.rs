@@ -87,12 +87,13 @@ pub struct PgRole {
 }
 
 impl PgRole {
-    /// Parses `f,2,1` (`pg_is_in_recovery`, streaming, sync).
+    /// Parses `false,2,1` (`pg_is_in_recovery`, streaming, sync; `f`/`t`
+    /// also read).
     pub fn parse(s: &str) -> Option<PgRole> {
         let mut it = s.trim().split(',');
         let primary = match it.next()? {
-            "f" => true,
-            "t" => false,
+            "f" | "false" => true,
+            "t" | "true" => false,
             _ => return None,
         };
         let streaming = it.next()?.parse().ok()?;
@@ -241,7 +242,7 @@ impl PatroniCluster {
     async fn start_patroni(&self, node: &Node) -> Result<(), DbError> {
         let d = self.node_dir(node);
         let cmd = format!(
-            "{pids}[ -n \"$PP\" ] && exit 0; cd /tmp && setsid runuser -u postgres -- sh -c 'echo $$ > {d}/patroni.pid; exec /usr/bin/patroni {d}/patroni.yml' </dev/null >>{d}/patroni.log 2>&1 &",
+            "{pids}[ -n \"$PP\" ] && exit 0; cd /tmp; setsid runuser -u postgres -- sh -c 'echo $$ > {d}/patroni.pid; exec /usr/bin/patroni {d}/patroni.yml' </dev/null >>{d}/patroni.log 2>&1 &",
             pids = Self::pids(&d)
         );
         self.remote_of(node)?.run(&cmd).await?;
@@ -519,6 +520,8 @@ mod tests {
                 sync: 1
             }
         );
+        // `pg_is_in_recovery()::text` spells it out.
+        assert_eq!(PgRole::parse("false,2,1"), Some(p));
         let r = PgRole::parse("t,0,0").unwrap();
         assert!(!r.primary);
         assert_eq!(PgRole::parse("x,1,1"), None);
