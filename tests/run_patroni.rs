@@ -25,7 +25,11 @@ fn long() -> bool {
 /// A run with the primary partitioned and its Patroni killed; `conf` adds
 /// `--db-conf` entries. Returns the exit code and the run directory.
 fn faulted_run(store: &Path, name: &str, conf: &[&str]) -> (Option<i32>, PathBuf) {
-    let (interval, limit) = if long() { ("20s", "180s") } else { ("11s", "26s") };
+    let (interval, limit) = if long() {
+        ("20s", "180s")
+    } else {
+        ("11s", "26s")
+    };
     let mut args = vec![
         "--db",
         "patroni",
@@ -140,9 +144,15 @@ fn assert_faulted_and_recovered(dir: &Path) {
     }
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
-    assert_eq!(meta["summary"]["final_reads_done"], true, "final reads done");
+    assert_eq!(
+        meta["summary"]["final_reads_done"], true,
+        "final reads done"
+    );
     for n in ["n1", "n2", "n3"] {
-        assert!(dir.join("nodes").join(n).join("patroni.log").is_file(), "{n}");
+        assert!(
+            dir.join("nodes").join(n).join("patroni.log").is_file(),
+            "{n}"
+        );
     }
 }
 
@@ -156,7 +166,10 @@ fn async_mode_loses_acknowledged_writes_to_a_split_brain() {
     assert_faulted_and_recovered(&dir);
     let lost = lost_appends(&history_text(&dir));
     let types = anomaly_types(&results(&dir));
-    eprintln!("async: {} acknowledged appends lost; anomalies {types:?}", lost.len());
+    eprintln!(
+        "async: {} acknowledged appends lost; anomalies {types:?}",
+        lost.len()
+    );
     // The old primary accepted writes for the whole fault (its Patroni was
     // dead and could not demote it), none of them reached the majority,
     // and its rewind erased them: lost every time, and the checker

@@ -116,7 +116,8 @@ fn workloads_per_database() {
     let bank = WorkloadKind::Jepsen(JepsenWorkload::Bank);
     let fork = WorkloadKind::Jepsen(JepsenWorkload::LongFork);
     let runs = |w: WorkloadKind, on_nodes: bool| names_where(|k| k.supports(w, on_nodes));
-    let every = "sqlite, sim, postgres, galera, mariadb, cockroach, tidb, yugabyte, etcd and patroni";
+    let every =
+        "sqlite, sim, postgres, galera, mariadb, cockroach, tidb, yugabyte, etcd and patroni";
     assert_eq!(runs(WorkloadKind::ListAppend, false), every);
     assert_eq!(runs(WorkloadKind::RwRegister, false), every);
     assert_eq!(runs(WorkloadKind::Register, true), every);
@@ -186,8 +187,14 @@ fn patroni_settings_are_checked() {
         check(patroni, &none, None, Some(&n), Isolation::RepeatableRead),
         Ok(Isolation::RepeatableRead)
     );
-    let e = check(patroni, &none, Some("postgres://h/db"), Some(&n), Isolation::Serializable)
-        .unwrap_err();
+    let e = check(
+        patroni,
+        &none,
+        Some("postgres://h/db"),
+        Some(&n),
+        Isolation::Serializable,
+    )
+    .unwrap_err();
     assert!(e.contains("--url applies to"), "{e}");
     let with = |f: &dyn Fn(&mut DbSettings)| {
         let mut s = settings(&none, None);
@@ -206,7 +213,11 @@ fn patroni_settings_are_checked() {
     assert!(e.contains("--lazyfs"), "{e}");
     let e = with(&|s| s.replica_reads = true).unwrap_err();
     assert!(e.contains("--replica-reads"), "{e}");
-    assert!(patroni.client_factory(&settings(&none, None), None).is_err());
+    assert!(
+        patroni
+            .client_factory(&settings(&none, None), None)
+            .is_err()
+    );
     assert!(!patroni.has_local_server());
 }
 

@@ -79,9 +79,10 @@ impl PatroniFactory {
     }
 
     async fn connect(&self) -> Result<tokio_postgres::Client, ClientError> {
-        let (client, conn) = self.next_config().connect(NoTls).await.map_err(|e| {
-            ClientError::definite("connect", format!("no read-write server: {e}"))
-        })?;
+        let (client, conn) =
+            self.next_config().connect(NoTls).await.map_err(|e| {
+                ClientError::definite("connect", format!("no read-write server: {e}"))
+            })?;
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!("patroni connection ended: {e}");

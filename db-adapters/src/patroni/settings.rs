@@ -155,7 +155,9 @@ impl PatroniConf {
                 "pause" => c.pause = ProcessScope::parse(k, v)?,
                 _ if is_param_name(k) => {
                     if v.contains(['\n', '"', '\\']) {
-                        return Err(format!("--db-conf {k}: the value holds a quote, backslash or newline"));
+                        return Err(format!(
+                            "--db-conf {k}: the value holds a quote, backslash or newline"
+                        ));
                     }
                     c.pg_parameters.push((k.to_string(), v.to_string()));
                 }
@@ -305,13 +307,22 @@ mod tests {
 
     #[test]
     fn modes_scopes_and_parameters_are_read() {
-        let c = conf(&["synchronous_mode_strict=on", "kill=patroni", "pause = postgres", "work_mem = '8MB'"]).unwrap();
+        let c = conf(&[
+            "synchronous_mode_strict=on",
+            "kill=patroni",
+            "pause = postgres",
+            "work_mem = '8MB'",
+        ])
+        .unwrap();
         assert_eq!(c.mode(), "strict");
         assert!(c.synchronous_mode);
         assert_eq!(c.kill, ProcessScope::Patroni);
         assert!(c.kill.patroni() && !c.kill.postgres());
         assert_eq!(c.pause, ProcessScope::Postgres);
-        assert_eq!(c.pg_parameters, [("work_mem".to_string(), "8MB".to_string())]);
+        assert_eq!(
+            c.pg_parameters,
+            [("work_mem".to_string(), "8MB".to_string())]
+        );
         assert_eq!(conf(&["synchronous_mode=true"]).unwrap().mode(), "sync");
     }
 
