@@ -35,15 +35,17 @@ pub enum ProcessScope {
 }
 
 impl ProcessScope {
+    const ALL: [ProcessScope; 3] = [
+        ProcessScope::Node,
+        ProcessScope::Patroni,
+        ProcessScope::Postgres,
+    ];
+
     fn parse(key: &str, v: &str) -> Result<ProcessScope, String> {
-        match v {
-            "node" => Ok(ProcessScope::Node),
-            "patroni" => Ok(ProcessScope::Patroni),
-            "postgres" => Ok(ProcessScope::Postgres),
-            _ => Err(format!(
-                "--db-conf {key}={v}: expected node, patroni or postgres"
-            )),
-        }
+        ProcessScope::ALL
+            .into_iter()
+            .find(|s| s.as_str() == v)
+            .ok_or_else(|| format!("--db-conf {key}={v}: expected node, patroni or postgres"))
     }
 
     /// The `--db-conf` spelling.
