@@ -4,11 +4,14 @@
 //! two-primaries case). Asynchronous mode loses acknowledged appends; strict
 //! synchronous mode must not. Every test holds the testbed lock.
 //!
-//! Each run is ~55 s: the faults start together 11 s into the main phase
-//! and last 11 s, longer than Patroni's `ttl` (8 s here), so the majority
-//! elects a new leader while the old primary keeps accepting writes; the
-//! heal restarts the old Patroni, which demotes and rewinds its PostgreSQL.
-//! `HARNESS_LONG=1` runs each for 3 minutes with faults every 20 s instead.
+//! Each run is ~55 s: the faults start together 14 s into the main phase
+//! and last 14 s. Patroni's `ttl` is 8 s here, but an etcd leader change
+//! in the majority renews every lease, so the new Patroni leader can come
+//! up to ~12 s after the fault; a run where the heal comes first loses
+//! nothing (seen once with 11 s faults). So the short runs assert what
+//! holds every time (faults on the first leader, recovery, a verdict; in
+//! strict mode no acknowledged append lost), and `HARNESS_LONG=1` (3
+//! minutes, 20 s faults every 20 s) also asserts the asynchronous loss.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod run_common;
@@ -158,7 +161,7 @@ fn assert_faulted_and_recovered(dir: &Path) {
 
 #[test]
 #[ignore = "needs root, the testbed, patroni and etcd: run by .ci/run"]
-fn async_mode_loses_acknowledged_writes_to_a_split_brain() {
+fn async_split_brain_recovers_and_loses_acknowledged_writes_when_long() {
     let _lock = TestbedLock::acquire().unwrap();
     let _down = Down;
     let store = tempfile::tempdir().unwrap();
@@ -170,9 +173,13 @@ fn async_mode_loses_acknowledged_writes_to_a_split_brain() {
         "async: {} acknowledged appends lost; anomalies {types:?}",
         lost.len()
     );
-    // The old primary accepted writes for the whole fault (its Patroni was
-    // dead and could not demote it), none of them reached the majority,
-    // and its rewind erased them: lost every time, and the checker
+    assert!(matches!(code, Some(0..=2)), "a verdict");
+    if !long() {
+        return;
+    }
+    // A 20 s fault outlasts the failover: the old primary accepted writes
+    // for the whole fault (its Patroni was dead and could not demote it),
+    // none reached the majority, and its rewind erased them; the checker
     // explains it.
     assert!(!lost.is_empty(), "acknowledged appends lost");
     assert_eq!(code, Some(1), "{types:?}");
