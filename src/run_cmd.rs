@@ -252,7 +252,9 @@ pub struct FaultArgs {
     pub lazyfs: bool,
     /// PostgreSQL, MariaDB or Galera on nodes: an extra server setting,
     /// e.g. `synchronous_commit=off` (postgresql.conf) or
-    /// `innodb_flush_log_at_trx_commit=0` (my.cnf) (repeatable).
+    /// `innodb_flush_log_at_trx_commit=0` (my.cnf); Patroni: a Patroni
+    /// setting (`synchronous_mode_strict=true`, `kill=patroni`, `ttl=10`) or
+    /// a PostgreSQL parameter (repeatable).
     #[arg(long = "db-conf", value_name = "KEY=VALUE")]
     pub db_conf: Vec<String>,
     /// Most time to wait for the database to serve again after the faults

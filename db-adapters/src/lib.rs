@@ -14,6 +14,7 @@ pub mod etcd;
 pub mod jepsen;
 pub mod mysql;
 pub mod newsql;
+pub mod patroni;
 pub mod pg_cluster;
 pub mod pgwire;
 pub mod postgres;

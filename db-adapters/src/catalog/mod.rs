@@ -60,6 +60,7 @@ pub static DATABASES: &[&dyn Database] = &[
     &crate::tidb::Tidb,
     &crate::yugabyte::Yugabyte,
     &crate::etcd::Etcd,
+    &crate::patroni::Patroni,
 ];
 
 /// Which database to test (`--db`): a handle on its [`DATABASES`] entry.

@@ -104,6 +104,7 @@ fn the_table_answers_as_written() {
         format!("tidb UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(4000) vo=true/true range=true bugs=false tarball=true local=false replicas=false ops=None sql=Some((Mysql, 7, true, false, true))"),
         format!("yugabyte UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(5433) vo=false/false range=true bugs=false tarball=true local=false replicas=false ops=None sql=Some((Postgres, 5, true, false, true))"),
         format!("etcd UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(2379) vo=false/false range=false bugs=false tarball=false local=true replicas=false ops=None sql=None"),
+        "patroni Nodes NodeCount { min: 3, max: 3 } Some(5432) vo=false/false range=true bugs=false tarball=false local=false replicas=false ops=None sql=Some((Postgres, 3, false, false, true))".to_string(),
     ];
     assert_eq!(rows, want);
 }
@@ -115,7 +116,8 @@ fn workloads_per_database() {
     let bank = WorkloadKind::Jepsen(JepsenWorkload::Bank);
     let fork = WorkloadKind::Jepsen(JepsenWorkload::LongFork);
     let runs = |w: WorkloadKind, on_nodes: bool| names_where(|k| k.supports(w, on_nodes));
-    let every = "sqlite, sim, postgres, galera, mariadb, cockroach, tidb, yugabyte and etcd";
+    let every =
+        "sqlite, sim, postgres, galera, mariadb, cockroach, tidb, yugabyte, etcd and patroni";
     assert_eq!(runs(WorkloadKind::ListAppend, false), every);
     assert_eq!(runs(WorkloadKind::RwRegister, false), every);
     assert_eq!(runs(WorkloadKind::Register, true), every);
@@ -130,7 +132,7 @@ fn workloads_per_database() {
     assert_eq!(runs(bank, true), "sqlite, sim, galera and mariadb");
     assert_eq!(
         runs(WorkloadKind::Predicate, false),
-        "sqlite, postgres, galera, mariadb, cockroach, tidb and yugabyte"
+        "sqlite, postgres, galera, mariadb, cockroach, tidb, yugabyte and patroni"
     );
 }
 
@@ -170,6 +172,53 @@ fn etcd_settings_are_checked() {
     );
     assert!(etcd.client_factory(&local, Some("etcd://a:1,b:2")).is_ok());
     assert!(etcd.client_factory(&local, None).is_err());
+}
+
+/// Patroni: on 3 `--nodes` only; `--db-conf` is Patroni's own (checked
+/// here, before anything starts); `--lazyfs` and `--replica-reads` refused.
+#[test]
+fn patroni_settings_are_checked() {
+    let none = NewSqlSpec::default();
+    let patroni = db("patroni");
+    let n = nodes();
+    let e = check_err(patroni, &none, None, Isolation::Serializable);
+    assert!(e.contains("--db patroni runs on --nodes"), "{e}");
+    assert_eq!(
+        check(patroni, &none, None, Some(&n), Isolation::RepeatableRead),
+        Ok(Isolation::RepeatableRead)
+    );
+    let e = check(
+        patroni,
+        &none,
+        Some("postgres://h/db"),
+        Some(&n),
+        Isolation::Serializable,
+    )
+    .unwrap_err();
+    assert!(e.contains("--url applies to"), "{e}");
+    let with = |f: &dyn Fn(&mut DbSettings)| {
+        let mut s = settings(&none, None);
+        f(&mut s);
+        patroni.check_settings(&s, Some(&n))
+    };
+    let strict = |s: &mut DbSettings| {
+        s.db_conf = vec!["synchronous_mode_strict=true".into(), "kill=patroni".into()];
+    };
+    assert_eq!(with(&strict), Ok(Isolation::Serializable));
+    let e = with(&|s| s.db_conf = vec!["kill=everything".into()]).unwrap_err();
+    assert!(e.contains("kill=everything"), "{e}");
+    let e = with(&|s| s.db_conf = vec!["ttl=5".into()]).unwrap_err();
+    assert!(e.contains("must not exceed ttl"), "{e}");
+    let e = with(&|s| s.lazyfs = true).unwrap_err();
+    assert!(e.contains("--lazyfs"), "{e}");
+    let e = with(&|s| s.replica_reads = true).unwrap_err();
+    assert!(e.contains("--replica-reads"), "{e}");
+    assert!(
+        patroni
+            .client_factory(&settings(&none, None), None)
+            .is_err()
+    );
+    assert!(!patroni.has_local_server());
 }
 
 fn check(

@@ -1,0 +1,538 @@
+//! Patroni-managed PostgreSQL on nodes ([`PatroniCluster`]): per node an
+//! etcd member ([`super::dcs`]), then Patroni, which runs `initdb` on the
+//! node that wins the `/initialize` race and `pg_basebackup` on the others,
+//! and keeps one primary elected through the DCS.
+//!
+//! Each node keeps everything under `<base>/<node>/`: `patroni.yml`,
+//! `patroni.log`, `patroni.pid`, `data/` (PostgreSQL's; its socket and
+//! `postgresql.log` beside it, never inside), `etcd/`, `etcd.log`,
+//! `etcd.pid`. Patroni runs as `postgres` (it refuses root) through
+//! `runuser`, under `setsid`, its pid written by the shell that `exec`s it.
+//!
+//! Setup is ready when exactly one node's PostgreSQL is out of recovery
+//! and every other one streams from it (in the synchronous modes, one of
+//! them as the sync standby): that node is [`Db::primaries`] for the run's
+//! fault targets (`--kill-targets primaries`, `--partition primaries`).
+//! The answer is the leader at setup; after a failover it still names the
+//! first one.
+//!
+//! Faults ([`Process`]): `kill` and `pause` act on what `--db-conf kill=`
+//! and `pause=` say ([`ProcessScope`]: Patroni + PostgreSQL, Patroni alone,
+//! or PostgreSQL alone). `start` restarts Patroni where it is not running
+//! (it starts, demotes or rewinds PostgreSQL itself; a killed postmaster
+//! under a live Patroni is Patroni's to restart). Every process is found
+//! by its pid file on the node — never by name: other PostgreSQL servers
+//! may run on the same machine. etcd is left alone by faults: the DCS is
+//! infrastructure, and partitions reach it anyway.
+//!
+//! Teardown kills, by pid, Patroni, then the postmaster and its children,
+//! then etcd, waits until they are gone and removes the node's directory.
+
+use super::dcs;
+use super::settings::{Member, PatroniConf, ProcessScope, node_yaml};
+use crate::client::BoxFuture;
+use crate::db::{Db, DbError, LogFile, NodeLog, join_errors, node_logs, poll, remote_named};
+use nemesis::Node;
+use nemesis::process::{Process, ProcessError};
+use nemesis::remote::{Remote, shell_quote};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The log files kept from every node.
+pub const LOGS: &[NodeLog] = &[
+    NodeLog::every_node("patroni.log", "patroni.log"),
+    NodeLog::every_node("postgresql.log", "postgresql.log"),
+    NodeLog::every_node("etcd.log", "etcd.log"),
+];
+
+/// Finds the newest PostgreSQL server binaries on the node.
+const BIN: &str = "$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)";
+
+/// Where and how Patroni runs.
+#[derive(Clone, Debug)]
+pub struct PatroniConfig {
+    /// Directory on each node under which `<node>/` is created.
+    pub base_dir: String,
+    /// PostgreSQL's port.
+    pub port: u16,
+    /// Patroni's REST port.
+    pub rest_port: u16,
+    /// Limit for the cluster to elect a leader and stream at setup.
+    pub start_timeout: Duration,
+    /// Patroni's settings (`--db-conf`).
+    pub conf: PatroniConf,
+}
+
+impl Default for PatroniConfig {
+    fn default() -> PatroniConfig {
+        PatroniConfig {
+            base_dir: "/var/lib/harness/patroni".to_string(),
+            port: 5432,
+            rest_port: 8008,
+            start_timeout: Duration::from_secs(90),
+            conf: PatroniConf::default(),
+        }
+    }
+}
+
+/// What one node's PostgreSQL says of itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PgRole {
+    /// Out of recovery: a primary.
+    pub primary: bool,
+    /// Replicas streaming from it.
+    pub streaming: u32,
+    /// Of those, synchronous standbys.
+    pub sync: u32,
+}
+
+impl PgRole {
+    /// Parses `false,2,1` (`pg_is_in_recovery`, streaming, sync; `f`/`t`
+    /// also read).
+    pub fn parse(s: &str) -> Option<PgRole> {
+        let mut it = s.trim().split(',');
+        let primary = match it.next()? {
+            "f" | "false" => true,
+            "t" | "true" => false,
+            _ => return None,
+        };
+        let streaming = it.next()?.parse().ok()?;
+        let sync = it.next()?.parse().ok()?;
+        Some(PgRole {
+            primary,
+            streaming,
+            sync,
+        })
+    }
+}
+
+/// Whether the roles seen (one per node, `None`: not answering) are a
+/// serving cluster: exactly one primary, with `streaming` replicas at least
+/// and, when `sync`, a synchronous standby. Returns the primary's index.
+pub fn serving(roles: &[Option<PgRole>], streaming: u32, sync: bool) -> Option<usize> {
+    let primaries: Vec<usize> = roles
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.is_some_and(|r| r.primary))
+        .map(|(i, _)| i)
+        .collect();
+    let [p] = primaries.as_slice() else {
+        return None;
+    };
+    let r = roles.get(*p).copied().flatten()?;
+    (r.streaming >= streaming && (!sync || r.sync >= 1)).then_some(*p)
+}
+
+/// Patroni + PostgreSQL + etcd on every node.
+pub struct PatroniCluster {
+    cfg: PatroniConfig,
+    remotes: Vec<Arc<dyn Remote>>,
+    /// The leader seen when setup finished.
+    leader: Mutex<Option<Node>>,
+}
+
+impl PatroniCluster {
+    /// A cluster with `cfg` on the nodes of `remotes`.
+    pub fn new(cfg: PatroniConfig, remotes: Vec<Arc<dyn Remote>>) -> PatroniCluster {
+        PatroniCluster {
+            cfg,
+            remotes,
+            leader: Mutex::new(None),
+        }
+    }
+
+    fn node_list(&self) -> Vec<Node> {
+        self.remotes.iter().map(|r| r.node().clone()).collect()
+    }
+
+    fn node_dir(&self, node: &Node) -> String {
+        format!("{}/{}", self.cfg.base_dir.trim_end_matches('/'), node.name)
+    }
+
+    fn remote_of(&self, node: &Node) -> Result<&Arc<dyn Remote>, DbError> {
+        self.remotes
+            .iter()
+            .find(|r| r.node().name == node.name)
+            .ok_or_else(|| DbError::Topology(format!("unknown node {}", node.name)))
+    }
+
+    async fn check_installed(&self, r: &Arc<dyn Remote>) -> Result<(), DbError> {
+        let cmd = format!(
+            "B={BIN}; test -x \"$B/initdb\" && test -x /usr/bin/patroni && test -x {} && test -x {} && id postgres >/dev/null",
+            dcs::ETCD,
+            dcs::ETCDCTL
+        );
+        let out = r.exec(&cmd, None, Duration::from_secs(10)).await?;
+        if out.success() {
+            Ok(())
+        } else {
+            Err(DbError::Missing {
+                node: r.node().name.clone(),
+                what: "PostgreSQL (/usr/lib/postgresql/*/bin), /usr/bin/patroni, /usr/bin/etcd, /usr/bin/etcdctl or the postgres user".to_string(),
+                packages: "postgresql patroni etcd-server etcd-client".to_string(),
+            })
+        }
+    }
+
+    /// Shell that sets `PP` (Patroni), `P` (postmaster) and `E` (etcd) to
+    /// the live pids of `d`'s pid files (empty when not running).
+    fn pids(d: &str) -> String {
+        format!(
+            "alive() {{ [ -n \"$1\" ] && [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }}; \
+             PP=$(cat {d}/patroni.pid 2>/dev/null); alive \"$PP\" || PP=; \
+             P=$(head -1 {d}/data/postmaster.pid 2>/dev/null); alive \"$P\" || P=; \
+             E=$(cat {d}/etcd.pid 2>/dev/null); alive \"$E\" || E=; "
+        )
+    }
+
+    /// Sends `signal` to what `scope` covers on `node`; with `etcd` also to
+    /// the etcd member. After a KILL, waits until those are gone.
+    async fn signal(
+        &self,
+        node: &Node,
+        scope: ProcessScope,
+        signal: &str,
+        etcd: bool,
+    ) -> Result<(), DbError> {
+        let d = self.node_dir(node);
+        let mut cmd = Self::pids(&d);
+        let mut waited = Vec::new();
+        if scope.patroni() {
+            // First, so it cannot restart PostgreSQL in between.
+            cmd.push_str(&format!("[ -n \"$PP\" ] && kill -{signal} $PP; "));
+            waited.push("$PP");
+        }
+        if scope.postgres() {
+            // Stop the postmaster first so it cannot fork while its
+            // children are signalled; then the children, then itself.
+            let first = if signal == "CONT" { "CONT" } else { "STOP" };
+            cmd.push_str(&format!(
+                "if [ -n \"$P\" ]; then kill -{first} $P; CH=$(pgrep -P $P); [ -n \"$CH\" ] && kill -{signal} $CH; kill -{signal} $P; fi; "
+            ));
+            waited.push("$P $CH");
+        }
+        if etcd {
+            cmd.push_str(&format!("[ -n \"$E\" ] && kill -{signal} $E; "));
+            waited.push("$E");
+        }
+        if signal == "KILL" {
+            cmd.push_str(&format!(
+                "for i in $(seq 1000); do a=0; for p in {}; do alive $p && a=1; done; [ $a = 0 ] && exit 0; sleep 0.01; done; exit 1",
+                waited.join(" ")
+            ));
+        } else {
+            cmd.push_str("exit 0");
+        }
+        let out = self
+            .remote_of(node)?
+            .exec(&cmd, None, Duration::from_secs(30))
+            .await?;
+        if out.success() {
+            Ok(())
+        } else {
+            Err(DbError::Step {
+                node: node.name.clone(),
+                step: format!("SIG{signal} ({})", scope.as_str()),
+                detail: format!("processes still alive: {}", out.stderr_str()),
+            })
+        }
+    }
+
+    /// Starts Patroni on `node` unless it runs.
+    async fn start_patroni(&self, node: &Node) -> Result<(), DbError> {
+        let d = self.node_dir(node);
+        let cmd = format!(
+            "{pids}[ -n \"$PP\" ] && exit 0; cd /tmp; setsid runuser -u postgres -- sh -c 'echo $$ > {d}/patroni.pid; exec /usr/bin/patroni {d}/patroni.yml' </dev/null >>{d}/patroni.log 2>&1 &",
+            pids = Self::pids(&d)
+        );
+        self.remote_of(node)?.run(&cmd).await?;
+        Ok(())
+    }
+
+    /// What `node`'s PostgreSQL says of itself (`None`: not answering).
+    async fn role(&self, node: &Node) -> Option<PgRole> {
+        let d = self.node_dir(node);
+        let sql = "select pg_is_in_recovery()::text || ',' || (select count(*) from pg_stat_replication where state = 'streaming') || ',' || (select count(*) from pg_stat_replication where sync_state = 'sync')";
+        let cmd = format!(
+            "cd /tmp && PGCONNECT_TIMEOUT=2 runuser -u postgres -- {BIN}/psql -h {d} -p {} -U postgres -Atc \"{sql}\"",
+            self.cfg.port
+        );
+        let r = self.remote_of(node).ok()?;
+        let out = r.exec(&cmd, None, Duration::from_secs(5)).await.ok()?;
+        if !out.success() {
+            return None;
+        }
+        PgRole::parse(&out.stdout_str())
+    }
+
+    /// Waits until the cluster serves (see [`serving`]) with `streaming`
+    /// replicas; remembers the primary.
+    async fn wait_serving(&self, limit: Duration, streaming: u32) -> Result<(), DbError> {
+        let nodes = self.node_list();
+        let sync = self.cfg.conf.synchronous_mode;
+        let last = Mutex::new(String::new());
+        let res = poll(limit, Duration::from_millis(250), || {
+            let nodes = &nodes;
+            let last = &last;
+            async move {
+                let mut roles = Vec::with_capacity(nodes.len());
+                for n in nodes {
+                    roles.push(self.role(n).await);
+                }
+                if let Ok(mut l) = last.lock() {
+                    *l = format!("{roles:?}");
+                }
+                match serving(&roles, streaming, sync).and_then(|i| nodes.get(i)) {
+                    Some(p) => {
+                        if let Ok(mut l) = self.leader.lock() {
+                            *l = Some(p.clone());
+                        }
+                        Ok(true)
+                    }
+                    None => Ok(false),
+                }
+            }
+        })
+        .await;
+        let last = last.into_inner().unwrap_or_default();
+        res.map_err(|_| DbError::NotReady {
+            node: nodes
+                .iter()
+                .map(|n| n.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            db: "patroni".to_string(),
+            waited_ms: limit.as_millis(),
+            detail: format!(
+                "no single primary{} (roles per node: {last})",
+                if sync {
+                    " with a sync standby"
+                } else {
+                    " with streaming replicas"
+                }
+            ),
+        })
+    }
+
+    async fn teardown_all(&self) -> Result<(), DbError> {
+        let mut errs = Vec::new();
+        for r in &self.remotes {
+            let n = r.node();
+            if let Err(e) = self.signal(n, ProcessScope::Node, "KILL", true).await {
+                errs.push(e);
+                continue;
+            }
+            let rm = format!("rm -rf {}", shell_quote(&self.node_dir(n)));
+            if let Err(e) = r.run(&rm).await {
+                errs.push(e.into());
+            }
+        }
+        join_errors(errs)
+    }
+
+    async fn setup_all(&self) -> Result<(), DbError> {
+        if self.remotes.len() < 3 {
+            return Err(DbError::Topology(
+                "patroni needs 3 nodes (an etcd member and a Patroni member on each)".to_string(),
+            ));
+        }
+        let mut errs = Vec::new();
+        for r in &self.remotes {
+            if let Err(e) = self.check_installed(r).await {
+                errs.push(e);
+            }
+        }
+        join_errors(errs)?;
+        self.teardown_all().await?;
+        let nodes = self.node_list();
+        let token = format!(
+            "harness-{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default()
+        );
+        let bin = self
+            .remotes
+            .first()
+            .ok_or_else(|| DbError::Topology("no nodes".to_string()))?
+            .run(&format!("echo {BIN}"))
+            .await?
+            .stdout_str()
+            .trim()
+            .to_string();
+        let etcd_hosts = dcs::client_hosts(&nodes);
+        for r in &self.remotes {
+            let n = r.node();
+            let d = self.node_dir(n);
+            r.run(&format!(
+                "install -d -m 755 {base} && install -d -o postgres -g postgres -m 700 {d}",
+                base = shell_quote(&self.cfg.base_dir)
+            ))
+            .await?;
+            r.run(&dcs::start_command(n, &nodes, &d, &token)).await?;
+            let yaml = node_yaml(
+                &self.cfg.conf,
+                &Member {
+                    name: &n.name,
+                    host: &n.host,
+                    dir: &d,
+                    port: self.cfg.port,
+                    rest_port: self.cfg.rest_port,
+                    bin_dir: &bin,
+                },
+                &etcd_hosts,
+            );
+            let path = format!("{d}/patroni.yml");
+            r.upload_bytes(yaml.into_bytes(), &path).await?;
+            r.run(&format!("chown postgres: {path} && chmod 600 {path}"))
+                .await?;
+        }
+        poll(self.cfg.start_timeout, Duration::from_millis(200), || {
+            dcs::healthy(&self.remotes)
+        })
+        .await
+        .map_err(|detail| DbError::NotReady {
+            node: "etcd".to_string(),
+            db: "patroni's etcd".to_string(),
+            waited_ms: self.cfg.start_timeout.as_millis(),
+            detail,
+        })?;
+        for n in &nodes {
+            self.start_patroni(n).await?;
+        }
+        let replicas = u32::try_from(nodes.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        self.wait_serving(self.cfg.start_timeout, replicas).await
+    }
+}
+
+fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
+    ProcessError {
+        node: node.name.clone(),
+        action,
+        message: e.to_string(),
+    }
+}
+
+impl Process for PatroniCluster {
+    fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal(node, self.cfg.conf.kill, "KILL", false)
+                .await
+                .map_err(|e| perr(node, "kill", e))
+        })
+    }
+    fn start<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.start_patroni(node)
+                .await
+                .map_err(|e| perr(node, "start", e))
+        })
+    }
+    fn pause<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal(node, self.cfg.conf.pause, "STOP", false)
+                .await
+                .map_err(|e| perr(node, "pause", e))
+        })
+    }
+    fn resume<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.signal(node, self.cfg.conf.pause, "CONT", false)
+                .await
+                .map_err(|e| perr(node, "resume", e))
+        })
+    }
+    fn data_files(&self) -> &'static str {
+        "base"
+    }
+}
+
+/// The lifecycle behind `Arc`, so [`Db::process`] can hand out itself.
+#[derive(Clone)]
+pub struct PatroniDb(pub Arc<PatroniCluster>);
+
+impl Db for PatroniDb {
+    fn name(&self) -> &'static str {
+        "patroni"
+    }
+    fn nodes(&self) -> Vec<Node> {
+        self.0.node_list()
+    }
+    fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
+        remote_named(&self.0.remotes, node)
+    }
+    fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.0.setup_all())
+    }
+    fn teardown(&self) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(self.0.teardown_all())
+    }
+    fn log_files(&self, node: &Node) -> Vec<LogFile> {
+        node_logs(LOGS, &self.0.node_dir(node), |_| true)
+    }
+    fn primaries(&self) -> Vec<Node> {
+        self.0
+            .leader
+            .lock()
+            .ok()
+            .and_then(|l| l.clone())
+            .into_iter()
+            .collect()
+    }
+    fn client_nodes(&self) -> Vec<Node> {
+        self.0.node_list()
+    }
+    fn process(&self) -> Option<Arc<dyn Process>> {
+        Some(self.0.clone())
+    }
+    fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
+        Box::pin(async move {
+            let nodes = self.0.node_list();
+            let mut errs = Vec::new();
+            for n in &nodes {
+                if let Err(e) = self.0.start_patroni(n).await {
+                    errs.push(e);
+                }
+            }
+            join_errors(errs)?;
+            // One primary, not necessarily every replica back: a rewound
+            // old primary may take longer to stream again than the final
+            // reads need.
+            self.0.wait_serving(limit, 0).await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn roles_parse_and_serving_needs_one_primary() {
+        let p = PgRole::parse("f,2,1\n").unwrap();
+        assert_eq!(
+            p,
+            PgRole {
+                primary: true,
+                streaming: 2,
+                sync: 1
+            }
+        );
+        // `pg_is_in_recovery()::text` spells it out.
+        assert_eq!(PgRole::parse("false,2,1"), Some(p));
+        let r = PgRole::parse("t,0,0").unwrap();
+        assert!(!r.primary);
+        assert_eq!(PgRole::parse("x,1,1"), None);
+        assert_eq!(PgRole::parse("f,1"), None);
+        assert_eq!(serving(&[Some(r), Some(p), None], 2, true), Some(1));
+        // Two primaries (split brain) is not serving.
+        assert_eq!(serving(&[Some(p), Some(p), Some(r)], 0, false), None);
+        assert_eq!(serving(&[Some(r), None, Some(r)], 0, false), None);
+        let async_p = PgRole::parse("f,1,0").unwrap();
+        assert_eq!(serving(&[Some(async_p), Some(r), None], 2, false), None);
+        assert_eq!(serving(&[Some(async_p), Some(r), None], 1, false), Some(0));
+        assert_eq!(serving(&[Some(async_p), Some(r), None], 1, true), None);
+    }
+}
