@@ -238,6 +238,13 @@ impl EtcdNodes {
             .collect()
     }
 
+    /// Treats every node as a member: for a cluster this value did not set
+    /// up (another `EtcdNodes` did, e.g. a run whose cluster a test
+    /// changes from outside).
+    pub fn adopt_all(&self) {
+        self.set_members(self.all_nodes().into_iter().map(|n| n.name).collect());
+    }
+
     pub(crate) fn member_names(&self) -> Vec<String> {
         self.members
             .lock()
