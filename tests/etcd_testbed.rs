@@ -71,7 +71,10 @@ fn etcd_testbed_run(store: &Path, name: &str, extra: &[&str]) -> std::path::Path
     assert_eq!(r["valid?"], true, "{r}");
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
-    assert_eq!(meta["summary"]["final_reads_done"], true, "final reads done");
+    assert_eq!(
+        meta["summary"]["final_reads_done"], true,
+        "final reads done"
+    );
     for n in ["n1", "n2", "n3"] {
         let log = dir.join(format!("nodes/{n}/etcd.log"));
         let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -233,7 +236,9 @@ fn etcd_member_removed_and_added_back_mid_run() {
         let n1 = db.all_nodes()[0].clone();
         let n3 = db.all_nodes()[2].clone();
         tokio::time::sleep(Duration::from_secs(8)).await;
-        db.remove_member(&n3, Duration::from_secs(20)).await.unwrap();
+        db.remove_member(&n3, Duration::from_secs(20))
+            .await
+            .unwrap();
         let after_remove = db.member_list(&n3, Duration::from_secs(10)).await.unwrap();
         assert!(
             !Path::new("/var/lib/harness/etcd/n3/data").exists(),

@@ -21,14 +21,7 @@ fn etcd_run(store: &std::path::Path, extra: &[&str], name: &str) -> serde_json::
     if !extra.contains(&"--time-limit") {
         args.extend(["--time-limit", "8s"]);
     }
-    args.extend([
-        "--concurrency",
-        "6",
-        "--seed",
-        "25",
-        "--test-name",
-        name,
-    ]);
+    args.extend(["--concurrency", "6", "--seed", "25", "--test-name", name]);
     args.extend_from_slice(extra);
     let out = run(store, &args);
     let r = results(&run_dir(store, name));
@@ -218,7 +211,10 @@ fn etcd_revisions_are_the_version_order_the_checker_replays() {
         .filter(|&p| h.op_type(p) == OpType::Ok && h.is_txn(p))
         .collect();
     assert!(oks.len() > 100, "{} ok", oks.len());
-    assert!(oks.iter().all(|&p| checker::whitebox::has_commit_ts(h.extra(p))));
+    assert!(
+        oks.iter()
+            .all(|&p| checker::whitebox::has_commit_ts(h.extra(p)))
+    );
     let mut writer_revs: Vec<i64> = oks
         .iter()
         .filter_map(|&p| checker::whitebox::cert(h.extra(p)).map(|c| c.txid as i64))
@@ -237,9 +233,12 @@ fn etcd_revisions_are_the_version_order_the_checker_replays() {
         .iter()
         .position(|op| {
             op.op_type == OpType::Ok
-                && op.value.txn().into_iter().flatten().any(|m| {
-                    matches!(m, store::MicroOp::Read(_, store::ReadValue::Scalar(_)))
-                })
+                && op
+                    .value
+                    .txn()
+                    .into_iter()
+                    .flatten()
+                    .any(|m| matches!(m, store::MicroOp::Read(_, store::ReadValue::Scalar(_))))
         })
         .expect("a non-nil read");
     if let store::OpValue::Txn(m) = &mut ops[at].value {

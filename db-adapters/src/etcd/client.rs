@@ -130,10 +130,7 @@ impl EtcdClient {
     }
 
     /// Reads `keys` in one linearizable read-only Txn.
-    async fn read_keys(
-        &self,
-        keys: &[i64],
-    ) -> Result<(BTreeMap<i64, KeyState>, i64), ClientError> {
+    async fn read_keys(&self, keys: &[i64]) -> Result<(BTreeMap<i64, KeyState>, i64), ClientError> {
         let success: Vec<Value> = keys
             .iter()
             .map(|&k| json!({"request_range": {"key": self.key_b64(k)}}))

@@ -35,8 +35,8 @@ use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use workloads::WorkloadKind;
 
 /// etcd.

@@ -322,12 +322,12 @@ impl EtcdNodes {
         let addr = self.cfg.client_addr(node);
         let body = json!({"key": b64_encode(b"harness-health")});
         loop {
-            let detail =
-                match post_json(&addr, "/v3/kv/range", &body, Duration::from_secs(2)).await {
-                    Ok((200, _)) => return Ok(()),
-                    Ok((status, v)) => format!("HTTP {status}: {v}"),
-                    Err(e) => e.to_string(),
-                };
+            let detail = match post_json(&addr, "/v3/kv/range", &body, Duration::from_secs(2)).await
+            {
+                Ok((200, _)) => return Ok(()),
+                Ok((status, v)) => format!("HTTP {status}: {v}"),
+                Err(e) => e.to_string(),
+            };
             if start.elapsed() >= limit {
                 return Err(DbError::NotReady {
                     node: node.name.clone(),
@@ -500,12 +500,14 @@ mod tests {
         }
         assert_eq!(d.pid_file, "/var/lib/harness/etcd/n2/etcd.pid");
         assert_eq!(d.stdout, "/var/lib/harness/etcd/n2/etcd.log");
-        let again = cfg.daemon(&nodes[1], "n2=http://10.99.0.2:2380", ClusterState::Existing);
-        assert!(
-            again
-                .command_line()
-                .contains("--initial-cluster n2=http://10.99.0.2:2380 --initial-cluster-state existing")
+        let again = cfg.daemon(
+            &nodes[1],
+            "n2=http://10.99.0.2:2380",
+            ClusterState::Existing,
         );
+        assert!(again.command_line().contains(
+            "--initial-cluster n2=http://10.99.0.2:2380 --initial-cluster-state existing"
+        ));
     }
 
     #[test]
