@@ -41,6 +41,7 @@
 //! changed`, `request timed out`, Unavailable — is indefinite.
 
 use super::http::{HttpError, b64_decode, b64_encode, json_i64, post_json};
+use super::revision::{Committed, header_revision, revision_extra};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::register::cas_mismatch;
 use crate::sql::{DataModel, int_key, int_val, parse_list};
@@ -70,38 +71,6 @@ pub struct EtcdClient {
     /// Record each `ok` transaction's revision (`--version-order db`).
     pub version_order: bool,
     extra: Vec<(String, Data)>,
-}
-
-/// What an `ok` transaction did: its revision and whether it wrote.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Committed {
-    revision: i64,
-    wrote: bool,
-}
-
-/// The extra fields an `ok` transaction records under `--version-order
-/// db` (see the module doc).
-fn revision_extra(c: Committed) -> Vec<(String, Data)> {
-    let mut out = vec![
-        ("revision".to_string(), Data::Int(c.revision)),
-        (
-            "commit-ts".to_string(),
-            Data::Vec(vec![Data::Int(c.revision), Data::Int(i64::from(!c.wrote))]),
-        ),
-    ];
-    if c.wrote {
-        out.push(("txid".to_string(), Data::Int(c.revision)));
-        out.push((
-            "snapshot".to_string(),
-            Data::Str(format!("{0}:{0}:", c.revision)),
-        ));
-    }
-    out
-}
-
-/// A `Txn` answer's header revision.
-fn header_revision(v: &Value) -> i64 {
-    json_i64(v.get("header").and_then(|h| h.get("revision")))
 }
 
 impl EtcdClient {
@@ -541,33 +510,6 @@ mod tests {
     }
 
     #[test]
-    fn revisions_become_commit_timestamps_and_certificates() {
-        let w = revision_extra(Committed {
-            revision: 9,
-            wrote: true,
-        });
-        assert_eq!(
-            w[1],
-            (
-                "commit-ts".to_string(),
-                Data::Vec(vec![Data::Int(9), Data::Int(0)])
-            )
-        );
-        assert_eq!(w[3], ("snapshot".to_string(), Data::Str("9:9:".into())));
-        let r = revision_extra(Committed {
-            revision: 9,
-            wrote: false,
-        });
-        assert_eq!(r[0], ("revision".to_string(), Data::Int(9)));
-        assert_eq!(
-            r[1].1,
-            Data::Vec(vec![Data::Int(9), Data::Int(1)]),
-            "a reader at 9 follows the writer at 9"
-        );
-        assert_eq!(r.len(), 2, "a reader installs no version: no certificate");
-    }
-
-    #[test]
     fn classification_definite_only_when_nothing_applied() {
         let conn = HttpError::Connect {
             addr: "x".into(),
@@ -598,7 +540,6 @@ mod tests {
             (crate::client::ErrorKind::Indefinite, "grpc-14")
         );
         assert!(!succeeded(&json!({"header": {}})));
-        assert_eq!(header_revision(&json!({"header": {"revision": "42"}})), 42);
         assert_eq!(prefix_end(b"harness/"), b"harness0".to_vec());
     }
 }

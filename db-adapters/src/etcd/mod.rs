@@ -16,6 +16,7 @@ pub mod http;
 pub mod local;
 pub mod membership;
 pub mod nodes;
+mod revision;
 
 pub use client::{EtcdClient, EtcdFactory, client_addr};
 pub use database::{Etcd, EtcdUrlFactory, parse_url};
