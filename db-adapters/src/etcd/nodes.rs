@@ -173,6 +173,21 @@ impl EtcdNodesConfig {
     }
 }
 
+/// SIGKILL of the member by its pid file, waiting up to 60 s until it is
+/// gone (or a zombie), then removing the pid file. Longer than the
+/// tarball daemons' 10 s: on the shared testbed machine under load a
+/// killed member blocked in a WAL fsync was seen to outlive 10 s.
+fn kill_cmd(d: &Daemon) -> String {
+    let pid = shell_quote(&d.pid_file);
+    let bin = shell_quote(&d.bin);
+    let alive = "test -d /proc/$p && ! grep -q '^State:.*Z' /proc/$p/status 2>/dev/null";
+    format!(
+        "if {{ p=$(cat {pid} 2>/dev/null) && test -n \"$p\" && grep -qF {bin} /proc/$p/cmdline 2>/dev/null; }}; then \
+         kill -KILL $p; for i in $(seq 600); do {alive} || break; sleep 0.1; done; \
+         {alive} && {{ echo \"etcd pid $p still alive 60 s after SIGKILL\" >&2; exit 1; }}; fi; rm -f {pid}"
+    )
+}
+
 /// `--initial-cluster-state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClusterState {
@@ -268,7 +283,7 @@ impl EtcdNodes {
     /// Runs `cmd` on `node`; a non-zero exit is a [`DbError::Step`].
     pub(crate) async fn step(&self, node: &Node, what: &str, cmd: &str) -> Result<(), DbError> {
         let r = self.remote_of(node)?;
-        let out = r.exec(cmd, None, Duration::from_secs(30)).await?;
+        let out = r.exec(cmd, None, Duration::from_secs(90)).await?;
         if out.success() {
             return Ok(());
         }
@@ -297,7 +312,7 @@ impl EtcdNodes {
     /// SIGKILLs `node`'s member (by its pid file) and waits until it is gone.
     pub(crate) async fn kill_member(&self, node: &Node) -> Result<(), DbError> {
         let d = self.cfg.daemon(node, "", ClusterState::Existing);
-        self.step(node, "kill etcd", &d.signal_cmd("KILL")).await
+        self.step(node, "kill etcd", &kill_cmd(&d)).await
     }
 
     /// Starts `node`'s member with `initial_cluster` and `state` (a no-op
@@ -380,7 +395,6 @@ impl EtcdNodes {
         for n in self.all_nodes() {
             if let Err(e) = self.kill_member(&n).await {
                 errs.push(e);
-                continue;
             }
             let rm = format!("rm -rf {}", shell_quote(&self.cfg.node_dir(&n)));
             if let Err(e) = self.step(&n, "remove data", &rm).await {
@@ -398,7 +412,7 @@ impl EtcdNodes {
         };
         let d = self.cfg.daemon(node, "", ClusterState::Existing);
         let cmd = match action {
-            "kill" => d.signal_cmd("KILL"),
+            "kill" => kill_cmd(&d),
             "pause" => d.signal_cmd("STOP"),
             "resume" => d.signal_cmd("CONT"),
             _ => {
@@ -500,6 +514,12 @@ mod tests {
         }
         assert_eq!(d.pid_file, "/var/lib/harness/etcd/n2/etcd.pid");
         assert_eq!(d.stdout, "/var/lib/harness/etcd/n2/etcd.log");
+        let k = kill_cmd(&d);
+        assert!(
+            k.contains("p=$(cat /var/lib/harness/etcd/n2/etcd.pid"),
+            "{k}"
+        );
+        assert!(k.contains("kill -KILL $p; for i in $(seq 600)"), "{k}");
         let again = cfg.daemon(
             &nodes[1],
             "n2=http://10.99.0.2:2380",
