@@ -103,7 +103,7 @@ fn the_table_answers_as_written() {
         format!("cockroach UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(26257) vo=true/true range=true bugs=false tarball=true local=false replicas=false ops=None sql=Some((Postgres, 3, true, false, true))"),
         format!("tidb UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(4000) vo=true/true range=true bugs=false tarball=true local=false replicas=false ops=None sql=Some((Mysql, 7, true, false, true))"),
         format!("yugabyte UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(5433) vo=false/false range=true bugs=false tarball=true local=false replicas=false ops=None sql=Some((Postgres, 5, true, false, true))"),
-        format!("etcd UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(2379) vo=false/false range=false bugs=false tarball=false local=true replicas=false ops=None sql=None"),
+        format!("etcd UrlOrNodes NodeCount {{ min: 1, max: {max} }} Some(2379) vo=true/true range=false bugs=false tarball=false local=true replicas=false ops=None sql=None"),
         "patroni Nodes NodeCount { min: 3, max: 3 } Some(5432) vo=false/false range=true bugs=false tarball=false local=false replicas=false ops=None sql=Some((Postgres, 3, false, false, true))".to_string(),
     ];
     assert_eq!(rows, want);
@@ -136,8 +136,8 @@ fn workloads_per_database() {
     );
 }
 
-/// etcd: `--url` (its own schemes) or `--local`, serializable only (every
-/// `Txn` is strict-serializable), not on `--nodes`.
+/// etcd: `--url` (its own schemes), `--local` or `--nodes` (not combined
+/// with either), serializable only (every `Txn` is strict-serializable).
 #[test]
 fn etcd_settings_are_checked() {
     let none = NewSqlSpec::default();
@@ -160,8 +160,14 @@ fn etcd_settings_are_checked() {
     )
     .unwrap_err();
     assert!(e.contains("etcd://host:port"), "{e}");
-    let e = check_err(etcd, &none, Some(&nodes()), Isolation::Serializable);
-    assert!(e.contains("does not run on --nodes"), "{e}");
+    assert_eq!(
+        check(etcd, &none, None, Some(&nodes()), Isolation::Serializable),
+        Ok(Isolation::Serializable)
+    );
+    let e = check(etcd, &none, url, Some(&nodes()), Isolation::Serializable).unwrap_err();
+    assert!(e.contains("does not combine with --url or --local"), "{e}");
+    let e = check(etcd, &none, None, Some(&nodes()), Isolation::RepeatableRead).unwrap_err();
+    assert!(e.contains("only --isolation serializable"), "{e}");
     let local = DbSettings {
         local: true,
         ..settings(&none, None)

@@ -16,6 +16,23 @@
 //!   (definite).
 //! - Values are stored as text: a list as `1,2,3`, a register as `7`.
 //!
+//! `--version-order db` ([`EtcdFactory::version_order`]): etcd applies
+//! every modification at one cluster-wide revision, in revision order, and
+//! a `Txn` response's header carries it (the commit's revision for a
+//! writing `Txn`, the revision read at for a read-only one). Every `ok`
+//! transaction then records `revision` (that number) and `commit-ts`
+//! `[revision, 0]` for a writer, `[revision, 1]` for a read-only
+//! transaction (it saw every write up to and including its revision), so
+//! the checker replays the history in etcd's own order (Enne's
+//! expected-order check). A writer also records the certificate the
+//! checker's database version order reads (`txid` = its revision,
+//! `snapshot` = `R:R:`, i.e. every revision below its own is visible):
+//! of two writers of a key the lower revision is the earlier version,
+//! which gives rw-register each key's exact version order. A writing
+//! transaction's reads come from its first `Txn`, but its compares prove
+//! those keys unchanged up to the commit, so they are the state just
+//! before its revision.
+//!
 //! Error classification: a failed connect is definite (nothing sent); any
 //! error of a read-only transaction is definite (it changed nothing); gRPC
 //! codes InvalidArgument, PermissionDenied, OutOfRange, Unauthenticated and
@@ -24,6 +41,7 @@
 //! changed`, `request timed out`, Unavailable — is indefinite.
 
 use super::http::{HttpError, b64_decode, b64_encode, json_i64, post_json};
+use super::revision::{Committed, header_revision, revision_extra};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::register::cas_mismatch;
 use crate::sql::{DataModel, int_key, int_val, parse_list};
@@ -31,7 +49,7 @@ use nemesis::Node;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use store::{MicroOp, ReadValue, Val};
+use store::{Data, MicroOp, ReadValue, Val};
 
 /// etcd's default client port, used when a node's host names no port.
 pub const DEFAULT_CLIENT_PORT: u16 = 2379;
@@ -50,6 +68,9 @@ pub struct EtcdClient {
     prefix: String,
     model: DataModel,
     timeout: Duration,
+    /// Record each `ok` transaction's revision (`--version-order db`).
+    pub version_order: bool,
+    extra: Vec<(String, Data)>,
 }
 
 impl EtcdClient {
@@ -60,6 +81,8 @@ impl EtcdClient {
             prefix: prefix.to_string(),
             model,
             timeout,
+            version_order: false,
+            extra: Vec::new(),
         }
     }
 
@@ -76,7 +99,7 @@ impl EtcdClient {
     }
 
     /// Reads `keys` in one linearizable read-only Txn.
-    async fn read_keys(&self, keys: &[i64]) -> Result<BTreeMap<i64, KeyState>, ClientError> {
+    async fn read_keys(&self, keys: &[i64]) -> Result<(BTreeMap<i64, KeyState>, i64), ClientError> {
         let success: Vec<Value> = keys
             .iter()
             .map(|&k| json!({"request_range": {"key": self.key_b64(k)}}))
@@ -100,10 +123,10 @@ impl EtcdClient {
             };
             out.insert(k, state);
         }
-        Ok(out)
+        Ok((out, header_revision(&v)))
     }
 
-    async fn cas(&self, k: i64, old: i64, new: i64) -> Result<(), ClientError> {
+    async fn cas(&self, k: i64, old: i64, new: i64) -> Result<i64, ClientError> {
         let key = self.key_b64(k);
         let body = json!({
             "compare": [{"key": key, "target": "VALUE", "result": "EQUAL",
@@ -112,27 +135,35 @@ impl EtcdClient {
         });
         let v = self.txn_call(&body, false).await?;
         if succeeded(&v) {
-            Ok(())
+            Ok(header_revision(&v))
         } else {
             Err(cas_mismatch(k, old))
         }
     }
 
-    async fn run(&self, txn: &[MicroOp]) -> Result<Vec<MicroOp>, ClientError> {
+    async fn run(&self, txn: &[MicroOp]) -> Result<(Vec<MicroOp>, Committed), ClientError> {
         if let Some((k, old, new)) = crate::register::cas_parts(txn)? {
-            self.cas(k, old, new).await?;
-            return Ok(txn.to_vec());
+            let revision = self.cas(k, old, new).await?;
+            let c = Committed {
+                revision,
+                wrote: true,
+            };
+            return Ok((txn.to_vec(), c));
         }
         let plan = Plan::new(txn, self.model)?;
-        let mut state = if plan.read.is_empty() {
-            BTreeMap::new()
+        let (mut state, read_revision) = if plan.read.is_empty() {
+            (BTreeMap::new(), 0)
         } else {
             self.read_keys(&plan.read).await?
         };
         let observed = state.clone();
         let out = apply_locally(txn, &mut state, self.model)?;
         if plan.written.is_empty() {
-            return Ok(out);
+            let c = Committed {
+                revision: read_revision,
+                wrote: false,
+            };
+            return Ok((out, c));
         }
         let compare: Vec<Value> = observed
             .iter()
@@ -153,7 +184,11 @@ impl EtcdClient {
             .txn_call(&json!({"compare": compare, "success": success}), false)
             .await?;
         if succeeded(&v) {
-            Ok(out)
+            let c = Committed {
+                revision: header_revision(&v),
+                wrote: true,
+            };
+            Ok((out, c))
         } else {
             Err(ClientError::definite(
                 "txn-conflict",
@@ -306,11 +341,22 @@ impl Client for EtcdClient {
         &'a mut self,
         txn: &'a [MicroOp],
     ) -> BoxFuture<'a, Result<Vec<MicroOp>, ClientError>> {
-        Box::pin(self.run(txn))
+        Box::pin(async move {
+            self.extra.clear();
+            let (out, c) = self.run(txn).await?;
+            if self.version_order {
+                self.extra = revision_extra(c);
+            }
+            Ok(out)
+        })
     }
 
     fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(async {})
+    }
+
+    fn take_extra(&mut self) -> Vec<(String, Data)> {
+        std::mem::take(&mut self.extra)
     }
 }
 
@@ -323,6 +369,8 @@ pub struct EtcdFactory {
     pub model: DataModel,
     /// Per-request timeout.
     pub timeout: Duration,
+    /// Clients record each `ok` transaction's revision (`--version-order db`).
+    pub version_order: bool,
 }
 
 impl EtcdFactory {
@@ -332,6 +380,7 @@ impl EtcdFactory {
             prefix: "harness/".to_string(),
             model,
             timeout: Duration::from_secs(5),
+            version_order: false,
         }
     }
 }
@@ -363,13 +412,9 @@ impl ClientFactory for EtcdFactory {
 
     fn open<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<Box<dyn Client>, ClientError>> {
         Box::pin(async move {
-            let c: Box<dyn Client> = Box::new(EtcdClient::new(
-                &client_addr(node),
-                &self.prefix,
-                self.model,
-                self.timeout,
-            ));
-            Ok(c)
+            let mut c = EtcdClient::new(&client_addr(node), &self.prefix, self.model, self.timeout);
+            c.version_order = self.version_order;
+            Ok(Box::new(c) as Box<dyn Client>)
         })
     }
 }

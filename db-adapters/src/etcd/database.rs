@@ -13,10 +13,16 @@
 //! directories are removed and the logs kept. Clients are spread over the
 //! members round-robin, so transactions go through followers too.
 //!
-//! Not yet: etcd on `--nodes` (no lifecycle over SSH), and faults
-//! (`--nemesis kill/pause`) against the local members — the engine's
-//! nemesis only acts on `--nodes`.
+//! On `--nodes` (`n1,n2,n3` or `testbed`): one member per node, started
+//! and supervised over SSH ([`super::EtcdNodes`]); `--nemesis
+//! partition,kill,pause` act on them. With `--local`, `--nemesis
+//! kill,pause` act on the local members by pid ([`super::LocalEtcd`]'s
+//! process).
+//!
+//! `--version-order db`: every `ok` transaction records the revision etcd
+//! gave it ([`super::client`]), so the checker has etcd's own order.
 
+use super::local::LocalMembers;
 use super::{EtcdFactory, LocalCluster};
 use crate::catalog::{
     Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
@@ -29,8 +35,8 @@ use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use workloads::WorkloadKind;
 
 /// etcd.
@@ -42,9 +48,9 @@ pub const ETCD_BINARY: &str = "/usr/bin/etcd";
 /// Members of the `--local` cluster.
 pub const LOCAL_MEMBERS: usize = 3;
 
-/// The log kept from each node (for when etcd runs on nodes; the local
-/// cluster's member logs stay in `<run dir>/etcd/e0.log`, …).
-const LOGS: &[NodeLog] = &[NodeLog::every_node("etcd.log", "etcd.log")];
+/// The log kept from each node (the local cluster's member logs stay in
+/// `<run dir>/etcd/e0.log`, …).
+const LOGS: &[NodeLog] = super::nodes::LOGS;
 
 /// The members named by an `etcd://` or `http://` URL, as nodes
 /// `e0`, `e1`, … whose host is `host:port`.
@@ -127,9 +133,10 @@ impl ClientFactory for EtcdUrlFactory {
 }
 
 /// The `--local` cluster as a [`LocalServer`]: its URL names every
-/// member; stopping it ends the members (by pid) and removes their data.
-struct LocalEtcd {
-    cluster: Option<LocalCluster>,
+/// member; stopping it ends the members (by pid) and removes their data;
+/// its process faults act on one member at a time ([`LocalMembers`]).
+pub struct LocalEtcd {
+    cluster: Arc<Mutex<LocalCluster>>,
     dir: std::path::PathBuf,
 }
 
@@ -137,16 +144,23 @@ impl LocalServer for LocalEtcd {
     fn url(&self) -> String {
         let hosts: Vec<String> = self
             .cluster
-            .iter()
-            .flat_map(LocalCluster::nodes)
+            .lock()
+            .map(|c| c.nodes())
+            .unwrap_or_default()
+            .into_iter()
             .map(|n| n.host)
             .collect();
         format!("etcd://{}", hosts.join(","))
     }
 
-    fn stop(mut self: Box<Self>) -> BoxFuture<'static, Result<(), String>> {
-        // Dropping the cluster kills and reaps every member by pid.
-        drop(self.cluster.take());
+    fn stop(self: Box<Self>) -> BoxFuture<'static, Result<(), String>> {
+        // Kill and reap every member by pid (a paused one too: SIGKILL
+        // ends a stopped process).
+        if let Ok(mut c) = self.cluster.lock() {
+            for i in 0..c.len() {
+                c.kill(i);
+            }
+        }
         let dir = self.dir.clone();
         Box::pin(async move {
             let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -161,10 +175,16 @@ impl LocalServer for LocalEtcd {
     }
 
     fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>> {
-        // Not yet: the members' pids live in `LocalCluster`, which has no
-        // restart with the same data directory and flags.
-        None
+        Some(Arc::new(LocalMembers::new(self.cluster.clone())))
     }
+}
+
+/// The clients' factory of a run's settings.
+fn factory(s: &DbSettings) -> EtcdFactory {
+    let mut f = EtcdFactory::new(s.model);
+    f.timeout = s.op_timeout;
+    f.version_order = s.version_order_db;
+    f
 }
 
 impl Database for Etcd {
@@ -175,7 +195,7 @@ impl Database for Etcd {
         &[]
     }
     fn about(&self) -> &'static str {
-        "etcd (`--url etcd://host:port,…` to a running cluster, or `--local` for a throwaway 3-member cluster of /usr/bin/etcd; append, rw-register and register)"
+        "etcd (`--url etcd://host:port,…` to a running cluster, `--local` for a throwaway 3-member cluster of /usr/bin/etcd, or one member per `--nodes` node; append, rw-register and register)"
     }
     fn url_schemes(&self) -> &'static [&'static str] {
         &["etcd", "http"]
@@ -211,7 +231,7 @@ impl Database for Etcd {
         }
     }
     fn records_version_order(&self, _on_nodes: bool) -> bool {
-        false
+        true
     }
     fn supports(&self, w: WorkloadKind, _on_nodes: bool) -> bool {
         matches!(
@@ -220,13 +240,13 @@ impl Database for Etcd {
         )
     }
     fn check_settings(&self, s: &DbSettings, nodes: Option<&[Node]>) -> Result<Isolation, String> {
-        if nodes.is_some() {
+        if nodes.is_some() && (s.url.is_some() || s.local) {
             return Err(
-                "--db etcd does not run on --nodes yet: use --local or --url etcd://host:port,…"
+                "--db etcd: --nodes starts its own cluster; it does not combine with --url or --local"
                     .to_string(),
             );
         }
-        check_reach_and_flags(self, s, false)?;
+        check_reach_and_flags(self, s, nodes.is_some())?;
         if s.isolation != Isolation::Serializable {
             return Err(format!(
                 "--db etcd runs only --isolation serializable (every Txn is strict-serializable), not {}",
@@ -248,16 +268,18 @@ impl Database for Etcd {
     ) -> Result<Arc<dyn ClientFactory>, String> {
         let url = url.ok_or("--db etcd needs --url etcd://host:port,… or --local")?;
         let members = parse_url(url)?;
-        let mut inner = EtcdFactory::new(s.model);
-        inner.timeout = s.op_timeout;
-        Ok(Arc::new(EtcdUrlFactory::new(inner, members)))
+        Ok(Arc::new(EtcdUrlFactory::new(factory(s), members)))
     }
     fn lifecycle(
         &self,
-        _s: &DbSettings,
-        _remotes: Vec<Arc<dyn Remote>>,
+        s: &DbSettings,
+        remotes: Vec<Arc<dyn Remote>>,
     ) -> Result<OnNodes, OpenError> {
-        Err(crate::catalog::not_on_nodes(self))
+        let db = super::EtcdNodes::new(super::EtcdNodesConfig::new(), remotes);
+        Ok(OnNodes {
+            db: Arc::new(db),
+            factory: Arc::new(factory(s)),
+        })
     }
     fn start_local(&self, dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
         let dir = dir.join("etcd");
@@ -265,7 +287,7 @@ impl Database for Etcd {
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             match LocalCluster::start(ETCD_BINARY, &dir, LOCAL_MEMBERS).await {
                 Ok(c) => Ok(Box::new(LocalEtcd {
-                    cluster: Some(c),
+                    cluster: Arc::new(Mutex::new(c)),
                     dir,
                 }) as Box<dyn LocalServer>),
                 Err(e) => Err(format!("local etcd: {e}")),

@@ -5,13 +5,25 @@
 //! Members are named `e0`, `e1`, …; [`LocalCluster::nodes`] gives them as
 //! [`Node`]s whose host carries the client port, which
 //! [`super::client_addr`] understands.
+//!
+//! Faults without root ([`LocalMembers`], the `--local` run's
+//! [`Process`]): the nemesis sees one node (`local`); each kill SIGKILLs
+//! the next running member in turn (its data kept), each pause SIGSTOPs the
+//! next running member in turn; start restarts every killed member on its
+//! data (`--initial-cluster-state existing`), resume SIGCONTs every paused
+//! one. One member at a time, so a quorum of the three stays up unless
+//! faults overlap.
 
 use super::http::post_json;
+use crate::postgres::local::signal;
 use nemesis::Node;
+use nemesis::process::{Process, ProcessError};
 use serde_json::json;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Why a local cluster could not start.
@@ -45,6 +57,7 @@ struct Member {
     client_port: u16,
     peer_port: u16,
     child: Option<Child>,
+    paused: bool,
 }
 
 /// A running local cluster; dropping it kills its members (by pid).
@@ -76,6 +89,7 @@ impl LocalCluster {
                 client_port: free_port()?,
                 peer_port: free_port()?,
                 child: None,
+                paused: false,
             });
         }
         let mut c = LocalCluster {
@@ -144,6 +158,7 @@ impl LocalCluster {
                 detail: e.to_string(),
             })?;
         self.members[i].child = Some(child);
+        self.members[i].paused = false;
         Ok(())
     }
 
@@ -195,10 +210,77 @@ impl LocalCluster {
 
     /// Kills member `i` (SIGKILL, by pid) and reaps it.
     pub fn kill(&mut self, i: usize) {
-        if let Some(mut c) = self.members.get_mut(i).and_then(|m| m.child.take()) {
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(m) = self.members.get_mut(i) {
+            m.paused = false;
+            if let Some(mut c) = m.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
         }
+    }
+
+    /// Number of members (running or not).
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Whether the cluster has no member.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Whether member `i` runs and is not paused.
+    pub fn is_serving(&self, i: usize) -> bool {
+        self.members
+            .get(i)
+            .is_some_and(|m| m.child.is_some() && !m.paused)
+    }
+
+    /// SIGSTOPs member `i` (by pid) if it runs.
+    pub fn pause(&mut self, i: usize) {
+        if let Some(m) = self.members.get_mut(i)
+            && let Some(c) = &m.child
+        {
+            signal(c.id(), "STOP");
+            m.paused = true;
+        }
+    }
+
+    /// SIGCONTs member `i` (by pid) if it is paused.
+    pub fn resume(&mut self, i: usize) {
+        if let Some(m) = self.members.get_mut(i)
+            && m.paused
+        {
+            if let Some(c) = &m.child {
+                signal(c.id(), "CONT");
+            }
+            m.paused = false;
+        }
+    }
+
+    /// Restarts every killed member; the indices restarted.
+    ///
+    /// # Errors
+    /// [`LocalClusterError::Spawn`].
+    pub fn restart_all(&mut self) -> Result<Vec<usize>, LocalClusterError> {
+        let dead: Vec<usize> = (0..self.members.len())
+            .filter(|&i| self.members[i].child.is_none())
+            .collect();
+        for &i in &dead {
+            self.spawn(i, "existing")?;
+        }
+        Ok(dead)
+    }
+
+    /// Resumes every paused member; the indices resumed.
+    pub fn resume_all(&mut self) -> Vec<usize> {
+        let paused: Vec<usize> = (0..self.members.len())
+            .filter(|&i| self.members[i].paused)
+            .collect();
+        for &i in &paused {
+            self.resume(i);
+        }
+        paused
     }
 
     /// Restarts a killed member `i` on its data directory.
@@ -218,5 +300,96 @@ impl Drop for LocalCluster {
         for i in 0..self.members.len() {
             self.kill(i);
         }
+    }
+}
+
+/// The [`Process`] of a `--local` cluster: one member per kill or pause,
+/// in turn (see the module doc). Cheap to clone.
+#[derive(Clone)]
+pub struct LocalMembers {
+    cluster: Arc<Mutex<LocalCluster>>,
+    next: Arc<AtomicUsize>,
+}
+
+impl LocalMembers {
+    /// Faults on `cluster`'s members.
+    pub fn new(cluster: Arc<Mutex<LocalCluster>>) -> LocalMembers {
+        LocalMembers {
+            cluster,
+            next: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn with<T>(
+        &self,
+        node: &Node,
+        action: &'static str,
+        f: impl FnOnce(&mut LocalCluster) -> Result<T, String>,
+    ) -> Result<T, ProcessError> {
+        let err = |message: String| ProcessError {
+            node: node.name.clone(),
+            action,
+            message,
+        };
+        let mut c = self
+            .cluster
+            .lock()
+            .map_err(|_| err("the local cluster's lock is poisoned".to_string()))?;
+        f(&mut c).map_err(err)
+    }
+
+    /// The next serving member in turn (`None`: none serves).
+    fn pick(&self, c: &LocalCluster) -> Option<usize> {
+        let n = c.len();
+        (0..n)
+            .map(|_| self.next.fetch_add(1, Ordering::Relaxed) % n.max(1))
+            .find(|&i| c.is_serving(i))
+    }
+
+    /// Kills the next serving member; its index.
+    ///
+    /// # Errors
+    /// A poisoned lock.
+    pub fn kill_one(&self, node: &Node) -> Result<Option<usize>, ProcessError> {
+        self.with(node, "kill", |c| {
+            let i = self.pick(c);
+            if let Some(i) = i {
+                c.kill(i);
+            }
+            Ok(i)
+        })
+    }
+
+    /// Pauses the next serving member; its index.
+    ///
+    /// # Errors
+    /// A poisoned lock.
+    pub fn pause_one(&self, node: &Node) -> Result<Option<usize>, ProcessError> {
+        self.with(node, "pause", |c| {
+            let i = self.pick(c);
+            if let Some(i) = i {
+                c.pause(i);
+            }
+            Ok(i)
+        })
+    }
+}
+
+impl Process for LocalMembers {
+    fn kill<'a>(&'a self, node: &'a Node) -> nemesis::BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move { self.kill_one(node).map(|_| ()) })
+    }
+    fn start<'a>(&'a self, node: &'a Node) -> nemesis::BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.with(node, "start", |c| {
+                c.restart_all().map(|_| ()).map_err(|e| e.to_string())
+            })
+        })
+    }
+    fn pause<'a>(&'a self, node: &'a Node) -> nemesis::BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move { self.pause_one(node).map(|_| ()) })
+    }
+    fn resume<'a>(&'a self, node: &'a Node) -> nemesis::BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move { self.with(node, "resume", |c| Ok(c.resume_all()).map(|_| ())) })
     }
 }

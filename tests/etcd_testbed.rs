@@ -1,0 +1,262 @@
+//! `harness run --db etcd --nodes testbed`: a 3-member etcd cluster
+//! (Debian's `/usr/bin/etcd`) started on testbed nodes n1..n3 over SSH,
+//! under real faults — partitions (list-append), kills (the linearizable
+//! register), pauses (list-append) — and a member removed and added back
+//! in the middle of a run. Every run must stay valid at strict
+//! serializability (linearizability for the register), its faults must be
+//! applied and healed, the final reads must run, the member logs must be
+//! collected and the nodes' etcd directories removed.
+//!
+//! Needs root, the testbed and etcd; each test holds the testbed lock and
+//! takes about 40 s (testbed up and down included). `HARNESS_LONG=1`
+//! makes every run 5 minutes instead of 25 s.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod run_common;
+
+use nemesis::testbed::{Testbed, TestbedLock};
+use run_common::{Down, assert_complete, history_text, results, run, run_dir, testbed_up};
+use std::path::Path;
+use std::time::Duration;
+
+/// The run's length: 25 s, or 5 minutes with `HARNESS_LONG=1`.
+fn time_limit() -> &'static str {
+    if std::env::var("HARNESS_LONG").is_ok_and(|v| v == "1") {
+        "300s"
+    } else {
+        "25s"
+    }
+}
+
+/// History lines of process `nemesis`.
+fn nemesis_ops(dir: &Path) -> Vec<serde_json::Value> {
+    history_text(dir)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["process"] == "nemesis")
+        .collect()
+}
+
+/// `ok` transactions of client processes.
+fn oks(dir: &Path) -> usize {
+    run_common::counts(dir).1
+}
+
+/// A run on the testbed (already up) with `extra` flags; its directory.
+fn etcd_testbed_run(store: &Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let mut args = vec![
+        "--db",
+        "etcd",
+        "--nodes",
+        "testbed",
+        "--time-limit",
+        time_limit(),
+        "--concurrency",
+        "6",
+        "--seed",
+        "29",
+        "--test-name",
+        name,
+    ];
+    args.extend_from_slice(extra);
+    let out = run(store, &args);
+    let dir = run_dir(store, name);
+    assert_complete(&dir);
+    let r = results(&dir);
+    eprintln!("{name}: exit {:?}, results {r}", out.status.code());
+    if r["valid?"] != true {
+        save_finding(&dir, name);
+    }
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    assert_eq!(r["valid?"], true, "{r}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
+    assert_eq!(
+        meta["summary"]["final_reads_done"], true,
+        "final reads done"
+    );
+    for n in ["n1", "n2", "n3"] {
+        let log = dir.join(format!("nodes/{n}/etcd.log"));
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(text.contains("\"level\""), "{} is a zap log", log.display());
+        assert!(
+            !text.contains("\"level\":\"panic\"") && !text.contains("\"level\":\"fatal\""),
+            "{n} crashed"
+        );
+        assert!(
+            !Path::new(&format!("/var/lib/harness/etcd/{n}")).exists(),
+            "{n}'s etcd directory removed"
+        );
+    }
+    dir
+}
+
+/// Keeps an invalid run's history and results under `findings/` (the
+/// repository's), for a human to look at.
+fn save_finding(dir: &Path, name: &str) {
+    let to = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("findings")
+        .join(format!("etcd-{name}"));
+    let _ = std::fs::create_dir_all(&to);
+    for f in ["history.jsonl.gz", "results.json", "test.json"] {
+        let _ = std::fs::copy(dir.join(f), to.join(f));
+    }
+    eprintln!("invalid run saved under {}", to.display());
+}
+
+/// The nemesis functions that ran without an error.
+fn applied(dir: &Path) -> Vec<String> {
+    let ops = nemesis_ops(dir);
+    for o in &ops {
+        assert!(o["error"].is_null(), "a fault failed: {o}");
+    }
+    ops.iter()
+        .filter(|o| o["type"] == "info")
+        .filter_map(|o| o["f"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs root, the testbed and etcd: run by .ci/run"]
+fn etcd_append_with_partitions_is_strict_serializable() {
+    let _lock = TestbedLock::acquire().unwrap();
+    let _down = Down;
+    testbed_up();
+    let store = tempfile::tempdir().unwrap();
+    let dir = etcd_testbed_run(
+        store.path(),
+        "etcd-tb-partition",
+        &[
+            "--workload",
+            "append",
+            "--nemesis",
+            "partition",
+            "--nemesis-interval",
+            "5s",
+            "--expected-consistency-model",
+            "strict-serializable",
+            "--version-order",
+            "db",
+        ],
+    );
+    let fs = applied(&dir);
+    assert!(fs.iter().any(|f| f == "start-partition"), "{fs:?}");
+    assert!(fs.iter().any(|f| f == "stop-partition"), "{fs:?}");
+    assert!(oks(&dir) > 100, "{} ok", oks(&dir));
+}
+
+#[test]
+#[ignore = "needs root, the testbed and etcd: run by .ci/run"]
+fn etcd_register_with_kills_is_linearizable() {
+    let _lock = TestbedLock::acquire().unwrap();
+    let _down = Down;
+    testbed_up();
+    let store = tempfile::tempdir().unwrap();
+    let dir = etcd_testbed_run(
+        store.path(),
+        "etcd-tb-kill",
+        &[
+            "--workload",
+            "register",
+            "--nemesis",
+            "kill",
+            "--nemesis-interval",
+            "4s",
+        ],
+    );
+    assert_eq!(results(&dir)["analyzer"], "wgl");
+    let fs = applied(&dir);
+    assert!(fs.iter().any(|f| f == "kill"), "{fs:?}");
+    assert!(fs.iter().any(|f| f == "start"), "{fs:?}");
+    assert!(oks(&dir) > 100, "{} ok", oks(&dir));
+}
+
+#[test]
+#[ignore = "needs root, the testbed and etcd: run by .ci/run"]
+fn etcd_append_with_pauses_is_strict_serializable() {
+    let _lock = TestbedLock::acquire().unwrap();
+    let _down = Down;
+    testbed_up();
+    let store = tempfile::tempdir().unwrap();
+    let dir = etcd_testbed_run(
+        store.path(),
+        "etcd-tb-pause",
+        &[
+            "--workload",
+            "append",
+            "--nemesis",
+            "pause",
+            "--nemesis-interval",
+            "4s",
+            "--expected-consistency-model",
+            "strict-serializable",
+        ],
+    );
+    let fs = applied(&dir);
+    assert!(fs.iter().any(|f| f == "pause"), "{fs:?}");
+    assert!(fs.iter().any(|f| f == "resume"), "{fs:?}");
+    assert!(oks(&dir) > 100, "{} ok", oks(&dir));
+}
+
+/// n3 removed from the cluster 8 s into the run (`member remove`, killed,
+/// data wiped) and added back 6 s later (`member add`, started empty with
+/// `--initial-cluster-state existing`), driven from here on the run's
+/// cluster: the run stays strict-serializable and n3 serves again.
+#[test]
+#[ignore = "needs root, the testbed and etcd: run by .ci/run"]
+fn etcd_member_removed_and_added_back_mid_run() {
+    let _lock = TestbedLock::acquire().unwrap();
+    let _down = Down;
+    testbed_up();
+    let store = tempfile::tempdir().unwrap();
+    let store_path = store.path().to_path_buf();
+    let runner = std::thread::spawn(move || {
+        etcd_testbed_run(
+            &store_path,
+            "etcd-tb-member",
+            &[
+                "--workload",
+                "append",
+                "--expected-consistency-model",
+                "strict-serializable",
+            ],
+        )
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let members_seen = rt.block_on(async {
+        let tb = Testbed::current().unwrap();
+        let db = db_adapters::etcd::EtcdNodes::new(
+            db_adapters::etcd::EtcdNodesConfig::new(),
+            tb.dyn_remotes(),
+        );
+        db.adopt_all();
+        let n1 = db.all_nodes()[0].clone();
+        let n3 = db.all_nodes()[2].clone();
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        db.remove_member(&n3, Duration::from_secs(20))
+            .await
+            .unwrap();
+        let after_remove = db.member_list(&n3, Duration::from_secs(10)).await.unwrap();
+        assert!(
+            !Path::new("/var/lib/harness/etcd/n3/data").exists(),
+            "n3's data wiped"
+        );
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        db.add_member(&n3, Duration::from_secs(30)).await.unwrap();
+        let after_add = db.member_list(&n1, Duration::from_secs(10)).await.unwrap();
+        (after_remove, after_add)
+    });
+    let dir = runner.join().unwrap();
+    let (after_remove, after_add) = members_seen;
+    let names = |m: &[db_adapters::etcd::membership::MemberInfo]| {
+        let mut v: Vec<String> = m.iter().map(|m| m.name.clone()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&after_remove), ["n1", "n2"]);
+    assert_eq!(names(&after_add), ["n1", "n2", "n3"]);
+    assert!(oks(&dir) > 100, "{} ok", oks(&dir));
+}
