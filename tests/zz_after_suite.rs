@@ -160,7 +160,9 @@ fn recognises_only_what_is_harness_s() {
     assert!(ours(&format!(
         "/usr/lib/postgresql/15/bin/postgres -D {temp}/.tmpAbC/data"
     )));
-    assert!(!ours("/usr/lib/postgresql/15/bin/postgres -D /var/lib/postgresql/15/main"));
+    assert!(!ours(
+        "/usr/lib/postgresql/15/bin/postgres -D /var/lib/postgresql/15/main"
+    ));
     assert!(!ours("/usr/sbin/mariadbd --datadir=/var/lib/mysql"));
     assert!(!ours("cargo test -p harness"));
 }
