@@ -218,6 +218,10 @@ pub(crate) fn db_settings(
         op_timeout: args.limits.op_timeout,
         sim_bug: args.sim_bug,
         seed,
+        clock: args
+            .faults
+            .faults
+            .contains(&nemesis::schedule::FaultKind::Clock),
         jepsen: match args.workload {
             WorkloadKind::Jepsen(w) => Some(w),
             _ => None,

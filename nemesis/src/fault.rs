@@ -5,9 +5,11 @@
 //! removes the jump and the chain and nothing else, so it never touches
 //! rules harness did not write, and it is idempotent (it runs at the start
 //! of every run to clear rules left by a crashed one). Kill and pause go
-//! through the database's [`Process`].
+//! through the database's [`Process`]; clock faults through its
+//! libfaketime control files ([`crate::clock`]).
 
 use crate::Node;
+use crate::clock::fault::ClockFault;
 use crate::durability::{self, DurabilityFault};
 use crate::lossyfs::ctl::{Command, Reply};
 use crate::partition::{Grudge, grudge_data};
@@ -34,6 +36,8 @@ pub enum Fault {
     Pause(Vec<String>),
     /// File corruption or disk errors through the lossy filesystem.
     Durability(DurabilityFault),
+    /// A clock bump, strobe or reset through libfaketime (one op, no stop).
+    Clock(ClockFault),
 }
 
 impl Fault {
@@ -44,6 +48,7 @@ impl Fault {
             Fault::Kill(_) => F::Kill,
             Fault::Pause(_) => F::Pause,
             Fault::Durability(d) => d.start_f(),
+            Fault::Clock(c) => c.f(),
         }
     }
 
@@ -54,6 +59,7 @@ impl Fault {
             Fault::Kill(_) => F::Start,
             Fault::Pause(_) => F::Resume,
             Fault::Durability(d) => d.stop_f(),
+            Fault::Clock(_) => F::StopClock,
         }
     }
 
@@ -63,6 +69,7 @@ impl Fault {
             Fault::Partition(g) => grudge_data(g),
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => d.start_value(),
+            Fault::Clock(c) => c.value(),
         }
     }
 
@@ -72,6 +79,7 @@ impl Fault {
             Fault::Partition(_) => Data::Nil,
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => nodes_data(d.nodes()),
+            Fault::Clock(c) => nodes_data(&c.nodes()),
         }
     }
 }
@@ -106,6 +114,14 @@ pub enum FaultError {
     /// The database has no process capability (kill/pause impossible).
     #[error("the database cannot be killed or paused (no process control)")]
     NoProcess,
+    /// A clock fault could not be applied or measured.
+    #[error("node {node}: clock: {detail}")]
+    Clock {
+        /// Node name.
+        node: String,
+        /// Why.
+        detail: String,
+    },
     /// iptables is missing on a node.
     #[error("node {0}: iptables is not installed (on Debian: apt-get install -y iptables)")]
     NoIptables(String),
@@ -130,6 +146,7 @@ pub struct Nemesis {
     remotes: Vec<Arc<dyn Remote>>,
     process: Option<Arc<dyn Process>>,
     active: Mutex<Active>,
+    clocks: Mutex<crate::clock::Offsets>,
     command_timeout: Duration,
 }
 
@@ -189,6 +206,7 @@ impl Nemesis {
             remotes,
             process,
             active: Mutex::new(Active::default()),
+            clocks: Mutex::new(crate::clock::Offsets::default()),
             command_timeout: Duration::from_secs(20),
         }
     }
@@ -203,7 +221,7 @@ impl Nemesis {
         self.remotes.iter().map(|r| r.node().clone()).collect()
     }
 
-    fn remote(&self, name: &str) -> Result<Arc<dyn Remote>, FaultError> {
+    pub(crate) fn remote(&self, name: &str) -> Result<Arc<dyn Remote>, FaultError> {
         self.remotes
             .iter()
             .find(|r| r.node().name == name)
@@ -238,6 +256,21 @@ impl Nemesis {
         self.active.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Every node's current clock offset (what its control file says).
+    pub(crate) fn clocks(&self) -> std::sync::MutexGuard<'_, crate::clock::Offsets> {
+        self.clocks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets what the running fault did (taken by [`Nemesis::take_result`]).
+    pub(crate) fn set_result(&self, value: Data) {
+        self.lock().result = Some(value);
+    }
+
+    /// The command timeout for one node.
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
     /// Starts `fault` on every node it concerns, in parallel; returns once it
     /// is in effect everywhere.
     ///
@@ -256,6 +289,7 @@ impl Nemesis {
                 self.each_process(nodes, Action::Pause).await
             }
             Fault::Durability(d) => self.start_durability(d).await,
+            Fault::Clock(c) => self.start_clock(c).await,
         }
     }
 
@@ -297,6 +331,7 @@ impl Nemesis {
                 }
                 r
             }
+            Fault::Clock(_) => Ok(()),
             Fault::Durability(DurabilityFault::Disk { nodes, .. }) => {
                 let r = self.each_ctl(nodes, &Command::Heal).await.map(|_| ());
                 if r.is_ok() {
@@ -386,7 +421,8 @@ impl Nemesis {
     }
 
     /// Heals everything: partitions on every node, resumes paused and starts
-    /// killed nodes. Tries every step even when one fails.
+    /// killed nodes, sets every clock back to `+0`. Tries every step even
+    /// when one fails.
     ///
     /// # Errors
     /// Every step that failed.
@@ -419,6 +455,9 @@ impl Nemesis {
                 Ok(()) => {}
                 Err(e) => errs.push(e),
             }
+        }
+        if let Err(e) = self.reset_all_clocks().await {
+            errs.push(e);
         }
         join_errors(errs)
     }

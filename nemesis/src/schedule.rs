@@ -31,6 +31,8 @@ pub enum FaultKind {
     TruncateFile,
     /// EIO or ENOSPC from the data files for a window (needs `--lazyfs`).
     DiskError,
+    /// Clock bumps, strobes and resets through libfaketime.
+    Clock,
 }
 
 /// Every package: its `--nemesis` name and whether `--nemesis all` has it.
@@ -45,6 +47,7 @@ pub const KINDS: &[(FaultKind, &str, bool)] = &[
     (FaultKind::Bitflip, "bitflip", false),
     (FaultKind::TruncateFile, "truncate-file", false),
     (FaultKind::DiskError, "disk-error", false),
+    (FaultKind::Clock, "clock", false),
 ];
 
 impl FaultKind {
@@ -61,7 +64,9 @@ impl FaultKind {
         matches!(self, FaultKind::PartKill | FaultKind::PauseKill)
     }
 
-    /// Whether it kills or pauses processes (needs the database's process control).
+    /// Whether it acts on the database's processes (needs its process
+    /// control: kill, pause, and the clock, whose control files the
+    /// process capability names).
     pub fn needs_process(self) -> bool {
         !matches!(self, FaultKind::Partition)
     }
@@ -235,7 +240,7 @@ mod tests {
             assert_eq!(n.parse::<FaultKind>().unwrap(), *k);
             assert_eq!(k.as_str(), *n);
         }
-        let e = parse_faults("clock").unwrap_err();
+        let e = parse_faults("clocks").unwrap_err();
         assert!(e.to_string().contains("part-kill"), "{e}");
     }
 }

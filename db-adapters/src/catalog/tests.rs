@@ -201,6 +201,7 @@ fn settings(a: &NewSqlSpec, url: Option<&str>) -> DbSettings {
         op_timeout: Duration::from_secs(1),
         sim_bug: None,
         seed: 0,
+        clock: false,
         jepsen: None,
     }
 }

@@ -19,8 +19,8 @@
 
 use super::{EtcdFactory, LocalCluster};
 use crate::catalog::{
-    Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
-    SqlDialect, check_reach_and_flags,
+    Capabilities, ClockFaults, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError,
+    Placement, SqlDialect, check_reach_and_flags,
 };
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::db::NodeLog;
@@ -28,7 +28,6 @@ use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use workloads::WorkloadKind;
@@ -207,6 +206,9 @@ impl Database for Etcd {
             local_server: true,
             replicas: false,
             lossy_data_dir: false,
+            clock_faults: ClockFaults::No(
+                "etcd is a Go binary: it reads the clock through the vDSO, which libfaketime cannot intercept",
+            ),
             default_ops: None,
         }
     }
@@ -259,8 +261,11 @@ impl Database for Etcd {
     ) -> Result<OnNodes, OpenError> {
         Err(crate::catalog::not_on_nodes(self))
     }
-    fn start_local(&self, dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
-        let dir = dir.join("etcd");
+    fn start_local(
+        &self,
+        s: &DbSettings,
+    ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
+        let dir = s.dir.join("etcd");
         Box::pin(async move {
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             match LocalCluster::start(ETCD_BINARY, &dir, LOCAL_MEMBERS).await {
