@@ -249,10 +249,8 @@ mod tests {
 
     #[test]
     fn steps_hold_each_offset_until_the_next_and_reach_the_end() {
-        let lines = steps(
-            &[s(1.0, "n1", 2.0), s(3.0, "n1", -1.0), s(2.0, "n2", 0.5)],
-            10.0,
-        );
+        let samples = [s(1.0, "n1", 2.0), s(3.0, "n1", -1.0), s(2.0, "n2", 0.5)];
+        let lines = steps(&samples, 10.0);
         assert_eq!(
             lines["n1"],
             vec![(1.0, 2.0), (3.0, 2.0), (3.0, -1.0), (10.0, -1.0)]
