@@ -33,6 +33,7 @@ fn purge_freed_memory_soon() {
 
 mod analyze_cmd;
 mod check_cmd;
+mod clock_cmd;
 mod history_cmd;
 mod history_input;
 mod linear_cmd;
@@ -140,6 +141,9 @@ fn parse() -> Result<Command, clap::Error> {
 
 fn main() -> ExitCode {
     if let Some(code) = lossyfs_cmd::intercept() {
+        return code;
+    }
+    if let Some(code) = clock_cmd::intercept() {
         return code;
     }
     purge_freed_memory_soon();

@@ -102,6 +102,9 @@ pub(crate) const CAPABILITIES: crate::catalog::Capabilities = crate::catalog::Ca
     local_server: false,
     replicas: false,
     lossy_data_dir: false,
+    clock_faults: crate::catalog::ClockFaults::No(
+        "its servers are installed from a release tarball and not started under libfaketime (the Go ones read the clock through the vDSO, which libfaketime cannot intercept)",
+    ),
     default_ops: None,
 };
 

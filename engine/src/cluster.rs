@@ -132,6 +132,34 @@ impl NodeSpec {
     }
 }
 
+/// `--nemesis clock` only where harness starts the database's server
+/// under libfaketime, and only with libfaketime installed here.
+fn check_clock(args: &RunSpec, on_nodes: bool) -> anyhow::Result<()> {
+    use db_adapters::catalog::ClockFaults;
+    if !args
+        .faults
+        .faults
+        .contains(&nemesis::schedule::FaultKind::Clock)
+    {
+        return Ok(());
+    }
+    if let ClockFaults::No(why) = args.db.capabilities().clock_faults {
+        anyhow::bail!("--nemesis clock: --db {}: {why}", args.db);
+    }
+    if args.url.is_some() && !on_nodes {
+        anyhow::bail!(
+            "--nemesis clock: behind --url the server runs already; clock faults need a server harness starts under libfaketime (--local or --nodes)"
+        );
+    }
+    if !on_nodes && !nemesis::clock::libfaketime_installed() {
+        anyhow::bail!(
+            "--nemesis clock: libfaketime is not installed here ({}; Debian: apt-get install libfaketime)",
+            nemesis::clock::LIBFAKETIME
+        );
+    }
+    Ok(())
+}
+
 /// Validates the node and fault settings of `spec` and returns the
 /// nodes of a database on nodes (`None`: not on nodes).
 ///
@@ -148,6 +176,7 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
         Placement::Embedded => false,
     };
     let newsql = args.db.is_tarball();
+    check_clock(args, on_nodes)?;
     if !on_nodes {
         if args.nodes.is_set() {
             anyhow::bail!(
@@ -171,7 +200,7 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
                 "--nemesis {k} needs a database on --nodes ({}){}",
                 names_where(|k| k.placement() != Placement::Embedded),
                 if local_server {
-                    "; on the local server only kill, pause and pause-kill"
+                    "; on the local server only kill, pause, pause-kill and clock"
                 } else if args.db.has_bug_modes() {
                     "; --db sim simulates nodes with --sim-replicas N"
                 } else {
@@ -547,6 +576,7 @@ impl ClusterNemesis {
             seed: seed ^ 0x006e_656d_6573_6973,
         };
         package::validate(&plan, nemesis.has_process(), db_name)?;
+        package::validate_clock(&plan, nemesis.has_clock(), db_name)?;
         let mut me = ClusterNemesis {
             stop: None,
             task: None,

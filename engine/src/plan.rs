@@ -243,6 +243,10 @@ pub(crate) fn db_settings(
         sim_bug: args.sim_bug,
         sim_replicas: args.sim_replicas.unwrap_or(0),
         seed,
+        clock: args
+            .faults
+            .faults
+            .contains(&nemesis::schedule::FaultKind::Clock),
         jepsen: match args.workload {
             WorkloadKind::Jepsen(w) => Some(w),
             _ => None,

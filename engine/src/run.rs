@@ -225,7 +225,7 @@ async fn execute(
         // Behind --url, embedded, or on a throwaway local server.
         let url = match (&args.url, plan.db.placement()) {
             (Some(u), _) => Some(u.clone()),
-            (None, Placement::UrlOrNodes) => match plan.db.start_local(run_dir.path()).await {
+            (None, Placement::UrlOrNodes) => match plan.db.start_local(&settings).await {
                 Ok(server) => {
                     let server = local.insert(server);
                     if !args.faults.faults.is_empty() {

@@ -5,11 +5,13 @@
 //! removes the jump and the chain and nothing else, so it never touches
 //! rules harness did not write, and it is idempotent (it runs at the start
 //! of every run to clear rules left by a crashed one). Kill and pause go
-//! through the database's [`Process`]. On simulated nodes
+//! through the database's [`Process`]; clock faults through its
+//! libfaketime control files ([`crate::clock`]). On simulated nodes
 //! ([`Nemesis::with_simulated_network`]) partitions are calls into the
 //! simulator ([`crate::simulated`]), and a heal also resets their clocks.
 
 use crate::Node;
+use crate::clock::fault::ClockFault;
 use crate::durability::{self, DurabilityFault};
 use crate::lossyfs::ctl::{Command, Reply};
 use crate::packet::{self, PacketFault};
@@ -39,6 +41,8 @@ pub enum Fault {
     Durability(DurabilityFault),
     /// Loss, duplication or a rate limit on the target nodes' links.
     Packet(PacketFault),
+    /// A clock bump, strobe or reset through libfaketime (one op, no stop).
+    Clock(ClockFault),
 }
 
 impl Fault {
@@ -50,6 +54,7 @@ impl Fault {
             Fault::Pause(_) => F::Pause,
             Fault::Durability(d) => d.start_f(),
             Fault::Packet(_) => F::Other("start-packet".into()),
+            Fault::Clock(c) => c.f(),
         }
     }
 
@@ -61,6 +66,7 @@ impl Fault {
             Fault::Pause(_) => F::Resume,
             Fault::Durability(d) => d.stop_f(),
             Fault::Packet(_) => F::Other("stop-packet".into()),
+            Fault::Clock(_) => F::StopClock,
         }
     }
 
@@ -71,6 +77,7 @@ impl Fault {
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => d.start_value(),
             Fault::Packet(p) => p.start_value(),
+            Fault::Clock(c) => c.value(),
         }
     }
 
@@ -80,6 +87,7 @@ impl Fault {
             Fault::Partition(_) | Fault::Packet(_) => Data::Nil,
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => nodes_data(d.nodes()),
+            Fault::Clock(c) => nodes_data(&c.nodes()),
         }
     }
 }
@@ -114,6 +122,14 @@ pub enum FaultError {
     /// The database has no process capability (kill/pause impossible).
     #[error("the database cannot be killed or paused (no process control)")]
     NoProcess,
+    /// A clock fault could not be applied or measured.
+    #[error("node {node}: clock: {detail}")]
+    Clock {
+        /// Node name.
+        node: String,
+        /// Why.
+        detail: String,
+    },
     /// iptables is missing on a node.
     #[error("node {0}: iptables is not installed (on Debian: apt-get install -y iptables)")]
     NoIptables(String),
@@ -138,6 +154,7 @@ pub struct Nemesis {
     remotes: Vec<Arc<dyn Remote>>,
     process: Option<Arc<dyn Process>>,
     active: Mutex<Active>,
+    clocks: Mutex<crate::clock::Offsets>,
     command_timeout: Duration,
     /// Partitions and clocks of simulated nodes (no iptables, no remotes).
     simulated: Option<Arc<dyn crate::simulated::SimulatedNetwork>>,
@@ -165,6 +182,7 @@ impl Nemesis {
             remotes,
             process,
             active: Mutex::new(Active::default()),
+            clocks: Mutex::new(crate::clock::Offsets::default()),
             command_timeout: Duration::from_secs(20),
             simulated: None,
         }
@@ -196,7 +214,7 @@ impl Nemesis {
         self.remotes.iter().map(|r| r.node().clone()).collect()
     }
 
-    fn remote(&self, name: &str) -> Result<Arc<dyn Remote>, FaultError> {
+    pub(crate) fn remote(&self, name: &str) -> Result<Arc<dyn Remote>, FaultError> {
         self.remotes
             .iter()
             .find(|r| r.node().name == name)
@@ -231,6 +249,21 @@ impl Nemesis {
         self.active.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Every node's current clock offset (what its control file says).
+    pub(crate) fn clocks(&self) -> std::sync::MutexGuard<'_, crate::clock::Offsets> {
+        self.clocks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets what the running fault did (taken by [`Nemesis::take_result`]).
+    pub(crate) fn set_result(&self, value: Data) {
+        self.lock().result = Some(value);
+    }
+
+    /// The command timeout for one node.
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
     /// Starts `fault` on every node it concerns, in parallel; returns once it
     /// is in effect everywhere.
     ///
@@ -250,6 +283,7 @@ impl Nemesis {
             }
             Fault::Durability(d) => self.start_durability(d).await,
             Fault::Packet(p) => self.shape(p).await,
+            Fault::Clock(c) => self.start_clock(c).await,
         }
     }
 
@@ -292,6 +326,7 @@ impl Nemesis {
                 }
                 r
             }
+            Fault::Clock(_) => Ok(()),
             Fault::Durability(DurabilityFault::Disk { nodes, .. }) => {
                 let r = self.each_ctl(nodes, &Command::Heal).await.map(|_| ());
                 if r.is_ok() {
@@ -410,7 +445,8 @@ impl Nemesis {
     }
 
     /// Heals everything: partitions on every node, resumes paused and starts
-    /// killed nodes. Tries every step even when one fails.
+    /// killed nodes, sets every clock back to `+0`. Tries every step even
+    /// when one fails.
     ///
     /// # Errors
     /// Every step that failed.
@@ -443,6 +479,9 @@ impl Nemesis {
                 Ok(()) => {}
                 Err(e) => errs.push(e),
             }
+        }
+        if let Err(e) = self.reset_all_clocks().await {
+            errs.push(e);
         }
         join_errors(errs)
     }

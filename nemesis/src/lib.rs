@@ -23,8 +23,9 @@
 //!   stream, overlapping; quiet and stable periods; validation up front.
 //! - [`target`]: node specs (`one`, `majority`, `primaries`, `n1+n2`, …).
 //! - [`choreo`]: scripted choreographies (`part-kill`, `pause-kill`).
-//! - [`clock`]: libfaketime control-file specs (bump, strobe, rate, reset)
-//!   and clock-offset bracketing; not yet a `--nemesis` package.
+//! - [`clock`]: clock faults through libfaketime control files (the
+//!   `clock` package: bump, strobe, reset), offsets read from the
+//!   database's own clock.
 //!
 //! Key decision: every fault is an explicit value that knows how to heal
 //! itself, and the heal path is idempotent, so healing can run at the end, on

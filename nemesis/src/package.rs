@@ -15,6 +15,9 @@
 //! - Targets: kill, pause and packet faults draw a spec from their list
 //!   ([`crate::target`]); partitions draw a shape from `--partition`'s
 //!   list. Choreographies run their script ([`crate::choreo`]).
+//! - Clock ops ([`crate::clock::fault`]) are single ops without a stop:
+//!   offsets accumulate until a reset is drawn, and the package's last op
+//!   resets every node.
 //! - Ops: a fault's start (or stop) is an `invoke` + `info` pair of process
 //!   `nemesis`; pairs are serialised by a lock, so the nemesis process never
 //!   has two ops in flight, while effects overlap.
@@ -26,6 +29,7 @@
 //! or the nodes cannot honour.
 
 use crate::choreo::{self, Step};
+use crate::clock::fault::ClockFault;
 use crate::durability::DurabilityFault;
 use crate::fault::{Fault, FaultError, Nemesis};
 use crate::packet::{Behavior, PacketFault};
@@ -194,6 +198,22 @@ pub fn validate(plan: &Plan, has_process: bool, db: &str) -> Result<(), PlanErro
     Ok(())
 }
 
+/// Checks that clock faults can reach the database: `has_clock` when it
+/// was started under libfaketime on every node ([`Nemesis::has_clock`]).
+///
+/// # Errors
+/// [`PlanError::Unsupported`] for `--nemesis clock` without it.
+pub fn validate_clock(plan: &Plan, has_clock: bool, db: &str) -> Result<(), PlanError> {
+    if plan.kinds.contains(&FaultKind::Clock) && !has_clock {
+        return Err(PlanError::Unsupported {
+            kind: FaultKind::Clock,
+            db: db.to_string(),
+            reason: "was not started under libfaketime (no clock control files)".to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// The next fault of package `kind` (`None` for a choreography).
 pub fn next_fault(kind: FaultKind, plan: &Plan, rng: &mut Rng) -> Option<Fault> {
     let pick = |list: &[Target], rng: &mut Rng| -> Vec<String> {
@@ -226,6 +246,11 @@ pub fn next_fault(kind: FaultKind, plan: &Plan, rng: &mut Rng) -> Option<Fault> 
             targets: pick(&plan.options.packet_targets, rng),
             behavior: plan.options.packet.clone(),
         }),
+        FaultKind::Clock => Fault::Clock(crate::clock::fault::draw(
+            &plan.nodes,
+            plan.options.interval,
+            rng,
+        )),
         FaultKind::PartKill | FaultKind::PauseKill => return None,
     })
 }
@@ -334,6 +359,11 @@ async fn package_loop(ctx: Arc<Ctx>, index: usize, mut stop: watch::Receiver<boo
         let Some(fault) = next_fault(kind, &ctx.plan, &mut rng) else {
             return;
         };
+        if let Fault::Clock(_) = fault {
+            // One op, no stop: offsets accumulate until a reset is drawn.
+            ctx.start(&fault).await;
+            continue;
+        }
         ctx.start(&fault).await;
         let hold = ctx.gap(&mut rng);
         let stopped = wait(hold, end, &mut stop).await;
@@ -395,7 +425,15 @@ pub async fn run(
     });
     let mut set = tokio::task::JoinSet::new();
     for index in 0..ctx.plan.kinds.len() {
-        set.spawn(package_loop(ctx.clone(), index, stop.clone()));
+        let (ctx, stop) = (ctx.clone(), stop.clone());
+        set.spawn(async move {
+            package_loop(ctx.clone(), index, stop).await;
+            if ctx.plan.kinds[index] == FaultKind::Clock {
+                // The clock package's final op: every node back to +0.
+                let all = ClockFault::Reset(ctx.plan.nodes.clone());
+                ctx.start(&Fault::Clock(all)).await;
+            }
+        });
     }
     while let Some(r) = set.join_next().await {
         if let Err(e) = r {

@@ -83,6 +83,32 @@ pub trait Process: Send + Sync {
         })
     }
 
+    /// The libfaketime control file of `node` (a path on the node) when
+    /// the database was started under libfaketime for clock faults
+    /// (`None`: clock faults cannot reach it).
+    fn clock_file(&self, _node: &Node) -> Option<String> {
+        None
+    }
+
+    /// Reads the database's own clock on `node` through a client
+    /// connection, bracketed by the harness clock (connection set up
+    /// before the bracket).
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node (always, without clock faults).
+    fn db_clock<'a>(
+        &'a self,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<crate::clock::ClockReading, ProcessError>> {
+        Box::pin(async move {
+            Err(ProcessError {
+                node: node.name.clone(),
+                action: "clock",
+                message: "the database was not started under libfaketime".to_string(),
+            })
+        })
+    }
+
     /// Where the database's data files are, relative to its data directory
     /// (what corruption and disk errors aim at; empty: everything).
     fn data_files(&self) -> &'static str {

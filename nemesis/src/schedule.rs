@@ -33,6 +33,8 @@ pub enum FaultKind {
     DiskError,
     /// Packet loss, duplication or a rate limit on links (`--packet`).
     Packet,
+    /// Clock bumps, strobes and resets through libfaketime.
+    Clock,
 }
 
 /// Every package: its `--nemesis` name and whether `--nemesis all` has it.
@@ -48,6 +50,7 @@ pub const KINDS: &[(FaultKind, &str, bool)] = &[
     (FaultKind::TruncateFile, "truncate-file", false),
     (FaultKind::DiskError, "disk-error", false),
     (FaultKind::Packet, "packet", false),
+    (FaultKind::Clock, "clock", false),
 ];
 
 impl FaultKind {
@@ -64,7 +67,9 @@ impl FaultKind {
         matches!(self, FaultKind::PartKill | FaultKind::PauseKill)
     }
 
-    /// Whether it kills or pauses processes (needs the database's process control).
+    /// Whether it acts on the database's processes (needs its process
+    /// control: kill, pause, and the clock, whose control files the
+    /// process capability names).
     pub fn needs_process(self) -> bool {
         !matches!(self, FaultKind::Partition | FaultKind::Packet)
     }
@@ -243,7 +248,7 @@ mod tests {
             assert_eq!(n.parse::<FaultKind>().unwrap(), *k);
             assert_eq!(k.as_str(), *n);
         }
-        let e = parse_faults("clock").unwrap_err();
+        let e = parse_faults("clocks").unwrap_err();
         assert!(e.to_string().contains("part-kill"), "{e}");
     }
 }

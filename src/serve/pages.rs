@@ -332,7 +332,7 @@ pub fn run_page(run: &RunInfo) -> String {
         }
     }
 
-    let plots: Vec<String> = ["latency-raw", "latency-quantiles", "rate"]
+    let plots: Vec<String> = ["latency-raw", "latency-quantiles", "rate", "clock-skew"]
         .iter()
         .filter_map(|stem| {
             ["svg", "png"]

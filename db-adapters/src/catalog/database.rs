@@ -25,7 +25,6 @@ use crate::newsql::NewSqlSpec;
 use crate::sql::{Isolation, TxnTables};
 use nemesis::Node;
 use nemesis::remote::Remote;
-use std::path::Path;
 use std::sync::Arc;
 use workloads::WorkloadKind;
 
@@ -77,10 +76,23 @@ pub struct Capabilities {
     /// On nodes, its data directories can live on the lossy filesystem
     /// (`--lazyfs`) and it takes extra server settings (`--db-conf`).
     pub lossy_data_dir: bool,
+    /// Whether clock faults (`--nemesis clock`) can reach it.
+    pub clock_faults: ClockFaults,
     /// The main phase's transaction limit when `--ops` is not given, for
     /// the default 30 s `--time-limit` (the engine grows it in proportion
     /// to a longer one; `None`: only `--time-limit` bounds it).
     pub default_ops: Option<u64>,
+}
+
+/// Whether a database's clock can be faulted: its server started by
+/// harness under libfaketime (`nemesis::clock`), or not, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockFaults {
+    /// harness starts its server (`--local` or `--nodes`) under
+    /// libfaketime when `--nemesis clock` is asked for.
+    Libfaketime,
+    /// Not possible: the reason, as `--nemesis clock` reports it.
+    No(&'static str),
 }
 
 /// The SQL family of the statements `repro.sql` writes.
@@ -208,9 +220,13 @@ pub trait Database: Send + Sync + 'static {
         remotes: Vec<Arc<dyn Remote>>,
     ) -> Result<OnNodes, OpenError>;
 
-    /// Starts a throwaway server in `dir` (`Capabilities::local_server`).
+    /// Starts a throwaway server in the run directory `s.dir`
+    /// (`Capabilities::local_server`), under libfaketime when `s.clock`.
     ///
     /// # Errors
     /// The server could not start; a database without a local server.
-    fn start_local(&self, dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>>;
+    fn start_local(
+        &self,
+        s: &DbSettings,
+    ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>>;
 }

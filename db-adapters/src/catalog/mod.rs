@@ -43,7 +43,9 @@ use std::str::FromStr;
 mod database;
 mod open;
 
-pub use database::{Capabilities, Database, NodeCount, Placement, SqlDialect, SqlFamily};
+pub use database::{
+    Capabilities, ClockFaults, Database, NodeCount, Placement, SqlDialect, SqlFamily,
+};
 pub use open::{
     DbSettings, LocalServer, OnNodes, OpenError, check_reach_and_flags, check_tarball,
     install_settings, no_local_server, not_on_nodes, pg_wire_factory, tarball,

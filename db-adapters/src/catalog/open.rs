@@ -56,6 +56,9 @@ pub struct DbSettings {
     pub sim_replicas: usize,
     /// The run's seed (the simulator's choices).
     pub seed: u64,
+    /// Clock faults are asked for (`--nemesis clock`): servers harness
+    /// starts run under libfaketime with a control file per node.
+    pub clock: bool,
     /// A Jepsen workload's clients instead of the transactional ones
     /// (`crate::jepsen`).
     pub jepsen: Option<workloads::JepsenWorkload>,

@@ -257,6 +257,7 @@ fn settings(a: &NewSqlSpec, url: Option<&str>) -> DbSettings {
         sim_bug: None,
         sim_replicas: 0,
         seed: 0,
+        clock: false,
         jepsen: None,
     }
 }

@@ -25,8 +25,8 @@
 use super::local::LocalMembers;
 use super::{EtcdFactory, LocalCluster};
 use crate::catalog::{
-    Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
-    SqlDialect, check_reach_and_flags,
+    Capabilities, ClockFaults, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError,
+    Placement, SqlDialect, check_reach_and_flags,
 };
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::db::NodeLog;
@@ -34,7 +34,6 @@ use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use workloads::WorkloadKind;
@@ -227,6 +226,9 @@ impl Database for Etcd {
             local_server: true,
             replicas: false,
             lossy_data_dir: false,
+            clock_faults: ClockFaults::No(
+                "etcd is a Go binary: it reads the clock through the vDSO, which libfaketime cannot intercept",
+            ),
             default_ops: None,
         }
     }
@@ -281,8 +283,11 @@ impl Database for Etcd {
             factory: Arc::new(factory(s)),
         })
     }
-    fn start_local(&self, dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
-        let dir = dir.join("etcd");
+    fn start_local(
+        &self,
+        s: &DbSettings,
+    ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
+        let dir = s.dir.join("etcd");
         Box::pin(async move {
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             match LocalCluster::start(ETCD_BINARY, &dir, LOCAL_MEMBERS).await {

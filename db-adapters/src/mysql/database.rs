@@ -5,8 +5,8 @@
 
 use super::{MariaDb, MariaDbConfig, MysqlFactory};
 use crate::catalog::{
-    Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
-    SqlDialect, check_reach_and_flags, no_local_server,
+    Capabilities, ClockFaults, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError,
+    Placement, SqlDialect, check_reach_and_flags, no_local_server,
 };
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
@@ -14,7 +14,6 @@ use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
-use std::path::Path;
 use std::sync::Arc;
 use workloads::{JepsenWorkload, WorkloadKind};
 
@@ -38,6 +37,9 @@ const CAPABILITIES: Capabilities = Capabilities {
     local_server: false,
     replicas: false,
     lossy_data_dir: true,
+    clock_faults: ClockFaults::No(
+        "the MariaDB lifecycle does not start mariadbd under libfaketime yet (clock faults run on PostgreSQL)",
+    ),
     default_ops: None,
 };
 
@@ -168,7 +170,7 @@ macro_rules! mariadb_entry {
             }
             fn start_local(
                 &self,
-                _dir: &Path,
+                _s: &DbSettings,
             ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
                 no_local_server(self)
             }

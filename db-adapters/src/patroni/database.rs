@@ -9,8 +9,8 @@
 use super::lifecycle::{LOGS, PatroniCluster, PatroniConfig, PatroniDb};
 use super::{PatroniConf, PatroniFactory};
 use crate::catalog::{
-    Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
-    SqlDialect, check_reach_and_flags, no_local_server,
+    Capabilities, ClockFaults, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError,
+    Placement, SqlDialect, check_reach_and_flags, no_local_server,
 };
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
@@ -18,7 +18,6 @@ use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
-use std::path::Path;
 use std::sync::Arc;
 use workloads::WorkloadKind;
 
@@ -70,6 +69,9 @@ impl Database for Patroni {
             local_server: false,
             replicas: false,
             lossy_data_dir: false,
+            clock_faults: ClockFaults::No(
+                "Patroni starts PostgreSQL itself: not under libfaketime yet",
+            ),
             default_ops: None,
         }
     }
@@ -137,7 +139,10 @@ impl Database for Patroni {
             factory: Arc::new(factory),
         })
     }
-    fn start_local(&self, _dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
+    fn start_local(
+        &self,
+        _s: &DbSettings,
+    ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
         no_local_server(self)
     }
 }

@@ -9,8 +9,8 @@
 use super::PgFactory;
 use super::local::LocalCluster;
 use crate::catalog::{
-    Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
-    SqlDialect, check_reach_and_flags,
+    Capabilities, ClockFaults, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError,
+    Placement, SqlDialect, check_reach_and_flags,
 };
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
@@ -19,7 +19,6 @@ use crate::pg_cluster::{LossyConfig, PgCluster, PgClusterConfig, ReplicaReadsFac
 use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
-use std::path::Path;
 use std::sync::Arc;
 use workloads::{JepsenWorkload, WorkloadKind};
 
@@ -79,6 +78,7 @@ impl Database for Postgres {
             local_server: true,
             replicas: true,
             lossy_data_dir: true,
+            clock_faults: ClockFaults::Libfaketime,
             default_ops: None,
         }
     }
@@ -129,10 +129,13 @@ impl Database for Postgres {
     ) -> Result<OnNodes, OpenError> {
         on_nodes(s, remotes).map_err(OpenError::Setup)
     }
-    fn start_local(&self, dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
-        let dir = dir.to_path_buf();
+    fn start_local(
+        &self,
+        s: &DbSettings,
+    ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
+        let (dir, clock) = (s.dir.clone(), s.clock);
         Box::pin(async move {
-            match LocalCluster::start(&dir).await {
+            match LocalCluster::start_with(&dir, clock).await {
                 Ok(c) => Ok(Box::new(c) as Box<dyn LocalServer>),
                 Err(e) => Err(format!("local PostgreSQL: {e}")),
             }

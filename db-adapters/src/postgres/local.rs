@@ -8,6 +8,13 @@
 //! root, `initdb` and `pg_ctl` run as the `postgres` user through `runuser`
 //! (PostgreSQL refuses to run as root).
 //!
+//! Clock faults (`--nemesis clock`): [`LocalCluster::start`] with `clock`
+//! writes `+0.000` to `faketime.rc` in the cluster directory and starts
+//! `pg_ctl` (hence the postmaster and every backend) under
+//! `nemesis::clock::preload_env`; restarts after a kill do the same. The
+//! file goes with the directory when the cluster is removed, so nothing
+//! with an offset outlives the run.
+//!
 //! Key decision: the cluster is always stopped — by [`LocalCluster::stop`],
 //! else by `Drop` (SIGQUIT to the postmaster's pid: immediate shutdown), and
 //! clusters orphaned by a harness that was SIGKILLed are stopped and removed
@@ -73,6 +80,8 @@ pub struct LocalCluster {
     run_dir: PathBuf,
     /// The `-o` options `pg_ctl start` got (a restart after a kill reuses them).
     opts: String,
+    /// The libfaketime control file (clock faults asked for).
+    clock: Option<PathBuf>,
 }
 
 /// The directory holding `initdb`, `pg_ctl` and `postgres`.
@@ -184,6 +193,15 @@ impl LocalCluster {
     /// # Errors
     /// [`LocalError`]: binaries missing, `initdb`/`pg_ctl` failed, IO.
     pub async fn start(run_dir: &Path) -> Result<LocalCluster, LocalError> {
+        Self::start_with(run_dir, false).await
+    }
+
+    /// [`LocalCluster::start`]; with `clock`, the server runs under
+    /// libfaketime (see the module doc).
+    ///
+    /// # Errors
+    /// As [`LocalCluster::start`].
+    pub async fn start_with(run_dir: &Path, clock: bool) -> Result<LocalCluster, LocalError> {
         reap_orphans();
         let bin = find_bin_dir()?;
         let as_postgres = running_as_root();
@@ -207,6 +225,7 @@ impl LocalCluster {
             link: None,
             run_dir: run_dir.to_path_buf(),
             opts: String::new(),
+            clock: None,
         };
         if as_postgres {
             cluster
@@ -238,6 +257,16 @@ impl LocalCluster {
                 as_postgres,
             )
             .await?;
+        if clock {
+            let file = cluster.base.join("faketime.rc");
+            nemesis::clock::write_control_file(&file, &nemesis::clock::Spec::ZERO).map_err(
+                |e| LocalError::Command {
+                    what: "writing the libfaketime control file".into(),
+                    detail: e.to_string(),
+                },
+            )?;
+            cluster.clock = Some(file);
+        }
         let pg_ctl = cluster.bin.join("pg_ctl");
         let log = path_str(&cluster.base.join("postgresql.log"));
         let mut last_err = None;
@@ -316,6 +345,8 @@ impl LocalCluster {
             log: self.base.join("postgresql.log"),
             opts: self.opts.clone(),
             as_postgres: self.as_postgres,
+            clock: self.clock.clone(),
+            url: self.url(),
         }
     }
 
@@ -376,13 +407,11 @@ impl LocalCluster {
         args: &[&str],
         as_postgres: bool,
     ) -> Result<(), LocalError> {
-        let mut cmd = if as_postgres {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(program);
-            c
-        } else {
-            Command::new(program)
+        let env = match (&self.clock, what) {
+            (Some(file), "pg_ctl start") => nemesis::clock::preload_env(file, true),
+            _ => Vec::new(),
         };
+        let mut cmd = command(program, as_postgres, &env);
         cmd.args(args)
             .current_dir(std::env::temp_dir())
             .stdin(Stdio::null())
@@ -431,6 +460,25 @@ impl Drop for LocalCluster {
         }
         self.cleanup();
     }
+}
+
+/// `program` as the `postgres` user when `as_postgres` (through
+/// `runuser`), under `env` (through `env`, so it reaches the server and
+/// not `runuser`). Stale libfaketime shared memory is removed first.
+pub(crate) fn command(program: &Path, as_postgres: bool, env: &[(String, String)]) -> Command {
+    let mut words: Vec<std::ffi::OsString> = Vec::new();
+    if as_postgres {
+        words.extend(["runuser", "-u", "postgres", "--"].map(Into::into));
+    }
+    if !env.is_empty() {
+        nemesis::clock::remove_stale_shm(Path::new("/dev/shm"));
+        words.push("env".into());
+        words.extend(env.iter().map(|(k, v)| format!("{k}={v}").into()));
+    }
+    words.push(program.as_os_str().to_owned());
+    let mut cmd = Command::new(&words[0]);
+    cmd.args(&words[1..]);
+    cmd
 }
 
 fn user_exists(name: &str) -> bool {

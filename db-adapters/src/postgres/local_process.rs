@@ -8,15 +8,17 @@
 //! `pg_ctl start -w` with the options of the first start (same port).
 //! Pause: SIGSTOP the postmaster first (it forks no more backends), then
 //! its backends; resume: SIGCONT in the reverse order. Every action is
-//! idempotent.
+//! idempotent. With clock faults, restarts run under the libfaketime
+//! preload too, and the database clock is read with
+//! `clock_timestamp()` ([`Process::db_clock`]).
 
 use super::local::signal;
+use nemesis::clock::{ClockReading, now_s};
 use nemesis::process::{Process, ProcessError};
 use nemesis::{BoxFuture, Node};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::process::Command;
 
 /// Process control over one local cluster.
 #[derive(Debug, Clone)]
@@ -31,6 +33,10 @@ pub struct LocalProcess {
     pub opts: String,
     /// Run `pg_ctl` as the `postgres` user (harness runs as root).
     pub as_postgres: bool,
+    /// The libfaketime control file: restarts run under the preload too.
+    pub clock: Option<PathBuf>,
+    /// The connection URL (the clock is read through it).
+    pub url: String,
 }
 
 /// The postmaster's pid from `postmaster.pid`, if that process lives.
@@ -102,13 +108,12 @@ impl LocalProcess {
         if postmaster_pid(&self.data).is_some() {
             return Ok(());
         }
-        let mut cmd = if self.as_postgres {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(&self.pg_ctl);
-            c
-        } else {
-            Command::new(&self.pg_ctl)
-        };
+        let env = self
+            .clock
+            .as_deref()
+            .map(|f| nemesis::clock::preload_env(f, true))
+            .unwrap_or_default();
+        let mut cmd = super::local::command(&self.pg_ctl, self.as_postgres, &env);
         cmd.arg("-D")
             .arg(&self.data)
             .arg("-l")
@@ -154,7 +159,43 @@ impl LocalProcess {
     }
 }
 
+impl LocalProcess {
+    async fn read_clock(&self, node: &Node) -> Result<ClockReading, ProcessError> {
+        let err = |m: String| self.err(node, "clock", m);
+        let (client, conn) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+            .await
+            .map_err(|e| err(format!("connecting: {e}")))?;
+        let task = tokio::spawn(conn);
+        let q = "SELECT extract(epoch FROM clock_timestamp())::float8";
+        let stmt = client
+            .prepare(q)
+            .await
+            .map_err(|e| err(format!("{q}: {e}")))?;
+        let sent_s = now_s();
+        let row = client.query_one(&stmt, &[]).await;
+        let received_s = now_s();
+        drop(client);
+        task.abort();
+        let db_s: f64 = row
+            .and_then(|r| r.try_get(0))
+            .map_err(|e| err(format!("{q}: {e}")))?;
+        Ok(ClockReading {
+            sent_s,
+            db_s,
+            received_s,
+        })
+    }
+}
+
 impl Process for LocalProcess {
+    fn clock_file(&self, _node: &Node) -> Option<String> {
+        self.clock.as_ref().map(|p| p.display().to_string())
+    }
+
+    fn db_clock<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<ClockReading, ProcessError>> {
+        Box::pin(self.read_clock(node))
+    }
+
     fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(self.kill_all(node))
     }

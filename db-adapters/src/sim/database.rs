@@ -7,8 +7,8 @@
 
 use super::{ReplicatedFactory, SimFactory, SimMode};
 use crate::catalog::{
-    Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
-    SqlDialect, check_reach_and_flags, no_local_server, not_on_nodes,
+    Capabilities, ClockFaults, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError,
+    Placement, SqlDialect, check_reach_and_flags, no_local_server, not_on_nodes,
 };
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
@@ -16,7 +16,6 @@ use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
-use std::path::Path;
 use std::sync::Arc;
 use workloads::WorkloadKind;
 
@@ -75,6 +74,9 @@ impl Database for Sim {
             local_server: false,
             replicas: false,
             lossy_data_dir: false,
+            clock_faults: ClockFaults::No(
+                "the simulator runs inside the harness process and has no clock of its own",
+            ),
             default_ops: Some(super::DEFAULT_OPS),
         }
     }
@@ -128,7 +130,10 @@ impl Database for Sim {
     ) -> Result<OnNodes, OpenError> {
         Err(not_on_nodes(self))
     }
-    fn start_local(&self, _dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
+    fn start_local(
+        &self,
+        _s: &DbSettings,
+    ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
         no_local_server(self)
     }
 }

@@ -4,8 +4,8 @@
 
 use super::SqliteFactory;
 use crate::catalog::{
-    Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
-    SqlDialect, check_reach_and_flags, no_local_server, not_on_nodes,
+    Capabilities, ClockFaults, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError,
+    Placement, SqlDialect, check_reach_and_flags, no_local_server, not_on_nodes,
 };
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
@@ -13,7 +13,6 @@ use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use workloads::WorkloadKind;
@@ -84,6 +83,9 @@ impl Database for Sqlite {
             local_server: false,
             replicas: false,
             lossy_data_dir: false,
+            clock_faults: ClockFaults::No(
+                "SQLite runs inside the harness process: there is no server of its own to start under libfaketime",
+            ),
             default_ops: Some(super::DEFAULT_OPS),
         }
     }
@@ -124,7 +126,10 @@ impl Database for Sqlite {
     ) -> Result<OnNodes, OpenError> {
         Err(not_on_nodes(self))
     }
-    fn start_local(&self, _dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
+    fn start_local(
+        &self,
+        _s: &DbSettings,
+    ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
         no_local_server(self)
     }
 }

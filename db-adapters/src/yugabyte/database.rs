@@ -15,7 +15,6 @@ use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
 use nemesis::Node;
 use nemesis::remote::Remote;
-use std::path::Path;
 use std::sync::Arc;
 use workloads::WorkloadKind;
 
@@ -99,7 +98,10 @@ impl Database for Yugabyte {
             Ok(c.spec(nodes))
         })
     }
-    fn start_local(&self, _dir: &Path) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
+    fn start_local(
+        &self,
+        _s: &DbSettings,
+    ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
         no_local_server(self)
     }
 }

@@ -1,5 +1,6 @@
 //! Reports written into a run directory after checking: `timeline.html`,
-//! latency and rate plots (PNG + SVG), and the checker's output for
+//! latency and rate plots (PNG + SVG), the clock-skew plot of runs with
+//! clock faults, and the checker's output for
 //! Jepsen/Elle tools (`results.edn`, `history.edn`, `elle/`).
 //!
 //! Key decision: everything is derived from the `History` and the
@@ -8,6 +9,7 @@
 
 pub mod bank_plot;
 pub mod caps;
+pub mod clock_plot;
 pub mod elle;
 pub mod graph_svg;
 pub mod lost_writes;
@@ -156,7 +158,8 @@ impl Keep {
 }
 
 /// Writes `timeline.html` and the plots (`latency-raw`, `latency-quantiles`,
-/// `rate`, each `.png` and `.svg`) into `run_dir`. The timeline keeps every
+/// `rate`, each `.png` and `.svg`; `clock-skew` when clock offsets were
+/// recorded) into `run_dir`. The timeline keeps every
 /// transaction of `result`'s anomalies however long the run.
 ///
 /// # Errors
@@ -187,6 +190,7 @@ pub fn write_perf_reports(
     let path = run_dir.join("timeline.html");
     fs::write(&path, html).with_context(|| format!("writing {}", path.display()))?;
     plots::write_all(run_dir, &extract)?;
+    clock_plot::write(run_dir, history, &extract)?;
     Ok(())
 }
 

@@ -1,29 +1,14 @@
-//! Clock faults through libfaketime (Debian `faketime`, 0.9.10) with a
-//! per-node control file: the host clock is never touched.
+//! libfaketime control-file specs: what a bump, a strobe, a rate skew and
+//! a reset write ([`Spec::render`]), per-node cumulative offsets
+//! ([`Offsets`]), the preload environment ([`preload_env`]) and atomic
+//! writes of the control file ([`write_control_file`], [`write_command`]).
 //!
-//! The database is started with `LD_PRELOAD=<libfaketime>`,
-//! `FAKETIME_TIMESTAMP_FILE=<control file>` and a cache duration
-//! ([`preload_env`]); faults rewrite the control file:
-//!
-//! - bump: a per-node cumulative offset (± up to [`MAX_OFFSET_S`]),
-//!   written as `+S.mmm` / `-S.mmm` seconds;
-//! - strobe: alternate `base + delta` and `base` every period for a
-//!   duration, ending at `base` ([`strobe_specs`]); needs no cache;
-//! - rate skew: `+0 xR`, written before the process starts (a rate
-//!   applies to the whole process uptime);
-//! - reset (the heal): `+0`.
-//!
-//! libfaketime pitfalls this module guards against: a malformed spec makes
-//! the database exit, so specs are only ever built by [`Spec::render`]
-//! (numbers with `.` and 3 decimals, a rate always after an offset) and
-//! written to a temp file then renamed ([`write_control_file`]), never
-//! truncated in place (an empty read keeps the old spec, a partial one
-//! could kill the process). `FAKETIME` itself is never set (it would turn
-//! file reading off).
-//!
-//! Monotonic mode: 0.9.10 fakes `CLOCK_MONOTONIC` too (a negative bump
-//! moves it backwards); `FAKETIME_DONT_FAKE_MONOTONIC=1` breaks absolute
-//! monotonic waits in 0.9.10 (busy loops), so the default mode is kept.
+//! A malformed spec makes libfaketime `exit(1)` inside the database, so
+//! specs are only ever built by [`Spec::render`] (numbers with `.` and 3
+//! decimals, a rate always after an offset) and written to a temp file
+//! then renamed, never truncated in place (an empty read keeps the old
+//! spec, a partial one could kill the process). `FAKETIME` itself is never
+//! set (it would turn file reading off).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -122,6 +107,11 @@ impl Offsets {
     /// Forgets every offset (after a reset of every node).
     pub fn reset(&mut self) {
         self.nodes.clear();
+    }
+
+    /// Forgets `node`'s offset (after its reset).
+    pub fn reset_node(&mut self, node: &str) {
+        self.nodes.remove(node);
     }
 
     /// Nodes with a non-zero offset.

@@ -1,0 +1,246 @@
+//! Applying clock ops on the nodes and measuring the result: the
+//! [`Nemesis`] side of [`ClockFault`].
+//!
+//! A bump or reset rewrites each target node's control file atomically
+//! through its [`crate::Remote`]; a strobe runs `harness clock-strobe` on
+//! each target node in parallel and returns when every strobe has ended
+//! (at its base). Then every node's database clock is read
+//! ([`crate::process::Process::db_clock`]) and the op's completion value
+//! gets `clock-offsets`, `clock-offset-errors` and `expected-offsets`
+//! (node → seconds); a node that cannot be read (killed, paused) is left
+//! out of the maps, never an error of the op.
+
+use super::fault::ClockFault;
+use super::spec::{Spec, write_command};
+use super::strobe::Strobe;
+use crate::fault::{FaultError, Nemesis};
+use crate::process::Process;
+use std::sync::Arc;
+use std::time::Duration;
+use store::Data;
+use tokio::task::JoinSet;
+
+/// The longest a database clock read may take before it is skipped.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn clock_err(node: &str, e: impl std::fmt::Display) -> FaultError {
+    FaultError::Clock {
+        node: node.to_string(),
+        detail: e.to_string(),
+    }
+}
+
+fn map(entries: Vec<(String, f64)>) -> Data {
+    Data::Map(
+        entries
+            .into_iter()
+            .map(|(n, v)| (Data::Str(n), Data::Float((v * 1e6).round() / 1e6)))
+            .collect(),
+    )
+}
+
+impl Nemesis {
+    /// Whether clock faults reach every node (the database was started
+    /// under libfaketime).
+    pub fn has_clock(&self) -> bool {
+        self.process()
+            .is_some_and(|p| self.nodes().iter().all(|n| p.clock_file(n).is_some()))
+    }
+
+    fn clock_target(&self, node: &str) -> Result<(Arc<dyn Process>, String), FaultError> {
+        let process = self.process().ok_or(FaultError::NoProcess)?;
+        let n = self.remote(node)?.node().clone();
+        let file = process
+            .clock_file(&n)
+            .ok_or_else(|| clock_err(node, "the database was not started under libfaketime"))?;
+        Ok((process, file))
+    }
+
+    async fn write_spec(&self, node: &str, file: &str, spec: &Spec) -> Result<(), FaultError> {
+        let cmd = write_command(file, spec).map_err(|e| clock_err(node, e))?;
+        self.remote(node)?
+            .run_timeout(&cmd, self.command_timeout())
+            .await?;
+        Ok(())
+    }
+
+    /// Applies one clock op and records its measurements as the op's
+    /// result.
+    ///
+    /// # Errors
+    /// The nodes whose control file could not be written or whose strobe
+    /// failed (offsets are still measured).
+    pub(crate) async fn start_clock(&self, c: &ClockFault) -> Result<(), FaultError> {
+        let r = self.apply_clock(c).await;
+        let value = self.measure(c).await;
+        self.set_result(value);
+        r
+    }
+
+    async fn apply_clock(&self, c: &ClockFault) -> Result<(), FaultError> {
+        let mut errs = Vec::new();
+        match c {
+            ClockFault::Bump(b) => {
+                for (node, delta_ms) in b {
+                    let delta_s = *delta_ms as f64 / 1000.0;
+                    let r = async {
+                        let (_, file) = self.clock_target(node)?;
+                        let spec = self
+                            .clocks()
+                            .clone()
+                            .bump(node, delta_s)
+                            .map_err(|e| clock_err(node, e))?;
+                        self.write_spec(node, &file, &spec).await?;
+                        self.clocks()
+                            .bump(node, delta_s)
+                            .map_err(|e| clock_err(node, e))?;
+                        Ok::<(), FaultError>(())
+                    }
+                    .await;
+                    if let Err(e) = r {
+                        errs.push(e);
+                    }
+                }
+            }
+            ClockFault::Reset(nodes) => {
+                for node in nodes {
+                    let r = async {
+                        let (_, file) = self.clock_target(node)?;
+                        self.write_spec(node, &file, &Spec::ZERO).await?;
+                        self.clocks().reset_node(node);
+                        Ok::<(), FaultError>(())
+                    }
+                    .await;
+                    if let Err(e) = r {
+                        errs.push(e);
+                    }
+                }
+            }
+            ClockFault::Strobe {
+                nodes,
+                delta_ms,
+                period_ms,
+                duration_ms,
+            } => {
+                let exe = std::env::current_exe()
+                    .map_err(|e| clock_err("local", format!("own binary: {e}")))?;
+                let exe = exe.to_string_lossy().into_owned();
+                let duration = Duration::from_millis(*duration_ms);
+                let mut set = JoinSet::new();
+                for node in nodes {
+                    let (_, file) = self.clock_target(node)?;
+                    let strobe = Strobe {
+                        base_s: self.clocks().get(node),
+                        delta_s: *delta_ms as f64 / 1000.0,
+                        period: Duration::from_millis(*period_ms),
+                        duration,
+                    };
+                    if let Err(e) = (Spec {
+                        offset_s: strobe.base_s + strobe.delta_s,
+                        rate: None,
+                    })
+                    .render()
+                    {
+                        errs.push(clock_err(node, e));
+                        continue;
+                    }
+                    let remote = self.remote(node)?;
+                    let cmd = strobe.command(&exe, &file);
+                    let t = duration + self.command_timeout();
+                    set.spawn(async move {
+                        remote
+                            .run_timeout(&cmd, t)
+                            .await
+                            .map(|_| ())
+                            .map_err(FaultError::from)
+                    });
+                }
+                while let Some(r) = set.join_next().await {
+                    match r {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => errs.push(e),
+                        Err(e) => errs.push(clock_err("?", e)),
+                    }
+                }
+            }
+        }
+        match errs.len() {
+            0 => Ok(()),
+            1 => Err(errs.remove(0)),
+            _ => Err(FaultError::Many(errs)),
+        }
+    }
+
+    /// Reads every node's database clock: `{name: detail, clock-offsets,
+    /// clock-offset-errors, expected-offsets}`.
+    async fn measure(&self, c: &ClockFault) -> Data {
+        let mut set = JoinSet::new();
+        if let Some(process) = self.process() {
+            for node in self.nodes() {
+                if process.clock_file(&node).is_none() {
+                    continue;
+                }
+                let p = process.clone();
+                set.spawn(async move {
+                    let r = tokio::time::timeout(READ_TIMEOUT, p.db_clock(&node)).await;
+                    (node.name.clone(), r)
+                });
+            }
+        }
+        let mut readings = Vec::new();
+        while let Some(r) = set.join_next().await {
+            match r {
+                Ok((n, Ok(Ok(reading)))) => readings.push((n, reading.offset())),
+                Ok((n, Ok(Err(e)))) => tracing::info!("clock offset of {n} not read: {e}"),
+                Ok((n, Err(_))) => tracing::info!("clock offset of {n} not read in 5 s"),
+                Err(e) => tracing::info!("clock offset read: {e}"),
+            }
+        }
+        readings.sort_by(|a, b| a.0.cmp(&b.0));
+        let expected: Vec<(String, f64)> = {
+            let clocks = self.clocks();
+            readings
+                .iter()
+                .map(|(n, _)| (n.clone(), clocks.get(n)))
+                .collect()
+        };
+        Data::Map(vec![
+            (Data::Str(c.name().into()), c.detail()),
+            (
+                Data::Str("clock-offsets".into()),
+                map(readings.iter().map(|(n, (o, _))| (n.clone(), *o)).collect()),
+            ),
+            (
+                Data::Str("clock-offset-errors".into()),
+                map(readings.iter().map(|(n, (_, e))| (n.clone(), *e)).collect()),
+            ),
+            (Data::Str("expected-offsets".into()), map(expected)),
+        ])
+    }
+
+    /// Writes `+0` to every node's control file (idempotent; nothing when
+    /// the database was not started under libfaketime).
+    ///
+    /// # Errors
+    /// The nodes whose file could not be written.
+    pub async fn reset_all_clocks(&self) -> Result<(), FaultError> {
+        let Some(process) = self.process() else {
+            return Ok(());
+        };
+        let mut errs = Vec::new();
+        for node in self.nodes() {
+            let Some(file) = process.clock_file(&node) else {
+                continue;
+            };
+            match self.write_spec(&node.name, &file, &Spec::ZERO).await {
+                Ok(()) => self.clocks().reset_node(&node.name),
+                Err(e) => errs.push(e),
+            }
+        }
+        match errs.len() {
+            0 => Ok(()),
+            1 => Err(errs.remove(0)),
+            _ => Err(FaultError::Many(errs)),
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Clock faults through libfaketime (Debian `libfaketime` 0.9.10) with a
+//! per-node control file: the host clock is never touched (it is shared by
+//! every namespace and every other user of the machine).
+//!
+//! - How a database takes part: its lifecycle starts it under
+//!   [`preload_env`] (`LD_PRELOAD`, `FAKETIME_TIMESTAMP_FILE`,
+//!   `FAKETIME_NO_CACHE=1`) only when a clock fault is asked for, with a
+//!   control file of its own per node holding `+0.000`, and answers
+//!   [`crate::process::Process::clock_file`] and
+//!   [`crate::process::Process::db_clock`]. A restart after a kill keeps
+//!   the preload.
+//! - The `clock` package ([`fault`]): Jepsen's mix of `bump` (a per-node,
+//!   cumulative offset, ±11 ms … 288 s log-uniform), `strobe` (alternate
+//!   `base + delta` and `base` every period for a duration, run *on the
+//!   node* by `harness clock-strobe`, [`strobe`]) and `reset` (`+0`).
+//!   Bumps and strobes are `start-clock` ops, resets `stop-clock` ops; the
+//!   package's last op resets every node.
+//! - Offsets: after every clock op the nemesis reads each node's database
+//!   clock (PostgreSQL `clock_timestamp()`, MariaDB `NOW(6)`) bracketed by
+//!   the harness clock ([`ClockReading`]); the `info` completion's value
+//!   holds `clock-offsets`, `clock-offset-errors` (half the round trip)
+//!   and `expected-offsets` per node — what the clock plot draws.
+//! - Heal ([`crate::fault::Nemesis::heal_all`], run at the end, on Ctrl-C,
+//!   on error and at the start of a run): `+0` on every node's control
+//!   file; a fresh start writes `+0` before the database starts.
+//!
+//! Monotonic mode (measured, see the self-test in `tests/run_local_clock.rs`):
+//! 0.9.10 fakes `CLOCK_MONOTONIC` too, so a negative bump moves the
+//! database's monotonic clock backwards — harsher than Jepsen's
+//! `settimeofday`. `FAKETIME_DONT_FAKE_MONOTONIC=1` would be faithful but
+//! in 0.9.10 makes absolute monotonic `clock_nanosleep` fail with `EINVAL`
+//! and monotonic condvar waits return at once (busy loops), so the default
+//! mode is kept and runs are labelled by their `clock-offsets`.
+//!
+//! Shared memory: 0.9.10 creates `/dev/shm/faketime_{sem,shm}_<pid>` in
+//! every process (no way to choose the name) and leaves them behind on
+//! SIGKILL; a later process with the same pid then dies with
+//! "shm_open failed". [`remove_stale_shm`] deletes those of dead pids
+//! before every (re)start on this machine.
+
+mod apply;
+pub mod fault;
+pub mod spec;
+pub mod strobe;
+
+pub use spec::{
+    ClockError, LIBFAKETIME, MAX_OFFSET_S, Offsets, Spec, offset_from, preload_env, strobe_specs,
+    write_command, write_control_file,
+};
+
+use std::path::Path;
+
+/// One read of a database's clock, bracketed by the harness clock (all
+/// seconds since the Unix epoch).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockReading {
+    /// The harness clock just before the query was sent.
+    pub sent_s: f64,
+    /// The database's clock.
+    pub db_s: f64,
+    /// The harness clock just after the answer arrived.
+    pub received_s: f64,
+}
+
+impl ClockReading {
+    /// The offset `db − (sent + received)/2` and its error bound (half the
+    /// round trip).
+    pub fn offset(&self) -> (f64, f64) {
+        offset_from(self.db_s, self.sent_s, self.received_s)
+    }
+}
+
+/// The harness clock now, seconds since the Unix epoch.
+pub fn now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Whether libfaketime is installed where [`preload_env`] points.
+pub fn libfaketime_installed() -> bool {
+    Path::new(LIBFAKETIME).is_file()
+}
+
+/// Deletes libfaketime's `faketime_sem_<pid>` / `faketime_shm_<pid>`
+/// entries in `shm_dir` whose pid is not alive on this machine (left by
+/// SIGKILLed processes; a new process with that pid would exit). Returns
+/// how many were removed. Best effort; only for processes in this pid
+/// namespace.
+pub fn remove_stale_shm(shm_dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(shm_dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let rest = name
+            .strip_prefix("sem.faketime_sem_")
+            .or_else(|| name.strip_prefix("faketime_shm_"));
+        let Some(pid) = rest.and_then(|r| r.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() && std::fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_shm_of_dead_pids_is_removed_and_live_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let live = std::process::id();
+        let dead = 999_999_999u32;
+        for n in [
+            format!("sem.faketime_sem_{dead}"),
+            format!("faketime_shm_{dead}"),
+            format!("faketime_shm_{live}"),
+            "PostgreSQL.123".to_string(),
+        ] {
+            std::fs::write(d.path().join(n), b"").unwrap();
+        }
+        assert_eq!(remove_stale_shm(d.path()), 2);
+        let mut left: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            vec!["PostgreSQL.123".to_string(), format!("faketime_shm_{live}")]
+        );
+    }
+
+    #[test]
+    fn a_reading_is_centred_on_the_round_trip() {
+        let r = ClockReading {
+            sent_s: 10.0,
+            db_s: 15.0,
+            received_s: 10.5,
+        };
+        let (o, e) = r.offset();
+        assert!((o - 4.75).abs() < 1e-9 && (e - 0.25).abs() < 1e-9);
+    }
+}
