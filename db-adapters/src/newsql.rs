@@ -102,6 +102,7 @@ pub(crate) const CAPABILITIES: crate::catalog::Capabilities = crate::catalog::Ca
     local_server: false,
     replicas: false,
     lossy_data_dir: false,
+    membership: false,
     default_ops: None,
 };
 

@@ -5,11 +5,14 @@
 //! removes the jump and the chain and nothing else, so it never touches
 //! rules harness did not write, and it is idempotent (it runs at the start
 //! of every run to clear rules left by a crashed one). Kill and pause go
-//! through the database's [`Process`].
+//! through the database's [`Process`]; membership changes (`leave`, `join`)
+//! through its [`Membership`], which the nemesis remembers until every
+//! removed node joined again ([`crate::membership`]).
 
 use crate::Node;
 use crate::durability::{self, DurabilityFault};
 use crate::lossyfs::ctl::{Command, Reply};
+use crate::membership::{self, Membership, MembershipError};
 use crate::partition::{Grudge, grudge_data};
 use crate::process::{Process, ProcessError};
 use crate::remote::{Remote, RemoteError};
@@ -34,6 +37,8 @@ pub enum Fault {
     Pause(Vec<String>),
     /// File corruption or disk errors through the lossy filesystem.
     Durability(DurabilityFault),
+    /// This node leaves the cluster (stop: it joins again).
+    Leave(String),
 }
 
 impl Fault {
@@ -44,6 +49,7 @@ impl Fault {
             Fault::Kill(_) => F::Kill,
             Fault::Pause(_) => F::Pause,
             Fault::Durability(d) => d.start_f(),
+            Fault::Leave(_) => F::Leave,
         }
     }
 
@@ -54,6 +60,7 @@ impl Fault {
             Fault::Kill(_) => F::Start,
             Fault::Pause(_) => F::Resume,
             Fault::Durability(d) => d.stop_f(),
+            Fault::Leave(_) => F::Join,
         }
     }
 
@@ -63,6 +70,7 @@ impl Fault {
             Fault::Partition(g) => grudge_data(g),
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => d.start_value(),
+            Fault::Leave(n) => Data::Str(n.clone()),
         }
     }
 
@@ -72,6 +80,7 @@ impl Fault {
             Fault::Partition(_) => Data::Nil,
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => nodes_data(d.nodes()),
+            Fault::Leave(n) => Data::Str(n.clone()),
         }
     }
 }
@@ -106,6 +115,12 @@ pub enum FaultError {
     /// The database has no process capability (kill/pause impossible).
     #[error("the database cannot be killed or paused (no process control)")]
     NoProcess,
+    /// A membership change failed.
+    #[error(transparent)]
+    Membership(#[from] MembershipError),
+    /// The database cannot change its membership.
+    #[error("the database cannot change its membership (no membership control)")]
+    NoMembership,
     /// iptables is missing on a node.
     #[error("node {0}: iptables is not installed (on Debian: apt-get install -y iptables)")]
     NoIptables(String),
@@ -120,6 +135,8 @@ struct Active {
     killed: BTreeSet<String>,
     paused: BTreeSet<String>,
     disk_failed: BTreeSet<String>,
+    /// Nodes removed from the cluster that have not joined again.
+    removed: BTreeSet<String>,
     result: Option<Data>,
 }
 
@@ -129,6 +146,7 @@ struct Active {
 pub struct Nemesis {
     remotes: Vec<Arc<dyn Remote>>,
     process: Option<Arc<dyn Process>>,
+    membership: Option<Arc<dyn Membership>>,
     active: Mutex<Active>,
     command_timeout: Duration,
 }
@@ -188,9 +206,26 @@ impl Nemesis {
         Nemesis {
             remotes,
             process,
+            membership: None,
             active: Mutex::new(Active::default()),
             command_timeout: Duration::from_secs(20),
         }
+    }
+
+    /// Gives the nemesis the database's membership control (`leave`/`join`).
+    pub fn with_membership(mut self, membership: Option<Arc<dyn Membership>>) -> Nemesis {
+        self.membership = membership;
+        self
+    }
+
+    /// Whether membership changes are possible.
+    pub fn has_membership(&self) -> bool {
+        self.membership.is_some()
+    }
+
+    /// Nodes removed from the cluster that have not joined again.
+    pub fn removed(&self) -> Vec<String> {
+        self.lock().removed.iter().cloned().collect()
     }
 
     /// The process capability, if the database has one.
@@ -256,6 +291,7 @@ impl Nemesis {
                 self.each_process(nodes, Action::Pause).await
             }
             Fault::Durability(d) => self.start_durability(d).await,
+            Fault::Leave(node) => self.leave(node).await,
         }
     }
 
@@ -306,6 +342,15 @@ impl Nemesis {
                     }
                 }
                 r
+            }
+            Fault::Leave(node) => {
+                let r = self.join(node).await;
+                let result = match &r {
+                    Ok(d) => d.clone(),
+                    Err(e) => membership::result_data(vec![("error", Data::Str(e.to_string()))]),
+                };
+                self.lock().result = Some(membership::completion(node, result));
+                r.map(|_| ())
             }
         }
     }
@@ -420,6 +465,12 @@ impl Nemesis {
                 Err(e) => errs.push(e),
             }
         }
+        // Last: a joiner copies its data from members that serve again.
+        for node in self.removed() {
+            if let Err(e) = self.join(&node).await {
+                errs.push(e);
+            }
+        }
         join_errors(errs)
     }
 
@@ -447,8 +498,14 @@ impl Nemesis {
 
     async fn each_process(&self, nodes: &[String], action: Action) -> Result<(), FaultError> {
         let process = self.process.clone().ok_or(FaultError::NoProcess)?;
+        let removed = self.lock().removed.clone();
         let mut set = JoinSet::new();
         for n in nodes {
+            // A removed node is membership's until it joins: starting it
+            // would bring it back without its data.
+            if matches!(action, Action::Start) && removed.contains(n) {
+                continue;
+            }
             let node = self.remote(n)?.node().clone();
             let p = process.clone();
             set.spawn(async move {
@@ -537,6 +594,53 @@ impl Nemesis {
                 self.each_ctl(nodes, &d.command("")).await.map(|_| ())
             }
         }
+    }
+}
+
+impl Nemesis {
+    /// Removes `node` unless the database's live view says the removal
+    /// would break what it must keep; either way the completion value
+    /// (`[node result]`) says what happened.
+    async fn leave(&self, node: &str) -> Result<(), FaultError> {
+        let m = self.membership.clone().ok_or(FaultError::NoMembership)?;
+        self.remote(node)?;
+        let refused = match m.members().await {
+            Ok(view) => membership::removal_refused(&m.rules(), &view, node)
+                .map(|why| (why, membership::names_data(&view))),
+            // Jepsen's unknown view: do nothing rather than guess.
+            Err(e) => Some((format!("no view of the members: {e}"), Data::Nil)),
+        };
+        if let Some((why, view)) = refused {
+            tracing::info!("nemesis: leave {node} skipped: {why}");
+            self.lock().result = Some(membership::completion(
+                node,
+                membership::result_data(vec![("skipped", Data::Str(why)), ("members", view)]),
+            ));
+            return Ok(());
+        }
+        // Pending before it is done: a heal joins a half-removed node too.
+        self.lock().removed.insert(node.to_string());
+        let r = m.remove(node).await;
+        let result = match &r {
+            Ok(d) => d.clone(),
+            Err(e) => membership::result_data(vec![("error", Data::Str(e.to_string()))]),
+        };
+        self.lock().result = Some(membership::completion(node, result));
+        r.map(|_| ()).map_err(FaultError::from)
+    }
+
+    /// Adds `node` back if this nemesis removed it (else does nothing).
+    async fn join(&self, node: &str) -> Result<Data, FaultError> {
+        if !self.lock().removed.contains(node) {
+            return Ok(membership::result_data(vec![(
+                "skipped",
+                Data::Str("not removed".to_string()),
+            )]));
+        }
+        let m = self.membership.clone().ok_or(FaultError::NoMembership)?;
+        let d = m.add(node).await?;
+        self.lock().removed.remove(node);
+        Ok(d)
     }
 }
 

@@ -31,6 +31,9 @@ pub enum FaultKind {
     TruncateFile,
     /// EIO or ENOSPC from the data files for a window (needs `--lazyfs`).
     DiskError,
+    /// A node leaves the cluster and joins it again (Galera, PostgreSQL
+    /// replicas; [`crate::membership`]).
+    Membership,
 }
 
 /// Every package: its `--nemesis` name and whether `--nemesis all` has it.
@@ -45,6 +48,7 @@ pub const KINDS: &[(FaultKind, &str, bool)] = &[
     (FaultKind::Bitflip, "bitflip", false),
     (FaultKind::TruncateFile, "truncate-file", false),
     (FaultKind::DiskError, "disk-error", false),
+    (FaultKind::Membership, "membership", false),
 ];
 
 impl FaultKind {
@@ -63,7 +67,13 @@ impl FaultKind {
 
     /// Whether it kills or pauses processes (needs the database's process control).
     pub fn needs_process(self) -> bool {
-        !matches!(self, FaultKind::Partition)
+        !matches!(self, FaultKind::Partition | FaultKind::Membership)
+    }
+
+    /// Whether it changes the cluster's membership (needs the database's
+    /// membership control, and nodes).
+    pub fn needs_membership(self) -> bool {
+        matches!(self, FaultKind::Membership)
     }
 
     /// Whether it partitions the network (needs iptables on the nodes).
@@ -185,7 +195,8 @@ pub async fn stop_recorded(
     recorder.record(OpType::Invoke, fault.stop_f(), fault.stop_value(), None);
     let r = nemesis.stop(fault).await;
     let err = r.as_ref().err().map(|e| e.to_string());
-    recorder.record(OpType::Info, fault.stop_f(), fault.stop_value(), err);
+    let value = nemesis.take_result().unwrap_or_else(|| fault.stop_value());
+    recorder.record(OpType::Info, fault.stop_f(), value, err);
     r
 }
 

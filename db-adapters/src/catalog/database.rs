@@ -77,6 +77,9 @@ pub struct Capabilities {
     /// On nodes, its data directories can live on the lossy filesystem
     /// (`--lazyfs`) and it takes extra server settings (`--db-conf`).
     pub lossy_data_dir: bool,
+    /// On nodes, a node can leave the cluster and join it again
+    /// (`--nemesis membership`): its lifecycle's `Db::membership`.
+    pub membership: bool,
     /// The main phase's transaction limit when `--ops` is not given
     /// (`None`: only `--time-limit` bounds it).
     pub default_ops: Option<u64>,

@@ -207,6 +207,7 @@ impl Database for Etcd {
             local_server: true,
             replicas: false,
             lossy_data_dir: false,
+            membership: false,
             default_ops: None,
         }
     }

@@ -38,6 +38,7 @@ const CAPABILITIES: Capabilities = Capabilities {
     local_server: false,
     replicas: false,
     lossy_data_dir: false,
+    membership: false,
     default_ops: None,
 };
 
@@ -96,7 +97,10 @@ macro_rules! mariadb_entry {
                 Some(SqlDialect::MYSQL)
             }
             fn capabilities(&self) -> Capabilities {
-                CAPABILITIES
+                Capabilities {
+                    membership: $galera,
+                    ..CAPABILITIES
+                }
             }
             fn records_version_order(&self, _on_nodes: bool) -> bool {
                 false

@@ -79,6 +79,7 @@ impl Database for Postgres {
             local_server: true,
             replicas: true,
             lossy_data_dir: true,
+            membership: true,
             default_ops: None,
         }
     }

@@ -72,6 +72,7 @@ impl Database for Sim {
             local_server: false,
             replicas: false,
             lossy_data_dir: false,
+            membership: false,
             default_ops: Some(super::DEFAULT_OPS),
         }
     }

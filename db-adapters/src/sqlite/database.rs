@@ -84,6 +84,7 @@ impl Database for Sqlite {
             local_server: false,
             replicas: false,
             lossy_data_dir: false,
+            membership: false,
             default_ops: None,
         }
     }
