@@ -77,6 +77,7 @@ impl Servers<MariaDbConfig> {
     async fn leave(&self, name: &str) -> Result<Data, DbError> {
         let t = Instant::now();
         let node = self.node_named(name)?;
+        let before = self.cluster_size_without(name).await;
         let r = self.remote(&node)?;
         let dir = self.node_dir(&node);
         let out = r
@@ -98,7 +99,17 @@ impl Servers<MariaDbConfig> {
             d = shell_quote(&format!("{dir}/data"))
         ))
         .await?;
-        let size = self.cluster_size_without(name).await;
+        // Resolved when the others no longer count it (at once after a
+        // clean shutdown; after the suspect timeout after a kill).
+        let mut size = self.cluster_size_without(name).await;
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while let (Some(b), Some(s)) = (before, size)
+            && s >= b
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            size = self.cluster_size_without(name).await;
+        }
         let members: Vec<String> = self
             .serving_members()
             .await
