@@ -5,7 +5,7 @@
 //! recorded, a kill's `start` never brings a removed node back, and the
 //! heal joins every removed node.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use nemesis::fault::{Fault, Nemesis};
 use nemesis::membership::{Membership, MembershipError, Rules, result_data};
