@@ -646,6 +646,11 @@ impl crate::db::Db for ClusterDb {
         }
     }
 
+    fn membership(&self) -> Option<Arc<dyn nemesis::membership::Membership>> {
+        // Not yet: their command plans have no member add/remove.
+        None
+    }
+
     fn await_ready(&self, limit: Duration) -> crate::client::BoxFuture<'_, Result<(), DbError>> {
         Box::pin(async move {
             let start = std::time::Instant::now();

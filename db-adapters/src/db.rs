@@ -1,6 +1,7 @@
 //! The `Db` trait: a database's lifecycle on its nodes — setup, teardown,
-//! log files, primaries — and the [`Process`] capability (kill, start,
-//! pause, resume) that the nemesis acts on.
+//! log files, primaries — and the capabilities the nemesis acts on:
+//! [`Process`] (kill, start, pause, resume) and [`Membership`] (a node
+//! leaves the cluster, joins it again).
 //!
 //! Every command runs through a [`Remote`] (SSH for cluster nodes, local for
 //! `--local`), so the same lifecycle code serves both. Helpers here run the
@@ -10,6 +11,7 @@
 
 use crate::client::BoxFuture;
 use nemesis::Node;
+use nemesis::membership::Membership;
 use nemesis::process::Process;
 use nemesis::remote::{Remote, RemoteError, shell_quote};
 use std::path::Path;
@@ -164,6 +166,10 @@ pub trait Db: Send + Sync {
     /// Kill/start/pause/resume of the database processes, if supported.
     fn process(&self) -> Option<Arc<dyn Process>>;
 
+    /// Removing nodes from the cluster and adding them back, if supported
+    /// (`--nemesis membership`).
+    fn membership(&self) -> Option<Arc<dyn Membership>>;
+
     /// Waits until the database serves clients again after faults (used
     /// before the final reads).
     ///
@@ -276,6 +282,8 @@ pub trait NodeServers: Send + Sync {
     fn primary_nodes(&self) -> Vec<Node>;
     /// Nodes clients connect to.
     fn serving_nodes(&self) -> Vec<Node>;
+    /// Its membership control, if it has one ([`Db::membership`]).
+    fn membership(&self) -> Option<Arc<dyn Membership>>;
 }
 
 impl<T: NodeServers> Db for T
@@ -309,6 +317,9 @@ where
     }
     fn process(&self) -> Option<Arc<dyn Process>> {
         Some(self.steps().clone())
+    }
+    fn membership(&self) -> Option<Arc<dyn Membership>> {
+        NodeServers::membership(self)
     }
     fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>> {
         self.steps().await_ready(limit)

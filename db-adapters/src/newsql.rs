@@ -105,6 +105,7 @@ pub(crate) const CAPABILITIES: crate::catalog::Capabilities = crate::catalog::Ca
     clock_faults: crate::catalog::ClockFaults::No(
         "its servers are installed from a release tarball and not started under libfaketime (the Go ones read the clock through the vDSO, which libfaketime cannot intercept)",
     ),
+    membership: false,
     default_ops: None,
 };
 

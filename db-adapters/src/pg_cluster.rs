@@ -19,6 +19,9 @@
 //! durable) and POSIX shared memory (shared `mmap` is refused there). The
 //! mounts are undone before the node directory is removed, and a stale
 //! one from a crashed run is cleared at the next setup.
+//!
+//! Replica removal and re-addition (`--nemesis membership`) are in
+//! [`membership`]; the primary is never removed.
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::db::{
@@ -32,6 +35,8 @@ use nemesis::remote::{Remote, shell_quote};
 use std::sync::Arc;
 use std::time::Duration;
 use store::MicroOp;
+
+mod membership;
 
 /// The server log of every node (the catalog's `log_files`).
 pub const LOGS: &[NodeLog] = &[NodeLog::every_node("postgres.log", "postgresql.log")];
@@ -200,6 +205,30 @@ impl Servers<PgClusterConfig> {
         .map_err(|e| e.to_string())
     }
 
+    /// A replica on `n`: a base backup of `primary` into its (empty) data
+    /// directory, its own listen address and socket, started and serving.
+    async fn add_replica(&self, primary: &Node, n: &Node) -> Result<(), DbError> {
+        let rd = self.node_dir(n);
+        let port = self.cfg.port;
+        self.pg(
+            n,
+            &format!(
+                "$B/pg_basebackup -h {} -p {port} -U postgres -D {rd}/data -R -X stream -c fast",
+                primary.host
+            ),
+            Duration::from_secs(300),
+        )
+        .await?;
+        self.remote(n)?
+            .run(&format!(
+                "printf \"listen_addresses = '{}'\\nunix_socket_directories = '{rd}/sock'\\n\" >> {rd}/data/postgresql.conf",
+                Self::listen(n)
+            ))
+            .await?;
+        self.start_node(n).await?;
+        self.wait_serving(n, self.cfg.start_timeout).await
+    }
+
     async fn wait_serving(&self, node: &Node, limit: Duration) -> Result<(), DbError> {
         poll(limit, Duration::from_millis(100), || self.serving(node))
             .await
@@ -272,24 +301,7 @@ impl ServerSteps for Servers<PgClusterConfig> {
             self.start_node(&primary).await?;
             self.wait_serving(&primary, self.cfg.start_timeout).await?;
             for n in self.nodes().into_iter().skip(1) {
-                let rd = self.node_dir(&n);
-                self.pg(
-                &n,
-                &format!(
-                    "$B/pg_basebackup -h {} -p {port} -U postgres -D {rd}/data -R -X stream -c fast",
-                    primary.host
-                ),
-                Duration::from_secs(300),
-            )
-            .await?;
-                self.remote(&n)?
-                .run(&format!(
-                    "printf \"listen_addresses = '{}'\\nunix_socket_directories = '{rd}/sock'\\n\" >> {rd}/data/postgresql.conf",
-                    Self::listen(&n)
-                ))
-                .await?;
-                self.start_node(&n).await?;
-                self.wait_serving(&n, self.cfg.start_timeout).await?;
+                self.add_replica(&primary, &n).await?;
             }
             // What initdb and the base backups wrote is durable: a first
             // kill must not lose the cluster itself.
@@ -471,6 +483,9 @@ impl NodeServers for PgCluster {
     }
     fn primary_nodes(&self) -> Vec<Node> {
         self.inner.primary().into_iter().collect()
+    }
+    fn membership(&self) -> Option<Arc<dyn nemesis::membership::Membership>> {
+        Some(self.inner.clone())
     }
     fn serving_nodes(&self) -> Vec<Node> {
         self.primary_nodes()

@@ -7,7 +7,9 @@
 //! before anything else, so an unreachable node is reported by name with
 //! exit 4 before any workload starts; stale partition rules of a crashed run
 //! are removed at setup; nemesis ops go to the same history log as client
-//! ops, through a mutex ([`SharedLog`]).
+//! ops, through a mutex ([`SharedLog`]). Nodes a crashed run left out of
+//! the cluster (`--nemesis membership`) need nothing special: setup tears
+//! every node down and builds the whole cluster again.
 
 use crate::runner::{self, HistorySink};
 use crate::spec::{FaultSpec, NodeSpec, RunSpec};
@@ -195,7 +197,10 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
                     "--nemesis {k}: not simulated; --db sim --sim-replicas simulates partition, kill, pause, part-kill and pause-kill"
                 );
             }
-        } else if let Some(k) = kinds.iter().find(|k| !local_server || k.needs_network()) {
+        } else if let Some(k) = kinds
+            .iter()
+            .find(|k| !local_server || k.needs_network() || k.needs_membership())
+        {
             anyhow::bail!(
                 "--nemesis {k} needs a database on --nodes ({}){}",
                 names_where(|k| k.placement() != Placement::Embedded),
@@ -218,6 +223,15 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
     }
     if !args.nodes.is_set() {
         anyhow::bail!("--db {} needs --nodes (n1,n2,… or testbed)", args.db);
+    }
+    if let Some(k) = kinds.iter().find(|k| k.needs_membership())
+        && !args.db.capabilities().membership
+    {
+        anyhow::bail!(
+            "--nemesis {k}: --db {} has no membership changes (supported: {} on --nodes)",
+            args.db,
+            names_where(|k| k.capabilities().membership)
+        );
     }
     if (args.url.is_some() && !newsql) || args.local {
         anyhow::bail!("--url and --local do not combine with --nodes");
@@ -303,7 +317,9 @@ impl Cluster {
         faults: &FaultSpec,
         run_dir: &Path,
     ) -> anyhow::Result<Cluster> {
-        let nemesis = Arc::new(FaultNemesis::new(remotes.clone(), db.process()));
+        let nemesis = Arc::new(
+            FaultNemesis::new(remotes.clone(), db.process()).with_membership(db.membership()),
+        );
         nemesis
             .heal_partitions()
             .await
@@ -575,7 +591,12 @@ impl ClusterNemesis {
             primaries,
             seed: seed ^ 0x006e_656d_6573_6973,
         };
-        package::validate(&plan, nemesis.has_process(), db_name)?;
+        package::validate(
+            &plan,
+            nemesis.has_process(),
+            nemesis.has_membership(),
+            db_name,
+        )?;
         package::validate_clock(&plan, nemesis.has_clock(), db_name)?;
         let mut me = ClusterNemesis {
             stop: None,

@@ -9,11 +9,15 @@
 //! libfaketime control files ([`crate::clock`]). On simulated nodes
 //! ([`Nemesis::with_simulated_network`]) partitions are calls into the
 //! simulator ([`crate::simulated`]), and a heal also resets their clocks.
+//! Membership changes (`leave`, `join`) go through the database's
+//! [`Membership`], which the nemesis remembers until every removed node
+//! joined again ([`crate::membership`]).
 
 use crate::Node;
 use crate::clock::fault::ClockFault;
 use crate::durability::{self, DurabilityFault};
 use crate::lossyfs::ctl::{Command, Reply};
+use crate::membership::{self, Membership, MembershipError};
 use crate::packet::{self, PacketFault};
 use crate::partition::{Grudge, grudge_data};
 use crate::process::{Process, ProcessError};
@@ -43,6 +47,8 @@ pub enum Fault {
     Packet(PacketFault),
     /// A clock bump, strobe or reset through libfaketime (one op, no stop).
     Clock(ClockFault),
+    /// This node leaves the cluster (stop: it joins again).
+    Leave(String),
 }
 
 impl Fault {
@@ -55,6 +61,7 @@ impl Fault {
             Fault::Durability(d) => d.start_f(),
             Fault::Packet(_) => F::Other("start-packet".into()),
             Fault::Clock(c) => c.f(),
+            Fault::Leave(_) => F::Leave,
         }
     }
 
@@ -67,6 +74,7 @@ impl Fault {
             Fault::Durability(d) => d.stop_f(),
             Fault::Packet(_) => F::Other("stop-packet".into()),
             Fault::Clock(_) => F::StopClock,
+            Fault::Leave(_) => F::Join,
         }
     }
 
@@ -78,6 +86,7 @@ impl Fault {
             Fault::Durability(d) => d.start_value(),
             Fault::Packet(p) => p.start_value(),
             Fault::Clock(c) => c.value(),
+            Fault::Leave(n) => Data::Str(n.clone()),
         }
     }
 
@@ -88,6 +97,7 @@ impl Fault {
             Fault::Kill(n) | Fault::Pause(n) => nodes_data(n),
             Fault::Durability(d) => nodes_data(d.nodes()),
             Fault::Clock(c) => nodes_data(&c.nodes()),
+            Fault::Leave(n) => Data::Str(n.clone()),
         }
     }
 }
@@ -130,6 +140,12 @@ pub enum FaultError {
         /// Why.
         detail: String,
     },
+    /// A membership change failed.
+    #[error(transparent)]
+    Membership(#[from] MembershipError),
+    /// The database cannot change its membership.
+    #[error("the database cannot change its membership (no membership control)")]
+    NoMembership,
     /// iptables is missing on a node.
     #[error("node {0}: iptables is not installed (on Debian: apt-get install -y iptables)")]
     NoIptables(String),
@@ -144,6 +160,8 @@ struct Active {
     killed: BTreeSet<String>,
     paused: BTreeSet<String>,
     disk_failed: BTreeSet<String>,
+    /// Nodes removed from the cluster that have not joined again.
+    removed: BTreeSet<String>,
     result: Option<Data>,
 }
 
@@ -153,6 +171,7 @@ struct Active {
 pub struct Nemesis {
     remotes: Vec<Arc<dyn Remote>>,
     process: Option<Arc<dyn Process>>,
+    membership: Option<Arc<dyn Membership>>,
     active: Mutex<Active>,
     clocks: Mutex<crate::clock::Offsets>,
     command_timeout: Duration,
@@ -181,6 +200,7 @@ impl Nemesis {
         Nemesis {
             remotes,
             process,
+            membership: None,
             active: Mutex::new(Active::default()),
             clocks: Mutex::new(crate::clock::Offsets::default()),
             command_timeout: Duration::from_secs(20),
@@ -202,6 +222,22 @@ impl Nemesis {
     /// sets offsets there instead of writing libfaketime control files).
     pub fn simulated_network(&self) -> Option<Arc<dyn crate::simulated::SimulatedNetwork>> {
         self.simulated.clone()
+    }
+
+    /// Gives the nemesis the database's membership control (`leave`/`join`).
+    pub fn with_membership(mut self, membership: Option<Arc<dyn Membership>>) -> Nemesis {
+        self.membership = membership;
+        self
+    }
+
+    /// Whether membership changes are possible.
+    pub fn has_membership(&self) -> bool {
+        self.membership.is_some()
+    }
+
+    /// Nodes removed from the cluster that have not joined again.
+    pub fn removed(&self) -> Vec<String> {
+        self.lock().removed.iter().cloned().collect()
     }
 
     /// The process capability, if the database has one.
@@ -284,6 +320,7 @@ impl Nemesis {
             Fault::Durability(d) => self.start_durability(d).await,
             Fault::Packet(p) => self.shape(p).await,
             Fault::Clock(c) => self.start_clock(c).await,
+            Fault::Leave(node) => self.leave(node).await,
         }
     }
 
@@ -336,6 +373,15 @@ impl Nemesis {
                     }
                 }
                 r
+            }
+            Fault::Leave(node) => {
+                let r = self.join(node).await;
+                let result = match &r {
+                    Ok(d) => d.clone(),
+                    Err(e) => membership::result_data(vec![("error", Data::Str(e.to_string()))]),
+                };
+                self.lock().result = Some(membership::completion(node, result));
+                r.map(|_| ())
             }
         }
     }
@@ -483,6 +529,12 @@ impl Nemesis {
         if let Err(e) = self.reset_all_clocks().await {
             errs.push(e);
         }
+        // Last: a joiner copies its data from members that serve again.
+        for node in self.removed() {
+            if let Err(e) = self.join(&node).await {
+                errs.push(e);
+            }
+        }
         join_errors(errs)
     }
 
@@ -510,8 +562,14 @@ impl Nemesis {
 
     async fn each_process(&self, nodes: &[String], action: Action) -> Result<(), FaultError> {
         let process = self.process.clone().ok_or(FaultError::NoProcess)?;
+        let removed = self.lock().removed.clone();
         let mut set = JoinSet::new();
         for n in nodes {
+            // A removed node is membership's until it joins: starting it
+            // would bring it back without its data.
+            if matches!(action, Action::Start) && removed.contains(n) {
+                continue;
+            }
             let node = self.remote(n)?.node().clone();
             let p = process.clone();
             set.spawn(async move {
@@ -600,6 +658,53 @@ impl Nemesis {
                 self.each_ctl(nodes, &d.command("")).await.map(|_| ())
             }
         }
+    }
+}
+
+impl Nemesis {
+    /// Removes `node` unless the database's live view says the removal
+    /// would break what it must keep; either way the completion value
+    /// (`[node result]`) says what happened.
+    async fn leave(&self, node: &str) -> Result<(), FaultError> {
+        let m = self.membership.clone().ok_or(FaultError::NoMembership)?;
+        self.remote(node)?;
+        let refused = match m.members().await {
+            Ok(view) => membership::removal_refused(&m.rules(), &view, node)
+                .map(|why| (why, membership::names_data(&view))),
+            // Jepsen's unknown view: do nothing rather than guess.
+            Err(e) => Some((format!("no view of the members: {e}"), Data::Nil)),
+        };
+        if let Some((why, view)) = refused {
+            tracing::info!("nemesis: leave {node} skipped: {why}");
+            self.lock().result = Some(membership::completion(
+                node,
+                membership::result_data(vec![("skipped", Data::Str(why)), ("members", view)]),
+            ));
+            return Ok(());
+        }
+        // Pending before it is done: a heal joins a half-removed node too.
+        self.lock().removed.insert(node.to_string());
+        let r = m.remove(node).await;
+        let result = match &r {
+            Ok(d) => d.clone(),
+            Err(e) => membership::result_data(vec![("error", Data::Str(e.to_string()))]),
+        };
+        self.lock().result = Some(membership::completion(node, result));
+        r.map(|_| ()).map_err(FaultError::from)
+    }
+
+    /// Adds `node` back if this nemesis removed it (else does nothing).
+    async fn join(&self, node: &str) -> Result<Data, FaultError> {
+        if !self.lock().removed.contains(node) {
+            return Ok(membership::result_data(vec![(
+                "skipped",
+                Data::Str("not removed".to_string()),
+            )]));
+        }
+        let m = self.membership.clone().ok_or(FaultError::NoMembership)?;
+        let d = m.add(node).await?;
+        self.lock().removed.remove(node);
+        Ok(d)
     }
 }
 

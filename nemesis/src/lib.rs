@@ -21,6 +21,8 @@
 //!   of every fault start and stop as ops of process `nemesis`.
 //! - [`package`]: the packages composed — one task each, on its own seeded
 //!   stream, overlapping; quiet and stable periods; validation up front.
+//! - [`membership`]: the leave/join capability a database provides, and
+//!   the filter that refuses removals below what the database survives.
 //! - [`target`]: node specs (`one`, `majority`, `primaries`, `n1+n2`, …).
 //! - [`choreo`]: scripted choreographies (`part-kill`, `pause-kill`).
 //! - [`clock`]: clock faults through libfaketime control files (the
@@ -37,6 +39,7 @@ pub mod durability;
 pub mod fault;
 pub mod lossy;
 pub mod lossyfs;
+pub mod membership;
 pub mod node;
 pub mod package;
 pub mod packet;

@@ -18,6 +18,9 @@
 //! - Clock ops ([`crate::clock::fault`]) are single ops without a stop:
 //!   offsets accumulate until a reset is drawn, and the package's last op
 //!   resets every node.
+//! - Membership draws one node to leave among those that are not
+//!   primaries; its stop is the join ([`crate::membership`]), so one
+//!   change is pending at a time.
 //! - Ops: a fault's start (or stop) is an `invoke` + `info` pair of process
 //!   `nemesis`; pairs are serialised by a lock, so the nemesis process never
 //!   has two ops in flight, while effects overlap.
@@ -147,14 +150,36 @@ pub struct Plan {
 
 /// Checks that every package can run: targets resolve to nodes of the
 /// test, kill/pause only when the database gives process control
-/// (`has_process`), choreographies on at least 3 nodes. `db` names the
-/// database in errors.
+/// (`has_process`), membership only when it gives membership control
+/// (`has_membership`) and has a node that may leave, choreographies on at
+/// least 3 nodes. `db` names the database in errors.
 ///
 /// # Errors
 /// The first package that cannot run, naming node or reason.
-pub fn validate(plan: &Plan, has_process: bool, db: &str) -> Result<(), PlanError> {
+pub fn validate(
+    plan: &Plan,
+    has_process: bool,
+    has_membership: bool,
+    db: &str,
+) -> Result<(), PlanError> {
     let n = plan.nodes.len();
     for &kind in &plan.kinds {
+        if kind.needs_membership() {
+            let reason = if !has_membership {
+                Some("has no membership changes (supported: galera, postgres on --nodes)".into())
+            } else if leave_pool(plan).is_empty() {
+                Some(format!("runs on {n} node(s), none of which may leave"))
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                return Err(PlanError::Unsupported {
+                    kind,
+                    db: db.to_string(),
+                    reason,
+                });
+            }
+        }
         if kind.needs_process() && !has_process {
             return Err(PlanError::Unsupported {
                 kind,
@@ -251,8 +276,21 @@ pub fn next_fault(kind: FaultKind, plan: &Plan, rng: &mut Rng) -> Option<Fault> 
             plan.options.interval,
             rng,
         )),
+        FaultKind::Membership => {
+            let pool = leave_pool(plan);
+            Fault::Leave(pool.get(rng.below(pool.len()))?.clone())
+        }
         FaultKind::PartKill | FaultKind::PauseKill => return None,
     })
+}
+
+/// The nodes a membership change may remove: every node but the primaries.
+fn leave_pool(plan: &Plan) -> Vec<String> {
+    plan.nodes
+        .iter()
+        .filter(|n| !plan.primaries.contains(n))
+        .cloned()
+        .collect()
 }
 
 /// Whether package number `index` of `count` runs in stable-period epoch

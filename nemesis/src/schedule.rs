@@ -35,6 +35,9 @@ pub enum FaultKind {
     Packet,
     /// Clock bumps, strobes and resets through libfaketime.
     Clock,
+    /// A node leaves the cluster and joins it again (Galera, PostgreSQL
+    /// replicas; [`crate::membership`]).
+    Membership,
 }
 
 /// Every package: its `--nemesis` name and whether `--nemesis all` has it.
@@ -51,6 +54,7 @@ pub const KINDS: &[(FaultKind, &str, bool)] = &[
     (FaultKind::DiskError, "disk-error", false),
     (FaultKind::Packet, "packet", false),
     (FaultKind::Clock, "clock", false),
+    (FaultKind::Membership, "membership", false),
 ];
 
 impl FaultKind {
@@ -71,7 +75,16 @@ impl FaultKind {
     /// control: kill, pause, and the clock, whose control files the
     /// process capability names).
     pub fn needs_process(self) -> bool {
-        !matches!(self, FaultKind::Partition | FaultKind::Packet)
+        !matches!(
+            self,
+            FaultKind::Partition | FaultKind::Packet | FaultKind::Membership
+        )
+    }
+
+    /// Whether it changes the cluster's membership (needs the database's
+    /// membership control, and nodes).
+    pub fn needs_membership(self) -> bool {
+        matches!(self, FaultKind::Membership)
     }
 
     /// Whether it partitions the network (needs iptables on the nodes).

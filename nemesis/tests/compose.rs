@@ -231,7 +231,7 @@ async fn pause_kill_choreography_runs_its_script_and_ends_resumed() {
 async fn faults_the_database_cannot_do_are_rejected_before_the_run() {
     let names: Vec<String> = vec!["n1".into(), "n2".into(), "n3".into()];
     let p = plan(vec![FaultKind::Pause], names.clone(), Options::default());
-    let e = package::validate(&p, false, "sim").unwrap_err();
+    let e = package::validate(&p, false, false, "sim").unwrap_err();
     assert!(
         e.to_string().contains("sim cannot be killed or paused"),
         "{e}"
@@ -244,14 +244,14 @@ async fn faults_the_database_cannot_do_are_rejected_before_the_run() {
             ..Options::default()
         },
     );
-    let e = package::validate(&p, true, "mariadb").unwrap_err();
+    let e = package::validate(&p, true, false, "mariadb").unwrap_err();
     assert!(e.to_string().contains("mariadb has no primaries"), "{e}");
     let p = plan(
         vec![FaultKind::PartKill],
         names[..2].to_vec(),
         Options::default(),
     );
-    let e = package::validate(&p, true, "x").unwrap_err();
+    let e = package::validate(&p, true, false, "x").unwrap_err();
     assert!(e.to_string().contains("at least 3"), "{e}");
     let p = plan(
         vec![FaultKind::Partition],
@@ -261,5 +261,5 @@ async fn faults_the_database_cannot_do_are_rejected_before_the_run() {
             ..Options::default()
         },
     );
-    assert!(package::validate(&p, true, "x").is_err());
+    assert!(package::validate(&p, true, false, "x").is_err());
 }

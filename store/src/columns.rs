@@ -45,7 +45,7 @@ const F_NONE: u8 = 0;
 /// `f` code of an [`F::Other`] (the name is in the side table).
 const F_OTHER: u8 = u8::MAX;
 /// The functions with a code of their own (`code = position + 1`).
-static KNOWN_F: [F; 18] = [
+static KNOWN_F: [F; 20] = [
     F::Txn,
     F::StartPartition,
     F::StopPartition,
@@ -64,6 +64,8 @@ static KNOWN_F: [F; 18] = [
     F::Insert,
     F::Delete,
     F::Inc,
+    F::Leave,
+    F::Join,
 ];
 
 /// What an op's value is.

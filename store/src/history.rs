@@ -310,6 +310,12 @@ pub enum F {
     Delete,
     /// Jepsen workload monotonic: an increment.
     Inc,
+    /// Nemesis: a node leaves the cluster (value: the node; completion:
+    /// `[node result]`).
+    Leave,
+    /// Nemesis: a node joins the cluster again (value: the node;
+    /// completion: `[node result]`).
+    Join,
     /// Any other function, as found in a history written by another tool.
     Other(Text),
 }
@@ -336,6 +342,8 @@ impl F {
             F::Insert => "insert",
             F::Delete => "delete",
             F::Inc => "inc",
+            F::Leave => "leave",
+            F::Join => "join",
             F::Other(s) => s,
         }
     }
@@ -362,6 +370,8 @@ impl F {
             "insert" => F::Insert,
             "delete" => F::Delete,
             "inc" => F::Inc,
+            "leave" => F::Leave,
+            "join" => F::Join,
             other => F::Other(other.into()),
         }
     }

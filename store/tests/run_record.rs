@@ -101,3 +101,24 @@ fn a_checker_map_that_does_not_fit_is_kept_whole_with_its_verdict() {
     assert!(none.is_none());
     assert_eq!(ok.valid, Verdict::True);
 }
+
+#[test]
+fn leave_and_join_are_closed_names_and_open_and_close_a_membership_window() {
+    assert_eq!(store::F::parse("leave"), store::F::Leave);
+    assert_eq!(store::F::Join.as_str(), "join");
+    let jsonl = concat!(
+        "{\"type\":\"invoke\",\"process\":\"nemesis\",\"f\":\"leave\",\"value\":\"n2\",\"time\":1000000000}\n",
+        "{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"leave\",\"value\":[\"n2\",{\"wiped\":true}],\"time\":1500000000}\n",
+        "{\"type\":\"invoke\",\"process\":\"nemesis\",\"f\":\"join\",\"value\":\"n2\",\"time\":4000000000}\n",
+        "{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"join\",\"value\":[\"n2\",{\"transfer\":\"sst\"}],\"time\":9000000000}\n",
+    );
+    let read = store::format::read_str(jsonl, store::format::Format::JsonLines).unwrap();
+    let h = store::History::new(read.ops).unwrap();
+    assert_eq!(h.f(0), Some(&store::F::Leave));
+    assert_eq!(h.f(3), Some(&store::F::Join));
+    let s = RunStats::of(&h);
+    assert_eq!(s.fault_windows.len(), 1, "{:?}", s.fault_windows);
+    assert_eq!(s.fault_windows[0].fault, "membership");
+    assert_eq!(s.fault_windows[0].start_s, 0.0);
+    assert_eq!(s.fault_windows[0].end_s, Some(3.0));
+}

@@ -76,6 +76,9 @@ pub struct Capabilities {
     /// On nodes, its data directories can live on the lossy filesystem
     /// (`--lazyfs`) and it takes extra server settings (`--db-conf`).
     pub lossy_data_dir: bool,
+    /// On nodes, a node can leave the cluster and join it again
+    /// (`--nemesis membership`): its lifecycle's `Db::membership`.
+    pub membership: bool,
     /// Whether clock faults (`--nemesis clock`) can reach it.
     pub clock_faults: ClockFaults,
     /// The main phase's transaction limit when `--ops` is not given, for

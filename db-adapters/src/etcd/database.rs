@@ -229,6 +229,7 @@ impl Database for Etcd {
             clock_faults: ClockFaults::No(
                 "etcd is a Go binary: it reads the clock through the vDSO, which libfaketime cannot intercept",
             ),
+            membership: false,
             default_ops: None,
         }
     }

@@ -448,6 +448,10 @@ impl Process for EtcdNodes {
 }
 
 impl Db for EtcdNodes {
+    fn membership(&self) -> Option<Arc<dyn nemesis::membership::Membership>> {
+        // Not as a nemesis package yet: member add/remove are `EtcdNodes::add_member`/`remove_member` (`membership.rs`), driven from tests.
+        None
+    }
     fn name(&self) -> &'static str {
         "etcd"
     }

@@ -40,6 +40,7 @@ const CAPABILITIES: Capabilities = Capabilities {
     clock_faults: ClockFaults::No(
         "the MariaDB lifecycle does not start mariadbd under libfaketime yet (clock faults run on PostgreSQL)",
     ),
+    membership: false,
     default_ops: None,
 };
 
@@ -129,7 +130,10 @@ macro_rules! mariadb_entry {
                 Some(SqlDialect::MYSQL)
             }
             fn capabilities(&self) -> Capabilities {
-                CAPABILITIES
+                Capabilities {
+                    membership: $galera,
+                    ..CAPABILITIES
+                }
             }
             fn records_version_order(&self, _on_nodes: bool) -> bool {
                 false

@@ -22,6 +22,9 @@
 //! system, never collide. Processes are found by their exact command line
 //! (`mariadbd --defaults-file=<that node's my.cnf>`), never by name alone:
 //! other programs on the same machine may run their own mariadbd.
+//!
+//! Galera's membership changes (`--nemesis membership`: leave, join) are
+//! in [`membership`].
 
 use crate::client::BoxFuture;
 use crate::db::{
@@ -35,6 +38,8 @@ use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
 use std::sync::Arc;
 use std::time::Duration;
+
+mod membership;
 
 /// The error log and the configuration of every node (the catalog's
 /// `log_files`).
@@ -166,6 +171,16 @@ impl Servers<MariaDbConfig> {
     }
 
     fn config(&self, node: &Node) -> String {
+        let members: Vec<&str> = self
+            .remotes
+            .iter()
+            .map(|r| r.node().host.as_str())
+            .collect();
+        self.config_with(node, &members)
+    }
+
+    /// `node`'s `my.cnf`, its Galera peers being the hosts `members`.
+    fn config_with(&self, node: &Node, members: &[&str]) -> String {
         let dir = self.node_dir(node);
         let mut c = format!(
             "[mysqld]\nuser=mysql\ndatadir={dir}/data\nsocket={dir}/mysqld.sock\npid-file={dir}/mariadbd.pid\n\
@@ -182,11 +197,6 @@ impl Servers<MariaDbConfig> {
                 Some(_) => format!(";gcache.dir={dir}"),
                 None => String::new(),
             };
-            let members: Vec<&str> = self
-                .remotes
-                .iter()
-                .map(|r| r.node().host.as_str())
-                .collect();
             c.push_str(&format!(
                 "wsrep_on=ON\nwsrep_provider=/usr/lib/galera/libgalera_smm.so\nwsrep_cluster_name=harness\n\
                  wsrep_cluster_address=gcomm://{}\nwsrep_node_address={}\nwsrep_node_name={}\n\
@@ -677,6 +687,13 @@ impl NodeServers for MariaDb {
     }
     fn logs(&self) -> &'static [NodeLog] {
         LOGS
+    }
+    fn membership(&self) -> Option<Arc<dyn nemesis::membership::Membership>> {
+        if self.inner.cfg.galera {
+            Some(self.inner.clone())
+        } else {
+            None
+        }
     }
     fn primary_nodes(&self) -> Vec<Node> {
         if self.inner.cfg.galera {

@@ -69,6 +69,7 @@ impl Database for Patroni {
             local_server: false,
             replicas: false,
             lossy_data_dir: false,
+            membership: false,
             clock_faults: ClockFaults::No(
                 "Patroni starts PostgreSQL itself: not under libfaketime yet",
             ),

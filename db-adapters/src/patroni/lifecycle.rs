@@ -453,6 +453,10 @@ impl Process for PatroniCluster {
 pub struct PatroniDb(pub Arc<PatroniCluster>);
 
 impl Db for PatroniDb {
+    fn membership(&self) -> Option<Arc<dyn nemesis::membership::Membership>> {
+        // Not as a nemesis package yet: Patroni's members are fixed at setup.
+        None
+    }
     fn name(&self) -> &'static str {
         "patroni"
     }

@@ -79,6 +79,7 @@ impl Database for Postgres {
             replicas: true,
             lossy_data_dir: true,
             clock_faults: ClockFaults::Libfaketime,
+            membership: true,
             default_ops: None,
         }
     }

@@ -77,6 +77,7 @@ impl Database for Sim {
             clock_faults: ClockFaults::No(
                 "the simulator runs inside the harness process and has no clock of its own",
             ),
+            membership: false,
             default_ops: Some(super::DEFAULT_OPS),
         }
     }

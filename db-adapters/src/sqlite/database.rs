@@ -87,6 +87,7 @@ impl Database for Sqlite {
                 "SQLite runs inside the harness process: there is no server of its own to start under libfaketime",
             ),
             default_ops: Some(super::DEFAULT_OPS),
+            membership: false,
         }
     }
     fn records_version_order(&self, _on_nodes: bool) -> bool {

@@ -72,6 +72,8 @@ pub enum FaultKind {
     Clock,
     /// `start-loss` … `stop-loss`.
     Loss,
+    /// `leave` … `join` (a node out of the cluster).
+    Membership,
 }
 
 impl FaultKind {
@@ -83,6 +85,7 @@ impl FaultKind {
             FaultKind::Pause => "pause",
             FaultKind::Clock => "clock",
             FaultKind::Loss => "loss",
+            FaultKind::Membership => "membership",
         }
     }
 
@@ -94,6 +97,7 @@ impl FaultKind {
             FaultKind::Pause => (220, 180, 80),
             FaultKind::Clock => (110, 190, 190),
             FaultKind::Loss => (170, 110, 200),
+            FaultKind::Membership => (120, 180, 110),
         }
     }
 
@@ -110,6 +114,8 @@ impl FaultKind {
             F::StopClock => (FaultKind::Clock, false),
             F::StartLoss => (FaultKind::Loss, true),
             F::StopLoss => (FaultKind::Loss, false),
+            F::Leave => (FaultKind::Membership, true),
+            F::Join => (FaultKind::Membership, false),
             _ => return None,
         })
     }

@@ -117,6 +117,8 @@ fn window_of(f: &str) -> Option<(&str, bool)> {
         "start" => Some(("kill", false)),
         "pause" => Some(("pause", true)),
         "resume" => Some(("pause", false)),
+        "leave" => Some(("membership", true)),
+        "join" => Some(("membership", false)),
         _ => {
             if let Some(k) = f.strip_prefix("start-") {
                 Some((k, true))
