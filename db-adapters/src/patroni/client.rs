@@ -24,7 +24,6 @@ use nemesis::Node;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio_postgres::NoTls;
 use tokio_postgres::config::TargetSessionAttrs;
 
 /// Connections to the read-write server among `hosts`.
@@ -78,22 +77,14 @@ impl PatroniFactory {
         c
     }
 
-    async fn connect(&self) -> Result<tokio_postgres::Client, ClientError> {
-        let (client, conn) =
-            self.next_config().connect(NoTls).await.map_err(|e| {
-                ClientError::definite("connect", format!("no read-write server: {e}"))
-            })?;
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!("patroni connection ended: {e}");
-            }
-        });
-        Ok(client)
-    }
-
     async fn session(&self) -> Result<PgSession, ClientError> {
-        let client = self.connect().await?;
-        PgSession::prepare(client, self.tables, self.model, None, classify_pg).await
+        crate::postgres::open_session(
+            &self.next_config(),
+            "no read-write server",
+            self.tables,
+            self.model,
+        )
+        .await
     }
 }
 
@@ -118,18 +109,9 @@ impl PgSessionSource for PatroniFactory {
 impl ClientFactory for PatroniFactory {
     fn setup<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
         Box::pin(async move {
-            let client = self.connect().await?;
-            let mut sql = String::new();
-            for t in 0..self.tables.table_count {
-                sql.push_str(&self.tables.drop_sql(t));
-                sql.push_str(";\n");
-                sql.push_str(&self.tables.create_sql(t));
-                sql.push_str(";\n");
-            }
-            client
-                .batch_execute(&sql)
-                .await
-                .map_err(|e| ClientError::definite("setup", format!("creating tables: {e}")))
+            let client =
+                crate::postgres::connect(&self.next_config(), "no read-write server").await?;
+            crate::postgres::recreate_tables(&client, self.tables).await
         })
     }
 

@@ -97,24 +97,59 @@ impl PgFactory {
         self.isolation
     }
 
-    async fn connect(&self) -> Result<tokio_postgres::Client, ClientError> {
-        let (client, conn) = self
-            .config
-            .connect(NoTls)
-            .await
-            .map_err(|e| ClientError::definite("connect", format!("cannot connect: {e}")))?;
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!("postgres connection ended: {e}");
-            }
-        });
-        Ok(client)
-    }
-
     async fn session(&self) -> Result<PgSession, ClientError> {
-        let client = self.connect().await?;
-        PgSession::prepare(client, self.tables, self.model, None, classify_pg).await
+        open_session(&self.config, "cannot connect", self.tables, self.model).await
     }
+}
+
+/// Connects with `config`, its connection driven by a task of its own; a
+/// failed connect is a definite error saying `what` (PostgreSQL, and
+/// Patroni's primary-following pool).
+pub(crate) async fn connect(
+    config: &tokio_postgres::Config,
+    what: &str,
+) -> Result<tokio_postgres::Client, ClientError> {
+    let (client, conn) = config
+        .connect(NoTls)
+        .await
+        .map_err(|e| ClientError::definite("connect", format!("{what}: {e}")))?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!("postgres connection ended: {e}");
+        }
+    });
+    Ok(client)
+}
+
+/// [`connect`], then a PostgreSQL session on the connection.
+pub(crate) async fn open_session(
+    config: &tokio_postgres::Config,
+    what: &str,
+    tables: TxnTables,
+    model: DataModel,
+) -> Result<PgSession, ClientError> {
+    let client = connect(config, what).await?;
+    PgSession::prepare(client, tables, model, None, classify_pg).await
+}
+
+/// Drops and creates the workload's tables. Values must be unique per key
+/// across the whole table: data left by an earlier run would look like
+/// garbage reads.
+pub(crate) async fn recreate_tables(
+    client: &tokio_postgres::Client,
+    tables: TxnTables,
+) -> Result<(), ClientError> {
+    let mut sql = String::new();
+    for t in 0..tables.table_count {
+        sql.push_str(&tables.drop_sql(t));
+        sql.push_str(";\n");
+        sql.push_str(&tables.create_sql(t));
+        sql.push_str(";\n");
+    }
+    client
+        .batch_execute(&sql)
+        .await
+        .map_err(|e| ClientError::definite("setup", format!("creating tables: {e}")))
 }
 
 /// PostgreSQL on the shared PG-wire transaction loop: any error before
@@ -147,20 +182,8 @@ impl PgSessionSource for PgFactory {
 impl ClientFactory for PgFactory {
     fn setup<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
         Box::pin(async move {
-            let client = self.connect().await?;
-            // Values must be unique per key across the whole table: data left
-            // by an earlier run would look like garbage reads.
-            let mut sql = String::new();
-            for t in 0..self.tables.table_count {
-                sql.push_str(&self.tables.drop_sql(t));
-                sql.push_str(";\n");
-                sql.push_str(&self.tables.create_sql(t));
-                sql.push_str(";\n");
-            }
-            client
-                .batch_execute(&sql)
-                .await
-                .map_err(|e| ClientError::definite("setup", format!("creating tables: {e}")))
+            let client = connect(&self.config, "cannot connect").await?;
+            recreate_tables(&client, self.tables).await
         })
     }
 
