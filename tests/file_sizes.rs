@@ -49,10 +49,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "the fast op path and the generic data path must agree token by token",
     ),
     (
-        "src/serve/runs.rs",
-        "the per-run digest, its streaming deserializers and the confined file opening",
-    ),
-    (
         "checker/src/analysis/predicate.rs",
         "predicate observations, edges and cycle search are one analysis over one index",
     ),
