@@ -52,6 +52,17 @@ fn slow_ops(dir: &Path, secs: f64) -> std::collections::BTreeMap<i64, usize> {
 }
 
 /// Processes on this machine that have libfaketime mapped (readable ones).
+/// The two clock runs below each end by asserting that no process on the
+/// machine runs under libfaketime any more: they must not overlap, or one
+/// would see the other's cluster.
+static ONE_CLOCK_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_clock_run_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_CLOCK_RUN_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn preloaded_processes() -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
@@ -139,6 +150,7 @@ fn clock_faults_where_they_cannot_reach_are_rejected_with_the_reason() {
 #[test]
 #[ignore = "needs PostgreSQL binaries and libfaketime: run by .ci/run"]
 fn local_postgres_clock_bump_and_strobe_are_measured_and_valid() {
+    let _alone = one_clock_run_at_a_time();
     let store = tempfile::tempdir().unwrap();
     let name = "pg-local-clock";
     let out = run(
@@ -244,6 +256,7 @@ fn local_postgres_clock_bump_and_strobe_are_measured_and_valid() {
 #[ignore = "needs PostgreSQL binaries and libfaketime: run by .ci/run"]
 fn local_postgres_survives_hour_jumps_of_its_clock_under_load() {
     use nemesis::process::Process as _;
+    let _alone = one_clock_run_at_a_time();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let pgdir = tempfile::tempdir().unwrap();
     let cluster = rt

@@ -40,7 +40,7 @@ fn network_faults_off_nodes_are_rejected_by_name() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--nemesis partition needs a database on --nodes")
-            && err.contains("only kill, pause and pause-kill"),
+            && err.contains("only kill, pause, pause-kill and clock"),
         "{err}"
     );
     let out = run(
