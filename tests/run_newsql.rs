@@ -126,7 +126,7 @@ fn bad_flag_combinations_exit_3_naming_the_problem() {
                 "--version-order",
                 "db",
             ],
-            "only sqlite, postgres, cockroach and tidb record their version order",
+            "only sqlite, postgres, cockroach, tidb and etcd record their version order",
         ),
         (
             &[
