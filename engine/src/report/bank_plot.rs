@@ -3,7 +3,7 @@
 //! node count), fault windows shaded. A correct bank is a flat line at the
 //! bank's total; money created or destroyed shows as points off it.
 
-use super::plots::{PLOT_SIZE, fault_color, register_font};
+use super::plots::{PLOT_SIZE, register_font, shade};
 use super::spans::Extract;
 use anyhow::{Context, anyhow};
 use plotters::coord::Shift;
@@ -95,15 +95,18 @@ where
         .label_style(("sans-serif", 13))
         .draw()
         .map_err(err)?;
-    for w in &extract.windows {
-        let (a, b) = (w.start_ns as f64 / 1e9 - t0, w.end_ns as f64 / 1e9 - t0);
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(a, y0), (b.max(a), y1)],
-                fault_color(w.kind).mix(0.22).filled(),
-            )))
-            .map_err(err)?;
-    }
+    let windows: Vec<_> = extract
+        .windows
+        .iter()
+        .map(|w| {
+            (
+                w.kind,
+                w.start_ns as f64 / 1e9 - t0,
+                w.end_ns as f64 / 1e9 - t0,
+            )
+        })
+        .collect();
+    shade(&mut chart, &windows, y0, y1).map_err(err)?;
     chart
         .draw_series(LineSeries::new(
             [(0.0, expected as f64), (x_max * 1.02, expected as f64)],

@@ -224,14 +224,16 @@ where
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 /// Shades fault windows over `[y0, y1]`, labelling the first window of each kind.
-fn shade<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+/// `windows` are `(kind, start, end)` in the chart's x unit; the bank and
+/// clock plots shade theirs with it too.
+pub(crate) fn shade<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
-    series: &Series<'_>,
+    windows: &[(FaultKind, f64, f64)],
     y0: f64,
     y1: f64,
 ) -> DrawResult<DB> {
     let mut labelled: Vec<FaultKind> = Vec::new();
-    for &(k, a, b) in &series.windows {
+    for &(k, a, b) in windows {
         let color = fault_color(k);
         let rect = Rectangle::new([(a, y0), (b.max(a), y1)], color.mix(0.22).filled());
         let anno = chart.draw_series(std::iter::once(rect))?;
@@ -340,7 +342,7 @@ fn latency_raw<DB: DrawingBackend>(
         "latency (every op)".to_string()
     };
     latency_chart!(root, title, series, ylo, yhi, |chart, y0| {
-        shade(&mut chart, series, y0, yhi)?;
+        shade(&mut chart, &series.windows, y0, yhi)?;
         let step = series.spans.len().div_ceil(max_points.max(1)).max(1);
         for o in Outcome::ALL {
             let color = outcome_color(o);
@@ -416,7 +418,7 @@ fn latency_quantiles<DB: DrawingBackend>(
         ylo,
         yhi,
         |chart, y0| {
-            shade(&mut chart, series, y0, yhi)?;
+            shade(&mut chart, &series.windows, y0, yhi)?;
             for ((_, name, color), line) in QUANTILES.iter().zip(lines) {
                 let color = *color;
                 chart
@@ -471,7 +473,7 @@ fn rate<DB: DrawingBackend>(
         .axis_desc_style(("sans-serif", 15))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
-    shade(&mut chart, series, 0.0, ymax)?;
+    shade(&mut chart, &series.windows, 0.0, ymax)?;
     for (o, line) in Outcome::ALL.iter().zip(lines) {
         let color = outcome_color(*o);
         chart
