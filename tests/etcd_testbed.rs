@@ -16,7 +16,7 @@ mod run_common;
 
 use nemesis::testbed::{Testbed, TestbedLock};
 use run_common::{Down, assert_complete, history_text, results, run, run_dir, testbed_up};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The run's length: 25 s, or 5 minutes with `HARNESS_LONG=1`.
@@ -116,15 +116,32 @@ fn applied(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-#[ignore = "needs root, the testbed and etcd: run by .ci/run"]
-fn etcd_append_with_partitions_is_strict_serializable() {
+/// One run on a fresh testbed under one fault package: the fault's start
+/// and stop ops were both applied, more than 100 transactions ok, and the
+/// run's checks of `etcd_testbed_run` held. Returns the store (kept alive)
+/// and the run directory.
+fn faulted_run(
+    name: &str,
+    args: &[&str],
+    start_f: &str,
+    stop_f: &str,
+) -> (tempfile::TempDir, PathBuf) {
     let _lock = TestbedLock::acquire().unwrap();
     let _down = Down;
     testbed_up();
     let store = tempfile::tempdir().unwrap();
-    let dir = etcd_testbed_run(
-        store.path(),
+    let dir = etcd_testbed_run(store.path(), name, args);
+    let fs = applied(&dir);
+    assert!(fs.iter().any(|f| f == start_f), "{fs:?}");
+    assert!(fs.iter().any(|f| f == stop_f), "{fs:?}");
+    assert!(oks(&dir) > 100, "{} ok", oks(&dir));
+    (store, dir)
+}
+
+#[test]
+#[ignore = "needs root, the testbed and etcd: run by .ci/run"]
+fn etcd_append_with_partitions_is_strict_serializable() {
+    faulted_run(
         "etcd-tb-partition",
         &[
             "--workload",
@@ -138,22 +155,15 @@ fn etcd_append_with_partitions_is_strict_serializable() {
             "--version-order",
             "db",
         ],
+        "start-partition",
+        "stop-partition",
     );
-    let fs = applied(&dir);
-    assert!(fs.iter().any(|f| f == "start-partition"), "{fs:?}");
-    assert!(fs.iter().any(|f| f == "stop-partition"), "{fs:?}");
-    assert!(oks(&dir) > 100, "{} ok", oks(&dir));
 }
 
 #[test]
 #[ignore = "needs root, the testbed and etcd: run by .ci/run"]
 fn etcd_register_with_kills_is_linearizable() {
-    let _lock = TestbedLock::acquire().unwrap();
-    let _down = Down;
-    testbed_up();
-    let store = tempfile::tempdir().unwrap();
-    let dir = etcd_testbed_run(
-        store.path(),
+    let (_store, dir) = faulted_run(
         "etcd-tb-kill",
         &[
             "--workload",
@@ -163,23 +173,16 @@ fn etcd_register_with_kills_is_linearizable() {
             "--nemesis-interval",
             "4s",
         ],
+        "kill",
+        "start",
     );
     assert_eq!(results(&dir)["analyzer"], "wgl");
-    let fs = applied(&dir);
-    assert!(fs.iter().any(|f| f == "kill"), "{fs:?}");
-    assert!(fs.iter().any(|f| f == "start"), "{fs:?}");
-    assert!(oks(&dir) > 100, "{} ok", oks(&dir));
 }
 
 #[test]
 #[ignore = "needs root, the testbed and etcd: run by .ci/run"]
 fn etcd_append_with_pauses_is_strict_serializable() {
-    let _lock = TestbedLock::acquire().unwrap();
-    let _down = Down;
-    testbed_up();
-    let store = tempfile::tempdir().unwrap();
-    let dir = etcd_testbed_run(
-        store.path(),
+    faulted_run(
         "etcd-tb-pause",
         &[
             "--workload",
@@ -191,11 +194,9 @@ fn etcd_append_with_pauses_is_strict_serializable() {
             "--expected-consistency-model",
             "strict-serializable",
         ],
+        "pause",
+        "resume",
     );
-    let fs = applied(&dir);
-    assert!(fs.iter().any(|f| f == "pause"), "{fs:?}");
-    assert!(fs.iter().any(|f| f == "resume"), "{fs:?}");
-    assert!(oks(&dir) > 100, "{} ok", oks(&dir));
 }
 
 /// n3 removed from the cluster 8 s into the run (`member remove`, killed,
