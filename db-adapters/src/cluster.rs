@@ -407,23 +407,30 @@ impl Daemon {
     }
 
     /// Sends `signal` (`KILL`, `STOP`, `CONT`, `TERM`) to the recorded pid if
-    /// it is alive. For `KILL`, waits until the process is gone (up to 10 s)
-    /// and removes the pid file. Succeeds when nothing runs.
+    /// it is alive. For `KILL`: [`Daemon::kill_cmd`] with 10 s. Succeeds
+    /// when nothing runs.
     pub fn signal_cmd(&self, signal: &str) -> String {
         if signal == "KILL" {
-            format!(
-                "if {alive}; then kill -KILL $p; \
-                 for i in $(seq 1000); do test -d /proc/$p && ! grep -q '^State:.*Z' /proc/$p/status 2>/dev/null || break; sleep 0.01; done; \
-                 test -d /proc/$p && ! grep -q '^State:.*Z' /proc/$p/status 2>/dev/null && exit 1; fi; rm -f {pid}",
-                alive = self.alive_test(),
-                pid = shell_quote(&self.pid_file),
-            )
+            self.kill_cmd(10)
         } else {
             format!(
                 "if {alive}; then kill -{signal} $p; fi",
                 alive = self.alive_test()
             )
         }
+    }
+
+    /// SIGKILL of the recorded pid if it is alive, waiting up to `limit_s`
+    /// seconds until it is gone (or a zombie), then removing the pid file.
+    /// Exit status 1, with the process's state on stderr, when it outlives
+    /// the limit.
+    pub fn kill_cmd(&self, limit_s: u64) -> String {
+        format!(
+            "if {alive}; then kill -KILL $p; {wait} || exit 1; fi; rm -f {pid}",
+            alive = self.alive_test(),
+            wait = nemesis::process::wait_gone_sh("$p", limit_s),
+            pid = shell_quote(&self.pid_file),
+        )
     }
 
     /// Exit status 0 when the daemon runs.

@@ -169,9 +169,12 @@ impl Servers<PgClusterConfig> {
         // Stop the postmaster first so it cannot fork while its children are
         // signalled; then the children, then the postmaster itself.
         let wait = if wait_gone {
-            "for i in $(seq 1000); do alive=0; for p in $P $CH; do [ -e /proc/$p ] && ! grep -q '^State:.*Z' /proc/$p/status 2>/dev/null && alive=1; done; [ $alive = 0 ] && exit 0; sleep 0.01; done; exit 1"
+            format!(
+                "{} && exit 0; exit 1",
+                nemesis::process::wait_gone_sh("$P $CH", 10)
+            )
         } else {
-            "exit 0"
+            "exit 0".to_string()
         };
         let first = if signal == "CONT" { "CONT" } else { "STOP" };
         let cmd = format!(

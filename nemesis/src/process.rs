@@ -115,3 +115,116 @@ pub trait Process: Send + Sync {
         ""
     }
 }
+
+/// POSIX shell that waits until every pid in `pids` (shell words, e.g.
+/// `"$P $CH"`; empty words are skipped) is gone or a zombie, for at most
+/// `limit_s` seconds of wall-clock time (`date +%s`: between `limit_s` and
+/// `limit_s` + 1). Its status is 0 when they are
+/// gone; on timeout it prints, per pid still there, its state, the states
+/// of its threads and its kernel wait channel to stderr, and its status
+/// is 1.
+///
+/// The state is read with the shell's own `read` (no fork per check), and
+/// the limit is measured with `date`, not as a count of sleeps: a loop of
+/// `sleep`s ends early when `sleep` itself fails, which once reported a
+/// SIGKILLed process "alive 60 s" after 0.1 s.
+pub fn wait_gone_sh(pids: &str, limit_s: u64) -> String {
+    format!(
+        "hl_alive() {{ [ -n \"$1\" ] || return 1; hl_s=; \
+           while read -r hl_k hl_v hl_r; do if [ \"$hl_k\" = State: ]; then hl_s=$hl_v; break; fi; done 2>/dev/null </proc/$1/status; \
+           [ -n \"$hl_s\" ] && [ \"$hl_s\" != Z ] && [ \"$hl_s\" != X ]; }}; \
+         hl_t0=$(date +%s); hl_end=$((hl_t0 + {limit_s} + 1)); \
+         while :; do hl_a=; for hl_p in {pids}; do hl_alive $hl_p && hl_a=\"$hl_a $hl_p\"; done; \
+           [ -z \"$hl_a\" ] && break; [ \"$(date +%s)\" -ge \"$hl_end\" ] && break; sleep 0.05; done; \
+         if [ -n \"$hl_a\" ]; then for hl_p in $hl_a; do \
+           echo \"pid $hl_p still alive $(( $(date +%s) - hl_t0 )) s after the signal (limit {limit_s} s): \
+state $(sed -n 's/^State:[[:space:]]*//p' /proc/$hl_p/status 2>/dev/null), \
+threads by state $(for t in /proc/$hl_p/task/*; do sed 's/.*) \\(.\\).*/\\1/' $t/stat 2>/dev/null; done | sort | uniq -c | tr -s ' \\n' ' '), \
+wchan $(cat /proc/$hl_p/wchan 2>/dev/null)\" >&2; done; false; else true; fi"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::wait_gone_sh;
+    use std::process::Command;
+
+    fn sh(script: &str) -> std::process::Output {
+        Command::new("sh").arg("-c").arg(script).output().unwrap()
+    }
+
+    #[test]
+    fn waits_for_a_killed_process_and_skips_empty_words() {
+        let s = format!(
+            "sleep 30 & P=$!; E=; kill -KILL $P; {} && echo gone",
+            wait_gone_sh("$P $E", 5)
+        );
+        let out = sh(&s);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "gone",
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_zombie_counts_as_gone() {
+        // The child of `sh` is never reaped while `sh` sleeps in the
+        // foreground loop: it stays a zombie.
+        let s = format!(
+            "sleep 30 & P=$!; kill -KILL $P; {} && echo gone",
+            wait_gone_sh("$P", 3)
+        );
+        let out = sh(&s);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("gone"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_live_process_times_out_by_the_clock_and_says_its_state() {
+        let t = std::time::Instant::now();
+        let s = format!(
+            "sleep 30 & P=$!; {} && echo gone; R=$?; kill -KILL $P; exit $R",
+            wait_gone_sh("$P", 2)
+        );
+        let out = sh(&s);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("gone"),
+            "{out:?}"
+        );
+        assert!(
+            t.elapsed() >= std::time::Duration::from_millis(1500),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(
+            err.contains("still alive") && err.contains("(limit 2 s): state S"),
+            "{err}"
+        );
+        assert!(
+            err.contains("threads by state") && err.contains("wchan"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_limit_is_wall_clock_even_when_sleep_fails() {
+        // A `sleep` that fails at once must not end the wait early.
+        let t = std::time::Instant::now();
+        let s = format!(
+            "sleep() {{ return 1; }}; /bin/sleep 30 & P=$!; {}; R=$?; kill -KILL $P; exit $R",
+            wait_gone_sh("$P", 1)
+        );
+        let out = sh(&s);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert!(
+            t.elapsed() >= std::time::Duration::from_millis(900),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+}

@@ -174,18 +174,11 @@ impl EtcdNodesConfig {
 }
 
 /// SIGKILL of the member by its pid file, waiting up to 60 s until it is
-/// gone (or a zombie), then removing the pid file. Longer than the
-/// tarball daemons' 10 s: on the shared testbed machine under load a
-/// killed member blocked in a WAL fsync was seen to outlive 10 s.
+/// gone (or a zombie). Longer than the tarball daemons' 10 s: on the
+/// shared testbed machine under load a killed member blocked in a WAL
+/// fsync was seen to outlive 10 s.
 fn kill_cmd(d: &Daemon) -> String {
-    let pid = shell_quote(&d.pid_file);
-    let bin = shell_quote(&d.bin);
-    let alive = "test -d /proc/$p && ! grep -q '^State:.*Z' /proc/$p/status 2>/dev/null";
-    format!(
-        "if {{ p=$(cat {pid} 2>/dev/null) && test -n \"$p\" && grep -qF {bin} /proc/$p/cmdline 2>/dev/null; }}; then \
-         kill -KILL $p; for i in $(seq 600); do {alive} || break; sleep 0.1; done; \
-         {alive} && {{ echo \"etcd pid $p still alive 60 s after SIGKILL\" >&2; exit 1; }}; fi; rm -f {pid}"
-    )
+    d.kill_cmd(60)
 }
 
 /// `--initial-cluster-state`.
@@ -523,7 +516,8 @@ mod tests {
             k.contains("p=$(cat /var/lib/harness/etcd/n2/etcd.pid"),
             "{k}"
         );
-        assert!(k.contains("kill -KILL $p; for i in $(seq 600)"), "{k}");
+        assert!(k.contains("kill -KILL $p; hl_alive()"), "{k}");
+        assert!(k.contains("(limit 60 s)"), "{k}");
         let again = cfg.daemon(
             &nodes[1],
             "n2=http://10.99.0.2:2380",

@@ -217,8 +217,8 @@ impl PatroniCluster {
         }
         if signal == "KILL" {
             cmd.push_str(&format!(
-                "for i in $(seq 1000); do a=0; for p in {}; do alive $p && a=1; done; [ $a = 0 ] && exit 0; sleep 0.01; done; exit 1",
-                waited.join(" ")
+                "{} && exit 0; exit 1",
+                nemesis::process::wait_gone_sh(&waited.join(" "), 10)
             ));
         } else {
             cmd.push_str("exit 0");
