@@ -118,26 +118,28 @@ pub trait Process: Send + Sync {
 
 /// POSIX shell that waits until every pid in `pids` (shell words, e.g.
 /// `"$P $CH"`; empty words are skipped) is gone or a zombie, for at most
-/// `limit_s` seconds of wall-clock time (`date +%s`: between `limit_s` and
-/// `limit_s` + 1). Its status is 0 when they are
+/// `limit_s` seconds of wall-clock time (whole seconds: between `limit_s`
+/// and `limit_s` + 1). Its status is 0 when they are
 /// gone; on timeout it prints, per pid still there, its state, the states
 /// of its threads and its kernel wait channel to stderr, and its status
 /// is 1.
 ///
-/// The state is read with the shell's own `read` (no fork per check), and
-/// the limit is measured with `date`, not as a count of sleeps: a loop of
-/// `sleep`s ends early when `sleep` itself fails, which once reported a
-/// SIGKILLed process "alive 60 s" after 0.1 s.
+/// The state and the time (`/proc/uptime`) are read with the shell's own
+/// `read`, so checking forks nothing, and the limit is wall-clock time,
+/// not a count of sleeps: a loop of `sleep`s ends early when `sleep`
+/// itself fails (e.g. fork refused), which once reported a SIGKILLed
+/// process "alive 60 s" after 0.1 s.
 pub fn wait_gone_sh(pids: &str, limit_s: u64) -> String {
     format!(
         "hl_alive() {{ [ -n \"$1\" ] || return 1; hl_s=; \
            while read -r hl_k hl_v hl_r; do if [ \"$hl_k\" = State: ]; then hl_s=$hl_v; break; fi; done 2>/dev/null </proc/$1/status; \
            [ -n \"$hl_s\" ] && [ \"$hl_s\" != Z ] && [ \"$hl_s\" != X ]; }}; \
-         hl_t0=$(date +%s); hl_end=$((hl_t0 + {limit_s} + 1)); \
+         hl_now() {{ read -r hl_u hl_r </proc/uptime; hl_u=${{hl_u%.*}}; }}; \
+         hl_now; hl_t0=$hl_u; hl_end=$((hl_t0 + {limit_s} + 1)); \
          while :; do hl_a=; for hl_p in {pids}; do hl_alive $hl_p && hl_a=\"$hl_a $hl_p\"; done; \
-           [ -z \"$hl_a\" ] && break; [ \"$(date +%s)\" -ge \"$hl_end\" ] && break; sleep 0.05; done; \
-         if [ -n \"$hl_a\" ]; then for hl_p in $hl_a; do \
-           echo \"pid $hl_p still alive $(( $(date +%s) - hl_t0 )) s after the signal (limit {limit_s} s): \
+           [ -z \"$hl_a\" ] && break; hl_now; [ \"$hl_u\" -ge \"$hl_end\" ] && break; sleep 0.05; done; \
+         if [ -n \"$hl_a\" ]; then hl_now; for hl_p in $hl_a; do \
+           echo \"pid $hl_p still alive $((hl_u - hl_t0)) s after the signal (limit {limit_s} s): \
 state $(sed -n 's/^State:[[:space:]]*//p' /proc/$hl_p/status 2>/dev/null), \
 threads by state $(for t in /proc/$hl_p/task/*; do sed 's/.*) \\(.\\).*/\\1/' $t/stat 2>/dev/null; done | sort | uniq -c | tr -s ' \\n' ' '), \
 wchan $(cat /proc/$hl_p/wchan 2>/dev/null)\" >&2; done; false; else true; fi"
@@ -208,6 +210,21 @@ mod tests {
         assert!(
             err.contains("threads by state") && err.contains("wchan"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn checking_needs_no_external_command() {
+        // With no command found at all (as when forks are refused), a
+        // killed process is still seen gone.
+        let s = format!(
+            "/bin/sleep 30 & P=$!; kill -KILL $P; PATH=/nonexistent; {} && echo gone",
+            wait_gone_sh("$P", 3)
+        );
+        let out = sh(&s);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("gone"),
+            "{out:?}"
         );
     }
 
