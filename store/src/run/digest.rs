@@ -1,6 +1,7 @@
 //! A bounded digest of a `results.json` ([`ResultsDigest`]), read in one
 //! streaming pass: the verdict, anomaly types with exact counts,
-//! `not`/`also-not`, the reason, and a short preview per type. Long-lived
+//! `not`/`also-not`, the reason, a short preview per type and the
+//! `lost-writes` section. Long-lived
 //! readers (`harness serve`) keep this instead of the whole
 //! [`super::RunResults`], which for a big run holds megabytes of anomalies.
 //! Field names are [`super::RunResults`]'s.
@@ -15,6 +16,8 @@ use std::collections::BTreeMap;
 const PREVIEW_ANOMALIES: usize = 3;
 /// Longest preview text per type (bytes).
 const MAX_PREVIEW_BYTES: usize = 16 * 1024;
+/// Lost writes kept of `lost-writes.listed` (harness writes at most 100).
+const LOST_WRITES_KEPT: usize = 100;
 
 /// `valid?` as a verdict only when it is one: `true`, `false`, `"unknown"`
 /// (or EDN's `:unknown`).
@@ -56,6 +59,10 @@ pub struct ResultsDigest {
     pub reason: Option<String>,
     /// The first few anomalies of each type, pretty JSON, cut short.
     pub previews: BTreeMap<String, String>,
+    /// `lost-writes` as the file has it (`{count, in-crash-windows, listed,
+    /// omitted}`, written by the engine's lost-writes report), its `listed`
+    /// cut to the first 100.
+    pub lost_writes: Option<Value>,
 }
 
 /// The anomalies of one type: how many, and the first few.
@@ -213,6 +220,13 @@ impl<'de> Deserialize<'de> for ResultsDigest {
                         "reason" => {
                             d.reason = map.next_value::<Value>()?.as_str().map(str::to_string);
                         }
+                        "lost-writes" => {
+                            let mut v = map.next_value::<Value>()?;
+                            if let Some(Value::Array(a)) = v.get_mut("listed") {
+                                a.truncate(LOST_WRITES_KEPT);
+                            }
+                            d.lost_writes = Some(v);
+                        }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -319,6 +333,23 @@ mod tests {
         let p = &d.previews["lost-update"];
         assert!(p.contains("\"key\": 2") && !p.contains("\"key\": 3"), "{p}");
         assert!(p.contains("the first 3 of 1000"), "{p}");
+    }
+
+    #[test]
+    fn a_digest_keeps_the_lost_writes_bounded() {
+        let listed: Vec<Value> = (0..150)
+            .map(|i| serde_json::json!({"key": "1", "value": i.to_string()}))
+            .collect();
+        let json = serde_json::json!({
+            "valid?": false,
+            "lost-writes": {"count": 150, "in-crash-windows": 150, "listed": listed},
+        })
+        .to_string();
+        let d = digest(&json);
+        let lw = d.lost_writes.unwrap();
+        assert_eq!(lw["count"], 150);
+        assert_eq!(lw["listed"].as_array().unwrap().len(), 100);
+        assert!(digest(r#"{"valid?":true}"#).lost_writes.is_none());
     }
 
     #[test]
