@@ -384,17 +384,31 @@ fn run_page_names_the_lost_writes_the_text_report_names() {
         .unwrap_or_default();
     assert_eq!(report.len(), 14, "{results}");
     let text = std::fs::read_to_string(finding.join("lost-writes.txt")).unwrap_or_default();
-    assert_eq!(text.lines().next(), Some(report[0].as_str()), "the text report's first line");
+    assert_eq!(
+        text.lines().next(),
+        Some(report[0].as_str()),
+        "the text report's first line"
+    );
     let srv = serve(dir.path());
-    let (status, page) = raw_get(&srv.addr, "GET", "/run/galera-kill-all/20261127T000000.000/");
+    let (status, page) = raw_get(
+        &srv.addr,
+        "GET",
+        "/run/galera-kill-all/20261127T000000.000/",
+    );
     assert_eq!(status, 200, "{page}");
-    assert!(page.contains("<h2 id=\"lost-writes\">Lost acknowledged writes</h2>"), "{page}");
+    assert!(
+        page.contains("<h2 id=\"lost-writes\">Lost acknowledged writes</h2>"),
+        "{page}"
+    );
     assert!(
         page.contains("14 write(s) the database acknowledged are missing from every later read (14 in a crash window)"),
         "{page}"
     );
     for sentence in &report {
-        assert!(page.contains(sentence.as_str()), "the page lacks {sentence:?}");
+        assert!(
+            page.contains(sentence.as_str()),
+            "the page lacks {sentence:?}"
+        );
     }
     // The page lists all 14 (results.json keeps up to 100), one row each,
     // with the crash window in its own column.

@@ -466,8 +466,8 @@ fn every_scenario_parses_and_validates_without_running() {
     // A broken copy (a typo in a run flag, then in an anomaly name) fails
     // the listing, naming the file and the problem.
     let tmp = tempfile::tempdir().unwrap();
-    let galera = std::fs::read_to_string(dir.join("galera-coordinated-crash-lost-writes.toml"))
-        .unwrap();
+    let galera =
+        std::fs::read_to_string(dir.join("galera-coordinated-crash-lost-writes.toml")).unwrap();
     for (broken, why) in [
         (galera.replace("kill-targets", "kill-target"), "kill-target"),
         (galera.replace("G0-realtime", "G0-realtim"), "G0-realtim"),

@@ -41,7 +41,11 @@ fn window_cell(w: &Value) -> String {
     }
     let (begun, done) = (&w["fault-begin-time-ns"], &w["fault-time-ns"]);
     if begun.is_i64() && begun != done {
-        s.push_str(&format!(", begun at {}, done at {}", secs(begun), secs(done)));
+        s.push_str(&format!(
+            ", begun at {}, done at {}",
+            secs(begun),
+            secs(done)
+        ));
     } else {
         s.push_str(&format!(" at {}", secs(done)));
     }
@@ -120,14 +124,20 @@ mod tests {
             "fault-time-ns": 20_320_471_192i64, "nodes": ["n1", "n2", "n3"],
             "restart-index": 5535, "restart-time-ns": 36_927_587_642i64,
         })));
-        assert!(html.contains("3 write(s) the database acknowledged"), "{html}");
+        assert!(
+            html.contains("3 write(s) the database acknowledged"),
+            "{html}"
+        );
         assert!(html.contains("(1 in a crash window)"), "{html}");
         assert!(html.contains("<td>95</td><td>28</td><td>19.920 s (op 4715)</td>"));
         assert!(html.contains(
             "kill of n1, n2, n3, begun at 19.922 s, done at 20.320 s (op 4761); restarted at 36.928 s (op 5535)"
         ));
         assert!(html.contains("<td>69.156 s (op 9397)</td>"));
-        assert!(html.contains("28 to key 95 &lt;acknowledged&gt;"), "escaped");
+        assert!(
+            html.contains("28 to key 95 &lt;acknowledged&gt;"),
+            "escaped"
+        );
         assert!(html.contains("… and 2 more"), "{html}");
     }
 
@@ -136,8 +146,10 @@ mod tests {
         let html = section(&one(Value::Null));
         assert!(html.contains("none: no kill or loss between it and the read that misses it"));
         assert!(
-            section(&one(json!({"fault": "lose-unfsynced-writes", "fault-index": 7,
-                "fault-time-ns": 1_000_000_000i64, "nodes": []})))
+            section(&one(
+                json!({"fault": "lose-unfsynced-writes", "fault-index": 7,
+                "fault-time-ns": 1_000_000_000i64, "nodes": []})
+            ))
             .contains("lose-unfsynced-writes at 1.000 s (op 7); never restarted")
         );
         assert_eq!(section(&json!({"count": 0, "listed": []})), "");
