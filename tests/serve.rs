@@ -356,7 +356,8 @@ fn run_pages_say_the_timeline_is_sampled_what_a_sim_bug_ran_and_the_harness_vers
 fn run_page_names_the_lost_writes_the_text_report_names() {
     // A real run: the Galera coordinated-crash finding (14 acknowledged
     // appends lost in the first kill of all three nodes), re-checked by
-    // `harness analyze`, which writes results.json and prints the report.
+    // `harness analyze`, which rewrites results.json (its `lost-writes` is
+    // made by the code that prints `harness run`'s text report).
     let finding = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("findings/galera-flush0-coordinated-crash-lost-writes");
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
