@@ -97,7 +97,7 @@ pub fn section(lost: &Value) -> String {
     let more = count.saturating_sub(listed.len() as u64);
     if more > 0 {
         b.push_str(&format!(
-            "<p class=\"muted\">… and {more} more (not listed in results.json)</p>\n"
+            "<p class=\"muted\">… and {more} more, not shown (results.json `lost-writes` lists up to 100)</p>\n"
         ));
     }
     b

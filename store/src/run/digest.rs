@@ -1,7 +1,7 @@
 //! A bounded digest of a `results.json` ([`ResultsDigest`]), read in one
 //! streaming pass: the verdict, anomaly types with exact counts,
 //! `not`/`also-not`, the reason, a short preview per type and the
-//! `lost-writes` section. Long-lived
+//! `lost-writes` section (bounded). Long-lived
 //! readers (`harness serve`) keep this instead of the whole
 //! [`super::RunResults`], which for a big run holds megabytes of anomalies.
 //! Field names are [`super::RunResults`]'s.
@@ -18,6 +18,9 @@ const PREVIEW_ANOMALIES: usize = 3;
 const MAX_PREVIEW_BYTES: usize = 16 * 1024;
 /// Lost writes kept of `lost-writes.listed` (harness writes at most 100).
 const LOST_WRITES_KEPT: usize = 100;
+/// Largest listed lost writes kept (bytes of JSON); harness's 100 take
+/// about 60 KiB.
+const MAX_LOST_WRITES_BYTES: usize = 256 * 1024;
 
 /// `valid?` as a verdict only when it is one: `true`, `false`, `"unknown"`
 /// (or EDN's `:unknown`).
@@ -221,11 +224,7 @@ impl<'de> Deserialize<'de> for ResultsDigest {
                             d.reason = map.next_value::<Value>()?.as_str().map(str::to_string);
                         }
                         "lost-writes" => {
-                            let mut v = map.next_value::<Value>()?;
-                            if let Some(Value::Array(a)) = v.get_mut("listed") {
-                                a.truncate(LOST_WRITES_KEPT);
-                            }
-                            d.lost_writes = Some(v);
+                            d.lost_writes = Some(bounded_lost_writes(map.next_value()?));
                         }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
@@ -252,6 +251,19 @@ impl<'de> Deserialize<'de> for ResultsDigest {
         }
         d.deserialize_map(V)
     }
+}
+
+/// `lost-writes` with at most [`LOST_WRITES_KEPT`] listed writes, and none
+/// listed when those still take more than [`MAX_LOST_WRITES_BYTES`] (a
+/// file harness did not write: its count is kept).
+fn bounded_lost_writes(mut v: Value) -> Value {
+    if let Some(Value::Array(a)) = v.get_mut("listed") {
+        a.truncate(LOST_WRITES_KEPT);
+        if serde_json::to_string(a).map_or(0, |t| t.len()) > MAX_LOST_WRITES_BYTES {
+            a.clear();
+        }
+    }
+    v
 }
 
 /// The first anomalies as pretty JSON, at most [`MAX_PREVIEW_BYTES`].
@@ -350,6 +362,15 @@ mod tests {
         assert_eq!(lw["count"], 150);
         assert_eq!(lw["listed"].as_array().unwrap().len(), 100);
         assert!(digest(r#"{"valid?":true}"#).lost_writes.is_none());
+        // Listed writes too big to keep: the count stays, the list goes.
+        let huge = "x".repeat(300 * 1024);
+        let json = serde_json::json!({
+            "lost-writes": {"count": 1, "listed": [{"key": "1", "explanation": huge}]},
+        })
+        .to_string();
+        let lw = digest(&json).lost_writes.unwrap();
+        assert_eq!(lw["count"], 1);
+        assert_eq!(lw["listed"].as_array().unwrap().len(), 0);
     }
 
     #[test]
