@@ -3,8 +3,9 @@
 //! `/` lists runs (name, db, workload, nemesis, isolation, date, verdict,
 //! anomaly types; filter and sort in the page); `/run/<test>/<timestamp>/`
 //! shows one run (configuration, verdict, anomalies with explanations and
-//! cycle graphs, plots, timeline, files, node logs); any other path under
-//! `/run/` serves a file of the store or lists a directory.
+//! cycle graphs, lost acknowledged writes with their crash windows, plots,
+//! timeline, files, node logs); any other path under `/run/` serves a file
+//! of the store or lists a directory.
 //!
 //! Key decisions: one fallback handler routes by hand so that every path is
 //! checked in one place before it touches the file system: after percent-
@@ -25,6 +26,7 @@
 //! `Retry-After` and a "busy" page (the wait is the hidden
 //! `--queue-wait-ms`, or `HARNESS_SERVE_QUEUE_WAIT_MS`, for tests).
 
+mod lost;
 mod pages;
 mod runs;
 

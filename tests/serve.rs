@@ -351,3 +351,81 @@ fn run_pages_say_the_timeline_is_sampled_what_a_sim_bug_ran_and_the_harness_vers
         "{index}"
     );
 }
+
+#[test]
+fn run_page_names_the_lost_writes_the_text_report_names() {
+    // A real run: the Galera coordinated-crash finding (14 acknowledged
+    // appends lost in the first kill of all three nodes), re-checked by
+    // `harness analyze`, which rewrites results.json (its `lost-writes` is
+    // made by the code that prints `harness run`'s text report).
+    let finding = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("findings/galera-flush0-coordinated-crash-lost-writes");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let run = dir.path().join("galera-kill-all/20261127T000000.000");
+    std::fs::create_dir_all(&run).unwrap_or_else(|e| panic!("{e}"));
+    for f in ["test.json", "history.jsonl.gz"] {
+        std::fs::copy(finding.join(f), run.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    }
+    let (code, out, err) = report_support::harness(&["analyze", &run.display().to_string()]);
+    assert_eq!(code, 1, "invalid: {out}\n{err}");
+    // The sentences `harness run` prints under LOST ACKNOWLEDGED WRITES
+    // (the finding's lost-writes.txt holds that run's), as results.json
+    // records them.
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("results.json")).unwrap_or_else(|e| panic!("{e}")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let report: Vec<String> = results["lost-writes"]["listed"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|l| l["explanation"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(report.len(), 14, "{results}");
+    let text = std::fs::read_to_string(finding.join("lost-writes.txt")).unwrap_or_default();
+    assert_eq!(
+        text.lines().next(),
+        Some(report[0].as_str()),
+        "the text report's first line"
+    );
+    let srv = serve(dir.path());
+    let (status, page) = raw_get(
+        &srv.addr,
+        "GET",
+        "/run/galera-kill-all/20261127T000000.000/",
+    );
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<h2 id=\"lost-writes\">Lost acknowledged writes</h2>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("14 write(s) the database acknowledged are missing from every later read (14 in a crash window)"),
+        "{page}"
+    );
+    for sentence in &report {
+        assert!(
+            page.contains(sentence.as_str()),
+            "the page lacks {sentence:?}"
+        );
+    }
+    // The page lists all 14 (results.json keeps up to 100), one row each,
+    // with the crash window in its own column.
+    let table = &page[page.find("id=\"lost-writes-table\"").unwrap_or(0)..];
+    let table = &table[..table.find("</table>").unwrap_or(table.len())];
+    assert_eq!(table.matches("<tr><td>").count(), 14, "{table}");
+    assert!(
+        table.contains("<td>95</td><td>28</td><td>19.920 s (op 4715)</td><td>kill of n1, n2, n3, begun at 19.922 s, done at 20.320 s (op 4761); restarted at 36.928 s (op 5535)</td><td>69.156 s (op 9397)</td>"),
+        "{table}"
+    );
+    // A run without lost writes has no such section.
+    let (_, other) = raw_get(&srv.addr, "GET", "/");
+    assert!(other.contains("galera-kill-all"), "{other}");
+    let plain = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    invalid_run(plain.path(), "pg-append", "20261122T040000.000");
+    let srv = serve(plain.path());
+    let (_, page) = raw_get(&srv.addr, "GET", "/run/pg-append/20261122T040000.000/");
+    assert!(!page.contains("Lost acknowledged writes"), "{page}");
+}

@@ -332,6 +332,10 @@ pub fn run_page(run: &RunInfo) -> String {
         }
     }
 
+    if let Some(lost) = run.results.as_ref().and_then(|r| r.lost_writes.as_ref()) {
+        b.push_str(&super::lost::section(lost));
+    }
+
     let plots: Vec<String> = ["latency-raw", "latency-quantiles", "rate", "clock-skew"]
         .iter()
         .filter_map(|stem| {

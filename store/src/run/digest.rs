@@ -1,6 +1,7 @@
 //! A bounded digest of a `results.json` ([`ResultsDigest`]), read in one
 //! streaming pass: the verdict, anomaly types with exact counts,
-//! `not`/`also-not`, the reason, and a short preview per type. Long-lived
+//! `not`/`also-not`, the reason, a short preview per type and the
+//! `lost-writes` section (bounded). Long-lived
 //! readers (`harness serve`) keep this instead of the whole
 //! [`super::RunResults`], which for a big run holds megabytes of anomalies.
 //! Field names are [`super::RunResults`]'s.
@@ -15,6 +16,11 @@ use std::collections::BTreeMap;
 const PREVIEW_ANOMALIES: usize = 3;
 /// Longest preview text per type (bytes).
 const MAX_PREVIEW_BYTES: usize = 16 * 1024;
+/// Lost writes kept of `lost-writes.listed` (harness writes at most 100).
+const LOST_WRITES_KEPT: usize = 100;
+/// Largest listed lost writes kept (bytes of JSON); harness's 100 take
+/// about 60 KiB.
+const MAX_LOST_WRITES_BYTES: usize = 256 * 1024;
 
 /// `valid?` as a verdict only when it is one: `true`, `false`, `"unknown"`
 /// (or EDN's `:unknown`).
@@ -56,6 +62,10 @@ pub struct ResultsDigest {
     pub reason: Option<String>,
     /// The first few anomalies of each type, pretty JSON, cut short.
     pub previews: BTreeMap<String, String>,
+    /// `lost-writes` as the file has it (`{count, in-crash-windows, listed,
+    /// omitted}`, written by the engine's lost-writes report), its `listed`
+    /// cut to the first 100.
+    pub lost_writes: Option<Value>,
 }
 
 /// The anomalies of one type: how many, and the first few.
@@ -213,6 +223,9 @@ impl<'de> Deserialize<'de> for ResultsDigest {
                         "reason" => {
                             d.reason = map.next_value::<Value>()?.as_str().map(str::to_string);
                         }
+                        "lost-writes" => {
+                            d.lost_writes = Some(bounded_lost_writes(map.next_value()?));
+                        }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -238,6 +251,19 @@ impl<'de> Deserialize<'de> for ResultsDigest {
         }
         d.deserialize_map(V)
     }
+}
+
+/// `lost-writes` with at most [`LOST_WRITES_KEPT`] listed writes, and none
+/// listed when those still take more than [`MAX_LOST_WRITES_BYTES`] (a
+/// file harness did not write: its count is kept).
+fn bounded_lost_writes(mut v: Value) -> Value {
+    if let Some(Value::Array(a)) = v.get_mut("listed") {
+        a.truncate(LOST_WRITES_KEPT);
+        if serde_json::to_string(a).map_or(0, |t| t.len()) > MAX_LOST_WRITES_BYTES {
+            a.clear();
+        }
+    }
+    v
 }
 
 /// The first anomalies as pretty JSON, at most [`MAX_PREVIEW_BYTES`].
@@ -319,6 +345,32 @@ mod tests {
         let p = &d.previews["lost-update"];
         assert!(p.contains("\"key\": 2") && !p.contains("\"key\": 3"), "{p}");
         assert!(p.contains("the first 3 of 1000"), "{p}");
+    }
+
+    #[test]
+    fn a_digest_keeps_the_lost_writes_bounded() {
+        let listed: Vec<Value> = (0..150)
+            .map(|i| serde_json::json!({"key": "1", "value": i.to_string()}))
+            .collect();
+        let json = serde_json::json!({
+            "valid?": false,
+            "lost-writes": {"count": 150, "in-crash-windows": 150, "listed": listed},
+        })
+        .to_string();
+        let d = digest(&json);
+        let lw = d.lost_writes.unwrap();
+        assert_eq!(lw["count"], 150);
+        assert_eq!(lw["listed"].as_array().unwrap().len(), 100);
+        assert!(digest(r#"{"valid?":true}"#).lost_writes.is_none());
+        // Listed writes too big to keep: the count stays, the list goes.
+        let huge = "x".repeat(300 * 1024);
+        let json = serde_json::json!({
+            "lost-writes": {"count": 1, "listed": [{"key": "1", "explanation": huge}]},
+        })
+        .to_string();
+        let lw = digest(&json).lost_writes.unwrap();
+        assert_eq!(lw["count"], 1);
+        assert_eq!(lw["listed"].as_array().unwrap().len(), 0);
     }
 
     #[test]
