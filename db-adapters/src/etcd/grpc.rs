@@ -13,8 +13,8 @@
 //! reached etcd:
 //!
 //! - [`GrpcError::Connect`]: the connection could not be opened (refused,
-//!   unreachable, connect timed out) or the channel was not ready: the
-//!   request was never sent. `tonic` reports such a failure as
+//!   unreachable, connect timed out after half the deadline) or the
+//!   channel was not ready: the request was never sent. `tonic` reports such a failure as
 //!   `Unavailable` with a `ConnectError` in its source chain; that is
 //!   what tells it apart from etcd's own `Unavailable` answers ("leader
 //!   changed", "request timed out"), which come after the request arrived.
@@ -107,10 +107,18 @@ fn error_chain(s: &Status) -> String {
     out
 }
 
+/// How long opening the connection may take: half the call's deadline,
+/// so that a connect that hangs (a partitioned member drops the SYN) ends
+/// as the definite [`GrpcError::Connect`] before the call's deadline makes
+/// it an indefinite [`GrpcError::Timeout`].
+fn connect_timeout(call: Duration) -> Duration {
+    call / 2
+}
+
 /// A gRPC session to one etcd member (see the module doc).
 pub struct EtcdConn {
     addr: String,
-    /// Deadline of each call (and of opening the connection).
+    /// Deadline of each call, connecting included.
     pub timeout: Duration,
     grpc: Option<Grpc<Channel>>,
 }
@@ -140,7 +148,7 @@ impl EtcdConn {
                 addr: self.addr.clone(),
                 detail: format!("not a host:port: {e}"),
             })?
-            .connect_timeout(self.timeout)
+            .connect_timeout(connect_timeout(self.timeout))
             .tcp_nodelay(true);
         let g = Grpc::new(endpoint.connect_lazy());
         self.grpc = Some(g.clone());
@@ -258,6 +266,14 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use tokio::io::AsyncReadExt;
+
+    #[test]
+    fn connecting_gets_half_the_deadline() {
+        assert_eq!(
+            connect_timeout(Duration::from_secs(5)),
+            Duration::from_millis(2500)
+        );
+    }
 
     #[test]
     fn a_connect_error_in_the_source_chain_means_never_sent() {
