@@ -2,12 +2,17 @@
 //! ports): list-append and rw-register histories recorded by concurrent
 //! clients check strict-serializable; the register workload's cas is
 //! definite on mismatch and loses no increment under contention; a killed
-//! member leaves a cluster that still serves and checks valid.
+//! member leaves a cluster that still serves and checks valid; etcd's own
+//! gRPC answers (a refused `Txn`, a failed compare, the member list, a
+//! killed member's refused connection) reach the error classification.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use checker::{CheckOptions, ConsistencyModel, Valid, Workload, check};
 use db_adapters::client::{ClientFactory, ErrorKind};
+use db_adapters::etcd::client::classify;
+use db_adapters::etcd::grpc::{EtcdConn, GrpcError};
+use db_adapters::etcd::proto::{Compare, RequestOp, TxnRequest};
 use db_adapters::etcd::{EtcdFactory, LocalCluster};
 use db_adapters::sql::DataModel;
 use nemesis::Node;
@@ -233,4 +238,56 @@ async fn cas_is_definite_on_mismatch_and_loses_no_increment() {
         MicroOp::Read(Key::int(1), ReadValue::Scalar(Val::int(1 + oks)))
     );
     assert!(oks > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the etcd binary (/usr/bin/etcd, Debian etcd-server): run by .ci/run"]
+async fn grpc_answers_of_a_real_member_are_classified() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = LocalCluster::start(ETCD, dir.path(), 1).await.unwrap();
+    let addr = cluster.nodes()[0].host.clone();
+    let mut conn = EtcdConn::new(&addr, std::time::Duration::from_secs(5));
+    let key = b"grpc-test/k".to_vec();
+    // Two puts of one key: refused before proposing, so definite.
+    let dup = TxnRequest {
+        success: vec![
+            RequestOp::put(key.clone(), b"1".to_vec()),
+            RequestOp::put(key.clone(), b"2".to_vec()),
+        ],
+        ..TxnRequest::default()
+    };
+    let e = conn.txn(dup).await.unwrap_err();
+    assert_eq!(e.code(), Some(tonic::Code::InvalidArgument), "{e}");
+    assert!(e.to_string().contains("duplicate key"), "{e}");
+    assert_eq!(classify(&e, false).kind, ErrorKind::Definite);
+    // Create-if-absent (mod_revision 0) succeeds once, then its compare fails.
+    let create = TxnRequest {
+        compare: vec![Compare::mod_revision_is(key.clone(), 0)],
+        success: vec![RequestOp::put(key.clone(), b"1".to_vec())],
+        failure: vec![],
+    };
+    let first = conn.txn(create.clone()).await.unwrap();
+    assert!(first.succeeded);
+    assert!(first.header.unwrap().revision > 1);
+    assert!(!conn.txn(create).await.unwrap().succeeded);
+    let members = conn.member_list().await.unwrap().members;
+    assert_eq!(members.len(), 1);
+    assert_eq!(members[0].name, "e0");
+    // A killed member refuses the connection: nothing was sent. The first
+    // call may still meet the old connection's end (not a connect error,
+    // but never a success); a later one must be refused.
+    cluster.kill(0);
+    let mut refused = false;
+    for _ in 0..5 {
+        match conn.txn(TxnRequest::default()).await {
+            Err(e @ GrpcError::Connect { .. }) => {
+                assert_eq!(classify(&e, false).kind, ErrorKind::Definite);
+                refused = true;
+                break;
+            }
+            Err(e) => assert_eq!(classify(&e, false).kind, ErrorKind::Indefinite),
+            Ok(r) => panic!("a killed member answered: {r:?}"),
+        }
+    }
+    assert!(refused, "never reported as refused");
 }

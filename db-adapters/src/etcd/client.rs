@@ -1,5 +1,5 @@
-//! Transactions on etcd, mapped as Jepsen's etcd suite maps them, over the
-//! v3 JSON gateway ([`super::http`]).
+//! Transactions on etcd, mapped as Jepsen's etcd suite maps them, as
+//! `KV.Txn` calls over gRPC ([`super::grpc`], messages in [`super::proto`]).
 //!
 //! - A transaction first reads every key it reads or appends to, in one
 //!   read-only `Txn` (linearizable range requests). It then computes its
@@ -33,23 +33,34 @@
 //! those keys unchanged up to the commit, so they are the state just
 //! before its revision.
 //!
-//! Error classification: a failed connect is definite (nothing sent); any
-//! error of a read-only transaction is definite (it changed nothing); gRPC
-//! codes InvalidArgument, PermissionDenied, OutOfRange, Unauthenticated and
-//! ResourceExhausted ("too many requests", refused before proposing) are
-//! definite; everything else — timeouts, lost connections, `leader
-//! changed`, `request timed out`, Unavailable — is indefinite.
+//! Error classification ([`classify`], on [`GrpcError`]):
+//!
+//! | failure | read-only txn | writing txn |
+//! |---|---|---|
+//! | `Connect`: refused, unreachable, connect timed out (never sent) | definite `connect` | definite `connect` |
+//! | `Timeout`: no answer within the deadline | definite `read-failed` | indefinite `timeout` |
+//! | status InvalidArgument, PermissionDenied, ResourceExhausted, OutOfRange, Unauthenticated, Unimplemented | definite | definite `grpc-<code>` |
+//! | any other status: Unavailable ("leader changed", "request timed out", a connection lost after sending), DeadlineExceeded, Unknown, Internal, Cancelled, FailedPrecondition | definite `read-failed` | indefinite `grpc-<code>` |
+//!
+//! A read-only transaction changed nothing, so any failure is definite. The
+//! definite status codes are answers etcd gives only to requests it refused
+//! before proposing them to raft ("duplicate key given in txn request",
+//! "too many requests", auth); `Unavailable` and `DeadlineExceeded` can
+//! come after the proposal was made, and `Unavailable` is also what
+//! `tonic` reports for a connection lost mid-call — only the
+//! `ConnectError` behind a failed connect proves the request never left.
 
-use super::http::{HttpError, b64_decode, b64_encode, json_i64, post_json};
+use super::grpc::{EtcdConn, GrpcError};
+use super::proto::{Compare, DeleteRangeRequest, RequestOp, Response, TxnRequest, TxnResponse};
 use super::revision::{Committed, header_revision, revision_extra};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::register::cas_mismatch;
 use crate::sql::{DataModel, int_key, int_val, parse_list};
 use nemesis::Node;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use store::{Data, MicroOp, ReadValue, Val};
+use tonic::Code;
 
 /// etcd's default client port, used when a node's host names no port.
 pub const DEFAULT_CLIENT_PORT: u16 = 2379;
@@ -62,12 +73,11 @@ struct KeyState {
     mod_revision: i64,
 }
 
-/// One session to one etcd member.
+/// One session to one etcd member (one HTTP/2 connection, reused).
 pub struct EtcdClient {
-    addr: String,
+    conn: EtcdConn,
     prefix: String,
     model: DataModel,
-    timeout: Duration,
     /// Record each `ok` transaction's revision (`--version-order db`).
     pub version_order: bool,
     extra: Vec<(String, Data)>,
@@ -77,71 +87,74 @@ impl EtcdClient {
     /// A session to `addr` (`host:port`); keys are stored as `{prefix}{k}`.
     pub fn new(addr: &str, prefix: &str, model: DataModel, timeout: Duration) -> EtcdClient {
         EtcdClient {
-            addr: addr.to_string(),
+            conn: EtcdConn::new(addr, timeout),
             prefix: prefix.to_string(),
             model,
-            timeout,
             version_order: false,
             extra: Vec::new(),
         }
     }
 
-    fn key_b64(&self, k: i64) -> String {
-        b64_encode(format!("{}{k}", self.prefix).as_bytes())
+    fn key(&self, k: i64) -> Vec<u8> {
+        format!("{}{k}", self.prefix).into_bytes()
     }
 
-    async fn txn_call(&self, body: &Value, read_only: bool) -> Result<Value, ClientError> {
-        match post_json(&self.addr, "/v3/kv/txn", body, self.timeout).await {
-            Ok((200, v)) => Ok(v),
-            Ok((status, v)) => Err(classify_status(status, &v, read_only)),
-            Err(e) => Err(classify_http(&e, read_only)),
-        }
+    async fn txn_call(
+        &mut self,
+        req: TxnRequest,
+        read_only: bool,
+    ) -> Result<TxnResponse, ClientError> {
+        self.conn
+            .txn(req)
+            .await
+            .map_err(|e| classify(&e, read_only))
     }
 
     /// Reads `keys` in one linearizable read-only Txn.
-    async fn read_keys(&self, keys: &[i64]) -> Result<(BTreeMap<i64, KeyState>, i64), ClientError> {
-        let success: Vec<Value> = keys
-            .iter()
-            .map(|&k| json!({"request_range": {"key": self.key_b64(k)}}))
-            .collect();
-        let v = self.txn_call(&json!({ "success": success }), true).await?;
-        let responses = v.get("responses").and_then(Value::as_array);
+    async fn read_keys(
+        &mut self,
+        keys: &[i64],
+    ) -> Result<(BTreeMap<i64, KeyState>, i64), ClientError> {
+        let success = keys.iter().map(|&k| RequestOp::get(self.key(k))).collect();
+        let req = TxnRequest {
+            success,
+            ..TxnRequest::default()
+        };
+        let v = self.txn_call(req, true).await?;
         let mut out = BTreeMap::new();
         for (i, &k) in keys.iter().enumerate() {
-            let kv = responses
-                .and_then(|r| r.get(i))
-                .and_then(|r| r.get("response_range"))
-                .and_then(|r| r.get("kvs"))
-                .and_then(Value::as_array)
-                .and_then(|kvs| kvs.first());
+            let kv = match v.responses.get(i).and_then(|r| r.response.as_ref()) {
+                Some(Response::Range(r)) => r.kvs.first(),
+                _ => None,
+            };
             let state = match kv {
                 None => KeyState::default(),
                 Some(kv) => KeyState {
-                    value: Some(decode_text(kv.get("value"))?),
-                    mod_revision: json_i64(kv.get("mod_revision")),
+                    value: Some(decode_text(&kv.value)?),
+                    mod_revision: kv.mod_revision,
                 },
             };
             out.insert(k, state);
         }
-        Ok((out, header_revision(&v)))
+        Ok((out, header_revision(v.header.as_ref())))
     }
 
-    async fn cas(&self, k: i64, old: i64, new: i64) -> Result<i64, ClientError> {
-        let key = self.key_b64(k);
-        let body = json!({
-            "compare": [{"key": key, "target": "VALUE", "result": "EQUAL",
-                         "value": b64_encode(old.to_string().as_bytes())}],
-            "success": [{"request_put": {"key": key, "value": b64_encode(new.to_string().as_bytes())}}],
-        });
-        let v = self.txn_call(&body, false).await?;
-        if succeeded(&v) {
-            Ok(header_revision(&v))
+    async fn cas(&mut self, k: i64, old: i64, new: i64) -> Result<i64, ClientError> {
+        let key = self.key(k);
+        let req = TxnRequest {
+            compare: vec![Compare::value_is(key.clone(), old.to_string().into_bytes())],
+            success: vec![RequestOp::put(key, new.to_string().into_bytes())],
+            failure: vec![],
+        };
+        let v = self.txn_call(req, false).await?;
+        if v.succeeded {
+            Ok(header_revision(v.header.as_ref()))
         } else {
             Err(cas_mismatch(k, old))
         }
     }
 
-    async fn run(&self, txn: &[MicroOp]) -> Result<(Vec<MicroOp>, Committed), ClientError> {
+    async fn run(&mut self, txn: &[MicroOp]) -> Result<(Vec<MicroOp>, Committed), ClientError> {
         if let Some((k, old, new)) = crate::register::cas_parts(txn)? {
             let revision = self.cas(k, old, new).await?;
             let c = Committed {
@@ -165,27 +178,30 @@ impl EtcdClient {
             };
             return Ok((out, c));
         }
-        let compare: Vec<Value> = observed
+        let compare = observed
             .iter()
-            .map(|(&k, s)| {
-                json!({"key": self.key_b64(k), "target": "MOD", "result": "EQUAL",
-                       "mod_revision": s.mod_revision.to_string()})
-            })
+            .map(|(&k, s)| Compare::mod_revision_is(self.key(k), s.mod_revision))
             .collect();
-        let success: Vec<Value> = plan
+        let success = plan
             .written
             .iter()
             .map(|k| {
-                let text = state.get(k).and_then(|s| s.value.clone()).unwrap_or_default();
-                json!({"request_put": {"key": self.key_b64(*k), "value": b64_encode(text.as_bytes())}})
+                let text = state
+                    .get(k)
+                    .and_then(|s| s.value.clone())
+                    .unwrap_or_default();
+                RequestOp::put(self.key(*k), text.into_bytes())
             })
             .collect();
-        let v = self
-            .txn_call(&json!({"compare": compare, "success": success}), false)
-            .await?;
-        if succeeded(&v) {
+        let req = TxnRequest {
+            compare,
+            success,
+            failure: vec![],
+        };
+        let v = self.txn_call(req, false).await?;
+        if v.succeeded {
             let c = Committed {
-                revision: header_revision(&v),
+                revision: header_revision(v.header.as_ref()),
                 wrote: true,
             };
             Ok((out, c))
@@ -198,17 +214,8 @@ impl EtcdClient {
     }
 }
 
-/// proto3 JSON omits `false`: an absent `succeeded` is false.
-fn succeeded(v: &Value) -> bool {
-    v.get("succeeded").and_then(Value::as_bool).unwrap_or(false)
-}
-
-fn decode_text(v: Option<&Value>) -> Result<String, ClientError> {
-    let s = v.and_then(Value::as_str).unwrap_or("");
-    let bytes = b64_decode(s).ok_or_else(|| {
-        ClientError::indefinite("unparseable-read", format!("value {s:?} is not base64"))
-    })?;
-    String::from_utf8(bytes)
+fn decode_text(v: &[u8]) -> Result<String, ClientError> {
+    String::from_utf8(v.to_vec())
         .map_err(|e| ClientError::indefinite("unparseable-read", format!("value not UTF-8: {e}")))
 }
 
@@ -304,35 +311,34 @@ fn apply_locally(
     Ok(out)
 }
 
-/// Classifies a transport error.
-pub fn classify_http(e: &HttpError, read_only: bool) -> ClientError {
-    match e {
-        HttpError::Connect { .. } => ClientError::definite("connect", e.to_string()),
-        _ if read_only => ClientError::definite("read-failed", e.to_string()),
-        HttpError::Timeout(_) => ClientError::indefinite("timeout", e.to_string()),
-        HttpError::AfterSend(_) => ClientError::indefinite("connection-lost", e.to_string()),
-        HttpError::Malformed(_) => ClientError::indefinite("malformed-answer", e.to_string()),
-    }
-}
+/// gRPC codes etcd answers only for requests it refused before proposing
+/// them to raft: InvalidArgument (e.g. "duplicate key given in txn
+/// request"), PermissionDenied, ResourceExhausted ("too many requests"),
+/// OutOfRange, Unauthenticated, and Unimplemented (no such method).
+pub const DEFINITE_CODES: &[Code] = &[
+    Code::InvalidArgument,
+    Code::PermissionDenied,
+    Code::ResourceExhausted,
+    Code::OutOfRange,
+    Code::Unauthenticated,
+    Code::Unimplemented,
+];
 
-/// Classifies a gateway error answer (`{"error", "code", "message"}`; the
-/// code is gRPC's).
-pub fn classify_status(status: u16, v: &Value, read_only: bool) -> ClientError {
-    let code = v.get("code").and_then(Value::as_i64).unwrap_or(-1);
-    let msg = v
-        .get("message")
-        .or_else(|| v.get("error"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let tag = format!("grpc-{code}");
-    let detail = format!("HTTP {status}, gRPC code {code}: {msg}");
-    // 3 InvalidArgument, 7 PermissionDenied, 8 ResourceExhausted,
-    // 11 OutOfRange, 16 Unauthenticated: refused before proposing.
-    if read_only || matches!(code, 3 | 7 | 8 | 11 | 16) {
-        ClientError::definite(tag, detail)
-    } else {
-        ClientError::indefinite(tag, detail)
+/// Classifies a failed call (the table is in the module doc): definite
+/// only when nothing can have been applied.
+pub fn classify(e: &GrpcError, read_only: bool) -> ClientError {
+    match e {
+        GrpcError::Connect { .. } => ClientError::definite("connect", e.to_string()),
+        _ if read_only => ClientError::definite("read-failed", e.to_string()),
+        GrpcError::Timeout(_) => ClientError::indefinite("timeout", e.to_string()),
+        GrpcError::Status { code, .. } => {
+            let tag = format!("grpc-{}", i32::from(*code));
+            if DEFINITE_CODES.contains(code) {
+                ClientError::definite(tag, e.to_string())
+            } else {
+                ClientError::indefinite(tag, e.to_string())
+            }
+        }
     }
 }
 
@@ -398,14 +404,14 @@ impl ClientFactory for EtcdFactory {
     fn setup<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ClientError>> {
         // No schema: clear the prefix so a rerun starts from empty keys.
         Box::pin(async move {
-            let c = EtcdClient::new(&client_addr(node), &self.prefix, self.model, self.timeout);
-            let key = b64_encode(self.prefix.as_bytes());
-            let end = b64_encode(&prefix_end(self.prefix.as_bytes()));
-            let body = json!({"key": key, "range_end": end});
-            match post_json(&c.addr, "/v3/kv/deleterange", &body, c.timeout).await {
-                Ok((200, _)) => Ok(()),
-                Ok((status, v)) => Err(classify_status(status, &v, false)),
-                Err(e) => Err(classify_http(&e, false)),
+            let mut conn = EtcdConn::new(&client_addr(node), self.timeout);
+            let req = DeleteRangeRequest {
+                key: self.prefix.as_bytes().to_vec(),
+                range_end: prefix_end(self.prefix.as_bytes()),
+            };
+            match conn.delete_range(req).await {
+                Ok(_) => Ok(()),
+                Err(e) => Err(classify(&e, false)),
             }
         })
     }
@@ -509,37 +515,55 @@ mod tests {
         );
     }
 
+    /// The classification table: (error, read-only?, definite?, tag).
     #[test]
     fn classification_definite_only_when_nothing_applied() {
-        let conn = HttpError::Connect {
+        use crate::client::ErrorKind::{Definite, Indefinite};
+        let status = |code| GrpcError::Status {
+            code,
+            message: "m".into(),
+        };
+        let connect = GrpcError::Connect {
             addr: "x".into(),
             detail: "refused".into(),
         };
-        assert_eq!(
-            classify_http(&conn, false).kind,
-            crate::client::ErrorKind::Definite
-        );
-        let t = HttpError::Timeout(Duration::from_secs(1));
-        assert_eq!(
-            classify_http(&t, false).kind,
-            crate::client::ErrorKind::Indefinite
-        );
-        assert_eq!(
-            classify_http(&t, true).kind,
-            crate::client::ErrorKind::Definite
-        );
-        let dup = json!({"error": "etcdserver: duplicate key given in txn request", "code": 3});
-        assert_eq!(
-            classify_status(400, &dup, false).kind,
-            crate::client::ErrorKind::Definite
-        );
-        let lc = json!({"error": "etcdserver: leader changed", "code": 14});
-        let e = classify_status(503, &lc, false);
-        assert_eq!(
-            (e.kind, e.code.as_str()),
-            (crate::client::ErrorKind::Indefinite, "grpc-14")
-        );
-        assert!(!succeeded(&json!({"header": {}})));
+        let timeout = GrpcError::Timeout(Duration::from_secs(1));
+        let table = [
+            (connect.clone(), false, Definite, "connect"),
+            (connect, true, Definite, "connect"),
+            (timeout.clone(), false, Indefinite, "timeout"),
+            (timeout, true, Definite, "read-failed"),
+            (status(Code::Unavailable), true, Definite, "read-failed"),
+            // etcd's "leader changed", "request timed out", "no leader":
+            // the proposal may still commit.
+            (status(Code::Unavailable), false, Indefinite, "grpc-14"),
+            (status(Code::DeadlineExceeded), false, Indefinite, "grpc-4"),
+            (status(Code::Unknown), false, Indefinite, "grpc-2"),
+            (status(Code::Internal), false, Indefinite, "grpc-13"),
+            (status(Code::Cancelled), false, Indefinite, "grpc-1"),
+            (
+                status(Code::FailedPrecondition),
+                false,
+                Indefinite,
+                "grpc-9",
+            ),
+            // Refused before proposing.
+            (status(Code::InvalidArgument), false, Definite, "grpc-3"),
+            (status(Code::PermissionDenied), false, Definite, "grpc-7"),
+            (status(Code::ResourceExhausted), false, Definite, "grpc-8"),
+            (status(Code::OutOfRange), false, Definite, "grpc-11"),
+            (status(Code::Unimplemented), false, Definite, "grpc-12"),
+            (status(Code::Unauthenticated), false, Definite, "grpc-16"),
+        ];
+        for (e, read_only, kind, tag) in table {
+            let c = classify(&e, read_only);
+            assert_eq!(
+                (c.kind, c.code.as_str()),
+                (kind, tag),
+                "{e:?} read-only {read_only}"
+            );
+        }
         assert_eq!(prefix_end(b"harness/"), b"harness0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
     }
 }

@@ -14,11 +14,10 @@
 //! one. One member at a time, so a quorum of the three stays up unless
 //! faults overlap.
 
-use super::http::post_json;
+use super::grpc::EtcdConn;
 use crate::postgres::local::signal;
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
-use serde_json::json;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -173,10 +172,9 @@ impl LocalCluster {
                 continue;
             }
             let addr = format!("127.0.0.1:{}", m.client_port);
+            let mut conn = EtcdConn::new(&addr, Duration::from_secs(2));
             loop {
-                let body = json!({"key": "aGVhbHRo"});
-                let r = post_json(&addr, "/v3/kv/range", &body, Duration::from_secs(2)).await;
-                if matches!(r, Ok((200, _))) {
+                if conn.linearizable_read(b"health").await.is_ok() {
                     break;
                 }
                 if start.elapsed() > limit {

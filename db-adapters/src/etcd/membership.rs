@@ -1,8 +1,7 @@
 //! Membership changes of etcd on nodes (what a `membership` nemesis
 //! calls): [`EtcdNodes::remove_member`] and [`EtcdNodes::add_member`],
-//! through etcd's cluster API on the JSON gateway
-//! (`/v3/cluster/member/{list,add,remove}`), as Jepsen's etcd suite does
-//! (`shrink!`/`grow!`).
+//! through etcd's gRPC cluster API (`Cluster.MemberList`, `MemberAdd`,
+//! `MemberRemove`), as Jepsen's etcd suite does (`shrink!`/`grow!`).
 //!
 //! - Remove: `member remove <id>` sent to another member, then the removed
 //!   member is killed by pid (it usually stops itself within 2 s) and its
@@ -15,16 +14,20 @@
 //!   `member add` right after bootstrap, or while a member is down, is
 //!   refused with `Unavailable` "etcdserver: unhealthy cluster" (measured:
 //!   it succeeds a few seconds later), so both requests are retried on
-//!   such answers until their limit. A node that is in the member list
+//!   such answers, and on transport failures, until their limit
+//!   ([`retryable`]); any other status (e.g. `FailedPrecondition` "Peer
+//!   URLs already exists") is final. A node that is in the member list
 //!   without a name (added, never started: an earlier add failed after the
 //!   request) is just started.
 
-use super::http::{HttpError, post_json};
+use super::grpc::{EtcdConn, GrpcError};
 use super::nodes::{ClusterState, EtcdNodes};
+use super::proto::{Member, MemberAddRequest, MemberRemoveRequest};
 use crate::db::DbError;
 use nemesis::Node;
-use serde_json::{Value, json};
+use std::future::Future;
 use std::time::{Duration, Instant};
+use tonic::Code;
 
 /// One entry of `member list`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,38 +41,15 @@ pub struct MemberInfo {
 }
 
 /// The members of a `member list` / `member add` answer.
-pub fn parse_members(v: &Value) -> Vec<MemberInfo> {
-    v.get("members")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+pub fn parse_members(members: &[Member]) -> Vec<MemberInfo> {
+    members
+        .iter()
         .map(|m| MemberInfo {
-            id: json_u64_str(m.get("ID")),
-            name: m
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            peer_urls: m
-                .get("peerURLs")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
+            id: m.id,
+            name: m.name.clone(),
+            peer_urls: m.peer_urls.clone(),
         })
         .collect()
-}
-
-/// A uint64 id as proto3 JSON writes it (a string, possibly above
-/// `i64::MAX`).
-fn json_u64_str(v: Option<&Value>) -> u64 {
-    match v {
-        Some(Value::String(s)) => s.parse().unwrap_or(0),
-        Some(Value::Number(n)) => n.as_u64().unwrap_or(0),
-        _ => 0,
-    }
 }
 
 /// `--initial-cluster` of an added member: every listed member's peer
@@ -85,49 +65,49 @@ pub fn initial_cluster_after_add(members: &[MemberInfo], name: &str) -> String {
         .join(",")
 }
 
-/// Whether an answer is worth retrying: etcd refused the change for now
-/// (`Unavailable`, e.g. "unhealthy cluster", "leader changed", "no
-/// leader"), or the member asked is unreachable.
-fn retryable(r: &Result<(u16, Value), HttpError>) -> bool {
-    match r {
-        Ok((200, _)) => false,
-        Ok((_, v)) => v.get("code").and_then(Value::as_i64) == Some(14),
-        Err(_) => true,
-    }
-}
-
-fn describe(r: &Result<(u16, Value), HttpError>) -> String {
-    match r {
-        Ok((status, v)) => format!("HTTP {status}: {v}"),
-        Err(e) => e.to_string(),
+/// Whether a failed cluster call is worth retrying: etcd refused the
+/// change for now (`Unavailable`: "unhealthy cluster", "leader changed",
+/// "no leader"), or the member asked was unreachable, did not answer or
+/// lost the connection (`Unknown`, `Internal`, `Cancelled`).
+pub fn retryable(e: &GrpcError) -> bool {
+    match e {
+        GrpcError::Connect { .. } | GrpcError::Timeout(_) => true,
+        GrpcError::Status { code, .. } => matches!(
+            code,
+            Code::Unavailable | Code::Unknown | Code::Internal | Code::Cancelled
+        ),
     }
 }
 
 impl EtcdNodes {
-    /// Posts `body` to `path` on each member but `except` in turn until
-    /// one answers 200; retries refusals etcd may lift (see the module
-    /// doc) until `limit`.
-    async fn cluster_call(
+    /// Sends `call` to each member but `except` in turn until one
+    /// answers; retries refusals etcd may lift (see the module doc) until
+    /// `limit`.
+    async fn cluster_call<T, F, Fut>(
         &self,
         except: &Node,
-        path: &str,
-        body: &Value,
+        what: &str,
         limit: Duration,
-    ) -> Result<Value, DbError> {
+        call: F,
+    ) -> Result<T, DbError>
+    where
+        F: Fn(EtcdConn) -> Fut,
+        Fut: Future<Output = Result<T, GrpcError>>,
+    {
         let start = Instant::now();
         loop {
             let mut last = format!("no member but {except} to ask");
             for n in self.member_nodes().iter().filter(|n| n.name != except.name) {
-                let addr = self.cfg.client_addr(n);
-                let r = post_json(&addr, path, body, Duration::from_secs(5)).await;
-                if let Ok((200, v)) = r {
-                    return Ok(v);
-                }
-                last = format!("{n}: {}", describe(&r));
-                if !retryable(&r) {
+                let conn = EtcdConn::new(&self.cfg.client_addr(n), Duration::from_secs(5));
+                let e = match call(conn).await {
+                    Ok(v) => return Ok(v),
+                    Err(e) => e,
+                };
+                last = format!("{n}: {e}");
+                if !retryable(&e) {
                     return Err(DbError::Step {
                         node: except.name.clone(),
-                        step: format!("etcd {path}"),
+                        step: format!("etcd {what}"),
                         detail: last,
                     });
                 }
@@ -135,7 +115,7 @@ impl EtcdNodes {
             if start.elapsed() >= limit {
                 return Err(DbError::Step {
                     node: except.name.clone(),
-                    step: format!("etcd {path}"),
+                    step: format!("etcd {what}"),
                     detail: format!("still refused after {:?}: {last}", start.elapsed()),
                 });
             }
@@ -153,9 +133,11 @@ impl EtcdNodes {
         limit: Duration,
     ) -> Result<Vec<MemberInfo>, DbError> {
         let v = self
-            .cluster_call(except, "/v3/cluster/member/list", &json!({}), limit)
+            .cluster_call(except, "member list", limit, |mut c| async move {
+                c.member_list().await
+            })
             .await?;
-        Ok(parse_members(&v))
+        Ok(parse_members(&v.members))
     }
 
     /// Removes `node`'s member: `member remove` through another member,
@@ -179,12 +161,10 @@ impl EtcdNodes {
             .iter()
             .find(|m| m.name == node.name || m.peer_urls.contains(&peer))
         {
-            self.cluster_call(
-                node,
-                "/v3/cluster/member/remove",
-                &json!({"ID": m.id.to_string()}),
-                limit,
-            )
+            let id = m.id;
+            self.cluster_call(node, "member remove", limit, |mut c| async move {
+                c.member_remove(MemberRemoveRequest { id }).await
+            })
             .await?;
         }
         self.set_members(names.into_iter().filter(|n| *n != node.name).collect());
@@ -226,14 +206,12 @@ impl EtcdNodes {
             }
             None => {
                 let v = self
-                    .cluster_call(
-                        node,
-                        "/v3/cluster/member/add",
-                        &json!({"peerURLs": [peer]}),
-                        limit,
-                    )
+                    .cluster_call(node, "member add", limit, |mut c| {
+                        let peer_urls = vec![peer.clone()];
+                        async move { c.member_add(MemberAddRequest { peer_urls }).await }
+                    })
                     .await?;
-                parse_members(&v)
+                parse_members(&v.members)
             }
         };
         let initial = initial_cluster_after_add(&members, &node.name);
@@ -265,21 +243,25 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    fn member(id: u64, name: &str, peer: &str) -> Member {
+        Member {
+            id,
+            name: name.to_string(),
+            peer_urls: vec![peer.to_string()],
+            client_urls: vec![],
+        }
+    }
+
     #[test]
     fn an_add_answer_gives_the_new_members_initial_cluster() {
-        // What etcd 3.4's gateway answers to member/add (ids as strings,
-        // the new member without a name).
-        let v = json!({
-            "header": {"cluster_id": "1", "member_id": "2", "raft_term": "3"},
-            "member": {"ID": "13803658152347727308", "peerURLs": ["http://10.99.0.3:2380"]},
-            "members": [
-                {"ID": "10501334649042878790", "name": "n1",
-                 "peerURLs": ["http://10.99.0.1:2380"], "clientURLs": ["http://10.99.0.1:2379"]},
-                {"ID": "2", "name": "n2", "peerURLs": ["http://10.99.0.2:2380"]},
-                {"ID": "13803658152347727308", "peerURLs": ["http://10.99.0.3:2380"]}
-            ]
-        });
-        let m = parse_members(&v);
+        // What etcd answers to MemberAdd: every member, the new one
+        // without a name (ids are uint64, above i64::MAX here).
+        let members = [
+            member(10_501_334_649_042_878_790, "n1", "http://10.99.0.1:2380"),
+            member(2, "n2", "http://10.99.0.2:2380"),
+            member(13_803_658_152_347_727_308, "", "http://10.99.0.3:2380"),
+        ];
+        let m = parse_members(&members);
         assert_eq!(m.len(), 3);
         assert_eq!(m[0].id, 10_501_334_649_042_878_790);
         assert_eq!(m[2].name, "");
@@ -291,15 +273,28 @@ mod tests {
 
     #[test]
     fn only_refusals_etcd_may_lift_are_retried() {
-        let unhealthy = Ok((
-            503,
-            json!({"error": "etcdserver: unhealthy cluster", "code": 14}),
-        ));
-        assert!(retryable(&unhealthy));
-        let bad = Ok((400, json!({"error": "etcdserver: bad peer", "code": 3})));
-        assert!(!retryable(&bad));
-        assert!(!retryable(&Ok((200, json!({})))));
-        assert!(retryable(&Err(HttpError::Timeout(Duration::from_secs(1)))));
-        assert!(describe(&bad).contains("bad peer"));
+        let status = |code, message: &str| GrpcError::Status {
+            code,
+            message: message.to_string(),
+        };
+        assert!(retryable(&status(
+            Code::Unavailable,
+            "etcdserver: unhealthy cluster"
+        )));
+        assert!(retryable(&status(Code::Unknown, "connection reset")));
+        assert!(!retryable(&status(
+            Code::FailedPrecondition,
+            "etcdserver: Peer URLs already exists"
+        )));
+        assert!(!retryable(&status(
+            Code::NotFound,
+            "etcdserver: member not found"
+        )));
+        assert!(!retryable(&status(Code::InvalidArgument, "bad peer")));
+        assert!(retryable(&GrpcError::Timeout(Duration::from_secs(1))));
+        assert!(retryable(&GrpcError::Connect {
+            addr: "x".into(),
+            detail: "refused".into()
+        }));
     }
 }

@@ -29,14 +29,13 @@
 //!
 //! Clients connect to every member (`client_nodes` is every node).
 
-use super::http::{b64_encode, post_json};
+use super::grpc::EtcdConn;
 use crate::client::BoxFuture;
 use crate::cluster::Daemon;
 use crate::db::{Db, DbError, LogFile, connect_all, join_errors, node_logs, remote_named};
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
-use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -328,12 +327,10 @@ impl EtcdNodes {
     pub async fn await_member(&self, node: &Node, limit: Duration) -> Result<(), DbError> {
         let start = Instant::now();
         let addr = self.cfg.client_addr(node);
-        let body = json!({"key": b64_encode(b"harness-health")});
+        let mut conn = EtcdConn::new(&addr, Duration::from_secs(2));
         loop {
-            let detail = match post_json(&addr, "/v3/kv/range", &body, Duration::from_secs(2)).await
-            {
-                Ok((200, _)) => return Ok(()),
-                Ok((status, v)) => format!("HTTP {status}: {v}"),
+            let detail = match conn.linearizable_read(b"harness-health").await {
+                Ok(()) => return Ok(()),
                 Err(e) => e.to_string(),
             };
             if start.elapsed() >= limit {

@@ -5,8 +5,7 @@
 //! `snapshot` = `R:R:`) that gives the checker each key's exact version
 //! order.
 
-use super::http::json_i64;
-use serde_json::Value;
+use super::proto::ResponseHeader;
 use store::Data;
 
 /// What an `ok` transaction did: its revision and whether it wrote.
@@ -36,16 +35,15 @@ pub(crate) fn revision_extra(c: Committed) -> Vec<(String, Data)> {
     out
 }
 
-/// A `Txn` answer's header revision.
-pub(crate) fn header_revision(v: &Value) -> i64 {
-    json_i64(v.get("header").and_then(|h| h.get("revision")))
+/// A `Txn` answer's header revision (0 without a header).
+pub(crate) fn header_revision(h: Option<&ResponseHeader>) -> i64 {
+    h.map_or(0, |h| h.revision)
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn revisions_become_commit_timestamps_and_certificates() {
@@ -76,7 +74,11 @@ mod tests {
 
     #[test]
     fn the_header_carries_the_revision() {
-        assert_eq!(header_revision(&json!({"header": {"revision": "42"}})), 42);
-        assert_eq!(header_revision(&json!({})), 0);
+        let h = ResponseHeader {
+            revision: 42,
+            ..ResponseHeader::default()
+        };
+        assert_eq!(header_revision(Some(&h)), 42);
+        assert_eq!(header_revision(None), 0);
     }
 }
