@@ -6,6 +6,7 @@
 
 mod run_common;
 
+use db_adapters::catalog::{Placement, names_where};
 use run_common::*;
 
 /// History lines of process `nemesis`.
@@ -38,11 +39,24 @@ fn network_faults_off_nodes_are_rejected_by_name() {
         ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--nemesis partition needs a database on --nodes")
-            && err.contains("only kill, pause, pause-kill and clock"),
-        "{err}"
+    // The list of databases comes from the catalog, here as in the message.
+    let want = format!(
+        "--nemesis partition needs a database on --nodes ({}); on the local server only kill, pause, pause-kill and clock",
+        names_where(|k| k.placement() != Placement::Embedded)
     );
+    assert!(err.contains(&want), "want {want:?} in {err}");
+    let out = run(
+        store.path(),
+        &["--db", "etcd", "--local", "--nemesis", "membership"],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let members = names_where(|k| k.capabilities().membership);
+    assert!(members.contains("etcd"), "{members}");
+    let want = format!(
+        "--nemesis membership: --db etcd --local has no membership changes (a member set fixed at start); run it on --nodes with --db {members}"
+    );
+    assert!(err.contains(&want), "want {want:?} in {err}");
     let out = run(
         store.path(),
         &["--db", "postgres", "--local", "--kill-targets", "one,,all"],

@@ -200,6 +200,14 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
                     "--nemesis {k}: not simulated; --db sim --sim-replicas simulates partition, kill, pause, part-kill and pause-kill"
                 );
             }
+        } else if let Some(k) = kinds.iter().find(|k| k.needs_membership())
+            && local_server
+        {
+            anyhow::bail!(
+                "--nemesis {k}: --db {} --local has no membership changes (a member set fixed at start); run it on --nodes with --db {}",
+                args.db,
+                names_where(|k| k.capabilities().membership)
+            );
         } else if let Some(k) = kinds
             .iter()
             .find(|k| !local_server || k.needs_network() || k.needs_membership())

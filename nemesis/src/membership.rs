@@ -7,9 +7,9 @@
 //!   members ([`Membership::members`]), the [`Rules`] a removal must keep,
 //!   and the two changes. Galera (leave: clean shutdown, data directory
 //!   wiped; join: start with `wsrep_cluster_address` of the current
-//!   members, wait for SST/IST and `Synced`) and PostgreSQL replicas
+//!   members, wait for SST/IST and `Synced`), PostgreSQL replicas
 //!   (remove: stop, wipe; add: `pg_basebackup` from the primary, wait for
-//!   `streaming`) implement it in `db-adapters`.
+//!   `streaming`) and etcd members (below) implement it in `db-adapters`.
 //! - Jepsen's state machine filters invalid ops; here the package draws a
 //!   leave among the nodes that are not fixed (never a PostgreSQL
 //!   primary), and at the moment of the change [`removal_refused`] checks
@@ -32,12 +32,12 @@
 //!   directory removed) and builds the whole cluster again, so it starts
 //!   with every node a member.
 //!
-//! Another database implements the trait with its own commands: etcd's
-//! `remove` is `etcdctl member remove <id>` then stopping the member and
-//! wiping its data directory, `add` is `member add` then starting the
-//! member with `--initial-cluster-state existing`; `members` is `member
-//! list` ∩ healthy endpoints, and `rules` keeps a majority of the initial
-//! cluster.
+//! etcd's `remove` is `member remove <id>` (asked of another member) then
+//! killing the member and wiping its data directory, `add` is `member
+//! add` then starting the member empty with `--initial-cluster-state
+//! existing`; `members` is `member list` ∩ members answering a
+//! linearizable read, and `rules` keeps a majority of the current members
+//! (at least 2), one change at a time.
 
 use crate::BoxFuture;
 use store::Data;

@@ -166,7 +166,7 @@ pub fn validate(
     for &kind in &plan.kinds {
         if kind.needs_membership() {
             let reason = if !has_membership {
-                Some("has no membership changes (supported: galera, postgres on --nodes)".into())
+                Some("has no membership changes (its lifecycle gives no membership control)".into())
             } else if leave_pool(plan).is_empty() {
                 Some(format!("runs on {n} node(s), none of which may leave"))
             } else {

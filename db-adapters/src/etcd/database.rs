@@ -15,9 +15,10 @@
 //!
 //! On `--nodes` (`n1,n2,n3` or `testbed`): one member per node, started
 //! and supervised over SSH ([`super::EtcdNodes`]); `--nemesis
-//! partition,kill,pause` act on them. With `--local`, `--nemesis
-//! kill,pause` act on the local members by pid ([`super::LocalEtcd`]'s
-//! process).
+//! partition,kill,pause` act on them, and `--nemesis membership` removes a
+//! member and adds it back (`super::membership`). With `--local`,
+//! `--nemesis kill,pause` act on the local members by pid
+//! ([`LocalEtcd`]'s process); membership changes need `--nodes`.
 //!
 //! `--version-order db`: every `ok` transaction records the revision etcd
 //! gave it ([`super::client`]), so the checker has etcd's own order.
@@ -229,7 +230,7 @@ impl Database for Etcd {
             clock_faults: ClockFaults::No(
                 "etcd is a Go binary: it reads the clock through the vDSO, which libfaketime cannot intercept",
             ),
-            membership: false,
+            membership: true,
             default_ops: None,
         }
     }

@@ -24,8 +24,10 @@
 //!
 //! Kill is SIGKILL by pid (SIGTERM can hang on a member without peers);
 //! pause/resume are SIGSTOP/SIGCONT by pid; start restarts a killed member
-//! on its data. A member removed from the cluster (`super::membership`)
-//! stays down: `start` leaves it alone until it is added back.
+//! on its data. A member removed from the cluster (`--nemesis membership`,
+//! `super::membership`) stays down: `start` leaves it alone until it is
+//! added back; membership changes are serialized (etcd takes one at a
+//! time).
 //!
 //! Clients connect to every member (`client_nodes` is every node).
 
@@ -213,6 +215,8 @@ pub struct EtcdNodes {
     pub(crate) cfg: Arc<EtcdNodesConfig>,
     pub(crate) remotes: Vec<Arc<dyn Remote>>,
     pub(crate) members: Arc<Mutex<Members>>,
+    /// Held through a membership change: etcd takes one at a time.
+    pub(crate) change: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl EtcdNodes {
@@ -222,6 +226,7 @@ impl EtcdNodes {
             cfg: Arc::new(cfg),
             remotes,
             members: Arc::new(Mutex::new(Members::default())),
+            change: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -439,8 +444,7 @@ impl Process for EtcdNodes {
 
 impl Db for EtcdNodes {
     fn membership(&self) -> Option<Arc<dyn nemesis::membership::Membership>> {
-        // Not as a nemesis package yet: member add/remove are `EtcdNodes::add_member`/`remove_member` (`membership.rs`), driven from tests.
-        None
+        Some(Arc::new(self.clone()))
     }
     fn name(&self) -> &'static str {
         "etcd"

@@ -1,123 +1,90 @@
-//! Patroni's distributed configuration store: a private etcd cluster, one
-//! member per node, started over each node's [`Remote`] before Patroni
-//! and ended with it. Patroni talks to it through `etcd3:` (the v3 JSON
-//! gateway; etcd 3.4 turns the v2 API off).
+//! Patroni's distributed configuration store: an etcd cluster of its own,
+//! one member per node, run by the same lifecycle as `--db etcd` on nodes
+//! ([`EtcdNodes`]: bootstrap with a per-setup cluster token, start by pid
+//! file, readiness by a linearizable read, SIGKILL by pid and removal of
+//! the node's directory at teardown). Patroni talks to it through
+//! `etcd3:` (the v3 JSON gateway; etcd 3.4 turns the v2 API off).
 //!
-//! Flags per member `nI` (Debian `etcd-server` 3.4): `--name nI`, peer and
-//! client URLs on the node's address (ports 2380/2379; a partition then
-//! also cuts the isolated member off, so an isolated primary's Patroni
-//! loses its lease as in production), `--initial-cluster` naming every
-//! member, `--initial-cluster-state new` and a per-setup cluster token (a
-//! stray member of an earlier run cannot join), `--snapshot-count 100`,
-//! zap logger to `etcd.log`. The member runs as root under `setsid`; its
-//! pid file is written by the shell that `exec`s it, so the pid is etcd's.
-//! The start command is `cd /tmp; setsid … &`, never `cd /tmp && setsid …
-//! &`: the latter backgrounds a subshell that keeps the SSH channel open
-//! until the daemon exits, and the command never returns.
-//!
-//! Key decision: this is a small bootstrap of its own rather than the
-//! shared etcd-on-nodes lifecycle, so the two can change independently
-//! until they are folded together; it only starts, checks and kills.
+//! It differs from an etcd under test only in where it lives: its own
+//! base directory ([`BASE_DIR`], so its `<node>/data`, `etcd.log` and
+//! `etcd.pid` are apart from Patroni's files and from `--db etcd`'s
+//! `/var/lib/harness/etcd`) and its own ports ([`CLIENT_PORT`],
+//! [`PEER_PORT`] instead of 2379/2380), so the two can never collide on a
+//! node. Members listen on the node's address, so a partition also cuts
+//! the isolated member off and an isolated primary's Patroni loses its
+//! lease as in production. Faults leave it alone: the DCS is
+//! infrastructure, and partitions reach it anyway.
 
-use nemesis::Node;
+use crate::etcd::{EtcdNodes, EtcdNodesConfig};
 use nemesis::remote::Remote;
 use std::sync::Arc;
-use std::time::Duration;
 
-/// etcd's client port.
-pub const CLIENT_PORT: u16 = 2379;
-/// etcd's peer port.
-pub const PEER_PORT: u16 = 2380;
-/// The etcd binary (Debian `etcd-server`).
-pub const ETCD: &str = "/usr/bin/etcd";
-/// The etcd client (Debian `etcd-client`), for the health check.
-pub const ETCDCTL: &str = "/usr/bin/etcdctl";
+/// Where the DCS members keep `<node>/`.
+pub const BASE_DIR: &str = "/var/lib/harness/patroni-etcd";
+/// The DCS's client port (not etcd's default 2379: an etcd under test
+/// may use that one).
+pub const CLIENT_PORT: u16 = 2479;
+/// The DCS's peer port (not etcd's default 2380).
+pub const PEER_PORT: u16 = 2480;
 
-/// The client address (`host:port`) of every member.
-pub fn client_hosts(nodes: &[Node]) -> Vec<String> {
-    nodes
+/// The DCS's settings: etcd's defaults (binary, snapshot count, a fresh
+/// token) with [`BASE_DIR`] and the DCS ports.
+pub fn config() -> EtcdNodesConfig {
+    let mut c = EtcdNodesConfig::new();
+    c.base_dir = BASE_DIR.to_string();
+    c.client_port = CLIENT_PORT;
+    c.peer_port = PEER_PORT;
+    c
+}
+
+/// The DCS on the nodes behind `remotes` (one member each).
+pub fn cluster(remotes: Vec<Arc<dyn Remote>>) -> EtcdNodes {
+    EtcdNodes::new(config(), remotes)
+}
+
+/// The client address (`host:port`) of every member, for Patroni's
+/// `etcd3.hosts`.
+pub fn client_hosts(dcs: &EtcdNodes) -> Vec<String> {
+    dcs.all_nodes()
         .iter()
-        .map(|n| format!("{}:{CLIENT_PORT}", n.host))
+        .map(|n| dcs.config().client_addr(n))
         .collect()
-}
-
-/// The command that starts `node`'s member in the background, keeping its
-/// files in `dir` (`etcd/`, `etcd.log`, `etcd.pid`).
-pub fn start_command(node: &Node, nodes: &[Node], dir: &str, token: &str) -> String {
-    let cluster: Vec<String> = nodes
-        .iter()
-        .map(|n| format!("{}=http://{}:{PEER_PORT}", n.name, n.host))
-        .collect();
-    let listen = super::settings::listen_addr(&node.host);
-    let h = &node.host;
-    format!(
-        "cd /tmp; setsid sh -c 'echo $$ > {dir}/etcd.pid; exec {ETCD} --name {name} --data-dir {dir}/etcd \
-         --listen-client-urls http://{listen}:{CLIENT_PORT} --advertise-client-urls http://{h}:{CLIENT_PORT} \
-         --listen-peer-urls http://{listen}:{PEER_PORT} --initial-advertise-peer-urls http://{h}:{PEER_PORT} \
-         --initial-cluster {cluster} --initial-cluster-state new --initial-cluster-token {token} \
-         --snapshot-count 100 --logger zap --log-outputs stderr' </dev/null >>{dir}/etcd.log 2>&1 &",
-        name = node.name,
-        cluster = cluster.join(","),
-    )
-}
-
-/// The command that answers 0 when `node`'s member is healthy (it has a
-/// leader and serves a linearizable read).
-pub fn health_command(node: &Node) -> String {
-    format!(
-        "ETCDCTL_API=3 {ETCDCTL} --endpoints http://{}:{CLIENT_PORT} --command-timeout 2s endpoint health >/dev/null 2>&1",
-        node.host
-    )
-}
-
-/// Whether every member is healthy.
-///
-/// # Errors
-/// The first unhealthy or unreachable member, named.
-pub async fn healthy(remotes: &[Arc<dyn Remote>]) -> Result<bool, String> {
-    for r in remotes {
-        let out = r
-            .exec(&health_command(r.node()), None, Duration::from_secs(5))
-            .await
-            .map_err(|e| e.to_string())?;
-        if !out.success() {
-            return Err(format!("etcd member {} not healthy yet", r.node().name));
-        }
-    }
-    Ok(true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn nodes() -> Vec<Node> {
-        (1..=3)
-            .map(|i| Node {
-                name: format!("n{i}"),
-                host: format!("10.99.0.{i}"),
-            })
-            .collect()
-    }
+    use crate::db::Db;
+    use crate::etcd::ClusterState;
+    use nemesis::Node;
 
     #[test]
-    fn start_command_names_every_member_and_writes_its_own_pid() {
-        let ns = nodes();
-        let c = start_command(&ns[1], &ns, "/var/lib/harness/patroni/n2", "tok-1");
-        for needle in [
-            "echo $$ > /var/lib/harness/patroni/n2/etcd.pid; exec /usr/bin/etcd --name n2 ",
-            "--listen-client-urls http://10.99.0.2:2379",
-            "--initial-cluster n1=http://10.99.0.1:2380,n2=http://10.99.0.2:2380,n3=http://10.99.0.3:2380 ",
-            "--initial-cluster-token tok-1",
-            "--initial-cluster-state new",
-            ">>/var/lib/harness/patroni/n2/etcd.log 2>&1 &",
-        ] {
-            assert!(c.contains(needle), "{needle} in {c}");
+    fn the_dcs_cannot_collide_with_an_etcd_under_test() {
+        let dcs = config();
+        let tested = EtcdNodesConfig::new();
+        assert_ne!(dcs.base_dir, tested.base_dir);
+        assert!(!dcs.base_dir.starts_with(&format!("{}/", tested.base_dir)));
+        for p in [dcs.client_port, dcs.peer_port] {
+            assert!(p != tested.client_port && p != tested.peer_port, "{p}");
         }
+        let n2 = Node::new("n2", "10.99.0.2");
+        let line = dcs
+            .daemon(&n2, "n2=http://10.99.0.2:2480", ClusterState::New)
+            .command_line();
+        for want in [
+            "--data-dir /var/lib/harness/patroni-etcd/n2/data",
+            "--listen-client-urls http://10.99.0.2:2479",
+            "--listen-peer-urls http://10.99.0.2:2480",
+            "--initial-cluster-state new",
+        ] {
+            assert!(line.contains(want), "{want} not in {line}");
+        }
+        let c = cluster(Vec::new());
+        assert!(client_hosts(&c).is_empty());
         assert_eq!(
-            client_hosts(&ns),
-            ["10.99.0.1:2379", "10.99.0.2:2379", "10.99.0.3:2379"]
+            c.log_files(&n2)[0].remote_path,
+            "/var/lib/harness/patroni-etcd/n2/etcd.log"
         );
-        assert!(health_command(&ns[0]).contains("--endpoints http://10.99.0.1:2379"));
+        assert_eq!(dcs.client_addr(&n2), "10.99.0.2:2479");
     }
 }

@@ -1,13 +1,15 @@
 //! Patroni-managed PostgreSQL on nodes ([`PatroniCluster`]): per node an
-//! etcd member ([`super::dcs`]), then Patroni, which runs `initdb` on the
-//! node that wins the `/initialize` race and `pg_basebackup` on the others,
-//! and keeps one primary elected through the DCS.
+//! etcd member of the DCS ([`super::dcs`], an [`EtcdNodes`] of its own),
+//! then Patroni, which runs `initdb` on the node that wins the
+//! `/initialize` race and `pg_basebackup` on the others, and keeps one
+//! primary elected through the DCS.
 //!
 //! Each node keeps everything under `<base>/<node>/`: `patroni.yml`,
 //! `patroni.log`, `patroni.pid`, `data/` (PostgreSQL's; its socket and
-//! `postgresql.log` beside it, never inside), `etcd/`, `etcd.log`,
-//! `etcd.pid`. Patroni runs as `postgres` (it refuses root) through
-//! `runuser`, under `setsid`, its pid written by the shell that `exec`s it.
+//! `postgresql.log` beside it, never inside); the DCS member's files are
+//! under [`super::dcs::BASE_DIR`]. Patroni runs as `postgres` (it refuses
+//! root) through `runuser`, under `setsid`, its pid written by the shell
+//! that `exec`s it.
 //!
 //! Setup is ready when exactly one node's PostgreSQL is out of recovery
 //! and every other one streams from it (in the synchronous modes, one of
@@ -26,23 +28,33 @@
 //! infrastructure, and partitions reach it anyway.
 //!
 //! Teardown kills, by pid, Patroni, then the postmaster and its children,
-//! then etcd, waits until they are gone and removes the node's directory.
+//! waits until they are gone and removes the node's directory; then the
+//! DCS's teardown ends its members the same way.
 
 use super::dcs;
 use super::settings::{Member, PatroniConf, ProcessScope, node_yaml};
 use crate::client::BoxFuture;
 use crate::db::{Db, DbError, LogFile, NodeLog, join_errors, node_logs, poll, remote_named};
+use crate::etcd::EtcdNodes;
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use nemesis::remote::{Remote, shell_quote};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The log files kept from every node.
+/// The log files kept from every node: Patroni's and PostgreSQL's under
+/// the node's directory, and the DCS member's `etcd.log` (under the DCS's
+/// own directory, [`super::dcs::BASE_DIR`]).
 pub const LOGS: &[NodeLog] = &[
     NodeLog::every_node("patroni.log", "patroni.log"),
     NodeLog::every_node("postgresql.log", "postgresql.log"),
     NodeLog::every_node("etcd.log", "etcd.log"),
+];
+
+/// The logs of [`LOGS`] under Patroni's node directory.
+const OWN_LOGS: &[NodeLog] = &[
+    NodeLog::every_node("patroni.log", "patroni.log"),
+    NodeLog::every_node("postgresql.log", "postgresql.log"),
 ];
 
 /// Finds the newest PostgreSQL server binaries on the node.
@@ -127,6 +139,8 @@ pub fn serving(roles: &[Option<PgRole>], streaming: u32, sync: bool) -> Option<u
 pub struct PatroniCluster {
     cfg: PatroniConfig,
     remotes: Vec<Arc<dyn Remote>>,
+    /// The DCS: an etcd member per node.
+    dcs: EtcdNodes,
     /// The leader seen when setup finished.
     leader: Mutex<Option<Node>>,
 }
@@ -136,6 +150,7 @@ impl PatroniCluster {
     pub fn new(cfg: PatroniConfig, remotes: Vec<Arc<dyn Remote>>) -> PatroniCluster {
         PatroniCluster {
             cfg,
+            dcs: dcs::cluster(remotes.clone()),
             remotes,
             leader: Mutex::new(None),
         }
@@ -158,9 +173,8 @@ impl PatroniCluster {
 
     async fn check_installed(&self, r: &Arc<dyn Remote>) -> Result<(), DbError> {
         let cmd = format!(
-            "B={BIN}; test -x \"$B/initdb\" && test -x /usr/bin/patroni && test -x {} && test -x {} && id postgres >/dev/null",
-            dcs::ETCD,
-            dcs::ETCDCTL
+            "B={BIN}; test -x \"$B/initdb\" && test -x /usr/bin/patroni && test -x {} && id postgres >/dev/null",
+            shell_quote(&self.dcs.config().binary)
         );
         let out = r.exec(&cmd, None, Duration::from_secs(10)).await?;
         if out.success() {
@@ -168,32 +182,28 @@ impl PatroniCluster {
         } else {
             Err(DbError::Missing {
                 node: r.node().name.clone(),
-                what: "PostgreSQL (/usr/lib/postgresql/*/bin), /usr/bin/patroni, /usr/bin/etcd, /usr/bin/etcdctl or the postgres user".to_string(),
-                packages: "postgresql patroni etcd-server etcd-client".to_string(),
+                what: format!(
+                    "PostgreSQL (/usr/lib/postgresql/*/bin), /usr/bin/patroni, {} or the postgres user",
+                    self.dcs.config().binary
+                ),
+                packages: "postgresql patroni etcd-server".to_string(),
             })
         }
     }
 
-    /// Shell that sets `PP` (Patroni), `P` (postmaster) and `E` (etcd) to
-    /// the live pids of `d`'s pid files (empty when not running).
+    /// Shell that sets `PP` (Patroni) and `P` (postmaster) to the live
+    /// pids of `d`'s pid files (empty when not running).
     fn pids(d: &str) -> String {
         format!(
             "alive() {{ [ -n \"$1\" ] && [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }}; \
              PP=$(cat {d}/patroni.pid 2>/dev/null); alive \"$PP\" || PP=; \
-             P=$(head -1 {d}/data/postmaster.pid 2>/dev/null); alive \"$P\" || P=; \
-             E=$(cat {d}/etcd.pid 2>/dev/null); alive \"$E\" || E=; "
+             P=$(head -1 {d}/data/postmaster.pid 2>/dev/null); alive \"$P\" || P=; "
         )
     }
 
-    /// Sends `signal` to what `scope` covers on `node`; with `etcd` also to
-    /// the etcd member. After a KILL, waits until those are gone.
-    async fn signal(
-        &self,
-        node: &Node,
-        scope: ProcessScope,
-        signal: &str,
-        etcd: bool,
-    ) -> Result<(), DbError> {
+    /// Sends `signal` to what `scope` covers on `node`. After a KILL,
+    /// waits until those are gone.
+    async fn signal(&self, node: &Node, scope: ProcessScope, signal: &str) -> Result<(), DbError> {
         let d = self.node_dir(node);
         let mut cmd = Self::pids(&d);
         let mut waited = Vec::new();
@@ -210,10 +220,6 @@ impl PatroniCluster {
                 "if [ -n \"$P\" ]; then kill -{first} $P; CH=$(pgrep -P $P); [ -n \"$CH\" ] && kill -{signal} $CH; kill -{signal} $P; fi; "
             ));
             waited.push("$P $CH");
-        }
-        if etcd {
-            cmd.push_str(&format!("[ -n \"$E\" ] && kill -{signal} $E; "));
-            waited.push("$E");
         }
         if signal == "KILL" {
             cmd.push_str(&format!(
@@ -318,7 +324,7 @@ impl PatroniCluster {
         let mut errs = Vec::new();
         for r in &self.remotes {
             let n = r.node();
-            if let Err(e) = self.signal(n, ProcessScope::Node, "KILL", true).await {
+            if let Err(e) = self.signal(n, ProcessScope::Node, "KILL").await {
                 errs.push(e);
                 continue;
             }
@@ -326,6 +332,9 @@ impl PatroniCluster {
             if let Err(e) = r.run(&rm).await {
                 errs.push(e.into());
             }
+        }
+        if let Err(e) = self.dcs.teardown().await {
+            errs.push(e);
         }
         join_errors(errs)
     }
@@ -345,13 +354,6 @@ impl PatroniCluster {
         join_errors(errs)?;
         self.teardown_all().await?;
         let nodes = self.node_list();
-        let token = format!(
-            "harness-{}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or_default()
-        );
         let bin = self
             .remotes
             .first()
@@ -361,7 +363,7 @@ impl PatroniCluster {
             .stdout_str()
             .trim()
             .to_string();
-        let etcd_hosts = dcs::client_hosts(&nodes);
+        let etcd_hosts = dcs::client_hosts(&self.dcs);
         for r in &self.remotes {
             let n = r.node();
             let d = self.node_dir(n);
@@ -370,7 +372,6 @@ impl PatroniCluster {
                 base = shell_quote(&self.cfg.base_dir)
             ))
             .await?;
-            r.run(&dcs::start_command(n, &nodes, &d, &token)).await?;
             let yaml = node_yaml(
                 &self.cfg.conf,
                 &Member {
@@ -388,16 +389,9 @@ impl PatroniCluster {
             r.run(&format!("chown postgres: {path} && chmod 600 {path}"))
                 .await?;
         }
-        poll(self.cfg.start_timeout, Duration::from_millis(200), || {
-            dcs::healthy(&self.remotes)
-        })
-        .await
-        .map_err(|detail| DbError::NotReady {
-            node: "etcd".to_string(),
-            db: "patroni's etcd".to_string(),
-            waited_ms: self.cfg.start_timeout.as_millis(),
-            detail,
-        })?;
+        // The DCS's own setup: members started together, each serving a
+        // linearizable read within its limit.
+        self.dcs.setup().await?;
         for n in &nodes {
             self.start_patroni(n).await?;
         }
@@ -417,7 +411,7 @@ fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
 impl Process for PatroniCluster {
     fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
-            self.signal(node, self.cfg.conf.kill, "KILL", false)
+            self.signal(node, self.cfg.conf.kill, "KILL")
                 .await
                 .map_err(|e| perr(node, "kill", e))
         })
@@ -431,14 +425,14 @@ impl Process for PatroniCluster {
     }
     fn pause<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
-            self.signal(node, self.cfg.conf.pause, "STOP", false)
+            self.signal(node, self.cfg.conf.pause, "STOP")
                 .await
                 .map_err(|e| perr(node, "pause", e))
         })
     }
     fn resume<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
-            self.signal(node, self.cfg.conf.pause, "CONT", false)
+            self.signal(node, self.cfg.conf.pause, "CONT")
                 .await
                 .map_err(|e| perr(node, "resume", e))
         })
@@ -473,7 +467,9 @@ impl Db for PatroniDb {
         Box::pin(self.0.teardown_all())
     }
     fn log_files(&self, node: &Node) -> Vec<LogFile> {
-        node_logs(LOGS, &self.0.node_dir(node), |_| true)
+        let mut logs = node_logs(OWN_LOGS, &self.0.node_dir(node), |_| true);
+        logs.extend(self.0.dcs.log_files(node));
+        logs
     }
     fn primaries(&self) -> Vec<Node> {
         self.0
@@ -512,6 +508,34 @@ impl Db for PatroniDb {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn logs_come_from_the_node_and_the_dcs_directories() {
+        let db = PatroniDb(Arc::new(PatroniCluster::new(
+            PatroniConfig::default(),
+            Vec::new(),
+        )));
+        let logs: Vec<(String, String)> = db
+            .log_files(&Node::new("n2", "10.99.0.2"))
+            .into_iter()
+            .map(|l| (l.remote_path, l.local_name))
+            .collect();
+        let want = [
+            ("/var/lib/harness/patroni/n2/patroni.log", "patroni.log"),
+            (
+                "/var/lib/harness/patroni/n2/postgresql.log",
+                "postgresql.log",
+            ),
+            ("/var/lib/harness/patroni-etcd/n2/etcd.log", "etcd.log"),
+        ];
+        assert_eq!(
+            logs,
+            want.map(|(r, l)| (r.to_string(), l.to_string())).to_vec()
+        );
+        // The catalog's list names the same files.
+        let names: Vec<&str> = LOGS.iter().map(|l| l.local).collect();
+        assert_eq!(names, want.map(|(_, l)| l).to_vec());
+    }
 
     #[test]
     fn roles_parse_and_serving_needs_one_primary() {
