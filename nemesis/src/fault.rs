@@ -7,8 +7,9 @@
 //! of every run to clear rules left by a crashed one). Kill and pause go
 //! through the database's [`Process`]; clock faults through its
 //! libfaketime control files ([`crate::clock`]). On simulated nodes
-//! ([`Nemesis::with_simulated_network`]) partitions are calls into the
-//! simulator ([`crate::simulated`]), and a heal also resets their clocks.
+//! ([`Nemesis::with_simulated_network`]) partitions and clock offsets are
+//! calls into the simulator ([`crate::simulated`]), and a heal also resets
+//! their clocks.
 //! Membership changes (`leave`, `join`) go through the database's
 //! [`Membership`], which the nemesis remembers until every removed node
 //! joined again ([`crate::membership`]).

@@ -43,8 +43,10 @@ impl Nemesis {
     /// Whether clock faults reach every node (the database was started
     /// under libfaketime).
     pub fn has_clock(&self) -> bool {
-        self.process()
-            .is_some_and(|p| self.nodes().iter().all(|n| p.clock_file(n).is_some()))
+        self.simulated_network().is_some()
+            || self
+                .process()
+                .is_some_and(|p| self.nodes().iter().all(|n| p.clock_file(n).is_some()))
     }
 
     fn clock_target(&self, node: &str) -> Result<(Arc<dyn Process>, String), FaultError> {
@@ -78,6 +80,14 @@ impl Nemesis {
     }
 
     async fn apply_clock(&self, c: &ClockFault) -> Result<(), FaultError> {
+        if let Some(net) = self.simulated_network() {
+            let mut errs = self.apply_sim_clock(net, c).await;
+            return match errs.len() {
+                0 => Ok(()),
+                1 => Err(errs.remove(0)),
+                _ => Err(FaultError::Many(errs)),
+            };
+        }
         let mut errs = Vec::new();
         match c {
             ClockFault::Bump(b) => {
@@ -175,9 +185,10 @@ impl Nemesis {
     /// clock-offset-errors, expected-offsets}`.
     async fn measure(&self, c: &ClockFault) -> Data {
         let mut set = JoinSet::new();
+        let simulated = self.simulated_network().is_some();
         if let Some(process) = self.process() {
             for node in self.nodes() {
-                if process.clock_file(&node).is_none() {
+                if !simulated && process.clock_file(&node).is_none() {
                     continue;
                 }
                 let p = process.clone();
@@ -224,6 +235,10 @@ impl Nemesis {
     /// # Errors
     /// The nodes whose file could not be written.
     pub async fn reset_all_clocks(&self) -> Result<(), FaultError> {
+        if let Some(net) = self.simulated_network() {
+            self.reset_sim_clocks(net.as_ref());
+            return Ok(());
+        }
         let Some(process) = self.process() else {
             return Ok(());
         };

@@ -20,6 +20,9 @@
 //!   the harness clock ([`ClockReading`]); the `info` completion's value
 //!   holds `clock-offsets`, `clock-offset-errors` (half the round trip)
 //!   and `expected-offsets` per node — what the clock plot draws.
+//! - Simulated nodes (`--db sim --sim-replicas N`, `clock/sim.rs`): the same ops
+//!   set each node's offset in the simulator instead of a control file;
+//!   no preload, no root.
 //! - Heal ([`crate::fault::Nemesis::heal_all`], run at the end, on Ctrl-C,
 //!   on error and at the start of a run): `+0` on every node's control
 //!   file; a fresh start writes `+0` before the database starts.
@@ -40,6 +43,7 @@
 
 mod apply;
 pub mod fault;
+mod sim;
 pub mod spec;
 pub mod strobe;
 
