@@ -141,16 +141,28 @@ impl NodeSpec {
 /// under libfaketime, and only with libfaketime installed here, or on
 /// simulated replicas (offsets set in the simulator).
 fn check_clock(args: &RunSpec, on_nodes: bool) -> anyhow::Result<()> {
-    use db_adapters::catalog::ClockFaults;
-    if !args
+    if args
         .faults
         .faults
         .contains(&nemesis::schedule::FaultKind::Clock)
     {
-        return Ok(());
+        return check_clock_asked(args, on_nodes);
     }
+    if args.faults.options.clock_rate.is_some() {
+        anyhow::bail!("--clock-rate skews the clocks of --nemesis clock: add --nemesis clock");
+    }
+    Ok(())
+}
+
+/// [`check_clock`] once `--nemesis clock` is asked for.
+fn check_clock_asked(args: &RunSpec, on_nodes: bool) -> anyhow::Result<()> {
+    use db_adapters::catalog::ClockFaults;
     match args.db.capabilities().clock_faults {
         ClockFaults::No(why) => anyhow::bail!("--nemesis clock: --db {}: {why}", args.db),
+        ClockFaults::Simulated if args.faults.options.clock_rate.is_some() => anyhow::bail!(
+            "--clock-rate: rate skew is not simulated (--db {} simulates offsets only)",
+            args.db
+        ),
         ClockFaults::Simulated if args.sim_replicas.is_some() => return Ok(()),
         ClockFaults::Simulated => anyhow::bail!(
             "--nemesis clock: --db {} has clocks only on simulated replicas: give --sim-replicas N",

@@ -293,6 +293,13 @@ impl Nemesis {
         self.clocks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether `node` is down or paused by another package (a rate skew,
+    /// which restarts the database, leaves such a node alone).
+    pub(crate) fn is_faulted(&self, node: &str) -> bool {
+        let a = self.lock();
+        a.killed.contains(node) || a.paused.contains(node)
+    }
+
     /// Sets what the running fault did (taken by [`Nemesis::take_result`]).
     pub(crate) fn set_result(&self, value: Data) {
         self.lock().result = Some(value);

@@ -68,6 +68,11 @@ impl Nemesis {
                     }
                 }
             }
+            ClockFault::Skew(rates) => {
+                for (node, _) in rates {
+                    errs.push(clock_err(node, "rate skew is not simulated"));
+                }
+            }
             ClockFault::Strobe {
                 nodes,
                 delta_ms,
