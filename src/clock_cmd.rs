@@ -28,6 +28,9 @@ struct StrobeCli {
     /// How long it strobes, milliseconds.
     #[arg(long)]
     duration_ms: u64,
+    /// The node's clock rate, kept in every spec written.
+    #[arg(long)]
+    rate: Option<f64>,
 }
 
 /// Runs `harness clock-strobe …` when that is the command line; `None`
@@ -52,6 +55,7 @@ pub fn intercept() -> Option<ExitCode> {
         delta_s: cli.delta,
         period: Duration::from_millis(cli.period_ms),
         duration: Duration::from_millis(cli.duration_ms),
+        rate: cli.rate,
     };
     Some(match strobe.run(&cli.file) {
         Ok(_) => exit::code(exit::VALID),

@@ -239,6 +239,11 @@ pub struct FaultArgs {
     /// Packet-fault targets (as --kill-targets).
     #[arg(long, default_value = "one,minority,majority,all")]
     pub packet_targets: String,
+    /// `--nemesis clock` also skews clock rates (libfaketime `x<rate>`,
+    /// set by restarting the node's database; reset on heal): per node a
+    /// rate such that the fastest clock runs at most F times the slowest.
+    #[arg(long, value_name = "F")]
+    pub clock_rate: Option<String>,
     /// PostgreSQL on nodes: send read-only transactions to a replica.
     #[arg(long)]
     pub replica_reads: bool,
@@ -477,6 +482,12 @@ impl FaultArgs {
                 packet: self.packet.parse()?,
                 packet_targets: nemesis::target::parse_targets(&self.packet_targets)
                     .map_err(|e| anyhow::anyhow!("--packet-targets: {e}"))?,
+                clock_rate: self
+                    .clock_rate
+                    .as_deref()
+                    .map(nemesis::clock::fault::RateFactor::parse)
+                    .transpose()
+                    .map_err(|e| anyhow::anyhow!(e))?,
             },
             replica_reads: self.replica_reads,
             leave_db_running: self.leave_db_running,

@@ -1,7 +1,9 @@
 //! Clock faults without root: a `--local` PostgreSQL started under
 //! libfaketime, bumped and strobed by `--nemesis clock`; the offsets read
 //! from `clock_timestamp()` are recorded on the nemesis ops and plotted;
-//! nothing is left behind. Plus the errors for databases and placements
+//! nothing is left behind; rate skews (`--clock-rate`) restart the server
+//! under `+<offset> x<rate>` and its clock drifts as asked. Plus the errors
+//! for databases and placements
 //! clock faults cannot reach, and the monotonic-mode self-test (±1 h under
 //! load).
 
@@ -99,7 +101,36 @@ fn clock_faults_where_they_cannot_reach_are_rejected_with_the_reason() {
         ),
         (
             vec!["--db", "sim", "--nemesis", "kill,clock"],
-            "--nemesis clock: --db sim: the simulator runs inside the harness process",
+            "--nemesis clock: --db sim has clocks only on simulated replicas",
+        ),
+        (
+            vec![
+                "--db",
+                "sim",
+                "--sim-replicas",
+                "3",
+                "--nemesis",
+                "clock",
+                "--clock-rate",
+                "1.1",
+            ],
+            "rate skew is not simulated",
+        ),
+        (
+            vec!["--db", "postgres", "--local", "--clock-rate", "1.1"],
+            "add --nemesis clock",
+        ),
+        (
+            vec![
+                "--db",
+                "postgres",
+                "--local",
+                "--nemesis",
+                "clock",
+                "--clock-rate",
+                "0.9",
+            ],
+            "give a factor above 1",
         ),
         (
             vec!["--db", "etcd", "--nemesis", "clock"],
@@ -333,4 +364,107 @@ fn local_postgres_survives_hour_jumps_of_its_clock_under_load() {
     let p50 = lat["p50"].as_f64().expect("latency recorded");
     let max = lat["max"].as_f64().expect("latency recorded");
     assert!(p50 < 1_000.0 && max < 6_000.0, "p50 {p50} ms, max {max} ms");
+}
+
+/// `--nemesis clock --clock-rate 2` on `--local` PostgreSQL: skews restart
+/// the server under `x<rate>` (rates in [0.67, 1.33]); every offset read
+/// through `clock_timestamp()` is what the offsets and rates predict
+/// (drift included), some read shows a drift of its own, the run is
+/// valid at serializable, and the heal leaves `+0.000` and no preloaded
+/// process.
+#[test]
+#[ignore = "needs PostgreSQL binaries and libfaketime: run by .ci/run"]
+fn local_postgres_clock_rate_skew_drifts_as_asked_and_is_valid() {
+    let _alone = one_clock_run_at_a_time();
+    let store = tempfile::tempdir().unwrap();
+    let name = "pg-local-clock-rate";
+    let out = run(
+        store.path(),
+        &[
+            "--db",
+            "postgres",
+            "--local",
+            "--isolation",
+            "serializable",
+            "--nemesis",
+            "clock",
+            "--clock-rate",
+            "2",
+            "--nemesis-interval",
+            "1s",
+            "--time-limit",
+            "15s",
+            "--concurrency",
+            "4",
+            "--seed",
+            "5",
+            "--test-name",
+            name,
+        ],
+    );
+    let dir = run_dir(store.path(), name);
+    assert_complete(&dir);
+    let infos: Vec<serde_json::Value> = nemesis_ops(&dir)
+        .into_iter()
+        .filter(|o| o["type"] == "info")
+        .collect();
+    assert!(
+        infos.iter().all(|o| o["error"].is_null()),
+        "every clock op applied: {infos:?}"
+    );
+    let skews: Vec<&serde_json::Value> = infos
+        .iter()
+        .filter(|o| o["value"]["skew"].is_object())
+        .collect();
+    assert!(!skews.is_empty(), "a skew was drawn: {infos:?}");
+    let mut worst: f64 = 0.0;
+    let mut measured = 0;
+    // (rate, time of the skew) of the node while it lasts.
+    let mut rate: Option<(f64, i64)> = None;
+    let mut drift_seen: f64 = 0.0;
+    for o in &infos {
+        let t = o["time"].as_i64().unwrap();
+        if let Some(r) = o["value"]["skew"]["local"].as_f64() {
+            rate = Some((r, t));
+        }
+        if o["value"]["reset"].is_array() {
+            rate = None;
+        }
+        let (Some(got), Some(want)) = (
+            o["value"]["clock-offsets"]["local"].as_f64(),
+            o["value"]["expected-offsets"]["local"].as_f64(),
+        ) else {
+            continue;
+        };
+        measured += 1;
+        worst = worst.max((got - want).abs());
+        if let Some((r, since)) = rate {
+            drift_seen = drift_seen.max((r - 1.0).abs() * (t - since) as f64 / 1e9);
+        }
+    }
+    eprintln!(
+        "{} skews, {measured} offsets measured, worst difference {worst:.4} s, largest drift {drift_seen:.3} s",
+        skews.len()
+    );
+    assert!(worst < TOLERANCE_S, "worst difference {worst} s");
+    assert!(
+        drift_seen > 2.0 * TOLERANCE_S,
+        "some read came long enough after a skew to show its drift: {drift_seen}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "valid at serializable: {:?}",
+        anomaly_types(&results(&dir))
+    );
+    assert!(
+        preloaded_processes().is_empty(),
+        "no process runs under libfaketime after the run: {:?}",
+        preloaded_processes()
+    );
+    assert!(
+        offset_control_files().is_empty(),
+        "{:?}",
+        offset_control_files()
+    );
 }

@@ -1,8 +1,10 @@
 //! Faults without root through `harness run`: `--db sim --sim-replicas 3`
 //! with `--nemesis partition,kill,pause`, whose faults are calls into the
-//! simulator. The correct mode is valid and every fault is recorded and
-//! healed; the replication bug modes are invalid under their fault; specs
-//! the simulator cannot honour are refused by name.
+//! simulator (clock skew too: `--nemesis clock` sets the simulated nodes'
+//! offsets). The correct mode is valid and every fault is recorded and
+//! healed; the replication bug modes (`skewed-read` under clock bumps) are
+//! invalid under their fault; specs the simulator cannot honour are
+//! refused by name.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -15,6 +17,15 @@ use std::collections::BTreeMap;
 /// ~200 ms; returns (exit code, anomaly types, nemesis `f`s of the `info`s).
 fn sim_faults(name: &str, args: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>) {
     let store = tempfile::tempdir().unwrap();
+    sim_faults_at(store.path(), name, args)
+}
+
+/// [`sim_faults`] with the run kept in `store`.
+fn sim_faults_at(
+    store: &std::path::Path,
+    name: &str,
+    args: &[&str],
+) -> (Option<i32>, Vec<String>, Vec<String>) {
     let mut all = vec![
         "--db",
         "sim",
@@ -36,8 +47,8 @@ fn sim_faults(name: &str, args: &[&str]) -> (Option<i32>, Vec<String>, Vec<Strin
         "11",
     ];
     all.extend_from_slice(args);
-    let out = run(store.path(), &all);
-    let dir = run_dir(store.path(), name);
+    let out = run(store, &all);
+    let dir = run_dir(store, name);
     assert_complete(&dir);
     let ops: Vec<serde_json::Value> = history_text(&dir)
         .lines()
@@ -161,6 +172,10 @@ fn sim_faults_it_cannot_honour_are_refused_by_name() {
     let cases: &[(&[&str], &str)] = &[
         (&["--db", "sim", "--nemesis", "kill"], "--sim-replicas N"),
         (
+            &["--db", "sim", "--nemesis", "clock"],
+            "clocks only on simulated replicas: give --sim-replicas N",
+        ),
+        (
             &["--db", "sim", "--sim-replicas", "3", "--nemesis", "bitflip"],
             "--nemesis bitflip: not simulated",
         ),
@@ -194,4 +209,82 @@ fn sim_faults_it_cannot_honour_are_refused_by_name() {
         assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
         assert!(err.contains(msg), "{args:?}: {err}");
     }
+}
+
+/// The clock ops' `info` completions of the run `name` in `store`.
+fn clock_infos(store: &std::path::Path, name: &str) -> Vec<serde_json::Value> {
+    history_text(&run_dir(store, name))
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|o: &serde_json::Value| {
+            o["process"] == "nemesis"
+                && o["type"] == "info"
+                && (o["f"] == "start-clock" || o["f"] == "stop-clock")
+        })
+        .collect()
+}
+
+#[test]
+fn sim_clock_skew_is_measured_plotted_and_healed_and_the_correct_mode_is_valid() {
+    let store = tempfile::tempdir().unwrap();
+    let name = "sim-faults-clock";
+    let (code, types, fs) = sim_faults_at(
+        store.path(),
+        name,
+        &["--isolation", "serializable", "--nemesis", "clock"],
+    );
+    assert_eq!(code, Some(0), "clocks are used nowhere else: {types:?}");
+    assert!(fs.iter().any(|f| f == "start-clock"), "{fs:?}");
+    let infos = clock_infos(store.path(), name);
+    let (mut measured, mut largest) = (0, 0.0f64);
+    for o in &infos {
+        let offsets = o["value"]["clock-offsets"].as_object().expect("offsets");
+        for (node, got) in offsets {
+            let want = o["value"]["expected-offsets"][node].as_f64().unwrap();
+            // The simulator's clock is exact up to its whole milliseconds.
+            assert!(
+                (got.as_f64().unwrap() - want).abs() < 0.002,
+                "{node}: {got} vs {want} in {o}"
+            );
+            largest = largest.max(want.abs());
+            measured += 1;
+        }
+    }
+    assert!(
+        measured >= infos.len(),
+        "every op measured a node: {infos:?}"
+    );
+    assert!(largest > 0.01, "some offset was not zero: {infos:?}");
+    let last = infos.last().unwrap();
+    assert_eq!(last["f"], "stop-clock", "the package ends with a reset");
+    let offsets = last["value"]["clock-offsets"].as_object().unwrap();
+    assert_eq!(offsets.len(), 3, "every node read after the reset: {last}");
+    assert!(
+        offsets.values().all(|v| v.as_f64().unwrap().abs() < 0.002),
+        "{last}"
+    );
+    let dir = run_dir(store.path(), name);
+    let svg = std::fs::read_to_string(dir.join("clock-skew.svg")).unwrap();
+    assert!(
+        svg.contains("s1") && svg.contains("s3"),
+        "plot names the nodes"
+    );
+    let csv = std::fs::read_to_string(dir.join("clock-offsets.csv")).unwrap();
+    assert_eq!(csv.lines().count(), measured + 1, "{csv}");
+}
+
+#[test]
+fn skewed_read_under_clock_bumps_is_invalid_with_stale_reads() {
+    let (code, types, fs) = sim_faults(
+        "sim-faults-skewed",
+        &["--sim-bug", "skewed-read", "--nemesis", "clock"],
+    );
+    assert_eq!(code, Some(1), "{types:?}");
+    assert!(
+        types
+            .iter()
+            .any(|t| t.ends_with("-realtime") || t == "incompatible-order"),
+        "{types:?}"
+    );
+    assert!(fs.iter().any(|f| f == "start-clock"), "{fs:?}");
 }

@@ -138,18 +138,37 @@ impl NodeSpec {
 }
 
 /// `--nemesis clock` only where harness starts the database's server
-/// under libfaketime, and only with libfaketime installed here.
+/// under libfaketime, and only with libfaketime installed here, or on
+/// simulated replicas (offsets set in the simulator).
 fn check_clock(args: &RunSpec, on_nodes: bool) -> anyhow::Result<()> {
-    use db_adapters::catalog::ClockFaults;
-    if !args
+    if args
         .faults
         .faults
         .contains(&nemesis::schedule::FaultKind::Clock)
     {
-        return Ok(());
+        return check_clock_asked(args, on_nodes);
     }
-    if let ClockFaults::No(why) = args.db.capabilities().clock_faults {
-        anyhow::bail!("--nemesis clock: --db {}: {why}", args.db);
+    if args.faults.options.clock_rate.is_some() {
+        anyhow::bail!("--clock-rate skews the clocks of --nemesis clock: add --nemesis clock");
+    }
+    Ok(())
+}
+
+/// [`check_clock`] once `--nemesis clock` is asked for.
+fn check_clock_asked(args: &RunSpec, on_nodes: bool) -> anyhow::Result<()> {
+    use db_adapters::catalog::ClockFaults;
+    match args.db.capabilities().clock_faults {
+        ClockFaults::No(why) => anyhow::bail!("--nemesis clock: --db {}: {why}", args.db),
+        ClockFaults::Simulated if args.faults.options.clock_rate.is_some() => anyhow::bail!(
+            "--clock-rate: rate skew is not simulated (--db {} simulates offsets only)",
+            args.db
+        ),
+        ClockFaults::Simulated if args.sim_replicas.is_some() => return Ok(()),
+        ClockFaults::Simulated => anyhow::bail!(
+            "--nemesis clock: --db {} has clocks only on simulated replicas: give --sim-replicas N",
+            args.db
+        ),
+        ClockFaults::Libfaketime => {}
     }
     if args.url.is_some() && !on_nodes {
         anyhow::bail!(
@@ -197,7 +216,7 @@ pub fn plan_nodes(args: &RunSpec) -> anyhow::Result<Option<Vec<Node>>> {
         if simulated {
             if let Some(k) = kinds.iter().find(|k| !simulated_fault(**k)) {
                 anyhow::bail!(
-                    "--nemesis {k}: not simulated; --db sim --sim-replicas simulates partition, kill, pause, part-kill and pause-kill"
+                    "--nemesis {k}: not simulated; --db sim --sim-replicas simulates partition, kill, pause, part-kill, pause-kill and clock"
                 );
             }
         } else if let Some(k) = kinds.iter().find(|k| k.needs_membership())
@@ -410,6 +429,7 @@ fn simulated_fault(k: FaultKind) -> bool {
             | FaultKind::Pause
             | FaultKind::PartKill
             | FaultKind::PauseKill
+            | FaultKind::Clock
     )
 }
 

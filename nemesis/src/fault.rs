@@ -7,8 +7,9 @@
 //! of every run to clear rules left by a crashed one). Kill and pause go
 //! through the database's [`Process`]; clock faults through its
 //! libfaketime control files ([`crate::clock`]). On simulated nodes
-//! ([`Nemesis::with_simulated_network`]) partitions are calls into the
-//! simulator ([`crate::simulated`]), and a heal also resets their clocks.
+//! ([`Nemesis::with_simulated_network`]) partitions and clock offsets are
+//! calls into the simulator ([`crate::simulated`]), and a heal also resets
+//! their clocks.
 //! Membership changes (`leave`, `join`) go through the database's
 //! [`Membership`], which the nemesis remembers until every removed node
 //! joined again ([`crate::membership`]).
@@ -290,6 +291,13 @@ impl Nemesis {
     /// Every node's current clock offset (what its control file says).
     pub(crate) fn clocks(&self) -> std::sync::MutexGuard<'_, crate::clock::Offsets> {
         self.clocks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `node` is down or paused by another package (a rate skew,
+    /// which restarts the database, leaves such a node alone).
+    pub(crate) fn is_faulted(&self, node: &str) -> bool {
+        let a = self.lock();
+        a.killed.contains(node) || a.paused.contains(node)
     }
 
     /// Sets what the running fault did (taken by [`Nemesis::take_result`]).

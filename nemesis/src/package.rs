@@ -91,6 +91,8 @@ pub struct Options {
     pub packet: Behavior,
     /// `--packet-targets`.
     pub packet_targets: Vec<Target>,
+    /// `--clock-rate`: the clock package also draws rate skews.
+    pub clock_rate: Option<crate::clock::fault::RateFactor>,
 }
 
 impl Default for Options {
@@ -106,6 +108,7 @@ impl Default for Options {
             pause_targets: vec![Target::One, Target::Minority, Target::Majority, Target::All],
             packet: Behavior::default(),
             packet_targets: vec![Target::One, Target::Minority, Target::Majority, Target::All],
+            clock_rate: None,
         }
     }
 }
@@ -274,6 +277,7 @@ pub fn next_fault(kind: FaultKind, plan: &Plan, rng: &mut Rng) -> Option<Fault> 
         FaultKind::Clock => Fault::Clock(crate::clock::fault::draw(
             &plan.nodes,
             plan.options.interval,
+            plan.options.clock_rate,
             rng,
         )),
         FaultKind::Membership => {

@@ -34,6 +34,17 @@ pub trait Process: Send + Sync {
     /// [`ProcessError`] naming the node.
     fn start<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>>;
 
+    /// Stops the database on `node` for a restart that is not a fault (a
+    /// rate skew: libfaketime measures a rate from process start); returns
+    /// once it is gone. By default a kill; a database with a clean
+    /// shutdown uses it, so the restart loses nothing a kill would.
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node.
+    fn shut_down<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        self.kill(node)
+    }
+
     /// SIGSTOP of the database processes on `node`.
     ///
     /// # Errors

@@ -5,10 +5,12 @@
 //!
 //! A [`crate::fault::Nemesis`] built with
 //! [`crate::fault::Nemesis::with_simulated_network`] sends its partition
-//! starts, stops and heals here instead of running commands on its remotes;
-//! kill and pause still go through the database's
-//! [`crate::process::Process`]. The ops recorded are the same as for real
-//! nodes.
+//! starts, stops and heals, and its clock bumps, strobes and resets
+//! (`crate::clock`), here instead of running commands on its remotes;
+//! kill and pause, and the read of a node's clock
+//! ([`crate::process::Process::db_clock`]), still go through the
+//! database's [`crate::process::Process`]. The ops recorded are the same
+//! as for real nodes (clock ops with their `clock-offsets`).
 
 use crate::partition::Grudge;
 

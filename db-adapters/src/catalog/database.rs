@@ -94,6 +94,9 @@ pub enum ClockFaults {
     /// harness starts its server (`--local` or `--nodes`) under
     /// libfaketime when `--nemesis clock` is asked for.
     Libfaketime,
+    /// Simulated: with `--sim-replicas` each simulated node has a clock
+    /// offset the nemesis sets in process (no preload, no root).
+    Simulated,
     /// Not possible: the reason, as `--nemesis clock` reports it.
     No(&'static str),
 }

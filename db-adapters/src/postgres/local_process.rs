@@ -204,6 +204,33 @@ impl Process for LocalProcess {
         Box::pin(self.start_server(node))
     }
 
+    /// A fast shutdown (SIGINT to the postmaster: sessions end, the WAL is
+    /// flushed, nothing acknowledged is lost, unlike a kill with
+    /// `synchronous_commit=off`).
+    fn shut_down<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            if let Some(pm) = postmaster_pid(&self.data) {
+                signal(pm, "INT");
+                let mut gone = false;
+                for _ in 0..1500 {
+                    if !Path::new(&format!("/proc/{pm}")).exists() {
+                        gone = true;
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                if !gone {
+                    return Err(self.err(
+                        node,
+                        "shut down",
+                        format!("postmaster {pm} still alive 30 s after a fast shutdown"),
+                    ));
+                }
+            }
+            Ok(())
+        })
+    }
+
     fn pause<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
             self.signal_all("STOP", true);

@@ -74,9 +74,7 @@ impl Database for Sim {
             local_server: false,
             replicas: false,
             lossy_data_dir: false,
-            clock_faults: ClockFaults::No(
-                "the simulator runs inside the harness process and has no clock of its own",
-            ),
+            clock_faults: ClockFaults::Simulated,
             membership: false,
             default_ops: Some(super::DEFAULT_OPS),
         }

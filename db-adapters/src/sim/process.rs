@@ -1,6 +1,7 @@
 //! The faults of simulated replicas, as the nemesis asks for them: kill,
 //! start, pause and resume of a node ([`Process`]), partitions and clock
-//! offsets ([`SimulatedNetwork`]). Each is a method call on the shared
+//! offsets ([`SimulatedNetwork`]), and the read of a node's clock
+//! ([`Process::db_clock`]). Each is a method call on the shared
 //! [`super::cluster::Cluster`]; nothing runs outside the process.
 
 use super::replicated::{Shared, lock};
@@ -64,6 +65,38 @@ impl Process for SimFaults {
 
     fn resume<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         let r = self.on_node(node, "resume", |c, i| c.resume(i));
+        Box::pin(async move { r })
+    }
+
+    /// The node's clock as `skewed-read` reads it (true time plus the
+    /// node's offset), bracketed by the harness clock; a killed or paused
+    /// node cannot be asked, as a real database could not.
+    fn db_clock<'a>(
+        &'a self,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<nemesis::clock::ClockReading, ProcessError>> {
+        let err = |message: String| ProcessError {
+            node: node.name.clone(),
+            action: "clock",
+            message,
+        };
+        let sent_s = nemesis::clock::now_s();
+        let r = lock(&self.shared)
+            .map_err(|e| err(e.message))
+            .and_then(|s| {
+                let i = s
+                    .cluster
+                    .node_index(&node.name)
+                    .ok_or_else(|| err("no such simulated node".to_string()))?;
+                s.cluster
+                    .clock_offset_us(i)
+                    .ok_or_else(|| err("the node is down or paused".to_string()))
+            })
+            .map(|offset_us| nemesis::clock::ClockReading {
+                sent_s,
+                db_s: nemesis::clock::now_s() + offset_us as f64 / 1e6,
+                received_s: nemesis::clock::now_s(),
+            });
         Box::pin(async move { r })
     }
 }

@@ -43,8 +43,10 @@ impl Nemesis {
     /// Whether clock faults reach every node (the database was started
     /// under libfaketime).
     pub fn has_clock(&self) -> bool {
-        self.process()
-            .is_some_and(|p| self.nodes().iter().all(|n| p.clock_file(n).is_some()))
+        self.simulated_network().is_some()
+            || self
+                .process()
+                .is_some_and(|p| self.nodes().iter().all(|n| p.clock_file(n).is_some()))
     }
 
     fn clock_target(&self, node: &str) -> Result<(Arc<dyn Process>, String), FaultError> {
@@ -78,6 +80,14 @@ impl Nemesis {
     }
 
     async fn apply_clock(&self, c: &ClockFault) -> Result<(), FaultError> {
+        if let Some(net) = self.simulated_network() {
+            let mut errs = self.apply_sim_clock(net, c).await;
+            return match errs.len() {
+                0 => Ok(()),
+                1 => Err(errs.remove(0)),
+                _ => Err(FaultError::Many(errs)),
+            };
+        }
         let mut errs = Vec::new();
         match c {
             ClockFault::Bump(b) => {
@@ -106,12 +116,20 @@ impl Nemesis {
                 for node in nodes {
                     let r = async {
                         let (_, file) = self.clock_target(node)?;
-                        self.write_spec(node, &file, &Spec::ZERO).await?;
+                        let zero = self.clocks().zero(node);
+                        self.write_spec(node, &file, &zero).await?;
                         self.clocks().reset_node(node);
                         Ok::<(), FaultError>(())
                     }
                     .await;
                     if let Err(e) = r {
+                        errs.push(e);
+                    }
+                }
+            }
+            ClockFault::Skew(rates) => {
+                for (node, milli) in rates {
+                    if let Err(e) = self.skew(node, f64::from(*milli) / 1000.0).await {
                         errs.push(e);
                     }
                 }
@@ -129,15 +147,21 @@ impl Nemesis {
                 let mut set = JoinSet::new();
                 for node in nodes {
                     let (_, file) = self.clock_target(node)?;
+                    // One guard: two in one statement would deadlock.
+                    let (base_s, rate) = {
+                        let clocks = self.clocks();
+                        (clocks.get(node), clocks.rate(node))
+                    };
                     let strobe = Strobe {
-                        base_s: self.clocks().get(node),
+                        base_s,
                         delta_s: *delta_ms as f64 / 1000.0,
                         period: Duration::from_millis(*period_ms),
                         duration,
+                        rate,
                     };
                     if let Err(e) = (Spec {
                         offset_s: strobe.base_s + strobe.delta_s,
-                        rate: None,
+                        rate: strobe.rate,
                     })
                     .render()
                     {
@@ -171,13 +195,59 @@ impl Nemesis {
         }
     }
 
+    /// Rate skew of one node: writes `+<offset> x<rate>` and restarts its
+    /// database, so that libfaketime measures the rate from the new
+    /// process's start (changed under a running process it would apply to
+    /// the whole uptime: a jump). A node another package killed or paused
+    /// is left alone (an error of this op).
+    async fn skew(&self, node: &str, rate: f64) -> Result<(), FaultError> {
+        let (process, file) = self.clock_target(node)?;
+        if self.is_faulted(node) {
+            return Err(clock_err(
+                node,
+                "killed or paused by another package; a rate skew restarts the database",
+            ));
+        }
+        let spec = self
+            .clocks()
+            .rate_spec(node, rate)
+            .map_err(|e| clock_err(node, e))?;
+        self.write_spec(node, &file, &spec).await?;
+        let n = self.remote(node)?.node().clone();
+        let restarted = async {
+            process.shut_down(&n).await?;
+            let started_s = super::now_s();
+            process.start(&n).await?;
+            Ok::<f64, crate::process::ProcessError>(started_s)
+        }
+        .await;
+        match restarted {
+            Ok(started_s) => {
+                self.clocks().set_rate(node, rate, started_s);
+                Ok(())
+            }
+            Err(e) => {
+                // Back to the node's offset at rate 1: a process that
+                // survived must not run at the rate over its uptime.
+                let back = Spec {
+                    offset_s: self.clocks().get(node),
+                    rate: Some(1.0),
+                };
+                let _ = self.write_spec(node, &file, &back).await;
+                let _ = process.start(&n).await;
+                Err(FaultError::Process(e))
+            }
+        }
+    }
+
     /// Reads every node's database clock: `{name: detail, clock-offsets,
     /// clock-offset-errors, expected-offsets}`.
     async fn measure(&self, c: &ClockFault) -> Data {
         let mut set = JoinSet::new();
+        let simulated = self.simulated_network().is_some();
         if let Some(process) = self.process() {
             for node in self.nodes() {
-                if process.clock_file(&node).is_none() {
+                if !simulated && process.clock_file(&node).is_none() {
                     continue;
                 }
                 let p = process.clone();
@@ -198,10 +268,11 @@ impl Nemesis {
         }
         readings.sort_by(|a, b| a.0.cmp(&b.0));
         let expected: Vec<(String, f64)> = {
+            let now = super::now_s();
             let clocks = self.clocks();
             readings
                 .iter()
-                .map(|(n, _)| (n.clone(), clocks.get(n)))
+                .map(|(n, _)| (n.clone(), clocks.expected(n, now)))
                 .collect()
         };
         Data::Map(vec![
@@ -224,6 +295,10 @@ impl Nemesis {
     /// # Errors
     /// The nodes whose file could not be written.
     pub async fn reset_all_clocks(&self) -> Result<(), FaultError> {
+        if let Some(net) = self.simulated_network() {
+            self.reset_sim_clocks(net.as_ref());
+            return Ok(());
+        }
         let Some(process) = self.process() else {
             return Ok(());
         };
@@ -232,7 +307,8 @@ impl Nemesis {
             let Some(file) = process.clock_file(&node) else {
                 continue;
             };
-            match self.write_spec(&node.name, &file, &Spec::ZERO).await {
+            let zero = self.clocks().zero(&node.name);
+            match self.write_spec(&node.name, &file, &zero).await {
                 Ok(()) => self.clocks().reset_node(&node.name),
                 Err(e) => errs.push(e),
             }

@@ -7,11 +7,16 @@
 //! - strobe: `delta = 2^(2 + 16·U)` ms (4 ms … 262 s), `period =
 //!   2^(10·U)` ms (1 … 1024 ms), duration uniform up to the package
 //!   interval and at most [`MAX_STROBE`];
-//! - reset: `+0`.
+//! - reset: `+0`;
+//! - skew (only with `--clock-rate F`, [`RateFactor`]): per node a rate
+//!   uniform in `[max/F, max]`, `max = 2/(1 + 1/F)` (Jepsen's
+//!   `rand-factor`: the fastest clock runs at most F times the slowest),
+//!   written as `+<offset> x<rate>` and applied by restarting the node's
+//!   database, since libfaketime measures a rate from process start.
 //!
 //! Values in the history: a bump `{"bump": {node: delta_s}}`, a strobe
 //! `{"strobe": {node: {"delta": s, "period": s, "duration": s}}}`, a reset
-//! `{"reset": [nodes]}`.
+//! `{"reset": [nodes]}`, a skew `{"skew": {node: rate}}`.
 
 use crate::rng::Rng;
 use std::time::Duration;
@@ -37,8 +42,53 @@ pub enum ClockFault {
         /// How long it strobes.
         duration_ms: u64,
     },
-    /// Offsets back to zero.
+    /// Offsets back to zero (and rates back to 1).
     Reset(Vec<String>),
+    /// Run each node's clock at a rate, in thousandths (1050 = x1.05;
+    /// restarts its database).
+    Skew(Vec<(String, u32)>),
+}
+
+/// `--clock-rate F`: the clock package also draws rate skews whose fastest
+/// clock runs at most `F` times the slowest (`F` in (1, 10], kept in
+/// thousandths so plans compare exactly).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateFactor {
+    milli: u32,
+}
+
+impl RateFactor {
+    /// Parses `F` (e.g. `1.1`).
+    ///
+    /// # Errors
+    /// Not a number in (1, 10].
+    pub fn parse(s: &str) -> Result<RateFactor, String> {
+        let f: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("--clock-rate {s:?}: not a number"))?;
+        let milli = (f * 1000.0).round();
+        if !(1001.0..=10_000.0).contains(&milli) {
+            return Err(format!(
+                "--clock-rate {s}: give a factor above 1 and at most 10 (e.g. 1.1)"
+            ));
+        }
+        Ok(RateFactor {
+            milli: milli as u32,
+        })
+    }
+
+    /// The factor.
+    pub fn value(self) -> f64 {
+        f64::from(self.milli) / 1000.0
+    }
+
+    /// The range rates are drawn from: `max = 2/(1 + 1/F)`, `min = max/F`.
+    pub fn range(self) -> (f64, f64) {
+        let f = self.value();
+        let max = 2.0 / (1.0 + 1.0 / f);
+        (max / f, max)
+    }
 }
 
 impl ClockFault {
@@ -55,6 +105,7 @@ impl ClockFault {
         match self {
             ClockFault::Bump(b) => b.iter().map(|(n, _)| n.clone()).collect(),
             ClockFault::Strobe { nodes, .. } | ClockFault::Reset(nodes) => nodes.clone(),
+            ClockFault::Skew(s) => s.iter().map(|(n, _)| n.clone()).collect(),
         }
     }
 
@@ -64,6 +115,7 @@ impl ClockFault {
             ClockFault::Bump(_) => "bump",
             ClockFault::Strobe { .. } => "strobe",
             ClockFault::Reset(_) => "reset",
+            ClockFault::Skew(_) => "skew",
         }
     }
 
@@ -95,6 +147,11 @@ impl ClockFault {
                 )
             }
             ClockFault::Reset(nodes) => crate::fault::nodes_data(nodes),
+            ClockFault::Skew(s) => Data::Map(
+                s.iter()
+                    .map(|(n, r)| (Data::Str(n.clone()), Data::Float(f64::from(*r) / 1e3)))
+                    .collect(),
+            ),
         }
     }
 
@@ -132,11 +189,29 @@ pub fn bump_ms(rng: &mut Rng) -> i64 {
 }
 
 /// The next op of the clock package; strobes last at most
-/// `min(interval, MAX_STROBE)`.
-pub fn draw(nodes: &[String], interval: Duration, rng: &mut Rng) -> ClockFault {
+/// `min(interval, MAX_STROBE)`; skews only with a `rate` factor (without
+/// one the draws are those of a run without `--clock-rate`).
+pub fn draw(
+    nodes: &[String],
+    interval: Duration,
+    rate: Option<RateFactor>,
+    rng: &mut Rng,
+) -> ClockFault {
     let targets = subset(nodes, rng);
-    match rng.below(3) {
+    match rng.below(if rate.is_some() { 4 } else { 3 }) {
         0 => ClockFault::Reset(targets),
+        3 => {
+            let (lo, hi) = rate.map_or((1.0, 1.0), RateFactor::range);
+            ClockFault::Skew(
+                targets
+                    .into_iter()
+                    .map(|n| {
+                        let r = lo + (hi - lo) * unit(rng);
+                        (n, (r * 1e3).round().max(1.0) as u32)
+                    })
+                    .collect(),
+            )
+        }
         1 => ClockFault::Bump(targets.into_iter().map(|n| (n, bump_ms(rng))).collect()),
         _ => {
             let cap = interval.min(MAX_STROBE).as_millis() as f64;
@@ -159,9 +234,9 @@ mod tests {
     fn draws_mix_all_three_within_jepsens_ranges() {
         let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
         let mut rng = Rng::stream(7, "clock");
-        let (mut bumps, mut strobes, mut resets) = (0, 0, 0);
+        let (mut bumps, mut strobes, mut resets, mut skews) = (0, 0, 0, 0);
         for _ in 0..300 {
-            let f = draw(&nodes, Duration::from_secs(4), &mut rng);
+            let f = draw(&nodes, Duration::from_secs(4), None, &mut rng);
             assert!(!f.nodes().is_empty());
             match &f {
                 ClockFault::Bump(b) => {
@@ -186,11 +261,51 @@ mod tests {
                     resets += 1;
                     assert_eq!(f.f(), F::StopClock);
                 }
+                ClockFault::Skew(_) => skews += 1,
             }
         }
+        assert_eq!(skews, 0, "no skew without --clock-rate");
         assert!(
             bumps > 60 && strobes > 60 && resets > 60,
             "{bumps} {strobes} {resets}"
+        );
+    }
+
+    #[test]
+    fn skews_only_with_a_factor_and_within_jepsens_rand_factor_range() {
+        let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
+        let f = RateFactor::parse("1.1").unwrap();
+        let (lo, hi) = f.range();
+        assert!((hi / lo - 1.1).abs() < 1e-9 && hi > 1.0 && lo < 1.0);
+        let mut rng = Rng::stream(7, "clock");
+        let mut skews = 0;
+        for _ in 0..200 {
+            if let ClockFault::Skew(s) = draw(&nodes, Duration::from_secs(4), Some(f), &mut rng) {
+                skews += 1;
+                for (_, r) in &s {
+                    let r = f64::from(*r) / 1e3;
+                    assert!(r >= lo - 1e-3 && r <= hi + 1e-3, "{r}");
+                }
+            }
+        }
+        assert!(skews > 20, "{skews}");
+        // Without a factor the stream is that of a run without skews.
+        let (mut a, mut b) = (Rng::stream(9, "clock"), Rng::stream(9, "clock"));
+        for _ in 0..50 {
+            let x = draw(&nodes, Duration::from_secs(4), None, &mut a);
+            let y = draw(&nodes, Duration::from_secs(4), None, &mut b);
+            assert_eq!(x, y);
+        }
+        for bad in ["1", "0.9", "x", "11"] {
+            assert!(RateFactor::parse(bad).is_err(), "{bad}");
+        }
+        let v = ClockFault::Skew(vec![("n1".into(), 1050)]).value();
+        assert_eq!(
+            v,
+            Data::Map(vec![(
+                Data::Str("skew".into()),
+                Data::Map(vec![(Data::Str("n1".into()), Data::Float(1.05))])
+            )])
         );
     }
 

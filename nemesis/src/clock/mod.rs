@@ -12,14 +12,18 @@
 //! - The `clock` package ([`fault`]): Jepsen's mix of `bump` (a per-node,
 //!   cumulative offset, ±11 ms … 288 s log-uniform), `strobe` (alternate
 //!   `base + delta` and `base` every period for a duration, run *on the
-//!   node* by `harness clock-strobe`, [`strobe`]) and `reset` (`+0`).
-//!   Bumps and strobes are `start-clock` ops, resets `stop-clock` ops; the
-//!   package's last op resets every node.
+//!   node* by `harness clock-strobe`, [`strobe`]) and `reset` (`+0`), plus
+//!   `skew` with `--clock-rate` (below). Bumps, strobes and skews are
+//!   `start-clock` ops, resets `stop-clock` ops; the package's last op
+//!   resets every node.
 //! - Offsets: after every clock op the nemesis reads each node's database
 //!   clock (PostgreSQL `clock_timestamp()`, MariaDB `NOW(6)`) bracketed by
 //!   the harness clock ([`ClockReading`]); the `info` completion's value
 //!   holds `clock-offsets`, `clock-offset-errors` (half the round trip)
 //!   and `expected-offsets` per node — what the clock plot draws.
+//! - Simulated nodes (`--db sim --sim-replicas N`, `clock/sim.rs`): the same ops
+//!   set each node's offset in the simulator instead of a control file;
+//!   no preload, no root.
 //! - Heal ([`crate::fault::Nemesis::heal_all`], run at the end, on Ctrl-C,
 //!   on error and at the start of a run): `+0` on every node's control
 //!   file; a fresh start writes `+0` before the database starts.
@@ -36,10 +40,22 @@
 //! every process (no way to choose the name) and leaves them behind on
 //! SIGKILL; a later process with the same pid then dies with
 //! "shm_open failed". [`remove_stale_shm`] deletes those of dead pids
-//! before every (re)start on this machine.
+//! before every (re)start on this machine. There is no switch to turn the
+//! shared memory off in 0.9.10: `FAKETIME_DISABLE_SHM=1` is not in the
+//! library and a preloaded process still created both files (measured).
+//!
+//! Rate skew (`--clock-rate F`, `skew` ops): libfaketime applies a rate
+//! from process start, so a skew writes `+<offset> x<rate>` and restarts
+//! the database ([`crate::process::Process::shut_down`], then `start`);
+//! later bumps and strobes keep the rate, and a reset writes
+//! `+0.000 x1.000`, because 0.9.10 keeps the previous rate when a spec has
+//! none (measured: after `+0` the clock kept drifting). The expected
+//! offset recorded with each reading includes the drift since the
+//! restart.
 
 mod apply;
 pub mod fault;
+mod sim;
 pub mod spec;
 pub mod strobe;
 

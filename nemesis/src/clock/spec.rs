@@ -76,10 +76,13 @@ impl Spec {
     }
 }
 
-/// Per-node cumulative clock state (what the control file says now).
+/// Per-node cumulative clock state (what the control file says now): an
+/// offset, and a rate with the time (harness clock, seconds since the
+/// epoch) its process started under it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Offsets {
     nodes: std::collections::BTreeMap<String, f64>,
+    rates: std::collections::BTreeMap<String, (f64, f64)>,
 }
 
 impl Offsets {
@@ -97,30 +100,84 @@ impl Offsets {
         let next = self.get(node) + delta_s;
         let spec = Spec {
             offset_s: next,
-            rate: None,
+            rate: self.rate(node),
         };
         spec.render()?;
         self.nodes.insert(node.to_string(), next);
         Ok(spec)
     }
 
-    /// Forgets every offset (after a reset of every node).
+    /// The node's rate (`None`: 1, no skew).
+    pub fn rate(&self, node: &str) -> Option<f64> {
+        self.rates.get(node).map(|(r, _)| *r)
+    }
+
+    /// The spec that gives `node` clock rate `rate` (its offset kept); the
+    /// state is unchanged until [`Offsets::set_rate`].
+    ///
+    /// # Errors
+    /// [`ClockError::Rate`] for a rate that is not positive and finite.
+    pub fn rate_spec(&self, node: &str, rate: f64) -> Result<Spec, ClockError> {
+        let spec = Spec {
+            offset_s: self.get(node),
+            rate: Some(rate),
+        };
+        spec.render()?;
+        Ok(spec)
+    }
+
+    /// Records that `node`'s process (re)started at `started_s` under
+    /// `rate`: from then on its clock gains `(rate − 1)` s per second.
+    pub fn set_rate(&mut self, node: &str, rate: f64, started_s: f64) {
+        self.rates.insert(node.to_string(), (rate, started_s));
+    }
+
+    /// What the node's clock should read minus true time at `now_s`: its
+    /// offset plus what its rate gained since its process started.
+    pub fn expected(&self, node: &str, now_s: f64) -> f64 {
+        let drift = self
+            .rates
+            .get(node)
+            .map_or(0.0, |(r, since)| (r - 1.0) * (now_s - since).max(0.0));
+        self.get(node) + drift
+    }
+
+    /// The reset of `node`: `+0.000`, or `+0.000 x1.000` when it runs at a
+    /// rate — libfaketime 0.9.10 keeps the last rate when a spec has none
+    /// (measured: after `+0` the clock kept drifting), and x1 put on a
+    /// running process puts it back on true time.
+    pub fn zero(&self, node: &str) -> Spec {
+        Spec {
+            offset_s: 0.0,
+            rate: self.rate(node).map(|_| 1.0),
+        }
+    }
+
+    /// Forgets every offset and rate (after a reset of every node).
     pub fn reset(&mut self) {
         self.nodes.clear();
+        self.rates.clear();
     }
 
-    /// Forgets `node`'s offset (after its reset).
+    /// Forgets `node`'s offset and rate (after its reset: `+0` puts a
+    /// running process back on true time, rate included).
     pub fn reset_node(&mut self, node: &str) {
         self.nodes.remove(node);
+        self.rates.remove(node);
     }
 
-    /// Nodes with a non-zero offset.
+    /// Nodes with a non-zero offset or a rate.
     pub fn skewed(&self) -> Vec<String> {
-        self.nodes
+        let mut out: Vec<String> = self
+            .nodes
             .iter()
             .filter(|(_, o)| **o != 0.0)
             .map(|(n, _)| n.clone())
-            .collect()
+            .chain(self.rates.keys().cloned())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 }
 
@@ -256,6 +313,34 @@ mod tests {
         assert_eq!(o.get("n1"), 89.5, "a refused bump changes nothing");
         o.reset();
         assert!(o.skewed().is_empty());
+    }
+
+    #[test]
+    fn a_rate_skew_writes_offset_then_rate_and_survives_bumps_until_a_reset() {
+        let mut o = Offsets::default();
+        o.bump("n1", 2.0).unwrap();
+        let s = o.rate_spec("n1", 1.05).unwrap();
+        assert_eq!(s.render().unwrap(), "+2.000 x1.050");
+        assert!(o.rate_spec("n1", -1.0).is_err());
+        assert!(o.rate_spec("n1", f64::INFINITY).is_err());
+        assert_eq!(o.rate("n1"), None, "not recorded before the restart");
+        o.set_rate("n1", 1.05, 100.0);
+        assert_eq!(
+            o.bump("n1", -0.5).unwrap().render().unwrap(),
+            "+1.500 x1.050"
+        );
+        // 20 s after the restart at x1.05 the clock gained 1 s.
+        assert!((o.expected("n1", 120.0) - 2.5).abs() < 1e-9);
+        assert_eq!(o.expected("n2", 120.0), 0.0);
+        assert_eq!(o.skewed(), vec!["n1"]);
+        assert_eq!(o.zero("n1").render().unwrap(), "+0.000 x1.000");
+        assert_eq!(o.zero("n2").render().unwrap(), "+0.000");
+        o.reset_node("n1");
+        assert_eq!(o.rate("n1"), None);
+        assert_eq!(o.bump("n1", 1.0).unwrap().render().unwrap(), "+1.000");
+        let mut p = Offsets::default();
+        p.set_rate("n2", 0.9, 0.0);
+        assert_eq!(p.skewed(), vec!["n2"], "a rate alone is a skew");
     }
 
     #[test]

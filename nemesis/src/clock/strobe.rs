@@ -21,19 +21,25 @@ pub struct Strobe {
     pub period: Duration,
     /// How long it strobes.
     pub duration: Duration,
+    /// The node's clock rate, kept in every spec written (`None`: 1).
+    pub rate: Option<f64>,
 }
 
 impl Strobe {
     /// The command line that runs it on a node with the harness binary
     /// `exe`.
     pub fn command(&self, exe: &str, file: &str) -> String {
-        format!(
+        let mut cmd = format!(
             "'{exe}' clock-strobe --file '{file}' --base {:.3} --delta {:.3} --period-ms {} --duration-ms {}",
             self.base_s,
             self.delta_s,
             self.period.as_millis(),
             self.duration.as_millis()
-        )
+        );
+        if let Some(r) = self.rate {
+            cmd.push_str(&format!(" --rate {r:.3}"));
+        }
+        cmd
     }
 
     /// Runs the strobe against the control file `path` (blocking); returns
@@ -43,8 +49,11 @@ impl Strobe {
     /// An offset out of range or a file that cannot be written (the file
     /// is then set back to `base` if possible).
     pub fn run(&self, path: &Path) -> Result<usize, ClockError> {
-        let specs =
+        let mut specs =
             super::spec::strobe_specs(self.base_s, self.delta_s, self.period, self.duration);
+        for s in &mut specs {
+            s.rate = self.rate;
+        }
         let begin = Instant::now();
         let mut written = 0;
         for (i, spec) in specs.iter().enumerate() {
@@ -60,7 +69,7 @@ impl Strobe {
                     path,
                     &Spec {
                         offset_s: self.base_s,
-                        rate: None,
+                        rate: self.rate,
                     },
                 );
                 return Err(e);
@@ -85,6 +94,7 @@ mod tests {
             delta_s: 0.5,
             period: Duration::from_millis(20),
             duration: Duration::from_millis(200),
+            rate: None,
         };
         let t = Instant::now();
         assert_eq!(s.run(&p).unwrap(), 11);
@@ -104,6 +114,21 @@ mod tests {
         assert!(
             cmd.contains("clock-strobe --file '/x/faketime.rc' --base -2.000 --delta 0.500 --period-ms 20 --duration-ms 200"),
             "{cmd}"
+        );
+        let skewed = Strobe {
+            rate: Some(1.05),
+            ..s.clone()
+        };
+        assert_eq!(skewed.run(&p).unwrap(), 11);
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "-2.000 x1.050\n",
+            "a strobe keeps the node's rate"
+        );
+        assert!(
+            skewed
+                .command("/h", "/f")
+                .ends_with("--duration-ms 200 --rate 1.050")
         );
     }
 }

@@ -141,6 +141,16 @@ impl Cluster {
         }
     }
 
+    /// Node `i`'s clock offset from true time, as a client of the node
+    /// would read it (`None`: no such node, or it is down or paused and
+    /// does not answer).
+    pub fn clock_offset_us(&self, i: usize) -> Option<i64> {
+        self.nodes
+            .get(i)
+            .filter(|n| n.up && !n.paused)
+            .map(|n| n.offset_us)
+    }
+
     /// Puts every clock back on true time.
     pub fn reset_clocks(&mut self) {
         for n in &mut self.nodes {
