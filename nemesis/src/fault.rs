@@ -162,6 +162,8 @@ struct Active {
     killed: BTreeSet<String>,
     paused: BTreeSet<String>,
     disk_failed: BTreeSet<String>,
+    /// Node → the data file whose chunks a `snapshot-file-chunks` saved.
+    snapshots: BTreeMap<String, String>,
     /// Nodes removed from the cluster that have not joined again.
     removed: BTreeSet<String>,
     result: Option<Data>,
@@ -366,6 +368,7 @@ impl Nemesis {
                 r
             }
             Fault::Clock(_) => Ok(()),
+            Fault::Durability(d @ DurabilityFault::Rollback { .. }) => self.restore(d).await,
             Fault::Durability(DurabilityFault::Disk { nodes, .. }) => {
                 let r = self.each_ctl(nodes, &Command::Heal).await.map(|_| ());
                 if r.is_ok() {
@@ -434,7 +437,7 @@ impl Nemesis {
             let (p, cmd) = (process.clone(), cmd.clone());
             set.spawn(async move {
                 let cmd = match cmd {
-                    Command::Corrupt { how, seed, .. } => Command::Corrupt {
+                    Command::Corrupt { path, how, seed } if path.is_empty() => Command::Corrupt {
                         path: p.data_files().to_string(),
                         how,
                         seed,
@@ -481,6 +484,22 @@ impl Nemesis {
                 self.lock().result = Some(Data::Map(value));
                 Ok(())
             }
+            DurabilityFault::Rollback { .. } => {
+                let replies = self.each_ctl(nodes, &d.command("")).await?;
+                let mut a = self.lock();
+                for (n, r) in &replies {
+                    if let Some(dmg) = r.damage.first() {
+                        a.snapshots.insert(n.clone(), dmg.file.clone());
+                    }
+                }
+                a.result = Some(Data::Map(
+                    replies
+                        .iter()
+                        .map(|(n, r)| (Data::Str(n.clone()), durability::damage_data(r)))
+                        .collect(),
+                ));
+                Ok(())
+            }
             DurabilityFault::Disk { .. } => {
                 self.lock().disk_failed.extend(nodes.iter().cloned());
                 self.each_ctl(nodes, &d.command("")).await.map(|_| ())
@@ -490,6 +509,42 @@ impl Nemesis {
 }
 
 impl Nemesis {
+    /// The stop of a snapshot/restore: kill, lose un-synced writes, put the
+    /// saved chunks back, start; the result names per node the file and
+    /// the chunks restored.
+    async fn restore(&self, d: &DurabilityFault) -> Result<(), FaultError> {
+        let nodes = d.nodes();
+        self.lock().killed.extend(nodes.iter().cloned());
+        self.each_process(nodes, Action::Kill).await?;
+        self.each_ctl(nodes, &Command::Lose).await?;
+        let mut value = Vec::new();
+        let mut errs = Vec::new();
+        for n in nodes {
+            let file = self.lock().snapshots.remove(n);
+            let Some(cmd) = file.and_then(|f| d.restore_command(&f)) else {
+                continue;
+            };
+            match self.each_ctl(std::slice::from_ref(n), &cmd).await {
+                Ok(replies) => value.extend(
+                    replies
+                        .iter()
+                        .map(|(n, r)| (Data::Str(n.clone()), durability::damage_data(r))),
+                ),
+                Err(e) => errs.push(e),
+            }
+        }
+        self.lock().result = Some(Data::Map(value));
+        let started = self.each_process(nodes, Action::Start).await;
+        if started.is_ok() {
+            let mut a = self.lock();
+            for n in nodes {
+                a.killed.remove(n);
+            }
+        }
+        errs.extend(started.err());
+        join_errors(errs)
+    }
+
     /// Removes `node` unless the database's live view says the removal
     /// would break what it must keep; either way the completion value
     /// (`[node result]`) says what happened.

@@ -333,3 +333,43 @@ fn lose_reports_bytes_per_file_and_disk_faults_fail_then_heal() {
     assert_eq!(fs::metadata(&f).unwrap().len(), 9_900);
     m.unmount();
 }
+
+#[test]
+#[ignore = "needs root and /dev/fuse: run by .ci/run"]
+fn snapshot_keeps_unsynced_data_and_restore_writes_the_stale_chunks_back() {
+    let m = Mounted::new(64 << 20);
+    let f = m.mnt.join("rel");
+    fs::write(&f, vec![1u8; 10_000]).unwrap();
+    File::open(&f).unwrap().sync_all().unwrap();
+    File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .write_all_at(&[5u8; 100], 0)
+        .unwrap();
+    let r = m.ctl("corrupt snapshot rel 4096 9".parse().unwrap());
+    assert_eq!((r.damage[0].count, r.damage[0].unit), (3, "chunks-saved"));
+    assert_eq!(
+        fs::read(&f).unwrap()[..100],
+        [5u8; 100],
+        "a snapshot under a live database keeps its un-synced writes"
+    );
+    File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .write_all_at(&[2u8; 10_000], 0)
+        .unwrap();
+    File::open(&f).unwrap().sync_all().unwrap();
+    let r = m.ctl("corrupt restore rel 4096 1 9".parse().unwrap());
+    assert_eq!(
+        (r.damage[0].count, r.damage[0].unit),
+        (3, "chunks-restored")
+    );
+    assert_eq!(
+        fs::read(&f).unwrap(),
+        vec![1u8; 10_000],
+        "synced content of the snapshot"
+    );
+    m.unmount();
+}

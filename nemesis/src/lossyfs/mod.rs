@@ -127,9 +127,13 @@ pub fn apply(shared: &fs::Shared, snapshots: &Path, cmd: &Command) -> Reply {
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default();
             // The damage is to the durable file; un-synced data of it would
-            // hide the damage, so it is dropped (the database is down).
-            let ino = shared.fuse_ino(std::fs::metadata(&file)?.ino());
-            shared.cache().forget(ino);
+            // hide the damage, so it is dropped (the database is down). A
+            // snapshot changes nothing and runs under a live database: it
+            // copies the durable bytes and keeps the cache.
+            if !matches!(how, corrupt::Corruption::Snapshot { .. }) {
+                let ino = shared.fuse_ino(std::fs::metadata(&file)?.ino());
+                shared.cache().forget(ino);
+            }
             let d = corrupt::apply(how, &file, &rel, snapshots, &mut rng)?;
             let msg = format!("{} {} in {}", d.count, d.unit, d.file);
             reply.damage.push(d);
