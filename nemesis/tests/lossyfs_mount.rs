@@ -373,3 +373,32 @@ fn snapshot_keeps_unsynced_data_and_restore_writes_the_stale_chunks_back() {
     );
     m.unmount();
 }
+
+#[test]
+#[ignore = "needs root and /dev/fuse: run by .ci/run"]
+fn lose_drops_the_kernels_cached_pages_of_a_file_still_open() {
+    let m = Mounted::new(64 << 20);
+    let f = m.mnt.join("open");
+    fs::write(&f, vec![1u8; 8192]).unwrap();
+    File::open(&f).unwrap().sync_all().unwrap();
+    let h = File::options().read(true).write(true).open(&f).unwrap();
+    h.write_all_at(&[9u8; 8192], 0).unwrap();
+    let mut buf = vec![0u8; 8192];
+    h.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(buf, vec![9u8; 8192]);
+    m.ctl(Command::Lose);
+    h.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(
+        buf,
+        vec![1u8; 8192],
+        "the open handle reads the durable bytes"
+    );
+    m.ctl("corrupt truncate open 4096 1".parse().unwrap());
+    let n = h.read_at(&mut buf, 0).unwrap();
+    assert_eq!(
+        n, 4096,
+        "a corruption's change is seen through the open handle"
+    );
+    drop(h);
+    m.unmount();
+}

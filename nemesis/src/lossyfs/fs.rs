@@ -4,11 +4,15 @@
 //! Inode numbers are the backing files' (the backing root is FUSE's inode 1,
 //! and a backing inode numbered 1 takes the root's number), so hard links
 //! and renames keep their identity and the cache is keyed by inode. Entry
-//! and attribute timeouts are zero and every open is `FOPEN_DIRECT_IO`: the
-//! kernel caches neither sizes nor pages, so after `lose` no stale
-//! un-synced byte can be served from the kernel (the price: shared `mmap`
-//! of files on the mount fails with `ENODEV`; PostgreSQL's data files and
-//! InnoDB's do not use it).
+//! and attribute timeouts are zero (the kernel caches no sizes or names).
+//! The kernel's page cache is on: FUSE without `writeback_cache` is
+//! write-through, so every write still reaches the daemon at once, and the
+//! page cache only ever holds what the application sees; reads of hot
+//! pages then never cross into the daemon. Whatever changes file contents
+//! behind the kernel's back invalidates its pages through a FUSE
+//! notification ([`Shared::invalidate`]): `lose` for every file that had
+//! un-synced state, and a corruption for its file; an open without
+//! `FOPEN_KEEP_CACHE` drops a file's pages too.
 //!
 //! Files and directories created through the mount are chowned to the
 //! caller (the daemon runs as root, the database as its own user).
@@ -53,6 +57,8 @@ pub struct Shared {
     /// Strict mode's namespace journal (`None`: the namespace is durable
     /// at once).
     pub journal: Option<Mutex<Journal>>,
+    /// Sends page-cache invalidations to the kernel (set once mounted).
+    pub notifier: std::sync::OnceLock<fuser::Notifier>,
     root_ino: u64,
 }
 
@@ -78,6 +84,7 @@ impl Shared {
             paths: Mutex::new(paths),
             faults: Mutex::new(Vec::new()),
             journal,
+            notifier: std::sync::OnceLock::new(),
             root_ino,
         })
     }
@@ -119,6 +126,20 @@ impl Shared {
             j.commit_file(ino);
         }
         Ok(n)
+    }
+
+    /// Drops the kernel's cached pages of `inos` (FUSE inode numbers);
+    /// an inode the kernel does not hold is skipped. Never call it from a
+    /// FUSE request handler (the kernel may wait on that request).
+    pub fn invalidate(&self, inos: &[u64]) {
+        let Some(n) = self.notifier.get() else { return };
+        for ino in inos {
+            if let Err(e) = n.inval_inode(INodeNo(*ino), 0, 0)
+                && e.raw_os_error() != Some(libc::ENOENT)
+            {
+                tracing::warn!("lossyfs: invalidate inode {ino}: {e}");
+            }
+        }
     }
 
     /// The active disk faults.
@@ -653,7 +674,7 @@ impl Filesystem for LossyFs {
             Ok(self.new_handle(file, flags.0))
         })();
         match r {
-            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_DIRECT_IO),
+            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
     }
@@ -675,11 +696,16 @@ impl Filesystem for LossyFs {
         let Some((file, _)) = self.handle_file(fh) else {
             return reply.error(Errno::EBADF);
         };
-        match self
-            .shared
-            .cache()
-            .read(ino.0, &file, offset, size as usize)
-        {
+        let cached = {
+            let cache = self.shared.cache();
+            cache
+                .is_cached(ino.0)
+                .then(|| cache.read(ino.0, &file, offset, size as usize))
+        };
+        // A file without un-synced state is its backing file: read it
+        // without holding the cache (a write racing with this read may or
+        // may not be seen, as with any overlapping read and write).
+        match cached.unwrap_or_else(|| super::cache::read_backing(&file, offset, size as usize)) {
             Ok(d) => reply.data(&d),
             Err(e) => reply.error(errno(&e)),
         }
@@ -885,7 +911,7 @@ impl Filesystem for LossyFs {
             Ok((attr, self.new_handle(file, flags)))
         })();
         match r {
-            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), fh, FopenFlags::FOPEN_DIRECT_IO),
+            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), fh, FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
     }

@@ -73,7 +73,11 @@ pub fn apply(shared: &fs::Shared, snapshots: &Path, cmd: &Command) -> Reply {
     };
     let r: io::Result<String> = (|| match cmd {
         Command::Lose => {
-            reply.files = shared.cache().lose()?;
+            let inos = shared.cache().inodes();
+            let lost = shared.cache().lose();
+            // The kernel's pages of those files hold the lost bytes.
+            shared.invalidate(&inos);
+            reply.files = lost?;
             let undone = match shared.journal() {
                 Some(mut j) => format!("; undid {} namespace operations", j.lose()?),
                 None => String::new(),
@@ -130,11 +134,16 @@ pub fn apply(shared: &fs::Shared, snapshots: &Path, cmd: &Command) -> Reply {
             // hide the damage, so it is dropped (the database is down). A
             // snapshot changes nothing and runs under a live database: it
             // copies the durable bytes and keeps the cache.
-            if !matches!(how, corrupt::Corruption::Snapshot { .. }) {
-                let ino = shared.fuse_ino(std::fs::metadata(&file)?.ino());
+            let ino = shared.fuse_ino(std::fs::metadata(&file)?.ino());
+            let changes = !matches!(how, corrupt::Corruption::Snapshot { .. });
+            if changes {
                 shared.cache().forget(ino);
             }
-            let d = corrupt::apply(how, &file, &rel, snapshots, &mut rng)?;
+            let d = corrupt::apply(how, &file, &rel, snapshots, &mut rng);
+            if changes {
+                shared.invalidate(&[ino]);
+            }
+            let d = d?;
             let msg = format!("{} {} in {}", d.count, d.unit, d.file);
             reply.damage.push(d);
             Ok(msg)
@@ -214,7 +223,9 @@ pub fn run(opts: &Options) -> io::Result<()> {
     config.n_threads = Some(opts.threads.max(1));
     config.clone_fd = opts.threads > 1;
     let trash = shared.journal().map(|j| j.trash_dir().to_path_buf());
-    let r = fuser::mount(fs::LossyFs::new(shared), &opts.mountpoint, &config);
+    let session = fuser::Session::new(fs::LossyFs::new(shared.clone()), &opts.mountpoint, &config)?;
+    let _ = shared.notifier.set(session.notifier());
+    let r = session.run();
     let _ = std::fs::remove_file(&opts.socket);
     let _ = std::fs::remove_dir_all(&snapshots);
     if let Some(t) = trash {
