@@ -1,7 +1,7 @@
 #!/bin/bash
 # pgbench TPC-B-like, 8 clients, on a plain data dir vs the lossy filesystem.
 set -u
-H=${H:-target/debug/harness}
+H=$(realpath ${H:-target/debug/harness})
 B=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 R=/tmp/lzb; rm -rf $R; mkdir -p $R/sock; chown -R postgres $R
 run() {

@@ -1,8 +1,9 @@
 //! `harness lossyfs …` (hidden): the lossy filesystem's daemon and its
 //! control client, run on each node by the nemesis (see `nemesis::lossyfs`).
 //!
-//! - `harness lossyfs mount BACKING MOUNTPOINT --socket PATH [--cache-mib N]`
-//!   mounts and serves in the foreground until unmounted.
+//! - `harness lossyfs mount BACKING MOUNTPOINT --socket PATH [--cache-mib N]
+//!   [--strict]` mounts and serves in the foreground until unmounted
+//!   (`--strict`: namespace operations are lossy too).
 //! - `harness lossyfs ctl SOCKET lose|checkpoint|report|heal|fail …|corrupt …`
 //!   sends one command, prints the reply and exits 0 when it succeeded.
 
@@ -37,6 +38,11 @@ enum LossyCommand {
         /// FUSE worker threads.
         #[arg(long, default_value_t = 4)]
         threads: usize,
+        /// Strict mode: create/rename/unlink/mkdir/rmdir are lost too
+        /// unless a directory fsync (or, for a create, the file's fsync)
+        /// made them durable.
+        #[arg(long)]
+        strict: bool,
     },
     /// Send one command to a mounted filesystem and print its reply.
     Ctl {
@@ -74,6 +80,7 @@ pub fn intercept() -> Option<ExitCode> {
             socket,
             cache_mib,
             threads,
+            strict,
         } => {
             let _ = tracing_subscriber::fmt()
                 .with_writer(std::io::stderr)
@@ -88,6 +95,7 @@ pub fn intercept() -> Option<ExitCode> {
                 socket,
                 cache_bytes: cache_mib.saturating_mul(1 << 20),
                 threads,
+                strict,
             };
             match lossyfs::run(&opts) {
                 Ok(()) => exit::code(exit::VALID),

@@ -9,6 +9,17 @@
 //!   read at restart. Recorded as `bitflip-file-chunks` / `truncate-file`
 //!   whose completion value names per node the file and the bits flipped or
 //!   bytes removed. A minority of nodes at most, as Jepsen does.
+//! - [`DurabilityFault::Rollback`] (`--nemesis restore-file`): Jepsen's
+//!   snapshot/restore of file chunks. At the start the daemon copies every
+//!   chunk of one durable data file per node aside (the database keeps
+//!   running; `snapshot-file-chunks`, value: the file and the chunks
+//!   saved); at the stop the nodes are SIGKILLed, their un-synced writes
+//!   lost, each saved chunk written back with the drawn probability (stale
+//!   data: a lost or misdirected write) and the nodes started
+//!   (`restore-file-chunks`, value: per node the file and the chunks
+//!   restored). A chunk's end is its start plus the chunk size clipped to
+//!   the file, never the previous chunk's end (Jepsen's bug). A heal
+//!   before the stop restores nothing.
 //! - [`DurabilityFault::Disk`] (`--nemesis disk-error`): reads, writes or
 //!   fsyncs of the data files fail with `EIO`, or writes with `ENOSPC`,
 //!   until the stop (`start-disk-error` / `stop-disk-error`).
@@ -29,6 +40,17 @@ pub enum DurabilityFault {
         /// The damage.
         how: Corruption,
         /// Seed of the file choice and the flips.
+        seed: u64,
+    },
+    /// Snapshot chunks of a data file; (stop:) kill, lose, restore, start.
+    Rollback {
+        /// Target nodes.
+        nodes: Vec<String>,
+        /// Chunk size in bytes.
+        chunk: u64,
+        /// Per-chunk probability of the restore.
+        probability: f64,
+        /// Seed of the file choice and of the restored chunks.
         seed: u64,
     },
     /// Disk errors until the stop.
@@ -60,6 +82,19 @@ impl DurabilityFault {
         }
     }
 
+    /// A random snapshot/restore on `nodes`: 8 KiB (a PostgreSQL page)
+    /// or 64 KiB chunks, each restored with probability 1/2 or 1.
+    pub fn rollback(nodes: Vec<String>, rng: &mut Rng) -> DurabilityFault {
+        let chunk = [8192, 65_536][rng.below(2)];
+        let probability = [0.5, 1.0][rng.below(2)];
+        DurabilityFault::Rollback {
+            nodes,
+            chunk,
+            probability,
+            seed: rng.next_u64(),
+        }
+    }
+
     /// A random disk error on `nodes`.
     pub fn disk(nodes: Vec<String>, rng: &mut Rng) -> DurabilityFault {
         let error = [
@@ -74,7 +109,9 @@ impl DurabilityFault {
     /// The target nodes.
     pub fn nodes(&self) -> &[String] {
         match self {
-            DurabilityFault::Corrupt { nodes, .. } | DurabilityFault::Disk { nodes, .. } => nodes,
+            DurabilityFault::Corrupt { nodes, .. }
+            | DurabilityFault::Rollback { nodes, .. }
+            | DurabilityFault::Disk { nodes, .. } => nodes,
         }
     }
 
@@ -87,6 +124,7 @@ impl DurabilityFault {
                     ..
                 } => "truncate-file",
                 DurabilityFault::Corrupt { .. } => "bitflip-file-chunks",
+                DurabilityFault::Rollback { .. } => "snapshot-file-chunks",
                 DurabilityFault::Disk { .. } => "start-disk-error",
             }
             .into(),
@@ -97,6 +135,7 @@ impl DurabilityFault {
     pub fn stop_f(&self) -> F {
         match self {
             DurabilityFault::Corrupt { .. } => F::Start,
+            DurabilityFault::Rollback { .. } => F::Other("restore-file-chunks".into()),
             DurabilityFault::Disk { .. } => F::Other("stop-disk-error".into()),
         }
     }
@@ -112,6 +151,7 @@ impl DurabilityFault {
                 }
                 .to_string(),
             ),
+            DurabilityFault::Rollback { .. } => Data::Str(self.command("").to_string()),
             DurabilityFault::Disk { error, .. } => Data::Str(error.as_str().to_string()),
         };
         Data::Map(vec![
@@ -121,9 +161,15 @@ impl DurabilityFault {
     }
 
     /// The control command sent to each node's filesystem at the start
-    /// (`files` is the data-file directory the database names).
+    /// (`files` is the data-file directory the database names; empty: the
+    /// nemesis fills it in per node).
     pub fn command(&self, files: &str) -> Command {
         match self {
+            DurabilityFault::Rollback { chunk, seed, .. } => Command::Corrupt {
+                path: files.to_string(),
+                how: Corruption::Snapshot { chunk: *chunk },
+                seed: *seed,
+            },
             DurabilityFault::Corrupt { how, seed, .. } => Command::Corrupt {
                 path: files.to_string(),
                 how: how.clone(),
@@ -133,6 +179,27 @@ impl DurabilityFault {
                 error: *error,
                 prefix: files.to_string(),
             }),
+        }
+    }
+
+    /// The command that restores the chunks saved from `file` (the file
+    /// the start's snapshot named); `None` for other faults.
+    pub fn restore_command(&self, file: &str) -> Option<Command> {
+        match self {
+            DurabilityFault::Rollback {
+                chunk,
+                probability,
+                seed,
+                ..
+            } => Some(Command::Corrupt {
+                path: file.to_string(),
+                how: Corruption::Restore {
+                    chunk: *chunk,
+                    probability: *probability,
+                },
+                seed: *seed,
+            }),
+            _ => None,
         }
     }
 }
@@ -176,5 +243,43 @@ mod tests {
                 .as_str(),
             "bitflip-file-chunks"
         );
+    }
+
+    #[test]
+    fn a_rollback_snapshots_at_the_start_and_restores_the_named_file_at_the_stop() {
+        let d = DurabilityFault::rollback(vec!["n3".into()], &mut Rng::new(5));
+        assert_eq!(d.start_f().as_str(), "snapshot-file-chunks");
+        assert_eq!(d.stop_f().as_str(), "restore-file-chunks");
+        let DurabilityFault::Rollback {
+            chunk, probability, ..
+        } = d.clone()
+        else {
+            panic!()
+        };
+        assert!(chunk == 8192 || chunk == 65_536);
+        assert!(probability == 0.5 || probability == 1.0);
+        let Command::Corrupt { path, how, .. } = d.command("base") else {
+            panic!()
+        };
+        assert_eq!(
+            (path.as_str(), how),
+            ("base", Corruption::Snapshot { chunk })
+        );
+        let Some(Command::Corrupt { path, how, .. }) = d.restore_command("base/5/1259") else {
+            panic!()
+        };
+        assert_eq!(path, "base/5/1259");
+        assert_eq!(how, Corruption::Restore { chunk, probability });
+        assert!(
+            DurabilityFault::corrupt(vec![], true, &mut Rng::new(1))
+                .restore_command("x")
+                .is_none()
+        );
+        // The start value's command round-trips through the protocol.
+        let Data::Map(m) = d.start_value() else {
+            panic!()
+        };
+        let Data::Str(cmd) = &m[1].1 else { panic!() };
+        assert!(cmd.starts_with("corrupt snapshot"), "{cmd}");
     }
 }

@@ -30,6 +30,7 @@ use std::time::Duration;
 use store::{Data, F};
 use tokio::task::JoinSet;
 
+mod durable;
 mod network;
 
 /// The iptables chain holding every partition rule harness writes.
@@ -163,6 +164,8 @@ struct Active {
     killed: BTreeSet<String>,
     paused: BTreeSet<String>,
     disk_failed: BTreeSet<String>,
+    /// Node → the data file whose chunks a `snapshot-file-chunks` saved.
+    snapshots: BTreeMap<String, String>,
     /// Nodes removed from the cluster that have not joined again.
     removed: BTreeSet<String>,
     result: Option<Data>,
@@ -374,6 +377,7 @@ impl Nemesis {
                 r
             }
             Fault::Clock(_) => Ok(()),
+            Fault::Durability(d @ DurabilityFault::Rollback { .. }) => self.restore(d).await,
             Fault::Durability(DurabilityFault::Disk { nodes, .. }) => {
                 let r = self.each_ctl(nodes, &Command::Heal).await.map(|_| ());
                 if r.is_ok() {
@@ -442,7 +446,7 @@ impl Nemesis {
             let (p, cmd) = (process.clone(), cmd.clone());
             set.spawn(async move {
                 let cmd = match cmd {
-                    Command::Corrupt { how, seed, .. } => Command::Corrupt {
+                    Command::Corrupt { path, how, seed } if path.is_empty() => Command::Corrupt {
                         path: p.data_files().to_string(),
                         how,
                         seed,
@@ -472,28 +476,6 @@ impl Nemesis {
             }
         }
         join_errors(errs).map(|()| out)
-    }
-
-    async fn start_durability(&self, d: &DurabilityFault) -> Result<(), FaultError> {
-        let nodes = d.nodes();
-        match d {
-            DurabilityFault::Corrupt { .. } => {
-                self.lock().killed.extend(nodes.iter().cloned());
-                self.each_process(nodes, Action::Kill).await?;
-                self.each_ctl(nodes, &Command::Lose).await?;
-                let replies = self.each_ctl(nodes, &d.command("")).await?;
-                let value = replies
-                    .iter()
-                    .map(|(n, r)| (Data::Str(n.clone()), durability::damage_data(r)))
-                    .collect();
-                self.lock().result = Some(Data::Map(value));
-                Ok(())
-            }
-            DurabilityFault::Disk { .. } => {
-                self.lock().disk_failed.extend(nodes.iter().cloned());
-                self.each_ctl(nodes, &d.command("")).await.map(|_| ())
-            }
-        }
     }
 }
 

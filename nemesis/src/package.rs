@@ -266,6 +266,10 @@ pub fn next_fault(kind: FaultKind, plan: &Plan, rng: &mut Rng) -> Option<Fault> 
             let truncate = kind == FaultKind::TruncateFile;
             Fault::Durability(DurabilityFault::corrupt(nodes, truncate, rng))
         }
+        FaultKind::RestoreFile => {
+            let nodes = target::resolve(&Target::Minority, &plan.nodes, &plan.primaries, rng);
+            Fault::Durability(DurabilityFault::rollback(nodes, rng))
+        }
         FaultKind::DiskError => {
             let nodes = target::resolve(&Target::Minority, &plan.nodes, &plan.primaries, rng);
             Fault::Durability(DurabilityFault::disk(nodes, rng))

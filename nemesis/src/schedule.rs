@@ -29,6 +29,9 @@ pub enum FaultKind {
     Bitflip,
     /// Kill + cut the end of a data file + start (needs `--lazyfs`).
     TruncateFile,
+    /// Snapshot chunks of a data file; at the stop kill, write the stale
+    /// chunks back, start (needs `--lazyfs`).
+    RestoreFile,
     /// EIO or ENOSPC from the data files for a window (needs `--lazyfs`).
     DiskError,
     /// Packet loss, duplication or a rate limit on links (`--packet`).
@@ -51,6 +54,7 @@ pub const KINDS: &[(FaultKind, &str, bool)] = &[
     (FaultKind::PauseKill, "pause-kill", false),
     (FaultKind::Bitflip, "bitflip", false),
     (FaultKind::TruncateFile, "truncate-file", false),
+    (FaultKind::RestoreFile, "restore-file", false),
     (FaultKind::DiskError, "disk-error", false),
     (FaultKind::Packet, "packet", false),
     (FaultKind::Clock, "clock", false),

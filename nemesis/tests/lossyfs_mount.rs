@@ -34,6 +34,10 @@ fn is_mounted(mnt: &Path) -> bool {
 
 impl Mounted {
     fn new(cache_bytes: u64) -> Mounted {
+        Mounted::with(cache_bytes, false)
+    }
+
+    fn with(cache_bytes: u64, strict: bool) -> Mounted {
         let dir = tempfile::tempdir().unwrap();
         let (back, mnt) = (dir.path().join("back"), dir.path().join("mnt"));
         fs::create_dir_all(&back).unwrap();
@@ -44,6 +48,7 @@ impl Mounted {
             socket: dir.path().join("ctl.sock"),
             cache_bytes,
             threads: 2,
+            strict,
         };
         let thread = std::thread::spawn(move || lossyfs::run(&opts));
         let t = Instant::now();
@@ -95,7 +100,11 @@ fn apply(m: &Mounted, dir: &Path, op: &Op) -> Outcome {
             if matches!(op, Op::SyncWrite { .. }) {
                 o.custom_flags(libc::O_DSYNC);
             }
-            o.open(p(path)).unwrap().write_all_at(data, *off).unwrap();
+            match o.open(p(path)) {
+                Ok(f) => f.write_all_at(data, *off).unwrap(),
+                Err(e) if e.kind() == ErrorKind::NotFound => return Outcome::NotFound,
+                Err(e) => panic!("open {path}: {e}"),
+            }
             Outcome::Ok
         }
         Op::Truncate { path, len } if exists(&p(path)) => {
@@ -136,6 +145,26 @@ fn apply(m: &Mounted, dir: &Path, op: &Op) -> Outcome {
             Err(e) if e.kind() == ErrorKind::NotFound => Outcome::NotFound,
             Err(e) => panic!("unlink: {e}"),
         },
+        Op::Mkdir(d) => match fs::create_dir(p(d)) {
+            Ok(()) => Outcome::Ok,
+            Err(e) if e.kind() == ErrorKind::NotFound => Outcome::NotFound,
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Outcome::Exists,
+            Err(e) => panic!("mkdir: {e}"),
+        },
+        Op::Rmdir(d) => match fs::remove_dir(p(d)) {
+            Ok(()) => Outcome::Ok,
+            Err(e) if e.kind() == ErrorKind::NotFound => Outcome::NotFound,
+            Err(e) if e.kind() == ErrorKind::DirectoryNotEmpty => Outcome::NotEmpty,
+            Err(e) => panic!("rmdir: {e}"),
+        },
+        Op::FsyncDir(d) => match File::open(p(d)) {
+            Ok(f) => {
+                f.sync_all().unwrap();
+                Outcome::Ok
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => Outcome::NotFound,
+            Err(e) => panic!("open dir: {e}"),
+        },
         Op::Lose => {
             m.ctl(Command::Lose);
             Outcome::Ok
@@ -148,17 +177,24 @@ fn apply(m: &Mounted, dir: &Path, op: &Op) -> Outcome {
     }
 }
 
+/// Every name under `dir` with its bytes; a subdirectory is `name/` with
+/// no bytes, followed by its own names.
 fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((d, prefix)) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
             let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
+            let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+            if e.file_type().unwrap().is_dir() {
+                out.insert(format!("{name}/"), Vec::new());
+                stack.push((e.path(), format!("{name}/")));
+            } else {
+                out.insert(name, fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
 }
 
 #[test]
@@ -183,6 +219,70 @@ fn mounted_filesystem_agrees_with_the_model() {
     });
     m.unmount();
     result.unwrap();
+}
+
+#[test]
+#[ignore = "needs root and /dev/fuse: run by .ci/run"]
+fn strict_mount_loses_namespace_operations_like_the_model() {
+    let m = Mounted::with(256 << 20, true);
+    let mut runner = TestRunner::new(Config {
+        cases: 64,
+        ..Config::default()
+    });
+    let case = std::sync::atomic::AtomicUsize::new(0);
+    let result = runner.run(&lossyfs_common::strict_ops(40), |ops| {
+        let n = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = m.mnt.join(format!("case{n}"));
+        fs::create_dir(&dir).unwrap();
+        // The case directory itself must survive the case's losses.
+        File::open(&m.mnt).unwrap().sync_all().unwrap();
+        let mut model = Model::strict();
+        for (i, op) in ops.iter().enumerate() {
+            prop_assert_eq!(apply(&m, &dir, op), model.apply(op), "op {} {:?}", i, op);
+            prop_assert_eq!(contents(&dir), model.visible(), "after op {} {:?}", i, op);
+        }
+        Ok(())
+    });
+    let trash = m._dir.path().join("back.trash");
+    assert!(
+        trash.is_dir(),
+        "strict mode keeps removed names in the trash"
+    );
+    m.unmount();
+    assert!(!trash.exists(), "the trash is removed at unmount");
+    result.unwrap();
+}
+
+#[test]
+#[ignore = "needs root and /dev/fuse: run by .ci/run"]
+fn strict_lose_brings_back_an_unlinked_file_and_drops_an_unsynced_create() {
+    let m = Mounted::with(64 << 20, true);
+    fs::write(m.mnt.join("keep"), b"durable").unwrap();
+    File::open(m.mnt.join("keep")).unwrap().sync_all().unwrap();
+    fs::write(m.mnt.join("new"), b"never synced").unwrap();
+    fs::create_dir(m.mnt.join("d")).unwrap();
+    fs::rename(m.mnt.join("keep"), m.mnt.join("d/moved")).unwrap();
+    let r = m.ctl(Command::Report);
+    assert!(
+        r.message.contains("3 namespace operations un-synced"),
+        "{}",
+        r.message
+    );
+    let r = m.ctl(Command::Lose);
+    assert!(
+        r.message.contains("undid 3 namespace operations"),
+        "{}",
+        r.message
+    );
+    assert_eq!(fs::read(m.mnt.join("keep")).unwrap(), b"durable");
+    assert!(!m.mnt.join("new").exists());
+    assert!(!m.mnt.join("d").exists());
+    // Unlink, then a directory fsync: the removal is durable.
+    fs::remove_file(m.mnt.join("keep")).unwrap();
+    File::open(&m.mnt).unwrap().sync_all().unwrap();
+    m.ctl(Command::Lose);
+    assert!(!m.mnt.join("keep").exists());
+    m.unmount();
 }
 
 #[test]
@@ -231,5 +331,74 @@ fn lose_reports_bytes_per_file_and_disk_faults_fail_then_heal() {
     let r = m.ctl("corrupt truncate wal 100 1".parse().unwrap());
     assert_eq!(r.damage[0].count, 100);
     assert_eq!(fs::metadata(&f).unwrap().len(), 9_900);
+    m.unmount();
+}
+
+#[test]
+#[ignore = "needs root and /dev/fuse: run by .ci/run"]
+fn snapshot_keeps_unsynced_data_and_restore_writes_the_stale_chunks_back() {
+    let m = Mounted::new(64 << 20);
+    let f = m.mnt.join("rel");
+    fs::write(&f, vec![1u8; 10_000]).unwrap();
+    File::open(&f).unwrap().sync_all().unwrap();
+    File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .write_all_at(&[5u8; 100], 0)
+        .unwrap();
+    let r = m.ctl("corrupt snapshot rel 4096 9".parse().unwrap());
+    assert_eq!((r.damage[0].count, r.damage[0].unit), (3, "chunks-saved"));
+    assert_eq!(
+        fs::read(&f).unwrap()[..100],
+        [5u8; 100],
+        "a snapshot under a live database keeps its un-synced writes"
+    );
+    File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .write_all_at(&[2u8; 10_000], 0)
+        .unwrap();
+    File::open(&f).unwrap().sync_all().unwrap();
+    let r = m.ctl("corrupt restore rel 4096 1 9".parse().unwrap());
+    assert_eq!(
+        (r.damage[0].count, r.damage[0].unit),
+        (3, "chunks-restored")
+    );
+    assert_eq!(
+        fs::read(&f).unwrap(),
+        vec![1u8; 10_000],
+        "synced content of the snapshot"
+    );
+    m.unmount();
+}
+
+#[test]
+#[ignore = "needs root and /dev/fuse: run by .ci/run"]
+fn lose_drops_the_kernels_cached_pages_of_a_file_still_open() {
+    let m = Mounted::new(64 << 20);
+    let f = m.mnt.join("open");
+    fs::write(&f, vec![1u8; 8192]).unwrap();
+    File::open(&f).unwrap().sync_all().unwrap();
+    let h = File::options().read(true).write(true).open(&f).unwrap();
+    h.write_all_at(&[9u8; 8192], 0).unwrap();
+    let mut buf = vec![0u8; 8192];
+    h.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(buf, vec![9u8; 8192]);
+    m.ctl(Command::Lose);
+    h.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(
+        buf,
+        vec![1u8; 8192],
+        "the open handle reads the durable bytes"
+    );
+    m.ctl("corrupt truncate open 4096 1".parse().unwrap());
+    let n = h.read_at(&mut buf, 0).unwrap();
+    assert_eq!(
+        n, 4096,
+        "a corruption's change is seen through the open handle"
+    );
+    drop(h);
     m.unmount();
 }

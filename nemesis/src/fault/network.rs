@@ -133,6 +133,9 @@ impl Nemesis {
                 Err(e) => errs.push(e),
             }
         }
+        // A snapshot never restored is dropped (the daemon deletes its
+        // chunks at unmount).
+        self.lock().snapshots.clear();
         let disk: Vec<String> = self.lock().disk_failed.iter().cloned().collect();
         if !disk.is_empty()
             && let Err(e) = self.each_ctl(&disk, &Command::Heal).await

@@ -83,6 +83,26 @@ fn pread_full(file: &File, buf: &mut [u8], off: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Reads up to `len` bytes at `off` of a file with no un-synced state
+/// (short at its end; one `pread` loop, no `fstat`).
+///
+/// # Errors
+/// Reading the file.
+pub fn read_backing(file: &File, off: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut out = vec![0u8; len];
+    let mut done = 0;
+    while done < len {
+        match file.read_at(&mut out[done..], off + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.truncate(done);
+    Ok(out)
+}
+
 impl FileState {
     fn new(file: File, path: String) -> io::Result<FileState> {
         let size = backing_len(&file)?;
@@ -275,13 +295,12 @@ impl Cache {
         if let Some(f) = self.files.get(&ino) {
             return f.read(off, len);
         }
-        let size = backing_len(backing)?;
-        if off >= size {
-            return Ok(Vec::new());
-        }
-        let mut out = vec![0u8; (size - off).min(len as u64) as usize];
-        pread_full(backing, &mut out, off)?;
-        Ok(out)
+        read_backing(backing, off, len)
+    }
+
+    /// The inodes with un-synced state now.
+    pub fn inodes(&self) -> Vec<u64> {
+        self.files.keys().copied().collect()
     }
 
     /// Writes `data` at `off` of `ino` into the cache (`open` gives a

@@ -273,4 +273,42 @@ mod tests {
         assert!(p.ends_with("base/1/x"));
         assert!(pick_file(dir.path(), "nothing", &mut Rng::new(1)).is_err());
     }
+
+    #[test]
+    fn a_partial_restore_puts_back_whole_chunks_after_skipped_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let snaps = dir.path().join("snaps");
+        let file = dir.path().join("f");
+        fs::write(&file, vec![1u8; 40_000]).unwrap();
+        let mut rng = Rng::new(11);
+        let s = apply(
+            &Corruption::Snapshot { chunk: 1000 },
+            &file,
+            "f",
+            &snaps,
+            &mut rng,
+        );
+        assert_eq!(s.unwrap().count, 40);
+        fs::write(&file, vec![2u8; 40_000]).unwrap();
+        let how = Corruption::Restore {
+            chunk: 1000,
+            probability: 0.5,
+        };
+        let r = apply(&how, &file, "f", &snaps, &mut rng).unwrap();
+        assert!((8..=32).contains(&r.count), "about half of 40: {}", r.count);
+        let now = fs::read(&file).unwrap();
+        let restored: Vec<usize> = (0..40).filter(|c| now[c * 1000] == 1).collect();
+        assert_eq!(restored.len() as u64, r.count);
+        for c in 0..40 {
+            let chunk = &now[c * 1000..(c + 1) * 1000];
+            assert!(
+                chunk.iter().all(|b| *b == chunk[0]),
+                "chunk {c} is restored whole or not at all"
+            );
+        }
+        assert!(
+            restored.windows(2).any(|w| w[1] > w[0] + 1),
+            "a restored chunk follows a skipped one"
+        );
+    }
 }

@@ -30,7 +30,8 @@ pub enum DiskError {
     EioRead,
     /// `write` returns `EIO`.
     EioWrite,
-    /// `fsync`/`fdatasync` return `EIO` (and keep the data un-synced).
+    /// `fsync`/`fdatasync` of files and directories return `EIO` (and
+    /// keep the data, and in strict mode the namespace, un-synced).
     EioFsync,
     /// `write`, `fallocate`, `create`, `mkdir` return `ENOSPC`.
     Enospc,

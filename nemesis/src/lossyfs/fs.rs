@@ -4,19 +4,28 @@
 //! Inode numbers are the backing files' (the backing root is FUSE's inode 1,
 //! and a backing inode numbered 1 takes the root's number), so hard links
 //! and renames keep their identity and the cache is keyed by inode. Entry
-//! and attribute timeouts are zero and every open is `FOPEN_DIRECT_IO`: the
-//! kernel caches neither sizes nor pages, so after `lose` no stale
-//! un-synced byte can be served from the kernel (the price: shared `mmap`
-//! of files on the mount fails with `ENODEV`; PostgreSQL's data files and
-//! InnoDB's do not use it).
+//! and attribute timeouts are zero (the kernel caches no sizes or names).
+//! The kernel's page cache is on: FUSE without `writeback_cache` is
+//! write-through, so every write still reaches the daemon at once, and the
+//! page cache only ever holds what the application sees; reads of hot
+//! pages then never cross into the daemon. Whatever changes file contents
+//! behind the kernel's back invalidates its pages through a FUSE
+//! notification ([`Shared::invalidate`]): `lose` for every file that had
+//! un-synced state, and a corruption for its file; an open without
+//! `FOPEN_KEEP_CACHE` drops a file's pages too.
 //!
 //! Files and directories created through the mount are chowned to the
 //! caller (the daemon runs as root, the database as its own user).
-//! `O_SYNC`/`O_DSYNC` handles sync after every write; `fsyncdir` succeeds
-//! and does nothing (the namespace is durable at once).
+//! `O_SYNC`/`O_DSYNC` handles sync after every write. By default
+//! `fsyncdir` succeeds and does nothing (the namespace is durable at once);
+//! in strict mode every namespace operation is also recorded in the
+//! [`Journal`], `fsyncdir` and a file's sync commit a prefix of it, and
+//! unlink/rmdir/a replaced rename target move the name into the journal's
+//! trash instead of deleting it (see [`super::journal`]).
 
 use super::cache::Cache;
 use super::ctl::{DiskError, DiskFault};
+use super::journal::{Entry, Journal, Undo, parent_of};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
     OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
@@ -45,24 +54,37 @@ pub struct Shared {
     paths: Mutex<HashMap<u64, PathBuf>>,
     /// Active disk faults.
     pub faults: Mutex<Vec<DiskFault>>,
+    /// Strict mode's namespace journal (`None`: the namespace is durable
+    /// at once).
+    pub journal: Option<Mutex<Journal>>,
+    /// Sends page-cache invalidations to the kernel (set once mounted).
+    pub notifier: std::sync::OnceLock<fuser::Notifier>,
     root_ino: u64,
 }
 
 impl Shared {
-    /// State over `root` with a cache of `max_blocks` blocks.
+    /// State over `root` with a cache of `max_blocks` blocks; `strict`
+    /// makes namespace operations lossy too.
     ///
     /// # Errors
-    /// The root cannot be read.
-    pub fn new(root: &Path, max_blocks: usize) -> io::Result<Shared> {
+    /// The root cannot be read, or (strict) its trash cannot be made.
+    pub fn new(root: &Path, max_blocks: usize, strict: bool) -> io::Result<Shared> {
         let root = fs::canonicalize(root)?;
         let root_ino = fs::metadata(&root)?.ino();
         let mut paths = HashMap::new();
         paths.insert(1, PathBuf::new());
+        let journal = if strict {
+            Some(Mutex::new(Journal::new(&root)?))
+        } else {
+            None
+        };
         Ok(Shared {
             root,
             cache: Mutex::new(Cache::new(max_blocks)),
             paths: Mutex::new(paths),
             faults: Mutex::new(Vec::new()),
+            journal,
+            notifier: std::sync::OnceLock::new(),
             root_ino,
         })
     }
@@ -74,6 +96,50 @@ impl Shared {
 
     fn paths(&self) -> MutexGuard<'_, HashMap<u64, PathBuf>> {
         self.paths.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Strict mode's journal (`None` in the default mode).
+    pub fn journal(&self) -> Option<MutexGuard<'_, Journal>> {
+        self.journal
+            .as_ref()
+            .map(|j| j.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Records a namespace operation (strict mode; else nothing).
+    fn record(&self, dirs: Vec<PathBuf>, created: Option<u64>, undo: Undo) {
+        if let Some(mut j) = self.journal() {
+            j.record(Entry {
+                dirs,
+                created,
+                undo: vec![undo],
+            });
+        }
+    }
+
+    /// Makes `ino`'s data durable and (strict) commits its creation.
+    ///
+    /// # Errors
+    /// Writing the backing file.
+    pub fn sync_file(&self, ino: u64) -> io::Result<u64> {
+        let n = self.cache().sync(ino)?;
+        if let Some(mut j) = self.journal() {
+            j.commit_file(ino);
+        }
+        Ok(n)
+    }
+
+    /// Drops the kernel's cached pages of `inos` (FUSE inode numbers);
+    /// an inode the kernel does not hold is skipped. Never call it from a
+    /// FUSE request handler (the kernel may wait on that request).
+    pub fn invalidate(&self, inos: &[u64]) {
+        let Some(n) = self.notifier.get() else { return };
+        for ino in inos {
+            if let Err(e) = n.inval_inode(INodeNo(*ino), 0, 0)
+                && e.raw_os_error() != Some(libc::ENOENT)
+            {
+                tracing::warn!("lossyfs: invalidate inode {ino}: {e}");
+            }
+        }
     }
 
     /// The active disk faults.
@@ -385,6 +451,8 @@ impl Filesystem for LossyFs {
             let rel = p.join(name);
             let path = self.shared.root.join(&rel);
             fs::create_dir(&path).map_err(|e| errno(&e))?;
+            self.shared
+                .record(vec![p.clone()], None, Undo::RemoveDir(rel.clone()));
             let _ = fs::set_permissions(&path, fs::Permissions::from_mode(mode & !umask & 0o7777));
             self.chown_to(&path, req);
             self.entry(rel)
@@ -397,9 +465,23 @@ impl Filesystem for LossyFs {
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let r = self.rel(parent).and_then(|p| {
-            let path = self.shared.root.join(p.join(name));
+            let rel = p.join(name);
+            let path = self.shared.root.join(&rel);
             let m = fs::symlink_metadata(&path).map_err(|e| errno(&e))?;
-            fs::remove_file(&path).map_err(|e| errno(&e))?;
+            if m.is_dir() {
+                return Err(Errno::EISDIR);
+            }
+            match self.shared.journal() {
+                Some(mut j) => {
+                    let undo = j.trash(&rel).map_err(|e| errno(&e))?;
+                    j.record(Entry {
+                        dirs: vec![p],
+                        created: None,
+                        undo: vec![undo],
+                    });
+                }
+                None => fs::remove_file(&path).map_err(|e| errno(&e))?,
+            }
             if m.nlink() <= 1 {
                 let ino = self.shared.fuse_ino(m.ino());
                 self.shared.cache().forget(ino);
@@ -415,7 +497,27 @@ impl Filesystem for LossyFs {
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         match self.rel(parent).and_then(|p| {
-            fs::remove_dir(self.shared.root.join(p.join(name))).map_err(|e| errno(&e))
+            let rel = p.join(name);
+            let path = self.shared.root.join(&rel);
+            match self.shared.journal() {
+                Some(mut j) => {
+                    let m = fs::symlink_metadata(&path).map_err(|e| errno(&e))?;
+                    if !m.is_dir() {
+                        return Err(Errno::ENOTDIR);
+                    }
+                    if fs::read_dir(&path).map_err(|e| errno(&e))?.next().is_some() {
+                        return Err(Errno::ENOTEMPTY);
+                    }
+                    let undo = j.trash(&rel).map_err(|e| errno(&e))?;
+                    j.record(Entry {
+                        dirs: vec![p],
+                        created: None,
+                        undo: vec![undo],
+                    });
+                    Ok(())
+                }
+                None => fs::remove_dir(path).map_err(|e| errno(&e)),
+            }
         }) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -434,6 +536,8 @@ impl Filesystem for LossyFs {
             let rel = p.join(link_name);
             let path = self.shared.root.join(&rel);
             std::os::unix::fs::symlink(target, &path).map_err(|e| errno(&e))?;
+            self.shared
+                .record(vec![p.clone()], None, Undo::Remove(rel.clone()));
             self.chown_to(&path, req);
             self.entry(rel)
         });
@@ -465,7 +569,44 @@ impl Filesystem for LossyFs {
             } else if flags.bits() != 0 {
                 return Err(Errno::EINVAL);
             }
-            fs::rename(&pf, &pt).map_err(|e| errno(&e))?;
+            if from == to {
+                return Ok(());
+            }
+            match self.shared.journal() {
+                Some(mut j) => {
+                    let src = fs::symlink_metadata(&pf).map_err(|e| errno(&e))?;
+                    let mut undo = Vec::new();
+                    if let Some(t) = &target {
+                        if t.is_dir() && !src.is_dir() {
+                            return Err(Errno::EISDIR);
+                        }
+                        if !t.is_dir() && src.is_dir() {
+                            return Err(Errno::ENOTDIR);
+                        }
+                        if t.is_dir() && fs::read_dir(&pt).map_err(|e| errno(&e))?.next().is_some()
+                        {
+                            return Err(Errno::ENOTEMPTY);
+                        }
+                        undo.push(j.trash(&to).map_err(|e| errno(&e))?);
+                    }
+                    if let Err(e) = fs::rename(&pf, &pt) {
+                        if let Some(Undo::Restore { trash, .. }) = undo.pop() {
+                            let _ = fs::rename(trash, &pt);
+                        }
+                        return Err(errno(&e));
+                    }
+                    undo.push(Undo::Move {
+                        from: to.clone(),
+                        to: from.clone(),
+                    });
+                    j.record(Entry {
+                        dirs: vec![parent_of(&from), parent_of(&to)],
+                        created: None,
+                        undo,
+                    });
+                }
+                None => fs::rename(&pf, &pt).map_err(|e| errno(&e))?,
+            }
             if let Some(t) = target
                 && t.is_file()
                 && t.nlink() <= 1
@@ -506,6 +647,8 @@ impl Filesystem for LossyFs {
             let to = self.rel(newparent)?.join(newname);
             fs::hard_link(self.shared.root.join(&from), self.shared.root.join(&to))
                 .map_err(|e| errno(&e))?;
+            self.shared
+                .record(vec![parent_of(&to)], None, Undo::Remove(to.clone()));
             let attr = self.entry(to)?;
             self.shared.paths().insert(attr.ino.0, from);
             Ok(attr)
@@ -531,7 +674,7 @@ impl Filesystem for LossyFs {
             Ok(self.new_handle(file, flags.0))
         })();
         match r {
-            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_DIRECT_IO),
+            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
     }
@@ -553,11 +696,16 @@ impl Filesystem for LossyFs {
         let Some((file, _)) = self.handle_file(fh) else {
             return reply.error(Errno::EBADF);
         };
-        match self
-            .shared
-            .cache()
-            .read(ino.0, &file, offset, size as usize)
-        {
+        let cached = {
+            let cache = self.shared.cache();
+            cache
+                .is_cached(ino.0)
+                .then(|| cache.read(ino.0, &file, offset, size as usize))
+        };
+        // A file without un-synced state is its backing file: read it
+        // without holding the cache (a write racing with this read may or
+        // may not be seen, as with any overlapping read and write).
+        match cached.unwrap_or_else(|| super::cache::read_backing(&file, offset, size as usize)) {
             Ok(d) => reply.data(&d),
             Err(e) => reply.error(errno(&e)),
         }
@@ -583,16 +731,18 @@ impl Filesystem for LossyFs {
         let Some((file, sync)) = self.handle_file(fh) else {
             return reply.error(Errno::EBADF);
         };
-        let mut cache = self.shared.cache();
-        let r = cache
-            .write(ino.0, &|| self.reopen(ino, &file), offset, data)
-            .and_then(|()| {
-                if sync {
-                    cache.sync(ino.0).map(|_| ())
-                } else {
-                    Ok(())
-                }
-            });
+        let written = self
+            .shared
+            .cache()
+            .write(ino.0, &|| self.reopen(ino, &file), offset, data);
+        // The cache lock is released here: `sync_file` takes it again.
+        let r = written.and_then(|()| {
+            if sync {
+                self.shared.sync_file(ino.0).map(|_| ())
+            } else {
+                Ok(())
+            }
+        });
         match r {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(errno(&e)),
@@ -628,7 +778,7 @@ impl Filesystem for LossyFs {
         if let Some(e) = self.fault(DiskError::EioFsync, ino) {
             return reply.error(e);
         }
-        match self.shared.cache().sync(ino.0) {
+        match self.shared.sync_file(ino.0) {
             Ok(_) => reply.ok(),
             Err(e) => reply.error(errno(&e)),
         }
@@ -678,11 +828,22 @@ impl Filesystem for LossyFs {
     fn fsyncdir(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         _ds: bool,
         reply: ReplyEmpty,
     ) {
+        if let Some(e) = self.fault(DiskError::EioFsync, ino) {
+            return reply.error(e);
+        }
+        if let Some(mut j) = self.shared.journal() {
+            match self.rel(ino) {
+                Ok(dir) => {
+                    j.commit_dir(&dir);
+                }
+                Err(e) => return reply.error(e),
+            }
+        }
         reply.ok();
     }
 
@@ -729,7 +890,14 @@ impl Filesystem for LossyFs {
             if !existed {
                 self.chown_to(&path, req);
             }
-            let attr = self.entry(rel)?;
+            let attr = self.entry(rel.clone())?;
+            if !existed {
+                self.shared.record(
+                    vec![parent_of(&rel)],
+                    Some(attr.ino.0),
+                    Undo::Remove(rel.clone()),
+                );
+            }
             if existed && flags & libc::O_TRUNC != 0 {
                 self.shared
                     .cache()
@@ -743,7 +911,7 @@ impl Filesystem for LossyFs {
             Ok((attr, self.new_handle(file, flags)))
         })();
         match r {
-            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), fh, FopenFlags::FOPEN_DIRECT_IO),
+            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), fh, FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
     }

@@ -12,12 +12,17 @@
 //!   once it has taken effect.
 //! - [`corrupt`]: damage to durable files (bitflip, truncate, chunk
 //!   snapshot/restore), run by the daemon on its backing directory.
+//! - [`journal`]: strict mode's record of un-committed namespace operations.
 //! - [`model`]: the reference model the property tests check it against.
 //!
-//! Semantics decided here: file data and sizes are lossy; create, rename,
-//! unlink, mkdir and link are applied to the backing directory at once and
-//! are never lost (as LazyFS; a stricter mode that also loses namespace
-//! operations without a directory fsync is not built). `syncfs`, `sync`
+//! Semantics decided here: file data and sizes are lossy. By default
+//! create, rename, unlink, mkdir, rmdir, symlink and link are applied to
+//! the backing directory at once and are never lost (as LazyFS). In strict
+//! mode ([`Options::strict`], `--strict`) they are lost too unless made
+//! durable: a directory fsync commits the namespace operations up to the
+//! newest one that changed that directory, a file's fsync commits up to
+//! its creation, and `lose` undoes the rest newest first ([`journal`] has
+//! the exact rule). `syncfs`, `sync`
 //! and `sync_file_range` never reach a FUSE filesystem, so a database on it
 //! must use `fsync` for anything it needs durable. Disk faults (`fail`)
 //! make reads, writes or fsyncs of chosen files return `EIO`, or writes
@@ -31,6 +36,7 @@ pub mod cache;
 pub mod corrupt;
 pub mod ctl;
 pub mod fs;
+pub mod journal;
 pub mod model;
 
 use crate::rng::Rng;
@@ -54,6 +60,9 @@ pub struct Options {
     pub cache_bytes: u64,
     /// FUSE worker threads.
     pub threads: usize,
+    /// Strict mode: namespace operations are lost too without a
+    /// directory (or, for a create, file) fsync.
+    pub strict: bool,
 }
 
 /// Applies one control command.
@@ -64,16 +73,26 @@ pub fn apply(shared: &fs::Shared, snapshots: &Path, cmd: &Command) -> Reply {
     };
     let r: io::Result<String> = (|| match cmd {
         Command::Lose => {
-            let mut cache = shared.cache();
-            reply.files = cache.lose()?;
+            let inos = shared.cache().inodes();
+            let lost = shared.cache().lose();
+            // The kernel's pages of those files hold the lost bytes.
+            shared.invalidate(&inos);
+            reply.files = lost?;
+            let undone = match shared.journal() {
+                Some(mut j) => format!("; undid {} namespace operations", j.lose()?),
+                None => String::new(),
+            };
             Ok(format!(
-                "lost {} un-synced bytes in {} files",
+                "lost {} un-synced bytes in {} files{undone}",
                 reply.dirty_bytes(),
                 reply.files.len()
             ))
         }
         Command::Checkpoint => {
             reply.files = shared.cache().checkpoint()?;
+            if let Some(mut j) = shared.journal() {
+                j.commit_all();
+            }
             Ok(format!(
                 "synced {} bytes in {} files",
                 reply.dirty_bytes(),
@@ -81,13 +100,19 @@ pub fn apply(shared: &fs::Shared, snapshots: &Path, cmd: &Command) -> Reply {
             ))
         }
         Command::Report => {
-            let cache = shared.cache();
-            reply.files = cache.report()?;
+            let (files, blocks) = {
+                let cache = shared.cache();
+                (cache.report()?, cache.used_blocks())
+            };
+            reply.files = files;
+            let ns = match shared.journal() {
+                Some(j) => format!(", {} namespace operations un-synced", j.pending()),
+                None => String::new(),
+            };
             Ok(format!(
-                "{} un-synced bytes in {} files ({} blocks cached)",
+                "{} un-synced bytes in {} files ({blocks} blocks cached){ns}",
                 reply.dirty_bytes(),
                 reply.files.len(),
-                cache.used_blocks()
             ))
         }
         Command::Fail(f) => {
@@ -106,10 +131,19 @@ pub fn apply(shared: &fs::Shared, snapshots: &Path, cmd: &Command) -> Reply {
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default();
             // The damage is to the durable file; un-synced data of it would
-            // hide the damage, so it is dropped (the database is down).
+            // hide the damage, so it is dropped (the database is down). A
+            // snapshot changes nothing and runs under a live database: it
+            // copies the durable bytes and keeps the cache.
             let ino = shared.fuse_ino(std::fs::metadata(&file)?.ino());
-            shared.cache().forget(ino);
-            let d = corrupt::apply(how, &file, &rel, snapshots, &mut rng)?;
+            let changes = !matches!(how, corrupt::Corruption::Snapshot { .. });
+            if changes {
+                shared.cache().forget(ino);
+            }
+            let d = corrupt::apply(how, &file, &rel, snapshots, &mut rng);
+            if changes {
+                shared.invalidate(&[ino]);
+            }
+            let d = d?;
             let msg = format!("{} {} in {}", d.count, d.unit, d.file);
             reply.damage.push(d);
             Ok(msg)
@@ -170,7 +204,7 @@ pub fn serve_control(shared: Arc<fs::Shared>, snapshots: PathBuf, listener: Unix
 /// The backing directory, the socket or the mount could not be set up.
 pub fn run(opts: &Options) -> io::Result<()> {
     let max_blocks = (opts.cache_bytes / cache::BLOCK).max(1) as usize;
-    let shared = Arc::new(fs::Shared::new(&opts.backing, max_blocks)?);
+    let shared = Arc::new(fs::Shared::new(&opts.backing, max_blocks, opts.strict)?);
     let _ = std::fs::remove_file(&opts.socket);
     let listener = UnixListener::bind(&opts.socket)?;
     let snapshots = opts.socket.with_extension("snapshots");
@@ -188,8 +222,14 @@ pub fn run(opts: &Options) -> io::Result<()> {
     config.acl = fuser::SessionACL::All;
     config.n_threads = Some(opts.threads.max(1));
     config.clone_fd = opts.threads > 1;
-    let r = fuser::mount(fs::LossyFs::new(shared), &opts.mountpoint, &config);
+    let trash = shared.journal().map(|j| j.trash_dir().to_path_buf());
+    let session = fuser::Session::new(fs::LossyFs::new(shared.clone()), &opts.mountpoint, &config)?;
+    let _ = shared.notifier.set(session.notifier());
+    let r = session.run();
     let _ = std::fs::remove_file(&opts.socket);
     let _ = std::fs::remove_dir_all(&snapshots);
+    if let Some(t) = trash {
+        let _ = std::fs::remove_dir_all(t);
+    }
     r
 }
