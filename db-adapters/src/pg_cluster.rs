@@ -63,6 +63,9 @@ pub struct LossyConfig {
     pub binary: String,
     /// Cache limit per node, MiB.
     pub cache_mib: u64,
+    /// Strict mode (`--lazyfs-strict`): un-synced creates, renames and
+    /// unlinks are lost too.
+    pub strict: bool,
 }
 
 impl Default for PgClusterConfig {
@@ -270,8 +273,13 @@ impl ServerSteps for Servers<PgClusterConfig> {
                 ))
                 .await?;
             }
+            if let Some(l) = &self.cfg.lossy {
+                for r in &self.remotes {
+                    nemesis::node_binary::ensure_binary(r.as_ref(), &l.binary).await?;
+                }
+            }
             self.lossy_each(|l, d| {
-                lossy::mount_command(&l.binary, d, Some("postgres"), l.cache_mib)
+                lossy::mount_command(&l.binary, d, Some("postgres"), l.cache_mib, l.strict)
             })
             .await?;
             let d = self.node_dir(&primary);

@@ -236,6 +236,7 @@ pub(crate) fn db_settings(
         newsql: args.newsql.clone(),
         replica_reads: args.faults.replica_reads,
         lazyfs: args.faults.lazyfs,
+        lazyfs_strict: args.faults.lazyfs_strict,
         db_conf: args.faults.db_conf.clone(),
         version_order_db: args.version_order == VersionOrder::Db,
         dir: dir.to_path_buf(),

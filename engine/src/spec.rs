@@ -196,6 +196,9 @@ pub struct FaultSpec {
     /// Data directories on the lossy filesystem (`--lazyfs`): a kill loses
     /// un-fsynced writes.
     pub lazyfs: bool,
+    /// `--lazyfs-strict`: un-synced creates, renames and unlinks are lost
+    /// too (implies `lazyfs`).
+    pub lazyfs_strict: bool,
     /// Extra server settings (`--db-conf`, PostgreSQL on nodes).
     pub db_conf: Vec<String>,
 }

@@ -41,6 +41,7 @@ pub mod lossy;
 pub mod lossyfs;
 pub mod membership;
 pub mod node;
+pub mod node_binary;
 pub mod package;
 pub mod packet;
 pub mod partition;

@@ -37,17 +37,25 @@ pub fn state_dir(data_dir: &str) -> String {
 /// must not exist or be empty) with the durable copy in
 /// `<data_dir>.lossy/data`, owned by `owner`, and returns once it is
 /// mounted and its control socket answers. `binary` is the harness binary
-/// on the node.
-pub fn mount_command(binary: &str, data_dir: &str, owner: Option<&str>, cache_mib: u64) -> String {
+/// on the node; `strict`: namespace operations are lossy too
+/// (`lossyfs mount --strict`, see `lossyfs::journal`).
+pub fn mount_command(
+    binary: &str,
+    data_dir: &str,
+    owner: Option<&str>,
+    cache_mib: u64,
+    strict: bool,
+) -> String {
     let d = shell_quote(data_dir.trim_end_matches('/'));
     let s = shell_quote(&state_dir(data_dir));
     let bin = shell_quote(binary);
     let chown = owner
         .map(|o| format!("chown {o}: {s}/data {d} && "))
         .unwrap_or_default();
+    let strict = if strict { " --strict" } else { "" };
     format!(
         "{unmount}; install -d -m 700 {s} {s}/data {d} && {chown}\
-         (setsid {bin} lossyfs mount {s}/data {d} --socket {s}/ctl.sock --cache-mib {cache_mib} \
+         (setsid {bin} lossyfs mount {s}/data {d} --socket {s}/ctl.sock --cache-mib {cache_mib}{strict} \
          </dev/null >{s}/lossyfs.log 2>&1 & echo $! > {s}/pid) && \
          for i in $(seq 400); do \
            if awk -v m={d} '$2==m && $3 ~ /^fuse/ {{f=1}} END {{exit !f}}' /proc/self/mounts && [ -S {s}/ctl.sock ]; then exit 0; fi; \
@@ -86,7 +94,8 @@ pub fn ctl_command(binary: &str, data_dir: &str, cmd: &Command) -> String {
     )
 }
 
-/// A reply as a history value: `{files n, bytes b, lost {path bytes}}`.
+/// A reply as a history value: `{files n, bytes b, lost {path bytes},
+/// message}` (`cache-overflows` when the cache overflowed).
 pub fn loss_data(r: &Reply) -> Data {
     let s = |x: &str| Data::Str(x.to_string());
     let lost: Vec<(Data, Data)> = r
@@ -102,6 +111,11 @@ pub fn loss_data(r: &Reply) -> Data {
     ];
     if r.stats.overflows > 0 {
         m.push((s("cache-overflows"), Data::Int(r.stats.overflows as i64)));
+    }
+    if !r.message.is_empty() {
+        // The filesystem's own summary (in strict mode: how many namespace
+        // operations were undone).
+        m.push((s("message"), Data::Str(r.message.clone())));
     }
     Data::Map(m)
 }
@@ -188,9 +202,13 @@ mod tests {
             "/var/lib/x/n1/data/",
             Some("postgres"),
             512,
+            false,
         );
         assert!(m.contains("lossyfs mount /var/lib/x/n1/data.lossy/data /var/lib/x/n1/data "));
-        assert!(m.contains("--cache-mib 512"));
+        assert!(m.contains("--cache-mib 512 "), "{m}");
+        assert!(!m.contains("--strict"), "{m}");
+        let strict = mount_command("/usr/bin/harness", "/d", None, 64, true);
+        assert!(strict.contains("--cache-mib 64 --strict "), "{strict}");
         assert!(m.contains("chown postgres: /var/lib/x/n1/data.lossy/data"));
         assert!(m.starts_with(&unmount_command("/var/lib/x/n1/data")));
         let c = ctl_command("/h", "/d d", &"fail eio-read base/1".parse().unwrap());

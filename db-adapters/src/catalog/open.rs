@@ -41,6 +41,8 @@ pub struct DbSettings {
     pub replica_reads: bool,
     /// PostgreSQL on nodes: data directories on the lossy filesystem.
     pub lazyfs: bool,
+    /// ... in strict mode (namespace operations lossy too).
+    pub lazyfs_strict: bool,
     /// PostgreSQL on nodes: extra `postgresql.conf` lines.
     pub db_conf: Vec<String>,
     /// The client records the database's version order or commit order

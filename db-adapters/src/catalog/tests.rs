@@ -250,6 +250,7 @@ fn settings(a: &NewSqlSpec, url: Option<&str>) -> DbSettings {
         newsql: a.clone(),
         replica_reads: false,
         lazyfs: false,
+        lazyfs_strict: false,
         db_conf: Vec::new(),
         version_order_db: false,
         dir: PathBuf::from("unused"),

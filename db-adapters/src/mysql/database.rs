@@ -79,6 +79,7 @@ fn on_nodes(
         cfg.lossy = Some(crate::pg_cluster::LossyConfig {
             binary: exe.to_string_lossy().into_owned(),
             cache_mib: 1024,
+            strict: s.lazyfs_strict,
         });
     }
     let db = MariaDb::new(cfg, remotes);

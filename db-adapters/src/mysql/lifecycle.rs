@@ -381,9 +381,10 @@ impl Servers<MariaDbConfig> {
         ))
         .await?;
         if let Some(l) = &self.cfg.lossy {
+            nemesis::node_binary::ensure_binary(r.as_ref(), &l.binary).await?;
             let data = format!("{dir}/data");
             r.run_timeout(
-                &lossy::mount_command(&l.binary, &data, Some("mysql"), l.cache_mib),
+                &lossy::mount_command(&l.binary, &data, Some("mysql"), l.cache_mib, l.strict),
                 Duration::from_secs(60),
             )
             .await?;

@@ -156,6 +156,7 @@ fn on_nodes(s: &DbSettings, remotes: Vec<Arc<dyn Remote>>) -> Result<OnNodes, St
         cfg.lossy = Some(LossyConfig {
             binary: exe.to_string_lossy().into_owned(),
             cache_mib: 1024,
+            strict: s.lazyfs_strict,
         });
     }
     let db = PgCluster::new(cfg, remotes);

@@ -171,7 +171,9 @@ impl Nemesis {
                     let remote = self.remote(node)?;
                     let cmd = strobe.command(&exe, &file);
                     let t = duration + self.command_timeout();
+                    let exe = exe.clone();
                     set.spawn(async move {
+                        crate::node_binary::ensure_binary(remote.as_ref(), &exe).await?;
                         remote
                             .run_timeout(&cmd, t)
                             .await
