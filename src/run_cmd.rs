@@ -175,8 +175,8 @@ impl WorkloadArgs {
 #[command(next_help_heading = "Nodes and SSH")]
 pub struct NodeArgs {
     /// Database nodes: `n1,n2,…` (each `host` or `name=host`), or `testbed`
-    /// (the local testbed; brought up with 3 nodes when none is up), or
-    /// `testbed:N`.
+    /// (the local testbed with 3 nodes, rebuilt if another size is up),
+    /// or `testbed:N`.
     #[arg(long, conflicts_with = "nodes_file")]
     pub nodes: Option<String>,
     /// File with one node per line (`host` or `name=host`; `#` comments).

@@ -37,11 +37,15 @@ pub use shared_log::SharedLog;
 /// Where `--nodes` points.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NodeSource {
-    /// The local testbed with this many nodes (`None`: the one that is up, or 3).
+    /// The local testbed with this many nodes (`None`: 3, whatever testbed
+    /// is up: a run never depends on what an earlier one left).
     Testbed(Option<usize>),
     /// Given nodes.
     Nodes(Vec<Node>),
 }
+
+/// `--nodes testbed` without a size: 3 nodes (`testbed:N` for another).
+pub const DEFAULT_TESTBED_NODES: usize = 3;
 
 impl NodeSpec {
     /// Whether nodes were given at all.
@@ -86,8 +90,7 @@ impl NodeSpec {
             None => None,
             Some(NodeSource::Nodes(n)) => Some(n),
             Some(NodeSource::Testbed(size)) => {
-                let n =
-                    size.unwrap_or_else(|| Testbed::current().map(|t| t.nodes.len()).unwrap_or(3));
+                let n = size.unwrap_or(DEFAULT_TESTBED_NODES);
                 Some(nemesis::testbed::nodes(n))
             }
         })
@@ -110,8 +113,7 @@ impl NodeSpec {
         let (nodes, ssh) = match self.source()? {
             None => anyhow::bail!("no nodes given (--nodes or --nodes-file)"),
             Some(NodeSource::Testbed(size)) => {
-                let n =
-                    size.unwrap_or_else(|| Testbed::current().map(|t| t.nodes.len()).unwrap_or(3));
+                let n = size.unwrap_or(DEFAULT_TESTBED_NODES);
                 let tb = Testbed::up(n).await?;
                 (tb.nodes.clone(), tb.ssh_config())
             }
