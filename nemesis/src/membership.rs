@@ -54,6 +54,17 @@ pub struct MembershipError {
     pub message: String,
 }
 
+impl MembershipError {
+    /// `action` on `node` failed with `e`.
+    pub fn new(node: &str, action: &'static str, e: impl std::fmt::Display) -> MembershipError {
+        MembershipError {
+            node: node.to_string(),
+            action,
+            message: e.to_string(),
+        }
+    }
+}
+
 /// What a removal must keep: the filter of invalid ops.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rules {

@@ -295,14 +295,6 @@ pub fn min_members(current: usize) -> usize {
     (current / 2 + 1).max(2)
 }
 
-fn merr(node: &str, action: &'static str, e: impl std::fmt::Display) -> MembershipError {
-    MembershipError {
-        node: node.to_string(),
-        action,
-        message: e.to_string(),
-    }
-}
-
 impl EtcdNodes {
     /// The view of [`Membership::members`]: the members harness knows of
     /// that answer a linearizable read within 2 s (asked in parallel) and
@@ -394,7 +386,7 @@ impl Membership for EtcdNodes {
         Box::pin(async move {
             self.serving_members()
                 .await
-                .map_err(|e| merr("*", "members", e))
+                .map_err(|e| MembershipError::new("*", "members", e))
         })
     }
 
@@ -409,11 +401,19 @@ impl Membership for EtcdNodes {
         &'a self,
         node: &'a str,
     ) -> nemesis::BoxFuture<'a, Result<Data, MembershipError>> {
-        Box::pin(async move { self.leave(node).await.map_err(|e| merr(node, "leave", e)) })
+        Box::pin(async move {
+            self.leave(node)
+                .await
+                .map_err(|e| MembershipError::new(node, "leave", e))
+        })
     }
 
     fn add<'a>(&'a self, node: &'a str) -> nemesis::BoxFuture<'a, Result<Data, MembershipError>> {
-        Box::pin(async move { self.join(node).await.map_err(|e| merr(node, "join", e)) })
+        Box::pin(async move {
+            self.join(node)
+                .await
+                .map_err(|e| MembershipError::new(node, "join", e))
+        })
     }
 }
 

@@ -27,14 +27,6 @@ use nemesis::membership::{Membership, MembershipError, Rules, ms_data, names_dat
 use std::time::{Duration, Instant};
 use store::Data;
 
-fn merr(node: &str, action: &'static str, e: impl std::fmt::Display) -> MembershipError {
-    MembershipError {
-        node: node.to_string(),
-        action,
-        message: e.to_string(),
-    }
-}
-
 impl Servers<PgClusterConfig> {
     fn node_named(&self, name: &str) -> Result<Node, DbError> {
         self.nodes()
@@ -212,7 +204,7 @@ impl Membership for Servers<PgClusterConfig> {
         Box::pin(async move {
             let m = self.serving_members().await;
             if m.is_empty() {
-                return Err(merr("*", "members", "no node serves"));
+                return Err(MembershipError::new("*", "members", "no node serves"));
             }
             Ok(m)
         })
@@ -232,11 +224,15 @@ impl Membership for Servers<PgClusterConfig> {
         Box::pin(async move {
             self.remove_replica(node)
                 .await
-                .map_err(|e| merr(node, "leave", e))
+                .map_err(|e| MembershipError::new(node, "leave", e))
         })
     }
 
     fn add<'a>(&'a self, node: &'a str) -> nemesis::BoxFuture<'a, Result<Data, MembershipError>> {
-        Box::pin(async move { self.add_back(node).await.map_err(|e| merr(node, "join", e)) })
+        Box::pin(async move {
+            self.add_back(node)
+                .await
+                .map_err(|e| MembershipError::new(node, "join", e))
+        })
     }
 }

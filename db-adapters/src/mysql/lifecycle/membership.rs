@@ -31,14 +31,6 @@ const MIN_MEMBERS: usize = 2;
 /// How long a clean shutdown may take before SIGKILL.
 const SHUTDOWN_S: u32 = 60;
 
-fn merr(node: &str, action: &'static str, e: impl std::fmt::Display) -> MembershipError {
-    MembershipError {
-        node: node.to_string(),
-        action,
-        message: e.to_string(),
-    }
-}
-
 impl Servers<MariaDbConfig> {
     fn node_named(&self, name: &str) -> Result<Node, DbError> {
         self.nodes()
@@ -211,7 +203,7 @@ impl Membership for Servers<MariaDbConfig> {
                 .map(|n| n.name)
                 .collect();
             if m.is_empty() {
-                return Err(merr("*", "members", "no node serves"));
+                return Err(MembershipError::new("*", "members", "no node serves"));
             }
             Ok(m)
         })
@@ -228,10 +220,18 @@ impl Membership for Servers<MariaDbConfig> {
         &'a self,
         node: &'a str,
     ) -> nemesis::BoxFuture<'a, Result<Data, MembershipError>> {
-        Box::pin(async move { self.leave(node).await.map_err(|e| merr(node, "leave", e)) })
+        Box::pin(async move {
+            self.leave(node)
+                .await
+                .map_err(|e| MembershipError::new(node, "leave", e))
+        })
     }
 
     fn add<'a>(&'a self, node: &'a str) -> nemesis::BoxFuture<'a, Result<Data, MembershipError>> {
-        Box::pin(async move { self.join(node).await.map_err(|e| merr(node, "join", e)) })
+        Box::pin(async move {
+            self.join(node)
+                .await
+                .map_err(|e| MembershipError::new(node, "join", e))
+        })
     }
 }
