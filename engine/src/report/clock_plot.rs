@@ -198,13 +198,7 @@ where
     let windows: Vec<_> = extract
         .windows
         .iter()
-        .map(|w| {
-            (
-                w.kind,
-                w.start_ns as f64 / 1e9 - t0,
-                w.end_ns as f64 / 1e9 - t0,
-            )
-        })
+        .map(|w| w.seconds_after(t0))
         .collect();
     shade(&mut chart, &windows, y0, y1).map_err(err)?;
     for (i, (node, line)) in steps(samples, t_end).into_iter().enumerate() {

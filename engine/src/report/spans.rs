@@ -136,6 +136,17 @@ pub struct FaultWindow {
     pub detail: String,
 }
 
+impl FaultWindow {
+    /// `(kind, start, end)` in seconds after `t0_s`: what the plots shade.
+    pub fn seconds_after(&self, t0_s: f64) -> (FaultKind, f64, f64) {
+        (
+            self.kind,
+            self.start_ns as f64 / 1e9 - t0_s,
+            self.end_ns as f64 / 1e9 - t0_s,
+        )
+    }
+}
+
 /// Everything drawn, in history order.
 #[derive(Clone, Debug, Default)]
 pub struct Extract {
