@@ -183,6 +183,9 @@ pub struct Nemesis {
     command_timeout: Duration,
     /// Partitions and clocks of simulated nodes (no iptables, no remotes).
     simulated: Option<Arc<dyn crate::simulated::SimulatedNetwork>>,
+    /// Nodes known to have the harness binary (checked once per run, not
+    /// at every strobe).
+    pub(crate) has_binary: Mutex<BTreeSet<String>>,
 }
 
 fn join_errors(mut errs: Vec<FaultError>) -> Result<(), FaultError> {
@@ -211,6 +214,7 @@ impl Nemesis {
             clocks: Mutex::new(crate::clock::Offsets::default()),
             command_timeout: Duration::from_secs(20),
             simulated: None,
+            has_binary: Mutex::new(BTreeSet::new()),
         }
     }
 

@@ -183,15 +183,22 @@ mod tests {
 
     #[test]
     fn a_zombie_counts_as_gone() {
-        // The child of `sh` is never reaped while `sh` sleeps in the
-        // foreground loop: it stays a zombie.
+        // The child's parent execs `sleep`, which never reaps it: once
+        // killed it stays a zombie (checked) and must count as gone.
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("pid");
         let s = format!(
-            "sleep 30 & P=$!; kill -KILL $P; {} && echo gone",
-            wait_gone_sh("$P", 3)
+            "sh -c 'sleep 30 & echo $! > {f}; exec sleep 2' & \
+             while [ ! -s {f} ]; do sleep 0.01; done; P=$(cat {f}); kill -KILL $P; \
+             while ! grep -q '^State:.*Z' /proc/$P/status; do sleep 0.01; done; echo zombie; \
+             {} && echo gone",
+            wait_gone_sh("$P", 3),
+            f = f.display()
         );
         let out = sh(&s);
+        let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
-            String::from_utf8_lossy(&out.stdout).contains("gone"),
+            stdout.contains("zombie") && stdout.contains("gone"),
             "{out:?}"
         );
     }

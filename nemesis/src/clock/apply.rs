@@ -40,6 +40,28 @@ fn map(entries: Vec<(String, f64)>) -> Data {
 }
 
 impl Nemesis {
+    /// [`crate::node_binary::ensure_binary`] for `node`, once per run.
+    async fn ensure_binary_once(
+        &self,
+        node: &str,
+        remote: &dyn crate::remote::Remote,
+        exe: &str,
+    ) -> Result<(), FaultError> {
+        let known = self
+            .has_binary
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(node);
+        if !known {
+            crate::node_binary::ensure_binary(remote, exe).await?;
+            self.has_binary
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(node.to_string());
+        }
+        Ok(())
+    }
+
     /// Whether clock faults reach every node (the database was started
     /// under libfaketime).
     pub fn has_clock(&self) -> bool {
@@ -169,11 +191,13 @@ impl Nemesis {
                         continue;
                     }
                     let remote = self.remote(node)?;
+                    if let Err(e) = self.ensure_binary_once(node, remote.as_ref(), &exe).await {
+                        errs.push(e);
+                        continue;
+                    }
                     let cmd = strobe.command(&exe, &file);
                     let t = duration + self.command_timeout();
-                    let exe = exe.clone();
                     set.spawn(async move {
-                        crate::node_binary::ensure_binary(remote.as_ref(), &exe).await?;
                         remote
                             .run_timeout(&cmd, t)
                             .await
