@@ -132,7 +132,7 @@ fn galera_with_partitions_and_kills_completes_heals_and_recovers() {
 
 #[test]
 #[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
-fn postgres_on_nodes_with_kills_and_pauses_completes() {
+fn postgres_on_nodes_with_kills_pauses_and_clock_faults_completes() {
     let _lock = TestbedLock::acquire().unwrap();
     let _down = Down;
     testbed_up();
@@ -145,7 +145,7 @@ fn postgres_on_nodes_with_kills_and_pauses_completes() {
             "--nodes",
             "testbed",
             "--nemesis",
-            "kill,pause",
+            "kill,pause,clock",
             "--nemesis-interval",
             "4s",
             "--isolation",
@@ -161,11 +161,15 @@ fn postgres_on_nodes_with_kills_and_pauses_completes() {
     assert!(matches!(out.status.code(), Some(0..=2)), "a verdict");
     let dir = run_dir(store.path(), "pg-faults");
     assert_complete(&dir);
-    let fs: Vec<String> = nemesis_ops(&dir)
+    let ops = nemesis_ops(&dir);
+    let fs: Vec<String> = ops
         .iter()
         .filter_map(|o| o["f"].as_str().map(str::to_string))
         .collect();
     assert!(fs.iter().any(|f| f == "kill" || f == "pause"), "{fs:?}");
+    // PostgreSQL on the nodes runs under libfaketime: clock_timestamp()
+    // reads back what the nemesis wrote.
+    assert_clock_read_back(&ops, false);
     assert!(dir.join("nodes/n1/postgresql.log").is_file());
     testbed_down();
 }
@@ -338,11 +342,13 @@ fn mariadb_repeatable_read_shows_lost_update() {
     );
 }
 
-/// Galera on 3 nodes with partition, kill and pause packages running
-/// concurrently (staggered, each on its own seeded stream), partitions of
-/// two shapes, kills of one node: the windows overlap, the faults hit the
-/// nodes asked for, everything is healed and the final reads ran.
-/// 30 s by default; HARNESS_LONG=1 runs 5 minutes.
+/// Galera on 3 nodes with partition, kill, pause, clock and packet
+/// packages running concurrently (staggered, each on its own seeded
+/// stream), partitions of two shapes, kills of one node, mariadbd under
+/// libfaketime: the windows overlap, the faults hit the nodes asked for,
+/// every clock op's offsets are read back from `NOW(6)` as asked, packets
+/// were dropped, everything is healed (no rule, control files at `+0`) and
+/// the final reads ran. 30 s by default; HARNESS_LONG=1 runs 5 minutes.
 #[test]
 #[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn galera_with_overlapping_fault_packages_heals_and_recovers() {
@@ -362,7 +368,7 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
             "--workload",
             "append",
             "--nemesis",
-            "partition,kill,pause",
+            "partition,kill,pause,clock,packet",
             "--partition",
             "one,majority",
             "--kill-targets",
@@ -378,7 +384,7 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
             "--concurrency",
             "6",
             "--seed",
-            "11",
+            "13",
             "--test-name",
             "galera-composed",
         ],
@@ -404,11 +410,11 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
     for o in ops.iter().filter(|o| o["type"] == "info") {
         let f = o["f"].as_str().unwrap_or("");
         match f {
-            "start-partition" | "kill" | "pause" => {
+            "start-partition" | "kill" | "pause" | "start-clock" | "start-packet" => {
                 active.insert(f.to_string());
             }
-            "stop-partition" => {
-                active.remove("start-partition");
+            "stop-partition" | "stop-clock" | "stop-packet" => {
+                active.remove(&f.replace("stop-", "start-"));
             }
             "start" => {
                 active.remove("kill");
@@ -430,7 +436,9 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
         "{} nemesis ops, at most {most} fault kinds in effect at once",
         ops.len()
     );
-    assert!(most >= 2, "no overlapping fault windows in {ops:?}");
+    assert!(most >= 3, "no overlapping fault windows in {ops:?}");
+    assert_clock_read_back(&ops, true);
+    assert_packets_dropped(&ops);
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
     assert_eq!(
@@ -438,5 +446,95 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
         "final reads done"
     );
     assert_eq!(harness_rules_left(), 0);
+    assert_eq!(control_files_off_zero(), Vec::<String>::new());
     testbed_down();
+}
+
+/// The clock ops read the databases' clocks; each reading is what the
+/// nemesis asked for (within the reading's error bound + 50 ms); with
+/// `bumped`, a bump moved a clock; the last clock op reset every node.
+fn assert_clock_read_back(ops: &[serde_json::Value], bumped: bool) {
+    let clock: Vec<&serde_json::Value> = ops
+        .iter()
+        .filter(|o| o["type"] == "info" && o["f"].as_str().is_some_and(|f| f.ends_with("-clock")))
+        .collect();
+    assert!(!clock.is_empty(), "clock ops: {ops:?}");
+    let mut largest: f64 = 0.0;
+    let mut read = 0;
+    for o in &clock {
+        // A node that is down, paused or outside the primary component
+        // is not read: an op may have no reading at all.
+        let got = o["value"]["clock-offsets"].as_object().expect("offsets");
+        read += got.len();
+        for (node, g) in got {
+            let want = o["value"]["expected-offsets"][node].as_f64().unwrap();
+            let err = o["value"]["clock-offset-errors"][node].as_f64().unwrap();
+            let g = g.as_f64().unwrap();
+            assert!((g - want).abs() <= err + 0.05, "{node}: {g} vs {want}: {o}");
+            largest = largest.max(g.abs());
+        }
+    }
+    assert!(read > 0, "no database clock was read: {clock:?}");
+    assert!(
+        !bumped || largest > 0.5,
+        "a bump moved a database clock: {clock:?}"
+    );
+    let last = clock.last().unwrap();
+    assert_eq!(last["f"], "stop-clock", "{last}");
+    assert_eq!(
+        last["value"]["reset"],
+        serde_json::json!(["n1", "n2", "n3"]),
+        "{last}"
+    );
+}
+
+/// Packet faults dropped packets at about the asked rate.
+fn assert_packets_dropped(ops: &[serde_json::Value]) {
+    let (mut seen, mut dropped) = (0u64, 0u64);
+    for o in ops
+        .iter()
+        .filter(|o| o["type"] == "info" && o["f"] == "stop-packet")
+    {
+        for (_, c) in o["value"].as_object().unwrap() {
+            if let (Some(s), Some(d)) = (c["seen"].as_u64(), c["dropped"].as_u64()) {
+                seen += s;
+                dropped += d;
+            }
+        }
+    }
+    eprintln!("packets: {dropped} of {seen} dropped (asked 0.2)");
+    assert!(dropped > 0, "packets dropped: {ops:?}");
+    if seen >= 200 {
+        let rate = dropped as f64 / seen as f64;
+        assert!((0.1..0.3).contains(&rate), "loss {rate} for 0.2");
+    }
+}
+
+/// What is left of clock faults on the testbed nodes: a MariaDB control
+/// file not at `+0.000` (the run removes them with the node directories),
+/// or a process still under libfaketime (the nodes' processes are visible
+/// here: their pid namespaces are children of this one).
+fn control_files_off_zero() -> Vec<String> {
+    let mut out = Vec::new();
+    for n in ["n1", "n2", "n3"] {
+        let f = format!("/var/lib/harness/mariadb/{n}/faketime.rc");
+        if let Ok(text) = std::fs::read_to_string(&f)
+            && text.trim() != "+0.000"
+        {
+            out.push(format!("{f}: {text:?}"));
+        }
+    }
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains("/var/lib/harness/")
+            && env
+                .split(|b| *b == 0)
+                .any(|v| v.starts_with(b"FAKETIME_TIMESTAMP_FILE="))
+        {
+            out.push(format!("under libfaketime: {cmd}"));
+        }
+    }
+    out
 }

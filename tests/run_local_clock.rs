@@ -150,13 +150,13 @@ fn clock_faults_where_they_cannot_reach_are_rejected_with_the_reason() {
         (
             vec![
                 "--db",
-                "galera",
+                "patroni",
                 "--nodes",
                 "n1,n2,n3",
                 "--nemesis",
                 "clock",
             ],
-            "does not start mariadbd under libfaketime",
+            "Patroni starts PostgreSQL itself",
         ),
     ] {
         let out = run(store.path(), &args);

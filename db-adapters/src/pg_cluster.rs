@@ -21,7 +21,8 @@
 //! one from a crashed run is cleared at the next setup.
 //!
 //! Replica removal and re-addition (`--nemesis membership`) are in
-//! [`membership`]; the primary is never removed.
+//! [`membership`]; the primary is never removed. Clock faults (servers
+//! under libfaketime) are in [`clock`].
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::db::{
@@ -36,6 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use store::MicroOp;
 
+mod clock;
 mod membership;
 
 /// The server log of every node (the catalog's `log_files`).
@@ -54,6 +56,9 @@ pub struct PgClusterConfig {
     pub lossy: Option<LossyConfig>,
     /// Extra `postgresql.conf` lines (`synchronous_commit = off`).
     pub extra_conf: Vec<String>,
+    /// Clock faults are asked for: every server runs under libfaketime
+    /// (`pg_cluster/clock.rs`).
+    pub clock: bool,
 }
 
 /// The lossy filesystem under PostgreSQL's data directories.
@@ -76,6 +81,7 @@ impl Default for PgClusterConfig {
             start_timeout: Duration::from_secs(60),
             lossy: None,
             extra_conf: Vec::new(),
+            clock: false,
         }
     }
 }
@@ -158,9 +164,10 @@ impl Servers<PgClusterConfig> {
     async fn start_node(&self, node: &Node) -> Result<(), DbError> {
         let d = self.node_dir(node);
         let r = self.remote(node)?;
+        let (before, preload) = self.clock_words(node);
         let cmd = format!(
             "cd /tmp && B={BIN} && if runuser -u postgres -- $B/pg_ctl -D {d}/data status >/dev/null 2>&1; then exit 0; fi; \
-             runuser -u postgres -- $B/pg_ctl -D {d}/data -l {d}/postgres.log -W start >/dev/null"
+             {before}runuser -u postgres -- {preload}$B/pg_ctl -D {d}/data -l {d}/postgres.log -W start >/dev/null"
         );
         r.run(&cmd).await?;
         Ok(())
@@ -272,6 +279,7 @@ impl ServerSteps for Servers<PgClusterConfig> {
                     base = shell_quote(&self.cfg.base_dir)
                 ))
                 .await?;
+                self.prepare_clock(&n).await?;
             }
             if let Some(l) = &self.cfg.lossy {
                 for r in &self.remotes {
@@ -365,6 +373,34 @@ fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
 }
 
 impl Process for Servers<PgClusterConfig> {
+    fn clock_file(&self, node: &Node) -> Option<String> {
+        self.cfg.clock.then(|| self.clock_path(node))
+    }
+    fn db_clock<'a>(
+        &'a self,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<nemesis::clock::ClockReading, ProcessError>> {
+        Box::pin(async move {
+            let url = format!(
+                "postgres://postgres@{}:{}/postgres",
+                node.host, self.cfg.port
+            );
+            crate::postgres::read_clock(&url)
+                .await
+                .map_err(|message| ProcessError {
+                    node: node.name.clone(),
+                    action: "clock",
+                    message,
+                })
+        })
+    }
+    fn shut_down<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            self.fast_shutdown(node)
+                .await
+                .map_err(|e| perr(node, "shut down", e))
+        })
+    }
     fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
             self.signal_all(node, "KILL", true)

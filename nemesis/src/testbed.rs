@@ -1,6 +1,7 @@
 //! The local testbed: N database nodes on this machine, each a network
 //! namespace (own IP on a private bridge, own iptables) with its own PID,
-//! UTS and mount namespaces, `tini` as PID 1 and `sshd` under it.
+//! UTS and mount namespaces, `tini` as PID 1 and `sshd` under it, and a
+//! private tmpfs on `/dev/shm` ([`SHM_SOURCE`]).
 //!
 //! Fixed names (so a stale testbed can always be found and removed): bridge
 //! [`BRIDGE`] on 10.99.0.0/24 with the host on `.254`, nodes `n1…nN` at
@@ -30,6 +31,18 @@ pub const NET: &str = "10.99.0";
 pub const HOST_IP: &str = "10.99.0.254";
 /// Lock file serializing tests that use the testbed.
 pub const LOCK_PATH: &str = "/run/harness-testbed.lock";
+/// The source name of each node's private `/dev/shm` (a tmpfs mounted in
+/// the node's mount namespace before sshd starts). Processes of different
+/// nodes never share POSIX shared memory: libfaketime 0.9.10 names its
+/// segments by pid alone, and pids repeat across the nodes' pid namespaces.
+pub const SHM_SOURCE: &str = "harness-shm";
+
+/// The node-side probe that its `/dev/shm` is its own ([`SHM_SOURCE`]): a
+/// testbed built before nodes had one fails it and is rebuilt.
+fn shm_probe() -> String {
+    format!("grep -q '^{SHM_SOURCE} /dev/shm ' /proc/mounts")
+}
+
 /// Most nodes a testbed may have.
 pub const MAX_NODES: usize = 50;
 
@@ -226,7 +239,7 @@ pub struct NodeStatus {
     pub netns: bool,
     /// Its outer process is alive.
     pub running: bool,
-    /// An SSH login works.
+    /// An SSH login works and the node has its own `/dev/shm`.
     pub ssh: bool,
 }
 
@@ -304,7 +317,7 @@ impl Testbed {
                 .any(|l| l.split_whitespace().next() == Some(name.as_str()));
             let running = read_pid(&self.dir, &name).is_some_and(pid_alive);
             let ssh = running
-                && r.exec("true", None, Duration::from_secs(5))
+                && r.exec(&shm_probe(), None, Duration::from_secs(5))
                     .await
                     .is_ok_and(|o| o.success());
             out.push(NodeStatus {
@@ -391,7 +404,7 @@ impl Testbed {
             // and never becomes our zombie; $! is the outer unshare's pid.
             let pid = sh(&format!(
                 "setsid ip netns exec {ns} unshare --uts --pid --mount --fork --kill-child --mount-proc \
-                 tini -s -- sh -c 'hostname {ns}; exec /usr/sbin/sshd -D -f {d}/ssh/sshd-{ns}.conf -E {d}/ssh/sshd-{ns}.log' \
+                 tini -s -- sh -c 'hostname {ns}; mount -t tmpfs -o size=256m,mode=1777 {SHM_SOURCE} /dev/shm && exec /usr/sbin/sshd -D -f {d}/ssh/sshd-{ns}.conf -E {d}/ssh/sshd-{ns}.log' \
                  </dev/null >/dev/null 2>&1 & echo $!"
             ))
             .await?;

@@ -5,14 +5,28 @@
 use engine::spec::FaultSpec;
 use std::time::Duration;
 
+/// `--nemesis`'s help: every package of `nemesis::schedule::KINDS`.
+fn nemesis_help() -> String {
+    let names: Vec<&str> = nemesis::schedule::KINDS.iter().map(|k| k.1).collect();
+    let all: Vec<&str> = nemesis::schedule::KINDS
+        .iter()
+        .filter(|k| k.2)
+        .map(|k| k.1)
+        .collect();
+    format!(
+        "Fault packages, run concurrently: none, all ({}), or a comma list of {}",
+        all.join(", "),
+        names.join(", ")
+    )
+}
+
 /// Fault and lifecycle flags of `harness run`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Faults (nemesis) and the database on nodes")]
 pub struct FaultArgs {
-    /// Fault packages, run concurrently: none, all (every fault kind), or a
-    /// comma list of partition, kill, pause and the choreographies
-    /// part-kill, pause-kill.
-    #[arg(long, default_value = "none")]
+    /// Fault packages, run concurrently (the list is `nemesis_help`'s, from
+    /// the table of fault kinds).
+    #[arg(long, default_value = "none", help = nemesis_help())]
     pub nemesis: String,
     /// Time between fault starts and stops: the mean of the stagger
     /// (uniform in [0, 2·interval)), or the exact wait with

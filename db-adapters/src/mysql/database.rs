@@ -37,9 +37,7 @@ const CAPABILITIES: Capabilities = Capabilities {
     local_server: false,
     replicas: false,
     lossy_data_dir: true,
-    clock_faults: ClockFaults::No(
-        "the MariaDB lifecycle does not start mariadbd under libfaketime yet (clock faults run on PostgreSQL)",
-    ),
+    clock_faults: ClockFaults::Libfaketime,
     membership: false,
     default_ops: None,
 };
@@ -71,6 +69,7 @@ fn on_nodes(
 ) -> Result<OnNodes, OpenError> {
     let mut cfg = MariaDbConfig {
         extra_conf: s.db_conf.clone(),
+        clock: s.clock,
         ..MariaDbConfig::new(galera)
     };
     if s.lazyfs {

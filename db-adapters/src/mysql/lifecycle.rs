@@ -24,7 +24,9 @@
 //! other programs on the same machine may run their own mariadbd.
 //!
 //! Galera's membership changes (`--nemesis membership`: leave, join) are
-//! in [`membership`].
+//! in [`membership`]; clock faults (mariadbd under libfaketime) in
+//! [`clock`]. A kill waits for the processes to be gone by wall clock
+//! (`nemesis::process::wait_gone_sh`).
 
 use crate::client::BoxFuture;
 use crate::db::{
@@ -39,7 +41,11 @@ use nemesis::remote::{Remote, shell_quote};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod clock;
 mod membership;
+
+/// How long a kill waits for mariadbd (and a joiner's rsync) to be gone.
+const KILL_WAIT_S: u64 = 30;
 
 /// The error log and the configuration of every node (the catalog's
 /// `log_files`).
@@ -74,6 +80,9 @@ pub struct MariaDbConfig {
     /// `pc.recovery` to re-form the primary component before it
     /// bootstraps from the most advanced node.
     pub recovery_wait: Duration,
+    /// Clock faults are asked for: each mariadbd runs under libfaketime
+    /// with the control file [`Servers::clock_path`] (`lifecycle/clock.rs`).
+    pub clock: bool,
     /// Serialises Galera's full-cluster restarts (see `galera.rs`).
     pub(super) restart: Arc<tokio::sync::Mutex<()>>,
 }
@@ -92,6 +101,7 @@ impl MariaDbConfig {
             extra_conf: Vec::new(),
             lossy: None,
             recovery_wait: Duration::from_secs(30),
+            clock: false,
             restart: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
@@ -270,9 +280,10 @@ impl Servers<MariaDbConfig> {
         let cmd = format!(
             "cd /tmp; if pgrep -f {pat} >/dev/null; then exit 0; fi; \
              rm -f {dir}/mysqld.sock {dir}/mariadbd.pid; \
-             setsid /usr/sbin/mariadbd --defaults-file={cnf}{extra} </dev/null >>{dir}/stdout.log 2>&1 &",
+             {faked}setsid /usr/sbin/mariadbd --defaults-file={cnf}{extra} </dev/null >>{dir}/stdout.log 2>&1 &",
             pat = self.pattern(node),
             cnf = self.cnf(node),
+            faked = self.clock_prefix(node),
         );
         r.run(&cmd).await?;
         Ok(())
@@ -283,19 +294,24 @@ impl Servers<MariaDbConfig> {
         let dir = self.node_dir(node);
         // Also the rsync daemon a joiner runs for SST: it would hold port 4444.
         let cmd = format!(
-            "pkill -{signal} -f {pat}; pkill -{signal} -f {rs}; \
-             for i in $(seq 1000); do pgrep -f {pat} >/dev/null || exit 0; sleep 0.01; done; exit 1",
+            "P=$(pgrep -f {pat}); R=$(pgrep -f {rs}); kill -{signal} $P $R 2>/dev/null; {wait}",
             pat = self.pattern(node),
             rs = shell_quote(&format!("^rsync .*{dir}/")),
+            wait = nemesis::process::wait_gone_sh("$P $R", KILL_WAIT_S),
         );
-        let out = r.exec(&cmd, None, Duration::from_secs(30)).await?;
+        let out = r
+            .exec(&cmd, None, Duration::from_secs(KILL_WAIT_S + 20))
+            .await?;
         if out.success() {
             Ok(())
         } else {
             Err(DbError::Step {
                 node: node.name.clone(),
                 step: "kill".to_string(),
-                detail: "mariadbd still running 10 s after SIGKILL".to_string(),
+                detail: format!(
+                    "mariadbd still running after SIG{signal}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
             })
         }
     }
@@ -392,7 +408,7 @@ impl Servers<MariaDbConfig> {
         r.upload_bytes(self.config(node).into_bytes(), &self.cnf(node))
             .await?;
         r.run(&format!("chmod 644 {}", self.cnf(node))).await?;
-        Ok(())
+        self.prepare_clock(node).await
     }
 
     async fn install_db(&self, node: &Node) -> Result<(), DbError> {
@@ -601,6 +617,36 @@ fn perr(node: &Node, action: &'static str, e: DbError) -> ProcessError {
 }
 
 impl Process for Servers<MariaDbConfig> {
+    fn clock_file(&self, node: &Node) -> Option<String> {
+        self.cfg.clock.then(|| self.clock_path(node))
+    }
+
+    fn db_clock<'a>(
+        &'a self,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<nemesis::clock::ClockReading, ProcessError>> {
+        Box::pin(async move {
+            self.read_clock(node).await.map_err(|message| ProcessError {
+                node: node.name.clone(),
+                action: "clock",
+                message,
+            })
+        })
+    }
+
+    /// SIGTERM (a clean shutdown: InnoDB flushes, Galera leaves the
+    /// cluster), then a kill if it is not gone in time.
+    fn shut_down<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
+        Box::pin(async move {
+            if self.kill_node(node, "TERM").await.is_err() {
+                self.kill_node(node, "KILL")
+                    .await
+                    .map_err(|e| perr(node, "shut down", e))?;
+            }
+            Ok(())
+        })
+    }
+
     fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(async move {
             self.kill_node(node, "KILL")

@@ -149,6 +149,7 @@ impl Database for Postgres {
 fn on_nodes(s: &DbSettings, remotes: Vec<Arc<dyn Remote>>) -> Result<OnNodes, String> {
     let mut cfg = PgClusterConfig {
         extra_conf: s.db_conf.clone(),
+        clock: s.clock,
         ..PgClusterConfig::default()
     };
     if s.lazyfs {

@@ -13,7 +13,7 @@
 //! `clock_timestamp()` ([`Process::db_clock`]).
 
 use super::local::signal;
-use nemesis::clock::{ClockReading, now_s};
+use nemesis::clock::ClockReading;
 use nemesis::process::{Process, ProcessError};
 use nemesis::{BoxFuture, Node};
 use std::path::{Path, PathBuf};
@@ -161,29 +161,9 @@ impl LocalProcess {
 
 impl LocalProcess {
     async fn read_clock(&self, node: &Node) -> Result<ClockReading, ProcessError> {
-        let err = |m: String| self.err(node, "clock", m);
-        let (client, conn) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+        super::read_clock(&self.url)
             .await
-            .map_err(|e| err(format!("connecting: {e}")))?;
-        let task = tokio::spawn(conn);
-        let q = "SELECT extract(epoch FROM clock_timestamp())::float8";
-        let stmt = client
-            .prepare(q)
-            .await
-            .map_err(|e| err(format!("{q}: {e}")))?;
-        let sent_s = now_s();
-        let row = client.query_one(&stmt, &[]).await;
-        let received_s = now_s();
-        drop(client);
-        task.abort();
-        let db_s: f64 = row
-            .and_then(|r| r.try_get(0))
-            .map_err(|e| err(format!("{q}: {e}")))?;
-        Ok(ClockReading {
-            sent_s,
-            db_s,
-            received_s,
-        })
+            .map_err(|m| self.err(node, "clock", m))
     }
 }
 

@@ -191,3 +191,37 @@ impl ClientFactory for PgFactory {
         crate::pgwire::open_txn_client(self, node, self.isolation)
     }
 }
+
+/// `clock_timestamp()` of the server at `url`, bracketed by the harness
+/// clock (connection and statement prepared before the bracket): what
+/// clock faults measure (`nemesis::process::Process::db_clock`).
+///
+/// # Errors
+/// The connection or the query failed, in words.
+pub(crate) async fn read_clock(url: &str) -> Result<nemesis::clock::ClockReading, String> {
+    use nemesis::clock::now_s;
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .map_err(|e| format!("connecting: {e}"))?;
+    let task = tokio::spawn(conn);
+    let q = "SELECT extract(epoch FROM clock_timestamp())::float8";
+    let stmt = client.prepare(q).await.map_err(|e| format!("{q}: {e}"));
+    let reading = match stmt {
+        Err(e) => Err(e),
+        Ok(stmt) => {
+            let sent_s = now_s();
+            let row = client.query_one(&stmt, &[]).await;
+            let received_s = now_s();
+            row.and_then(|r| r.try_get::<_, f64>(0))
+                .map(|db_s| nemesis::clock::ClockReading {
+                    sent_s,
+                    db_s,
+                    received_s,
+                })
+                .map_err(|e| format!("{q}: {e}"))
+        }
+    };
+    drop(client);
+    task.abort();
+    reading
+}

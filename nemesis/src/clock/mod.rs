@@ -55,6 +55,7 @@
 
 mod apply;
 pub mod fault;
+pub mod node;
 mod sim;
 pub mod spec;
 pub mod strobe;
