@@ -28,13 +28,30 @@
 //!   on error and at the start of a run): `+0` on every node's control
 //!   file; a fresh start writes `+0` before the database starts.
 //!
-//! Monotonic mode (measured, see the self-test in `tests/run_local_clock.rs`):
+//! Monotonic mode (measured by the self-tests `tests/run_local_clock.rs`
+//! for PostgreSQL and `tests/mariadb_clock.rs` for MariaDB: ±1 h jumps
+//! under load; MariaDB 10.11: no crash, `NOW(6)` within 16 ms of each
+//! jump, p50 3.3 ms, max 78 ms over 31,004 transactions, valid):
 //! 0.9.10 fakes `CLOCK_MONOTONIC` too, so a negative bump moves the
 //! database's monotonic clock backwards — harsher than Jepsen's
 //! `settimeofday`. `FAKETIME_DONT_FAKE_MONOTONIC=1` would be faithful but
 //! in 0.9.10 makes absolute monotonic `clock_nanosleep` fail with `EINVAL`
 //! and monotonic condvar waits return at once (busy loops), so the default
 //! mode is kept and runs are labelled by their `clock-offsets`.
+//!
+//! Late timers (measured on PostgreSQL 15, explained): under a positive
+//! offset `d`, a timer that expires while the process waits inside an
+//! intercepted call (0.9.10 wraps `epoll_wait`, `poll`, `select`,
+//! `pthread_cond_timedwait`, …) takes effect `d` seconds late:
+//! `statement_timeout = 1s` around `pg_sleep` fired after 6.0 s under
+//! `+5` and 21.0 s under `+20`, while a busy query was cancelled at
+//! 1.06 s; `FAKETIME_DONT_FAKE_MONOTONIC=1` and the cache settings make
+//! no difference. PostgreSQL's `deadlock_timeout` is such a timer, so
+//! after a forward bump a deadlock among waiting sessions is broken only
+//! `d` seconds later: the sessions stall to the op timeout. An artifact of
+//! the preload, not of a stepped clock: safety verdicts stand (a late
+//! timeout allows no anomaly); latency and availability under clock
+//! faults are not PostgreSQL's own.
 //!
 //! Shared memory: 0.9.10 creates `/dev/shm/faketime_{sem,shm}_<pid>` in
 //! every process (no way to choose the name) and leaves them behind on
