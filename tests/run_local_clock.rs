@@ -121,6 +121,10 @@ fn clock_faults_where_they_cannot_reach_are_rejected_with_the_reason() {
             "add --nemesis clock",
         ),
         (
+            vec!["--db", "postgres", "--local", "--clock-mix", "strobe-skews"],
+            "add --nemesis clock",
+        ),
+        (
             vec![
                 "--db",
                 "postgres",

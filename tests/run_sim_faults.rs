@@ -288,3 +288,72 @@ fn skewed_read_under_clock_bumps_is_invalid_with_stale_reads() {
     );
     assert!(fs.iter().any(|f| f == "start-clock"), "{fs:?}");
 }
+
+/// `--clock-mix subcritical-skews` (CockroachDB roachtest's): every clock
+/// op but the final reset sets each node to +200 ms or 0, and the nodes'
+/// clocks read back exactly that; `strobe-skews` strobes every node by
+/// 200 ms; both valid in the correct mode.
+#[test]
+fn roachtest_clock_mixes_set_subcritical_offsets_or_strobe_every_node() {
+    let store = tempfile::tempdir().unwrap();
+    let name = "sim-clock-subcritical";
+    let (code, types, _) = sim_faults_at(
+        store.path(),
+        name,
+        &[
+            "--isolation",
+            "serializable",
+            "--nemesis",
+            "clock",
+            "--clock-mix",
+            "subcritical-skews",
+        ],
+    );
+    assert_eq!(code, Some(0), "{types:?}");
+    let infos = clock_infos(store.path(), name);
+    let (last, ops) = infos.split_last().unwrap();
+    assert_eq!(last["f"], "stop-clock", "{last}");
+    assert!(!ops.is_empty(), "{infos:?}");
+    let mut at200 = 0;
+    for o in ops {
+        let set = o["value"]["set"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{o}"));
+        assert_eq!(set.len(), 3, "every node: {o}");
+        for (node, want) in set {
+            let want = want.as_f64().unwrap();
+            assert!(want == 0.0 || want == 0.2, "{o}");
+            at200 += usize::from(want > 0.0);
+            let got = o["value"]["clock-offsets"][node].as_f64().unwrap();
+            assert!((got - want).abs() < 0.002, "{node}: {got} vs {want}: {o}");
+        }
+    }
+    assert!(at200 > 0, "some node at +200 ms: {infos:?}");
+    let name = "sim-clock-strobe";
+    let (code, types, _) = sim_faults_at(
+        store.path(),
+        name,
+        &[
+            "--isolation",
+            "serializable",
+            "--nemesis",
+            "clock",
+            "--clock-mix",
+            "strobe-skews",
+        ],
+    );
+    assert_eq!(code, Some(0), "{types:?}");
+    let infos = clock_infos(store.path(), name);
+    let (_, ops) = infos.split_last().unwrap();
+    assert!(!ops.is_empty());
+    for o in ops {
+        let s = o["value"]["strobe"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{o}"));
+        assert_eq!(s.len(), 3, "{o}");
+        assert!(
+            s.values().all(|v| v["delta"] == 0.2 && v["period"] == 0.01),
+            "{o}"
+        );
+    }
+}

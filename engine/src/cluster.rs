@@ -150,8 +150,9 @@ fn check_clock(args: &RunSpec, on_nodes: bool) -> anyhow::Result<()> {
     {
         return check_clock_asked(args, on_nodes);
     }
-    if args.faults.options.clock_rate.is_some() {
-        anyhow::bail!("--clock-rate skews the clocks of --nemesis clock: add --nemesis clock");
+    let o = &args.faults.options;
+    if o.clock_rate.is_some() || o.clock_mix != nemesis::clock::fault::ClockMix::Jepsen {
+        anyhow::bail!("--clock-rate and --clock-mix shape --nemesis clock: add --nemesis clock");
     }
     Ok(())
 }

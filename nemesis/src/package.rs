@@ -93,6 +93,8 @@ pub struct Options {
     pub packet_targets: Vec<Target>,
     /// `--clock-rate`: the clock package also draws rate skews.
     pub clock_rate: Option<crate::clock::fault::RateFactor>,
+    /// `--clock-mix`: how the clock package draws.
+    pub clock_mix: crate::clock::fault::ClockMix,
 }
 
 impl Default for Options {
@@ -109,6 +111,7 @@ impl Default for Options {
             packet: Behavior::default(),
             packet_targets: vec![Target::One, Target::Minority, Target::Majority, Target::All],
             clock_rate: None,
+            clock_mix: crate::clock::fault::ClockMix::Jepsen,
         }
     }
 }
@@ -278,7 +281,8 @@ pub fn next_fault(kind: FaultKind, plan: &Plan, rng: &mut Rng) -> Option<Fault> 
             targets: pick(&plan.options.packet_targets, rng),
             behavior: plan.options.packet.clone(),
         }),
-        FaultKind::Clock => Fault::Clock(crate::clock::fault::draw(
+        FaultKind::Clock => Fault::Clock(crate::clock::fault::draw_mix(
+            plan.options.clock_mix,
             &plan.nodes,
             plan.options.interval,
             plan.options.clock_rate,

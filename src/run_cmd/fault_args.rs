@@ -70,6 +70,12 @@ pub struct FaultArgs {
     /// rate such that the fastest clock runs at most F times the slowest.
     #[arg(long, value_name = "F")]
     pub clock_rate: Option<String>,
+    /// How `--nemesis clock` draws: `jepsen` (bumps, strobes and resets
+    /// mixed), or CockroachDB roachtest's `strobe-skews` (every node
+    /// strobed by 200 ms every 10 ms) or `subcritical-skews` (each node at
+    /// +200 ms or 0, below CockroachDB's 250 ms maximum offset).
+    #[arg(long, default_value = "jepsen")]
+    pub clock_mix: String,
     /// PostgreSQL on nodes: send read-only transactions to a replica.
     #[arg(long)]
     pub replica_reads: bool,
@@ -145,6 +151,7 @@ impl FaultArgs {
                     .map(nemesis::clock::fault::RateFactor::parse)
                     .transpose()
                     .map_err(|e| anyhow::anyhow!(e))?,
+                clock_mix: self.clock_mix.parse().map_err(|e| anyhow::anyhow!("{e}"))?,
             },
             replica_reads: self.replica_reads,
             leave_db_running: self.leave_db_running,

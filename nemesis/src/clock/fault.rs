@@ -14,7 +14,14 @@
 //!   written as `+<offset> x<rate>` and applied by restarting the node's
 //!   database, since libfaketime measures a rate from process start.
 //!
-//! Values in the history: a bump `{"bump": {node: delta_s}}`, a strobe
+//! `--clock-mix` picks other draws, CockroachDB's roachtest nemeses:
+//! `strobe-skews` (every op strobes every node by 200 ms every 10 ms for
+//! the interval, at most [`MAX_STROBE`]) and `subcritical-skews` (every op
+//! sets each node's offset to +200 ms with probability ½, else to 0:
+//! below CockroachDB's 250 ms maximum offset) ([`ClockMix`]).
+//!
+//! Values in the history: a bump `{"bump": {node: delta_s}}`, a set
+//! `{"set": {node: offset_s}}`, a strobe
 //! `{"strobe": {node: {"delta": s, "period": s, "duration": s}}}`, a reset
 //! `{"reset": [nodes]}`, a skew `{"skew": {node: rate}}`.
 
@@ -42,6 +49,8 @@ pub enum ClockFault {
         /// How long it strobes.
         duration_ms: u64,
     },
+    /// Put each node's offset at `ms` (absolute, not added).
+    Set(Vec<(String, i64)>),
     /// Offsets back to zero (and rates back to 1).
     Reset(Vec<String>),
     /// Run each node's clock at a rate, in thousandths (1050 = x1.05;
@@ -103,7 +112,7 @@ impl ClockFault {
     /// The nodes it acts on.
     pub fn nodes(&self) -> Vec<String> {
         match self {
-            ClockFault::Bump(b) => b.iter().map(|(n, _)| n.clone()).collect(),
+            ClockFault::Bump(b) | ClockFault::Set(b) => b.iter().map(|(n, _)| n.clone()).collect(),
             ClockFault::Strobe { nodes, .. } | ClockFault::Reset(nodes) => nodes.clone(),
             ClockFault::Skew(s) => s.iter().map(|(n, _)| n.clone()).collect(),
         }
@@ -113,6 +122,7 @@ impl ClockFault {
     pub fn name(&self) -> &'static str {
         match self {
             ClockFault::Bump(_) => "bump",
+            ClockFault::Set(_) => "set",
             ClockFault::Strobe { .. } => "strobe",
             ClockFault::Reset(_) => "reset",
             ClockFault::Skew(_) => "skew",
@@ -123,7 +133,7 @@ impl ClockFault {
     pub fn detail(&self) -> Data {
         let s = |ms: f64| Data::Float(ms / 1000.0);
         match self {
-            ClockFault::Bump(b) => Data::Map(
+            ClockFault::Bump(b) | ClockFault::Set(b) => Data::Map(
                 b.iter()
                     .map(|(n, d)| (Data::Str(n.clone()), s(*d as f64)))
                     .collect(),
@@ -152,6 +162,19 @@ impl ClockFault {
                     .map(|(n, r)| (Data::Str(n.clone()), Data::Float(f64::from(*r) / 1e3)))
                     .collect(),
             ),
+        }
+    }
+
+    /// A set as the bumps that reach it from the offsets `current_s`
+    /// gives (seconds); any other op as it is.
+    pub fn as_bumps(&self, current_s: impl Fn(&str) -> f64) -> ClockFault {
+        match self {
+            ClockFault::Set(s) => ClockFault::Bump(
+                s.iter()
+                    .map(|(n, ms)| (n.clone(), ms - (current_s(n) * 1000.0).round() as i64))
+                    .collect(),
+            ),
+            other => other.clone(),
         }
     }
 
@@ -186,6 +209,68 @@ fn subset(nodes: &[String], rng: &mut Rng) -> Vec<String> {
 pub fn bump_ms(rng: &mut Rng) -> i64 {
     let mag = 1.5f64.powf(6.0 + 25.0 * unit(rng)).round() as i64;
     if rng.below(2) == 0 { mag } else { -mag }
+}
+
+/// `--clock-mix`: how the clock package draws its ops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClockMix {
+    /// Jepsen's: a uniform mix of reset, bump and strobe (and skew with
+    /// `--clock-rate`).
+    #[default]
+    Jepsen,
+    /// roachtest's `strobe-skews`: strobe every node, 200 ms, every 10 ms.
+    StrobeSkews,
+    /// roachtest's `subcritical-skews`: each node at +200 ms (p = ½) or 0.
+    SubcriticalSkews,
+}
+
+impl ClockMix {
+    /// Every mix with its `--clock-mix` name.
+    pub const ALL: [(ClockMix, &'static str); 3] = [
+        (ClockMix::Jepsen, "jepsen"),
+        (ClockMix::StrobeSkews, "strobe-skews"),
+        (ClockMix::SubcriticalSkews, "subcritical-skews"),
+    ];
+}
+
+impl std::str::FromStr for ClockMix {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ClockMix::ALL
+            .iter()
+            .find(|(_, n)| *n == s.trim())
+            .map(|(m, _)| *m)
+            .ok_or_else(|| {
+                let names: Vec<&str> = ClockMix::ALL.iter().map(|(_, n)| *n).collect();
+                format!("--clock-mix {s:?}: expected one of {}", names.join(", "))
+            })
+    }
+}
+
+/// The next op of the clock package under `mix` (roachtest's mixes
+/// ignore `rate`).
+pub fn draw_mix(
+    mix: ClockMix,
+    nodes: &[String],
+    interval: Duration,
+    rate: Option<RateFactor>,
+    rng: &mut Rng,
+) -> ClockFault {
+    match mix {
+        ClockMix::Jepsen => draw(nodes, interval, rate, rng),
+        ClockMix::StrobeSkews => ClockFault::Strobe {
+            nodes: nodes.to_vec(),
+            delta_ms: 200,
+            period_ms: 10,
+            duration_ms: interval.min(MAX_STROBE).as_millis().max(1) as u64,
+        },
+        ClockMix::SubcriticalSkews => ClockFault::Set(
+            nodes
+                .iter()
+                .map(|n| (n.clone(), if rng.below(2) == 0 { 200 } else { 0 }))
+                .collect(),
+        ),
+    }
 }
 
 /// The next op of the clock package; strobes last at most
@@ -262,6 +347,7 @@ mod tests {
                     assert_eq!(f.f(), F::StopClock);
                 }
                 ClockFault::Skew(_) => skews += 1,
+                ClockFault::Set(_) => panic!("no set in Jepsen's mix: {f:?}"),
             }
         }
         assert_eq!(skews, 0, "no skew without --clock-rate");
@@ -306,6 +392,65 @@ mod tests {
                 Data::Str("skew".into()),
                 Data::Map(vec![(Data::Str("n1".into()), Data::Float(1.05))])
             )])
+        );
+    }
+
+    #[test]
+    fn roachtest_mixes_strobe_everyone_or_set_subcritical_offsets() {
+        let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
+        let mut rng = Rng::stream(3, "clock");
+        let s = draw_mix(
+            ClockMix::StrobeSkews,
+            &nodes,
+            Duration::from_secs(30),
+            None,
+            &mut rng,
+        );
+        assert_eq!(
+            s,
+            ClockFault::Strobe {
+                nodes: nodes.clone(),
+                delta_ms: 200,
+                period_ms: 10,
+                duration_ms: 10_000
+            }
+        );
+        let (mut at200, mut at0) = (0, 0);
+        for _ in 0..100 {
+            let f = draw_mix(
+                ClockMix::SubcriticalSkews,
+                &nodes,
+                Duration::from_secs(5),
+                None,
+                &mut rng,
+            );
+            let ClockFault::Set(v) = &f else {
+                panic!("{f:?}")
+            };
+            assert_eq!(f.nodes(), nodes);
+            for (_, ms) in v {
+                match ms {
+                    200 => at200 += 1,
+                    0 => at0 += 1,
+                    _ => panic!("{ms}"),
+                }
+            }
+        }
+        assert!(at200 > 100 && at0 > 100, "{at200} {at0}");
+        // A set becomes the bumps from the current offsets.
+        let set = ClockFault::Set(vec![("n1".into(), 200), ("n2".into(), 0)]);
+        let cur = |n: &str| if n == "n1" { 0.05 } else { 1.5 };
+        assert_eq!(
+            set.as_bumps(cur),
+            ClockFault::Bump(vec![("n1".into(), 150), ("n2".into(), -1500)])
+        );
+        assert_eq!(set.name(), "set");
+        assert_eq!(set.f(), F::StartClock);
+        assert_eq!("subcritical-skews".parse(), Ok(ClockMix::SubcriticalSkews));
+        assert!(
+            "x".parse::<ClockMix>()
+                .unwrap_err()
+                .contains("strobe-skews")
         );
     }
 

@@ -39,7 +39,9 @@ impl Nemesis {
         c: &ClockFault,
     ) -> Vec<FaultError> {
         let mut errs = Vec::new();
+        let c = &c.as_bumps(|n| self.clocks().get(n));
         match c {
+            ClockFault::Set(_) => {}
             ClockFault::Bump(b) => {
                 for (node, delta_ms) in b {
                     let delta_s = *delta_ms as f64 / 1000.0;
