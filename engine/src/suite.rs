@@ -4,7 +4,7 @@
 //! `src/run_cmd.rs`.)
 //!
 //! Key decision: every run is a child process of the binary itself
-//! (`current_exe() run …`). A crash, a panic, a leak or a hang of one run
+//! (`own_binary() run …`, `nemesis::node_binary`). A crash, a panic, a leak or a hang of one run
 //! then cannot take the suite with it, the parent's memory stays flat
 //! however many runs a night holds, and the watchdog can stop a run (SIGINT
 //! to its process group: the run heals its faults and checks what it has;
@@ -282,7 +282,7 @@ pub struct ChildSpec<'a> {
 /// The child could not be started.
 pub fn run_child(spec: &ChildSpec<'_>) -> anyhow::Result<ChildEnd> {
     use std::os::unix::process::CommandExt as _;
-    let exe = std::env::current_exe().context("locating the harness binary")?;
+    let exe = nemesis::node_binary::own_binary().context("locating the harness binary")?;
     let mut cmd = Command::new(exe);
     cmd.arg("run").args(spec.flags);
     if let Some(d) = spec.cwd {
@@ -359,7 +359,7 @@ pub fn heal_nodes(flags: &[String]) {
     if nodes.is_empty() {
         return;
     }
-    let Ok(exe) = std::env::current_exe() else {
+    let Ok(exe) = nemesis::node_binary::own_binary() else {
         return;
     };
     match Command::new(exe)

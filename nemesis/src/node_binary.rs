@@ -6,9 +6,56 @@
 //! share this machine's files, so they always do), nothing moves; otherwise
 //! the running executable is uploaded over the node's [`Remote`] — written
 //! aside and renamed into place, so a daemon never starts from half a file.
+//!
+//! [`own_binary`] is the path of the running executable that is safe to
+//! start again: when the file was replaced while harness runs (a rebuild
+//! during a nightly soak), `current_exe()` names `<path> (deleted)`, which
+//! cannot be started; the running image (`/proc/self/exe`) is then copied
+//! once to `<tmp>/harness-self-<pid>` and that copy is used. Measured
+//! before: a rebuild during a 5-minute run made every later clock strobe
+//! fail with status 127.
 
 use crate::remote::{DEFAULT_TIMEOUT, Remote, RemoteError, shell_quote};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The path of this harness executable that can be started (see the
+/// module doc); resolved once per process.
+///
+/// # Errors
+/// The executable cannot be located, or its replaced image not copied.
+pub fn own_binary() -> std::io::Result<PathBuf> {
+    static OWN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    OWN.get_or_init(|| {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        startable(
+            &exe,
+            Path::new("/proc/self/exe"),
+            &std::env::temp_dir().join(format!("harness-self-{}", std::process::id())),
+        )
+        .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(std::io::Error::other)
+}
+
+/// `exe` when it exists; when it is `<path> (deleted)`, `image` copied to
+/// `copy` (made executable).
+fn startable(exe: &Path, image: &Path, copy: &Path) -> std::io::Result<PathBuf> {
+    if exe.is_file() {
+        return Ok(exe.to_path_buf());
+    }
+    if !exe.to_string_lossy().ends_with(" (deleted)") {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("the harness binary {} is gone", exe.display()),
+        ));
+    }
+    std::fs::copy(image, copy)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(copy, std::fs::Permissions::from_mode(0o755))?;
+    Ok(copy.to_path_buf())
+}
 
 /// Makes sure `path` on `remote`'s node is this harness binary (see the
 /// module doc).
@@ -25,7 +72,7 @@ pub async fn ensure_binary(remote: &dyn Remote, path: &str) -> Result<(), Remote
             source,
         }
     };
-    let exe = std::env::current_exe().map_err(io("locating the harness binary"))?;
+    let exe = own_binary().map_err(io("locating the harness binary"))?;
     let size = std::fs::metadata(&exe)
         .map_err(io("reading the harness binary's size"))?
         .len();
@@ -68,6 +115,30 @@ mod tests {
     use super::*;
     use crate::Node;
     use crate::remote::LocalRemote;
+
+    #[test]
+    fn a_replaced_binary_is_started_from_a_copy_of_the_running_image() {
+        let d = tempfile::tempdir().unwrap();
+        let image = d.path().join("image");
+        std::fs::write(&image, b"running image").unwrap();
+        let present = d.path().join("harness");
+        std::fs::write(&present, b"new build").unwrap();
+        let copy = d.path().join("copy");
+        // Present: used as it is.
+        assert_eq!(startable(&present, &image, &copy).unwrap(), present);
+        // Replaced: the running image, copied and executable.
+        let gone = d.path().join("old (deleted)");
+        assert_eq!(startable(&gone, &image, &copy).unwrap(), copy);
+        assert_eq!(std::fs::read(&copy).unwrap(), b"running image");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&copy).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        // Gone without the marker: an error naming it.
+        let e = startable(&d.path().join("nothing"), &image, &copy).unwrap_err();
+        assert!(e.to_string().contains("nothing"), "{e}");
+        // The real one resolves to a file.
+        assert!(own_binary().unwrap().is_file());
+    }
 
     #[tokio::test]
     async fn ensure_file_uploads_once_and_keeps_an_identical_copy() {

@@ -73,7 +73,7 @@ fn on_nodes(
         ..MariaDbConfig::new(galera)
     };
     if s.lazyfs {
-        let exe = std::env::current_exe()
+        let exe = nemesis::node_binary::own_binary()
             .map_err(|e| OpenError::Setup(format!("--lazyfs: own binary: {e}")))?;
         cfg.lossy = Some(crate::pg_cluster::LossyConfig {
             binary: exe.to_string_lossy().into_owned(),

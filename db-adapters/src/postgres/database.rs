@@ -153,7 +153,8 @@ fn on_nodes(s: &DbSettings, remotes: Vec<Arc<dyn Remote>>) -> Result<OnNodes, St
         ..PgClusterConfig::default()
     };
     if s.lazyfs {
-        let exe = std::env::current_exe().map_err(|e| format!("--lazyfs: own binary: {e}"))?;
+        let exe =
+            nemesis::node_binary::own_binary().map_err(|e| format!("--lazyfs: own binary: {e}"))?;
         cfg.lossy = Some(LossyConfig {
             binary: exe.to_string_lossy().into_owned(),
             cache_mib: 1024,

@@ -164,7 +164,7 @@ impl Nemesis {
                 period_ms,
                 duration_ms,
             } => {
-                let exe = std::env::current_exe()
+                let exe = crate::node_binary::own_binary()
                     .map_err(|e| clock_err("local", format!("own binary: {e}")))?;
                 let exe = exe.to_string_lossy().into_owned();
                 let duration = Duration::from_millis(*duration_ms);
