@@ -16,44 +16,72 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every integration-test target of the workspace, by name, with its root
-/// file — as `cargo metadata` lists them.
-fn test_targets() -> BTreeMap<String, PathBuf> {
+/// Every integration-test target of the workspace, (name, root file), as
+/// `cargo metadata` lists them, sorted.
+fn test_targets() -> Vec<(String, PathBuf)> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let out = Command::new(cargo)
         .current_dir(root())
-        .args(["metadata", "--no-deps", "--offline", "--format-version", "1"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut targets = BTreeMap::new();
+    let mut targets = Vec::new();
     for pkg in meta["packages"].as_array().unwrap() {
         for t in pkg["targets"].as_array().unwrap() {
             if t["kind"].as_array().unwrap().iter().any(|k| k == "test") {
                 let name = t["name"].as_str().unwrap().to_string();
-                let path = PathBuf::from(t["src_path"].as_str().unwrap());
-                let clash = targets.insert(name.clone(), path);
-                // `cargo test --workspace --test <name>` selects by name.
-                assert!(clash.is_none(), "two test targets named {name}");
+                targets.push((name, PathBuf::from(t["src_path"].as_str().unwrap())));
             }
         }
     }
+    targets.sort();
     targets
 }
 
-/// `.ci/streams`' output: target → stream.
-fn streams() -> BTreeMap<String, String> {
+/// `.ci/streams`' output, (target, stream), sorted.
+fn stream_lines() -> Vec<(String, String)> {
     let out = Command::new("bash")
         .arg(root().join(".ci/streams"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<(String, String)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (stream, target) = l.split_once(' ').unwrap();
+            (target.to_string(), stream.to_string())
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Target name → stream. Packages may have test targets of the same name
+/// (`cargo test --workspace --test <name>` runs them all): they must share
+/// a stream.
+fn streams() -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        let (stream, target) = line.split_once(' ').unwrap();
-        let again = map.insert(target.to_string(), stream.to_string());
-        assert!(again.is_none(), "{target} listed twice");
+    for (target, stream) in stream_lines() {
+        if let Some(other) = map.insert(target.clone(), stream.clone()) {
+            assert_eq!(other, stream, "targets named {target} in two streams");
+        }
     }
     map
 }
@@ -68,11 +96,10 @@ fn uses_testbed(text: &str) -> bool {
 
 #[test]
 fn every_test_target_is_in_exactly_one_stream() {
-    let targets = test_targets();
-    let streams = streams();
-    let listed: Vec<&String> = streams.keys().collect();
-    let known: Vec<&String> = targets.keys().collect();
+    let listed: Vec<String> = stream_lines().into_iter().map(|(t, _)| t).collect();
+    let known: Vec<String> = test_targets().into_iter().map(|(t, _)| t).collect();
     assert_eq!(listed, known, "`.ci/streams` lists Cargo's test targets");
+    let streams = streams();
     for (target, stream) in &streams {
         assert!(
             ["testbed", "other", "after"].contains(&stream.as_str()),
