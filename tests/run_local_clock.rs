@@ -148,6 +148,55 @@ impl ClockRun {
     }
 }
 
+/// Kills and reaps a child when dropped (also when the test panics).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What the checks after a clock run look at: a process under libfaketime
+/// whose control file is in the run's temp dir counts, one whose control
+/// file is elsewhere (another run's, another stream's) does not, and an
+/// offset control file counts only in the run's own temp dir.
+#[test]
+#[ignore = "needs libfaketime: run by .ci/run"]
+fn only_the_runs_own_faked_processes_and_control_files_count() {
+    let clock = ClockRun::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let faked = |dir: &Path| {
+        let rc = dir.join("harness-pg-1-2").join("faketime.rc");
+        std::fs::create_dir_all(rc.parent().unwrap()).unwrap();
+        std::fs::write(&rc, "+5.000").unwrap();
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("30");
+        for (k, v) in nemesis::clock::preload_env(&rc, false) {
+            cmd.env(k, v);
+        }
+        Reaped(cmd.spawn().unwrap())
+    };
+    let theirs = faked(elsewhere.path());
+    assert!(
+        wait_for(10, || preloaded(theirs.0.id())),
+        "libfaketime mapped"
+    );
+    assert!(clock.preloaded().is_empty(), "{:?}", clock.preloaded());
+    assert!(clock.offset_control_files().is_empty());
+    let ours = faked(clock.tmp.path());
+    assert!(wait_for(10, || clock.preloaded() == [ours.0.id()]));
+    assert_eq!(clock.offset_control_files().len(), 1);
+    drop(ours);
+    assert!(clock.preloaded().is_empty(), "{:?}", clock.preloaded());
+}
+
+/// Whether process `pid` has libfaketime mapped.
+fn preloaded(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| m.contains("libfaketime"))
+}
+
 #[test]
 fn clock_faults_where_they_cannot_reach_are_rejected_with_the_reason() {
     let store = tempfile::tempdir().unwrap();
