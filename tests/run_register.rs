@@ -101,6 +101,7 @@ fn register_on_postgres_serializable_is_linearizable() {
 #[test]
 #[ignore = "system test, needs root + the testbed and a MariaDB install; .ci/run runs it"]
 fn register_on_mariadb_serializable_is_linearizable() {
+    let _lock = nemesis::testbed::TestbedLock::acquire().unwrap();
     testbed_up();
     let store = tempfile::tempdir().unwrap();
     let (code, r) = register_run(

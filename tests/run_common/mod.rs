@@ -36,6 +36,13 @@ pub fn run(store: &Path, args: &[&str]) -> Output {
     let mut cmd = harness();
     cmd.arg("run").arg("--store").arg(store).args(args);
     let out = cmd.output().expect("spawn harness");
+    show_run(store, args, &out);
+    out
+}
+
+/// Prints what `harness run` with `args` said, and the node logs under
+/// `store` when it did not end with a verdict (exit code above 2).
+pub fn show_run(store: &Path, args: &[&str], out: &Output) {
     eprintln!(
         "harness run {args:?} → {:?}\n--- stdout\n{}\n--- stderr\n{}",
         out.status.code(),
@@ -45,7 +52,6 @@ pub fn run(store: &Path, args: &[&str]) -> Output {
     if !matches!(out.status.code(), Some(0..=2)) {
         dump_node_logs(&store.join("runs"));
     }
-    out
 }
 
 /// [`run`] with the flags written as one line (split at white space).
