@@ -64,74 +64,6 @@ fn nemesis_ops(dir: &Path) -> Vec<serde_json::Value> {
 
 #[test]
 #[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
-fn galera_with_partitions_and_kills_completes_heals_and_recovers() {
-    let _lock = TestbedLock::acquire().unwrap();
-    let _down = Down;
-    testbed_up();
-    let store = tempfile::tempdir().unwrap();
-    let out = run(
-        store.path(),
-        &[
-            "--db",
-            "galera",
-            "--nodes",
-            "testbed",
-            "--workload",
-            "append",
-            "--nemesis",
-            "partition,kill",
-            "--nemesis-interval",
-            "8s",
-            "--time-limit",
-            "60s",
-            "--concurrency",
-            "6",
-            "--seed",
-            "5",
-            "--test-name",
-            "galera-faults",
-        ],
-    );
-    let code = out.status.code();
-    assert!(matches!(code, Some(0..=2)), "a verdict, got {code:?}");
-    let dir = run_dir(store.path(), "galera-faults");
-    assert_complete(&dir);
-    let ops = nemesis_ops(&dir);
-    let fs: Vec<&str> = ops.iter().filter_map(|o| o["f"].as_str()).collect();
-    assert!(
-        fs.contains(&"start-partition") || fs.contains(&"kill"),
-        "nemesis ops: {fs:?}"
-    );
-    assert!(
-        ops.iter()
-            .all(|o| o["type"] == "invoke" || o["type"] == "info")
-    );
-    if let Some(p) = ops.iter().find(|o| o["f"] == "start-partition") {
-        assert!(p["value"].is_object(), "grudge as value: {p}");
-    }
-    // The cluster recovered: the final reads ran to the end (test.json's
-    // summary; harness.log says it in words).
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
-    assert_eq!(
-        meta["summary"]["final_reads_done"], true,
-        "final reads done"
-    );
-    let log = std::fs::read_to_string(dir.join("harness.log")).unwrap();
-    assert!(
-        log.contains("final reads: ") && !log.contains("(did not finish)"),
-        "final reads in the log"
-    );
-    assert!(
-        dir.join("nodes/n1/mariadb-error.log").is_file(),
-        "node logs collected"
-    );
-    assert_eq!(harness_rules_left(), 0);
-    testbed_down();
-}
-
-#[test]
-#[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn postgres_on_nodes_with_kills_pauses_and_clock_faults_completes() {
     let _lock = TestbedLock::acquire().unwrap();
     let _down = Down;
@@ -169,7 +101,7 @@ fn postgres_on_nodes_with_kills_pauses_and_clock_faults_completes() {
     assert!(fs.iter().any(|f| f == "kill" || f == "pause"), "{fs:?}");
     // PostgreSQL on the nodes runs under libfaketime: clock_timestamp()
     // reads back what the nemesis wrote.
-    assert_clock_read_back(&ops, false);
+    assert_clock_read_back(&ops, 0.0);
     assert!(dir.join("nodes/n1/postgresql.log").is_file());
     testbed_down();
 }
@@ -349,6 +281,14 @@ fn mariadb_repeatable_read_shows_lost_update() {
 /// every clock op's offsets are read back from `NOW(6)` as asked, packets
 /// were dropped, everything is healed (no rule, control files at `+0`) and
 /// the final reads ran. 30 s by default; HARNESS_LONG=1 runs 5 minutes.
+///
+/// Clock offsets are roachtest's subcritical skews (+200 ms or 0): with
+/// Jepsen's mix (bumps up to minutes) a reset moves the faked monotonic
+/// clock back by as much, Galera's group-communication timers stall that
+/// long (inferred), and the cluster may miss `--heal-timeout` after the
+/// final heal (seen once in a full suite: `max_install_timeouts` exceeded
+/// on the donor).
+/// The 5-minute run with Jepsen's mix is `findings/galera-composed-faults-5min`.
 #[test]
 #[ignore = "system test, needs root + the testbed (network namespaces, sshd, iptables); .ci/run runs it"]
 fn galera_with_overlapping_fault_packages_heals_and_recovers() {
@@ -369,6 +309,8 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
             "append",
             "--nemesis",
             "partition,kill,pause,clock,packet",
+            "--clock-mix",
+            "subcritical-skews",
             "--partition",
             "one,majority",
             "--kill-targets",
@@ -437,7 +379,13 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
         ops.len()
     );
     assert!(most >= 3, "no overlapping fault windows in {ops:?}");
-    assert_clock_read_back(&ops, true);
+    let part = ops.iter().find(|o| o["f"] == "start-partition").unwrap();
+    assert!(part["value"].is_object(), "grudge as value: {part}");
+    assert!(
+        dir.join("nodes/n1/mariadb-error.log").is_file(),
+        "node logs collected"
+    );
+    assert_clock_read_back(&ops, 0.15);
     assert_packets_dropped(&ops);
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
@@ -451,9 +399,10 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
 }
 
 /// The clock ops read the databases' clocks; each reading is what the
-/// nemesis asked for (within the reading's error bound + 50 ms); with
-/// `bumped`, a bump moved a clock; the last clock op reset every node.
-fn assert_clock_read_back(ops: &[serde_json::Value], bumped: bool) {
+/// nemesis asked for (within the reading's error bound + 50 ms); some
+/// reading was off by more than `moved` seconds; the last clock op reset
+/// every node.
+fn assert_clock_read_back(ops: &[serde_json::Value], moved: f64) {
     let clock: Vec<&serde_json::Value> = ops
         .iter()
         .filter(|o| o["type"] == "info" && o["f"].as_str().is_some_and(|f| f.ends_with("-clock")))
@@ -476,8 +425,8 @@ fn assert_clock_read_back(ops: &[serde_json::Value], bumped: bool) {
     }
     assert!(read > 0, "no database clock was read: {clock:?}");
     assert!(
-        !bumped || largest > 0.5,
-        "a bump moved a database clock: {clock:?}"
+        largest >= moved,
+        "a database clock moved by {moved} s: {clock:?}"
     );
     let last = clock.last().unwrap();
     assert_eq!(last["f"], "stop-clock", "{last}");

@@ -226,6 +226,40 @@ impl<C: ServerConfig> Servers<C> {
         format!("{base}/{}", node.name)
     }
 
+    /// `node`'s libfaketime control file for clock faults (in its
+    /// directory, so a restart keeps the node's offset).
+    pub fn clock_path(&self, node: &Node) -> String {
+        format!("{}/faketime.rc", self.node_dir(node))
+    }
+
+    /// For a server started under libfaketime: checks the library on
+    /// `node` and writes its control file at `+0.000` (after the node
+    /// directory was made anew).
+    ///
+    /// # Errors
+    /// [`DbError::Missing`] without libfaketime there; the remote's errors.
+    pub async fn prepare_clock_file(&self, node: &Node) -> Result<(), DbError> {
+        use nemesis::clock::node as clock_node;
+        let r = self.remote(node)?;
+        let out = r
+            .exec(
+                &clock_node::installed_check_sh(),
+                None,
+                std::time::Duration::from_secs(10),
+            )
+            .await?;
+        if !out.success() {
+            return Err(DbError::Missing {
+                node: node.name.clone(),
+                what: format!("libfaketime ({})", nemesis::clock::LIBFAKETIME),
+                packages: "libfaketime".to_string(),
+            });
+        }
+        r.run(&clock_node::reset_command(&self.clock_path(node)))
+            .await?;
+        Ok(())
+    }
+
     /// On every node, kill the servers and remove the node's directory;
     /// every node's error is reported ([`Db::teardown`]).
     pub async fn teardown_all(&self) -> Result<(), DbError>

@@ -15,11 +15,6 @@ use nemesis::clock::node as clock_node;
 use std::time::Duration;
 
 impl Servers<PgClusterConfig> {
-    /// `node`'s libfaketime control file.
-    pub(super) fn clock_path(&self, node: &Node) -> String {
-        format!("{}/faketime.rc", self.node_dir(node))
-    }
-
     /// `(before, preload)`: the shell before the start command (stale
     /// shared memory removed) and the words before `pg_ctl` after
     /// `runuser … --`; both empty without clock faults.
@@ -34,30 +29,13 @@ impl Servers<PgClusterConfig> {
         }
     }
 
-    /// With clock faults: checks libfaketime on the node and writes its
-    /// control file at `+0.000` (the node directory was just made).
+    /// With clock faults: [`Servers::prepare_clock_file`].
     pub(super) async fn prepare_clock(&self, node: &Node) -> Result<(), DbError> {
-        if !self.cfg.clock {
-            return Ok(());
+        if self.cfg.clock {
+            self.prepare_clock_file(node).await
+        } else {
+            Ok(())
         }
-        let r = self.remote(node)?;
-        let out = r
-            .exec(
-                &clock_node::installed_check_sh(),
-                None,
-                Duration::from_secs(10),
-            )
-            .await?;
-        if !out.success() {
-            return Err(DbError::Missing {
-                node: node.name.clone(),
-                what: format!("libfaketime ({})", nemesis::clock::LIBFAKETIME),
-                packages: "libfaketime".to_string(),
-            });
-        }
-        r.run(&clock_node::reset_command(&self.clock_path(node)))
-            .await?;
-        Ok(())
     }
 
     /// A fast shutdown of `node`'s server (sessions end, the WAL is

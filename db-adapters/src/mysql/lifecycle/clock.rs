@@ -10,21 +10,21 @@
 //! inactive timeouts) read `CLOCK_MONOTONIC`, which libfaketime 0.9.10
 //! fakes too (`nemesis::clock`): a bump of more than Galera's
 //! `evs.inactive_timeout` makes the node drop its peers and merge again,
-//! a real consequence of the fault, recorded as unavailability.
+//! and a reset after a large positive offset moves the node's monotonic
+//! clock back by as much, so its group-communication timers stall that
+//! long (inferred, not proven: once after a final heal the donor exceeded
+//! `max_install_timeouts` and left, and the cluster missed
+//! `--heal-timeout`). Harsher than a stepped wall clock; with Jepsen's
+//! mix (bumps up to minutes) give Galera a longer `--heal-timeout`, or use
+//! `--clock-mix subcritical-skews`.
 
 use super::{MariaDbConfig, Servers};
 use crate::db::DbError;
 use mysql_async::prelude::Queryable;
 use nemesis::Node;
 use nemesis::clock::{ClockReading, node as clock_node, now_s};
-use std::time::Duration;
 
 impl Servers<MariaDbConfig> {
-    /// `node`'s libfaketime control file.
-    pub(super) fn clock_path(&self, node: &Node) -> String {
-        format!("{}/faketime.rc", self.node_dir(node))
-    }
-
     /// What goes before `setsid mariadbd …`: the preload with clock faults,
     /// nothing without.
     pub(super) fn clock_prefix(&self, node: &Node) -> String {
@@ -35,30 +35,13 @@ impl Servers<MariaDbConfig> {
         }
     }
 
-    /// With clock faults: checks libfaketime on the node and writes its
-    /// control file at `+0.000` (after the node directory was made anew).
+    /// With clock faults: [`Servers::prepare_clock_file`].
     pub(super) async fn prepare_clock(&self, node: &Node) -> Result<(), DbError> {
-        if !self.cfg.clock {
-            return Ok(());
+        if self.cfg.clock {
+            self.prepare_clock_file(node).await
+        } else {
+            Ok(())
         }
-        let r = self.remote(node)?;
-        let out = r
-            .exec(
-                &clock_node::installed_check_sh(),
-                None,
-                Duration::from_secs(10),
-            )
-            .await?;
-        if !out.success() {
-            return Err(DbError::Missing {
-                node: node.name.clone(),
-                what: format!("libfaketime ({})", nemesis::clock::LIBFAKETIME),
-                packages: "libfaketime".to_string(),
-            });
-        }
-        r.run(&clock_node::reset_command(&self.clock_path(node)))
-            .await?;
-        Ok(())
     }
 
     /// `NOW(6)` of `node`'s server, bracketed by the harness clock (the
