@@ -17,6 +17,7 @@ pub mod newsql;
 pub mod patroni;
 pub mod pg_cluster;
 pub mod pgwire;
+pub mod ports;
 pub mod postgres;
 pub mod predicate;
 pub mod register;

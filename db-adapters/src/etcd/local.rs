@@ -18,7 +18,6 @@ use super::grpc::EtcdConn;
 use crate::postgres::local::signal;
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -67,7 +66,7 @@ pub struct LocalCluster {
 }
 
 fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    crate::ports::free_port()
 }
 
 impl LocalCluster {

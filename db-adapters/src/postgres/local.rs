@@ -181,8 +181,7 @@ pub fn reap_orphans() {
 }
 
 fn free_port() -> Result<u16, LocalError> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(io("finding a free port"))?;
-    Ok(l.local_addr().map_err(io("finding a free port"))?.port())
+    crate::ports::free_port().map_err(io("finding a free port"))
 }
 
 impl LocalCluster {
