@@ -394,7 +394,7 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
         "final reads done"
     );
     assert_eq!(harness_rules_left(), 0);
-    assert_eq!(control_files_off_zero(), Vec::<String>::new());
+    assert_eq!(left_under_libfaketime(), Vec::<String>::new());
     testbed_down();
 }
 
@@ -459,11 +459,12 @@ fn assert_packets_dropped(ops: &[serde_json::Value]) {
     }
 }
 
-/// What is left of clock faults on the testbed nodes: a MariaDB control
-/// file not at `+0.000` (the run removes them with the node directories),
-/// or a process still under libfaketime (the nodes' processes are visible
-/// here: their pid namespaces are children of this one).
-fn control_files_off_zero() -> Vec<String> {
+/// What is left of clock faults on the testbed nodes: a process still
+/// under libfaketime (the nodes' processes are visible here: their pid
+/// namespaces are children of this one), or a MariaDB control file not at
+/// `+0.000` — usually there is none left to read, the run's teardown
+/// removes the node directories; the process check is what bites.
+fn left_under_libfaketime() -> Vec<String> {
     let mut out = Vec::new();
     for n in ["n1", "n2", "n3"] {
         let f = format!("/var/lib/harness/mariadb/{n}/faketime.rc");

@@ -255,8 +255,13 @@ impl<C: ServerConfig> Servers<C> {
                 packages: "libfaketime".to_string(),
             });
         }
-        r.run(&clock_node::reset_command(&self.clock_path(node)))
-            .await?;
+        let reset =
+            clock_node::reset_command(&self.clock_path(node)).map_err(|e| DbError::Step {
+                node: node.name.clone(),
+                step: "clock control file".to_string(),
+                detail: e.to_string(),
+            })?;
+        r.run(&reset).await?;
         Ok(())
     }
 
