@@ -28,6 +28,7 @@
 
 mod digest;
 mod record;
+mod soak_tag;
 mod stats;
 
 pub use digest::ResultsDigest;
@@ -35,6 +36,7 @@ pub use record::{
     CheckerTiming, HarnessBuild, META_FORMAT, NodeMeta, RESULTS_FORMAT, RecordError, RunConfig,
     RunMeta, RunResults, Verdict,
 };
+pub use soak_tag::{SOAK_JSON, SoakTag};
 pub use stats::{FaultWindow, Latency, OpCounts, RunStats, Throughput};
 
 use crate::format;

@@ -15,6 +15,7 @@ pub mod graph_svg;
 pub mod lost_writes;
 pub mod plots;
 pub mod repro;
+pub mod shard;
 pub mod soak;
 pub mod spans;
 pub mod timeline;

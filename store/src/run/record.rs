@@ -494,7 +494,7 @@ impl RunResults {
     }
 }
 
-fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
+pub(super) fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
     let bytes = std::fs::read(path).map_err(|cause| RecordError::Io {
         path: path.to_path_buf(),
         cause,
@@ -505,7 +505,9 @@ fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
     })
 }
 
-fn load_if_exists<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, RecordError> {
+pub(super) fn load_if_exists<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<Option<T>, RecordError> {
     match load(path) {
         Ok(v) => Ok(Some(v)),
         Err(RecordError::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
@@ -515,7 +517,7 @@ fn load_if_exists<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<
     }
 }
 
-fn save<T: Serialize>(path: &Path, value: &T) -> Result<(), RecordError> {
+pub(super) fn save<T: Serialize>(path: &Path, value: &T) -> Result<(), RecordError> {
     let io = |cause| RecordError::Io {
         path: path.to_path_buf(),
         cause,
