@@ -6,9 +6,11 @@
 //! an unexpected verdict; purple: an unexpected crash, timeout or setup
 //! failure; each square links to its run, the failing one first), the first
 //! night with a failure (and the database commit of that night, if given),
-//! and the flake rate: failing nights out of nights run. A cell is
-//! "broken since" its first failure when it failed every night from then
-//! on, "flaky" when it passed again after failing.
+//! and the flake rate: failing nights out of nights run. A cell whose
+//! failing nights form one run reaching the last night is "broken since"
+//! its first failure; one run of failing nights followed by passes is
+//! "recovered"; two or more runs of failures with passes between them is
+//! "flaky".
 //!
 //! Bounded: one small tag per run (capped at [`MAX_TAG_BYTES`]), at most
 //! [`MAX_RUNS`] runs; the page is built per request from them.
@@ -132,8 +134,10 @@ pub struct CellTrend {
     pub first_failure_commit: Option<String>,
     /// Nights with a failing run.
     pub failing_nights: usize,
-    /// Whether it passed on a night after a failing one.
+    /// Whether its failing nights form two or more runs.
     pub flaky: bool,
+    /// Whether its last night failed.
+    pub failing_now: bool,
 }
 
 impl CellTrend {
@@ -146,7 +150,8 @@ impl CellTrend {
         match &self.first_failure {
             None => "stable".to_string(),
             Some(_) if self.flaky => "flaky".to_string(),
-            Some(n) => format!("broken since {n}"),
+            Some(n) if self.failing_now => format!("broken since {n}"),
+            Some(_) => "recovered".to_string(),
         }
     }
 }
@@ -172,8 +177,10 @@ pub fn cells(runs: &[TrendRun]) -> Vec<CellTrend> {
             first_failure_commit: None,
             failing_nights: 0,
             flaky: false,
+            failing_now: false,
         };
-        let mut failed_before = false;
+        // Runs of failing nights so far, and whether the last night failed.
+        let mut blocks = 0;
         for (night, mut idx) in nights {
             // Failing runs first (the square links to the first), then by path.
             idx.sort_by_key(|&i| (square_of(&runs[i].tag) == Square::Pass, runs[i].rel.clone()));
@@ -183,18 +190,22 @@ pub fn cells(runs: &[TrendRun]) -> Vec<CellTrend> {
                 .find(|s| *s != Square::Pass)
                 .unwrap_or(Square::Pass);
             if square == Square::Pass {
-                row.flaky |= failed_before;
+                row.failing_now = false;
             } else {
+                if !row.failing_now {
+                    blocks += 1;
+                }
+                row.failing_now = true;
                 row.failing_nights += 1;
                 if row.first_failure.is_none() {
                     row.first_failure = Some(night.clone());
                     row.first_failure_commit =
                         idx.first().and_then(|&i| runs[i].tag.db_commit.clone());
                 }
-                failed_before = true;
             }
             row.nights.insert(night, (square, idx));
         }
+        row.flaky = blocks >= 2;
         out.push(row);
     }
     out
@@ -207,7 +218,7 @@ table { border-collapse: collapse; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; white-space: nowrap; }
 th { background: #f4f4f4; }
 td.sq { padding: 0; text-align: center; }
-td.sq a { display: block; width: 34px; height: 22px; line-height: 22px; color: #fff; text-decoration: none; font-size: 11px; }
+td.sq a { display: block; min-width: 34px; height: 22px; line-height: 22px; color: #fff; text-decoration: none; font-size: 11px; }
 a.pass { background: #2e8b3a; } a.fail { background: #c62828; } a.error { background: #6a1b9a; }
 td.none { background: #f0f0f0; }
 .flaky { color: #b26a00; font-weight: bold; } .broken { color: #c62828; font-weight: bold; }
@@ -298,7 +309,7 @@ pub fn page(runs: &[TrendRun], cells: &[CellTrend], stores: &[PathBuf]) -> Strin
             let status = c.status();
             let class = if c.flaky {
                 "flaky"
-            } else if c.first_failure.is_some() {
+            } else if c.failing_now {
                 "broken"
             } else {
                 "muted"
@@ -403,19 +414,25 @@ mod tests {
             run("b", "n1", true),
             run("b", "n2", false),
             run("b", "n3", true),
+            run("b", "n4", false),
             run("c", "n1", true),
+            run("c", "n2", false),
+            run("c", "n3", true),
+            run("d", "n1", true),
         ];
         let c = cells(&runs);
-        assert_eq!(c.len(), 3);
+        assert_eq!(c.len(), 4);
         assert_eq!(c[0].first_failure.as_deref(), Some("n3"));
         assert_eq!(c[0].first_failure_commit.as_deref(), Some("c-n3"));
         assert_eq!(c[0].status(), "broken since n3");
         assert_eq!(c[0].failing_nights, 2);
         assert!((c[0].flake_rate() - 0.5).abs() < 1e-9);
         assert_eq!(c[1].status(), "flaky");
-        assert_eq!(c[2].status(), "stable");
+        assert_eq!(c[2].status(), "recovered");
+        assert_eq!(c[3].status(), "stable");
         let html = page(&runs, &c, &[PathBuf::from("/s")]);
         assert!(html.contains("broken since n3"));
+        assert!(html.contains("50% (2/4 nights)"), "{html}");
         assert!(html.contains("33% (1/3 nights)"), "{html}");
         let api = api(&runs, &c, &[]);
         assert_eq!(api["cells"][1]["flaky"], true);
