@@ -23,6 +23,7 @@
 //! gets a `soak.json` ([`store::run::SoakTag`]) for the trends of `serve`.
 
 mod merge;
+mod triage;
 
 use crate::run_cmd::checked_run_flags;
 use anyhow::Context as _;
@@ -68,6 +69,10 @@ pub struct SoakArgs {
     /// run for the trends.
     #[arg(long)]
     pub db_commit: Option<String>,
+    /// Re-run each run that did not end as expected K times with its seed
+    /// and K times with fresh seeds, and record how often it reproduced.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub triage: u32,
 }
 
 /// `harness soak` subcommands.
@@ -143,6 +148,7 @@ pub fn run(mut args: SoakArgs) -> anyhow::Result<u8> {
     );
     let mut records: Vec<Record> = Vec::new();
     let mut not_run: Vec<Planned> = Vec::new();
+    let mut triages: Vec<Option<serde_json::Value>> = Vec::new();
     for (i, p) in suite.runs.iter().enumerate() {
         if !mine[i] {
             continue;
@@ -199,7 +205,23 @@ pub fn run(mut args: SoakArgs) -> anyhow::Result<u8> {
             detail,
             soak_rss_kb: suite::self_rss_kb(),
         };
-        write_tag(&rec, &keys[i], &suite.name, &night, &args, &soak_dir);
+        let triaged = if args.triage > 0 && !rec.as_expected() && !suite::interrupted() {
+            let t = triage::triage(&rec, args.triage, &store, &logs, suite.grace)?;
+            eprintln!("  triage: {}", t["summary"].as_str().unwrap_or_default());
+            Some(t)
+        } else {
+            None
+        };
+        write_tag(
+            &rec,
+            &keys[i],
+            &suite.name,
+            &night,
+            &args,
+            &soak_dir,
+            triaged.as_ref(),
+        );
+        triages.push(triaged);
         eprintln!(
             "[{}/{total}] {} seed {} → {}{} in {:.1} s",
             p.id,
@@ -232,6 +254,16 @@ pub fn run(mut args: SoakArgs) -> anyhow::Result<u8> {
         build,
     );
     summary["night"] = night.clone().into();
+    for (r, t) in summary["runs"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .zip(&triages)
+    {
+        if let Some(t) = t {
+            r["triage"] = t.clone();
+        }
+    }
     if let Some(s) = args.shard {
         summary["shard"] = serde_json::json!({"index": s.index, "count": s.count});
     }
@@ -245,6 +277,7 @@ pub fn run(mut args: SoakArgs) -> anyhow::Result<u8> {
     std::fs::write(&junit_path, junit_xml(&suite, &records, &not_run, started))
         .with_context(|| format!("writing {}", junit_path.display()))?;
     engine::say_raw!("{}", table(&records, &not_run));
+    engine::say_raw!("{}", triage::lines(&summary));
     engine::say!("summary: {}", summary_path.display());
     engine::say!("junit:   {}", junit_path.display());
     let unexpected = records.iter().filter(|r| !r.as_expected()).count();
@@ -266,6 +299,7 @@ fn write_tag(
     night: &str,
     args: &SoakArgs,
     soak_dir: &std::path::Path,
+    triage: Option<&serde_json::Value>,
 ) {
     let Some(dir) = &rec.run_dir else {
         return;
@@ -294,6 +328,9 @@ fn write_tag(
         anomaly_types: rec.facts.anomaly_types.clone(),
         lost_writes,
         soak_dir: soak_dir.display().to_string(),
+        triage: triage
+            .and_then(|t| t["summary"].as_str())
+            .map(str::to_string),
     };
     if let Err(e) = tag.save(&dir.join(store::run::SOAK_JSON)) {
         eprintln!("warning: {e}");

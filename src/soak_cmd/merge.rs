@@ -82,6 +82,8 @@ fn read(path: &Path) -> anyhow::Result<(serde_json::Value, ShardSummary)> {
 pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     let mut parts = Vec::new();
     let mut harness = serde_json::Value::Null;
+    // `soak --triage` results by run id (not part of a record).
+    let mut triages = std::collections::HashMap::new();
     for p in &args.shards {
         for f in summaries(p)? {
             let (v, s) = read(&f)?;
@@ -93,6 +95,13 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
                 continue;
             }
             harness = v["harness"].clone();
+            for r in v["runs"].as_array().into_iter().flatten() {
+                if let (Some(id), t) = (r["id"].as_u64(), &r["triage"])
+                    && !t.is_null()
+                {
+                    triages.insert(id, t.clone());
+                }
+            }
             parts.push((f.display().to_string(), s));
         }
     }
@@ -139,6 +148,11 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
         build,
     );
     summary["harness"] = harness;
+    for r in summary["runs"].as_array_mut().into_iter().flatten() {
+        if let Some(t) = r["id"].as_u64().and_then(|id| triages.get(&id)) {
+            r["triage"] = t.clone();
+        }
+    }
     if let Some(n) = &all.night {
         summary["night"] = n.clone().into();
     }
@@ -155,6 +169,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     )
     .with_context(|| format!("writing {}", junit_path.display()))?;
     engine::say_raw!("{}", table(&all.records, &all.not_run));
+    engine::say_raw!("{}", super::triage::lines(&summary));
     engine::say!("summary: {}", summary_path.display());
     engine::say!("junit:   {}", junit_path.display());
     Ok(if all.interrupted {

@@ -46,6 +46,9 @@ pub struct SoakTag {
     pub lost_writes: Option<u64>,
     /// The soak directory whose summary lists it.
     pub soak_dir: String,
+    /// `soak --triage`: how often it reproduced, when it was triaged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triage: Option<String>,
 }
 
 impl SoakTag {
