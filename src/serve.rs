@@ -35,6 +35,7 @@ mod archive;
 mod lost;
 mod pages;
 mod runs;
+mod soak_section;
 mod trends;
 
 use anyhow::Context;

@@ -71,6 +71,7 @@ fn five_nights(tmp: &Path) -> (PathBuf, PathBuf) {
             .arg("--store")
             .arg(store)
             .args(["--night", night, "--db-commit", &format!("abc{n}")])
+            .args(["--triage", "1"])
             .output()
             .unwrap();
         let want = if matches!(n, 2..=4) { 1 } else { 0 };
@@ -198,6 +199,46 @@ fn trends_give_first_failure_and_flake_rate_and_runs_download_as_archives() {
             .any(|t| t == "lost-update"),
         "{run}"
     );
+
+    // Its run page: the soak, the triage, the archive link; after
+    // `reproduce --shrink`, the shrunk configuration too.
+    let (_, _, page) = get(&server.addr, run["url"].as_str().unwrap());
+    let page = String::from_utf8_lossy(&page).to_string();
+    assert!(page.contains("soak <b>nightly-mini</b>, cell <b>regressed</b>, night 2026-12-03, db commit abc3: invalid (expected valid)"), "{page}");
+    assert!(
+        page.contains("triage: reproduced 1/1 with its seed"),
+        "{page}"
+    );
+    assert!(page.contains("href=\"archive.tar.gz\""));
+    let dir = a.join("runs").join(run["run"].as_str().unwrap());
+    let out = harness()
+        .arg("reproduce")
+        .arg(&dir)
+        .args(["--shrink", "--anomaly", "lost-update"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, _, page) = get(&server.addr, run["url"].as_str().unwrap());
+    let page = String::from_utf8_lossy(&page).to_string();
+    assert!(
+        page.contains("<tr><th>workers</th><td>2</td><td>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("still fails (lost-update) in 1 of 1 runs: <a href=\"shrunk.toml\">"),
+        "{page}"
+    );
+    let (status, _, toml) = get(
+        &server.addr,
+        &format!("{}shrunk.toml", run["url"].as_str().unwrap()),
+    );
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&toml).contains("expect = [\"lost-update\"]"));
 
     // Every square's run serves, from both stores.
     let mut second_store = 0;

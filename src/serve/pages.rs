@@ -263,6 +263,7 @@ pub fn run_page(run: &RunInfo) -> String {
     if let Some(reason) = run.results.as_ref().and_then(|r| r.reason.as_deref()) {
         b.push_str(&format!("<p>reason: {}</p>\n", esc(reason)));
     }
+    b.push_str(&super::soak_section::section(run));
 
     let elle = run.dir.join("elle");
     if !run.anomaly_types.is_empty() {
