@@ -36,11 +36,12 @@ mod lost;
 mod pages;
 mod runs;
 mod soak_section;
+mod stream;
 mod trends;
 
 use anyhow::Context;
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderValue, Method, Response, StatusCode, Uri, header};
 use clap::Args;
@@ -236,50 +237,24 @@ async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) 
     } else {
         Reply::busy()
     };
+    let mut disposition = None;
     let (body, length) = match reply.body {
         Content::Bytes(b) => {
             let n = b.len() as u64;
             (Body::from(b), Some(n))
         }
-        Content::File(file, len) => (file_body(file.take(len)), Some(len)),
+        Content::File(file, len) => (stream::file_body(file.take(len)), Some(len)),
         Content::Convert(gz, format) => match permit(&state.conversions, state.queue_wait).await {
-            Some(p) => (conversion_body(gz, format, p), None),
-            None => {
-                let busy = Reply::busy();
-                return respond(busy.status, busy.content_type, None, Some(5), {
-                    match busy.body {
-                        Content::Bytes(b) => Body::from(b),
-                        _ => Body::empty(),
-                    }
-                });
-            }
+            Some(p) => (stream::conversion_body(gz, format, p), None),
+            None => return busy_response(),
         },
         Content::Archive(root, dir, top) => {
             match permit(&state.conversions, state.queue_wait).await {
                 Some(p) => {
-                    let mut resp = respond(
-                        reply.status,
-                        reply.content_type,
-                        None,
-                        None,
-                        archive_body(root, dir, top.clone(), p),
-                    );
-                    if let Ok(v) =
-                        HeaderValue::from_str(&format!("attachment; filename=\"{top}.tar.gz\""))
-                    {
-                        resp.headers_mut().insert(header::CONTENT_DISPOSITION, v);
-                    }
-                    return resp;
+                    disposition = Some(format!("attachment; filename=\"{top}.tar.gz\""));
+                    (archive::body(root, dir, top, p), None)
                 }
-                None => {
-                    let busy = Reply::busy();
-                    return respond(busy.status, busy.content_type, None, Some(5), {
-                        match busy.body {
-                            Content::Bytes(b) => Body::from(b),
-                            _ => Body::empty(),
-                        }
-                    });
-                }
+                None => return busy_response(),
             }
         }
     };
@@ -294,122 +269,21 @@ async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) 
         resp.headers_mut()
             .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
     }
+    if let Some(v) = disposition.and_then(|d| HeaderValue::from_str(&d).ok()) {
+        resp.headers_mut().insert(header::CONTENT_DISPOSITION, v);
+    }
     resp
 }
 
-/// A file streamed in [`CHUNK_BYTES`] pieces from a blocking thread (one
-/// piece in flight; the thread ends when the client goes away).
-fn file_body(file: std::io::Take<std::fs::File>) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(1);
-    tokio::task::spawn_blocking(move || {
-        let mut file = file;
-        loop {
-            let mut buf = vec![0u8; CHUNK_BYTES];
-            let item = match file.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => {
-                    buf.truncate(n);
-                    Ok(Bytes::from(buf))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => Err(e),
-            };
-            let failed = item.is_err();
-            if tx.blocking_send(item).is_err() || failed {
-                return;
-            }
+/// 503 with `Retry-After` (no permit in time).
+fn busy_response() -> Response<Body> {
+    let busy = Reply::busy();
+    respond(busy.status, busy.content_type, None, Some(5), {
+        match busy.body {
+            Content::Bytes(b) => Body::from(b),
+            _ => Body::empty(),
         }
-    });
-    stream_body(rx)
-}
-
-fn stream_body(rx: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>) -> Body {
-    Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    }))
-}
-
-/// Sends what it is given to a channel in [`CHUNK_BYTES`] pieces; fails
-/// (`BrokenPipe`) once the receiver is gone, which stops the conversion.
-struct ChannelWriter {
-    tx: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
-    buf: Vec<u8>,
-}
-
-impl ChannelWriter {
-    fn send_buf(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
-        self.tx
-            .blocking_send(Ok(Bytes::from(chunk)))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client gone"))
-    }
-}
-
-impl std::io::Write for ChannelWriter {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.buf.extend_from_slice(data);
-        if self.buf.len() >= CHUNK_BYTES {
-            self.send_buf()?;
-        }
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.send_buf()
-    }
-}
-
-/// `gz` converted to `format` op by op on a blocking thread that holds
-/// `permit` until it ends (finished, failed, or the client went away). A
-/// failure mid-way ends the body with an error, so the client sees a
-/// broken transfer, never a silently short history.
-fn conversion_body(gz: PathBuf, format: store::Format, permit: OwnedSemaphorePermit) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel(CONVERSION_AHEAD_CHUNKS);
-    tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let err_tx = tx.clone();
-        let run = || -> anyhow::Result<()> {
-            let out = ChannelWriter {
-                tx,
-                buf: Vec::with_capacity(CHUNK_BYTES),
-            };
-            let mut w = store::format::OpWriter::new(out, format);
-            for op in store::format::OpReader::open(&gz)? {
-                w.write(&op?)?;
-            }
-            let mut out = w.finish()?;
-            std::io::Write::flush(&mut out)?;
-            Ok(())
-        };
-        if let Err(e) = run() {
-            let _ = err_tx.blocking_send(Err(std::io::Error::other(format!("{e:#}"))));
-        }
-    });
-    stream_body(rx)
-}
-
-/// `dir` as a tar.gz made on a blocking thread that holds `permit`, into a
-/// bounded channel (as [`conversion_body`]); a failure mid-way breaks the
-/// transfer rather than ending it short.
-fn archive_body(root: PathBuf, dir: PathBuf, top: String, permit: OwnedSemaphorePermit) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel(CONVERSION_AHEAD_CHUNKS);
-    tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let err_tx = tx.clone();
-        let out = ChannelWriter {
-            tx,
-            buf: Vec::with_capacity(CHUNK_BYTES),
-        };
-        let done = archive::write_tar_gz(&root, &dir, &top, out)
-            .and_then(|mut out| std::io::Write::flush(&mut out));
-        if let Err(e) = done {
-            let _ = err_tx.blocking_send(Err(e));
-        }
-    });
-    stream_body(rx)
+    })
 }
 
 fn respond(
@@ -574,7 +448,7 @@ fn run_route(root: &Path, cache: &runs::Cache, prefix: &str, rest: &str) -> Repl
     if let Some(reply) = converted_history(root, &target) {
         return reply;
     }
-    if let Some(reply) = run_archive(root, &target) {
+    if let Some(reply) = archive::reply(root, &target) {
         return reply;
     }
     let Ok(real) = target.canonicalize() else {
@@ -658,36 +532,6 @@ fn converted_history(root: &Path, target: &Path) -> Option<Reply> {
         status: StatusCode::OK,
         content_type: "text/plain; charset=utf-8",
         body: Content::Convert(real, format),
-        location: None,
-        retry_after_s: None,
-    })
-}
-
-/// `<run>/archive.tar.gz` when the run has no such file: the run directory
-/// as one archive (`serve/archive.rs`). `None` for anything else.
-fn run_archive(root: &Path, target: &Path) -> Option<Reply> {
-    if target.file_name()? != "archive.tar.gz" || std::fs::symlink_metadata(target).is_ok() {
-        return None;
-    }
-    let run = target.parent()?.canonicalize().ok()?;
-    if !run.starts_with(root) || run == root {
-        return None;
-    }
-    let is_run = runs::RUN_FILES
-        .iter()
-        .any(|f| std::fs::symlink_metadata(run.join(f)).is_ok());
-    if !is_run {
-        return None;
-    }
-    // `<test>-<timestamp>` (or the run's own name when it is at the root).
-    let top = run
-        .strip_prefix(root)
-        .map(|p| p.to_string_lossy().replace('/', "-"))
-        .unwrap_or_else(|_| "run".to_string());
-    Some(Reply {
-        status: StatusCode::OK,
-        content_type: "application/gzip",
-        body: Content::Archive(root.to_path_buf(), run, top),
         location: None,
         retry_after_s: None,
     })

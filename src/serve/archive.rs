@@ -6,8 +6,12 @@
 //! real path lies inside the store go in (`runs::open_inside`); symlinks
 //! leading out are left out, as the file routes refuse them.
 
+use super::{CHUNK_BYTES, CONVERSION_AHEAD_CHUNKS, Content, Reply};
+use axum::body::Body;
+use axum::http::StatusCode;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use tokio::sync::OwnedSemaphorePermit;
 
 /// Bytes per read of a file.
 const CHUNK: usize = 64 * 1024;
@@ -155,6 +159,57 @@ pub fn write_tar_gz<W: Write>(root: &Path, dir: &Path, top: &str, out: W) -> io:
     }
     gz.write_all(&[0u8; 1024])?;
     gz.finish()
+}
+
+/// `<run>/archive.tar.gz` when the run has no such file: the run directory
+/// as one archive. `None` for anything else.
+pub(super) fn reply(root: &Path, target: &Path) -> Option<Reply> {
+    if target.file_name()? != "archive.tar.gz" || std::fs::symlink_metadata(target).is_ok() {
+        return None;
+    }
+    let run = target.parent()?.canonicalize().ok()?;
+    if !run.starts_with(root) || run == root {
+        return None;
+    }
+    let is_run = super::runs::RUN_FILES
+        .iter()
+        .any(|f| std::fs::symlink_metadata(run.join(f)).is_ok());
+    if !is_run {
+        return None;
+    }
+    // `<test>-<timestamp>` (or the run's own name when it is at the root).
+    let top = run
+        .strip_prefix(root)
+        .map(|p| p.to_string_lossy().replace('/', "-"))
+        .unwrap_or_else(|_| "run".to_string());
+    Some(Reply {
+        status: StatusCode::OK,
+        content_type: "application/gzip",
+        body: Content::Archive(root.to_path_buf(), run, top),
+        location: None,
+        retry_after_s: None,
+    })
+}
+
+/// `dir` as a tar.gz made on a blocking thread that holds `permit`, into a
+/// bounded channel (as `stream::conversion_body`); a failure mid-way breaks the
+/// transfer rather than ending it short.
+pub(super) fn body(root: PathBuf, dir: PathBuf, top: String, permit: OwnedSemaphorePermit) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel(CONVERSION_AHEAD_CHUNKS);
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let err_tx = tx.clone();
+        let out = super::stream::ChannelWriter {
+            tx,
+            buf: Vec::with_capacity(CHUNK_BYTES),
+        };
+        let done = write_tar_gz(&root, &dir, &top, out)
+            .and_then(|mut out| std::io::Write::flush(&mut out));
+        if let Err(e) = done {
+            let _ = err_tx.blocking_send(Err(e));
+        }
+    });
+    super::stream::stream_body(rx)
 }
 
 #[cfg(test)]
