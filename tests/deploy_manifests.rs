@@ -1,7 +1,9 @@
 //! `deploy/`: the Kubernetes Indexed Job and the GitHub Actions matrix that
 //! run a soak suite as N shards. Always: the Job maps its completion index
 //! to `--shard`, its N agrees in every place, and the suite it ships is a
-//! valid suite whose N shards cover every run once (`soak --dry-run`). In
+//! valid suite whose N shards cover every run once (`soak --dry-run`); the
+//! pods' and the merge's own scripts, run here as N processes, merge a
+//! suite whole. In
 //! CI (`kubernetes-validate`, installed by .ci/run from PyPI, bundles the
 //! Kubernetes OpenAPI schemas and needs no cluster): every manifest
 //! validates against the schema, strictly, and a broken copy does not.
@@ -109,6 +111,126 @@ fn the_indexed_job_maps_its_index_to_shards_that_cover_the_suite() {
     let shards: Vec<String> = (1..=4).map(|i| i.to_string()).collect();
     assert!(gha.contains(&format!("shard: [{}]", shards.join(", "))));
     assert!(gha.contains("SHARDS: 4"));
+}
+
+/// The block scalar after the line `- |` in `text` (the container's
+/// script), dedented.
+fn script(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim() == "- |")
+        .expect("a `- |` block");
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let base = indent(lines[at]);
+    let body: Vec<&str> = lines[at + 1..]
+        .iter()
+        .take_while(|l| l.trim().is_empty() || indent(l) > base)
+        .copied()
+        .collect();
+    let cut = body
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| indent(l))
+        .min()
+        .unwrap_or(0);
+    body.iter()
+        .map(|l| l.get(cut..).unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The pods' and the merge Job's own shell scripts, run here as the Job
+/// would run them (`JOB_COMPLETION_INDEX` 0..N−1 at once, then the merge),
+/// on a simulator suite in place of the ConfigMap's: the index arithmetic,
+/// the paths and the exit-code mapping work, and the merged summary holds
+/// every run once.
+#[test]
+fn the_job_scripts_run_a_suite_as_n_pods_and_merge_it() {
+    let job = read(&deploy().join("kubernetes/soak-job.yaml"));
+    let merge = read(&deploy().join("kubernetes/merge-job.yaml"));
+    let n = int_field(&job, "completions");
+    let tmp = tempfile::tempdir().unwrap();
+    let (suite_dir, results) = (tmp.path().join("suite"), tmp.path().join("results"));
+    std::fs::create_dir_all(&suite_dir).unwrap();
+    std::fs::create_dir_all(&results).unwrap();
+    std::fs::write(
+        suite_dir.join("nightly.toml"),
+        "[suite]\nname = \"nightly\"\nseed = 5\n[defaults]\ndb = \"sim\"\nops = 200\n\
+         [[test]]\nname = \"sim\"\n[test.matrix]\nconcurrency = [1, 2, 3, 4]\n\
+         [[test]]\nname = \"bug\"\nsim-bug = \"lost-update\"\nexpect = \"valid\"\n",
+    )
+    .unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_harness"), bin.join("harness")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let localize = |s: &str| {
+        s.replace("/suite/", &format!("{}/", suite_dir.display()))
+            .replace("/results", &results.display().to_string())
+    };
+    let pod = localize(&script(&job));
+    let pods: Vec<_> = (0..n)
+        .map(|k| {
+            Command::new("sh")
+                .arg("-c")
+                .arg(&pod)
+                .env("PATH", &path)
+                .env("JOB_COMPLETION_INDEX", k.to_string())
+                .env("SHARDS", n.to_string())
+                .env("NIGHT", "2026-12-06")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let pods: Vec<_> = pods
+        .into_iter()
+        .map(|p| p.wait_with_output().unwrap())
+        .collect();
+    for (k, out) in pods.iter().enumerate() {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "pod {k}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            results.join(format!("shard-{k}/soak/nightly")).is_dir(),
+            "pod {k}"
+        );
+    }
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(localize(&script(&merge)))
+        .env("PATH", &path)
+        .env("NIGHT", "2026-12-06")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "merge: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(results.join("merged/2026-12-06/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let ids: Vec<u64> = summary["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2, 3, 4, 5]);
+    // The unexpected run is a result (pods and merge exit 0), not lost.
+    assert_eq!(summary["unexpected"], 1);
 }
 
 fn validate(files: &[PathBuf]) -> std::process::Output {
