@@ -3,10 +3,10 @@
 //! to `--shard`, its N agrees in every place, and the suite it ships is a
 //! valid suite whose N shards cover every run once (`soak --dry-run`); the
 //! pods' and the merge's own scripts, run here as N processes, merge a
-//! suite whole. In
-//! CI (`kubernetes-validate`, installed by .ci/run from PyPI, bundles the
-//! Kubernetes OpenAPI schemas and needs no cluster): every manifest
-//! validates against the schema, strictly, and a broken copy does not.
+//! suite whole. In CI (`kubernetes-validate`, installed by .ci/run from
+//! PyPI, bundles the Kubernetes OpenAPI schemas and needs no cluster): every
+//! manifest validates against the schema, strictly, and a broken copy does
+//! not.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod run_common;

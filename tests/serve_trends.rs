@@ -297,6 +297,9 @@ fn trends_give_first_failure_and_flake_rate_and_runs_download_as_archives() {
     }
     assert!(n >= 5, "{n} files");
     assert!(top.join("history.jsonl.gz").is_file() || top.join("history.jsonl").is_file());
+    // Only the stores given, and no way out of them.
+    assert_eq!(get(&server.addr, "/s/7/run/regressed/").0, 404);
+    assert_eq!(get(&server.addr, "/s/1/run/%2e%2e/%2e%2e/").0, 400);
     // Not a run: no archive.
     let (status, _, _) = get(&server.addr, "/run/regressed/archive.tar.gz");
     assert_eq!(status, 404);

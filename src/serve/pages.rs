@@ -66,6 +66,7 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
         esc(&root.display().to_string()),
         runs.len()
     ));
+    b.push_str("<p><a href=\"/trends\">trends across nights</a> · <a href=\"/api/runs\">/api/runs</a></p>\n");
     b.push_str("<input id=\"filter\" placeholder=\"filter (any column)\" autofocus>\n");
     b.push_str("<table id=\"runs\">\n<thead><tr>");
     for h in [
