@@ -164,6 +164,9 @@ fn trends_give_first_failure_and_flake_rate_and_runs_download_as_archives() {
     let regressed = cell(&api, "regressed");
     assert_eq!(regressed["first_failure"], "2026-12-03");
     assert_eq!(regressed["first_failure_db_commit"], "abc3");
+    // The commit range: last pass before the first failure.
+    assert_eq!(regressed["last_pass_before"]["night"], "2026-12-02");
+    assert_eq!(regressed["last_pass_before"]["db_commit"], "abc2");
     assert_eq!(regressed["failing_nights"], 1);
     assert_eq!(regressed["nights_run"], 5);
     assert_eq!(regressed["flake_rate"], 0.2);
@@ -435,7 +438,7 @@ fn chromium_renders_the_trends_page_of_five_nights() {
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(
         row_field(&dom, "regressed", "first-failure"),
-        "2026-12-03 (db abc3)"
+        "2026-12-03 (db abc3) last pass 2026-12-02 (db abc2)"
     );
     assert_eq!(
         row_field(&dom, "regressed", "flake-rate"),
@@ -444,7 +447,7 @@ fn chromium_renders_the_trends_page_of_five_nights() {
     assert_eq!(row_field(&dom, "regressed", "status"), "recovered");
     assert_eq!(
         row_field(&dom, "flaky", "first-failure"),
-        "2026-12-02 (db abc2)"
+        "2026-12-02 (db abc2) last pass 2026-12-01 (db abc1)"
     );
     assert_eq!(row_field(&dom, "flaky", "flake-rate"), "40% (2/5 nights)");
     assert_eq!(row_field(&dom, "flaky", "status"), "flaky");

@@ -132,6 +132,9 @@ pub struct CellTrend {
     pub first_failure: Option<String>,
     /// `--db-commit` of that night's failing run.
     pub first_failure_commit: Option<String>,
+    /// The last night it passed before its first failure, and that night's
+    /// `--db-commit`: with the first failure's, the commit range.
+    pub last_pass: Option<(String, Option<String>)>,
     /// Nights with a failing run.
     pub failing_nights: usize,
     /// Whether its failing nights form two or more runs.
@@ -175,6 +178,7 @@ pub fn cells(runs: &[TrendRun]) -> Vec<CellTrend> {
             nights: BTreeMap::new(),
             first_failure: None,
             first_failure_commit: None,
+            last_pass: None,
             failing_nights: 0,
             flaky: false,
             failing_now: false,
@@ -191,6 +195,12 @@ pub fn cells(runs: &[TrendRun]) -> Vec<CellTrend> {
                 .unwrap_or(Square::Pass);
             if square == Square::Pass {
                 row.failing_now = false;
+                if row.first_failure.is_none() {
+                    row.last_pass = Some((
+                        night.clone(),
+                        idx.first().and_then(|&i| runs[i].tag.db_commit.clone()),
+                    ));
+                }
             } else {
                 if !row.failing_now {
                     blocks += 1;
@@ -318,8 +328,19 @@ pub fn page(runs: &[TrendRun], cells: &[CellTrend], stores: &[PathBuf]) -> Strin
                 "<td class=\"status {class}\">{}</td>",
                 esc(&status)
             ));
+            let last_pass = match (&c.first_failure, &c.last_pass) {
+                (Some(_), Some((n, commit))) => format!(
+                    " <span class=\"muted\">last pass {}{}</span>",
+                    esc(n),
+                    commit
+                        .as_ref()
+                        .map(|x| format!(" (db {})", esc(x)))
+                        .unwrap_or_default()
+                ),
+                _ => String::new(),
+            };
             b.push_str(&format!(
-                "<td class=\"first-failure\">{}{}</td>",
+                "<td class=\"first-failure\">{}{}{last_pass}</td>",
                 esc(c.first_failure.as_deref().unwrap_or("—")),
                 c.first_failure_commit
                     .as_ref()
@@ -370,6 +391,7 @@ pub fn api(runs: &[TrendRun], cells: &[CellTrend], stores: &[PathBuf]) -> Value 
             "status": c.status(),
             "first_failure": c.first_failure,
             "first_failure_db_commit": c.first_failure_commit,
+            "last_pass_before": c.first_failure.as_ref().and(c.last_pass.as_ref()).map(|(n, commit)| json!({"night": n, "db_commit": commit})),
             "failing_nights": c.failing_nights,
             "nights_run": c.nights.len(),
             "flake_rate": c.flake_rate(),
@@ -424,6 +446,11 @@ mod tests {
         assert_eq!(c.len(), 4);
         assert_eq!(c[0].first_failure.as_deref(), Some("n3"));
         assert_eq!(c[0].first_failure_commit.as_deref(), Some("c-n3"));
+        assert_eq!(
+            c[0].last_pass,
+            Some(("n2".to_string(), Some("c-n2".to_string())))
+        );
+        assert!(page(&runs, &c, &[]).contains("last pass n2 (db c-n2)"));
         assert_eq!(c[0].status(), "broken since n3");
         assert_eq!(c[0].failing_nights, 2);
         assert!((c[0].flake_rate() - 0.5).abs() < 1e-9);
