@@ -464,7 +464,7 @@ fn chromium_renders_the_trends_page_of_five_nights() {
         &url,
         &[
             format!("--screenshot={}", png.display()),
-            "--window-size=1100,330".to_string(),
+            "--window-size=1400,300".to_string(),
         ],
     );
     let bytes = std::fs::read(&png).unwrap_or_else(|e| panic!("{}: {e}\n{err}", png.display()));
