@@ -23,8 +23,9 @@ use store::run::SoakTag;
 
 /// Largest `soak.json` read.
 pub const MAX_TAG_BYTES: u64 = 64 * 1024;
-/// Most tagged runs read per request (newest nights kept).
-pub const MAX_RUNS: usize = 200_000;
+/// Most tagged runs read per request: the newest runs of each store
+/// (`list_rels` is newest first) until this many (~1 KB each).
+pub const MAX_RUNS: usize = 50_000;
 
 /// One tagged run.
 #[derive(Debug, Clone)]
@@ -58,6 +59,9 @@ pub fn collect(roots: &[PathBuf]) -> Vec<TrendRun> {
             continue;
         };
         for rel in rels {
+            if out.len() >= MAX_RUNS {
+                break;
+            }
             let p = root.join(&rel).join(store::run::SOAK_JSON);
             let Ok((bytes, more)) = super::runs::read_inside_capped(root, &p, MAX_TAG_BYTES) else {
                 continue;
@@ -76,7 +80,6 @@ pub fn collect(roots: &[PathBuf]) -> Vec<TrendRun> {
             });
         }
     }
-    // Newest nights first when cut.
     out.sort_by(|a, b| {
         (b.tag.night.as_str(), a.tag.cell.as_str(), a.rel.as_str()).cmp(&(
             a.tag.night.as_str(),
@@ -84,7 +87,6 @@ pub fn collect(roots: &[PathBuf]) -> Vec<TrendRun> {
             b.rel.as_str(),
         ))
     });
-    out.truncate(MAX_RUNS);
     out
 }
 
@@ -248,6 +250,11 @@ pub fn page(runs: &[TrendRun], cells: &[CellTrend], stores: &[PathBuf]) -> Strin
             .collect::<Vec<_>>()
             .join(", "))
     ));
+    if runs.len() >= MAX_RUNS {
+        b.push_str(&format!(
+            "<p class=\"muted\">only the newest {MAX_RUNS} tagged runs are read</p>\n"
+        ));
+    }
     if cells.is_empty() {
         b.push_str(
             "<p>No runs tagged by <code>harness soak</code> (soak.json) in these stores.</p>\n",
