@@ -77,6 +77,11 @@ pub fn default_ops_for(base: u64, time_limit: std::time::Duration) -> u64 {
     (base as f64 * factor).min(u64::MAX as f64) as u64
 }
 
+/// The rate (transactions/s) at which `ops` transactions last `time_limit`.
+pub fn paced_rate(ops: u64, time_limit: std::time::Duration) -> f64 {
+    ops as f64 / time_limit.as_secs_f64().max(1.0)
+}
+
 /// Runs `harness run`, returning the exit code. `argv` is what followed
 /// `run` on the command line (recorded in test.json for `reproduce`).
 pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8> {
@@ -88,6 +93,16 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             .capabilities()
             .default_ops
             .map(|base| default_ops_for(base, args.limits.time_limit));
+        // Faults asked of a database that answers in microseconds: the cap
+        // would end the main phase long before the first fault is due
+        // (100,000 simulator transactions took 0.7 s of a 30 s run), so the
+        // run is paced for the cap to last the time limit.
+        if !args.faults.faults.is_empty()
+            && args.limits.rate.is_none()
+            && let Some(ops) = args.limits.ops
+        {
+            args.limits.rate = Some(paced_rate(ops, args.limits.time_limit));
+        }
     }
     let plan = plan(&args)?;
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
@@ -123,7 +138,10 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             }
             return Ok(exit::SETUP_FAILED);
         }
-        Ok(Outcome::Ran(summary)) => summary,
+        Ok(Outcome::Ran(summary, db_settings)) => {
+            meta.db_settings = db_settings.into_iter().collect();
+            summary
+        }
         Err(e) => {
             meta.error = Some(format!("{e:#}"));
             // The run's own error is the one to report; not recording it
@@ -146,7 +164,32 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
         keep,
     };
     let checked = crate::check::check_and_report(&check, &run_dir)?;
-    let verdict = checked.valid;
+    let mut verdict = checked.valid;
+    // A test of faults that did not happen is not `valid` (no_fault.rs).
+    match crate::no_fault::settle_run(&run_dir, meta.config.nemesis.as_deref(), verdict) {
+        Ok((Some(why), settled)) => {
+            crate::say!(
+                "warning: {why}; the run is not a test of the faults asked for{}",
+                if settled == verdict {
+                    String::new()
+                } else {
+                    format!("; verdict {} (exit 2), not valid", settled.as_str())
+                }
+            );
+            verdict = settled;
+        }
+        Ok((None, _)) => {}
+        Err(e) => eprintln!("warning: could not tell whether a fault took effect: {e:#}"),
+    }
+    // A loss a setting harness imposed permits is said as such.
+    match crate::report::lost_writes::annotate_run(&run_dir, &meta.db_settings) {
+        Ok(permit) => {
+            for p in permit {
+                crate::say!("the lost writes are permitted by a setting harness imposed: {p}");
+            }
+        }
+        Err(e) => eprintln!("warning: results.json: {e:#}"),
+    }
     if !keep.jsonl {
         match run_dir.compress_history() {
             Ok((raw, packed)) => crate::say!(
@@ -186,7 +229,9 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
 
 enum Outcome {
     SetupFailed(String),
-    Ran(runner::RunSummary),
+    /// The runner's summary and the settings harness imposed on a server
+    /// it started.
+    Ran(runner::RunSummary, Vec<(String, String)>),
 }
 
 /// [`execute`] as a task of the runtime, not `block_on`'s own future: a
@@ -216,6 +261,7 @@ async fn execute(
     let mut local: Option<Box<dyn LocalServer>> = None;
     let mut on_nodes: Option<Cluster> = None;
     let mut local_nemesis = None;
+    let mut db_settings = Vec::new();
     let factory: Arc<dyn ClientFactory> = if plan.on_nodes {
         match crate::cluster::open_cluster(args, &settings, run_dir.path()).await? {
             Ok(c) => on_nodes.insert(c).factory.clone(),
@@ -228,6 +274,13 @@ async fn execute(
             (None, Placement::UrlOrNodes) => match plan.db.start_local(&settings).await {
                 Ok(server) => {
                     let server = local.insert(server);
+                    db_settings = server.settings();
+                    if !db_settings.is_empty() {
+                        let list: Vec<String> =
+                            db_settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                        crate::say!("local {} settings: {}", plan.db, list.join(", "));
+                        tracing::info!("local {} settings: {}", plan.db, list.join(", "));
+                    }
                     if !args.faults.faults.is_empty() {
                         local_nemesis = server.process().map(crate::cluster::local_nemesis);
                     }
@@ -271,7 +324,10 @@ async fn execute(
     {
         tracing::warn!("stopping the local {} server: {e}", plan.db);
     }
-    outcome
+    outcome.map(|o| match o {
+        Outcome::Ran(summary, _) => Outcome::Ran(summary, db_settings),
+        other => other,
+    })
 }
 
 async fn run_with(
@@ -349,7 +405,7 @@ async fn run_with(
     let summary = result?;
     finished.context("closing the history log")?;
     tracing::info!("{}", phase_lines(&summary).replace('\n', "; "));
-    Ok(Outcome::Ran(summary))
+    Ok(Outcome::Ran(summary, Vec::new()))
 }
 
 /// What a signal does now: the run's stop trigger while the main phase
@@ -503,6 +559,11 @@ fn watch_signals(
             // history itself is whole (`history.jsonl`, or the finished
             // `history.jsonl.gz`).
             store::run::remove_tmp_files(run_dir);
+            // `exit` skips destructors: servers harness started itself
+            // (`--local` PostgreSQL, …) are stopped and removed here.
+            for what in db_adapters::exit_cleanup::run_all() {
+                eprintln!("stopped and removed {what}");
+            }
             tracing::warn!("exiting on a second signal");
             eprintln!(
                 "exiting now (130); the history in {} holds everything recorded so far",
@@ -519,13 +580,16 @@ fn header(args: &RunSpec, plan: &Plan) -> String {
         || format!("isolation {}", plan.isolation.name()),
         |b| format!("bug mode {b}"),
     );
-    let limit = match args.limits.ops {
+    let mut limit = match args.limits.ops {
         Some(n) => format!(
             "{} or {n} transactions",
             humantime::format_duration(args.limits.time_limit)
         ),
         None => humantime::format_duration(args.limits.time_limit).to_string(),
     };
+    if let Some(r) = args.limits.rate {
+        limit.push_str(&format!(" at {r:.0} txn/s"));
+    }
     format!(
         "harness run: {} · {} · {level} · checked as {} · nemesis {} · {} workers · {limit} · seed {}",
         plan.db.name(),

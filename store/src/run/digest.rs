@@ -43,6 +43,11 @@ impl ResultsDigest {
     }
 }
 
+/// Warnings a digest keeps.
+pub const WARNINGS_KEPT: usize = 10;
+/// Characters of a warning a digest keeps.
+pub const WARNING_CHARS: usize = 500;
+
 /// What the pages need of a `results.json`, read in one streaming pass.
 #[derive(Clone, Debug, Default)]
 pub struct ResultsDigest {
@@ -60,6 +65,9 @@ pub struct ResultsDigest {
     pub also_not: Vec<String>,
     /// `reason`, when given.
     pub reason: Option<String>,
+    /// `warnings`: the first [`WARNINGS_KEPT`], each cut to
+    /// [`WARNING_CHARS`] characters.
+    pub warnings: Vec<String>,
     /// The first few anomalies of each type, pretty JSON, cut short.
     pub previews: BTreeMap<String, String>,
     /// `lost-writes` as the file has it (`{count, in-crash-windows, listed,
@@ -222,6 +230,13 @@ impl<'de> Deserialize<'de> for ResultsDigest {
                         "also-not" => d.also_not = names(Some(&map.next_value::<Value>()?)),
                         "reason" => {
                             d.reason = map.next_value::<Value>()?.as_str().map(str::to_string);
+                        }
+                        "warnings" => {
+                            d.warnings = names(Some(&map.next_value::<Value>()?))
+                                .into_iter()
+                                .take(WARNINGS_KEPT)
+                                .map(|w| w.chars().take(WARNING_CHARS).collect())
+                                .collect();
                         }
                         "lost-writes" => {
                             d.lost_writes = Some(bounded_lost_writes(map.next_value()?));
