@@ -542,6 +542,23 @@ mod tests {
     }
 
     #[test]
+    fn run_facts_name_a_no_fault_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = store::run::RunResults::default();
+        let plain = run_facts(dir.path());
+        assert_eq!(plain.outcome(2), Outcome::Unknown);
+        crate::no_fault::settle(&mut r, checker::result::Valid::True, "no fault took effect: x");
+        r.save(&dir.path().join("results.json")).unwrap();
+        let facts = run_facts(dir.path());
+        assert_eq!(facts.no_fault.as_deref(), Some("no fault took effect: x"));
+        assert_eq!(facts.outcome(2), Outcome::NoFault);
+        // Anomalies found stay invalid; a crash stays a crash.
+        assert_eq!(facts.outcome(1), Outcome::Invalid);
+        assert_eq!(facts.outcome(3), Outcome::Crashed);
+        assert_eq!(Outcome::parse("no-fault"), Ok(Outcome::NoFault));
+    }
+
+    #[test]
     fn flags_are_found_and_node_flags_kept() {
         let f: Vec<String> = [
             "--db",
