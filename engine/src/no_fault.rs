@@ -113,6 +113,44 @@ pub fn settle_run(
     Ok((Some(why), valid))
 }
 
+/// What a stored run's record must say beyond the checker's verdict, in
+/// one place for `run` and `analyze`: [`settle_run`] (no fault took
+/// effect) and the settings that permit a loss
+/// (`report::lost_writes::annotate_run`). Returns the verdict left and the
+/// lines to print (warnings included).
+pub fn settle_record(
+    run_dir: &store::run::RunDir,
+    meta: &store::run::RunMeta,
+    valid: Valid,
+) -> (Valid, Vec<String>) {
+    let mut lines = Vec::new();
+    let mut verdict = valid;
+    match settle_run(run_dir, meta.config.nemesis.as_deref(), valid) {
+        Ok((Some(why), settled)) => {
+            lines.push(format!(
+                "warning: {why}; the run is not a test of the faults asked for{}",
+                if settled == valid {
+                    String::new()
+                } else {
+                    format!("; verdict {} (exit 2), not valid", settled.as_str())
+                }
+            ));
+            verdict = settled;
+        }
+        Ok((None, _)) => {}
+        Err(e) => lines.push(format!(
+            "warning: could not tell whether a fault took effect: {e:#}"
+        )),
+    }
+    match crate::report::lost_writes::annotate_run(run_dir, &meta.db_settings) {
+        Ok(permit) => lines.extend(permit.into_iter().map(|p| {
+            format!("the lost writes are permitted by a setting harness imposed: {p}")
+        })),
+        Err(e) => lines.push(format!("warning: results.json: {e:#}")),
+    }
+    (verdict, lines)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

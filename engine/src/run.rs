@@ -165,31 +165,13 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
     };
     let checked = crate::check::check_and_report(&check, &run_dir)?;
     let mut verdict = checked.valid;
-    // A test of faults that did not happen is not `valid` (no_fault.rs).
-    match crate::no_fault::settle_run(&run_dir, meta.config.nemesis.as_deref(), verdict) {
-        Ok((Some(why), settled)) => {
-            crate::say!(
-                "warning: {why}; the run is not a test of the faults asked for{}",
-                if settled == verdict {
-                    String::new()
-                } else {
-                    format!("; verdict {} (exit 2), not valid", settled.as_str())
-                }
-            );
-            verdict = settled;
-        }
-        Ok((None, _)) => {}
-        Err(e) => eprintln!("warning: could not tell whether a fault took effect: {e:#}"),
+    // A test of faults that did not happen is not `valid`; a loss a
+    // setting harness imposed permits is said as such (no_fault.rs).
+    let (settled, lines) = crate::no_fault::settle_record(&run_dir, &meta, verdict);
+    for l in lines {
+        crate::say!("{l}");
     }
-    // A loss a setting harness imposed permits is said as such.
-    match crate::report::lost_writes::annotate_run(&run_dir, &meta.db_settings) {
-        Ok(permit) => {
-            for p in permit {
-                crate::say!("the lost writes are permitted by a setting harness imposed: {p}");
-            }
-        }
-        Err(e) => eprintln!("warning: results.json: {e:#}"),
-    }
+    verdict = settled;
     if !keep.jsonl {
         match run_dir.compress_history() {
             Ok((raw, packed)) => crate::say!(
@@ -220,6 +202,9 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             );
         }
     }
+    // A second signal is exiting the process (130) from its own thread,
+    // healing and stopping what harness started: no verdict exit races it.
+    signals.hold_if_exiting();
     Ok(match verdict {
         Valid::True => exit::VALID,
         Valid::False => exit::INVALID,
@@ -470,6 +455,17 @@ impl SignalWatch {
             s.stop = Some(stop);
             s.faults = faults.zip(handle);
         });
+    }
+
+    /// Blocks for good once a second signal came: its thread exits the
+    /// process (130) when it has healed and stopped what harness started.
+    fn hold_if_exiting(&self) {
+        let exiting = || self.state.lock().is_ok_and(|s| s.count >= 2);
+        if exiting() {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
     }
 
     /// The main phase, healing and final reads are over (the runner healed
