@@ -338,7 +338,12 @@ fn check_endless(head: &[u8], fill: u8) -> (Option<i32>, String, u64) {
 fn an_endless_stream_of_nul_bytes_or_of_one_line_stops_with_exit_3() {
     for (name, head, fill, most) in [
         ("NUL bytes", &b""[..], 0u8, 16u64 << 20),
-        ("an op then NUL bytes", &b"{\"type\":\"invoke\""[..], 0, 16 << 20),
+        (
+            "an op then NUL bytes",
+            &b"{\"type\":\"invoke\""[..],
+            0,
+            16 << 20,
+        ),
         ("one endless line", &b"{\"type\":"[..], b' ', 80 << 20),
         ("garbage", &b"xyz"[..], b'x', 16 << 20),
     ] {

@@ -204,10 +204,15 @@ fn local_postgres_records_its_durability_settings_and_names_a_loss_they_permit()
     if lost > 0 {
         let permit = res["lost-writes"]["permitted-by"].to_string();
         assert!(
-            permit.contains("synchronous_commit=off: an acknowledged commit may be lost at a crash"),
+            permit
+                .contains("synchronous_commit=off: an acknowledged commit may be lost at a crash"),
             "{permit}"
         );
-        assert!(res["warnings"].to_string().contains("synchronous_commit=off"));
+        assert!(
+            res["warnings"]
+                .to_string()
+                .contains("synchronous_commit=off")
+        );
     }
 }
 

@@ -199,8 +199,10 @@ fn a_second_sigint_on_a_local_postgres_run_leaves_no_server_and_no_data_director
     }));
     let base = base.unwrap();
     // Some transactions and a fault or two first.
-    assert!(wait_for(60, || std::fs::metadata(dir.join("history.jsonl"))
-        .is_ok_and(|m| m.len() > 20_000)));
+    assert!(wait_for(60, || std::fs::metadata(
+        dir.join("history.jsonl")
+    )
+    .is_ok_and(|m| m.len() > 20_000)));
     std::thread::sleep(Duration::from_secs(3));
     let pid: u32 = std::fs::read_to_string(base.join("data").join("postmaster.pid"))
         .ok()
@@ -231,10 +233,7 @@ fn a_second_sigint_on_a_local_postgres_run_leaves_no_server_and_no_data_director
         "stopped at the exit: {}",
         stderr.contains("stopped and removed local PostgreSQL")
     );
-    assert!(
-        wait_for(5, || !alive(pid)),
-        "postmaster {pid} left running"
-    );
+    assert!(wait_for(5, || !alive(pid)), "postmaster {pid} left running");
     assert!(!base.exists(), "{} left behind", base.display());
     assert!(!dir.join("postgres").exists(), "the link is removed");
     // A server the heal restarted has a new pid: none runs on this path.

@@ -17,18 +17,28 @@ use run_common::*;
 
 /// The commands, without `harness run`, and whether a bug is to be found.
 const COMMANDS: [(&str, bool); 4] = [
-    ("--db sim --sim-replicas 3 --nemesis partition,kill,pause,clock", false),
-    ("--db sim --sim-replicas 3 --sim-bug local-ack --nemesis partition", true),
+    (
+        "--db sim --sim-replicas 3 --nemesis partition,kill,pause,clock",
+        false,
+    ),
+    (
+        "--db sim --sim-replicas 3 --sim-bug local-ack --nemesis partition",
+        true,
+    ),
     (
         "--db sim --sim-replicas 3 --sim-bug lose-unsynced --nemesis kill --kill-targets all",
         true,
     ),
-    ("--db sim --sim-replicas 3 --sim-bug skewed-read --nemesis clock", true),
+    (
+        "--db sim --sim-replicas 3 --sim-bug skewed-read --nemesis clock",
+        true,
+    ),
 ];
 
 /// The `harness run --db sim …` commands in README.md (inside backticks).
 fn readme_commands() -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     readme
         .split('`')
         .skip(1)

@@ -8,6 +8,8 @@
 //! Checked as serializable: the peer formats hold no times, so real-time
 //! order is not theirs to keep (as `harness history convert` says).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use checker::model::ConsistencyModel;
 use checker::{CheckOptions, Valid, Workload, check};
 use proptest::prelude::*;
@@ -86,7 +88,13 @@ fn verdict(h: &History) -> (Valid, Vec<String>) {
         ..CheckOptions::new(Workload::RwRegister)
     };
     let r = check(h, &opts);
-    (r.valid, r.anomaly_types.iter().map(|a| a.name().to_string()).collect())
+    (
+        r.valid,
+        r.anomaly_types
+            .iter()
+            .map(|a| a.name().to_string())
+            .collect(),
+    )
 }
 
 /// Every conversion of `h` that is written, read back: (format, history).
@@ -99,7 +107,11 @@ fn conversions(h: &History) -> Vec<(String, History)> {
         let back = read_str(&text, f).unwrap();
         out.push((format!("{f:?}"), History::new(back.ops).unwrap()));
     }
-    for f in [PeerFormat::Text, PeerFormat::Dbcop, PeerFormat::DbcopBincode] {
+    for f in [
+        PeerFormat::Text,
+        PeerFormat::Dbcop,
+        PeerFormat::DbcopBincode,
+    ] {
         if let Ok(bytes) = write_peer_bytes(h, f) {
             let back = read_peer_bytes(&bytes, f)
                 .unwrap_or_else(|e| panic!("{f:?} written but not read back: {e}"));

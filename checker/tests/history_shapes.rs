@@ -3,6 +3,8 @@
 //! with a warning — the checker never fills an `ok`'s reads from its
 //! invocation. One test per history shape.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use checker::{CheckOptions, CheckResult, Valid, Workload, check};
 use store::History;
 use store::format::{Format, read_str};
@@ -63,7 +65,11 @@ fn an_ok_with_its_value_is_checked_as_it_says() {
     let h = load(&after_append(",\"value\":[[\"r\",1,null]]")).unwrap();
     let r = check_la(&h);
     assert_eq!(r.valid, Valid::False, "{:?}", r);
-    assert!(r.warnings.iter().all(|w| !w.contains("without a transaction value")));
+    assert!(
+        r.warnings
+            .iter()
+            .all(|w| !w.contains("without a transaction value"))
+    );
 }
 
 #[test]

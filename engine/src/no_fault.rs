@@ -142,10 +142,12 @@ pub fn settle_record(
             "warning: could not tell whether a fault took effect: {e:#}"
         )),
     }
-    match crate::report::lost_writes::annotate_run(run_dir, &meta.db_settings) {
-        Ok(permit) => lines.extend(permit.into_iter().map(|p| {
-            format!("the lost writes are permitted by a setting harness imposed: {p}")
-        })),
+    match crate::report::permit::annotate_run(run_dir, &meta.db_settings) {
+        Ok(permit) => {
+            lines.extend(permit.into_iter().map(|p| {
+                format!("the lost writes are permitted by a setting harness imposed: {p}")
+            }))
+        }
         Err(e) => lines.push(format!("warning: results.json: {e:#}")),
     }
     (verdict, lines)
@@ -209,7 +211,10 @@ mod tests {
     #[test]
     fn valid_becomes_unknown_and_invalid_stays_with_a_warning_each() {
         let mut r = store::run::RunResults::default();
-        assert_eq!(settle(&mut r, Valid::True, "no fault took effect: x"), Valid::Unknown);
+        assert_eq!(
+            settle(&mut r, Valid::True, "no fault took effect: x"),
+            Valid::Unknown
+        );
         assert_eq!(r.valid, store::run::Verdict::Unknown);
         assert_eq!(r.reason.as_deref(), Some("no fault took effect: x"));
         assert_eq!(r.extra[KEY], "no fault took effect: x");
@@ -221,7 +226,10 @@ mod tests {
             valid: store::run::Verdict::False,
             ..Default::default()
         };
-        assert_eq!(settle(&mut bad, Valid::False, "no fault took effect: y"), Valid::False);
+        assert_eq!(
+            settle(&mut bad, Valid::False, "no fault took effect: y"),
+            Valid::False
+        );
         assert_eq!(bad.valid, store::run::Verdict::False);
         assert!(bad.reason.is_none());
         assert_eq!(bad.extra[KEY], "no fault took effect: y");

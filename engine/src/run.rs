@@ -261,8 +261,10 @@ async fn execute(
                     let server = local.insert(server);
                     db_settings = server.settings();
                     if !db_settings.is_empty() {
-                        let list: Vec<String> =
-                            db_settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                        let list: Vec<String> = db_settings
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect();
                         crate::say!("local {} settings: {}", plan.db, list.join(", "));
                         tracing::info!("local {} settings: {}", plan.db, list.join(", "));
                     }

@@ -547,7 +547,11 @@ mod tests {
         let mut r = store::run::RunResults::default();
         let plain = run_facts(dir.path());
         assert_eq!(plain.outcome(2), Outcome::Unknown);
-        crate::no_fault::settle(&mut r, checker::result::Valid::True, "no fault took effect: x");
+        crate::no_fault::settle(
+            &mut r,
+            checker::result::Valid::True,
+            "no fault took effect: x",
+        );
         r.save(&dir.path().join("results.json")).unwrap();
         let facts = run_facts(dir.path());
         assert_eq!(facts.no_fault.as_deref(), Some("no fault took effect: x"));

@@ -234,8 +234,11 @@ pub fn run_page(run: &RunInfo) -> String {
             (
                 "db_settings",
                 (!t.db_settings.is_empty()).then(|| {
-                    let kv: Vec<String> =
-                        t.db_settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let kv: Vec<String> = t
+                        .db_settings
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
                     kv.join(", ")
                 }),
             ),

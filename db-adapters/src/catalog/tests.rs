@@ -374,6 +374,11 @@ fn flags_are_checked_per_database() {
     let _ = no_setup;
 }
 
+/// A way to reach a database: its name, `--url`, `--local`, `--nodes`.
+type Reach<'a> = (&'a str, Option<String>, bool, Option<&'a [Node]>);
+/// Sets one flag on the settings.
+type SetFlag = fn(&mut DbSettings);
+
 /// Issue 35: no flag accepted and ignored. `--db-conf` and `--lazyfs` for
 /// every database and every way of reaching it: where the spec is fine
 /// without the flag, the flag is either used — by the code named here,
@@ -384,8 +389,7 @@ fn db_conf_and_lazyfs_are_used_or_refused_for_every_database() {
     let n = nodes();
     let mut used = Vec::new();
     for k in DbKind::all() {
-        let mut reaches: Vec<(&str, Option<String>, bool, Option<&[Node]>)> =
-            vec![("nodes", None, false, Some(&n[..]))];
+        let mut reaches: Vec<Reach<'_>> = vec![("nodes", None, false, Some(&n[..]))];
         if k.placement() == Placement::Embedded {
             reaches.push(("embedded", None, false, None));
         }
@@ -403,8 +407,10 @@ fn db_conf_and_lazyfs_are_used_or_refused_for_every_database() {
             if k.check_settings(&base, on).is_err() {
                 continue;
             }
-            let flags: [(&str, fn(&mut DbSettings)); 2] = [
-                ("--db-conf", |s| s.db_conf = vec!["synchronous_commit=on".into()]),
+            let flags: [(&str, SetFlag); 2] = [
+                ("--db-conf", |s| {
+                    s.db_conf = vec!["synchronous_commit=on".into()]
+                }),
                 ("--lazyfs", |s| s.lazyfs = true),
             ];
             for (flag, set) in flags {
@@ -437,8 +443,8 @@ fn db_conf_and_lazyfs_are_used_or_refused_for_every_database() {
         "{used:#?}"
     );
     // --local applies what it accepts, and refuses what it cannot apply.
-    let conf = crate::postgres::local::parse_conf(&["synchronous_commit=on,fsync=on".into()])
-        .unwrap();
+    let conf =
+        crate::postgres::local::parse_conf(&["synchronous_commit=on,fsync=on".into()]).unwrap();
     let applied = crate::postgres::local::settings(&conf);
     assert!(applied.contains(&("synchronous_commit".into(), "on".into())));
     assert!(applied.contains(&("fsync".into(), "on".into())));
@@ -449,5 +455,8 @@ fn db_conf_and_lazyfs_are_used_or_refused_for_every_database() {
         ..settings(&none, None)
     };
     let e = db("postgres").check_settings(&s, None).unwrap_err();
-    assert!(e.contains("--db-conf") && e.contains("shared_buffers"), "{e}");
+    assert!(
+        e.contains("--db-conf") && e.contains("shared_buffers"),
+        "{e}"
+    );
 }

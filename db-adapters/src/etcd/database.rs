@@ -188,7 +188,10 @@ impl LocalServer for LocalEtcd {
         let members = self.cluster.lock().map(|c| c.len()).unwrap_or(0);
         vec![
             ("members".to_string(), members.to_string()),
-            ("initial-cluster-token".to_string(), "harness-local".to_string()),
+            (
+                "initial-cluster-token".to_string(),
+                "harness-local".to_string(),
+            ),
         ]
     }
 
