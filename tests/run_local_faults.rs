@@ -198,6 +198,7 @@ fn local_postgres_records_its_durability_settings_and_names_a_loss_they_permit()
         ("full_page_writes", "off"),
     ] {
         assert_eq!(meta["db_settings"][k], v, "{}", meta["db_settings"]);
+        assert_eq!(res["db-settings"][k], v, "{}", res["db-settings"]);
     }
     let lost = res["lost-writes"]["count"].as_u64().unwrap_or(0);
     eprintln!("lost acknowledged writes with synchronous_commit=off: {lost}");
@@ -228,6 +229,8 @@ fn local_postgres_with_durable_db_conf_loses_no_acknowledged_write() {
     assert!(kills > 0, "a kill took effect");
     assert_eq!(meta["db_settings"]["synchronous_commit"], "on");
     assert_eq!(meta["db_settings"]["fsync"], "on");
+    assert_eq!(res["db-settings"]["synchronous_commit"], "on");
+    assert!(res["lost-writes"]["permitted-by"].is_null());
     assert_eq!(
         res["lost-writes"]["count"].as_u64().unwrap_or(0),
         0,

@@ -39,10 +39,10 @@ pub fn permitting(settings: &BTreeMap<String, String>) -> Vec<String> {
         .collect()
 }
 
-/// Says in a stored run's `results.json` which of `settings` permit the
-/// acknowledged writes it lost: `lost-writes` `permitted-by` and a
-/// warning. Returns those sentences (empty: nothing lost, or no such
-/// setting).
+/// Records `settings` in a stored run's `results.json` (`db-settings`)
+/// and says which of them permit the acknowledged writes it lost:
+/// `lost-writes` `permitted-by` and a warning. Returns those sentences
+/// (empty: nothing lost, or no such setting).
 ///
 /// # Errors
 /// `results.json` could not be read or written.
@@ -50,35 +50,41 @@ pub fn annotate_run(
     run_dir: &store::run::RunDir,
     settings: &BTreeMap<String, String>,
 ) -> Result<Vec<String>, store::run::RecordError> {
-    let permit = permitting(settings);
-    if permit.is_empty() {
-        return Ok(permit);
+    if settings.is_empty() {
+        return Ok(Vec::new());
     }
     let path = run_dir.results_path();
     let mut results = store::run::RunResults::load(&path)?;
-    let Some(lost) = results.extra.get_mut("lost-writes") else {
-        return Ok(Vec::new());
-    };
-    if lost["count"].as_u64().unwrap_or(0) == 0 {
-        return Ok(Vec::new());
-    }
-    lost["permitted-by"] = json!(permit);
-    let warning = format!(
-        "the lost acknowledged writes follow from a setting harness imposed, not (necessarily) from a database bug: {}",
-        permit.join("; ")
-    );
-    match results
+    // The settings beside the verdict they bear on (also in test.json).
+    results.extra.insert("db-settings".into(), json!(settings));
+    let permit = permitting(settings);
+    let lost = results
         .extra
-        .get_mut("warnings")
-        .and_then(Value::as_array_mut)
-    {
-        Some(list) => list.push(warning.into()),
-        None => {
-            results.extra.insert("warnings".into(), json!([warning]));
+        .get_mut("lost-writes")
+        .filter(|l| l["count"].as_u64().unwrap_or(0) > 0);
+    let said = match lost {
+        Some(lost) if !permit.is_empty() => {
+            lost["permitted-by"] = json!(permit);
+            let warning = format!(
+                "the lost acknowledged writes follow from a setting harness imposed, not (necessarily) from a database bug: {}",
+                permit.join("; ")
+            );
+            match results
+                .extra
+                .get_mut("warnings")
+                .and_then(Value::as_array_mut)
+            {
+                Some(list) => list.push(warning.into()),
+                None => {
+                    results.extra.insert("warnings".into(), json!([warning]));
+                }
+            }
+            permit
         }
-    }
+        _ => Vec::new(),
+    };
     results.save(&path)?;
-    Ok(permit)
+    Ok(said)
 }
 
 #[cfg(test)]

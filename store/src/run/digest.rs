@@ -333,6 +333,23 @@ fn names(v: Option<&Value>) -> Vec<String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn warnings_are_kept_bounded() {
+        let long = "w".repeat(2 * WARNING_CHARS);
+        let many: Vec<String> = (0..3 * WARNINGS_KEPT).map(|_| long.clone()).collect();
+        let text = serde_json::json!({"valid?": "unknown", "warnings": many}).to_string();
+        let d = ResultsDigest::from_reader(text.as_bytes()).unwrap();
+        assert_eq!(d.warnings.len(), WARNINGS_KEPT);
+        assert!(
+            d.warnings
+                .iter()
+                .all(|w| w.chars().count() == WARNING_CHARS)
+        );
+        let one = r#"{"valid?": "unknown", "warnings": ["no fault took effect: x"]}"#;
+        let d = ResultsDigest::from_reader(one.as_bytes()).unwrap();
+        assert_eq!(d.warnings, ["no fault took effect: x"]);
+    }
+
     fn digest(json: &str) -> ResultsDigest {
         serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"))
     }
