@@ -186,7 +186,7 @@ pub fn run(mut args: SoakArgs) -> anyhow::Result<u8> {
         let outcome = if end.timed_out {
             Outcome::TimedOut
         } else {
-            end.code.map_or(Outcome::Crashed, Outcome::from_exit_code)
+            end.code.map_or(Outcome::Crashed, |c| facts.outcome(c))
         };
         let detail = match outcome {
             Outcome::Crashed | Outcome::SetupFailed | Outcome::TimedOut => {

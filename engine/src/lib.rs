@@ -22,6 +22,7 @@ pub mod console;
 pub mod exit;
 pub mod jepsen;
 pub mod linear_check;
+pub mod no_fault;
 pub mod plan;
 pub mod report;
 pub mod run;

@@ -30,9 +30,10 @@ pub struct FaultArgs {
     pub nemesis: String,
     /// Time between fault starts and stops: the mean of the stagger
     /// (uniform in [0, 2·interval)), or the exact wait with
-    /// `--nemesis-schedule fixed`.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub nemesis_interval: Duration,
+    /// `--nemesis-schedule fixed`. Default 10s; 2s on the simulator, whose
+    /// runs are short.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub nemesis_interval: Option<Duration>,
     /// `stagger` (random waits, each package on its own seeded stream) or
     /// `fixed` (every wait is exactly --nemesis-interval).
     #[arg(long, default_value = "stagger")]
@@ -120,6 +121,13 @@ fn parse_partitions(s: &str) -> anyhow::Result<Vec<nemesis::partition::Partition
     Ok(out)
 }
 
+/// `--nemesis-interval` when not given.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
+/// `--nemesis-interval` when not given, on a database whose runs are
+/// capped by default (the simulator: its paced 30 s run then sees a dozen
+/// faults, not one or two).
+pub const DEFAULT_CAPPED_INTERVAL: Duration = Duration::from_secs(2);
+
 impl FaultArgs {
     /// The engine's fault settings.
     ///
@@ -129,7 +137,7 @@ impl FaultArgs {
         Ok(FaultSpec {
             faults: nemesis::schedule::parse_faults(&self.nemesis)?,
             options: nemesis::package::Options {
-                interval: self.nemesis_interval,
+                interval: self.nemesis_interval.unwrap_or(DEFAULT_INTERVAL),
                 timing: self
                     .nemesis_schedule
                     .parse()

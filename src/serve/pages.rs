@@ -233,6 +233,17 @@ pub fn run_page(run: &RunInfo) -> String {
             ("nodes", (!nodes.is_empty()).then(|| nodes.join(", "))),
             ("end_time", t.end_time.clone()),
             (
+                "db_settings",
+                (!t.db_settings.is_empty()).then(|| {
+                    let kv: Vec<String> = t
+                        .db_settings
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    kv.join(", ")
+                }),
+            ),
+            (
                 "command_line",
                 (!t.command_line.is_empty()).then(|| t.command_line.join(", ")),
             ),
@@ -263,6 +274,9 @@ pub fn run_page(run: &RunInfo) -> String {
     b.push_str("</p>\n");
     if let Some(reason) = run.results.as_ref().and_then(|r| r.reason.as_deref()) {
         b.push_str(&format!("<p>reason: {}</p>\n", esc(reason)));
+    }
+    for w in run.results.iter().flat_map(|r| &r.warnings) {
+        b.push_str(&format!("<p class=\"warning\">warning: {}</p>\n", esc(w)));
     }
     b.push_str(&super::soak_section::section(run));
 

@@ -13,6 +13,7 @@ pub mod clock_plot;
 pub mod elle;
 pub mod graph_svg;
 pub mod lost_writes;
+pub mod permit;
 pub mod plots;
 pub mod repro;
 pub mod shard;

@@ -152,6 +152,10 @@ pub struct RunMeta {
     /// The verdict (`true`, `false`, `unknown`), also in `results.json`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
+    /// Every setting harness imposed on a database it started itself
+    /// (`--local`: e.g. `synchronous_commit` = `off`), as the server ran.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub db_settings: BTreeMap<String, String>,
     /// Fields of other releases, kept as they were.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
