@@ -182,6 +182,8 @@ fn record(r: &Value, i: usize) -> anyhow::Result<Record> {
             valid: opt_str("valid"),
             anomaly_types: strings("anomaly_types"),
             error: None,
+            // summary.json keeps the outcome (`no-fault` included), not its reason.
+            no_fault: None,
         },
         detail: opt_str("detail"),
         soak_rss_kb: r["soak_rss_kb"].as_u64(),
