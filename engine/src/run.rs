@@ -90,6 +90,8 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             .map(|base| default_ops_for(base, args.limits.time_limit));
     }
     let plan = plan(&args)?;
+    // Before any database starts: what a clock fault moves.
+    nemesis::clock::set_mode(args.faults.options.clock_mode);
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
         .with_context(|| format!("creating a run directory under {}", args.store.display()))?;
     init_tracing(&run_dir.log_path());
@@ -513,6 +515,30 @@ fn watch_signals(
     });
 }
 
+/// Whether the run asks for clock faults on a database harness starts
+/// under a preload (not the simulator's clocks).
+fn preloaded_clock(args: &RunSpec) -> bool {
+    args.faults
+        .faults
+        .contains(&nemesis::schedule::FaultKind::Clock)
+        && matches!(
+            args.db.capabilities().clock_faults,
+            db_adapters::catalog::ClockFaults::Libfaketime
+        )
+}
+
+/// `config.clock_mode` of test.json when clock faults reach a real
+/// server: what they move (`nemesis::clock::ClockMode`).
+fn clock_mode_record(args: &RunSpec) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    if preloaded_clock(args) {
+        let mode = args.faults.options.clock_mode;
+        m.insert("clock_mode".into(), mode.flag().into());
+        m.insert("clock_mode_detail".into(), mode.label().into());
+    }
+    m
+}
+
 /// The first line a run prints: what is tested, how, and its seed.
 fn header(args: &RunSpec, plan: &Plan) -> String {
     let level = args.sim_bug.map_or_else(
@@ -526,8 +552,16 @@ fn header(args: &RunSpec, plan: &Plan) -> String {
         ),
         None => humantime::format_duration(args.limits.time_limit).to_string(),
     };
+    let clock = if preloaded_clock(args) {
+        format!(
+            " · clock faults: {}",
+            args.faults.options.clock_mode.label()
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "harness run: {} · {} · {level} · checked as {} · nemesis {} · {} workers · {limit} · seed {}",
+        "harness run: {} · {} · {level} · checked as {} · nemesis {}{clock} · {} workers · {limit} · seed {}",
         plan.db.name(),
         plan.workload.name(),
         plan.expected.name(),
@@ -633,7 +667,7 @@ fn test_json(
                     .collect::<Vec<_>>()
                     .join(","),
             ),
-            extra: serde_json::Map::new(),
+            extra: clock_mode_record(&args),
         },
         ..RunMeta::default()
     }
