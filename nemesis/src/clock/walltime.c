@@ -76,9 +76,17 @@ static int64_t mono_ns(void) {
     return ns_of(&t);
 }
 
+/* A copy: servers rewrite their environment's memory for their process
+ * title (PostgreSQL's postmaster does), so a pointer into it goes stale. */
+static char control_path[4096];
+
 static void read_env(void) {
     if (!control_read) {
-        control = getenv("FAKETIME_TIMESTAMP_FILE");
+        const char *p = getenv("FAKETIME_TIMESTAMP_FILE");
+        if (p && strlen(p) < sizeof control_path) {
+            strcpy(control_path, p);
+            control = control_path;
+        }
         start_mono_ns = mono_ns();
         control_read = 1;
     }
