@@ -60,7 +60,10 @@ fn the_wall_clock_preload_moves_the_wall_clock_only_and_libfaketime_moves_monoto
     );
     let (monotonic, max, min, last) = bump_and_reset(&exe, &env, &rc);
     assert!(monotonic, "CLOCK_MONOTONIC never went backwards");
-    assert!((max - 3600.0).abs() < 1.0, "the wall clock went +1 h: {max}");
+    assert!(
+        (max - 3600.0).abs() < 1.0,
+        "the wall clock went +1 h: {max}"
+    );
     assert!((min + 3600.0).abs() < 1.0, "and −1 h: {min}");
     assert!(last.abs() < 0.5, "and back to true time: {last}");
     // The harsher mode, where libfaketime is installed: the same moves
@@ -136,21 +139,31 @@ fn local_postgres_wall_clock_moves_and_its_monotonic_clock_does_not() {
     let exe = clock_probe::build(d.path());
     let probe = bump_and_reset(&exe, &env, &file);
     rt.block_on(cluster.stop()).unwrap();
-    assert!(pids.contains(&pm), "the postmaster runs under the control file");
+    assert!(
+        pids.contains(&pm),
+        "the postmaster runs under the control file"
+    );
     assert!(
         env.iter()
             .any(|(k, v)| k == "LD_PRELOAD" && v.ends_with("libharness-walltime.so")),
         "{env:?}"
     );
     assert!(
-        env.iter().any(|(k, v)| k == "HARNESS_CLOCK_MODE" && v == "real"),
+        env.iter()
+            .any(|(k, v)| k == "HARNESS_CLOCK_MODE" && v == "real"),
         "{env:?}"
     );
-    assert!(maps.contains("libharness-walltime.so"), "the library is mapped");
+    assert!(
+        maps.contains("libharness-walltime.so"),
+        "the library is mapped"
+    );
     for (asked, got) in &read {
         assert!((asked - got).abs() < 0.05, "clock_timestamp(): {read:?}");
     }
     let (monotonic, max, _, last) = probe;
-    assert!(monotonic, "CLOCK_MONOTONIC never went backwards under the server's preload");
+    assert!(
+        monotonic,
+        "CLOCK_MONOTONIC never went backwards under the server's preload"
+    );
     assert!((max - 3600.0).abs() < 1.0 && last.abs() < 0.5, "{probe:?}");
 }

@@ -25,11 +25,7 @@ fn windows(dir: &Path) -> Vec<(String, f64, f64, Vec<String>)> {
                 w["end-s"].as_f64().unwrap_or(f64::INFINITY),
                 w["targets"]
                     .as_array()
-                    .map(|t| {
-                        t.iter()
-                            .map(|n| n.as_str().unwrap().to_string())
-                            .collect()
-                    })
+                    .map(|t| t.iter().map(|n| n.as_str().unwrap().to_string()).collect())
                     .unwrap_or_default(),
             )
         })
@@ -46,7 +42,10 @@ fn assert_no_pause_on_a_dead_server(dir: &Path) -> usize {
             let dead = ws.iter().any(|(k, ks, ke, kt)| {
                 k == "kill" && kt.contains(n) && *ks < *start && *start < *ke
             });
-            assert!(!dead, "pause window of {n} at {start} s on a dead server: {ws:?}");
+            assert!(
+                !dead,
+                "pause window of {n} at {start} s on a dead server: {ws:?}"
+            );
         }
     }
     let mut refused = 0;
@@ -99,7 +98,12 @@ fn sim_clock_windows_cover_every_sample_off_true_time_per_node() {
             "5",
         ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dir = run_dir(store.path(), name);
     let ws = windows(&dir);
     let csv = std::fs::read_to_string(dir.join("clock-offsets.csv")).unwrap();
@@ -116,7 +120,10 @@ fn sim_clock_windows_cover_every_sample_off_true_time_per_node() {
         let covered = ws.iter().any(|(f, s, e, targets)| {
             f == "clock" && targets.iter().any(|n| n == node) && *s <= t + 1e-6 && t <= *e + 1e-6
         });
-        assert!(covered, "{node} at {t} s is {offset} s off, in no clock window: {ws:?}");
+        assert!(
+            covered,
+            "{node} at {t} s is {offset} s off, in no clock window: {ws:?}"
+        );
     }
     assert!(skewed > 0, "some sample off true time: {csv}");
     for (f, s, e, _) in &ws {

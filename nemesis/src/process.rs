@@ -102,7 +102,10 @@ pub trait Process: Send + Sync {
     ///
     /// # Errors
     /// [`ProcessError`] naming the node.
-    fn is_running<'a>(&'a self, _node: &'a Node) -> BoxFuture<'a, Result<Option<bool>, ProcessError>> {
+    fn is_running<'a>(
+        &'a self,
+        _node: &'a Node,
+    ) -> BoxFuture<'a, Result<Option<bool>, ProcessError>> {
         Box::pin(async { Ok(None) })
     }
 

@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use store::run::faults::{Window, took_effect, windows};
 use store::run::RunStats;
+use store::run::faults::{Window, took_effect, windows};
 
 /// A nemesis op pair line: `(f, invoke value, info value, invoke s, info s)`.
 fn history(ops: &[(&str, &str, &str, f64, f64)]) -> store::History {
@@ -134,10 +134,34 @@ fn a_clock_reset_of_other_nodes_leaves_a_bumped_node_in_its_window() {
 fn old_clock_records_follow_the_ops_values() {
     // No `clock-in-force`: the bumps, resets and strobes say it.
     let h = history(&[
-        ("start-clock", "{\"bump\":{\"s1\":5.0}}", "{\"bump\":{\"s1\":5.0}}", 1.0, 1.1),
-        ("stop-clock", "{\"reset\":[\"s2\"]}", "{\"reset\":[\"s2\"]}", 2.0, 2.1),
-        ("start-clock", "{\"bump\":{\"s2\":-1.0}}", "{\"bump\":{\"s2\":-1.0}}", 3.0, 3.1),
-        ("stop-clock", "{\"reset\":[\"s1\",\"s2\"]}", "{\"reset\":[\"s1\",\"s2\"]}", 4.0, 4.1),
+        (
+            "start-clock",
+            "{\"bump\":{\"s1\":5.0}}",
+            "{\"bump\":{\"s1\":5.0}}",
+            1.0,
+            1.1,
+        ),
+        (
+            "stop-clock",
+            "{\"reset\":[\"s2\"]}",
+            "{\"reset\":[\"s2\"]}",
+            2.0,
+            2.1,
+        ),
+        (
+            "start-clock",
+            "{\"bump\":{\"s2\":-1.0}}",
+            "{\"bump\":{\"s2\":-1.0}}",
+            3.0,
+            3.1,
+        ),
+        (
+            "stop-clock",
+            "{\"reset\":[\"s1\",\"s2\"]}",
+            "{\"reset\":[\"s1\",\"s2\"]}",
+            4.0,
+            4.1,
+        ),
     ]);
     assert_eq!(
         summary(&h),
@@ -153,9 +177,21 @@ fn a_strobe_is_a_window_of_its_duration_and_a_reset_never_opens_one() {
     let strobe = "{\"strobe\":{\"s2\":{\"delta\":0.006,\"period\":0.001,\"duration\":0.9}}}";
     let strobe_done = "{\"strobe\":{\"s2\":{\"delta\":0.006,\"period\":0.001,\"duration\":0.9}},\"clock-in-force\":{}}";
     let h = history(&[
-        ("stop-clock", "{\"reset\":[\"s1\"]}", "{\"reset\":[\"s1\"],\"clock-in-force\":{}}", 1.0, 1.1),
+        (
+            "stop-clock",
+            "{\"reset\":[\"s1\"]}",
+            "{\"reset\":[\"s1\"],\"clock-in-force\":{}}",
+            1.0,
+            1.1,
+        ),
         ("start-clock", strobe, strobe_done, 2.0, 2.9),
-        ("stop-clock", "{\"reset\":[\"s1\",\"s2\",\"s3\"]}", "{\"reset\":[\"s1\",\"s2\",\"s3\"],\"clock-in-force\":{}}", 9.0, 9.1),
+        (
+            "stop-clock",
+            "{\"reset\":[\"s1\",\"s2\",\"s3\"]}",
+            "{\"reset\":[\"s1\",\"s2\",\"s3\"],\"clock-in-force\":{}}",
+            9.0,
+            9.1,
+        ),
     ]);
     assert_eq!(
         summary(&h),
@@ -163,9 +199,20 @@ fn a_strobe_is_a_window_of_its_duration_and_a_reset_never_opens_one() {
     );
     // A strobe on a bumped node: the node stays in force after it.
     let h = history(&[
-        ("start-clock", "{\"bump\":{\"s1\":2.0}}", "{\"bump\":{\"s1\":2.0},\"clock-in-force\":{\"s1\":2.0}}", 1.0, 1.1),
-        ("start-clock", "{\"strobe\":{\"s1\":{\"delta\":1,\"period\":0.1,\"duration\":1},\"s2\":{\"delta\":1,\"period\":0.1,\"duration\":1}}}",
-         "{\"strobe\":{\"s1\":{\"delta\":1,\"period\":0.1,\"duration\":1},\"s2\":{\"delta\":1,\"period\":0.1,\"duration\":1}},\"clock-in-force\":{\"s1\":2.0}}", 2.0, 3.0),
+        (
+            "start-clock",
+            "{\"bump\":{\"s1\":2.0}}",
+            "{\"bump\":{\"s1\":2.0},\"clock-in-force\":{\"s1\":2.0}}",
+            1.0,
+            1.1,
+        ),
+        (
+            "start-clock",
+            "{\"strobe\":{\"s1\":{\"delta\":1,\"period\":0.1,\"duration\":1},\"s2\":{\"delta\":1,\"period\":0.1,\"duration\":1}}}",
+            "{\"strobe\":{\"s1\":{\"delta\":1,\"period\":0.1,\"duration\":1},\"s2\":{\"delta\":1,\"period\":0.1,\"duration\":1}},\"clock-in-force\":{\"s1\":2.0}}",
+            2.0,
+            3.0,
+        ),
     ]);
     assert_eq!(
         summary(&h),
@@ -185,7 +232,13 @@ fn a_partition_that_installed_no_rule_is_no_window() {
     let h = history(&[
         ("start-partition", "{\"n1\":[\"n2\"]}", "{}", 1.0, 1.1),
         ("stop-partition", "null", "null", 2.0, 2.1),
-        ("start-partition", "{\"n1\":[\"n2\"],\"n3\":[]}", "{\"n1\":[\"n2\"],\"n3\":[]}", 3.0, 3.1),
+        (
+            "start-partition",
+            "{\"n1\":[\"n2\"],\"n3\":[]}",
+            "{\"n1\":[\"n2\"],\"n3\":[]}",
+            3.0,
+            3.1,
+        ),
         ("stop-partition", "null", "null", 4.0, 4.1),
     ]);
     assert_eq!(
@@ -221,5 +274,8 @@ fn a_start_that_never_completed_is_in_force_as_asked_to_the_end() {
     );
     let read = store::format::read_str(jsonl, store::format::Format::JsonLines).unwrap();
     let h = store::History::new(read.ops).unwrap();
-    assert_eq!(summary(&h), vec![("pause".to_string(), 1.0, -1.0, s(&["n3"]))]);
+    assert_eq!(
+        summary(&h),
+        vec![("pause".to_string(), 1.0, -1.0, s(&["n3"]))]
+    );
 }

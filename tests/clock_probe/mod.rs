@@ -34,7 +34,13 @@ pub fn build(dir: &Path) -> PathBuf {
     let src = dir.join("probe.c");
     std::fs::write(&src, format!("#include <stdlib.h>\n{PROBE_C}")).unwrap();
     let exe = dir.join("clock-probe");
-    let out = Command::new("cc").arg("-O2").arg("-o").arg(&exe).arg(&src).output().unwrap();
+    let out = Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "cc: {out:?}");
     exe
 }
@@ -91,7 +97,10 @@ pub fn preload_env_of(pid: u32) -> Vec<(String, String)> {
 pub fn summary(samples: &[Sample]) -> (bool, f64, f64, f64) {
     let monotonic = samples.windows(2).all(|w| w[1].1 >= w[0].1);
     let base = samples[0].0 - samples[0].1;
-    let rel: Vec<f64> = samples.iter().map(|(r, m)| (r - m - base) as f64 / 1e9).collect();
+    let rel: Vec<f64> = samples
+        .iter()
+        .map(|(r, m)| (r - m - base) as f64 / 1e9)
+        .collect();
     let max = rel.iter().copied().fold(f64::MIN, f64::max);
     let min = rel.iter().copied().fold(f64::MAX, f64::min);
     (monotonic, max, min, *rel.last().unwrap())

@@ -78,11 +78,7 @@ impl Process for SimFaults {
                 action: "status",
                 message: e.message,
             })
-            .map(|s| {
-                s.cluster
-                    .node_index(&node.name)
-                    .map(|i| s.cluster.is_up(i))
-            });
+            .map(|s| s.cluster.node_index(&node.name).map(|i| s.cluster.is_up(i)));
         Box::pin(async move { r })
     }
 

@@ -215,7 +215,10 @@ pub fn preload_env(control: &Path, no_cache: bool) -> Vec<(String, String)> {
             match super::walltime::install(dir) {
                 Ok(p) => p.display().to_string(),
                 Err(e) => {
-                    tracing::warn!("installing the wall-clock preload in {}: {e}", dir.display());
+                    tracing::warn!(
+                        "installing the wall-clock preload in {}: {e}",
+                        dir.display()
+                    );
                     mode.library(&control.display().to_string())
                 }
             }

@@ -227,7 +227,10 @@ mod tests {
                 .env("FAKETIME_TIMESTAMP_FILE", &rc)
                 .output()
                 .unwrap();
-            String::from_utf8_lossy(&out.stdout).trim().parse::<i64>().unwrap()
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse::<i64>()
+                .unwrap()
         };
         let now = || {
             std::time::SystemTime::now()
