@@ -89,9 +89,10 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             .default_ops
             .map(|base| default_ops_for(base, args.limits.time_limit));
     }
-    let plan = plan(&args)?;
-    // Before any database starts: what a clock fault moves.
+    // Before planning (which checks the preload is there) and before any
+    // database starts: what a clock fault moves.
     nemesis::clock::set_mode(args.faults.options.clock_mode);
+    let plan = plan(&args)?;
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
         .with_context(|| format!("creating a run directory under {}", args.store.display()))?;
     init_tracing(&run_dir.log_path());
