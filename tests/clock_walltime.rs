@@ -167,3 +167,70 @@ fn local_postgres_wall_clock_moves_and_its_monotonic_clock_does_not() {
     );
     assert!((max - 3600.0).abs() < 1.0 && last.abs() < 0.5, "{probe:?}");
 }
+
+#[test]
+fn a_clock_mode_that_does_not_exist_is_refused_by_name() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["run", "--db", "sim", "--clock-monotonic", "bogus"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("--clock-monotonic \"bogus\""), "{err}");
+}
+
+/// The clock mode is in test.json and on the run header: the default
+/// (`real`: the wall clock only) and the opt-in harsher one (`fake`).
+#[test]
+#[ignore = "needs PostgreSQL binaries and libfaketime: run by .ci/run"]
+fn the_clock_mode_is_recorded_and_on_the_run_header() {
+    for (flag, header) in [
+        ("real", "wall clock only"),
+        ("fake", "harsher than a real machine"),
+    ] {
+        let store = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let name = format!("clock-mode-{flag}");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+            .env("TMPDIR", tmp.path())
+            .args(["run", "--store"])
+            .arg(store.path())
+            .args([
+                "--db",
+                "postgres",
+                "--local",
+                "--nemesis",
+                "clock",
+                "--clock-monotonic",
+                flag,
+                "--time-limit",
+                "3s",
+                "--nemesis-interval",
+                "1s",
+                "--test-name",
+                &name,
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.lines().next().is_some_and(|l| l.contains(header)),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let runs = store.path().join("runs").join(&name);
+        let dir = std::fs::read_dir(&runs)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("test.json").is_file())
+            .expect("run dir");
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
+        assert_eq!(meta["config"]["clock_mode"], flag, "{meta}");
+    }
+}

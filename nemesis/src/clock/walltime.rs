@@ -200,7 +200,7 @@ mod tests {
         let control = d.path().join("faketime.rc").display().to_string();
         let out = std::process::Command::new("sh")
             .arg("-c")
-            .arg(install_sh(&control))
+            .arg(format!("{}true", install_sh(&control)))
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
