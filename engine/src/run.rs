@@ -668,7 +668,7 @@ fn test_json(
                     .collect::<Vec<_>>()
                     .join(","),
             ),
-            extra: clock_mode_record(&args),
+            extra: clock_mode_record(args),
         },
         ..RunMeta::default()
     }
