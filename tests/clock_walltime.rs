@@ -1,4 +1,4 @@
-//! Clock faults a real machine can have (issue 35): under harness's
+//! Clock faults a real machine can have: under harness's
 //! wall-clock preload (`nemesis::clock::walltime`, the default mode) a
 //! bump and a reset move a process's wall clock as asked and its
 //! `CLOCK_MONOTONIC` never goes backwards; under libfaketime

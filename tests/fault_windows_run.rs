@@ -1,7 +1,7 @@
 //! Fault windows from effect, end to end through `harness run`: the
 //! windows in `results.json` cover every clock sample that was off true
-//! time (per node), and no pause window begins on a server that is down
-//! (issue 35). The cases on hand-made histories are in
+//! time (per node), and no pause window begins on a server that is down.
+//! The cases on hand-made histories are in
 //! `store/tests/fault_windows.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,5 +1,5 @@
 //! Fault windows from what took effect (`store::run::faults`): the cases of
-//! issue 35 (a pause of a dead process, a paused process that is killed, a
+//! reported cases (a pause of a dead process, a paused process that is killed, a
 //! clock left off on one node by a partial reset, strobes, resets, a
 //! partition that installed no rule), and old records.
 

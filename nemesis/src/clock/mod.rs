@@ -38,7 +38,7 @@
 //! on the run (test.json `config.clock_mode`, the run header). Its
 //! `FAKETIME_DONT_FAKE_MONOTONIC=1` is no way out: in 0.9.10 absolute
 //! monotonic `clock_nanosleep` fails with `EINVAL` and monotonic condvar
-//! waits return at once (measured again for issue 35). Self-tests of the
+//! waits return at once (measured again, 2026-12). Self-tests of the
 //! fake mode: `tests/run_local_clock.rs` (PostgreSQL) and
 //! `tests/mariadb_clock.rs` (MariaDB 10.11: ±1 h jumps, no crash,
 //! `NOW(6)` within 16 ms of each jump).
