@@ -100,8 +100,12 @@ fn faulted_local_run(nemesis: &str, name: &str) -> (Option<i32>, Vec<String>, Ve
         .iter()
         .filter_map(|o| o["f"].as_str().map(str::to_string))
         .collect();
+    // Every fault applied, but where another package's fault was in the
+    // way (a pause or kill of a node that is down: said as such).
     assert!(
-        ops.iter().all(|o| o["error"].is_null()),
+        ops.iter().all(|o| o["error"]
+            .as_str()
+            .is_none_or(|e| e.contains("not running") || e.contains("no-op"))),
         "every fault applied: {ops:?}"
     );
     let meta: serde_json::Value =

@@ -104,6 +104,9 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             args.limits.rate = Some(paced_rate(ops, args.limits.time_limit));
         }
     }
+    // Before planning (which checks the preload is there) and before any
+    // database starts: what a clock fault moves.
+    nemesis::clock::set_mode(args.faults.options.clock_mode);
     let plan = plan(&args)?;
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
         .with_context(|| format!("creating a run directory under {}", args.store.display()))?;
@@ -572,6 +575,30 @@ fn watch_signals(
     });
 }
 
+/// Whether the run asks for clock faults on a database harness starts
+/// under a preload (not the simulator's clocks).
+fn preloaded_clock(args: &RunSpec) -> bool {
+    args.faults
+        .faults
+        .contains(&nemesis::schedule::FaultKind::Clock)
+        && matches!(
+            args.db.capabilities().clock_faults,
+            db_adapters::catalog::ClockFaults::Libfaketime
+        )
+}
+
+/// `config.clock_mode` of test.json when clock faults reach a real
+/// server: what they move (`nemesis::clock::ClockMode`).
+fn clock_mode_record(args: &RunSpec) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    if preloaded_clock(args) {
+        let mode = args.faults.options.clock_mode;
+        m.insert("clock_mode".into(), mode.flag().into());
+        m.insert("clock_mode_detail".into(), mode.label().into());
+    }
+    m
+}
+
 /// The first line a run prints: what is tested, how, and its seed.
 fn header(args: &RunSpec, plan: &Plan) -> String {
     let level = args.sim_bug.map_or_else(
@@ -588,8 +615,16 @@ fn header(args: &RunSpec, plan: &Plan) -> String {
     if let Some(r) = args.limits.rate {
         limit.push_str(&format!(" at {r:.0} txn/s"));
     }
+    let clock = if preloaded_clock(args) {
+        format!(
+            " · clock faults: {}",
+            args.faults.options.clock_mode.label()
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "harness run: {} · {} · {level} · checked as {} · nemesis {} · {} workers · {limit} · seed {}",
+        "harness run: {} · {} · {level} · checked as {} · nemesis {}{clock} · {} workers · {limit} · seed {}",
         plan.db.name(),
         plan.workload.name(),
         plan.expected.name(),
@@ -695,7 +730,7 @@ fn test_json(
                     .collect::<Vec<_>>()
                     .join(","),
             ),
-            extra: serde_json::Map::new(),
+            extra: clock_mode_record(args),
         },
         ..RunMeta::default()
     }

@@ -77,6 +77,13 @@ pub struct FaultArgs {
     /// +200 ms or 0, below CockroachDB's 250 ms maximum offset).
     #[arg(long, default_value = "jepsen")]
     pub clock_mix: String,
+    /// What a clock fault moves: `real` (the default: the wall clock only,
+    /// CLOCK_MONOTONIC untouched, as on a real machine whose clock is
+    /// stepped) or `fake` (libfaketime: CLOCK_MONOTONIC moves too, and
+    /// backwards after a reset — harsher than any real machine; labelled
+    /// on the run).
+    #[arg(long, default_value = "real", value_name = "real|fake")]
+    pub clock_monotonic: String,
     /// PostgreSQL on nodes: send read-only transactions to a replica.
     #[arg(long)]
     pub replica_reads: bool,
@@ -160,6 +167,10 @@ impl FaultArgs {
                     .transpose()
                     .map_err(|e| anyhow::anyhow!(e))?,
                 clock_mix: self.clock_mix.parse().map_err(|e| anyhow::anyhow!("{e}"))?,
+                clock_mode: self
+                    .clock_monotonic
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("{e}"))?,
             },
             replica_reads: self.replica_reads,
             leave_db_running: self.leave_db_running,

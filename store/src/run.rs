@@ -27,6 +27,7 @@
 //! ([`ResultsDigest`]).
 
 mod digest;
+pub mod faults;
 mod record;
 mod soak_tag;
 mod stats;
