@@ -46,8 +46,12 @@ pub fn reason(nemesis: Option<&str>, history: &History) -> Option<String> {
         }
         attempted += 1;
         // Took effect: completed without an error (nemesis completions
-        // are `info`, Jepsen's way; a failed one carries its error).
-        if history.op_type(pos) != OpType::Fail && history.error(pos).is_none() {
+        // are `info`, Jepsen's way; a failed one carries its error) on a
+        // target it reached (a kill of a process already down is a no-op),
+        // or with an error on some targets but in effect on others.
+        let failed = history.op_type(pos) == OpType::Fail;
+        let whole = history.error(pos).is_none() && store::run::faults::took_effect(history, pos);
+        if !failed && (whole || store::run::faults::names_effect(history, pos)) {
             return None;
         }
     }

@@ -225,6 +225,20 @@ pub fn took_effect(history: &History, pos: usize) -> bool {
     }
 }
 
+/// Whether the nemesis op completed at `pos` names at least one target it
+/// took effect on (a kill or pause that reached some nodes and failed on
+/// others carries an error and still took effect on those).
+pub fn names_effect(history: &History, pos: usize) -> bool {
+    let Some(d) = history.data(pos) else {
+        return false;
+    };
+    match history.f(pos).map(|f| f.as_str()) {
+        Some("kill" | "pause") => process_targets(d).is_some_and(|t| !t.is_empty()),
+        Some("start-partition") => grudge_targets(d).is_some_and(|t| !t.is_empty()),
+        _ => false,
+    }
+}
+
 /// The fault windows of `history`, in start order; `time` gives each
 /// op's time in ns.
 pub fn windows(history: &History, time: &dyn Fn(usize) -> i64) -> Vec<Window> {
