@@ -29,6 +29,7 @@
 mod lost;
 mod pages;
 mod runs;
+mod summary;
 
 use anyhow::Context;
 use axum::Router;
@@ -91,10 +92,13 @@ struct ServeState {
 /// # Errors
 /// When the store does not exist or the address cannot be bound.
 pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
-    let root = args
-        .store
-        .canonicalize()
-        .with_context(|| format!("store directory {}", args.store.display()))?;
+    let root = args.store.canonicalize().with_context(|| {
+        format!(
+            "store directory {} (no runs yet? `harness run` keeps them in ./runs; \
+                 point `--store DIR` at another store)",
+            args.store.display()
+        )
+    })?;
     anyhow::ensure!(root.is_dir(), "store {} is not a directory", root.display());
     // `harness run --store DIR` keeps runs in DIR/runs/: accept DIR too.
     let root = match root.join("runs").canonicalize() {

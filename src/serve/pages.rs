@@ -4,6 +4,7 @@
 //! to a cap, so a page costs little whatever the run holds.
 
 use super::runs::{RunInfo, Verdict, is_file_inside, read_inside_capped};
+use super::summary;
 use engine::report::html_escape as esc;
 use serde_json::Value;
 use std::fs;
@@ -31,6 +32,10 @@ img.plot { max-width: 100%; border: 1px solid #ddd; margin: 6px 0; }
 img.cycle { max-width: 100%; border: 1px solid #ddd; margin: 6px 0; background: #fff; }
 #filter { width: 320px; padding: 4px; margin-bottom: 8px; }
 .muted { color: #777; }
+.stamp { color: #555; font: 12px ui-monospace, monospace; margin-left: 4px; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+#what-happened li { margin: 3px 0; }
+code { background: #f3f3f3; padding: 0 3px; }
 </style>"#;
 
 fn page(title: &str, body: &str) -> String {
@@ -57,6 +62,21 @@ pub fn url_path(rel: &str) -> String {
     out
 }
 
+/// The link text of a run in the index: its name and, since runs of one
+/// test share the name, its directory's timestamp.
+fn run_link_text(r: &RunInfo) -> String {
+    let stamp = r.rel.rsplit('/').next().unwrap_or(&r.rel);
+    if r.rel.contains('/') && stamp != r.name {
+        format!(
+            "{} <span class=\"stamp\">{}</span>",
+            esc(&r.name),
+            esc(stamp)
+        )
+    } else {
+        esc(&r.name)
+    }
+}
+
 /// The run index.
 pub fn index(root: &Path, runs: &[RunInfo]) -> String {
     let mut b = String::new();
@@ -69,7 +89,7 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
     b.push_str("<input id=\"filter\" placeholder=\"filter (any column)\" autofocus>\n");
     b.push_str("<table id=\"runs\">\n<thead><tr>");
     for h in [
-        "name",
+        "run",
         "db",
         "workload",
         "nemesis",
@@ -77,6 +97,11 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
         "date",
         "verdict",
         "anomalies",
+        "ops",
+        "duration",
+        "faults in force",
+        "lost writes",
+        "harness",
     ] {
         b.push_str(&format!("<th>{h}</th>"));
     }
@@ -85,17 +110,25 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
         let link = format!("/run/{}/", url_path(&r.rel));
         if let Some(err) = &r.error {
             b.push_str(&format!(
-                "<tr class=\"error-row\"><td><a href=\"{link}\">{}</a></td><td colspan=\"5\">error reading run {}: {}</td><td data-v=\"error\">{}</td><td></td></tr>\n",
-                esc(&r.name),
+                "<tr class=\"error-row\"><td><a href=\"{link}\">{}</a></td><td colspan=\"5\">error reading run {}: {}</td><td data-v=\"error\">{}</td><td colspan=\"6\"></td></tr>\n",
+                run_link_text(r),
                 esc(&r.rel),
                 esc(err),
                 verdict_badge(r.verdict),
             ));
             continue;
         }
+        let stats = r.results.as_ref().and_then(|d| d.stats.as_ref());
+        let (ops, duration) = stats.map_or((String::new(), String::new()), |st| {
+            (
+                summary::thousands(summary::transactions(st).0),
+                summary::secs(st.throughput.duration_s),
+            )
+        });
+        let lost = summary::lost_count(r).map_or(String::new(), |n| n.to_string());
         b.push_str(&format!(
-            "<tr><td><a href=\"{link}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-v=\"{}\">{}</td><td>{}</td></tr>\n",
-            esc(&r.name),
+            "<tr><td><a href=\"{link}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-v=\"{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+            run_link_text(r),
             esc(&r.db),
             esc(&r.workload),
             esc(&r.nemesis),
@@ -104,6 +137,11 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
             r.verdict.label(),
             verdict_badge(r.verdict),
             esc(&r.anomaly_types.join(", ")),
+            ops,
+            duration,
+            esc(&summary::faults_cell(r)),
+            lost,
+            esc(&r.harness_version),
         ));
     }
     b.push_str("</tbody>\n</table>\n");
@@ -130,7 +168,7 @@ const INDEX_JS: &str = r#"<script>
       for (const th of ths) th.classList.remove("sorted-asc", "sorted-desc");
       ths[c].classList.add(asc ? "sorted-asc" : "sorted-desc");
       const rows = Array.from(body.rows);
-      const key = tr => (tr.cells[c] ? tr.cells[c].textContent : "").toLowerCase();
+      const key = tr => (tr.cells[c] ? tr.cells[c].textContent : "").toLowerCase().replace(/(\d),(?=\d{3})/g, "$1");
       rows.sort((a, b) => (asc ? 1 : -1) * key(a).localeCompare(key(b), undefined, { numeric: true }));
       for (const tr of rows) body.appendChild(tr);
     });
@@ -209,6 +247,7 @@ pub fn run_page(run: &RunInfo) -> String {
         ));
     }
 
+    b.push_str(&summary::what_happened(run));
     b.push_str("<h2>Configuration</h2>\n<table>\n");
     for (k, v) in [
         ("db", &run.db),
@@ -233,7 +272,7 @@ pub fn run_page(run: &RunInfo) -> String {
             ("end_time", t.end_time.clone()),
             (
                 "command_line",
-                (!t.command_line.is_empty()).then(|| t.command_line.join(", ")),
+                (!t.command_line.is_empty()).then(|| summary::shell_line(&t.command_line)),
             ),
         ] {
             if let Some(v) = v {
@@ -249,7 +288,7 @@ pub fn run_page(run: &RunInfo) -> String {
         ));
     }
 
-    b.push_str("<h2>Verdict</h2>\n");
+    b.push_str("<h2>Verdict in full</h2>\n");
     b.push_str(&format!("<p>{}", verdict_badge(run.verdict)));
     if !run.not.is_empty() {
         b.push_str(&format!(" — not {}", esc(&run.not.join(", "))));
@@ -336,25 +375,44 @@ pub fn run_page(run: &RunInfo) -> String {
         b.push_str(&super::lost::section(lost));
     }
 
-    let plots: Vec<String> = ["latency-raw", "latency-quantiles", "rate", "clock-skew"]
-        .iter()
-        .filter_map(|stem| {
-            ["svg", "png"]
-                .iter()
-                .map(|ext| format!("{stem}.{ext}"))
-                .find(|f| is_file_inside(&run.root, &run.dir.join(f)))
-        })
-        .collect();
+    let plots: Vec<String> = [
+        "latency-raw",
+        "latency-quantiles",
+        "rate",
+        "clock-skew",
+        "bank",
+    ]
+    .iter()
+    .filter_map(|stem| {
+        ["svg", "png"]
+            .iter()
+            .map(|ext| format!("{stem}.{ext}"))
+            .find(|f| is_file_inside(&run.root, &run.dir.join(f)))
+    })
+    .collect();
     let timeline = is_file_inside(&run.root, &run.dir.join("timeline.html"));
     if !plots.is_empty() || timeline {
         b.push_str("<h2>Performance</h2>\n");
         if timeline {
+            let ops = run
+                .results
+                .as_ref()
+                .and_then(|d| d.stats.as_ref())
+                .map(|st| summary::transactions(st).0);
+            let sampled = ops.is_some_and(|n| n > engine::report::timeline::MAX_SPANS as u64);
             b.push_str(&format!(
-                "<p><a id=\"timeline\" href=\"timeline.html\">timeline of the transactions</a> \
-                 <span class=\"muted\">(a run of more than {} transactions is sampled: every k-th, \
-                 plus all in a reported anomaly; the page says what it left out, and \
-                 <code>harness analyze --keep timeline</code> draws every one)</span></p>\n",
-                engine::report::timeline::MAX_SPANS
+                "<p><a id=\"timeline\" href=\"timeline.html\">timeline of the transactions</a>{}</p>\n",
+                if sampled {
+                    format!(
+                        " <span class=\"muted\">(sampled: at most {} operations, every k-th plus all \
+                         in a reported anomaly; <code>harness analyze --keep timeline</code> draws \
+                         every one)</span>",
+                        summary::thousands(engine::report::timeline::MAX_SPANS as u64)
+                    )
+                } else {
+                    " <span class=\"muted\">(every operation; those in a reported anomaly outlined)</span>"
+                        .to_string()
+                }
             ));
         }
         for p in plots {

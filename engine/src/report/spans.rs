@@ -134,6 +134,9 @@ pub struct FaultWindow {
     pub healed: bool,
     /// The start op's value, compactly (e.g. the grudge).
     pub detail: String,
+    /// The nodes or processes the window covers; empty when not known
+    /// (the plots and the timeline then draw one lane for the kind).
+    pub targets: Vec<String>,
 }
 
 impl FaultWindow {
@@ -224,6 +227,7 @@ pub fn extract(history: &History) -> Extract {
                         end_ns: t_max_ns,
                         healed: false,
                         detail: value_text(history, pos, 200),
+                        targets: Vec::new(),
                     });
                 }
                 // A second start while one is open extends the open window.

@@ -81,6 +81,9 @@ pub struct FaultWindow {
     /// When it ended; `None` if it never did.
     #[serde(rename = "end-s")]
     pub end_s: Option<f64>,
+    /// The nodes/processes the window covers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
 }
 
 /// What `results.json`'s `stats` holds.
@@ -194,6 +197,7 @@ impl RunStats {
                                 fault: k.to_string(),
                                 start_s: at,
                                 end_s: None,
+                                targets: Vec::new(),
                             });
                         }
                     }
@@ -203,12 +207,14 @@ impl RunStats {
                             fault: k.to_string(),
                             start_s: at,
                             end_s: Some(at),
+                            targets: Vec::new(),
                         }),
                     },
                     None => windows.push(FaultWindow {
                         fault: f.to_string(),
                         start_s: at,
                         end_s: Some(at),
+                        targets: Vec::new(),
                     }),
                 }
             } else if ty.is_completion()
