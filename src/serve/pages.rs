@@ -34,6 +34,7 @@ img.cycle { max-width: 100%; border: 1px solid #ddd; margin: 6px 0; background: 
 .muted { color: #777; }
 .stamp { color: #555; font: 12px ui-monospace, monospace; margin-left: 4px; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+#runs { font-size: 13px; } #runs td { white-space: nowrap; } #runs td.wrap { white-space: normal; min-width: 10em; }
 #what-happened li { margin: 3px 0; }
 code { background: #f3f3f3; padding: 0 3px; }
 </style>"#;
@@ -74,6 +75,17 @@ fn run_link_text(r: &RunInfo) -> String {
         )
     } else {
         esc(&r.name)
+    }
+}
+
+/// `2026-12-06T00:34:00.952Z` → `2026-12-06 00:34:00`; other text as is.
+fn short_date(d: &str) -> String {
+    match d.split_once('T') {
+        Some((day, time)) if day.len() == 10 => match time.get(..8) {
+            Some(hms) => format!("{day} {hms}"),
+            None => d.to_string(),
+        },
+        _ => d.to_string(),
     }
 }
 
@@ -127,13 +139,13 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
         });
         let lost = summary::lost_count(r).map_or(String::new(), |n| n.to_string());
         b.push_str(&format!(
-            "<tr><td><a href=\"{link}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-v=\"{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+            "<tr><td><a href=\"{link}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-v=\"{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"wrap\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
             run_link_text(r),
             esc(&r.db),
             esc(&r.workload),
             esc(&r.nemesis),
             esc(&r.isolation),
-            esc(&r.date),
+            esc(&short_date(&r.date)),
             r.verdict.label(),
             verdict_badge(r.verdict),
             esc(&r.anomaly_types.join(", ")),

@@ -104,7 +104,7 @@ pub fn secs(s: f64) -> String {
     }
 }
 
-/// The index's "faults in force" cell: `kill ×3, pause ×2`, `none`, or
+/// The index's "faults in force" cell: `kill×3 pause×2`, `none`, or
 /// empty when the run has no stats.
 pub fn faults_cell(run: &RunInfo) -> String {
     let Some(st) = run.results.as_ref().and_then(|r| r.stats.as_ref()) else {
@@ -115,9 +115,9 @@ pub fn faults_cell(run: &RunInfo) -> String {
         return "none".to_string();
     }
     f.iter()
-        .map(|f| format!("{} ×{}", f.fault, f.windows))
+        .map(|f| format!("{}×{}", f.fault, f.windows))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(" ")
 }
 
 /// The number of lost acknowledged writes, when the run checked for them.

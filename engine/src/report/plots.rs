@@ -86,9 +86,8 @@ struct Series<'a> {
     /// Nanoseconds per x unit.
     scale: f64,
     x_label: String,
-    /// Nanoseconds per latency unit, and the unit's axis label. The unit is
-    /// the largest in which the fastest op still takes ≥ 1, because plotters'
-    /// log axis labels nothing below 1.
+    /// Nanoseconds per latency unit, and the unit's axis label: the largest
+    /// unit in which the median op takes ≥ 1.
     lat_div: f64,
     lat_label: &'static str,
 }
@@ -109,17 +108,20 @@ impl<'a> Series<'a> {
             .collect();
         let lanes = lanes(&extract.windows, t0, scale);
         let t_end = ((extract.t_max_ns - t0) as f64 / scale).max(1e-9);
-        let fastest = spans
-            .iter()
-            .map(|s| s.latency_ns())
-            .filter(|&l| l > 0)
-            .min()
-            .unwrap_or(1_000_000);
+        // The unit in which the median op takes ≥ 1 (so most of the axis
+        // is labelled: plotters' log axis labels nothing below 1).
+        let mut lat: Vec<i64> = spans.iter().map(|s| s.latency_ns()).collect();
+        let median = if lat.is_empty() {
+            1_000_000
+        } else {
+            let mid = lat.len() / 2;
+            *lat.select_nth_unstable(mid).1
+        };
         let (lat_div, lat_label) = if extract.synthetic_time {
             (1.0, "latency (ops)")
-        } else if fastest >= 1_000_000 {
+        } else if median >= 1_000_000 {
             (1e6, "latency (ms)")
-        } else if fastest >= 1_000 {
+        } else if median >= 1_000 {
             (1e3, "latency (µs)")
         } else {
             (1.0, "latency (ns)")

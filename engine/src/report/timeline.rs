@@ -2,8 +2,8 @@
 //! completion coloured by outcome, the transactions of reported anomalies
 //! outlined, details on hover. Above the processes, one fault lane per
 //! package (and per target when the window names them), coloured as in the
-//! plots ([`FaultKind::rgb`]); behind the bars the fault windows' union is
-//! shaded light grey.
+//! plots ([`FaultKind::rgb`]); with a single lane its windows are also
+//! shaded light grey behind the bars.
 //!
 //! Key decision: the page is self-contained (inline CSS/JS, no network) and
 //! draws on a `<canvas>` from column-oriented JSON embedded in the page
@@ -292,7 +292,7 @@ canvas { display: block; cursor: crosshair; }
 #errors { color: #b00; }
 button { font-size: 12px; }
 table.faults { border-collapse: collapse; margin-top: 10px; }
-table.faults td, table.faults th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
+table.faults td, table.faults th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; white-space: nowrap; }
 </style>
 "##;
 
@@ -302,7 +302,6 @@ const PAGE_TAIL: &str = r##"<div id="bar">
   <span><span class="key" style="background:#f0a830"></span>info</span>
   <span><span class="key" style="background:#bbbbbb"></span>never completed</span>
   <span><span class="key" style="background:#fff;border:2px solid #000"></span>in a reported anomaly</span>
-  <span><span class="key" style="background:rgba(0,0,0,0.08)"></span>a fault in force (lanes above)</span>
   <button id="reset">reset zoom</button>
   <span>wheel: zoom · drag: pan</span>
   <span id="status">loading…</span>
@@ -423,9 +422,10 @@ window.addEventListener("error", function (e) {
       }
       ctx.fillStyle = "#333"; ctx.fillText(fl.label, 4, y + FH - 3);
     });
-    // Behind the bars: the union of the windows, one light grey.
+    // Behind the bars, with a single fault lane: its windows, one light
+    // grey (with several, their union would cover most of the run).
     ctx.fillStyle = "rgba(0,0,0,0.07)";
-    for (const u of UNION) {
+    for (const u of FL.length === 1 ? UNION : []) {
       const a = Math.max(LABEL, x(u[0])), b = Math.min(W, x(u[1]));
       if (b < LABEL || a > W) continue;
       ctx.fillRect(a, LTOP, Math.max(1, b - a), H - LTOP);
