@@ -433,6 +433,10 @@ fn chromium_shows_fault_lanes_what_happened_and_runs_told_apart() {
         "what happened comes first"
     );
     assert!(
+        page.contains("(every operation; those in a reported anomaly outlined)"),
+        "an unsampled run's timeline is not called sampled"
+    );
+    assert!(
         !page.contains("--nemesis, partition"),
         "the command line is a shell line, not comma-joined"
     );

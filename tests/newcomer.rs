@@ -235,7 +235,13 @@ fn bad_input_is_named_once_in_plain_words() {
     );
     // serve without a store says where runs are and how to name another.
     let missing = dir.path().join("runs");
-    let o = harness(&["serve", "--port", "0", "--store", &missing.display().to_string()]);
+    let o = harness(&[
+        "serve",
+        "--port",
+        "0",
+        "--store",
+        &missing.display().to_string(),
+    ]);
     assert_eq!(o.status.code(), Some(3));
     let t = text(&o);
     assert!(t.contains("--store DIR"), "{t}");

@@ -411,20 +411,25 @@ pub fn run_page(run: &RunInfo) -> String {
                 .as_ref()
                 .and_then(|d| d.stats.as_ref())
                 .map(|st| summary::transactions(st).0);
-            let sampled = ops.is_some_and(|n| n > engine::report::timeline::MAX_SPANS as u64);
-            b.push_str(&format!(
-                "<p><a id=\"timeline\" href=\"timeline.html\">timeline of the transactions</a>{}</p>\n",
-                if sampled {
-                    format!(
-                        " <span class=\"muted\">(sampled: at most {} operations, every k-th plus all \
-                         in a reported anomaly; <code>harness analyze --keep timeline</code> draws \
-                         every one)</span>",
-                        summary::thousands(engine::report::timeline::MAX_SPANS as u64)
-                    )
-                } else {
-                    " <span class=\"muted\">(every operation; those in a reported anomaly outlined)</span>"
-                        .to_string()
+            let max = engine::report::timeline::MAX_SPANS as u64;
+            let note = match ops {
+                Some(n) if n <= max => {
+                    "every operation; those in a reported anomaly outlined".to_string()
                 }
+                Some(_) => format!(
+                    "sampled: at most {} operations, every k-th plus all in a reported anomaly; \
+                     <code>harness analyze --keep timeline</code> draws every one",
+                    summary::thousands(max)
+                ),
+                None => format!(
+                    "a run of more than {} operations is sampled: every k-th, plus all in a \
+                     reported anomaly; the page says what it left out",
+                    summary::thousands(max)
+                ),
+            };
+            b.push_str(&format!(
+                "<p><a id=\"timeline\" href=\"timeline.html\">timeline of the transactions</a> \
+                 <span class=\"muted\">({note})</span></p>\n"
             ));
         }
         for p in plots {
