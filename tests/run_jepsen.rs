@@ -157,7 +157,10 @@ fn bank_runs_draw_the_totals_plot() {
     assert!(std::fs::metadata(dir.join("bank.png")).unwrap().len() > 1000);
     let svg = std::fs::read_to_string(dir.join("bank.svg")).unwrap();
     assert!(svg.contains("total of all accounts"), "the axis names it");
-    assert!(svg.contains("expected "), "the expected total is in the legend");
+    assert!(
+        svg.contains("expected "),
+        "the expected total is in the legend"
+    );
 }
 
 #[test]

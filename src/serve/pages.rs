@@ -36,6 +36,7 @@ img.cycle { max-width: 100%; border: 1px solid #ddd; margin: 6px 0; background: 
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 #runs { font-size: 13px; } #runs td { white-space: nowrap; } #runs td.wrap { white-space: normal; min-width: 10em; }
 #what-happened li { margin: 3px 0; }
+.swatch { display: inline-block; width: 10px; height: 10px; margin-right: 3px; vertical-align: baseline; }
 code { background: #f3f3f3; padding: 0 3px; }
 </style>"#;
 

@@ -252,6 +252,26 @@ pub fn what_happened(run: &RunInfo) -> String {
     b
 }
 
+/// A small square in the fault's colour, as in the plots' lanes and the
+/// timeline (nothing for a fault those do not draw).
+fn swatch(fault: &str) -> String {
+    use engine::report::spans::FaultKind;
+    [
+        FaultKind::Partition,
+        FaultKind::Kill,
+        FaultKind::Pause,
+        FaultKind::Clock,
+        FaultKind::Loss,
+        FaultKind::Membership,
+    ]
+    .iter()
+    .find(|k| k.name() == fault)
+    .map_or(String::new(), |k| {
+        let (r, g, b) = k.rgb();
+        format!("<span class=\"swatch\" style=\"background:rgb({r},{g},{b})\"></span>")
+    })
+}
+
 fn faults_sentence(run: &RunInfo, st: &RunStats) -> String {
     let f = faults(st);
     let asked = run.nemesis.trim();
@@ -269,7 +289,8 @@ fn faults_sentence(run: &RunInfo, st: &RunStats) -> String {
         .iter()
         .map(|f| {
             let mut s = format!(
-                "<b>{}</b> {} window{}, {} in force",
+                "{}<b>{}</b> {} window{}, {} in force",
+                swatch(&f.fault),
                 esc(&f.fault),
                 f.windows,
                 if f.windows == 1 { "" } else { "s" },
