@@ -133,7 +133,11 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let model_names: Vec<&str> = models.iter().map(|m| m.name()).collect();
     engine::say!(
         "{} against {}{}",
-        result.valid.as_str(),
+        match result.valid {
+            checker::Valid::True => "valid",
+            checker::Valid::False => "invalid",
+            checker::Valid::Unknown => "unknown",
+        },
         model_names.join(", "),
         if names.is_empty() {
             String::new()

@@ -131,8 +131,23 @@ pub fn load(
         ))),
         Err(e) => match named {
             Some((_, why)) if format.is_none() => Err(anyhow::anyhow!(why)),
-            _ => Err(e).with_context(|| format!("reading history {}", path.display())),
+            _ => Err(reading(e, path)),
         },
+    }
+}
+
+/// A reading error in context, naming `path` once: the readers' errors
+/// mostly begin with it (`FILE:LINE:COL: …`).
+fn reading<E>(e: E, path: &Path) -> anyhow::Error
+where
+    E: std::fmt::Display + Send + Sync + 'static,
+    anyhow::Error: From<E>,
+{
+    let p = path.display().to_string();
+    if e.to_string().starts_with(&p) {
+        anyhow::Error::from(e).context("reading history")
+    } else {
+        anyhow::Error::from(e).context(format!("reading history {p}"))
     }
 }
 
@@ -233,7 +248,7 @@ fn load_stream(
         ))),
         Err(e) => match named {
             Some((_, why)) if format.is_none() => Err(anyhow::anyhow!(why)),
-            _ => Err(e).with_context(|| format!("reading history {}", name.display())),
+            _ => Err(reading(e, name)),
         },
     }
 }

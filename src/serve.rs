@@ -37,6 +37,7 @@ mod pages;
 mod runs;
 mod soak_section;
 mod stream;
+mod summary;
 mod trends;
 
 use anyhow::Context;
@@ -147,9 +148,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
 
 /// The canonical runs directory of a `--store`.
 fn store_root(store: &Path) -> anyhow::Result<PathBuf> {
-    let root = store
-        .canonicalize()
-        .with_context(|| format!("store directory {}", store.display()))?;
+    let root = store.canonicalize().with_context(|| {
+        format!(
+            "store directory {} (no runs yet? `harness run` keeps them in ./runs; \
+                 point `--store DIR` at another store)",
+            store.display()
+        )
+    })?;
     anyhow::ensure!(root.is_dir(), "store {} is not a directory", root.display());
     // `harness run --store DIR` keeps runs in DIR/runs/: accept DIR too.
     Ok(match root.join("runs").canonicalize() {

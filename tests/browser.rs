@@ -147,6 +147,11 @@ fn console_scanner_sees_errors() {
 
 /// Dumps the DOM of `url` after its scripts ran, and takes a screenshot.
 fn visit(url: &str, shot: &str) -> String {
+    visit_sized(url, shot, 900)
+}
+
+/// [`visit`] with a screenshot `height` pixels tall (1280 wide).
+fn visit_sized(url: &str, shot: &str, height: u32) -> String {
     let (dom, err) = run_chromium(url, &["--dump-dom".to_string()]);
     let problems = console_problems(&err);
     assert!(
@@ -160,7 +165,7 @@ fn visit(url: &str, shot: &str) -> String {
         url,
         &[
             format!("--screenshot={}", png.display()),
-            "--window-size=1280,900".to_string(),
+            format!("--window-size=1280,{height}"),
         ],
     );
     let bytes =
@@ -270,4 +275,254 @@ fn chromium_renders_index_run_page_and_100k_op_timeline() {
     for d in &chromium_dirs {
         assert!(!d.exists(), "Chromium left {} behind", d.display());
     }
+}
+
+/// What `harness run` printed, for assertion messages.
+fn run_harness(args: &[&str]) -> String {
+    let (code, out, err) = harness(args);
+    assert!(
+        (0..=2).contains(&code),
+        "harness {args:?} → {code}\n{out}\n{err}"
+    );
+    format!("{out}{err}")
+}
+
+/// The single run directory of test `name` in `store` newest first.
+fn run_dirs(store: &Path, name: &str) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(store.join("runs").join(name))
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| !p.is_symlink() && p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    dirs.reverse();
+    dirs
+}
+
+/// Copies the run's plots into the artifacts as `<prefix>-<plot>.png`.
+fn keep_plots(run: &Path, prefix: &str) {
+    for p in ["latency-raw", "latency-quantiles", "rate", "clock-skew"] {
+        let from = run.join(format!("{p}.png"));
+        if from.is_file() {
+            let _ = std::fs::copy(&from, artifacts().join(format!("{prefix}-{p}.png")));
+        }
+    }
+}
+
+/// The fault lanes a plot's SVG labels (text elements naming a package).
+fn svg_lanes(run: &Path, plot: &str) -> Vec<String> {
+    let svg = std::fs::read_to_string(run.join(format!("{plot}.svg"))).unwrap_or_default();
+    let texts: Vec<&str> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| t.split_once('>'))
+        .filter_map(|(_, rest)| rest.split("</text>").next())
+        .map(str::trim)
+        .collect();
+    ["partition", "kill", "pause", "clock"]
+        .iter()
+        .filter(|k| texts.contains(k))
+        .map(|k| k.to_string())
+        .collect()
+}
+
+#[test]
+#[ignore = "system test, needs Chromium; .ci/run runs it"]
+fn chromium_shows_fault_lanes_what_happened_and_runs_told_apart() {
+    let store = artifacts().join("pages-store");
+    let _ = std::fs::remove_dir_all(&store);
+    std::fs::create_dir_all(&store).unwrap_or_else(|e| panic!("{e}"));
+    let s = store.to_string_lossy().to_string();
+    let name = "sim-four-faults";
+    // Four fault packages overlapping on three simulated replicas, twice
+    // under the same name (two seeds): the index must tell them apart.
+    for seed in ["7", "8"] {
+        run_harness(&[
+            "run",
+            "--store",
+            &s,
+            "--db",
+            "sim",
+            "--sim-replicas",
+            "3",
+            "--test-name",
+            name,
+            "--nemesis",
+            "partition,kill,pause,clock",
+            "--nemesis-interval",
+            "300ms",
+            "--time-limit",
+            "8s",
+            "--rate",
+            "400",
+            "--concurrency",
+            "6",
+            "--op-timeout",
+            "1s",
+            "--seed",
+            seed,
+        ]);
+    }
+    let runs = run_dirs(&store, name);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let run = &runs[0];
+    // Every time plot draws a labelled lane per package, above the data.
+    for plot in ["latency-raw", "latency-quantiles", "rate"] {
+        assert_eq!(
+            svg_lanes(run, plot),
+            ["partition", "kill", "pause", "clock"],
+            "{plot}.svg lanes"
+        );
+    }
+    keep_plots(run, "sim-four-faults");
+    // A run with no results.json (killed before checking) says how to get one.
+    let broken = store.join("runs").join(name).join("20200101T000000.000");
+    std::fs::create_dir_all(&broken).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(run.join("test.json"), broken.join("test.json"))
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let srv = serve(&store);
+    let base = format!("http://{}", srv.addr);
+    let index = visit(&format!("{base}/"), "pages-index.png");
+    let stamps: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            r.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    for stamp in &stamps {
+        assert!(
+            index.contains(&format!("{name} <span class=\"stamp\">{stamp}</span>")),
+            "the index names run {stamp} apart: {index}"
+        );
+    }
+    for col in [
+        "ops",
+        "duration",
+        "faults in force",
+        "lost writes",
+        "harness",
+    ] {
+        assert!(index.contains(&format!("<th>{col}</th>")), "column {col}");
+    }
+    assert!(index.contains("kill×"), "faults in force listed: {index}");
+
+    let rel = format!("{name}/{}", stamps[0]);
+    let page = visit_sized(
+        &format!("{base}/run/{rel}/"),
+        "pages-run-sim-four-faults.png",
+        2600,
+    );
+    let what = page
+        .split("id=\"what-happened\">")
+        .nth(1)
+        .and_then(|s| s.split("</ul>").next())
+        .unwrap_or_else(|| panic!("no what-happened list: {page}"));
+    assert!(what.contains("Checked "), "{what}");
+    assert!(what.contains("Faults that took effect"), "{what}");
+    for k in ["partition", "kill", "pause", "clock"] {
+        assert!(what.contains(&format!("<b>{k}</b>")), "{k} in {what}");
+    }
+    assert!(
+        page.find("id=\"what-happened\"") < page.find("<h2>Configuration</h2>"),
+        "what happened comes first"
+    );
+    assert!(
+        page.contains("(every operation; those in a reported anomaly outlined)"),
+        "an unsampled run's timeline is not called sampled"
+    );
+    assert!(
+        !page.contains("--nemesis, partition"),
+        "the command line is a shell line, not comma-joined"
+    );
+    let tl = visit(
+        &format!("{base}/run/{rel}/timeline.html"),
+        "pages-timeline-sim-four-faults.png",
+    );
+    assert!(
+        tl.contains("nemesis operations"),
+        "client and nemesis ops counted apart"
+    );
+    for n in [1, 2, 3] {
+        assert!(!tl.contains(&format!("every {n}th")), "no \"every {n}th\"");
+    }
+    assert!(
+        !tl.contains("Showing "),
+        "an unsampled run says nothing about sampling"
+    );
+
+    let none = visit(
+        &format!("{base}/run/{name}/20200101T000000.000/"),
+        "pages-run-no-result.png",
+    );
+    assert!(
+        none.contains(&format!(
+            "harness analyze {}",
+            store
+                .canonicalize()
+                .unwrap_or_default()
+                .join("runs")
+                .join(name)
+                .join("20200101T000000.000")
+                .display()
+        )),
+        "a run without results says how to get them: {none}"
+    );
+}
+
+#[test]
+#[ignore = "system test, needs PostgreSQL and Chromium; .ci/run runs it"]
+fn chromium_shows_a_postgres_kill_run() {
+    let store = artifacts().join("pages-store-postgres");
+    let _ = std::fs::remove_dir_all(&store);
+    std::fs::create_dir_all(&store).unwrap_or_else(|e| panic!("{e}"));
+    let s = store.to_string_lossy().to_string();
+    let name = "postgres-kill";
+    run_harness(&[
+        "run",
+        "--store",
+        &s,
+        "--db",
+        "postgres",
+        "--local",
+        "--test-name",
+        name,
+        "--nemesis",
+        "kill",
+        "--nemesis-interval",
+        "4s",
+        "--time-limit",
+        "20s",
+        "--concurrency",
+        "6",
+        "--op-timeout",
+        "2s",
+    ]);
+    let runs = run_dirs(&store, name);
+    let run = runs
+        .first()
+        .unwrap_or_else(|| panic!("no run in {}", store.display()));
+    assert_eq!(svg_lanes(run, "latency-quantiles"), ["kill"]);
+    keep_plots(run, "postgres-kill");
+    let srv = serve(&store);
+    let base = format!("http://{}", srv.addr);
+    let stamp = run
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let page = visit_sized(
+        &format!("{base}/run/{name}/{stamp}/"),
+        "pages-run-postgres-kill.png",
+        2600,
+    );
+    assert!(page.contains("<b>kill</b>"), "{page}");
+    visit(
+        &format!("{base}/run/{name}/{stamp}/timeline.html"),
+        "pages-timeline-postgres-kill.png",
+    );
 }

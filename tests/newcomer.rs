@@ -1,6 +1,7 @@
 //! What a new user meets first: `--help` that lists every value, and plain
-//! words for the files people pass to `harness check` by mistake (the table
-//! in README.md, "Mistakes and what harness says").
+//! words for the files people pass to `harness check` by mistake and for
+//! the other messages a newcomer met (the table in docs/capabilities.md,
+//! "Mistakes and what harness says").
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -207,4 +208,42 @@ fn a_valid_check_says_what_was_checked() {
         out.contains("(analyses: reads, lost-update, cycles, weak, sat)"),
         "{out}"
     );
+}
+
+#[test]
+fn bad_input_is_named_once_in_plain_words() {
+    let dir = tempfile::tempdir().unwrap();
+    // A negative index says which number, not "found an integer", and the
+    // path is named once.
+    let neg = dir.path().join("neg.jsonl");
+    std::fs::write(
+        &neg,
+        "{\"index\":-1,\"type\":\"invoke\",\"process\":0,\"f\":\"txn\",\"value\":[[\"append\",1,1]]}\n",
+    )
+    .unwrap();
+    let o = harness(&["check", &neg.display().to_string()]);
+    assert_eq!(o.status.code(), Some(3));
+    let t = text(&o);
+    assert!(
+        t.contains("field `index`: expected a non-negative integer, found -1"),
+        "{t}"
+    );
+    assert_eq!(
+        t.matches(&neg.display().to_string()).count(),
+        1,
+        "the path once: {t}"
+    );
+    // serve without a store says where runs are and how to name another.
+    let missing = dir.path().join("runs");
+    let o = harness(&[
+        "serve",
+        "--port",
+        "0",
+        "--store",
+        &missing.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let t = text(&o);
+    assert!(t.contains("--store DIR"), "{t}");
+    assert!(t.contains("`harness run` keeps them in ./runs"), "{t}");
 }

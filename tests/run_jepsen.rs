@@ -156,7 +156,11 @@ fn bank_runs_draw_the_totals_plot() {
     let dir = run_dir(store.path(), "plot");
     assert!(std::fs::metadata(dir.join("bank.png")).unwrap().len() > 1000);
     let svg = std::fs::read_to_string(dir.join("bank.svg")).unwrap();
-    assert!(svg.contains("Total of all accounts"));
+    assert!(svg.contains("total of all accounts"), "the axis names it");
+    assert!(
+        svg.contains("expected "),
+        "the expected total is in the legend"
+    );
 }
 
 #[test]

@@ -364,7 +364,10 @@ fn local_postgres_clock_bump_and_strobe_are_measured_and_valid() {
         assert!(dir.join(f).is_file(), "{f} written");
     }
     let svg = std::fs::read_to_string(dir.join("clock-skew.svg")).unwrap();
-    assert!(svg.contains("Clock skew") && svg.contains("local"), "plot");
+    assert!(
+        svg.contains("clock offset per node") && svg.contains("local"),
+        "plot"
+    );
     let csv = std::fs::read_to_string(dir.join("clock-offsets.csv")).unwrap();
     assert_eq!(csv.lines().count(), measured + 1, "{csv}");
     assert_eq!(

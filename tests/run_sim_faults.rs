@@ -83,6 +83,14 @@ fn sim_faults_at(
         .filter(|o| o["type"] == "info")
         .filter_map(|o| o["f"].as_str().map(str::to_string))
         .collect();
+    // harness.log tells the same fault story as the history.
+    let log = std::fs::read_to_string(dir.join("harness.log")).unwrap();
+    for f in &fs {
+        assert!(
+            log.contains(&format!("nemesis {f} info: ")),
+            "harness.log names nemesis op {f}:\n{log}"
+        );
+    }
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
     assert_eq!(meta["summary"]["final_reads_done"], true, "final reads ran");

@@ -27,3 +27,80 @@ macro_rules! say_raw {
         let _ = write!(std::io::stdout().lock(), $($arg)*);
     }};
 }
+
+/// How a warning or error logged during a run reads on the terminal:
+/// `warning: MESSAGE` (or `error: …`), like every other message harness
+/// prints, not a log line with a timestamp, level and module path
+/// (`harness.log` keeps those).
+pub struct PlainWarnings;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for PlainWarnings
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut w: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let what = if *event.metadata().level() == tracing::Level::ERROR {
+            "error"
+        } else {
+            "warning"
+        };
+        write!(w, "{what}: ")?;
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn warnings_read_as_plain_messages_not_log_lines() {
+        use tracing_subscriber::prelude::*;
+        let buf = Buf::default();
+        let out = buf.clone();
+        let sub = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(move || out.clone())
+                .with_ansi(false)
+                .event_format(super::PlainWarnings),
+        );
+        tracing::subscriber::with_default(sub, || {
+            tracing::warn!("the database took {} s to start", 3);
+            tracing::error!(node = "n1", "kill failed");
+        });
+        let text = String::from_utf8_lossy(
+            &buf.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+        .into_owned();
+        assert_eq!(
+            text,
+            "warning: the database took 3 s to start\nerror: kill failed node=\"n1\"\n"
+        );
+    }
+}

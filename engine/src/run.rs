@@ -747,7 +747,8 @@ fn redact_url(url: &str) -> String {
     url.to_string()
 }
 
-/// Logs to `harness.log` (info and up, or `RUST_LOG`) and to stderr (warn and up).
+/// Logs to `harness.log` (info and up, or `RUST_LOG`) and to stderr (warn
+/// and up, as `warning: MESSAGE`).
 fn init_tracing(log_path: &Path) {
     use tracing_subscriber::filter::{EnvFilter, LevelFilter};
     use tracing_subscriber::prelude::*;
@@ -774,7 +775,8 @@ fn init_tracing(log_path: &Path) {
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
                 // No colour codes in a redirected stderr (soak logs, CI).
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .with_ansi(false)
+                .event_format(crate::console::PlainWarnings)
                 .with_filter(LevelFilter::WARN),
         )
         .try_init();

@@ -4,6 +4,7 @@
 //! to a cap, so a page costs little whatever the run holds.
 
 use super::runs::{RunInfo, Verdict, is_file_inside, read_inside_capped};
+use super::summary;
 use engine::report::html_escape as esc;
 use serde_json::Value;
 use std::fs;
@@ -31,6 +32,12 @@ img.plot { max-width: 100%; border: 1px solid #ddd; margin: 6px 0; }
 img.cycle { max-width: 100%; border: 1px solid #ddd; margin: 6px 0; background: #fff; }
 #filter { width: 320px; padding: 4px; margin-bottom: 8px; }
 .muted { color: #777; }
+.stamp { color: #555; font: 12px ui-monospace, monospace; margin-left: 4px; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+#runs { font-size: 13px; } #runs td { white-space: nowrap; } #runs td.wrap { white-space: normal; min-width: 10em; }
+#what-happened li { margin: 3px 0; }
+.swatch { display: inline-block; width: 10px; height: 10px; margin-right: 3px; vertical-align: baseline; }
+code { background: #f3f3f3; padding: 0 3px; }
 </style>"#;
 
 fn page(title: &str, body: &str) -> String {
@@ -57,6 +64,32 @@ pub fn url_path(rel: &str) -> String {
     out
 }
 
+/// The link text of a run in the index: its name and, since runs of one
+/// test share the name, its directory's timestamp.
+fn run_link_text(r: &RunInfo) -> String {
+    let stamp = r.rel.rsplit('/').next().unwrap_or(&r.rel);
+    if r.rel.contains('/') && stamp != r.name {
+        format!(
+            "{} <span class=\"stamp\">{}</span>",
+            esc(&r.name),
+            esc(stamp)
+        )
+    } else {
+        esc(&r.name)
+    }
+}
+
+/// `2026-12-06T00:34:00.952Z` → `2026-12-06 00:34:00`; other text as is.
+fn short_date(d: &str) -> String {
+    match d.split_once('T') {
+        Some((day, time)) if day.len() == 10 => match time.get(..8) {
+            Some(hms) => format!("{day} {hms}"),
+            None => d.to_string(),
+        },
+        _ => d.to_string(),
+    }
+}
+
 /// The run index.
 pub fn index(root: &Path, runs: &[RunInfo]) -> String {
     let mut b = String::new();
@@ -70,7 +103,7 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
     b.push_str("<input id=\"filter\" placeholder=\"filter (any column)\" autofocus>\n");
     b.push_str("<table id=\"runs\">\n<thead><tr>");
     for h in [
-        "name",
+        "run",
         "db",
         "workload",
         "nemesis",
@@ -78,6 +111,11 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
         "date",
         "verdict",
         "anomalies",
+        "ops",
+        "duration",
+        "faults in force",
+        "lost writes",
+        "harness",
     ] {
         b.push_str(&format!("<th>{h}</th>"));
     }
@@ -86,25 +124,38 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
         let link = format!("/run/{}/", url_path(&r.rel));
         if let Some(err) = &r.error {
             b.push_str(&format!(
-                "<tr class=\"error-row\"><td><a href=\"{link}\">{}</a></td><td colspan=\"5\">error reading run {}: {}</td><td data-v=\"error\">{}</td><td></td></tr>\n",
-                esc(&r.name),
+                "<tr class=\"error-row\"><td><a href=\"{link}\">{}</a></td><td colspan=\"5\">error reading run {}: {}</td><td data-v=\"error\">{}</td><td colspan=\"6\"></td></tr>\n",
+                run_link_text(r),
                 esc(&r.rel),
                 esc(err),
                 verdict_badge(r.verdict),
             ));
             continue;
         }
+        let stats = r.results.as_ref().and_then(|d| d.stats.as_ref());
+        let (ops, duration) = stats.map_or((String::new(), String::new()), |st| {
+            (
+                summary::thousands(summary::transactions(st).0),
+                summary::secs(st.throughput.duration_s),
+            )
+        });
+        let lost = summary::lost_count(r).map_or(String::new(), |n| n.to_string());
         b.push_str(&format!(
-            "<tr><td><a href=\"{link}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-v=\"{}\">{}</td><td>{}</td></tr>\n",
-            esc(&r.name),
+            "<tr><td><a href=\"{link}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-v=\"{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"wrap\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+            run_link_text(r),
             esc(&r.db),
             esc(&r.workload),
             esc(&r.nemesis),
             esc(&r.isolation),
-            esc(&r.date),
+            esc(&short_date(&r.date)),
             r.verdict.label(),
             verdict_badge(r.verdict),
             esc(&r.anomaly_types.join(", ")),
+            ops,
+            duration,
+            esc(&summary::faults_cell(r)),
+            lost,
+            esc(&r.harness_version),
         ));
     }
     b.push_str("</tbody>\n</table>\n");
@@ -131,7 +182,7 @@ const INDEX_JS: &str = r#"<script>
       for (const th of ths) th.classList.remove("sorted-asc", "sorted-desc");
       ths[c].classList.add(asc ? "sorted-asc" : "sorted-desc");
       const rows = Array.from(body.rows);
-      const key = tr => (tr.cells[c] ? tr.cells[c].textContent : "").toLowerCase();
+      const key = tr => (tr.cells[c] ? tr.cells[c].textContent : "").toLowerCase().replace(/(\d),(?=\d{3})/g, "$1");
       rows.sort((a, b) => (asc ? 1 : -1) * key(a).localeCompare(key(b), undefined, { numeric: true }));
       for (const tr of rows) body.appendChild(tr);
     });
@@ -210,6 +261,7 @@ pub fn run_page(run: &RunInfo) -> String {
         ));
     }
 
+    b.push_str(&summary::what_happened(run));
     b.push_str("<h2>Configuration</h2>\n<table>\n");
     for (k, v) in [
         ("db", &run.db),
@@ -245,7 +297,7 @@ pub fn run_page(run: &RunInfo) -> String {
             ),
             (
                 "command_line",
-                (!t.command_line.is_empty()).then(|| t.command_line.join(", ")),
+                (!t.command_line.is_empty()).then(|| summary::shell_line(&t.command_line)),
             ),
         ] {
             if let Some(v) = v {
@@ -261,7 +313,7 @@ pub fn run_page(run: &RunInfo) -> String {
         ));
     }
 
-    b.push_str("<h2>Verdict</h2>\n");
+    b.push_str("<h2>Verdict in full</h2>\n");
     b.push_str(&format!("<p>{}", verdict_badge(run.verdict)));
     if !run.not.is_empty() {
         b.push_str(&format!(" — not {}", esc(&run.not.join(", "))));
@@ -352,25 +404,49 @@ pub fn run_page(run: &RunInfo) -> String {
         b.push_str(&super::lost::section(lost));
     }
 
-    let plots: Vec<String> = ["latency-raw", "latency-quantiles", "rate", "clock-skew"]
-        .iter()
-        .filter_map(|stem| {
-            ["svg", "png"]
-                .iter()
-                .map(|ext| format!("{stem}.{ext}"))
-                .find(|f| is_file_inside(&run.root, &run.dir.join(f)))
-        })
-        .collect();
+    let plots: Vec<String> = [
+        "latency-raw",
+        "latency-quantiles",
+        "rate",
+        "clock-skew",
+        "bank",
+    ]
+    .iter()
+    .filter_map(|stem| {
+        ["svg", "png"]
+            .iter()
+            .map(|ext| format!("{stem}.{ext}"))
+            .find(|f| is_file_inside(&run.root, &run.dir.join(f)))
+    })
+    .collect();
     let timeline = is_file_inside(&run.root, &run.dir.join("timeline.html"));
     if !plots.is_empty() || timeline {
         b.push_str("<h2>Performance</h2>\n");
         if timeline {
+            let ops = run
+                .results
+                .as_ref()
+                .and_then(|d| d.stats.as_ref())
+                .map(|st| summary::transactions(st).0);
+            let max = engine::report::timeline::MAX_SPANS as u64;
+            let note = match ops {
+                Some(n) if n <= max => {
+                    "every operation; those in a reported anomaly outlined".to_string()
+                }
+                Some(_) => format!(
+                    "sampled: at most {} operations, every k-th plus all in a reported anomaly; \
+                     <code>harness analyze --keep timeline</code> draws every one",
+                    summary::thousands(max)
+                ),
+                None => format!(
+                    "a run of more than {} operations is sampled: every k-th, plus all in a \
+                     reported anomaly; the page says what it left out",
+                    summary::thousands(max)
+                ),
+            };
             b.push_str(&format!(
                 "<p><a id=\"timeline\" href=\"timeline.html\">timeline of the transactions</a> \
-                 <span class=\"muted\">(a run of more than {} transactions is sampled: every k-th, \
-                 plus all in a reported anomaly; the page says what it left out, and \
-                 <code>harness analyze --keep timeline</code> draws every one)</span></p>\n",
-                engine::report::timeline::MAX_SPANS
+                 <span class=\"muted\">({note})</span></p>\n"
             ));
         }
         for p in plots {

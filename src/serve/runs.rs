@@ -172,6 +172,8 @@ pub struct RunInfo {
     pub not: Vec<String>,
     /// What went wrong reading this run, if anything.
     pub error: Option<String>,
+    /// The harness version that made it (empty when not recorded).
+    pub harness_version: String,
     /// `test.json`, parsed (run pages only; the index does not keep it).
     pub test: Option<store::run::RunMeta>,
     /// `results.json`, digested.
@@ -286,6 +288,7 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
         anomaly_types: Vec::new(),
         not: Vec::new(),
         error: None,
+        harness_version: String::new(),
         test: None,
         results: None,
     };
@@ -299,6 +302,7 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
             info.workload = t.workload().unwrap_or_default();
             info.nemesis = t.nemesis().unwrap_or_default();
             info.isolation = isolation(&t);
+            info.harness_version = t.harness_version().unwrap_or_default();
             if let Some(date) = t.started() {
                 info.date = date;
             }

@@ -513,6 +513,11 @@ impl Op {
     }
 }
 
+/// An op's `f` in an error message: `txn`, or `none` when it has none.
+fn show_f(f: &Option<String>) -> String {
+    f.as_deref().unwrap_or("none").to_string()
+}
+
 /// A structural problem in a sequence of ops, naming the op where it was found.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum HistoryError {
@@ -538,7 +543,9 @@ pub enum HistoryError {
     },
     /// A completion whose `f` differs from its invocation's.
     #[error(
-        "op {index}: completion f {completion_f:?} does not match invocation op {invoke}'s f {invoke_f:?}"
+        "op {index}: completion f {} does not match invocation op {invoke}'s f {}",
+        show_f(.completion_f),
+        show_f(.invoke_f)
     )]
     FMismatch {
         /// The completion.

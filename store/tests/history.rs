@@ -86,6 +86,11 @@ fn f_mismatch_is_an_error() {
         ),
         "{e:?}"
     );
+    // Said in plain words, not as Rust's `Some("txn")`.
+    assert_eq!(
+        e.to_string(),
+        "op 1: completion f read does not match invocation op 0's f txn"
+    );
 }
 
 #[test]

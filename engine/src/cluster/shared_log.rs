@@ -72,6 +72,19 @@ impl HistorySink for SharedLog {
 
 impl Recorder for SharedLog {
     fn record(&self, op_type: OpType, f: F, value: Data, error: Option<String>) {
+        // harness.log tells the fault story too: what each nemesis op did.
+        if op_type != OpType::Invoke {
+            let mut text = String::new();
+            crate::report::spans::data_text(&value, &mut text, 300);
+            match &error {
+                Some(e) => tracing::info!(
+                    "nemesis {} {}: {text}; error: {e}",
+                    f.as_str(),
+                    op_type.as_str()
+                ),
+                None => tracing::info!("nemesis {} {}: {text}", f.as_str(), op_type.as_str()),
+            }
+        }
         let op = Op {
             index: OpIndex(0),
             time_ns: Some(i64::try_from(self.started.elapsed().as_nanos()).unwrap_or(i64::MAX)),

@@ -1,6 +1,7 @@
 //! `clock-skew.png` / `clock-skew.svg` and `clock-offsets.csv`: each
 //! node's clock offset over time (Jepsen's clock plot), as a step line per
-//! node extended to the end of the run, fault windows shaded.
+//! node extended to the end of the run, in the frame of `plot_frame`
+//! (fault lanes above the data, legend above the lanes).
 //!
 //! The samples are the `clock-offsets` of the nemesis `info` completions
 //! of clock ops (`start-clock`, `stop-clock`): the database's own clock
@@ -10,7 +11,11 @@
 //! op; `error_s` is half the read's round trip; `expected_s` what the
 //! control file said).
 
-use super::plots::{PLOT_SIZE, register_font, shade};
+use super::plot_frame::{
+    DESC_SIZE, Key, MARGIN, Mark, TICK_SIZE, X_LABEL_AREA, Y_LABEL_AREA, draw_lanes, frame, lanes,
+    shade, tick,
+};
+use super::plots::{PLOT_SIZE, mesh, register_font};
 use super::spans::Extract;
 use anyhow::{Context, anyhow};
 use plotters::coord::Shift;
@@ -173,7 +178,16 @@ where
     DB::ErrorType: 'static,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
-    root.fill(&WHITE).map_err(err)?;
+    draw_in(&root, samples, extract).map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+fn draw_in<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    samples: &[Sample],
+    extract: &Extract,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let t0 = extract.t_min_ns as f64 / 1e9;
     let t_end = ((extract.t_max_ns as f64 / 1e9) - t0)
         .max(samples.iter().map(|s| s.t_s).fold(1.0, f64::max));
@@ -181,52 +195,39 @@ where
     let hi = samples.iter().map(|s| s.offset_s).fold(0.0f64, f64::max);
     let pad = ((hi - lo) * 0.1).max(0.05);
     let (y0, y1) = (lo - pad, hi + pad);
-    let mut chart = ChartBuilder::on(&root)
-        .caption("Clock skew per node", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..t_end * 1.02, y0..y1)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("Time (s)")
-        .y_desc("Skew (s)")
-        .label_style(("sans-serif", 13))
-        .draw()
-        .map_err(err)?;
-    let windows: Vec<_> = extract
-        .windows
-        .iter()
-        .map(|w| w.seconds_after(t0))
+    let lines = steps(samples, t_end);
+    let keys: Vec<Key> = lines
+        .keys()
+        .enumerate()
+        .map(|(i, node)| Key::new(*node, NODE_COLORS[i % NODE_COLORS.len()], Mark::Line))
         .collect();
-    shade(&mut chart, &windows, y0, y1).map_err(err)?;
-    for (i, (node, line)) in steps(samples, t_end).into_iter().enumerate() {
+    let lanes = lanes(&extract.windows, extract.t_min_ns, 1e9);
+    let area = frame(
+        root,
+        "clock offset per node (database clock − harness clock)",
+        &keys,
+        &lanes,
+    )?;
+    let x_max = t_end * 1.02;
+    let mut chart = ChartBuilder::on(&area)
+        .margin(MARGIN)
+        .x_label_area_size(X_LABEL_AREA)
+        .y_label_area_size(Y_LABEL_AREA)
+        .build_cartesian_2d(0.0..x_max, y0..y1)?;
+    mesh!(chart, "time (s)", "offset (s)");
+    shade(&mut chart, &lanes, y0, y1)?;
+    for (i, (node, line)) in lines.into_iter().enumerate() {
         let color = NODE_COLORS[i % NODE_COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
-            .map_err(err)?
-            .label(node.to_string())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], color.stroke_width(2)));
-        chart
-            .draw_series(
-                samples
-                    .iter()
-                    .filter(|s| s.node == node)
-                    .map(|s| Circle::new((s.t_s, s.offset_s), 3, color.filled())),
-            )
-            .map_err(err)?;
+        chart.draw_series(LineSeries::new(line, color.stroke_width(2)))?;
+        chart.draw_series(
+            samples
+                .iter()
+                .filter(|s| s.node == node)
+                .map(|s| Circle::new((s.t_s, s.offset_s), 3, color.filled())),
+        )?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    let px = chart.plotting_area().get_pixel_range().0;
+    draw_lanes(root, &lanes, px, (0.0, x_max))
 }
 
 #[cfg(test)]

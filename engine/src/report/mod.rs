@@ -14,6 +14,7 @@ pub mod elle;
 pub mod graph_svg;
 pub mod lost_writes;
 pub mod permit;
+pub(crate) mod plot_frame;
 pub mod plots;
 pub mod repro;
 pub mod shard;
@@ -188,7 +189,13 @@ pub fn write_perf_reports(
     } else {
         timeline::Shown::AtMost(timeline::MAX_SPANS, &in_anomalies)
     };
-    let html = timeline::render(history, &extract, &run_title(run_dir), &shown);
+    let html = timeline::render_marked(
+        history,
+        &extract,
+        &run_title(run_dir),
+        &shown,
+        &in_anomalies,
+    );
     let path = run_dir.join("timeline.html");
     fs::write(&path, html).with_context(|| format!("writing {}", path.display()))?;
     plots::write_all(run_dir, &extract)?;

@@ -1,14 +1,18 @@
 //! Performance plots, each as PNG and SVG: `latency-raw` (latency of every
 //! op over time, by outcome), `latency-quantiles` (ok latency quantiles per
-//! time bucket) and `rate` (throughput per time bucket, by outcome). Fault
-//! windows are shaded in all of them.
+//! time bucket) and `rate` (throughput per time bucket, by outcome), each
+//! in the frame of `plot_frame` (fault lanes above the data).
 //!
 //! Key decision: plotters without its system font stack (no fontconfig or
 //! freetype): text is drawn with ab_glyph from DejaVu Sans bundled in
 //! `assets/fonts/` and registered once as "sans-serif". SVGs cap the number
 //! of scatter points (evenly sampled) so they stay small at 100k ops.
 
-use super::spans::{Extract, FaultKind, Outcome, Span};
+use super::plot_frame::{
+    DESC_SIZE, Key, Lane, MARGIN, Mark, TICK_SIZE, X_LABEL_AREA, Y_LABEL_AREA, draw_lanes, frame,
+    lanes, shade, tick, time_unit,
+};
+use super::spans::{Extract, Outcome, Span};
 use anyhow::{Context, anyhow};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -44,11 +48,6 @@ fn outcome_color(o: Outcome) -> RGBColor {
     }
 }
 
-pub(crate) fn fault_color(k: FaultKind) -> RGBColor {
-    let (r, g, b) = k.rgb();
-    RGBColor(r, g, b)
-}
-
 /// Which plot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PlotKind {
@@ -78,52 +77,51 @@ impl PlotKind {
     }
 }
 
-/// Client spans in seconds (or op positions when times are synthetic).
+/// Client spans in the run's time unit (or op positions when times are
+/// synthetic), and the fault lanes in the same unit.
 struct Series<'a> {
     spans: Vec<&'a Span>,
-    windows: Vec<(FaultKind, f64, f64)>,
+    lanes: Vec<Lane>,
     t_end: f64,
+    /// Nanoseconds per x unit.
     scale: f64,
-    x_label: &'static str,
-    /// Nanoseconds per latency unit, and the unit's axis label. The unit is
-    /// the largest in which the fastest op still takes ≥ 1, because plotters'
-    /// log axis labels nothing below 1.
+    x_label: String,
+    /// Nanoseconds per latency unit, and the unit's axis label: the largest
+    /// unit in which the median op takes ≥ 1.
     lat_div: f64,
     lat_label: &'static str,
 }
 
 impl<'a> Series<'a> {
     fn new(extract: &'a Extract) -> Series<'a> {
-        let scale = if extract.synthetic_time { 1.0 } else { 1e9 };
+        let range_s = (extract.t_max_ns - extract.t_min_ns) as f64 / 1e9;
+        let (scale, unit) = if extract.synthetic_time {
+            (1.0, "")
+        } else {
+            time_unit(range_s)
+        };
         let t0 = extract.t_min_ns;
         let spans: Vec<&Span> = extract
             .spans
             .iter()
             .filter(|s| s.process != Some(store::Process::Nemesis))
             .collect();
-        let windows = extract
-            .windows
-            .iter()
-            .map(|w| {
-                (
-                    w.kind,
-                    (w.start_ns - t0) as f64 / scale,
-                    (w.end_ns - t0) as f64 / scale,
-                )
-            })
-            .collect();
+        let lanes = lanes(&extract.windows, t0, scale);
         let t_end = ((extract.t_max_ns - t0) as f64 / scale).max(1e-9);
-        let fastest = spans
-            .iter()
-            .map(|s| s.latency_ns())
-            .filter(|&l| l > 0)
-            .min()
-            .unwrap_or(1_000_000);
+        // The unit in which the median op takes ≥ 1 (so most of the axis
+        // is labelled: plotters' log axis labels nothing below 1).
+        let mut lat: Vec<i64> = spans.iter().map(|s| s.latency_ns()).collect();
+        let median = if lat.is_empty() {
+            1_000_000
+        } else {
+            let mid = lat.len() / 2;
+            *lat.select_nth_unstable(mid).1
+        };
         let (lat_div, lat_label) = if extract.synthetic_time {
             (1.0, "latency (ops)")
-        } else if fastest >= 1_000_000 {
+        } else if median >= 1_000_000 {
             (1e6, "latency (ms)")
-        } else if fastest >= 1_000 {
+        } else if median >= 1_000 {
             (1e3, "latency (µs)")
         } else {
             (1.0, "latency (ns)")
@@ -132,13 +130,13 @@ impl<'a> Series<'a> {
             lat_div,
             lat_label,
             spans,
-            windows,
+            lanes,
             t_end,
             scale,
             x_label: if extract.synthetic_time {
-                "op position"
+                "op position".to_string()
             } else {
-                "time (s)"
+                format!("time ({unit})")
             },
         }
     }
@@ -223,42 +221,6 @@ where
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
-/// Shades fault windows over `[y0, y1]`, labelling the first window of each kind.
-/// `windows` are `(kind, start, end)` in the chart's x unit; the bank and
-/// clock plots shade theirs with it too.
-pub(crate) fn shade<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
-    chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
-    windows: &[(FaultKind, f64, f64)],
-    y0: f64,
-    y1: f64,
-) -> DrawResult<DB> {
-    let mut labelled: Vec<FaultKind> = Vec::new();
-    for &(k, a, b) in windows {
-        let color = fault_color(k);
-        let rect = Rectangle::new([(a, y0), (b.max(a), y1)], color.mix(0.22).filled());
-        let anno = chart.draw_series(std::iter::once(rect))?;
-        if !labelled.contains(&k) {
-            labelled.push(k);
-            anno.label(k.name()).legend(move |(x, y)| {
-                Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.mix(0.4).filled())
-            });
-        }
-    }
-    Ok(())
-}
-
-fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-) -> DrawResult<DB> {
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 14))
-        .draw()
-}
-
 fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
     for v in values {
@@ -276,53 +238,56 @@ fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
 
 /// Builds a latency chart on a log axis when latencies span more than two
 /// decades (plotters labels only powers of ten there), else on a linear axis
-/// from 0, binds it to `$chart` (and the axis bottom to `$y0`) and runs `$body`.
+/// from 0, in the frame's chart area, binds it to `$chart` (and the axis
+/// bottom and top to `$y0`, `$y1`), runs `$body`, then draws the lanes.
 macro_rules! latency_chart {
-    ($root:expr, $title:expr, $series:expr, $ylo:expr, $yhi:expr, |$chart:ident, $y0:ident| $body:block) => {{
+    ($root:expr, $area:expr, $series:expr, $ylo:expr, $yhi:expr, |$chart:ident, $y0:ident, $y1:ident| $body:block) => {{
         let (ylo, yhi): (f64, f64) = ($ylo, $yhi);
         if yhi / ylo.max(1e-12) > 100.0 {
-            let mut $chart = ChartBuilder::on($root)
-                .caption($title, ("sans-serif", 20))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
+            let mut $chart = ChartBuilder::on(&$area)
+                .margin(MARGIN)
+                .x_label_area_size(X_LABEL_AREA)
+                .y_label_area_size(Y_LABEL_AREA)
                 .build_cartesian_2d(0f64..$series.t_end, (ylo..yhi).log_scale())?;
-            $chart
-                .configure_mesh()
-                .x_desc($series.x_label)
-                .y_desc($series.y_label())
-                .y_label_formatter(&|v| fmt_ms(*v))
-                .label_style(("sans-serif", 13))
-                .axis_desc_style(("sans-serif", 15))
-                .light_line_style(WHITE.mix(0.0))
-                .draw()?;
-            let $y0 = ylo;
+            mesh!($chart, $series.x_label.as_str(), $series.y_label());
+            let ($y0, $y1) = (ylo, yhi);
             $body
+            let px = $chart.plotting_area().get_pixel_range().0;
+            draw_lanes($root, &$series.lanes, px, (0.0, $series.t_end))
         } else {
             let top = yhi / 1.5 * 1.1;
-            let mut $chart = ChartBuilder::on($root)
-                .caption($title, ("sans-serif", 20))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
+            let mut $chart = ChartBuilder::on(&$area)
+                .margin(MARGIN)
+                .x_label_area_size(X_LABEL_AREA)
+                .y_label_area_size(Y_LABEL_AREA)
                 .build_cartesian_2d(0f64..$series.t_end, 0f64..top)?;
-            $chart
-                .configure_mesh()
-                .x_desc($series.x_label)
-                .y_desc($series.y_label())
-                .y_label_formatter(&|v| fmt_ms(*v))
-                .label_style(("sans-serif", 13))
-                .axis_desc_style(("sans-serif", 15))
-                .light_line_style(WHITE.mix(0.0))
-                .draw()?;
-            let $y0 = 0.0;
+            mesh!($chart, $series.x_label.as_str(), $series.y_label());
+            let ($y0, $y1) = (0.0, top);
             let _ = ylo;
-            let yhi = top;
-            let _ = yhi;
             $body
+            let px = $chart.plotting_area().get_pixel_range().0;
+            draw_lanes($root, &$series.lanes, px, (0.0, $series.t_end))
         }
     }};
 }
+
+/// The one mesh style: tick and axis fonts, no minor grid, plain ticks.
+macro_rules! mesh {
+    ($chart:expr, $x_desc:expr, $y_desc:expr) => {
+        $chart
+            .configure_mesh()
+            .x_desc($x_desc)
+            .y_desc($y_desc)
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .label_style(("sans-serif", TICK_SIZE))
+            .axis_desc_style(("sans-serif", DESC_SIZE))
+            .bold_line_style(BLACK.mix(0.08))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?
+    };
+}
+pub(crate) use mesh;
 
 fn latency_raw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -330,20 +295,24 @@ fn latency_raw<DB: DrawingBackend>(
     t0: i64,
     max_points: usize,
 ) -> DrawResult<DB> {
-    root.fill(&WHITE)?;
     let (ylo, yhi) = log_range(series.spans.iter().map(|s| series.latency(s)));
-    let sampled = series.spans.len() > max_points;
-    let title = if sampled {
+    let total = series.spans.len();
+    let step = total.div_ceil(max_points.max(1)).max(1);
+    let title = if step > 1 {
         format!(
-            "latency (every op, {max_points} of {} shown)",
-            series.spans.len()
+            "latency of each op: 1 in {step} drawn ({} of {total})",
+            total.div_ceil(step)
         )
     } else {
-        "latency (every op)".to_string()
+        format!("latency of each op ({total} ops)")
     };
-    latency_chart!(root, title, series, ylo, yhi, |chart, y0| {
-        shade(&mut chart, &series.windows, y0, yhi)?;
-        let step = series.spans.len().div_ceil(max_points.max(1)).max(1);
+    let keys: Vec<Key> = Outcome::ALL
+        .iter()
+        .map(|o| Key::new(o.name(), outcome_color(*o), Mark::Dot))
+        .collect();
+    let area = frame(root, &title, &keys, &series.lanes)?;
+    latency_chart!(root, area, series, ylo, yhi, |chart, y0, y1| {
+        shade(&mut chart, &series.lanes, y0, y1)?;
         for o in Outcome::ALL {
             let color = outcome_color(o);
             let points = series
@@ -358,12 +327,8 @@ fn latency_raw<DB: DrawingBackend>(
                         color.mix(0.7).filled(),
                     )
                 });
-            chart
-                .draw_series(points)?
-                .label(o.name())
-                .legend(move |(x, y)| Circle::new((x + 6, y), 4, color.filled()));
+            chart.draw_series(points)?;
         }
-        legend(&mut chart)
     })
 }
 
@@ -380,12 +345,42 @@ fn buckets<'a>(series: &Series<'a>, t0: i64) -> (f64, Vec<(f64, Vec<&'a Span>)>)
     (width, out)
 }
 
+/// Quantile `q` of the ok latencies per bucket, as line segments broken
+/// where a bucket has no ok op (no line is drawn across a gap).
+pub(crate) fn quantile_segments(
+    series_latency: impl Fn(&Span) -> f64,
+    bs: &[(f64, Vec<&Span>)],
+    q: f64,
+) -> Vec<Vec<(f64, f64)>> {
+    let mut out: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut current: Vec<(f64, f64)> = Vec::new();
+    for (mid, spans) in bs {
+        let mut lat: Vec<f64> = spans
+            .iter()
+            .filter(|s| s.outcome == Outcome::Ok)
+            .map(|s| series_latency(s).max(1e-3))
+            .collect();
+        if lat.is_empty() {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        lat.sort_by(f64::total_cmp);
+        let idx = ((lat.len() - 1) as f64 * q).round() as usize;
+        current.push((*mid, lat[idx.min(lat.len() - 1)]));
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
 fn latency_quantiles<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     series: &Series<'_>,
     t0: i64,
 ) -> DrawResult<DB> {
-    root.fill(&WHITE)?;
     const QUANTILES: [(f64, &str, RGBColor); 4] = [
         (0.5, "p50", RGBColor(40, 110, 200)),
         (0.95, "p95", RGBColor(60, 160, 60)),
@@ -393,44 +388,32 @@ fn latency_quantiles<DB: DrawingBackend>(
         (1.0, "max", RGBColor(214, 60, 50)),
     ];
     let (_, bs) = buckets(series, t0);
-    // Quantiles of ok ops per bucket.
-    let mut lines: Vec<Vec<(f64, f64)>> = vec![Vec::new(); QUANTILES.len()];
-    for (mid, spans) in &bs {
-        let mut lat: Vec<f64> = spans
-            .iter()
-            .filter(|s| s.outcome == Outcome::Ok)
-            .map(|s| series.latency(s).max(1e-3))
-            .collect();
-        if lat.is_empty() {
-            continue;
-        }
-        lat.sort_by(f64::total_cmp);
-        for (qi, (q, _, _)) in QUANTILES.iter().enumerate() {
-            let idx = ((lat.len() - 1) as f64 * q).round() as usize;
-            lines[qi].push((*mid, lat[idx.min(lat.len() - 1)]));
-        }
-    }
-    let (ylo, yhi) = log_range(lines.iter().flatten().map(|p| p.1));
-    latency_chart!(
-        root,
-        "latency quantiles (ok ops)",
-        series,
-        ylo,
-        yhi,
-        |chart, y0| {
-            shade(&mut chart, &series.windows, y0, yhi)?;
-            for ((_, name, color), line) in QUANTILES.iter().zip(lines) {
-                let color = *color;
-                chart
-                    .draw_series(LineSeries::new(line, color.stroke_width(2)))?
-                    .label(*name)
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-                    });
+    let lines: Vec<Vec<Vec<(f64, f64)>>> = QUANTILES
+        .iter()
+        .map(|(q, _, _)| quantile_segments(|s| series.latency(s), &bs, *q))
+        .collect();
+    let (ylo, yhi) = log_range(lines.iter().flatten().flatten().map(|p| p.1));
+    let keys: Vec<Key> = QUANTILES
+        .iter()
+        .map(|(_, n, c)| Key::new(*n, *c, Mark::Line))
+        .collect();
+    let title = format!(
+        "latency quantiles of ok ops in {BUCKETS} time slices (no line where none completed)"
+    );
+    let area = frame(root, &title, &keys, &series.lanes)?;
+    latency_chart!(root, area, series, ylo, yhi, |chart, y0, y1| {
+        shade(&mut chart, &series.lanes, y0, y1)?;
+        for ((_, _, color), segments) in QUANTILES.iter().zip(&lines) {
+            let color = *color;
+            for seg in segments {
+                if seg.len() == 1 {
+                    chart.draw_series(seg.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+                } else {
+                    chart.draw_series(LineSeries::new(seg.clone(), color.stroke_width(2)))?;
+                }
             }
-            legend(&mut chart)
         }
-    )
+    })
 }
 
 fn rate<DB: DrawingBackend>(
@@ -438,13 +421,18 @@ fn rate<DB: DrawingBackend>(
     series: &Series<'_>,
     t0: i64,
 ) -> DrawResult<DB> {
-    root.fill(&WHITE)?;
     let (width, bs) = buckets(series, t0);
+    // Per second of wall time, whatever the x unit.
+    let per = if series.scale == 1.0 {
+        width
+    } else {
+        width * series.scale / 1e9
+    };
     let mut lines: Vec<Vec<(f64, f64)>> = vec![Vec::new(); Outcome::ALL.len()];
     for (mid, spans) in &bs {
         for (oi, o) in Outcome::ALL.iter().enumerate() {
             let n = spans.iter().filter(|s| s.outcome == *o).count();
-            lines[oi].push((*mid, n as f64 / width));
+            lines[oi].push((*mid, n as f64 / per));
         }
     }
     let ymax = lines
@@ -459,45 +447,22 @@ fn rate<DB: DrawingBackend>(
     } else {
         "throughput (ops/s)"
     };
-    let mut chart = ChartBuilder::on(root)
-        .caption("throughput by outcome", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
+    let keys: Vec<Key> = Outcome::ALL
+        .iter()
+        .map(|o| Key::new(o.name(), outcome_color(*o), Mark::Line))
+        .collect();
+    let area = frame(root, "throughput by outcome", &keys, &series.lanes)?;
+    let mut chart = ChartBuilder::on(&area)
+        .margin(MARGIN)
+        .x_label_area_size(X_LABEL_AREA)
+        .y_label_area_size(Y_LABEL_AREA)
         .build_cartesian_2d(0f64..series.t_end, 0f64..ymax)?;
-    chart
-        .configure_mesh()
-        .x_desc(series.x_label)
-        .y_desc(y_desc)
-        .label_style(("sans-serif", 13))
-        .axis_desc_style(("sans-serif", 15))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()?;
-    shade(&mut chart, &series.windows, 0.0, ymax)?;
+    mesh!(chart, series.x_label.as_str(), y_desc);
+    shade(&mut chart, &series.lanes, 0.0, ymax)?;
     for (o, line) in Outcome::ALL.iter().zip(lines) {
         let color = outcome_color(*o);
-        chart
-            .draw_series(LineSeries::new(line, color.stroke_width(2)))?
-            .label(o.name())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-            });
+        chart.draw_series(LineSeries::new(line, color.stroke_width(2)))?;
     }
-    legend(&mut chart)
-}
-
-/// Axis label of a latency: no trailing zeros, enough digits for sub-ms values.
-fn fmt_ms(v: f64) -> String {
-    let s = if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 1.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    };
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
+    let px = chart.plotting_area().get_pixel_range().0;
+    draw_lanes(root, &series.lanes, px, (0.0, series.t_end))
 }

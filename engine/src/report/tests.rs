@@ -198,13 +198,19 @@ fn plot_svgs_have_axes_series_and_fault_shading() {
             head.starts_with(&format!("svg {}x{};", PLOT_SIZE.0, PLOT_SIZE.1)),
             "{kind:?}: {head}"
         );
+        // A 50 ms run is drawn in ms, one unit for the whole run.
         assert!(
-            texts.iter().any(|t| t == "time (s)"),
+            texts.iter().any(|t| t == "time (ms)"),
             "{kind:?}: x axis: {texts:?}"
         );
         assert!(
             texts.iter().any(|t| t == "partition"),
-            "{kind:?}: fault legend: {texts:?}"
+            "{kind:?}: fault lane: {texts:?}"
+        );
+        // Integer ticks carry no fraction.
+        assert!(
+            !texts.iter().any(|t| t.ends_with(".0")),
+            "{kind:?}: ticks: {texts:?}"
         );
         match kind {
             PlotKind::LatencyRaw => {
@@ -246,11 +252,9 @@ fn rate_svg_structure_matches_golden() {
     assert_eq!(golden, RATE_GOLDEN, "\n--- actual ---\n{golden}\n");
 }
 
-const RATE_GOLDEN: &str = "svg 1000x480; line=17 polyline=25 rect=5 svg=1 text=24\n\
-throughput by outcome|throughput (ops/s)|time (s)|\
-0.0|200.0|400.0|600.0|800.0|1000.0|1200.0|\
-0.0|0.02|0.04|0.06|0.08|0.1|0.12|0.14|0.16|0.18|\
-partition|ok|fail|info";
+const RATE_GOLDEN: &str = "svg 1000x480; line=17 polyline=25 rect=4 svg=1 text=24\n\
+throughput by outcome|ok|fail|info|throughput (ops/s)|time (ms)|0|200|400|600|800|1000|1200|\
+0|20|40|60|80|100|120|140|160|180|partition";
 
 #[test]
 fn plot_files_are_valid_png_and_svg_with_expected_dimensions() {
@@ -353,7 +357,7 @@ fn a_long_timeline_is_sampled_but_keeps_every_anomaly_op_and_says_so() {
         "so is the completed one"
     );
     assert!(
-        note.contains(&format!("of {} transactions", x.spans.len())),
+        note.contains(&format!("of {} operations", x.spans.len())),
         "{note}"
     );
     // Under the bound, everything is drawn and nothing is said.
@@ -386,4 +390,44 @@ fn timeline_escapes_script_end_in_values() {
     let html = super::timeline::render(&h, &extract(&h), "<x>", &super::timeline::Shown::All);
     assert!(!html.contains("</script><b>"));
     assert!(html.contains("&lt;x&gt;"));
+}
+
+#[test]
+fn quantile_lines_break_where_no_op_completed() {
+    // Ok ops in buckets 0, 1 and 4: nothing completed in 2 and 3 (a kill).
+    let span = |start: i64| super::spans::Span {
+        invoke_pos: 0,
+        complete_pos: Some(1),
+        process: Some(Process::Client(store::ProcessId(0))),
+        start_ns: start,
+        end_ns: start + 1_000,
+        outcome: Outcome::Ok,
+        pending: false,
+    };
+    let spans: Vec<super::spans::Span> = [0, 1, 4].iter().map(|b| span(b * 10)).collect();
+    let failed = super::spans::Span {
+        outcome: Outcome::Fail,
+        ..span(20)
+    };
+    let bs: Vec<(f64, Vec<&super::spans::Span>)> = vec![
+        (0.5, vec![&spans[0]]),
+        (1.5, vec![&spans[1]]),
+        (2.5, vec![&failed]),
+        (3.5, vec![]),
+        (4.5, vec![&spans[2]]),
+    ];
+    let segs = super::plots::quantile_segments(|s| s.latency_ns() as f64, &bs, 0.5);
+    assert_eq!(
+        segs,
+        vec![vec![(0.5, 1000.0), (1.5, 1000.0)], vec![(4.5, 1000.0)]],
+        "no line across buckets 2 and 3"
+    );
+}
+
+#[test]
+fn timeline_footer_words() {
+    assert_eq!(super::timeline::ordinal(2), "2nd");
+    assert_eq!(super::timeline::ordinal(11), "11th");
+    assert_eq!(super::timeline::ordinal(21), "21st");
+    assert_eq!(super::timeline::ordinal(103), "103rd");
 }

@@ -1,5 +1,9 @@
 //! `timeline.html`: one lane per process, each op a bar from invocation to
-//! completion coloured by outcome, fault windows shaded, details on hover.
+//! completion coloured by outcome, the transactions of reported anomalies
+//! outlined, details on hover. Above the processes, one fault lane per
+//! package (and per target when the window names them), coloured as in the
+//! plots ([`FaultKind::rgb`]); with a single lane its windows are also
+//! shaded light grey behind the bars.
 //!
 //! Key decision: the page is self-contained (inline CSS/JS, no network) and
 //! draws on a `<canvas>` from column-oriented JSON embedded in the page
@@ -11,7 +15,7 @@
 //! every fault window; the page says what it left out. The page of a 30 s
 //! SQLite run (425k transactions) went from 27 MB to a few MB this way.
 
-use super::spans::{Extract, Outcome, Span, value_text};
+use super::spans::{Extract, FaultKind, Outcome, Span, value_text};
 use serde::Serialize;
 use store::{History, OpType, Process};
 
@@ -53,8 +57,14 @@ struct TimelineData<'a> {
     fs: Vec<String>,
     /// Op text per span (the completion's value when it has one).
     v: Vec<String>,
-    /// Fault windows: `[kind, start, end, healed, detail]`.
-    w: Vec<(String, i64, i64, bool, String)>,
+    /// Fault windows: `[kind, start, end, healed, detail, targets]`.
+    w: Vec<(String, i64, i64, bool, String, Vec<String>)>,
+    /// Colour (`r,g,b`) per fault kind, in lane order.
+    wc: Vec<(String, String)>,
+    /// Positions (into the per-span arrays) of spans in a reported anomaly.
+    a: Vec<u32>,
+    /// The nemesis' lane, or -1.
+    nl: i64,
     /// What sampling left out, for the reader; empty when nothing was.
     note: String,
 }
@@ -80,12 +90,25 @@ fn select<'s>(history: &History, spans: &'s [Span], shown: &Shown) -> (Vec<&'s S
         .map(|(_, s)| s)
         .collect();
     let note = format!(
-        "Showing {} of {} transactions: every {step}th, plus all {must} that take part in a reported anomaly. \
+        "Showing {} of {} operations: every {}, plus all {must} that take part in a reported anomaly. \
          Fault windows are all shown. `harness analyze --keep timeline RUN_DIR` draws every one.",
         out.len(),
-        spans.len()
+        spans.len(),
+        ordinal(step)
     );
     (out, note)
+}
+
+/// `1st`, `2nd`, `3rd`, `4th`, … `11th`, `21st`.
+pub(crate) fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 fn lane_name(p: Option<Process>) -> String {
@@ -103,8 +126,26 @@ fn lane_order(p: Option<Process>) -> (u8, u64) {
     }
 }
 
-/// Renders the timeline page for `history`.
+/// Renders the timeline page for `history`; the transactions `shown` keeps
+/// are outlined as in an anomaly.
 pub fn render(history: &History, extract: &Extract, title: &str, shown: &Shown) -> String {
+    let empty = std::collections::BTreeSet::new();
+    let marked = match shown {
+        Shown::AtMost(_, keep) => *keep,
+        Shown::All => &empty,
+    };
+    render_marked(history, extract, title, shown, marked)
+}
+
+/// Renders the timeline page for `history`, outlining the transactions
+/// whose invocation or completion index is in `marked`.
+pub fn render_marked(
+    history: &History,
+    extract: &Extract,
+    title: &str,
+    shown: &Shown,
+    marked: &std::collections::BTreeSet<u64>,
+) -> String {
     let (spans, note) = select(history, &extract.spans, shown);
     let mut procs: Vec<Option<Process>> = spans.iter().map(|s| s.process).collect();
     procs.sort_by_key(|p| lane_order(*p));
@@ -126,11 +167,37 @@ pub fn render(history: &History, extract: &Extract, title: &str, shown: &Shown) 
         fs: Vec::new(),
         v: Vec::with_capacity(spans.len()),
         w: Vec::new(),
+        wc: [
+            FaultKind::Partition,
+            FaultKind::Kill,
+            FaultKind::Pause,
+            FaultKind::Clock,
+            FaultKind::Loss,
+            FaultKind::Membership,
+        ]
+        .iter()
+        .map(|k| {
+            let (r, g, b) = k.rgb();
+            (k.name().to_string(), format!("{r},{g},{b}"))
+        })
+        .collect(),
+        a: Vec::new(),
+        nl: procs
+            .iter()
+            .position(|p| *p == Some(Process::Nemesis))
+            .map_or(-1, |i| i as i64),
         note,
     };
     let mut prev_start = 0i64;
     let mut prev_index = 0i64;
-    for span in spans {
+    for (at, span) in spans.into_iter().enumerate() {
+        if marked.contains(&history.index(span.invoke_pos).0)
+            || span
+                .complete_pos
+                .is_some_and(|c| marked.contains(&history.index(c).0))
+        {
+            data.a.push(at as u32);
+        }
         let lane = procs
             .binary_search_by_key(&lane_order(span.process), |p| lane_order(*p))
             .unwrap_or(0);
@@ -188,6 +255,7 @@ pub fn render(history: &History, extract: &Extract, title: &str, shown: &Shown) 
                 w.end_ns - extract.t_min_ns,
                 w.healed,
                 w.detail.clone(),
+                w.targets.clone(),
             )
         })
         .collect();
@@ -224,7 +292,7 @@ canvas { display: block; cursor: crosshair; }
 #errors { color: #b00; }
 button { font-size: 12px; }
 table.faults { border-collapse: collapse; margin-top: 10px; }
-table.faults td, table.faults th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
+table.faults td, table.faults th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; white-space: nowrap; }
 </style>
 "##;
 
@@ -233,7 +301,7 @@ const PAGE_TAIL: &str = r##"<div id="bar">
   <span><span class="key" style="background:#e0534a"></span>fail</span>
   <span><span class="key" style="background:#f0a830"></span>info</span>
   <span><span class="key" style="background:#bbbbbb"></span>never completed</span>
-  <span id="faultkeys"></span>
+  <span><span class="key" style="background:#fff;border:2px solid #000"></span>in a reported anomaly</span>
   <button id="reset">reset zoom</button>
   <span>wheel: zoom · drag: pan</span>
   <span id="status">loading…</span>
@@ -263,13 +331,35 @@ window.addEventListener("error", function (e) {
   for (let k = 0; k < n; k++) lanes[D.ln[k]].push(k);
   const COLORS = { o: "#5cb85c", f: "#e0534a", i: "#f0a830", p: "#bbbbbb" };
   const OUT = { o: "ok", f: "fail", i: "info", p: "never completed (info)" };
-  const FAULT = { partition: "120,120,220", kill: "220,110,110", pause: "220,180,80", clock: "110,190,190", loss: "170,110,200" };
-  const kinds = Array.from(new Set(D.w.map(w => w[0])));
-  document.getElementById("faultkeys").innerHTML = kinds.map(k =>
-    '<span><span class="key" style="background:rgba(' + FAULT[k] + ',0.35)"></span>' + k + '</span>').join(" ");
+  const FAULT = {}, ORDER = {};
+  D.wc.forEach(function (c, i) { FAULT[c[0]] = c[1]; ORDER[c[0]] = i; });
+  const MARK = new Set(D.a);
+  // Fault lanes: one per kind, or per (kind, target) when windows name
+  // targets; targets of a kind share a lane past 12 lanes.
+  function faultLanes(perTarget) {
+    const m = new Map();
+    D.w.forEach(function (w, wi) {
+      const labels = perTarget && w[5].length ? w[5].map(t => w[0] + " " + t) : [w[0]];
+      for (const l of labels) {
+        if (!m.has(l)) m.set(l, { label: l, kind: w[0], ws: [] });
+        m.get(l).ws.push(wi);
+      }
+    });
+    return Array.from(m.values()).sort((a, b) =>
+      (ORDER[a.kind] - ORDER[b.kind]) || a.label.localeCompare(b.label));
+  }
+  let FL = faultLanes(true);
+  if (FL.length > 12) FL = faultLanes(false);
+  // The union of all windows, shaded once behind the bars.
+  const UNION = [];
+  for (const w of D.w.slice().sort((a, b) => a[1] - b[1])) {
+    const last = UNION[UNION.length - 1];
+    if (last && w[1] <= last[1]) last[1] = Math.max(last[1], w[2]); else UNION.push([w[1], w[2]]);
+  }
   const cv = document.getElementById("cv"), wrap = document.getElementById("wrap"), tip = document.getElementById("tip");
   const ctx = cv.getContext("2d");
-  const LABEL = 90, AXIS = 24;
+  const LABEL = 110, AXIS = 24, FH = 14;
+  const LTOP = AXIS + FL.length * FH + (FL.length ? 6 : 0);
   const rowH = Math.max(3, Math.min(22, Math.floor(720 / Math.max(1, lanes.length))));
   let v0 = 0, v1 = tmax * 1.01;
   function unit(t) {
@@ -293,7 +383,7 @@ window.addEventListener("error", function (e) {
   }
   function size() {
     const dpr = window.devicePixelRatio || 1;
-    const w = wrap.clientWidth, h = AXIS + lanes.length * rowH + 4;
+    const w = wrap.clientWidth, h = LTOP + lanes.length * rowH + 4;
     cv.width = w * dpr; cv.height = h * dpr; cv.style.width = w + "px"; cv.style.height = h + "px";
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   }
@@ -320,33 +410,56 @@ window.addEventListener("error", function (e) {
       ctx.fillRect(px, AXIS - 5, 1, 5);
       ctx.fillText(tick(t, step), Math.min(px + 2, W - 60), 12);
     }
+    // Fault lanes above the processes.
+    FL.forEach(function (fl, i) {
+      const y = AXIS + i * FH;
+      ctx.fillStyle = "#f5f5f5"; ctx.fillRect(LABEL, y, W - LABEL, FH - 2);
+      ctx.fillStyle = "rgb(" + FAULT[fl.kind] + ")";
+      for (const wi of fl.ws) {
+        const w = D.w[wi], a = Math.max(LABEL, x(w[1])), b = Math.min(W, x(w[2]));
+        if (b < LABEL || a > W) continue;
+        ctx.fillRect(a, y + 1, Math.max(2, b - a), FH - 4);
+      }
+      ctx.fillStyle = "#333"; ctx.fillText(fl.label, 4, y + FH - 3);
+    });
+    // Behind the bars, with a single fault lane: its windows, one light
+    // grey (with several, their union would cover most of the run).
+    ctx.fillStyle = "rgba(0,0,0,0.07)";
+    for (const u of FL.length === 1 ? UNION : []) {
+      const a = Math.max(LABEL, x(u[0])), b = Math.min(W, x(u[1]));
+      if (b < LABEL || a > W) continue;
+      ctx.fillRect(a, LTOP, Math.max(1, b - a), H - LTOP);
+    }
     for (let l = 0; l < lanes.length; l++) {
-      const y = AXIS + l * rowH;
+      const y = LTOP + l * rowH;
       if (l % 2 === 0) { ctx.fillStyle = "rgba(0,0,0,0.03)"; ctx.fillRect(LABEL, y, W - LABEL, rowH); }
       if (rowH >= 9) { ctx.fillStyle = "#333"; ctx.fillText(D.lanes[l], 4, y + rowH - 3); }
       const L = lanes[l];
       const pad = rowH >= 6 ? 1 : 0;
+      const marked = [];
       for (let j = firstEnding(L, v0); j < L.length; j++) {
         const k = L[j];
         if (S[k] > v1) break;
         const a = Math.max(LABEL, x(S[k])), b = x(E[k]);
         ctx.fillStyle = COLORS[D.o[k]];
         ctx.fillRect(a, y + pad, Math.max(1, b - a), rowH - 2 * pad);
+        if (MARK.has(k)) marked.push([a, Math.max(1, b - a)]);
       }
-    }
-    // Fault windows over the bars, translucent, so dense lanes cannot hide them.
-    for (const w of D.w) {
-      const a = Math.max(LABEL, x(w[1])), b = Math.min(W, x(w[2]));
-      if (b < LABEL || a > W) continue;
-      ctx.fillStyle = "rgba(" + FAULT[w[0]] + ",0.25)";
-      ctx.fillRect(a, AXIS, Math.max(1, b - a), H - AXIS);
-      ctx.fillStyle = "rgba(" + FAULT[w[0]] + ",1)";
-      ctx.fillRect(a, AXIS, Math.max(1, b - a), 3);
-      ctx.fillText(w[0], a + 2, AXIS + 13);
+      ctx.strokeStyle = "#000"; ctx.lineWidth = 2;
+      for (const [a, w] of marked) ctx.strokeRect(a, y + 1, Math.max(3, w), Math.max(2, rowH - 2));
+      ctx.lineWidth = 1;
     }
   }
+  function faultAt(px, py) {
+    const i = Math.floor((py - AXIS) / FH);
+    if (py < AXIS || i < 0 || i >= FL.length || px < LABEL) return -1;
+    const t = tAt(px), slack = 3 / plotW() * (v1 - v0);
+    for (const wi of FL[i].ws) if (D.w[wi][1] - slack <= t && t <= D.w[wi][2] + slack) return wi;
+    return -1;
+  }
   function spanAt(px, py) {
-    const l = Math.floor((py - AXIS) / rowH);
+    const l = Math.floor((py - LTOP) / rowH);
+    if (py < LTOP) return -1;
     if (l < 0 || l >= lanes.length || px < LABEL) return -1;
     const L = lanes[l], t = tAt(px), slack = 3 / plotW() * (v1 - v0);
     let j = firstEnding(L, t - slack);
@@ -359,13 +472,20 @@ window.addEventListener("error", function (e) {
       const dt = (ev.clientX - drag.x) / plotW() * (drag.v1 - drag.v0);
       v0 = drag.v0 - dt; v1 = drag.v1 - dt; draw(); tip.style.display = "none"; return;
     }
-    const k = spanAt(ev.clientX - r.left, ev.clientY - r.top);
-    if (k < 0) { tip.style.display = "none"; return; }
+    const wi = faultAt(ev.clientX - r.left, ev.clientY - r.top);
+    const k = wi >= 0 ? -1 : spanAt(ev.clientX - r.left, ev.clientY - r.top);
+    if (wi >= 0) {
+      const w = D.w[wi];
+      tip.textContent = w[0] + (w[5].length ? " on " + w[5].join(", ") : "") + "\nfrom " + unit(w[1]) +
+        " to " + (w[3] ? unit(w[2]) : "the end (not healed)") + "\n" + w[4];
+    } else if (k < 0) { tip.style.display = "none"; return; } else {
     const c = D.c[k] >= 0 ? I[k] + D.c[k] : null;
     tip.textContent = "process " + D.lanes[D.ln[k]] + "  f " + D.fs[D.f[k]] + "  " + OUT[D.o[k]] +
+      (MARK.has(k) ? "  (in a reported anomaly)" : "") +
       "\nindex " + I[k] + (c === null ? "" : " → " + c) +
       "\nstart " + unit(S[k]) + "  latency " + dur(D.d[k]) +
       "\n" + D.v[k];
+    }
     tip.style.display = "block";
     tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 420) + "px";
     tip.style.top = (ev.clientY + 14) + "px";
@@ -385,14 +505,17 @@ window.addEventListener("error", function (e) {
   document.getElementById("reset").addEventListener("click", function () { v0 = 0; v1 = tmax * 1.01; draw(); });
   window.addEventListener("resize", function () { size(); draw(); });
   const counts = { o: 0, f: 0, i: 0, p: 0 };
-  for (let k = 0; k < n; k++) counts[D.o[k]]++;
-  let html = "<p>" + n + " ops on " + lanes.length + " lanes: " + counts.o + " ok, " + counts.f + " fail, " +
-    counts.i + " info, " + counts.p + " never completed.</p>";
+  let nem = 0;
+  for (let k = 0; k < n; k++) { if (D.ln[k] === D.nl) nem++; else counts[D.o[k]]++; }
+  const procs = lanes.length - (D.nl >= 0 ? 1 : 0);
+  let html = "<p>" + (n - nem) + " client operations on " + procs + " processes: " + counts.o + " ok, " +
+    counts.f + " fail, " + counts.i + " info (outcome unknown), " + counts.p + " never completed" +
+    (nem ? "; " + nem + " nemesis operations" : "") + (MARK.size ? "; " + MARK.size + " in a reported anomaly (outlined)" : "") + ".</p>";
   if (D.w.length) {
-    html += '<table class="faults"><tr><th>fault</th><th>from</th><th>to</th><th>detail</th></tr>';
+    html += '<table class="faults"><tr><th>fault</th><th>on</th><th>from</th><th>to</th><th>detail</th></tr>';
     for (const w of D.w) {
       const tr = document.createElement("tr");
-      for (const cell of [w[0], unit(w[1]), w[3] ? unit(w[2]) : "not healed", w[4]]) {
+      for (const cell of [w[0], w[5].join(", "), unit(w[1]), w[3] ? unit(w[2]) : "not healed", w[4]]) {
         const td = document.createElement("td"); td.textContent = cell; tr.appendChild(td);
       }
       html += tr.outerHTML;

@@ -77,6 +77,7 @@ impl Progress {
             let mut last = counters.snapshot();
             let mut last_t = Instant::now();
             let mut rate = 0.0;
+            let mut rate_measured = false;
             loop {
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(250)) => {}
@@ -84,15 +85,25 @@ impl Progress {
                 }
                 let s = counters.snapshot();
                 let dt = last_t.elapsed().as_secs_f64();
+                let mut measured = rate_measured;
                 if dt >= 1.0 {
                     let done = (s.ok + s.fail + s.info) - (last.ok + last.fail + last.info);
                     rate = done as f64 / dt;
                     last = s;
                     last_t = Instant::now();
+                    measured = true;
+                    rate_measured = true;
                 }
                 let msg = format!(
-                    "{rate:.0} ops/s  ok {}  fail {}  info {}",
-                    s.ok, s.fail, s.info
+                    "{}  ok {}  fail {}  info {}",
+                    rate_text(
+                        measured.then_some(rate),
+                        s.ok + s.fail + s.info,
+                        started.elapsed().as_secs_f64()
+                    ),
+                    s.ok,
+                    s.fail,
+                    s.info
                 );
                 match &bar {
                     Some(bar) => {
@@ -135,5 +146,33 @@ impl Progress {
     pub async fn finish(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
+    }
+}
+
+/// The bar's rate: the last whole second's when one has passed, else the
+/// average since the start (so the first second does not read `0 ops/s`),
+/// and `… ops/s` before anything completed in the first quarter second.
+fn rate_text(last_second: Option<f64>, done: u64, elapsed_s: f64) -> String {
+    match last_second {
+        Some(r) => format!("{r:.0} ops/s"),
+        None if done > 0 && elapsed_s > 0.0 => format!("{:.0} ops/s", done as f64 / elapsed_s),
+        None => "… ops/s".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_text;
+
+    #[test]
+    fn the_first_second_shows_the_rate_so_far_not_zero() {
+        assert_eq!(rate_text(None, 500, 0.5), "1000 ops/s");
+        assert_eq!(rate_text(None, 0, 0.25), "… ops/s");
+        assert_eq!(
+            rate_text(Some(0.0), 500, 3.0),
+            "0 ops/s",
+            "a real stall shows"
+        );
+        assert_eq!(rate_text(Some(812.4), 5000, 3.0), "812 ops/s");
     }
 }

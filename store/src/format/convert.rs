@@ -184,6 +184,9 @@ fn index_from_data(v: &Data) -> Result<Option<u64>, String> {
     match v {
         Data::Nil => Ok(None),
         Data::Int(i) if *i >= 0 => Ok(Some(*i as u64)),
+        Data::Int(i) => Err(format!(
+            "field `index`: expected a non-negative integer, found {i}"
+        )),
         other => Err(format!(
             "field `index`: expected a non-negative integer, found {}",
             kind(other)

@@ -1,7 +1,8 @@
 //! A bounded digest of a `results.json` ([`ResultsDigest`]), read in one
 //! streaming pass: the verdict, anomaly types with exact counts,
-//! `not`/`also-not`, the reason, a short preview per type and the
-//! `lost-writes` section (bounded). Long-lived
+//! `not`/`also-not`, the reason, a short preview per type, the
+//! `lost-writes` section, the `stats` (op counts, duration, fault windows),
+//! the checker's total time and the `warnings` (all bounded). Long-lived
 //! readers (`harness serve`) keep this instead of the whole
 //! [`super::RunResults`], which for a big run holds megabytes of anomalies.
 //! Field names are [`super::RunResults`]'s.
@@ -74,7 +75,17 @@ pub struct ResultsDigest {
     /// omitted}`, written by the engine's lost-writes report), its `listed`
     /// cut to the first 100.
     pub lost_writes: Option<Value>,
+    /// `stats`, with at most [`super::stats::MAX_FAULT_WINDOWS`] windows
+    /// and [`super::stats::MAX_FS`] + 1 `f`s.
+    pub stats: Option<super::RunStats>,
+    /// The checker's total time (`checker-timings`' `total`), seconds.
+    pub checker_seconds: Option<f64>,
+    /// `warnings`, the first [`WARNINGS_KEPT`].
+    pub warnings: Vec<String>,
 }
+
+/// Warnings kept of `warnings`.
+pub const WARNINGS_KEPT: usize = 50;
 
 /// The anomalies of one type: how many, and the first few.
 #[derive(Default)]
@@ -241,6 +252,23 @@ impl<'de> Deserialize<'de> for ResultsDigest {
                         "lost-writes" => {
                             d.lost_writes = Some(bounded_lost_writes(map.next_value()?));
                         }
+                        "stats" => {
+                            let mut st = map.next_value::<Option<super::RunStats>>()?;
+                            if let Some(st) = st.as_mut() {
+                                bound_stats(st);
+                            }
+                            d.stats = st;
+                        }
+                        "checker-timings" => {
+                            let t = map.next_value::<Vec<super::CheckerTiming>>()?;
+                            d.checker_seconds =
+                                t.iter().find(|t| t.analysis == "total").map(|t| t.seconds);
+                        }
+                        "warnings" => {
+                            let mut w = names(Some(&map.next_value::<Value>()?));
+                            w.truncate(WARNINGS_KEPT);
+                            d.warnings = w;
+                        }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -279,6 +307,23 @@ fn bounded_lost_writes(mut v: Value) -> Value {
         }
     }
     v
+}
+
+/// Cuts `stats` to what harness writes at most.
+fn bound_stats(st: &mut super::RunStats) {
+    use super::stats::{MAX_FAULT_WINDOWS, MAX_FS};
+    let extra = st.fault_windows.len().saturating_sub(MAX_FAULT_WINDOWS);
+    st.fault_windows.truncate(MAX_FAULT_WINDOWS);
+    st.fault_windows_omitted += extra as u64;
+    while st.counts.len() > MAX_FS + 1 {
+        st.counts.pop_last();
+    }
+    while st.nemesis_counts.len() > MAX_FS + 1 {
+        st.nemesis_counts.pop_last();
+    }
+    while st.latency_ms.len() > MAX_FS + 1 {
+        st.latency_ms.pop_last();
+    }
 }
 
 /// The first anomalies as pretty JSON, at most [`MAX_PREVIEW_BYTES`].
@@ -413,6 +458,30 @@ mod tests {
         assert_eq!(d.anomaly_types, ["G1c"], "types from the anomalies map");
         assert_eq!(d.counts.get("G1c"), Some(&5000));
         assert!(d.previews["G1c"].contains("of 5000"));
+    }
+
+    #[test]
+    fn a_digest_keeps_stats_warnings_and_the_checker_time() {
+        let windows: Vec<Value> = (0..1500)
+            .map(|i| serde_json::json!({"fault": "kill", "start-s": i, "end-s": i + 1, "targets": ["n1"]}))
+            .collect();
+        let json = serde_json::json!({
+            "valid?": true,
+            "stats": {"counts": {"txn": {"invoke": 10, "ok": 8, "fail": 1, "info": 1}},
+                      "throughput": {"duration-s": 12.5}, "fault-windows": windows},
+            "checker-timings": [{"analysis": "cycles", "seconds": 0.5}, {"analysis": "total", "seconds": 0.75}],
+            "warnings": ["no fault took effect"],
+        })
+        .to_string();
+        let d = digest(&json);
+        let st = d.stats.unwrap();
+        assert_eq!(st.counts["txn"].ok, 8);
+        assert_eq!(st.throughput.duration_s, 12.5);
+        assert_eq!(st.fault_windows.len(), 1000);
+        assert_eq!(st.fault_windows_omitted, 500);
+        assert_eq!(st.fault_windows[0].targets, ["n1"]);
+        assert_eq!(d.checker_seconds, Some(0.75));
+        assert_eq!(d.warnings, ["no fault took effect"]);
     }
 
     #[test]
