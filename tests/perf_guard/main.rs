@@ -173,12 +173,15 @@ fn count(case: &Case, dir: &Path) -> u64 {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = std::fs::read_to_string(&log).unwrap();
-    parse_refs(&text).unwrap_or_else(|| panic!("{}: no `I refs` in valgrind's log:\n{text}", case.name))
+    parse_refs(&text)
+        .unwrap_or_else(|| panic!("{}: no `I refs` in valgrind's log:\n{text}", case.name))
 }
 
 /// The `I refs` figure of a cachegrind log.
 fn parse_refs(log: &str) -> Option<u64> {
-    let line = log.lines().find(|l| l.contains("I") && l.contains("refs:"))?;
+    let line = log
+        .lines()
+        .find(|l| l.contains("I") && l.contains("refs:"))?;
     let digits: String = line
         .split("refs:")
         .nth(1)?
@@ -197,7 +200,9 @@ struct Baseline {
 
 fn read_baseline() -> Option<Baseline> {
     let text = std::fs::read_to_string(baseline_path()).ok()?;
-    let v: toml::Table = text.parse().unwrap_or_else(|e| panic!("baseline.toml: {e}"));
+    let v: toml::Table = text
+        .parse()
+        .unwrap_or_else(|e| panic!("baseline.toml: {e}"));
     let counts = v
         .get("instructions")
         .and_then(|t| t.as_table())
@@ -228,7 +233,10 @@ fn write_baseline(margin: f64, measured: &[(&str, u64)]) {
          # PERF_GUARD_UPDATE=1 cargo test -p harness --test perf_guard -- --ignored --nocapture\n\
          # A case that grows by more than margin_percent fails the guard.\n",
     );
-    text += &format!("margin_percent = {margin}\nprofile = \"{}\"\n\n[instructions]\n", profile());
+    text += &format!(
+        "margin_percent = {margin}\nprofile = \"{}\"\n\n[instructions]\n",
+        profile()
+    );
     for (name, n) in measured {
         text += &format!("{name} = {n}\n");
     }

@@ -122,17 +122,13 @@ pub fn generate(shape: &Shape, w: &mut impl Write) -> std::io::Result<u64> {
     let mut invoked = 0u64;
     let mut completed = 0u64;
     let mut time_ns = 0i64;
-    let mut emit = |index: &mut u64,
-                    t: OpType,
-                    p: u64,
-                    m: Vec<MicroOp>,
-                    time: i64|
-     -> std::io::Result<()> {
-        let mut op = Op::txn(*index, t, p, m);
-        op.time_ns = Some(time);
-        *index += 1;
-        writeln!(w, "{}", to_json_line(&op))
-    };
+    let mut emit =
+        |index: &mut u64, t: OpType, p: u64, m: Vec<MicroOp>, time: i64| -> std::io::Result<()> {
+            let mut op = Op::txn(*index, t, p, m);
+            op.time_ns = Some(time);
+            *index += 1;
+            writeln!(w, "{}", to_json_line(&op))
+        };
     while completed < n {
         let s = rng.below_u64(conc) as usize;
         time_ns += 1 + rng.below_u64(20_000) as i64;
