@@ -31,6 +31,29 @@ fn purge_freed_memory_soon() {
     }
 }
 
+/// Transparent huge pages off for this process (`check`, `history`):
+/// mimalloc asks for them (madvise) on every region it maps, so the kernel
+/// zeroes 2 MiB at the first touch of each — a quarter of a 1M-transaction
+/// check's CPU time was `clear_page_erms`, and a small check's RSS is a
+/// third higher (BENCHMARKS.md, "Allocator"). mimalloc's own option
+/// (`MIMALLOC_ALLOW_THP=0`) works only from the environment: its first
+/// region is mapped before `main`. The prctl covers every later page fault
+/// of the process; it is inherited by children, so the commands that start
+/// databases (`run`, `soak`, …) leave it alone. A `MIMALLOC_ALLOW_THP` the
+/// user sets wins.
+#[allow(unsafe_code)]
+fn no_transparent_huge_pages() {
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
+        return;
+    }
+    // SAFETY: prctl(PR_SET_THP_DISABLE) only sets a flag of this process's
+    // memory map; it reads no memory of ours. Failure (an old kernel) leaves
+    // huge pages on, which is only slower.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 mod analyze_cmd;
 mod check_cmd;
 mod clock_cmd;
@@ -162,6 +185,7 @@ fn main() -> ExitCode {
     };
     if matches!(command, Command::Check(_) | Command::History(_)) {
         quiet_on_closed_stdout();
+        no_transparent_huge_pages();
     }
     let result = match command {
         Command::Check(args) => check_cmd::run(args),

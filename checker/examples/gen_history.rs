@@ -1,9 +1,5 @@
-//! Deterministic history generator for benchmarks: simulates clients of an
-//! in-memory database executing list-append or rw-register transactions
-//! under serializable (each transaction applied atomically at completion:
-//! strict-serializable) or snapshot isolation (snapshot at invocation,
-//! first-committer-wins at completion), with crashes (`info`, applied or
-//! not at random) and, under SI, conflict aborts (`fail`).
+//! Deterministic history generator for benchmarks (the generator itself is
+//! `common/history_gen.rs`, shared with the root package's perf guard).
 //!
 //! Usage: `gen_history [--workload list-append|rw-register] [--txns N]
 //! [--isolation serializable|snapshot-isolation] [--concurrency C] [--keys K]
@@ -13,33 +9,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write;
-use store::format::to_json_line;
-use store::{Key, MicroOp, Op, OpType, ReadValue, Val};
 
-#[path = "../tests/common/register_gen.rs"]
-mod register_gen;
-use register_gen::Rng;
-
-#[derive(Clone, Copy, PartialEq)]
-enum Iso {
-    Serializable,
-    Si,
-}
-
-/// Per key: committed versions as (commit timestamp, value); lists are the
-/// sequence of appended elements, registers the sequence of written values.
-#[derive(Default, Clone)]
-struct KeyState {
-    ts: Vec<u64>,
-    vals: Vec<i64>,
-}
-
-struct Slot {
-    process: u64,
-    busy: bool,
-    start_ts: u64,
-    mops: Vec<MicroOp>,
-}
+#[path = "common/history_gen.rs"]
+mod history_gen;
+use history_gen::Shape;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -49,187 +22,20 @@ fn main() {
             .and_then(|i| args.get(i + 1).cloned())
             .unwrap_or_else(|| default.to_string())
     };
-    let list = get("--workload", "list-append") != "rw-register";
-    let n: u64 = get("--txns", "10000").parse().unwrap();
-    let iso = if get("--isolation", "serializable").starts_with("snap") {
-        Iso::Si
-    } else {
-        Iso::Serializable
+    let shape = Shape {
+        list: get("--workload", "list-append") != "rw-register",
+        txns: get("--txns", "10000").parse().unwrap(),
+        si: get("--isolation", "serializable").starts_with("snap"),
+        concurrency: get("--concurrency", "10").parse().unwrap(),
+        keys: get("--keys", "10").parse().unwrap(),
+        max_writes_per_key: get("--max-writes-per-key", "32").parse().unwrap(),
+        crash_rate: get("--crash-rate", "0.005").parse().unwrap(),
+        seed: get("--seed", "1").parse().unwrap(),
     };
-    let conc: u64 = get("--concurrency", "10").parse().unwrap();
-    let key_count: u64 = get("--keys", "10").parse().unwrap();
-    let max_writes: u64 = get("--max-writes-per-key", "32").parse().unwrap();
-    let crash: f64 = get("--crash-rate", "0.005").parse().unwrap();
-    let mut rng = Rng(get("--seed", "1").parse().unwrap());
     let out = get("--out", "");
     assert!(!out.is_empty(), "--out FILE is required");
     let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&out).unwrap());
-
-    let mut keys: Vec<KeyState> = Vec::new();
-    let mut writes_per_key: Vec<u64> = Vec::new();
-    let mut active: Vec<usize> = Vec::new();
-    for _ in 0..key_count {
-        active.push(keys.len());
-        keys.push(KeyState::default());
-        writes_per_key.push(0);
-    }
-    let mut next_val: Vec<i64> = vec![1; keys.len()];
-    let mut slots: Vec<Slot> = (0..conc)
-        .map(|p| Slot {
-            process: p,
-            busy: false,
-            start_ts: 0,
-            mops: Vec::new(),
-        })
-        .collect();
-    let mut index = 0u64;
-    let mut clock = 0u64; // commit timestamps
-    let mut invoked = 0u64;
-    let mut completed = 0u64;
-    let mut time_ns = 0i64;
-    let emit = |w: &mut std::io::BufWriter<std::fs::File>,
-                index: &mut u64,
-                t: OpType,
-                p: u64,
-                m: Vec<MicroOp>,
-                time: i64| {
-        let mut op = Op::txn(*index, t, p, m);
-        op.time_ns = Some(time);
-        *index += 1;
-        writeln!(w, "{}", to_json_line(&op)).unwrap();
-    };
-    while completed < n {
-        let s = rng.below_u64(conc) as usize;
-        time_ns += 1 + rng.below_u64(20_000) as i64;
-        if !slots[s].busy {
-            if invoked >= n {
-                continue;
-            }
-            // A new transaction of 1-4 micro-ops; half reads, half writes.
-            let len = 1 + rng.below_u64(4);
-            let mut mops = Vec::new();
-            for _ in 0..len {
-                // Skewed key choice: the last active key is the hottest.
-                let mut slot = active.len() - 1;
-                while slot > 0 && rng.chance_f64(0.5) {
-                    slot -= 1;
-                }
-                let k = active[slot];
-                if rng.chance_f64(0.5) {
-                    mops.push(MicroOp::Read(Key::int(k as i64), ReadValue::Nil));
-                } else {
-                    let v = next_val[k];
-                    next_val[k] += 1;
-                    writes_per_key[k] += 1;
-                    if writes_per_key[k] >= max_writes {
-                        active[slot] = keys.len();
-                        keys.push(KeyState::default());
-                        writes_per_key.push(0);
-                        next_val.push(1);
-                    }
-                    mops.push(if list {
-                        MicroOp::Append(Key::int(k as i64), Val::int(v))
-                    } else {
-                        MicroOp::Write(Key::int(k as i64), Val::int(v))
-                    });
-                }
-            }
-            let sl = &mut slots[s];
-            sl.busy = true;
-            sl.start_ts = clock;
-            sl.mops = mops.clone();
-            emit(
-                &mut w,
-                &mut index,
-                OpType::Invoke,
-                sl.process,
-                mops,
-                time_ns,
-            );
-            invoked += 1;
-            continue;
-        }
-        // Complete the slot's transaction.
-        let snapshot = if iso == Iso::Si {
-            slots[s].start_ts
-        } else {
-            clock
-        };
-        let mops = std::mem::take(&mut slots[s].mops);
-        let crashed = rng.chance_f64(crash);
-        // SI: first committer wins on written keys.
-        let conflict = iso == Iso::Si
-            && mops.iter().any(|m| match m {
-                MicroOp::Append(k, _) | MicroOp::Write(k, _) => {
-                    let Key(store::Atom::Int(k)) = k else {
-                        return false;
-                    };
-                    keys[*k as usize].ts.last().is_some_and(|&t| t > snapshot)
-                }
-                _ => false,
-            });
-        let mut local: Vec<(usize, Vec<i64>)> = Vec::new();
-        let mut done = Vec::with_capacity(mops.len());
-        for m in &mops {
-            match m {
-                MicroOp::Read(Key(store::Atom::Int(k)), _) => {
-                    let k = *k as usize;
-                    let ks = &keys[k];
-                    let visible = ks.ts.partition_point(|&t| t <= snapshot);
-                    let mut seen: Vec<i64> = ks.vals[..visible].to_vec();
-                    if let Some((_, mine)) = local.iter().find(|x| x.0 == k) {
-                        seen.extend(mine);
-                    }
-                    let rv = if list {
-                        ReadValue::List(seen.into_iter().map(Val::int).collect())
-                    } else {
-                        match seen.last() {
-                            Some(&v) => ReadValue::Scalar(Val::int(v)),
-                            None => ReadValue::Nil,
-                        }
-                    };
-                    done.push(MicroOp::Read(Key::int(k as i64), rv));
-                }
-                MicroOp::Append(Key(store::Atom::Int(k)), Val(store::Atom::Int(v)))
-                | MicroOp::Write(Key(store::Atom::Int(k)), Val(store::Atom::Int(v))) => {
-                    let k = *k as usize;
-                    match local.iter_mut().find(|x| x.0 == k) {
-                        Some(x) => x.1.push(*v),
-                        None => local.push((k, vec![*v])),
-                    }
-                    done.push(m.clone());
-                }
-                other => done.push(other.clone()),
-            }
-        }
-        let applies = !conflict && (!crashed || rng.chance_f64(0.5));
-        if applies {
-            clock += 1;
-            for (k, vs) in local {
-                let ks = &mut keys[k];
-                if list {
-                    for v in vs {
-                        ks.ts.push(clock);
-                        ks.vals.push(v);
-                    }
-                } else if let Some(&v) = vs.last() {
-                    ks.ts.push(clock);
-                    ks.vals.push(v);
-                }
-            }
-        }
-        let p = slots[s].process;
-        if crashed {
-            emit(&mut w, &mut index, OpType::Info, p, mops, time_ns);
-            slots[s].process += conc;
-        } else if conflict {
-            emit(&mut w, &mut index, OpType::Fail, p, mops, time_ns);
-        } else {
-            emit(&mut w, &mut index, OpType::Ok, p, done, time_ns);
-        }
-        slots[s].busy = false;
-        completed += 1;
-    }
+    let ops = history_gen::generate(&shape, &mut w).unwrap();
     w.flush().unwrap();
-    eprintln!("wrote {index} ops ({n} transactions) to {out}");
+    eprintln!("wrote {ops} ops ({} transactions) to {out}", shape.txns);
 }

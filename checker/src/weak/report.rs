@@ -14,7 +14,7 @@ use super::observe::{INIT, Observations};
 use super::saturate::{Cat, Inferred};
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, Evidence, ProcessStep, Site, Step};
-use crate::graph::{EdgeList, Graph, tarjan};
+use crate::graph::{EdgeList, Edges, Graph, tarjan};
 use crate::rels::{Rel, Rels};
 use crate::txn::Txns;
 use std::collections::VecDeque;
@@ -354,6 +354,14 @@ pub fn report(
         }
     }
 
+    // Every level's graph is a subgraph of the union of their masks: when
+    // that one is acyclic no level has a component to report, and the
+    // per-level graphs (an adjacency sort each) are never built. The union
+    // is built from the edges in place, without the combined list.
+    let union = levels(max).iter().fold(0, |m, l| m | l.mask);
+    if acyclic(n, &edges, inferred, max, union) {
+        return out;
+    }
     edges.extend(
         inferred
             .iter()
@@ -402,6 +410,42 @@ pub fn report(
         }
     }
     out
+}
+
+/// The base edges and the inferred ones (up to `max`) as one graph's source.
+struct Union<'a> {
+    base: &'a [Edge],
+    inferred: &'a [Inferred],
+    max: Cat,
+    mask: u8,
+}
+
+impl Edges for Union<'_> {
+    fn each(&self, add: &mut dyn FnMut(u32, u32, Rels)) {
+        for e in self.base {
+            if e.kind.bit() & self.mask != 0 {
+                add(e.from, e.to, Rels::WW);
+            }
+        }
+        for e in self.inferred {
+            if e.to != INIT && e.cat <= self.max && Kind::Inf(e.cat).bit() & self.mask != 0 {
+                add(e.from, e.to, Rels::WW);
+            }
+        }
+    }
+}
+
+/// Whether the graph of `base` and `inferred` edges (up to `max`) of the
+/// kinds in `mask` has no cycle.
+fn acyclic(n: usize, base: &[Edge], inferred: &[Inferred], max: Cat, mask: u8) -> bool {
+    let union = Union {
+        base,
+        inferred,
+        max,
+        mask,
+    };
+    let graph = Graph::from_sources(n, &[&union]);
+    tarjan(&graph, Rels::WW).size.iter().all(|&s| s <= 1)
 }
 
 /// Keeps `a` unless its type already has [`MAX_CASES_PER_TYPE`] cases.
