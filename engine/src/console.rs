@@ -27,3 +27,16 @@ macro_rules! say_raw {
         let _ = write!(std::io::stdout().lock(), $($arg)*);
     }};
 }
+
+/// `n` with a comma every three digits.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

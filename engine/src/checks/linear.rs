@@ -1,0 +1,166 @@
+//! The linearizability entry: `register` (read / write / cas per key) and
+//! `kv` (Porcupine's get / put / append) histories, one Wing–Gong–Lowe
+//! search per key (`checker::linear`), with its explanation
+//! (`linear.txt`), its result map (`linear.json`) and the per-key
+//! timelines (`linear.html`).
+
+use super::entry::{Check, CheckHow, Verdict};
+use anyhow::Context as _;
+use checker::Budget;
+use checker::linear::model::Model;
+use checker::linear::{FailedCas, LinearOptions, LinearResult, report};
+use store::{History, OpType, Process};
+use workloads::WorkloadKind;
+
+/// The linearizability check.
+pub struct Linear;
+
+impl Check for Linear {
+    fn name(&self) -> &'static str {
+        "linearizability"
+    }
+
+    fn handles(&self, w: WorkloadKind) -> bool {
+        matches!(w, WorkloadKind::Register | WorkloadKind::Kv)
+    }
+
+    /// Register or kv by the client ops' `f`; `None` for anything else.
+    fn detect(&self, history: &History) -> Option<WorkloadKind> {
+        let mut kind = None;
+        for pos in 0..history.len() {
+            if history.process(pos) == Some(Process::Nemesis)
+                || history.op_type(pos) != OpType::Invoke
+            {
+                continue;
+            }
+            let k = match history.f(pos).map(|f| f.as_str()) {
+                Some("read" | "write" | "cas") => WorkloadKind::Register,
+                Some("get" | "put" | "append") => WorkloadKind::Kv,
+                _ => return None,
+            };
+            if kind.is_some_and(|x| x != k) {
+                return None;
+            }
+            kind = Some(k);
+        }
+        kind
+    }
+
+    fn describe(&self, w: WorkloadKind, how: &CheckHow) -> String {
+        let model = match w {
+            WorkloadKind::Kv => "kv model",
+            _ => "cas-register model",
+        };
+        format!(
+            "checked for linearizability per key ({model}, failed ops: {})",
+            failed_ops(how).name()
+        )
+    }
+
+    fn check(
+        &self,
+        w: WorkloadKind,
+        history: &History,
+        how: &CheckHow,
+        budget: Budget,
+    ) -> anyhow::Result<Verdict> {
+        let opts = LinearOptions {
+            failed_cas: failed_ops(how),
+            all_keys: how.all,
+            ..LinearOptions::default()
+        };
+        let started = std::time::Instant::now();
+        let shape = || format!("checking the {w} history");
+        match w {
+            WorkloadKind::Kv => {
+                let r = checker::linear::check_kv(history, &opts, &budget).with_context(shape)?;
+                Ok(verdict(
+                    &checker::linear::model::KvString,
+                    &r,
+                    w,
+                    self,
+                    how,
+                    started,
+                ))
+            }
+            _ => {
+                let model = checker::linear::model::CasRegister::default();
+                let r =
+                    checker::linear::check_register(history, &opts, &budget).with_context(shape)?;
+                Ok(verdict(&model, &r, w, self, how, started))
+            }
+        }
+    }
+}
+
+/// What a failed op means: as asked, else harness's own reading (a failed
+/// cas saw another value: SQL's "0 rows updated").
+fn failed_ops(how: &CheckHow) -> FailedCas {
+    how.failed_ops.unwrap_or(FailedCas::Observed)
+}
+
+fn verdict<M: Model>(
+    model: &M,
+    r: &LinearResult<M>,
+    w: WorkloadKind,
+    check: &Linear,
+    how: &CheckHow,
+    started: std::time::Instant,
+) -> Verdict {
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let json = report::to_json(model, r);
+    let unknown = r
+        .keys
+        .iter()
+        .filter(|k| k.searched.verdict == checker::linear::search::Verdict::Unknown)
+        .count()
+        .saturating_sub(r.skipped);
+    let summary = format!(
+        "{} op(s) over {} key(s), {} key(s) not linearizable{}{}",
+        r.op_count(),
+        r.keys.len(),
+        r.failures().count(),
+        if unknown > 0 {
+            format!(", {unknown} undecided within the time limit")
+        } else {
+            String::new()
+        },
+        if r.skipped > 0 {
+            format!(
+                ", {} not searched to the end after the first failure (--all-anomalies searches every key)",
+                r.skipped
+            )
+        } else {
+            String::new()
+        }
+    );
+    let limit = if how.all { usize::MAX } else { how.explain };
+    let details: String = r
+        .failures()
+        .take(limit)
+        .map(|k| report::render_key_text(model, k))
+        .collect();
+    let title = format!("{w}: linearizability per key");
+    Verdict {
+        valid: r.valid,
+        workload: w,
+        checker: check.name(),
+        checks: check.describe(w, how),
+        summary,
+        files: vec![
+            ("linear.txt", report::render_text(model, r)),
+            (
+                "linear.json",
+                serde_json::to_string_pretty(&json).unwrap_or_default(),
+            ),
+            ("linear.html", report::render_html(model, r, &title)),
+        ],
+        json,
+        details,
+        warnings: r.warnings.clone(),
+        files_dir: "linear",
+        elle: None,
+        timings: vec![("linearizability", elapsed_s)],
+        elapsed_s,
+    }
+}
