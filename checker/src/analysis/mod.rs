@@ -92,15 +92,16 @@ impl Workload {
 impl std::str::FromStr for Workload {
     type Err = String;
 
-    /// Parses `list-append` (`append`) or `rw-register` (`wr`,
-    /// `register`), with or without Elle's leading `:`.
+    /// Parses `list-append` (`append`) or `rw-register` (`wr`), with or
+    /// without Elle's leading `:`. (`register` is not one of them: it names
+    /// the linearizable register, `workloads::WorkloadKind`.)
     ///
     /// # Errors
     /// Names the text and the known workloads.
     fn from_str(s: &str) -> Result<Workload, String> {
         match s.trim_start_matches(':') {
             "list-append" | "append" => Ok(Workload::ListAppend),
-            "rw-register" | "wr" | "register" => Ok(Workload::RwRegister),
+            "rw-register" | "wr" => Ok(Workload::RwRegister),
             other => Err(format!(
                 "unknown workload {other:?}; known workloads: list-append (append), rw-register (wr)"
             )),
