@@ -267,6 +267,7 @@ pub(crate) fn data_model(w: WorkloadKind) -> DataModel {
         WorkloadKind::RwRegister
         | WorkloadKind::Register
         | WorkloadKind::Kv
+        | WorkloadKind::Knossos(_)
         | WorkloadKind::Jepsen(_) => DataModel::RwRegister,
     }
 }

@@ -56,6 +56,24 @@ pub enum WorkloadKind {
     Kv,
     /// One of Jepsen's non-Elle workloads (`jepsen.rs`: bank, set, …).
     Jepsen(JepsenWorkload),
+    /// One of Knossos' other models, checked for linearizability
+    /// (histories only: no generator).
+    Knossos(KnossosModel),
+}
+
+/// Knossos' models beside the cas-register, as Jepsen tests use them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KnossosModel {
+    /// `multi-register`: transactions of reads and writes over registers.
+    MultiRegister,
+    /// `mutex` (alias `lock`): acquire and release of one lock.
+    Mutex,
+    /// `fifo-queue` (alias `queue`): enqueue and dequeue in order.
+    FifoQueue,
+    /// `unordered-queue`: enqueue and dequeue in any order.
+    UnorderedQueue,
+    /// `linearizable-set` (alias `knossos-set`): adds and whole-set reads.
+    Set,
 }
 
 /// A workload's names: the canonical one first, then its aliases, and
@@ -142,6 +160,36 @@ pub const WORKLOADS: &[WorkloadName] = &[
         "counter",
         &[],
         true,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::MultiRegister),
+        "multi-register",
+        &[],
+        false,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::Mutex),
+        "mutex",
+        &["lock"],
+        false,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::FifoQueue),
+        "fifo-queue",
+        &["queue"],
+        false,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::UnorderedQueue),
+        "unordered-queue",
+        &[],
+        false,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::Set),
+        "linearizable-set",
+        &["knossos-set"],
+        false,
     ),
 ];
 
@@ -343,7 +391,7 @@ pub fn for_workload(
         WorkloadKind::Predicate => Ok(Box::new(predicate::PredicateGen::new(cfg, seed)?)),
         WorkloadKind::Register => Ok(Box::new(cas_register::RegisterGen::new(cfg, seed)?)),
         WorkloadKind::Jepsen(w) => jepsen::generator(w, cfg, seed),
-        WorkloadKind::Kv => Err(WorkloadError::NotRunnable(kind.name())),
+        WorkloadKind::Kv | WorkloadKind::Knossos(_) => Err(WorkloadError::NotRunnable(kind.name())),
         _ => Ok(Box::new(TxnGen::new(kind, cfg, seed)?)),
     }
 }

@@ -62,6 +62,7 @@ impl TxnGen {
                     WorkloadKind::RwRegister
                     | WorkloadKind::Register
                     | WorkloadKind::Kv
+                    | WorkloadKind::Knossos(_)
                     | WorkloadKind::Jepsen(_) => MicroOp::Write(k, Val::int(v)),
                 });
             }

@@ -38,6 +38,7 @@
 //!   Knossos', which removes failed ops ("can't influence state").
 
 pub mod extract;
+pub mod knossos;
 pub mod model;
 pub mod report;
 pub mod search;
@@ -169,6 +170,24 @@ pub fn check_kv(
 ) -> Result<LinearResult<model::KvString>, ExtractError> {
     let extracted = extract::kv(history)?;
     let mut result = check_partitions(&model::KvString, extracted.keys, budget, opts);
+    result.warnings.extend(extracted.warnings);
+    Ok(result)
+}
+
+/// Checks a history of one of Knossos' other models (multi-register,
+/// mutex, FIFO or unordered queue, set): failed ops did not happen.
+///
+/// # Errors
+/// [`ExtractError`] when an op is not one of the model's.
+pub fn check_knossos(
+    history: &store::History,
+    kind: knossos::Kind,
+    opts: &LinearOptions,
+    budget: &Budget,
+) -> Result<LinearResult<knossos::Knossos>, ExtractError> {
+    let extracted = knossos::extract(history, kind)?;
+    let model = knossos::Knossos(kind);
+    let mut result = check_partitions(&model, extracted.keys, budget, opts);
     result.warnings.extend(extracted.warnings);
     Ok(result)
 }

@@ -1,5 +1,6 @@
-//! The linearizability entry: `register` (read / write / cas per key) and
-//! `kv` (Porcupine's get / put / append) histories, one Wing–Gong–Lowe
+//! The linearizability entry: `register` (read / write / cas per key),
+//! `kv` (Porcupine's get / put / append) and Knossos' other models
+//! (multi-register, mutex, FIFO and unordered queue, set), one Wing–Gong–Lowe
 //! search per key (`checker::linear`), with its explanation
 //! (`linear.txt`), its result map (`linear.json`) and the per-key
 //! timelines (`linear.html`).
@@ -10,7 +11,19 @@ use checker::Budget;
 use checker::linear::model::Model;
 use checker::linear::{FailedCas, LinearOptions, LinearResult, report};
 use store::{History, OpType, Process};
-use workloads::WorkloadKind;
+use workloads::{KnossosModel, WorkloadKind};
+
+/// The checker's model of a Knossos workload.
+fn knossos_kind(m: KnossosModel) -> checker::linear::knossos::Kind {
+    use checker::linear::knossos::Kind;
+    match m {
+        KnossosModel::MultiRegister => Kind::MultiRegister,
+        KnossosModel::Mutex => Kind::Mutex,
+        KnossosModel::FifoQueue => Kind::FifoQueue,
+        KnossosModel::UnorderedQueue => Kind::UnorderedQueue,
+        KnossosModel::Set => Kind::Set,
+    }
+}
 
 /// The linearizability check.
 pub struct Linear;
@@ -21,7 +34,10 @@ impl Check for Linear {
     }
 
     fn handles(&self, w: WorkloadKind) -> bool {
-        matches!(w, WorkloadKind::Register | WorkloadKind::Kv)
+        matches!(
+            w,
+            WorkloadKind::Register | WorkloadKind::Kv | WorkloadKind::Knossos(_)
+        )
     }
 
     /// Register or kv by the client ops' `f`; `None` for anything else.
@@ -36,6 +52,7 @@ impl Check for Linear {
             let k = match history.f(pos).map(|f| f.as_str()) {
                 Some("read" | "write" | "cas") => WorkloadKind::Register,
                 Some("get" | "put" | "append") => WorkloadKind::Kv,
+                Some("acquire" | "release") => WorkloadKind::Knossos(KnossosModel::Mutex),
                 _ => return None,
             };
             if kind.is_some_and(|x| x != k) {
@@ -47,14 +64,17 @@ impl Check for Linear {
     }
 
     fn describe(&self, w: WorkloadKind, how: &CheckHow) -> String {
-        let model = match w {
-            WorkloadKind::Kv => "kv model",
-            _ => "cas-register model",
-        };
-        format!(
-            "checked for linearizability per key ({model}, failed ops: {})",
-            failed_ops(how).name()
-        )
+        match w {
+            WorkloadKind::Knossos(m) => format!(
+                "checked for linearizability ({} model, failed ops: dropped, as Knossos)",
+                knossos_kind(m).name()
+            ),
+            WorkloadKind::Kv => "checked for linearizability per key (kv model)".to_string(),
+            _ => format!(
+                "checked for linearizability per key (cas-register model, failed ops: {})",
+                failed_ops(how).name()
+            ),
+        }
     }
 
     fn check(
@@ -76,6 +96,19 @@ impl Check for Linear {
                 let r = checker::linear::check_kv(history, &opts, &budget).with_context(shape)?;
                 Ok(verdict(
                     &checker::linear::model::KvString,
+                    &r,
+                    w,
+                    self,
+                    how,
+                    started,
+                ))
+            }
+            WorkloadKind::Knossos(m) => {
+                let kind = knossos_kind(m);
+                let r = checker::linear::check_knossos(history, kind, &opts, &budget)
+                    .with_context(shape)?;
+                Ok(verdict(
+                    &checker::linear::knossos::Knossos(kind),
                     &r,
                     w,
                     self,
