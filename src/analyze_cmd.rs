@@ -55,6 +55,11 @@ pub struct AnalyzeArgs {
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub cycle_search_timeout: Duration,
 
+    /// Memory the linearizability search may take (e.g. 4G); default: half
+    /// of what the machine leaves.
+    #[arg(long, value_parser = engine::checks::memory::parse_size)]
+    pub memory: Option<u64>,
+
     /// Do not re-check: regenerate the timeline and plots only.
     #[arg(long)]
     pub reports_only: bool,
@@ -112,6 +117,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         models,
         anomalies: args.anomalies.clone(),
         time_limit: args.cycle_search_timeout,
+        memory: args.memory,
         from_run: true,
         explain: 1,
         ..CheckHow::new(workload)

@@ -85,6 +85,12 @@ pub struct CheckArgs {
     #[arg(long, value_parser = ["observed", "dropped"])]
     pub failed_ops: Option<String>,
 
+    /// Memory the linearizability search may take (e.g. 4G, 512M); running
+    /// out is `unknown` with the longest linearizable prefix. Default: half
+    /// of what the machine leaves (available memory, `ulimit -v`, cgroup).
+    #[arg(long, value_parser = engine::checks::memory::parse_size)]
+    pub memory: Option<u64>,
+
     /// The same as `--failed-ops dropped`.
     #[arg(long)]
     pub drop_failed_cas: bool,
@@ -201,6 +207,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         linearizable_keys: args.linearizable_keys,
         time_limit: args.cycle_search_timeout,
         failed_ops: Some(failed_ops(&args)),
+        memory: args.memory,
         all: args.all_anomalies,
         explain: STDOUT_EXPLAINED_PER_TYPE,
         from_run: false,

@@ -35,6 +35,9 @@ pub struct CheckHow {
     /// What a failed op means to a linearizability check; `None`: what
     /// the source means ([`FailedCas::Observed`] for harness's own runs).
     pub failed_ops: Option<FailedCas>,
+    /// Bytes the linearizability search may take (`None`: derived from
+    /// the machine, `checks::machine_memory`).
+    pub memory: Option<u64>,
     /// Keep every anomaly (no caps) and search every key.
     pub all: bool,
     /// Explanations on the terminal per anomaly type / failing key.
@@ -58,6 +61,7 @@ impl CheckHow {
             linearizable_keys: false,
             time_limit: Duration::from_secs(30),
             failed_ops: None,
+            memory: None,
             all: false,
             explain: 3,
             from_run: false,

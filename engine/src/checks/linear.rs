@@ -9,6 +9,7 @@ use super::entry::{Check, CheckHow, Verdict};
 use anyhow::Context as _;
 use checker::Budget;
 use checker::linear::model::Model;
+use checker::linear::search::Exhausted;
 use checker::linear::{FailedCas, LinearOptions, LinearResult, report};
 use store::{History, OpType, Process};
 use workloads::{KnossosModel, WorkloadKind};
@@ -84,9 +85,11 @@ impl Check for Linear {
         how: &CheckHow,
         budget: Budget,
     ) -> anyhow::Result<Verdict> {
+        let memory = how.memory.or_else(super::memory::machine_memory);
         let opts = LinearOptions {
             failed_cas: failed_ops(how),
             all_keys: how.all,
+            max_memory: memory.map_or(usize::MAX, |m| usize::try_from(m).unwrap_or(usize::MAX)),
             ..LinearOptions::default()
         };
         let started = std::time::Instant::now();
@@ -142,22 +145,45 @@ fn verdict<M: Model>(
 ) -> Verdict {
     let elapsed_s = started.elapsed().as_secs_f64();
     let json = report::to_json(model, r);
-    let unknown = r
+    let undecided: Vec<_> = r
         .keys
         .iter()
-        .filter(|k| k.searched.verdict == checker::linear::search::Verdict::Unknown)
-        .count()
-        .saturating_sub(r.skipped);
+        .filter(|k| {
+            k.searched.verdict == checker::linear::search::Verdict::Unknown
+                && k.searched.exhausted != Some(Exhausted::Stopped)
+        })
+        .collect();
+    let mut why: Vec<String> = Vec::new();
+    for reason in [
+        Exhausted::Time,
+        Exhausted::Memory,
+        Exhausted::Configurations,
+    ] {
+        let keys: Vec<_> = undecided
+            .iter()
+            .filter(|k| k.searched.exhausted == Some(reason))
+            .collect();
+        if let Some(longest) = keys.iter().max_by_key(|k| k.searched.order.len()) {
+            why.push(format!(
+                ", {} key(s) undecided: {}{} (longest linearizable prefix: {} of {} ops)",
+                keys.len(),
+                reason.name(),
+                match (reason, how.memory.or_else(super::memory::machine_memory)) {
+                    (Exhausted::Memory, Some(m)) => format!(" of {}", super::memory::gib(m)),
+                    (Exhausted::Time, _) => format!(" of {:?}", how.time_limit),
+                    _ => String::new(),
+                },
+                longest.searched.order.len(),
+                longest.ops.len()
+            ));
+        }
+    }
     let summary = format!(
         "{} op(s) over {} key(s), {} key(s) not linearizable{}{}",
         r.op_count(),
         r.keys.len(),
         r.failures().count(),
-        if unknown > 0 {
-            format!(", {unknown} undecided within the time limit")
-        } else {
-            String::new()
-        },
+        why.concat(),
         if r.skipped > 0 {
             format!(
                 ", {} not searched to the end after the first failure (--all-anomalies searches every key)",

@@ -20,6 +20,7 @@ mod elle;
 mod entry;
 mod jepsen;
 mod linear;
+pub mod memory;
 
 pub use elle::{CheckedHistory, check_history, elle_workload};
 pub use entry::{Check, CheckHow, ElleParts, Verdict};
