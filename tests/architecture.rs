@@ -90,3 +90,20 @@ fn every_test_the_invariant_table_names_exists() {
         missing.join("\n")
     );
 }
+
+#[test]
+fn architecture_md_stays_short_and_says_how_to_add_a_checker() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 300,
+        "ARCHITECTURE.md has {lines} lines; keep it to 300"
+    );
+    for heading in [
+        "## Adding a checker or a workload",
+        "## Adding a database",
+        "## Structure",
+    ] {
+        assert!(text.contains(heading), "no {heading:?}");
+    }
+}
