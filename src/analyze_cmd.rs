@@ -136,6 +136,11 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         let engines = verdict.elle.as_ref().map_or(&[][..], |e| &e.engines[..]);
         crate::check_cmd::write_witness(target, engines, crate::check_cmd::Format::Text)?;
     }
+    // As the run settled it: no fault in effect, a loss a setting permits.
+    let (valid, lines) = engine::no_fault::settle_record(&run, &test, verdict.valid);
+    for l in lines {
+        engine::say!("{l}");
+    }
     engine::say!("results and reports written to {}", dir.display());
-    Ok(verdict.valid.exit_code())
+    Ok(valid.exit_code())
 }

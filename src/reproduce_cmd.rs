@@ -23,9 +23,17 @@
 //! local = true
 //! ```
 //!
+//! `--shrink` searches a smaller configuration of a failing stored run that
+//! still fails and writes it as `shrunk.toml` beside the run
+//! (`reproduce_cmd/shrink.rs`; exit 0 when the shrunk one still fails). A
+//! scenario may give a `seed` (as `--shrink` writes): the first attempt uses
+//! it, later attempts fresh seeds.
+//!
 //! Exit codes: 0 reproduced, 1 not reproduced, 3 bad input or a harness
 //! failure, 4 setup failed (including a scenario that needs a database this
 //! machine does not have and no flags naming one).
+
+mod shrink;
 
 use crate::run_cmd::{checked_run_flags, parse_run_flags};
 use anyhow::{Context as _, bail};
@@ -51,6 +59,20 @@ pub struct ReproduceArgs {
     /// List the scenarios in TARGET and whether they run here.
     #[arg(long)]
     pub list: bool,
+    /// Search a smaller configuration of the stored run that still shows
+    /// one of its anomaly types; write it as RUN_DIR/shrunk.toml.
+    #[arg(long)]
+    pub shrink: bool,
+    /// Time budget of --shrink (no new run starts after it).
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub shrink_budget: Duration,
+    /// Runs per configuration tried by --shrink (default: 1 on the
+    /// simulator, where a run is a function of its seed; 3 elsewhere).
+    #[arg(long)]
+    pub tries: Option<u32>,
+    /// The anomaly type --shrink keeps (default: any of the stored run's).
+    #[arg(long)]
+    pub anomaly: Option<String>,
     /// More `harness run` flags, after `--` (e.g. the nodes and tarball of a
     /// TiDB cluster for a scenario that needs one).
     #[arg(last = true)]
@@ -78,6 +100,8 @@ pub struct Scenario {
     pub needs: Option<String>,
     /// `harness run` flags.
     pub flags: Vec<String>,
+    /// The first attempt's seed, if the file gives one.
+    pub seed: Option<u64>,
 }
 
 /// Parses a scenario file.
@@ -90,8 +114,8 @@ pub fn parse_scenario(path: &Path) -> anyhow::Result<Scenario> {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let what = path.display().to_string();
     let doc: toml::Table = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
-    const KEYS: [&str; 8] = [
-        "title", "source", "seen-on", "report", "expect", "attempts", "needs", "run",
+    const KEYS: [&str; 9] = [
+        "title", "source", "seen-on", "report", "expect", "attempts", "needs", "run", "seed",
     ];
     for k in doc.keys() {
         if !KEYS.contains(&k.as_str()) {
@@ -133,6 +157,14 @@ pub fn parse_scenario(path: &Path) -> anyhow::Result<Scenario> {
         "reproduce",
     )?;
     let needs = doc.get("needs").map(|_| string("needs")).transpose()?;
+    let seed = match doc.get("seed") {
+        None => None,
+        Some(v) => Some(
+            v.as_integer()
+                .and_then(|i| u64::try_from(i).ok())
+                .with_context(|| format!("{what}: seed: a non-negative integer"))?,
+        ),
+    };
     if needs.is_none() {
         checked_run_flags(&flags).with_context(|| format!("{what}: [run]"))?;
     } else {
@@ -153,6 +185,7 @@ pub fn parse_scenario(path: &Path) -> anyhow::Result<Scenario> {
         attempts,
         needs,
         flags,
+        seed,
     })
 }
 
@@ -163,6 +196,12 @@ pub fn parse_scenario(path: &Path) -> anyhow::Result<Scenario> {
 pub fn run(args: ReproduceArgs) -> anyhow::Result<u8> {
     if args.list {
         return list(&args.target);
+    }
+    if args.shrink && !args.target.join(store::run::TEST_JSON).is_file() {
+        bail!(
+            "{}: --shrink needs a stored run directory (with test.json)",
+            args.target.display()
+        );
     }
     if args.target.is_dir() {
         if args.target.join(store::run::TEST_JSON).is_file() {
@@ -310,6 +349,35 @@ fn reproduce_run(args: &ReproduceArgs) -> anyhow::Result<u8> {
         .filter(|d| d.is_dir());
     checked_run_flags(&flags)?;
     let original = suite::run_facts(&dir);
+    if args.shrink {
+        let sim = flag_value(&flags, "--db") == Some("sim");
+        if flag_value(&flags, "--seed").is_none() {
+            flags.extend(["--seed".to_string(), seed.to_string()]);
+        }
+        let anomalies = match &args.anomaly {
+            None => original.anomaly_types.clone(),
+            Some(a) if original.anomaly_types.contains(a) => vec![a.clone()],
+            Some(a) => bail!(
+                "--anomaly {a}: the stored run shows {}",
+                if original.anomaly_types.is_empty() {
+                    "no anomaly".to_string()
+                } else {
+                    original.anomaly_types.join(", ")
+                }
+            ),
+        };
+        return shrink::shrink(
+            &shrink::Target {
+                dir: dir.clone(),
+                flags,
+                config: meta.config.clone(),
+                anomalies,
+                cwd,
+            },
+            args.shrink_budget,
+            args.tries.unwrap_or(if sim { 1 } else { 3 }),
+        );
+    }
     eprintln!(
         "reproduce {}: harness run {} (seed {seed})",
         dir.display(),
@@ -432,7 +500,10 @@ fn reproduce_scenario(args: &ReproduceArgs) -> anyhow::Result<u8> {
         |attempt| {
             let mut f = flags.clone();
             if flag_value(&f, "--seed").is_none() {
-                let seed = suite::seed_for(None, u64::from(attempt));
+                let seed = match s.seed {
+                    Some(seed) if attempt == 1 => seed,
+                    _ => suite::seed_for(None, u64::from(attempt)),
+                };
                 f.extend(["--seed".to_string(), seed.to_string()]);
             }
             f

@@ -349,7 +349,15 @@ impl RunArgs {
             test_name: self.test_name.clone(),
             keep: Keep::from_items(&self.keep),
             nodes: self.nodes.to_spec(),
-            faults: self.faults.to_spec()?,
+            faults: {
+                let mut f = self.faults.to_spec()?;
+                if self.faults.nemesis_interval.is_none()
+                    && self.db.capabilities().default_ops.is_some()
+                {
+                    f.options.interval = fault_args::DEFAULT_CAPPED_INTERVAL;
+                }
+                f
+            },
             newsql: self.newsql.to_spec()?,
         })
     }

@@ -15,6 +15,11 @@
 //! every file a page or a conversion opens (`runs::open_inside`). Only GET
 //! and HEAD are answered. Binds 127.0.0.1 unless `--bind` says otherwise.
 //!
+//! Several `--store`s: `/` lists the first; the runs of store k (from 1 for
+//! the second) are under `/s/<k>/run/…`; `/trends` and `/api/runs`
+//! (`serve/trends.rs`) show the soak-tagged runs of all of them.
+//! `<run>/archive.tar.gz` streams a run as one file (`serve/archive.rs`).
+//!
 //! Bounded by design: what the server holds does not grow with
 //! the runs. Pages come from a small digest per run (`runs::Cache`, made
 //! once per version of `results.json`, streaming); files are streamed in
@@ -26,13 +31,17 @@
 //! `Retry-After` and a "busy" page (the wait is the hidden
 //! `--queue-wait-ms`, or `HARNESS_SERVE_QUEUE_WAIT_MS`, for tests).
 
+mod archive;
 mod lost;
 mod pages;
 mod runs;
+mod soak_section;
+mod stream;
+mod trends;
 
 use anyhow::Context;
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderValue, Method, Response, StatusCode, Uri, header};
 use clap::Args;
@@ -64,9 +73,10 @@ pub struct ServeArgs {
     #[arg(long, short, default_value_t = 8080)]
     pub port: u16,
     /// The run store: the `runs` directory (or the directory holding it, as
-    /// given to `harness run --store`).
+    /// given to `harness run --store`). Repeat for several stores (one per
+    /// shard or per night): `/trends` shows them together.
     #[arg(long, default_value = "runs")]
-    pub store: PathBuf,
+    pub store: Vec<PathBuf>,
     /// How long a request waits for a permit before 503, in milliseconds
     /// (hidden: for tests; the default is [`QUEUE_WAIT_S`]).
     #[arg(long, hide = true, env = "HARNESS_SERVE_QUEUE_WAIT_MS", default_value_t = QUEUE_WAIT_S * 1000)]
@@ -74,10 +84,12 @@ pub struct ServeArgs {
 }
 
 struct ServeState {
-    /// Canonical store root.
+    /// Canonical store root (the first `--store`).
     root: PathBuf,
     /// Digests of the runs.
     cache: runs::Cache,
+    /// The other stores: canonical root and digests.
+    more: Vec<(PathBuf, runs::Cache)>,
     /// Permits for pages and file opens.
     pages: Arc<Semaphore>,
     /// Permits for history conversions.
@@ -91,16 +103,13 @@ struct ServeState {
 /// # Errors
 /// When the store does not exist or the address cannot be bound.
 pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
-    let root = args
-        .store
-        .canonicalize()
-        .with_context(|| format!("store directory {}", args.store.display()))?;
-    anyhow::ensure!(root.is_dir(), "store {} is not a directory", root.display());
-    // `harness run --store DIR` keeps runs in DIR/runs/: accept DIR too.
-    let root = match root.join("runs").canonicalize() {
-        Ok(inner) if inner.is_dir() && !root.join(store::run::TEST_JSON).exists() => inner,
-        _ => root,
-    };
+    let mut roots = Vec::new();
+    for s in &args.store {
+        roots.push(store_root(s)?);
+    }
+    let mut roots = roots.into_iter();
+    let root = roots.next().context("no --store given")?;
+    let more: Vec<(PathBuf, runs::Cache)> = roots.map(|r| (r, runs::Cache::default())).collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -121,6 +130,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
             .with_state(Arc::new(ServeState {
                 root,
                 cache: runs::Cache::default(),
+                more,
                 pages: Arc::new(Semaphore::new(PAGE_PERMITS)),
                 conversions: Arc::new(Semaphore::new(CONVERSION_PERMITS)),
                 queue_wait: Duration::from_millis(args.queue_wait_ms),
@@ -135,6 +145,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     })
 }
 
+/// The canonical runs directory of a `--store`.
+fn store_root(store: &Path) -> anyhow::Result<PathBuf> {
+    let root = store
+        .canonicalize()
+        .with_context(|| format!("store directory {}", store.display()))?;
+    anyhow::ensure!(root.is_dir(), "store {} is not a directory", root.display());
+    // `harness run --store DIR` keeps runs in DIR/runs/: accept DIR too.
+    Ok(match root.join("runs").canonicalize() {
+        Ok(inner) if inner.is_dir() && !root.join(store::run::TEST_JSON).exists() => inner,
+        _ => root,
+    })
+}
+
 /// What a reply's body is.
 enum Content {
     /// Made in memory (pages: bounded by their caps).
@@ -143,6 +166,9 @@ enum Content {
     File(std::fs::File, u64),
     /// A history converted while it is sent.
     Convert(PathBuf, store::Format),
+    /// A run directory (store root, run, archive's top directory) as a
+    /// tar.gz made while it is sent.
+    Archive(PathBuf, PathBuf, String),
 }
 
 /// A response before it becomes HTTP.
@@ -211,24 +237,26 @@ async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) 
     } else {
         Reply::busy()
     };
+    let mut disposition = None;
     let (body, length) = match reply.body {
         Content::Bytes(b) => {
             let n = b.len() as u64;
             (Body::from(b), Some(n))
         }
-        Content::File(file, len) => (file_body(file.take(len)), Some(len)),
+        Content::File(file, len) => (stream::file_body(file.take(len)), Some(len)),
         Content::Convert(gz, format) => match permit(&state.conversions, state.queue_wait).await {
-            Some(p) => (conversion_body(gz, format, p), None),
-            None => {
-                let busy = Reply::busy();
-                return respond(busy.status, busy.content_type, None, Some(5), {
-                    match busy.body {
-                        Content::Bytes(b) => Body::from(b),
-                        _ => Body::empty(),
-                    }
-                });
-            }
+            Some(p) => (stream::conversion_body(gz, format, p), None),
+            None => return busy_response(),
         },
+        Content::Archive(root, dir, top) => {
+            match permit(&state.conversions, state.queue_wait).await {
+                Some(p) => {
+                    disposition = Some(format!("attachment; filename=\"{top}.tar.gz\""));
+                    (archive::body(root, dir, top, p), None)
+                }
+                None => return busy_response(),
+            }
+        }
     };
     let mut resp = respond(
         reply.status,
@@ -241,101 +269,21 @@ async fn handle(State(state): State<Arc<ServeState>>, method: Method, uri: Uri) 
         resp.headers_mut()
             .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
     }
+    if let Some(v) = disposition.and_then(|d| HeaderValue::from_str(&d).ok()) {
+        resp.headers_mut().insert(header::CONTENT_DISPOSITION, v);
+    }
     resp
 }
 
-/// A file streamed in [`CHUNK_BYTES`] pieces from a blocking thread (one
-/// piece in flight; the thread ends when the client goes away).
-fn file_body(file: std::io::Take<std::fs::File>) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(1);
-    tokio::task::spawn_blocking(move || {
-        let mut file = file;
-        loop {
-            let mut buf = vec![0u8; CHUNK_BYTES];
-            let item = match file.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => {
-                    buf.truncate(n);
-                    Ok(Bytes::from(buf))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => Err(e),
-            };
-            let failed = item.is_err();
-            if tx.blocking_send(item).is_err() || failed {
-                return;
-            }
+/// 503 with `Retry-After` (no permit in time).
+fn busy_response() -> Response<Body> {
+    let busy = Reply::busy();
+    respond(busy.status, busy.content_type, None, Some(5), {
+        match busy.body {
+            Content::Bytes(b) => Body::from(b),
+            _ => Body::empty(),
         }
-    });
-    stream_body(rx)
-}
-
-fn stream_body(rx: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>) -> Body {
-    Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    }))
-}
-
-/// Sends what it is given to a channel in [`CHUNK_BYTES`] pieces; fails
-/// (`BrokenPipe`) once the receiver is gone, which stops the conversion.
-struct ChannelWriter {
-    tx: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
-    buf: Vec<u8>,
-}
-
-impl ChannelWriter {
-    fn send_buf(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
-        self.tx
-            .blocking_send(Ok(Bytes::from(chunk)))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client gone"))
-    }
-}
-
-impl std::io::Write for ChannelWriter {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.buf.extend_from_slice(data);
-        if self.buf.len() >= CHUNK_BYTES {
-            self.send_buf()?;
-        }
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.send_buf()
-    }
-}
-
-/// `gz` converted to `format` op by op on a blocking thread that holds
-/// `permit` until it ends (finished, failed, or the client went away). A
-/// failure mid-way ends the body with an error, so the client sees a
-/// broken transfer, never a silently short history.
-fn conversion_body(gz: PathBuf, format: store::Format, permit: OwnedSemaphorePermit) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel(CONVERSION_AHEAD_CHUNKS);
-    tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let err_tx = tx.clone();
-        let run = || -> anyhow::Result<()> {
-            let out = ChannelWriter {
-                tx,
-                buf: Vec::with_capacity(CHUNK_BYTES),
-            };
-            let mut w = store::format::OpWriter::new(out, format);
-            for op in store::format::OpReader::open(&gz)? {
-                w.write(&op?)?;
-            }
-            let mut out = w.finish()?;
-            std::io::Write::flush(&mut out)?;
-            Ok(())
-        };
-        if let Err(e) = run() {
-            let _ = err_tx.blocking_send(Err(std::io::Error::other(format!("{e:#}"))));
-        }
-    });
-    stream_body(rx)
+    })
 }
 
 fn respond(
@@ -450,24 +398,63 @@ fn route(state: &ServeState, path: &str) -> Reply {
             ),
         };
     }
-    let Some(rest) = path.strip_prefix("/run/") else {
-        return Reply::error(StatusCode::NOT_FOUND, "no such page");
-    };
+    if path == "/trends" || path == "/api/runs" {
+        let roots = state.roots();
+        let runs = trends::collect(&roots);
+        let cells = trends::cells(&runs);
+        if path == "/trends" {
+            return Reply::html(trends::page(&runs, &cells, &roots));
+        }
+        let mut r = Reply::html(
+            serde_json::to_string_pretty(&trends::api(&runs, &cells, &roots)).unwrap_or_default(),
+        );
+        r.content_type = "application/json";
+        return r;
+    }
+    if let Some(rest) = path.strip_prefix("/run/") {
+        return run_route(&state.root, &state.cache, "/run/", rest);
+    }
+    // `/s/<k>/run/…`: store k (from 1: the second --store).
+    if let Some((k, rest)) = path.strip_prefix("/s/").and_then(|p| p.split_once("/run/"))
+        && let Some((root, cache)) = k
+            .parse::<usize>()
+            .ok()
+            .and_then(|k| state.more.get(k.wrapping_sub(1)))
+    {
+        return run_route(root, cache, &format!("/s/{k}/run/"), rest);
+    }
+    Reply::error(StatusCode::NOT_FOUND, "no such page")
+}
+
+impl ServeState {
+    /// Every store's root, the first first.
+    fn roots(&self) -> Vec<PathBuf> {
+        std::iter::once(self.root.clone())
+            .chain(self.more.iter().map(|(r, _)| r.clone()))
+            .collect()
+    }
+}
+
+/// A path under `prefix` (`/run/` or `/s/<k>/run/`) of the store at `root`.
+fn run_route(root: &Path, cache: &runs::Cache, prefix: &str, rest: &str) -> Reply {
     let (segs, dir_slash) = match safe_segments(rest) {
         Ok(x) => x,
         Err(r) => return refuse(r),
     };
-    let mut target = state.root.clone();
+    let mut target = root.to_path_buf();
     for s in &segs {
         target.push(s);
     }
-    if let Some(reply) = converted_history(state, &target) {
+    if let Some(reply) = converted_history(root, &target) {
+        return reply;
+    }
+    if let Some(reply) = archive::reply(root, &target) {
         return reply;
     }
     let Ok(real) = target.canonicalize() else {
         return Reply::error(StatusCode::NOT_FOUND, "no such file or run");
     };
-    if !real.starts_with(&state.root) {
+    if !real.starts_with(root) {
         return Reply::error(StatusCode::FORBIDDEN, "outside the store");
     }
     let rel = segs.join("/");
@@ -478,7 +465,7 @@ fn route(state: &ServeState, path: &str) -> Reply {
                 status: StatusCode::MOVED_PERMANENTLY,
                 content_type: "text/plain; charset=utf-8",
                 body: Content::Bytes(Vec::new()),
-                location: Some(format!("/run/{}/", pages::url_path(&rel))),
+                location: Some(format!("{prefix}{}/", pages::url_path(&rel))),
                 retry_after_s: None,
             };
         }
@@ -488,16 +475,16 @@ fn route(state: &ServeState, path: &str) -> Reply {
         if is_run {
             // The digest (cached) plus this run's test.json (capped).
             let real_rel = real
-                .strip_prefix(&state.root)
+                .strip_prefix(root)
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or(rel);
-            let mut info = state.cache.run(&state.root, &real_rel);
-            info.test = runs::read_run_test(&state.root, &real_rel);
+            let mut info = cache.run(root, &real_rel);
+            info.test = runs::read_run_test(root, &real_rel);
             return Reply::html(pages::run_page(&info));
         }
         return Reply::html(pages::listing(&rel, &real));
     }
-    match runs::open_inside(&state.root, &real) {
+    match runs::open_inside(root, &real) {
         Ok((file, meta)) => Reply {
             status: StatusCode::OK,
             content_type: content_type(&real),
@@ -515,7 +502,7 @@ fn route(state: &ServeState, path: &str) -> Reply {
 /// `<run>/history.edn` or `<run>/history.jsonl` when the run keeps only
 /// `history.jsonl.gz`: converted on request (the store keeps one copy of a
 /// history). `None` when `target` is anything else.
-fn converted_history(state: &ServeState, target: &Path) -> Option<Reply> {
+fn converted_history(root: &Path, target: &Path) -> Option<Reply> {
     let format = match target.file_name()?.to_str()? {
         "history.edn" => store::Format::Edn,
         "history.jsonl" => store::Format::JsonLines,
@@ -525,12 +512,12 @@ fn converted_history(state: &ServeState, target: &Path) -> Option<Reply> {
         return None;
     }
     let run = target.parent()?.canonicalize().ok()?;
-    if !run.starts_with(&state.root) {
+    if !run.starts_with(root) {
         return None;
     }
     let gz = run.join("history.jsonl.gz");
     // The history itself must be in the store too, not just its directory.
-    let real = match runs::resolve_inside(&state.root, &gz) {
+    let real = match runs::resolve_inside(root, &gz) {
         Ok(real) if real.is_file() => real,
         Ok(_) => return None,
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {

@@ -12,10 +12,23 @@
 //!
 //! Exit codes: 0 every run ended as expected, 1 some did not, 2 the suite
 //! was interrupted, 3 a bad suite file.
+//!
+//! `--shard I/N` runs the runs of shard I of N (`engine::report::shard`: by a
+//! hash of each run's cell key, with the unsharded suite's seeds), in
+//! `<store>/soak/<suite>/<time>-shard-IofN/`; `harness soak merge` (in
+//! `soak_cmd/merge.rs`) writes from the shards' summaries what the
+//! unsharded soak would have written. A shard's exit codes are the suite's:
+//! a shard whose runs found anomalies ran fine (exit 0 or 1), only 2 and 3
+//! mean it could not run (see `docs/soak-on-n-nodes.md`). Each run directory
+//! gets a `soak.json` ([`store::run::SoakTag`]) for the trends of `serve`.
+
+mod merge;
+mod triage;
 
 use crate::run_cmd::checked_run_flags;
 use anyhow::Context as _;
 use engine::exit;
+use engine::report::shard::{Shard, cell_keys};
 use engine::report::soak::{
     Planned, Record, expect_names, junit_xml, log_tail, summary_json, table,
 };
@@ -26,9 +39,14 @@ use std::time::SystemTime;
 
 /// `harness soak` flags.
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct SoakArgs {
+    /// `merge`: combine shards.
+    #[command(subcommand)]
+    pub command: Option<SoakCommand>,
     /// The suite file (TOML).
-    pub suite: PathBuf,
+    #[arg(required = true)]
+    pub suite: Option<PathBuf>,
     /// Store root: runs go to <store>/runs/<test>/…, the suite's summary to
     /// <store>/soak/<suite>/<time>/.
     #[arg(long, default_value = ".")]
@@ -39,6 +57,30 @@ pub struct SoakArgs {
     /// Print the runs the suite expands to and exit.
     #[arg(long)]
     pub dry_run: bool,
+    /// Run only shard I of N (I from 1): a fixed share of the runs, by a
+    /// hash of each run's cell key; `soak merge` combines the shards.
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+    /// The night these runs belong to on the trends page (default: the UTC
+    /// date the soak started; give shards of one night the same value).
+    #[arg(long)]
+    pub night: Option<String>,
+    /// The commit (or version) of the database under test, kept with each
+    /// run for the trends.
+    #[arg(long)]
+    pub db_commit: Option<String>,
+    /// Re-run each run that did not end as expected K times with its seed
+    /// and K times with fresh seeds, and record how often it reproduced.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub triage: u32,
+}
+
+/// `harness soak` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum SoakCommand {
+    /// Combine the summaries of the shards of one suite into the summary.json,
+    /// junit.xml and table the unsharded soak would have written.
+    Merge(merge::MergeArgs),
 }
 
 /// Runs `harness soak`.
@@ -46,16 +88,31 @@ pub struct SoakArgs {
 /// # Errors
 /// The suite file cannot be read or is invalid (exit 3), or the soak
 /// directory cannot be written.
-pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
-    let text = std::fs::read_to_string(&args.suite)
-        .with_context(|| format!("reading {}", args.suite.display()))?;
-    let mut suite = suite_file::parse(&args.suite, &text, &checked_run_flags)
-        .with_context(|| format!("{}", args.suite.display()))?;
+pub fn run(mut args: SoakArgs) -> anyhow::Result<u8> {
+    let suite_path = match (args.command.take(), &args.suite) {
+        (Some(SoakCommand::Merge(m)), _) => return merge::run(m),
+        (None, Some(p)) => p.clone(),
+        (None, None) => anyhow::bail!("no suite file given"),
+    };
+    let text = std::fs::read_to_string(&suite_path)
+        .with_context(|| format!("reading {}", suite_path.display()))?;
+    let mut suite = suite_file::parse(&suite_path, &text, &checked_run_flags)
+        .with_context(|| format!("{}", suite_path.display()))?;
     if args.seed.is_some() {
         suite.seed = args.seed;
     }
+    // Runs of other shards are not this soak's: not run, not "not run".
+    let keys = cell_keys(&suite.runs);
+    let mine: Vec<bool> = keys
+        .iter()
+        .map(|k| args.shard.is_none_or(|s| s.takes(k)))
+        .collect();
+    if suite.seed.is_none() && args.shard.is_some() {
+        // Each shard would draw its own clock seed: fine, but say so.
+        eprintln!("note: no base seed ([suite] seed or --seed): each shard's runs get fresh seeds");
+    }
     if args.dry_run {
-        for r in &suite.runs {
+        for (r, _) in suite.runs.iter().zip(&mine).filter(|(_, m)| **m) {
             engine::say!(
                 "{:>3}  {:<32} expect {:<16} harness run {}",
                 r.id,
@@ -72,14 +129,18 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     // Named like run directories.
-    let soak_dir = store
-        .join("soak")
-        .join(&suite.name)
-        .join(store::run::timestamp_name(started_ms));
+    let mut dir_name = store::run::timestamp_name(started_ms);
+    if let Some(s) = args.shard {
+        dir_name.push_str(&format!("-shard-{}", s.label()));
+    }
+    let soak_dir = store.join("soak").join(&suite.name).join(dir_name);
+    let night = args.night.clone().unwrap_or_else(|| {
+        humantime::format_rfc3339_seconds(started).to_string()[..10].to_string()
+    });
     let logs = soak_dir.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     suite::install_interrupt_flag();
-    let total = suite.runs.len();
+    let total = mine.iter().filter(|m| **m).count();
     eprintln!(
         "soak {}: {total} runs; summary in {}",
         suite.name,
@@ -87,7 +148,11 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     );
     let mut records: Vec<Record> = Vec::new();
     let mut not_run: Vec<Planned> = Vec::new();
+    let mut triages: Vec<Option<serde_json::Value>> = Vec::new();
     for (i, p) in suite.runs.iter().enumerate() {
+        if !mine[i] {
+            continue;
+        }
         if suite::interrupted() {
             not_run.push(p.clone());
             continue;
@@ -121,7 +186,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
         let outcome = if end.timed_out {
             Outcome::TimedOut
         } else {
-            end.code.map_or(Outcome::Crashed, Outcome::from_exit_code)
+            end.code.map_or(Outcome::Crashed, |c| facts.outcome(c))
         };
         let detail = match outcome {
             Outcome::Crashed | Outcome::SetupFailed | Outcome::TimedOut => {
@@ -140,6 +205,23 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
             detail,
             soak_rss_kb: suite::self_rss_kb(),
         };
+        let triaged = if args.triage > 0 && !rec.as_expected() && !suite::interrupted() {
+            let t = triage::triage(&rec, args.triage, &store, &logs, suite.grace)?;
+            eprintln!("  triage: {}", t["summary"].as_str().unwrap_or_default());
+            Some(t)
+        } else {
+            None
+        };
+        write_tag(
+            &rec,
+            &keys[i],
+            &suite.name,
+            &night,
+            &args,
+            &soak_dir,
+            triaged.as_ref(),
+        );
+        triages.push(triaged);
         eprintln!(
             "[{}/{total}] {} seed {} → {}{} in {:.1} s",
             p.id,
@@ -161,9 +243,9 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
         version: env!("CARGO_PKG_VERSION"),
         commit: env!("HARNESS_GIT_COMMIT"),
     };
-    let summary = summary_json(
+    let mut summary = summary_json(
         &suite,
-        &args.suite,
+        &suite_path,
         &records,
         &not_run,
         started,
@@ -171,6 +253,20 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
         suite::interrupted(),
         build,
     );
+    summary["night"] = night.clone().into();
+    for (r, t) in summary["runs"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .zip(&triages)
+    {
+        if let Some(t) = t {
+            r["triage"] = t.clone();
+        }
+    }
+    if let Some(s) = args.shard {
+        summary["shard"] = serde_json::json!({"index": s.index, "count": s.count});
+    }
     let summary_path = soak_dir.join("summary.json");
     std::fs::write(
         &summary_path,
@@ -181,6 +277,7 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     std::fs::write(&junit_path, junit_xml(&suite, &records, &not_run, started))
         .with_context(|| format!("writing {}", junit_path.display()))?;
     engine::say_raw!("{}", table(&records, &not_run));
+    engine::say_raw!("{}", triage::lines(&summary));
     engine::say!("summary: {}", summary_path.display());
     engine::say!("junit:   {}", junit_path.display());
     let unexpected = records.iter().filter(|r| !r.as_expected()).count();
@@ -192,6 +289,52 @@ pub fn run(args: SoakArgs) -> anyhow::Result<u8> {
     } else {
         exit::VALID
     })
+}
+
+/// Writes the run's `soak.json` (a warning if it cannot).
+fn write_tag(
+    rec: &Record,
+    key: &str,
+    suite: &str,
+    night: &str,
+    args: &SoakArgs,
+    soak_dir: &std::path::Path,
+    triage: Option<&serde_json::Value>,
+) {
+    let Some(dir) = &rec.run_dir else {
+        return;
+    };
+    let lost_writes = store::RunDir::open(dir)
+        .ok()
+        .and_then(|r| store::run::RunResults::load(&r.results_path()).ok())
+        .and_then(|r| r.extra.get("lost-writes").and_then(|l| l["count"].as_u64()));
+    let tag = store::run::SoakTag {
+        suite: suite.to_string(),
+        cell: rec.planned.test_name.clone(),
+        key: key.to_string(),
+        night: night.to_string(),
+        db_commit: args.db_commit.clone(),
+        shard: args.shard.map(|s| format!("{}/{}", s.index, s.count)),
+        harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        seed: rec.seed,
+        outcome: rec.outcome.name().to_string(),
+        expected: rec
+            .planned
+            .expect
+            .iter()
+            .map(|o| o.name().to_string())
+            .collect(),
+        as_expected: rec.as_expected(),
+        anomaly_types: rec.facts.anomaly_types.clone(),
+        lost_writes,
+        soak_dir: soak_dir.display().to_string(),
+        triage: triage
+            .and_then(|t| t["summary"].as_str())
+            .map(str::to_string),
+    };
+    if let Err(e) = tag.save(&dir.join(store::run::SOAK_JSON)) {
+        eprintln!("warning: {e}");
+    }
 }
 
 #[cfg(test)]

@@ -281,3 +281,79 @@ fn every_forgiven_shape_problem_warns_with_its_position_and_is_counted() {
         "{stdout}"
     );
 }
+
+/// Writes `head` then `fill` bytes without end into `harness check -`'s
+/// standard input until it stops reading; returns its exit, stderr and the
+/// bytes it took. A hang is caught by the 120 s guard, not timed.
+fn check_endless(head: &[u8], fill: u8) -> (Option<i32>, String, u64) {
+    let mut child = run_common::harness()
+        .args(["check", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let head = head.to_vec();
+    let writer = std::thread::spawn(move || {
+        let chunk = vec![fill; 64 << 10];
+        let mut n = 0u64;
+        if stdin.write_all(&head).is_err() {
+            return n;
+        }
+        n += head.len() as u64;
+        // Without end: until harness closes its end (a broken pipe).
+        while stdin.write_all(&chunk).is_ok() {
+            n += chunk.len() as u64;
+        }
+        n
+    });
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > end {
+            child.kill().unwrap();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let taken = writer.join().unwrap();
+    (status.code(), reader.join().unwrap(), taken)
+}
+
+/// Issue 35: `harness check` on an endless stream of NUL bytes grew to
+/// 8.4 GB and never returned (NUL bytes read as a killed run's log
+/// padding, up to the end that never came; `/dev/zero` also sniffed as an
+/// empty dbcop bincode history, read whole). Now it stops with exit 3
+/// after a bounded read: the padding a run log can have (a few MiB).
+#[test]
+fn an_endless_stream_of_nul_bytes_or_of_one_line_stops_with_exit_3() {
+    for (name, head, fill, most) in [
+        ("NUL bytes", &b""[..], 0u8, 16u64 << 20),
+        (
+            "an op then NUL bytes",
+            &b"{\"type\":\"invoke\""[..],
+            0,
+            16 << 20,
+        ),
+        ("one endless line", &b"{\"type\":"[..], b' ', 80 << 20),
+        ("garbage", &b"xyz"[..], b'x', 16 << 20),
+    ] {
+        let (code, err, taken) = check_endless(head, fill);
+        assert_eq!(code, Some(3), "{name}: {err}");
+        assert!(taken <= most, "{name}: read {taken} bytes before stopping");
+        assert!(err.contains("<stdin>"), "{name}: {err}");
+    }
+    // `/dev/zero` named as a file: a character device, read as a stream.
+    let (code, _, err) = check(&["/dev/zero"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("/dev/zero is not a history file"), "{err}");
+}

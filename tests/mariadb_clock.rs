@@ -1,12 +1,16 @@
-//! The monotonic-mode self-test on MariaDB, the twin of PostgreSQL's in
-//! `run_local_clock.rs`: mariadbd under libfaketime in its default mode
-//! (monotonic clocks faked too) on a testbed node while `harness run`
-//! drives serializable transactions against it; its clock jumps +1 h,
-//! back, −1 h and back. The server must not crash, `NOW(6)` must follow
-//! the jumps, the run must be valid and latencies stay sane. Needs root
-//! and the testbed; holds the testbed lock.
+//! The clock self-test on MariaDB, the twin of PostgreSQL's in
+//! `run_local_clock.rs`: mariadbd under harness's wall-clock preload (the
+//! default clock mode: `CLOCK_MONOTONIC` untouched) on a testbed node while
+//! `harness run` drives serializable transactions against it; its clock
+//! jumps +1 h, back, −1 h and back. The server must not crash, `NOW(6)`
+//! must follow the jumps, the run must be valid and latencies stay sane;
+//! the server runs with the library mapped and `HARNESS_CLOCK_MODE=real`,
+//! and a probe under its exact preload environment sees its monotonic
+//! clock never go backwards over a bump and a reset. Needs root and the
+//! testbed; holds the testbed lock.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod clock_probe;
 mod run_common;
 
 use nemesis::testbed::TestbedLock;
@@ -70,7 +74,7 @@ fn mariadb_survives_hour_jumps_of_its_clock_under_load() {
     testbed_up();
     let store = tempfile::tempdir().unwrap();
     let name = "mariadb-clock-selftest";
-    // --nemesis clock starts mariadbd under libfaketime; the package
+    // --nemesis clock starts mariadbd under the clock preload; the package
     // itself stays quiet (its first op would come after 1000 s): the
     // test writes the control file.
     let mut load = harness()
@@ -130,8 +134,54 @@ fn mariadb_survives_hour_jumps_of_its_clock_under_load() {
         eprintln!("asked {asked:+.0} s: read {got:+.4} s (± {err:.4} s)");
         seen.push((asked, got, err));
     }
+    // What the server runs under, and a probe under exactly that.
+    let env = clock_probe::preload_env_of(pid.lines().next().unwrap().parse().unwrap());
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", pid.lines().next().unwrap()))
+        .unwrap_or_default();
+    let probe_dir = tempfile::tempdir().unwrap();
+    let exe = clock_probe::build(probe_dir.path());
+    let mut step = 0;
+    let samples = clock_probe::run(&exe, &env, 250, |t| {
+        let due = [(0.5, 3600.0), (1.5, 0.0)];
+        if let Some((at, off)) = due.get(step)
+            && t > *at
+        {
+            nemesis::clock::write_control_file(
+                &file,
+                &nemesis::clock::Spec {
+                    offset_s: *off,
+                    rate: None,
+                },
+            )
+            .unwrap();
+            step += 1;
+        }
+    });
+    let (monotonic, max, _, last) = clock_probe::summary(&samples);
     let alive = mariadbd_pid();
     let status = load.wait().unwrap();
+    assert!(
+        env.iter()
+            .any(|(k, v)| k == "LD_PRELOAD" && v.ends_with("libharness-walltime.so")),
+        "{env:?}"
+    );
+    assert!(
+        env.iter()
+            .any(|(k, v)| k == "HARNESS_CLOCK_MODE" && v == "real"),
+        "{env:?}"
+    );
+    assert!(
+        maps.contains("libharness-walltime.so"),
+        "the library is mapped"
+    );
+    assert!(
+        monotonic,
+        "CLOCK_MONOTONIC never went backwards under mariadbd's preload"
+    );
+    assert!(
+        (max - 3600.0).abs() < 1.0 && last.abs() < 0.5,
+        "{max} {last}"
+    );
     for (asked, got, err) in &seen {
         assert!((asked - got).abs() < err + 0.05, "{seen:?}");
     }

@@ -127,7 +127,7 @@ impl ClockRun {
             })
             .filter(|p| {
                 std::fs::read_to_string(format!("/proc/{p}/maps"))
-                    .is_ok_and(|m| m.contains("libfaketime"))
+                    .is_ok_and(|m| m.contains("libfaketime") || m.contains("libharness-walltime"))
             })
             .collect()
     }
@@ -194,7 +194,8 @@ fn only_the_runs_own_faked_processes_and_control_files_count() {
 
 /// Whether process `pid` has libfaketime mapped.
 fn preloaded(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| m.contains("libfaketime"))
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .is_ok_and(|m| m.contains("libfaketime") || m.contains("libharness-walltime"))
 }
 
 #[test]

@@ -55,8 +55,12 @@ fn sim_faults_at(
         .filter_map(|l| serde_json::from_str(l).ok())
         .filter(|v: &serde_json::Value| v["process"] == "nemesis")
         .collect();
+    // Every fault applied, but where another package's fault was in the
+    // way (a pause or kill of a node that is down: said as such).
     assert!(
-        ops.iter().all(|o| o["error"].is_null()),
+        ops.iter().all(|o| o["error"]
+            .as_str()
+            .is_none_or(|e| e.contains("not running") || e.contains("no-op"))),
         "every fault applied: {ops:?}"
     );
     // Nothing is left down or cut off: after the last nemesis op (the

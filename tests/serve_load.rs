@@ -253,4 +253,104 @@ fn serve_stays_bounded_under_200_concurrent_requests_on_a_10m_transaction_store(
     assert_eq!(status, 200);
     assert!(body.contains("lost-update"), "{body}");
     eprintln!("warm index: {:.3} s", t.elapsed().as_secs_f64());
+
+    // The whole run as one archive: streamed, so the server's resident
+    // memory stays where it was while a 1 GB+ archive goes out.
+    let pid = srv.pid();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut peak = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(vm_rss_kb(pid));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            peak
+        })
+    };
+    let before_mb = vm_rss_kb(pid) / 1024;
+    let t = Instant::now();
+    let (n, listing) = archive_listing(&addr, &format!("/run/{rel}/archive.tar.gz"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak_mb = sampler.join().unwrap_or(0) / 1024;
+    eprintln!(
+        "archive.tar.gz: {:.1} MB in {:.1} s; server RSS {before_mb} MB before, peak {peak_mb} MB during",
+        n as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
+    // Every file whole: `tar -tv` lists each with its size.
+    for (f, bytes) in [
+        ("history.jsonl.gz", gz_bytes),
+        ("results.json", results_bytes),
+    ] {
+        assert!(
+            listing
+                .lines()
+                .any(|l| l.ends_with(&format!("/{f}")) && l.contains(&format!(" {bytes} "))),
+            "{f} ({bytes} bytes) not in the archive:\n{listing}"
+        );
+    }
+    assert!(
+        peak_mb <= RSS_CEILING_MB,
+        "peak RSS {peak_mb} MB while archiving > {RSS_CEILING_MB} MB"
+    );
+}
+
+/// GET `target` over HTTP/1.0 (no chunking: the body is the archive) and
+/// stream the body into `tar -tvz`: (body bytes, tar's listing).
+fn archive_listing(addr: &str, target: &str) -> std::io::Result<(u64, String)> {
+    let s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(300)))?;
+    let mut w = s.try_clone()?;
+    write!(w, "GET {target} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
+    let mut r = BufReader::with_capacity(64 * 1024, s);
+    let mut status = String::new();
+    r.read_line(&mut status)?;
+    if !status.contains(" 200 ") {
+        return Err(std::io::Error::other(format!("status {status}")));
+    }
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h)? == 0 || h == "\r\n" {
+            break;
+        }
+    }
+    let mut tar = Command::new("tar")
+        .args(["-tvzf", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut out = tar
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdout"))?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let n = {
+        let mut stdin = tar
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
+        std::io::copy(&mut r, &mut stdin)?
+    };
+    let st = tar.wait()?;
+    let listing = reader.join().unwrap_or_default();
+    if !st.success() {
+        return Err(std::io::Error::other(format!("tar: {st}")));
+    }
+    Ok((n, listing))
+}
+
+fn vm_rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }

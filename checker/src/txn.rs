@@ -67,7 +67,7 @@ impl<'h> Txns<'h> {
                 continue;
             }
             let op_type = history.op_type(pos);
-            let (status, inv) = match op_type {
+            let (mut status, inv) = match op_type {
                 OpType::Ok => (Status::Ok, history.partner(pos).unwrap_or(pos)),
                 OpType::Fail => (Status::Fail, history.partner(pos).unwrap_or(pos)),
                 OpType::Info => (Status::Info, history.partner(pos).unwrap_or(pos)),
@@ -82,6 +82,20 @@ impl<'h> Txns<'h> {
             // none stored, but never stands for a transaction here.
             let mops: &'h [MicroOp] = match (history.stored_txn(pos), history.stored_txn(inv)) {
                 (Some(m), _) if op_type != OpType::Info || !m.is_empty() => m,
+                // Nothing made up: an `ok` without micro-ops of its own did
+                // not say what it read, so its reads are not the
+                // invocation's `nil`s; it is kept as indeterminate (its
+                // writes may have happened), said as such.
+                (None, Some(m)) if op_type == OpType::Ok && inv != pos => {
+                    out.warnings.push(format!(
+                        "op {}: an ok completion without a transaction value (its invocation \
+                         is op {}); kept as info (outcome unknown): its reads are unknown",
+                        history.index(pos),
+                        history.index(inv)
+                    ));
+                    status = Status::Info;
+                    m
+                }
                 (_, Some(m)) => m,
                 (Some(m), _) => m,
                 _ => {

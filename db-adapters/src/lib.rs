@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod cockroach;
 pub mod db;
 pub mod etcd;
+pub mod exit_cleanup;
 pub mod jepsen;
 pub mod mysql;
 pub mod newsql;

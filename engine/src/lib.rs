@@ -21,6 +21,7 @@ pub mod checks;
 pub mod cluster;
 pub mod console;
 pub mod exit;
+pub mod no_fault;
 pub mod plan;
 pub mod report;
 pub mod run;

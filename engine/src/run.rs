@@ -77,6 +77,11 @@ pub fn default_ops_for(base: u64, time_limit: std::time::Duration) -> u64 {
     (base as f64 * factor).min(u64::MAX as f64) as u64
 }
 
+/// The rate (transactions/s) at which `ops` transactions last `time_limit`.
+pub fn paced_rate(ops: u64, time_limit: std::time::Duration) -> f64 {
+    ops as f64 / time_limit.as_secs_f64().max(1.0)
+}
+
 /// Runs `harness run`, returning the exit code. `argv` is what followed
 /// `run` on the command line (recorded in test.json for `reproduce`).
 pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result<u8> {
@@ -88,7 +93,20 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             .capabilities()
             .default_ops
             .map(|base| default_ops_for(base, args.limits.time_limit));
+        // Faults asked of a database that answers in microseconds: the cap
+        // would end the main phase long before the first fault is due
+        // (100,000 simulator transactions took 0.7 s of a 30 s run), so the
+        // run is paced for the cap to last the time limit.
+        if !args.faults.faults.is_empty()
+            && args.limits.rate.is_none()
+            && let Some(ops) = args.limits.ops
+        {
+            args.limits.rate = Some(paced_rate(ops, args.limits.time_limit));
+        }
     }
+    // Before planning (which checks the preload is there) and before any
+    // database starts: what a clock fault moves.
+    nemesis::clock::set_mode(args.faults.options.clock_mode);
     let plan = plan(&args)?;
     let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
         .with_context(|| format!("creating a run directory under {}", args.store.display()))?;
@@ -123,7 +141,10 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             }
             return Ok(exit::SETUP_FAILED);
         }
-        Ok(Outcome::Ran(summary)) => summary,
+        Ok(Outcome::Ran(summary, db_settings)) => {
+            meta.db_settings = db_settings.into_iter().collect();
+            summary
+        }
         Err(e) => {
             meta.error = Some(format!("{e:#}"));
             // The run's own error is the one to report; not recording it
@@ -146,7 +167,14 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
         keep,
     };
     let checked = crate::check::check_and_report(&check, &run_dir)?;
-    let verdict = checked.valid;
+    let mut verdict = checked.valid;
+    // A test of faults that did not happen is not `valid`; a loss a
+    // setting harness imposed permits is said as such (no_fault.rs).
+    let (settled, lines) = crate::no_fault::settle_record(&run_dir, &meta, verdict);
+    for l in lines {
+        crate::say!("{l}");
+    }
+    verdict = settled;
     if !keep.jsonl {
         match run_dir.compress_history() {
             Ok((raw, packed)) => crate::say!(
@@ -177,6 +205,9 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             );
         }
     }
+    // A second signal is exiting the process (130) from its own thread,
+    // healing and stopping what harness started: no verdict exit races it.
+    signals.hold_if_exiting();
     Ok(match verdict {
         Valid::True => exit::VALID,
         Valid::False => exit::INVALID,
@@ -186,7 +217,9 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
 
 enum Outcome {
     SetupFailed(String),
-    Ran(runner::RunSummary),
+    /// The runner's summary and the settings harness imposed on a server
+    /// it started.
+    Ran(runner::RunSummary, Vec<(String, String)>),
 }
 
 /// [`execute`] as a task of the runtime, not `block_on`'s own future: a
@@ -216,6 +249,7 @@ async fn execute(
     let mut local: Option<Box<dyn LocalServer>> = None;
     let mut on_nodes: Option<Cluster> = None;
     let mut local_nemesis = None;
+    let mut db_settings = Vec::new();
     let factory: Arc<dyn ClientFactory> = if plan.on_nodes {
         match crate::cluster::open_cluster(args, &settings, run_dir.path()).await? {
             Ok(c) => on_nodes.insert(c).factory.clone(),
@@ -228,6 +262,15 @@ async fn execute(
             (None, Placement::UrlOrNodes) => match plan.db.start_local(&settings).await {
                 Ok(server) => {
                     let server = local.insert(server);
+                    db_settings = server.settings();
+                    if !db_settings.is_empty() {
+                        let list: Vec<String> = db_settings
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect();
+                        crate::say!("local {} settings: {}", plan.db, list.join(", "));
+                        tracing::info!("local {} settings: {}", plan.db, list.join(", "));
+                    }
                     if !args.faults.faults.is_empty() {
                         local_nemesis = server.process().map(crate::cluster::local_nemesis);
                     }
@@ -271,7 +314,10 @@ async fn execute(
     {
         tracing::warn!("stopping the local {} server: {e}", plan.db);
     }
-    outcome
+    outcome.map(|o| match o {
+        Outcome::Ran(summary, _) => Outcome::Ran(summary, db_settings),
+        other => other,
+    })
 }
 
 async fn run_with(
@@ -349,7 +395,7 @@ async fn run_with(
     let summary = result?;
     finished.context("closing the history log")?;
     tracing::info!("{}", phase_lines(&summary).replace('\n', "; "));
-    Ok(Outcome::Ran(summary))
+    Ok(Outcome::Ran(summary, Vec::new()))
 }
 
 /// What a signal does now: the run's stop trigger while the main phase
@@ -414,6 +460,17 @@ impl SignalWatch {
             s.stop = Some(stop);
             s.faults = faults.zip(handle);
         });
+    }
+
+    /// Blocks for good once a second signal came: its thread exits the
+    /// process (130) when it has healed and stopped what harness started.
+    fn hold_if_exiting(&self) {
+        let exiting = || self.state.lock().is_ok_and(|s| s.count >= 2);
+        if exiting() {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
     }
 
     /// The main phase, healing and final reads are over (the runner healed
@@ -503,6 +560,11 @@ fn watch_signals(
             // history itself is whole (`history.jsonl`, or the finished
             // `history.jsonl.gz`).
             store::run::remove_tmp_files(run_dir);
+            // `exit` skips destructors: servers harness started itself
+            // (`--local` PostgreSQL, …) are stopped and removed here.
+            for what in db_adapters::exit_cleanup::run_all() {
+                eprintln!("stopped and removed {what}");
+            }
             tracing::warn!("exiting on a second signal");
             eprintln!(
                 "exiting now (130); the history in {} holds everything recorded so far",
@@ -513,21 +575,56 @@ fn watch_signals(
     });
 }
 
+/// Whether the run asks for clock faults on a database harness starts
+/// under a preload (not the simulator's clocks).
+fn preloaded_clock(args: &RunSpec) -> bool {
+    args.faults
+        .faults
+        .contains(&nemesis::schedule::FaultKind::Clock)
+        && matches!(
+            args.db.capabilities().clock_faults,
+            db_adapters::catalog::ClockFaults::Libfaketime
+        )
+}
+
+/// `config.clock_mode` of test.json when clock faults reach a real
+/// server: what they move (`nemesis::clock::ClockMode`).
+fn clock_mode_record(args: &RunSpec) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    if preloaded_clock(args) {
+        let mode = args.faults.options.clock_mode;
+        m.insert("clock_mode".into(), mode.flag().into());
+        m.insert("clock_mode_detail".into(), mode.label().into());
+    }
+    m
+}
+
 /// The first line a run prints: what is tested, how, and its seed.
 fn header(args: &RunSpec, plan: &Plan) -> String {
     let level = args.sim_bug.map_or_else(
         || format!("isolation {}", plan.isolation.name()),
         |b| format!("bug mode {b}"),
     );
-    let limit = match args.limits.ops {
+    let mut limit = match args.limits.ops {
         Some(n) => format!(
             "{} or {n} transactions",
             humantime::format_duration(args.limits.time_limit)
         ),
         None => humantime::format_duration(args.limits.time_limit).to_string(),
     };
+    if let Some(r) = args.limits.rate {
+        limit.push_str(&format!(" at {r:.0} txn/s"));
+    }
+    let clock = if preloaded_clock(args) {
+        format!(
+            " · clock faults: {}",
+            args.faults.options.clock_mode.label()
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "harness run: {} · {} · {level} · {} · nemesis {} · {} workers · {limit} · seed {}",
+        "harness run: {} · {} · {level} · {} · nemesis {}{clock} · {} workers · {limit} · seed {}",
         plan.db.name(),
         plan.workload.name(),
         crate::checks::describe(
@@ -639,7 +736,7 @@ fn test_json(
                     .collect::<Vec<_>>()
                     .join(","),
             ),
-            extra: serde_json::Map::new(),
+            extra: clock_mode_record(args),
         },
         ..RunMeta::default()
     }

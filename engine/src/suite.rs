@@ -25,6 +25,9 @@ pub enum Outcome {
     Invalid,
     /// The checker could not decide (or nothing committed).
     Unknown,
+    /// Faults were asked for and none took effect (`engine::no_fault`):
+    /// not a test of them, whatever the checker said short of `invalid`.
+    NoFault,
     /// The harness itself failed: an error exit, a panic, a signal.
     Crashed,
     /// The watchdog stopped the run.
@@ -35,10 +38,11 @@ pub enum Outcome {
 
 impl Outcome {
     /// All outcomes, in report order.
-    pub const ALL: [Outcome; 6] = [
+    pub const ALL: [Outcome; 7] = [
         Outcome::Valid,
         Outcome::Invalid,
         Outcome::Unknown,
+        Outcome::NoFault,
         Outcome::Crashed,
         Outcome::TimedOut,
         Outcome::SetupFailed,
@@ -50,6 +54,7 @@ impl Outcome {
             Outcome::Valid => "valid",
             Outcome::Invalid => "invalid",
             Outcome::Unknown => "unknown",
+            Outcome::NoFault => "no-fault",
             Outcome::Crashed => "crashed",
             Outcome::TimedOut => "timed-out",
             Outcome::SetupFailed => "setup-failed",
@@ -72,7 +77,10 @@ impl Outcome {
 
     /// A checker verdict (as opposed to the run not getting that far).
     pub fn is_verdict(self) -> bool {
-        matches!(self, Outcome::Valid | Outcome::Invalid | Outcome::Unknown)
+        matches!(
+            self,
+            Outcome::Valid | Outcome::Invalid | Outcome::Unknown | Outcome::NoFault
+        )
     }
 
     /// The outcome of a `harness run` exit code (ARCHITECTURE.md exit codes).
@@ -405,6 +413,19 @@ pub struct RunFacts {
     pub anomaly_types: Vec<String>,
     /// `test.json` `setup_error` or `error`.
     pub error: Option<String>,
+    /// `results.json` `no-fault`: why no fault asked for took effect.
+    pub no_fault: Option<String>,
+}
+
+impl RunFacts {
+    /// The outcome of a run that exited with `code`: `no-fault` for an
+    /// `unknown` whose results say no fault took effect.
+    pub fn outcome(&self, code: i32) -> Outcome {
+        match Outcome::from_exit_code(code) {
+            Outcome::Unknown if self.no_fault.is_some() => Outcome::NoFault,
+            o => o,
+        }
+    }
 }
 
 /// Reads `test.json` and `results.json` of `dir` (missing files give
@@ -421,6 +442,11 @@ pub fn run_facts(dir: &Path) -> RunFacts {
     if let Ok(r) = store::run::RunResults::load(&run.results_path()) {
         facts.valid = Some(r.valid.as_str().to_string());
         facts.anomaly_types = r.anomaly_types;
+        facts.no_fault = r
+            .extra
+            .get(crate::no_fault::KEY)
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
     }
     facts
 }
@@ -513,6 +539,27 @@ mod tests {
         assert_eq!(Outcome::from_exit_code(4), Outcome::SetupFailed);
         assert_eq!(Outcome::from_exit_code(3), Outcome::Crashed);
         assert_eq!(Outcome::from_exit_code(101), Outcome::Crashed);
+    }
+
+    #[test]
+    fn run_facts_name_a_no_fault_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = store::run::RunResults::default();
+        let plain = run_facts(dir.path());
+        assert_eq!(plain.outcome(2), Outcome::Unknown);
+        crate::no_fault::settle(
+            &mut r,
+            checker::result::Valid::True,
+            "no fault took effect: x",
+        );
+        r.save(&dir.path().join("results.json")).unwrap();
+        let facts = run_facts(dir.path());
+        assert_eq!(facts.no_fault.as_deref(), Some("no fault took effect: x"));
+        assert_eq!(facts.outcome(2), Outcome::NoFault);
+        // Anomalies found stay invalid; a crash stays a crash.
+        assert_eq!(facts.outcome(1), Outcome::Invalid);
+        assert_eq!(facts.outcome(3), Outcome::Crashed);
+        assert_eq!(Outcome::parse("no-fault"), Ok(Outcome::NoFault));
     }
 
     #[test]

@@ -31,6 +31,7 @@ use store::{Data, F};
 use tokio::task::JoinSet;
 
 mod durable;
+mod effect;
 mod network;
 
 /// The iptables chain holding every partition rule harness writes.
@@ -169,6 +170,8 @@ struct Active {
     /// Nodes removed from the cluster that have not joined again.
     removed: BTreeSet<String>,
     result: Option<Data>,
+    /// What the running fault did not do though asked (no-ops).
+    note: Option<String>,
 }
 
 /// Applies faults to the nodes of one test and heals them. Faults of
@@ -327,12 +330,14 @@ impl Nemesis {
         match fault {
             Fault::Partition(g) => self.partition(g).await,
             Fault::Kill(nodes) => {
+                // Pending before it is done: a heal starts a half-killed node.
                 self.lock().killed.extend(nodes.iter().cloned());
-                self.each_process(nodes, Action::Kill).await
+                self.process_effect(nodes, Action::Kill).await
             }
             Fault::Pause(nodes) => {
+                // Pending before it is done: a heal resumes a half-paused node.
                 self.lock().paused.extend(nodes.iter().cloned());
-                self.each_process(nodes, Action::Pause).await
+                self.process_effect(nodes, Action::Pause).await
             }
             Fault::Durability(d) => self.start_durability(d).await,
             Fault::Packet(p) => self.shape(p).await,
@@ -349,26 +354,8 @@ impl Nemesis {
         match fault {
             Fault::Partition(g) => self.unpartition(g).await,
             Fault::Packet(p) => self.unshape(p).await,
-            Fault::Kill(nodes) => {
-                let r = self.each_process(nodes, Action::Start).await;
-                if r.is_ok() {
-                    let mut a = self.lock();
-                    for n in nodes {
-                        a.killed.remove(n);
-                    }
-                }
-                r
-            }
-            Fault::Pause(nodes) => {
-                let r = self.each_process(nodes, Action::Resume).await;
-                if r.is_ok() {
-                    let mut a = self.lock();
-                    for n in nodes {
-                        a.paused.remove(n);
-                    }
-                }
-                r
-            }
+            Fault::Kill(nodes) => self.process_effect(nodes, Action::Start).await,
+            Fault::Pause(nodes) => self.process_effect(nodes, Action::Resume).await,
             Fault::Durability(d @ DurabilityFault::Corrupt { .. }) => {
                 let nodes = d.nodes();
                 let r = self.each_process(nodes, Action::Start).await;

@@ -95,6 +95,9 @@ pub struct Options {
     pub clock_rate: Option<crate::clock::fault::RateFactor>,
     /// `--clock-mix`: how the clock package draws.
     pub clock_mix: crate::clock::fault::ClockMix,
+    /// `--clock-monotonic`: whether a clock fault moves the wall clock
+    /// only (the default) or `CLOCK_MONOTONIC` too (libfaketime).
+    pub clock_mode: crate::clock::ClockMode,
 }
 
 impl Default for Options {
@@ -112,6 +115,7 @@ impl Default for Options {
             packet_targets: vec![Target::One, Target::Minority, Target::Majority, Target::All],
             clock_rate: None,
             clock_mix: crate::clock::fault::ClockMix::Jepsen,
+            clock_mode: crate::clock::ClockMode::Wall,
         }
     }
 }

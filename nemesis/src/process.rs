@@ -94,6 +94,21 @@ pub trait Process: Send + Sync {
         })
     }
 
+    /// Whether the database on `node` runs (`Some(false)`: down, e.g.
+    /// killed and not restarted; `None`: this database cannot tell). The
+    /// nemesis asks before a kill or a pause, so that a pause of a dead
+    /// process fails with its reason and a kill of one is a no-op said as
+    /// such, and neither is recorded as a fault in force.
+    ///
+    /// # Errors
+    /// [`ProcessError`] naming the node.
+    fn is_running<'a>(
+        &'a self,
+        _node: &'a Node,
+    ) -> BoxFuture<'a, Result<Option<bool>, ProcessError>> {
+        Box::pin(async { Ok(None) })
+    }
+
     /// The libfaketime control file of `node` (a path on the node) when
     /// the database was started under libfaketime for clock faults
     /// (`None`: clock faults cannot reach it).

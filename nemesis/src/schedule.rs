@@ -190,7 +190,7 @@ pub async fn start_recorded(
 ) -> Result<(), FaultError> {
     recorder.record(OpType::Invoke, fault.start_f(), fault.start_value(), None);
     let r = nemesis.start(fault).await;
-    let err = r.as_ref().err().map(|e| e.to_string());
+    let err = error_text(&r, nemesis.take_note());
     let value = nemesis.take_result().unwrap_or_else(|| fault.start_value());
     recorder.record(OpType::Info, fault.start_f(), value, err);
     if r.is_ok()
@@ -212,11 +212,24 @@ pub async fn stop_recorded(
 ) -> Result<(), FaultError> {
     recorder.record(OpType::Invoke, fault.stop_f(), fault.stop_value(), None);
     let r = nemesis.stop(fault).await;
-    let err = r.as_ref().err().map(|e| e.to_string());
+    let err = error_text(&r, nemesis.take_note());
     // What the stop measured (a packet fault's loss), else its value.
     let value = nemesis.take_result().unwrap_or_else(|| fault.stop_value());
     recorder.record(OpType::Info, fault.stop_f(), value, err);
     r
+}
+
+/// The `info`'s error: the fault's error and what it did not do though
+/// asked (a kill of a process that was down), `; `-joined.
+fn error_text(r: &Result<(), FaultError>, note: Option<String>) -> Option<String> {
+    let parts: Vec<String> = r
+        .as_ref()
+        .err()
+        .map(ToString::to_string)
+        .into_iter()
+        .chain(note)
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// Waits `d`, or until `stop` turns true; returns whether it was stopped.

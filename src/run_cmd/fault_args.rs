@@ -30,9 +30,10 @@ pub struct FaultArgs {
     pub nemesis: String,
     /// Time between fault starts and stops: the mean of the stagger
     /// (uniform in [0, 2·interval)), or the exact wait with
-    /// `--nemesis-schedule fixed`.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub nemesis_interval: Duration,
+    /// `--nemesis-schedule fixed`. Default 10s; 2s on the simulator, whose
+    /// runs are short.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub nemesis_interval: Option<Duration>,
     /// `stagger` (random waits, each package on its own seeded stream) or
     /// `fixed` (every wait is exactly --nemesis-interval).
     #[arg(long, default_value = "stagger")]
@@ -76,6 +77,13 @@ pub struct FaultArgs {
     /// +200 ms or 0, below CockroachDB's 250 ms maximum offset).
     #[arg(long, default_value = "jepsen")]
     pub clock_mix: String,
+    /// What a clock fault moves: `real` (the default: the wall clock only,
+    /// CLOCK_MONOTONIC untouched, as on a real machine whose clock is
+    /// stepped) or `fake` (libfaketime: CLOCK_MONOTONIC moves too, and
+    /// backwards after a reset — harsher than any real machine; labelled
+    /// on the run).
+    #[arg(long, default_value = "real", value_name = "real|fake")]
+    pub clock_monotonic: String,
     /// PostgreSQL on nodes: send read-only transactions to a replica.
     #[arg(long)]
     pub replica_reads: bool,
@@ -120,6 +128,13 @@ fn parse_partitions(s: &str) -> anyhow::Result<Vec<nemesis::partition::Partition
     Ok(out)
 }
 
+/// `--nemesis-interval` when not given.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
+/// `--nemesis-interval` when not given, on a database whose runs are
+/// capped by default (the simulator: its paced 30 s run then sees a dozen
+/// faults, not one or two).
+pub const DEFAULT_CAPPED_INTERVAL: Duration = Duration::from_secs(2);
+
 impl FaultArgs {
     /// The engine's fault settings.
     ///
@@ -129,7 +144,7 @@ impl FaultArgs {
         Ok(FaultSpec {
             faults: nemesis::schedule::parse_faults(&self.nemesis)?,
             options: nemesis::package::Options {
-                interval: self.nemesis_interval,
+                interval: self.nemesis_interval.unwrap_or(DEFAULT_INTERVAL),
                 timing: self
                     .nemesis_schedule
                     .parse()
@@ -152,6 +167,10 @@ impl FaultArgs {
                     .transpose()
                     .map_err(|e| anyhow::anyhow!(e))?,
                 clock_mix: self.clock_mix.parse().map_err(|e| anyhow::anyhow!("{e}"))?,
+                clock_mode: self
+                    .clock_monotonic
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("{e}"))?,
             },
             replica_reads: self.replica_reads,
             leave_db_running: self.leave_db_running,

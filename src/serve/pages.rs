@@ -66,6 +66,7 @@ pub fn index(root: &Path, runs: &[RunInfo]) -> String {
         esc(&root.display().to_string()),
         runs.len()
     ));
+    b.push_str("<p><a href=\"/trends\">trends across nights</a> · <a href=\"/api/runs\">/api/runs</a></p>\n");
     b.push_str("<input id=\"filter\" placeholder=\"filter (any column)\" autofocus>\n");
     b.push_str("<table id=\"runs\">\n<thead><tr>");
     for h in [
@@ -232,6 +233,17 @@ pub fn run_page(run: &RunInfo) -> String {
             ("nodes", (!nodes.is_empty()).then(|| nodes.join(", "))),
             ("end_time", t.end_time.clone()),
             (
+                "db_settings",
+                (!t.db_settings.is_empty()).then(|| {
+                    let kv: Vec<String> = t
+                        .db_settings
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    kv.join(", ")
+                }),
+            ),
+            (
                 "command_line",
                 (!t.command_line.is_empty()).then(|| t.command_line.join(", ")),
             ),
@@ -263,6 +275,10 @@ pub fn run_page(run: &RunInfo) -> String {
     if let Some(reason) = run.results.as_ref().and_then(|r| r.reason.as_deref()) {
         b.push_str(&format!("<p>reason: {}</p>\n", esc(reason)));
     }
+    for w in run.results.iter().flat_map(|r| &r.warnings) {
+        b.push_str(&format!("<p class=\"warning\">warning: {}</p>\n", esc(w)));
+    }
+    b.push_str(&super::soak_section::section(run));
 
     let elle = run.dir.join("elle");
     if !run.anomaly_types.is_empty() {

@@ -27,7 +27,9 @@
 //! ([`ResultsDigest`]).
 
 mod digest;
+pub mod faults;
 mod record;
+mod soak_tag;
 mod stats;
 
 pub use digest::ResultsDigest;
@@ -35,6 +37,7 @@ pub use record::{
     CheckerTiming, HarnessBuild, META_FORMAT, NodeMeta, RESULTS_FORMAT, RecordError, RunConfig,
     RunMeta, RunResults, Verdict,
 };
+pub use soak_tag::{SOAK_JSON, SoakTag};
 pub use stats::{FaultWindow, Latency, OpCounts, RunStats, Throughput};
 
 use crate::format;

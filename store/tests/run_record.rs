@@ -78,7 +78,8 @@ fn stats_count_per_f_and_pair_fault_windows() {
     assert_eq!(s.fault_windows.len(), 1, "{:?}", s.fault_windows);
     assert_eq!(s.fault_windows[0].fault, "partition");
     assert_eq!(s.fault_windows[0].start_s, 1.0);
-    assert_eq!(s.fault_windows[0].end_s, Some(3.0));
+    // In force until the stop op completed.
+    assert_eq!(s.fault_windows[0].end_s, Some(3.1));
     assert_eq!(s.throughput.duration_s, 4.0);
     assert_eq!(s.throughput.ok_per_s, 0.25);
 }
@@ -120,5 +121,7 @@ fn leave_and_join_are_closed_names_and_open_and_close_a_membership_window() {
     assert_eq!(s.fault_windows.len(), 1, "{:?}", s.fault_windows);
     assert_eq!(s.fault_windows[0].fault, "membership");
     assert_eq!(s.fault_windows[0].start_s, 0.0);
-    assert_eq!(s.fault_windows[0].end_s, Some(3.0));
+    // Out of the cluster until the join completed.
+    assert_eq!(s.fault_windows[0].end_s, Some(8.0));
+    assert_eq!(s.fault_windows[0].targets, vec!["n2".to_string()]);
 }

@@ -95,6 +95,9 @@ pub trait LocalServer: Send {
     /// Required, like every question of a database: a new local server says
     /// whether faults can reach it.
     fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>>;
+    /// Every setting harness imposed on it (`key`, `value`), for the run's
+    /// record (test.json, the run header, the lost-writes report).
+    fn settings(&self) -> Vec<(String, String)>;
 }
 
 /// The checks every database's `check_settings` starts with: `--url` and
@@ -137,6 +140,20 @@ pub fn check_reach_and_flags(
             "--lazyfs and --db-conf apply to --db {} on nodes only",
             names_where(|k| k.capabilities().lossy_data_dir)
         ));
+    }
+    // No flag accepted and ignored: a server behind --url is configured
+    // by its owner, and --lazyfs mounts data directories on nodes.
+    if !s.db_conf.is_empty() && s.url.is_some() {
+        return Err(
+            "--db-conf configures a server harness starts (--local or --nodes); a server behind --url is configured by whoever started it"
+                .to_string(),
+        );
+    }
+    if s.lazyfs && !on_nodes {
+        return Err(
+            "--lazyfs mounts data directories on --nodes; it does not apply to --url or --local"
+                .to_string(),
+        );
     }
     if !db.capabilities().tarball && s.newsql.any_set() {
         return Err(format!(

@@ -373,3 +373,90 @@ fn flags_are_checked_per_database() {
     assert!("sometimes".parse::<crate::tidb::AutoRetry>().is_err());
     let _ = no_setup;
 }
+
+/// A way to reach a database: its name, `--url`, `--local`, `--nodes`.
+type Reach<'a> = (&'a str, Option<String>, bool, Option<&'a [Node]>);
+/// Sets one flag on the settings.
+type SetFlag = fn(&mut DbSettings);
+
+/// Issue 35: no flag accepted and ignored. `--db-conf` and `--lazyfs` for
+/// every database and every way of reaching it: where the spec is fine
+/// without the flag, the flag is either used — by the code named here,
+/// which applies it — or refused naming it.
+#[test]
+fn db_conf_and_lazyfs_are_used_or_refused_for_every_database() {
+    let none = NewSqlSpec::default();
+    let n = nodes();
+    let mut used = Vec::new();
+    for k in DbKind::all() {
+        let mut reaches: Vec<Reach<'_>> = vec![("nodes", None, false, Some(&n[..]))];
+        if k.placement() == Placement::Embedded {
+            reaches.push(("embedded", None, false, None));
+        }
+        if let Some(scheme) = k.url_schemes().first() {
+            reaches.push(("url", Some(format!("{scheme}://h:1/db")), false, None));
+        }
+        if k.has_local_server() {
+            reaches.push(("local", None, true, None));
+        }
+        for (how, url, local, on) in reaches {
+            let base = DbSettings {
+                local,
+                ..settings(&none, url.as_deref())
+            };
+            if k.check_settings(&base, on).is_err() {
+                continue;
+            }
+            let flags: [(&str, SetFlag); 2] = [
+                ("--db-conf", |s| {
+                    s.db_conf = vec!["synchronous_commit=on".into()]
+                }),
+                ("--lazyfs", |s| s.lazyfs = true),
+            ];
+            for (flag, set) in flags {
+                let mut s = base.clone();
+                set(&mut s);
+                match k.check_settings(&s, on) {
+                    Ok(_) => used.push(format!("{flag} {k} {how}")),
+                    Err(e) => assert!(e.contains(flag), "{flag} {k} {how}: {e}"),
+                }
+            }
+        }
+    }
+    // Each accepted combination and the code that applies the flag:
+    // `postgres::database` (`PgClusterConfig` on nodes; `local::parse_conf`
+    // → `-c key=value` for `--local`), `mysql::database` (`extra_conf` in
+    // the node's option file, LazyFS under its data directory),
+    // `patroni::settings` (its own keys, the rest PostgreSQL parameters).
+    assert_eq!(
+        used,
+        [
+            "--db-conf postgres nodes",
+            "--lazyfs postgres nodes",
+            "--db-conf postgres local",
+            "--db-conf galera nodes",
+            "--lazyfs galera nodes",
+            "--db-conf mariadb nodes",
+            "--lazyfs mariadb nodes",
+            "--db-conf patroni nodes",
+        ],
+        "{used:#?}"
+    );
+    // --local applies what it accepts, and refuses what it cannot apply.
+    let conf =
+        crate::postgres::local::parse_conf(&["synchronous_commit=on,fsync=on".into()]).unwrap();
+    let applied = crate::postgres::local::settings(&conf);
+    assert!(applied.contains(&("synchronous_commit".into(), "on".into())));
+    assert!(applied.contains(&("fsync".into(), "on".into())));
+    assert!(applied.contains(&("full_page_writes".into(), "off".into())));
+    let s = DbSettings {
+        local: true,
+        db_conf: vec!["shared_buffers='1 GB'".into()],
+        ..settings(&none, None)
+    };
+    let e = db("postgres").check_settings(&s, None).unwrap_err();
+    assert!(
+        e.contains("--db-conf") && e.contains("shared_buffers"),
+        "{e}"
+    );
+}

@@ -138,6 +138,35 @@ impl ClientFactory for EtcdUrlFactory {
 pub struct LocalEtcd {
     cluster: Arc<Mutex<LocalCluster>>,
     dir: std::path::PathBuf,
+    /// Ends the members and removes their data at an exit that skips
+    /// `stop` (a second Ctrl-C).
+    _at_exit: crate::exit_cleanup::Registration,
+}
+
+/// Kills every member of `cluster` by pid (a paused one too: SIGKILL ends
+/// a stopped process), waiting at most 2 s for the lock a fault may hold.
+fn kill_members(cluster: &Mutex<LocalCluster>) {
+    for _ in 0..100 {
+        if let Ok(mut c) = cluster.try_lock() {
+            for i in 0..c.len() {
+                c.kill(i);
+            }
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Removes the members' data directories (`*.etcd`) under `dir`.
+fn remove_member_dirs(dir: &std::path::Path) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().ends_with(".etcd") {
+            std::fs::remove_dir_all(e.path())
+                .map_err(|err| format!("{}: {err}", e.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 impl LocalServer for LocalEtcd {
@@ -153,6 +182,19 @@ impl LocalServer for LocalEtcd {
         format!("etcd://{}", hosts.join(","))
     }
 
+    fn settings(&self) -> Vec<(String, String)> {
+        // Topology only: etcd's durability defaults (every commit fsynced)
+        // are left as they are.
+        let members = self.cluster.lock().map(|c| c.len()).unwrap_or(0);
+        vec![
+            ("members".to_string(), members.to_string()),
+            (
+                "initial-cluster-token".to_string(),
+                "harness-local".to_string(),
+            ),
+        ]
+    }
+
     fn stop(self: Box<Self>) -> BoxFuture<'static, Result<(), String>> {
         // Kill and reap every member by pid (a paused one too: SIGKILL
         // ends a stopped process).
@@ -162,16 +204,7 @@ impl LocalServer for LocalEtcd {
             }
         }
         let dir = self.dir.clone();
-        Box::pin(async move {
-            let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            for e in entries.flatten() {
-                if e.file_name().to_string_lossy().ends_with(".etcd") {
-                    std::fs::remove_dir_all(e.path())
-                        .map_err(|err| format!("{}: {err}", e.path().display()))?;
-                }
-            }
-            Ok(())
-        })
+        Box::pin(async move { remove_member_dirs(&dir) })
     }
 
     fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>> {
@@ -293,10 +326,22 @@ impl Database for Etcd {
         Box::pin(async move {
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             match LocalCluster::start(ETCD_BINARY, &dir, LOCAL_MEMBERS).await {
-                Ok(c) => Ok(Box::new(LocalEtcd {
-                    cluster: Arc::new(Mutex::new(c)),
-                    dir,
-                }) as Box<dyn LocalServer>),
+                Ok(c) => {
+                    let cluster = Arc::new(Mutex::new(c));
+                    let (at, d) = (cluster.clone(), dir.clone());
+                    let _at_exit = crate::exit_cleanup::register(
+                        format!("local etcd in {}", dir.display()),
+                        move || {
+                            kill_members(&at);
+                            let _ = remove_member_dirs(&d);
+                        },
+                    );
+                    Ok(Box::new(LocalEtcd {
+                        cluster,
+                        dir,
+                        _at_exit,
+                    }) as Box<dyn LocalServer>)
+                }
                 Err(e) => Err(format!("local etcd: {e}")),
             }
         })

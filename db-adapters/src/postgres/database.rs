@@ -37,6 +37,9 @@ impl LocalServer for LocalCluster {
     fn process(&self) -> Option<std::sync::Arc<dyn nemesis::process::Process>> {
         Some(std::sync::Arc::new(LocalCluster::process(self)))
     }
+    fn settings(&self) -> Vec<(String, String)> {
+        LocalCluster::settings(self).to_vec()
+    }
 }
 
 impl Database for Postgres {
@@ -95,6 +98,10 @@ impl Database for Postgres {
     }
     fn check_settings(&self, s: &DbSettings, nodes: Option<&[Node]>) -> Result<Isolation, String> {
         check_reach_and_flags(self, s, nodes.is_some())?;
+        if s.local {
+            // Applied to the local server (and recorded), or refused here.
+            super::local::parse_conf(&s.db_conf)?;
+        }
         Ok(s.isolation)
     }
     fn client_nodes(&self, _newsql: &NewSqlSpec, nodes: Vec<Node>) -> Result<Vec<Node>, String> {
@@ -134,9 +141,9 @@ impl Database for Postgres {
         &self,
         s: &DbSettings,
     ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
-        let (dir, clock) = (s.dir.clone(), s.clock);
+        let (dir, clock, conf) = (s.dir.clone(), s.clock, s.db_conf.clone());
         Box::pin(async move {
-            match LocalCluster::start_with(&dir, clock).await {
+            match LocalCluster::start_conf(&dir, clock, &conf).await {
                 Ok(c) => Ok(Box::new(c) as Box<dyn LocalServer>),
                 Err(e) => Err(format!("local PostgreSQL: {e}")),
             }

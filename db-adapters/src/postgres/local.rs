@@ -21,6 +21,7 @@
 //! at the start of the next `--local` run (each directory records the pid of
 //! the harness that made it).
 
+pub use super::local_conf::{DEFAULT_SETTINGS, parse_conf, settings};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -82,6 +83,11 @@ pub struct LocalCluster {
     opts: String,
     /// The libfaketime control file (clock faults asked for).
     clock: Option<PathBuf>,
+    /// Stops the server and removes its directory at an exit that skips
+    /// `Drop` (a second Ctrl-C, an aborting panic).
+    at_exit: Option<crate::exit_cleanup::Registration>,
+    /// The settings harness imposed, as the server runs them.
+    settings: Vec<(String, String)>,
 }
 
 /// The directory holding `initdb`, `pg_ctl` and `postgres`.
@@ -201,6 +207,24 @@ impl LocalCluster {
     /// # Errors
     /// As [`LocalCluster::start`].
     pub async fn start_with(run_dir: &Path, clock: bool) -> Result<LocalCluster, LocalError> {
+        Self::start_conf(run_dir, clock, &[]).await
+    }
+
+    /// [`LocalCluster::start_with`] with `--db-conf` lines `key=value`
+    /// ([`parse_conf`]), given to the server after (so over) the
+    /// [`DEFAULT_SETTINGS`].
+    ///
+    /// # Errors
+    /// As [`LocalCluster::start`]; a line [`parse_conf`] refuses.
+    pub async fn start_conf(
+        run_dir: &Path,
+        clock: bool,
+        conf: &[String],
+    ) -> Result<LocalCluster, LocalError> {
+        let conf = parse_conf(conf).map_err(|detail| LocalError::Command {
+            what: "--db-conf".into(),
+            detail,
+        })?;
         reap_orphans();
         let bin = find_bin_dir()?;
         let as_postgres = running_as_root();
@@ -215,6 +239,17 @@ impl LocalCluster {
         std::fs::create_dir_all(&base).map_err(io(format!("creating {}", base.display())))?;
         std::fs::write(base.join(OWNER_FILE), std::process::id().to_string())
             .map_err(io("writing the owner file"))?;
+        let at_exit = {
+            let (base, run_dir) = (base.clone(), run_dir.to_path_buf());
+            crate::exit_cleanup::register(
+                format!("local PostgreSQL in {}", base.display()),
+                move || {
+                    let link = run_dir.join("postgres");
+                    let ours = std::fs::read_link(&link).is_ok_and(|t| t == base);
+                    quit_and_remove(&base, None, ours.then_some(link.as_path()), &run_dir);
+                },
+            )
+        };
         let mut cluster = LocalCluster {
             bin,
             base,
@@ -225,6 +260,8 @@ impl LocalCluster {
             run_dir: run_dir.to_path_buf(),
             opts: String::new(),
             clock: None,
+            at_exit: Some(at_exit),
+            settings: settings(&conf),
         };
         if as_postgres {
             cluster
@@ -271,13 +308,20 @@ impl LocalCluster {
         let mut last_err = None;
         for _attempt in 0..3 {
             let port = free_port()?;
-            let opts = format!(
-                "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} \
-                 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-                 -c max_connections=300 -c deadlock_timeout=100ms \
-                 -c dynamic_shared_memory_type=mmap",
+            let mut opts = format!(
+                "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={}",
                 path_str(&cluster.base)
             );
+            for (k, v) in DEFAULT_SETTINGS.iter().chain(&[
+                ("max_connections", "300"),
+                ("deadlock_timeout", "100ms"),
+                ("dynamic_shared_memory_type", "mmap"),
+            ]) {
+                opts.push_str(&format!(" -c {k}={v}"));
+            }
+            for (k, v) in &conf {
+                opts.push_str(&format!(" -c {k}={v}"));
+            }
             match cluster
                 .run(
                     "pg_ctl start",
@@ -335,6 +379,11 @@ impl LocalCluster {
         self.port
     }
 
+    /// The settings harness imposed ([`settings`]).
+    pub fn settings(&self) -> &[(String, String)] {
+        &self.settings
+    }
+
     /// Kill/start/pause/resume of this cluster's processes (the `--local`
     /// nemesis; no root needed).
     pub fn process(&self) -> super::local_process::LocalProcess {
@@ -389,14 +438,9 @@ impl LocalCluster {
     }
 
     fn cleanup(&mut self) {
-        if let Some(link) = self.link.take() {
-            let _ = std::fs::remove_file(link);
-        }
-        let log = self.base.join("postgresql.log");
-        if log.exists() {
-            let _ = std::fs::copy(&log, self.run_dir.join("postgresql.log"));
-        }
-        let _ = std::fs::remove_dir_all(&self.base);
+        let link = self.link.take();
+        remove(&self.base, link.as_deref(), &self.run_dir);
+        self.at_exit = None;
     }
 
     async fn run(
@@ -442,23 +486,60 @@ impl LocalCluster {
 
 impl Drop for LocalCluster {
     fn drop(&mut self) {
-        let current = self.current_pid();
-        self.pid = None;
-        if let Some(pid) = current
-            && pid_alive(pid)
-            && is_postgres_process(pid)
-        {
-            // Immediate shutdown: the postmaster takes its backends down.
-            signal(pid, "QUIT");
-            for _ in 0..100 {
-                if !pid_alive(pid) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+        let pid = self.pid.take();
+        let link = self.link.take();
+        quit_and_remove(&self.base, pid, link.as_deref(), &self.run_dir);
+        self.at_exit = None;
+    }
+}
+
+/// Immediate shutdown of the cluster in `base` (its postmaster as
+/// `postmaster.pid` names it, else `fallback`): SIGCONT (a paused server
+/// answers nothing), SIGQUIT, and after 2 s SIGKILL to it and its
+/// children; then [`remove`].
+fn quit_and_remove(base: &Path, fallback: Option<u32>, link: Option<&Path>, run_dir: &Path) {
+    let data = base.join("data");
+    let current = super::local_process::postmaster_pid(&data).or(fallback);
+    if let Some(pid) = current
+        && pid_alive(pid)
+        && is_postgres_process(pid)
+    {
+        let children = super::local_process::children(pid);
+        signal(pid, "CONT");
+        for c in &children {
+            signal(*c, "CONT");
+        }
+        // Immediate shutdown: the postmaster takes its backends down.
+        signal(pid, "QUIT");
+        for _ in 0..100 {
+            if !pid_alive(pid) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if pid_alive(pid) {
+            signal(pid, "KILL");
+        }
+        for c in children {
+            if pid_alive(c) && is_postgres_process(c) {
+                signal(c, "KILL");
             }
         }
-        self.cleanup();
     }
+    remove(base, link, run_dir);
+}
+
+/// Removes the `postgres` link from the run directory, copies the server
+/// log into it and removes the cluster directory `base`.
+fn remove(base: &Path, link: Option<&Path>, run_dir: &Path) {
+    if let Some(link) = link {
+        let _ = std::fs::remove_file(link);
+    }
+    let log = base.join("postgresql.log");
+    if log.exists() {
+        let _ = std::fs::copy(&log, run_dir.join("postgresql.log"));
+    }
+    let _ = std::fs::remove_dir_all(base);
 }
 
 /// `program` as the `postgres` user when `as_postgres` (through

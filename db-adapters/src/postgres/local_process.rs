@@ -176,6 +176,15 @@ impl Process for LocalProcess {
         Box::pin(self.read_clock(node))
     }
 
+    /// Whether the postmaster of the pid file is alive.
+    fn is_running<'a>(
+        &'a self,
+        _node: &'a Node,
+    ) -> BoxFuture<'a, Result<Option<bool>, ProcessError>> {
+        let up = postmaster_pid(&self.data).is_some();
+        Box::pin(async move { Ok(Some(up)) })
+    }
+
     fn kill<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<(), ProcessError>> {
         Box::pin(self.kill_all(node))
     }

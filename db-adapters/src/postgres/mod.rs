@@ -18,6 +18,7 @@
 
 mod database;
 pub mod local;
+mod local_conf;
 pub mod local_process;
 pub mod whitebox;
 

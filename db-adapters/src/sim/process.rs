@@ -68,6 +68,20 @@ impl Process for SimFaults {
         Box::pin(async move { r })
     }
 
+    fn is_running<'a>(
+        &'a self,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<Option<bool>, ProcessError>> {
+        let r = lock(&self.shared)
+            .map_err(|e| ProcessError {
+                node: node.name.clone(),
+                action: "status",
+                message: e.message,
+            })
+            .map(|s| s.cluster.node_index(&node.name).map(|i| s.cluster.is_up(i)));
+        Box::pin(async move { r })
+    }
+
     /// The node's clock as `skewed-read` reads it (true time plus the
     /// node's offset), bracketed by the harness clock; a killed or paused
     /// node cannot be asked, as a real database could not.

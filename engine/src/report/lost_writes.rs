@@ -123,7 +123,9 @@ pub fn find(history: &History) -> LostWrites {
                 // Nemesis ops are sequential: the last invocation is this one's.
                 let begin = nemesis_invoke.min(pos);
                 match history.f(pos) {
-                    Some(F::Kill) => faults.push((pos, begin, "kill".into())),
+                    Some(F::Kill) if store::run::faults::took_effect(history, pos) => {
+                        faults.push((pos, begin, "kill".into()))
+                    }
                     Some(F::Start) => starts.push(pos),
                     Some(F::Other(s)) if &**s == "lose-unfsynced-writes" => {
                         faults.push((pos, begin, s.to_string()))

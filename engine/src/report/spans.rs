@@ -1,12 +1,13 @@
 //! What the timeline and the plots draw, extracted once from a `History`:
 //! one [`Span`] per operation (invocation → completion) and one
-//! [`FaultWindow`] per nemesis fault (start → stop).
+//! [`FaultWindow`] per interval a fault was in force on the same targets
+//! (`store::run::faults`: what took effect, not what was asked).
 //!
 //! Key decision: histories from other tools may lack `time`; then every op
 //! gets its position as its time (one "tick" per op) and `synthetic_time` is
 //! set, so the pictures still show order and overlap instead of failing.
 
-use store::{F, History, OpType, Process};
+use store::{History, OpType, Process};
 
 /// How an operation ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -101,21 +102,16 @@ impl FaultKind {
         }
     }
 
-    /// `Some((kind, true))` for a fault start, `Some((kind, false))` for its stop.
-    fn classify(f: &F) -> Option<(FaultKind, bool)> {
-        Some(match f {
-            F::StartPartition => (FaultKind::Partition, true),
-            F::StopPartition => (FaultKind::Partition, false),
-            F::Kill => (FaultKind::Kill, true),
-            F::Start => (FaultKind::Kill, false),
-            F::Pause => (FaultKind::Pause, true),
-            F::Resume => (FaultKind::Pause, false),
-            F::StartClock => (FaultKind::Clock, true),
-            F::StopClock => (FaultKind::Clock, false),
-            F::StartLoss => (FaultKind::Loss, true),
-            F::StopLoss => (FaultKind::Loss, false),
-            F::Leave => (FaultKind::Membership, true),
-            F::Join => (FaultKind::Membership, false),
+    /// The kind of a fault window of `store::run::faults` (`None`: a
+    /// fault the pictures do not shade, e.g. an instant).
+    fn of_window(fault: &str) -> Option<FaultKind> {
+        Some(match fault {
+            "partition" => FaultKind::Partition,
+            "kill" => FaultKind::Kill,
+            "pause" => FaultKind::Pause,
+            "clock" => FaultKind::Clock,
+            "loss" => FaultKind::Loss,
+            "membership" => FaultKind::Membership,
             _ => return None,
         })
     }
@@ -134,6 +130,8 @@ pub struct FaultWindow {
     pub healed: bool,
     /// The start op's value, compactly (e.g. the grudge).
     pub detail: String,
+    /// The nodes the fault was in force on (empty when its ops named none).
+    pub targets: Vec<String>,
 }
 
 impl FaultWindow {
@@ -179,9 +177,6 @@ pub fn extract(history: &History) -> Extract {
     let t_min_ns = times.iter().copied().min().unwrap_or(0);
     let t_max_ns = times.iter().copied().max().unwrap_or(0);
     let mut spans = Vec::with_capacity(history.len() / 2 + 1);
-    let mut windows: Vec<FaultWindow> = Vec::new();
-    // Index into `windows` of the open window per kind.
-    let mut open: Vec<(FaultKind, usize)> = Vec::new();
     for pos in 0..history.len() {
         let partner = history.partner(pos);
         let is_invoke = history.op_type(pos) == OpType::Invoke;
@@ -210,33 +205,23 @@ pub fn extract(history: &History) -> Extract {
             outcome,
             pending,
         });
-        if history.is_nemesis(pos) {
-            let Some((kind, starts)) = history.f(pos).and_then(FaultKind::classify) else {
-                continue;
-            };
-            let slot = open.iter().position(|(k, _)| *k == kind);
-            match (starts, slot) {
-                (true, None) => {
-                    open.push((kind, windows.len()));
-                    windows.push(FaultWindow {
-                        kind,
-                        start_ns: times[pos],
-                        end_ns: t_max_ns,
-                        healed: false,
-                        detail: value_text(history, pos, 200),
-                    });
-                }
-                // A second start while one is open extends the open window.
-                (true, Some(_)) => {}
-                (false, Some(i)) => {
-                    let (_, w) = open.remove(i);
-                    windows[w].end_ns = end_ns.max(windows[w].start_ns);
-                    windows[w].healed = true;
-                }
-                (false, None) => {}
-            }
-        }
     }
+    // One extraction of what took effect (`store::run::faults`), shared
+    // with results.json and the lost-writes report.
+    let windows = store::run::faults::windows(history, &|p| times.get(p).copied().unwrap_or(0))
+        .into_iter()
+        .filter_map(|w| {
+            let kind = FaultKind::of_window(&w.fault)?;
+            Some(FaultWindow {
+                kind,
+                start_ns: w.start_ns,
+                end_ns: w.end_ns.unwrap_or(t_max_ns).max(w.start_ns),
+                healed: w.end_ns.is_some(),
+                detail: value_text(history, w.start_pos, 200),
+                targets: w.targets,
+            })
+        })
+        .collect();
     Extract {
         spans,
         windows,

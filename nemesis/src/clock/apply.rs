@@ -8,7 +8,8 @@
 //! ([`crate::process::Process::db_clock`]) and the op's completion value
 //! gets `clock-offsets`, `clock-offset-errors` and `expected-offsets`
 //! (node → seconds); a node that cannot be read (killed, paused) is left
-//! out of the maps, never an error of the op.
+//! out of the maps, never an error of the op. `clock-in-force` lists every
+//! node the nemesis left off true time (offset or rate), read or not.
 
 use super::fault::ClockFault;
 use super::spec::{Spec, write_command};
@@ -19,6 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use store::Data;
 use tokio::task::JoinSet;
+
+/// The key of a clock op's completion value naming every node whose
+/// clock is off true time after the op (node → expected offset, seconds);
+/// empty when every clock is on true time.
+pub const IN_FORCE: &str = "clock-in-force";
 
 /// The longest a database clock read may take before it is skipped.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -303,6 +309,20 @@ impl Nemesis {
                 .map(|(n, _)| (n.clone(), clocks.expected(n, now)))
                 .collect()
         };
+        // Every node whose clock the nemesis left off true time (offset
+        // or rate), read or not: what the clock windows are made of.
+        let in_force: Vec<(String, f64)> = {
+            let now = super::now_s();
+            let clocks = self.clocks();
+            clocks
+                .skewed()
+                .into_iter()
+                .map(|n| {
+                    let e = clocks.expected(&n, now);
+                    (n, e)
+                })
+                .collect()
+        };
         Data::Map(vec![
             (Data::Str(c.name().into()), c.detail()),
             (
@@ -314,6 +334,7 @@ impl Nemesis {
                 map(readings.iter().map(|(n, (_, e))| (n.clone(), *e)).collect()),
             ),
             (Data::Str("expected-offsets".into()), map(expected)),
+            (Data::Str(IN_FORCE.into()), map(in_force)),
         ])
     }
 

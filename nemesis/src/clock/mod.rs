@@ -28,16 +28,20 @@
 //!   on error and at the start of a run): `+0` on every node's control
 //!   file; a fresh start writes `+0` before the database starts.
 //!
-//! Monotonic mode (measured by the self-tests `tests/run_local_clock.rs`
-//! for PostgreSQL and `tests/mariadb_clock.rs` for MariaDB: ±1 h jumps
-//! under load; MariaDB 10.11: no crash, `NOW(6)` within 16 ms of each
-//! jump, p50 3.3 ms, max 78 ms over 31,004 transactions, valid):
-//! 0.9.10 fakes `CLOCK_MONOTONIC` too, so a negative bump moves the
-//! database's monotonic clock backwards — harsher than Jepsen's
-//! `settimeofday`. `FAKETIME_DONT_FAKE_MONOTONIC=1` would be faithful but
-//! in 0.9.10 makes absolute monotonic `clock_nanosleep` fail with `EINVAL`
-//! and monotonic condvar waits return at once (busy loops), so the default
-//! mode is kept and runs are labelled by their `clock-offsets`.
+//! Modes ([`ClockMode`], `--clock-monotonic`): by default the preload is
+//! harness's own [`walltime`] library, which moves only the wall clock
+//! (`CLOCK_REALTIME`, `gettimeofday`, `time`), never `CLOCK_MONOTONIC` —
+//! a fault a real machine can have. `--clock-monotonic fake` uses
+//! libfaketime 0.9.10, which fakes `CLOCK_MONOTONIC` too, so a negative
+//! bump or a reset after a positive one moves the database's monotonic
+//! clock backwards — harsher than Jepsen's `settimeofday`, and labelled so
+//! on the run (test.json `config.clock_mode`, the run header). Its
+//! `FAKETIME_DONT_FAKE_MONOTONIC=1` is no way out: in 0.9.10 absolute
+//! monotonic `clock_nanosleep` fails with `EINVAL` and monotonic condvar
+//! waits return at once (measured again, 2026-12). Self-tests of the
+//! fake mode: `tests/run_local_clock.rs` (PostgreSQL) and
+//! `tests/mariadb_clock.rs` (MariaDB 10.11: ±1 h jumps, no crash,
+//! `NOW(6)` within 16 ms of each jump).
 //!
 //! Late timers (measured on PostgreSQL 15, explained): under a positive
 //! offset `d`, a timer that expires while the process waits inside an
@@ -76,6 +80,10 @@ pub mod node;
 mod sim;
 pub mod spec;
 pub mod strobe;
+pub mod walltime;
+
+pub use apply::IN_FORCE;
+pub use walltime::{ClockMode, mode, set_mode};
 
 pub use spec::{
     ClockError, LIBFAKETIME, MAX_OFFSET_S, Offsets, Spec, offset_from, preload_env, strobe_specs,
@@ -112,9 +120,11 @@ pub fn now_s() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Whether libfaketime is installed where [`preload_env`] points.
+/// Whether the preload of this process's [`mode`] is there: always for
+/// the wall-clock library (embedded), else libfaketime where
+/// [`LIBFAKETIME`] points.
 pub fn libfaketime_installed() -> bool {
-    Path::new(LIBFAKETIME).is_file()
+    mode() == ClockMode::Wall || Path::new(LIBFAKETIME).is_file()
 }
 
 /// Deletes libfaketime's `faketime_sem_<pid>` / `faketime_shm_<pid>`

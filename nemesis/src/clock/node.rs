@@ -27,9 +27,11 @@ pub fn remove_stale_shm_sh() -> &'static str {
 /// file `file` (no cache: strobes rewrite the file every few
 /// milliseconds); they fit after `runuser -u <user> --`. Ends with a space.
 pub fn preload_words_sh(file: &str) -> String {
+    let mode = super::mode();
     format!(
-        "env LD_PRELOAD={} FAKETIME_TIMESTAMP_FILE={} FAKETIME_NO_CACHE=1 ",
-        shell_quote(LIBFAKETIME),
+        "env LD_PRELOAD={} HARNESS_CLOCK_MODE={} FAKETIME_TIMESTAMP_FILE={} FAKETIME_NO_CACHE=1 ",
+        shell_quote(&mode.library(file)),
+        mode.flag(),
         shell_quote(file)
     )
 }
@@ -40,17 +42,28 @@ pub fn start_prefix_sh(file: &str) -> String {
     format!("{}{}", remove_stale_shm_sh(), preload_words_sh(file))
 }
 
-/// Shell whose status is 0 when libfaketime is installed on the node.
+/// Shell whose status is 0 when the preload of this process's mode is
+/// there: always for the wall-clock library ([`reset_command`] writes it
+/// beside the control file), else libfaketime installed on the node.
 pub fn installed_check_sh() -> String {
-    format!("test -r {}", shell_quote(LIBFAKETIME))
+    match super::mode() {
+        super::ClockMode::Wall => "true".to_string(),
+        super::ClockMode::FakeMonotonic => format!("test -r {}", shell_quote(LIBFAKETIME)),
+    }
 }
 
-/// Shell that puts `file` at `+0.000` (a fresh start: no offset, no rate).
+/// Shell that puts `file` at `+0.000` (a fresh start: no offset, no rate)
+/// and, in the wall-clock mode, writes the preload library beside it.
 ///
 /// # Errors
 /// As [`write_command`] (never for [`Spec::ZERO`]).
 pub fn reset_command(file: &str) -> Result<String, super::ClockError> {
-    write_command(file, &Spec::ZERO)
+    let write = write_command(file, &Spec::ZERO)?;
+    Ok(match super::mode() {
+        // A fresh start: the wall-clock library beside the control file.
+        super::ClockMode::Wall => format!("{}{write}", super::walltime::install_sh(file)),
+        super::ClockMode::FakeMonotonic => write,
+    })
 }
 
 #[cfg(test)]

@@ -203,10 +203,31 @@ pub fn strobe_specs(base_s: f64, delta_s: f64, period: Duration, duration: Durat
 }
 
 /// The environment a database is started with for clock faults: the
-/// preload, the control file, the cache (`no_cache` for strobes).
+/// preload of this process's [`super::mode`] (the wall-clock library is
+/// installed beside `control`), the mode (`HARNESS_CLOCK_MODE`, so
+/// `/proc/<pid>/environ` says it), the control file, the cache
+/// (`no_cache` for strobes).
 pub fn preload_env(control: &Path, no_cache: bool) -> Vec<(String, String)> {
+    let mode = super::mode();
+    let library = match mode {
+        super::ClockMode::Wall => {
+            let dir = control.parent().unwrap_or(Path::new("."));
+            match super::walltime::install(dir) {
+                Ok(p) => p.display().to_string(),
+                Err(e) => {
+                    tracing::warn!(
+                        "installing the wall-clock preload in {}: {e}",
+                        dir.display()
+                    );
+                    mode.library(&control.display().to_string())
+                }
+            }
+        }
+        super::ClockMode::FakeMonotonic => LIBFAKETIME.to_string(),
+    };
     let mut env = vec![
-        ("LD_PRELOAD".to_string(), LIBFAKETIME.to_string()),
+        ("LD_PRELOAD".to_string(), library),
+        ("HARNESS_CLOCK_MODE".to_string(), mode.flag().to_string()),
         (
             "FAKETIME_TIMESTAMP_FILE".to_string(),
             control.display().to_string(),

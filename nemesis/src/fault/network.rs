@@ -35,9 +35,20 @@ impl Nemesis {
     }
 
     pub(super) async fn partition(&self, g: &Grudge) -> Result<(), FaultError> {
+        // What took effect: the grudge's nodes whose rules are in place
+        // (none until they are), the op's recorded value.
+        let applied = |nodes: &dyn Fn(&str) -> bool| -> Grudge {
+            g.iter()
+                .filter(|(n, drops)| !drops.is_empty() && nodes(n))
+                .map(|(n, d)| (n.clone(), d.clone()))
+                .collect()
+        };
+        self.set_result(grudge_data(&Grudge::new()));
         if let Some(net) = &self.simulated {
             self.lock().partitioned = true;
-            return net.partition(g).map_err(FaultError::UnknownNode);
+            net.partition(g).map_err(FaultError::UnknownNode)?;
+            self.set_result(grudge_data(&applied(&|_| true)));
+            return Ok(());
         }
         let mut plan: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
         for (node, drops) in g {
@@ -54,9 +65,27 @@ impl Nemesis {
         let mut set = JoinSet::new();
         for (node, ips) in plan {
             let cmd = drop_command(&ips);
-            spawn_iptables(&mut set, self.remote(&node)?, cmd, self.command_timeout);
+            let mut one = JoinSet::new();
+            spawn_iptables(&mut one, self.remote(&node)?, cmd, self.command_timeout);
+            set.spawn(async move { (node, collect(one).await) });
         }
-        collect(set).await
+        let mut ok = BTreeSet::new();
+        let mut errs = Vec::new();
+        while let Some(r) = set.join_next().await {
+            match r {
+                Ok((n, Ok(()))) => {
+                    ok.insert(n);
+                }
+                Ok((_, Err(e))) => errs.push(e),
+                Err(e) => errs.push(FaultError::Process(ProcessError {
+                    node: "?".to_string(),
+                    action: "partition",
+                    message: format!("task failed: {e}"),
+                })),
+            }
+        }
+        self.set_result(grudge_data(&applied(&|n| ok.contains(n))));
+        join_errors(errs)
     }
 
     /// Removes the rules of grudge `g` only (overlapping partitions of other

@@ -379,11 +379,24 @@ impl<R: Read> OpReader<R> {
     }
 
     fn next_line(&mut self) -> Option<Result<Op, FormatError>> {
+        // Bytes at the start of the buffer known to hold no newline, and
+        // whether the line's start is known to be fine: a long line read
+        // from a pipe (64 KiB per read) is scanned once, not once per read.
+        let mut scanned = 0;
+        let mut start_ok = false;
         loop {
             let a = self.src.avail();
-            let (line_len, has_nl) = match memchr::memchr(b'\n', a) {
-                Some(n) => (n, true),
+            let (line_len, has_nl) = match memchr::memchr(b'\n', &a[scanned.min(a.len())..]) {
+                Some(n) => (n + scanned, true),
                 None if !self.src.eof => {
+                    // A line that can no longer become an op stops here,
+                    // not after reading up to the line limit (an endless
+                    // stream of NUL bytes or of anything else).
+                    if let Some((pos, reason)) = hopeless_line(a, &mut start_ok) {
+                        let e = self.err_at(pos, reason);
+                        return self.fail(e);
+                    }
+                    scanned = a.len();
                     if let Err(e) = self.refill() {
                         return self.fail(e);
                     }
@@ -839,6 +852,49 @@ pub fn write_path<O: Borrow<Op>>(
     write_ops(&mut w, ops, format).map_err(io)?;
     let f = w.into_inner().map_err(|e| io(e.into_error()))?;
     f.sync_all().map_err(io)
+}
+
+/// Most NUL bytes a JSON Lines input may end in: the history log of a run
+/// killed before it closed its log pads to the end of its mapped window
+/// (`crate::mapped::WINDOW`, 1 MiB; a batch may reserve a few).
+const MAX_NUL_PADDING: usize = 8 << 20;
+
+/// Why the start `a` of a JSON Lines line (no newline yet) can never be an
+/// op, with the offset to name: its first byte after blanks is neither `{`
+/// nor NUL padding (nor a byte-order mark), or it ends in more NUL bytes
+/// than a killed run's log is padded with.
+/// `start_ok` is set once the first byte after blanks was seen to be fine
+/// (and skips that look afterwards).
+fn hopeless_line(a: &[u8], start_ok: &mut bool) -> Option<(usize, String)> {
+    if !*start_ok {
+        let first = a.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\r'));
+        match first {
+            Some(i) if !matches!(a[i], b'{' | 0 | 0xef) => {
+                return Some((
+                    i,
+                    "expected an op object `{` at the start of the line".to_string(),
+                ));
+            }
+            Some(_) => *start_ok = true,
+            // Blanks so far: a line of blanks longer than the line limit
+            // stops there.
+            None => {}
+        }
+    }
+    if a.len() <= MAX_NUL_PADDING {
+        // Cheap while short: refills of a pipe come 64 KiB at a time.
+        return None;
+    }
+    let nuls = a.iter().rev().take_while(|&&b| b == 0).count();
+    (nuls > MAX_NUL_PADDING).then(|| {
+        (
+            a.len() - nuls,
+            format!(
+                "more than {} MiB of NUL bytes: not the padding of a killed run's log (at most a few MiB); not a history",
+                MAX_NUL_PADDING >> 20
+            ),
+        )
+    })
 }
 
 /// Writes `ops` in `format` to any writer.

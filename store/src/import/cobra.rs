@@ -285,7 +285,15 @@ pub(crate) fn write(txns: &[PTxn]) -> Result<Written, String> {
                 }
                 MicroOp::Read(k, ReadValue::Scalar(v)) => {
                     let (k, v) = (int(&k.0, "key")?, int(&v.0, "value")?);
-                    let (w, wid) = writer.get(&(k, v)).copied().unwrap_or((0, v));
+                    // Every Cobra read names its writer, a committed
+                    // transaction: a read of an aborted or never-written
+                    // value (an anomaly in the original) has none, and
+                    // writing it anyway would hide the anomaly.
+                    let Some(&(w, wid)) = writer.get(&(k, v)) else {
+                        return Err(format!(
+                            "a committed transaction reads value {v} of key {k}, which no committed transaction wrote (an aborted or garbage read): Cobra logs name a committed writer for every read and cannot hold it; convert to another format"
+                        ));
+                    };
                     rec(b'R', &[w, wid, k, v]);
                 }
                 MicroOp::Read(_, ReadValue::List(_))
@@ -296,6 +304,12 @@ pub(crate) fn write(txns: &[PTxn]) -> Result<Written, String> {
             }
         }
         rec(b'C', &[id]);
+    }
+    if files.is_empty() {
+        return Err(
+            "no committed transaction: Cobra logs hold committed transactions only, so they would be empty"
+                .into(),
+        );
     }
     Ok(Written {
         files: files

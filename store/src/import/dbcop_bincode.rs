@@ -286,6 +286,12 @@ pub(crate) fn sniff(head: &[u8], file_len: Option<u64>) -> bool {
         if !fits(&c, n_session, SESSION_MIN_BYTES) {
             return Some(false);
         }
+        // No session and more bytes: nothing a dbcop writer makes, but what
+        // a stream of NUL bytes (`/dev/zero`) reads as; it would be read
+        // whole before the trailing bytes were named.
+        if n_session == 0 && c.left() > 0 {
+            return Some(false);
+        }
         for _ in 0..n_session {
             let n_txn = c.u64("").ok()?;
             if !fits(&c, n_txn, TXN_MIN_BYTES) {

@@ -438,6 +438,10 @@ fn load_ours(r: impl Read, f: Format, name: &Path) -> Result<Loaded, FormatError
     })
 }
 
+/// Largest peer-format history (text, dbcop, bincode, Porcupine) read from
+/// a stream: those formats are parsed whole, in memory.
+pub const MAX_PEER_STREAM_BYTES: u64 = 512 << 20;
+
 /// Reads and validates a history that arrives as a stream (`-`, a pipe, a
 /// FIFO), read once from start to end: the format is `forced`, or sniffed
 /// from the bytes [`Peeked`](crate::format::Peeked) read ahead (never by
@@ -462,11 +466,26 @@ pub fn load_stream(
             reason: "Cobra logs are a directory of files; they cannot come from a pipe".into(),
         }),
         FileFormat::Peer(p) => {
+            // A peer format is parsed whole: its bytes are bounded, so an
+            // endless stream stops with an error, not with memory exhausted.
             let mut bytes = Vec::new();
-            let mut input = input;
             input
+                .take(MAX_PEER_STREAM_BYTES + 1)
                 .read_to_end(&mut bytes)
                 .map_err(|e| io_err(name, &e))?;
+            if bytes.len() as u64 > MAX_PEER_STREAM_BYTES {
+                return Err(FormatError {
+                    file: Some(name.to_path_buf()),
+                    line: 0,
+                    column: None,
+                    reason: format!(
+                        "a {} history from a stream is read whole and may be at most {} MiB; \
+                         this one is longer (write it to a file, or convert it to JSON Lines)",
+                        format.name(),
+                        MAX_PEER_STREAM_BYTES >> 20
+                    ),
+                });
+            }
             let (ops, warnings) = match p {
                 PeerFormat::Text => (txns::to_ops(text::read(&bytes, Some(name))?), Vec::new()),
                 PeerFormat::Dbcop => (txns::to_ops(dbcop::read(&bytes, Some(name))?), Vec::new()),

@@ -48,12 +48,18 @@ pub(crate) fn to_ops(txns: Vec<PTxn>) -> Vec<Op> {
 }
 
 /// What a history holds that a peer format can say: its `ok` and `fail`
-/// transactions in completion order. Returns them and warnings for what was
-/// left out (`info` transactions: their outcome is unknown and none of
-/// these formats can say so; nemesis and non-transaction ops).
+/// transactions in completion order, and each `info` transaction as a
+/// committed one holding its writes only. None of these formats can say
+/// that a transaction may or may not have committed; left out, an `info`
+/// write that a later read saw would make that read a garbage read the
+/// original does not have, so the converted file's verdict would differ.
+/// Its reads (unknown) are dropped; one without writes is left out.
+/// Returns the transactions and warnings for what changed (nemesis and
+/// non-transaction ops are left out).
 pub(crate) fn from_history(h: &History) -> (Vec<PTxn>, Vec<String>) {
     let mut out = Vec::new();
     let mut info = 0u64;
+    let mut info_dropped = 0u64;
     let mut other = 0u64;
     // Sessions for ops without a process: one fresh session each, above
     // every process id, so they claim no session order.
@@ -102,13 +108,40 @@ pub(crate) fn from_history(h: &History) -> (Vec<PTxn>, Vec<String>) {
                     mops: mops.into_owned(),
                 });
             }
-            _ => info += 1,
+            _ => {
+                // An info completion may carry no micro-ops: the
+                // invocation's writes are what may have happened.
+                let mops = match h.invocation(pos).and_then(|i| h.txn(i)) {
+                    Some(inv) if mops.is_empty() => inv,
+                    _ => mops,
+                };
+                let writes: Vec<MicroOp> = mops
+                    .iter()
+                    .filter(|m| matches!(m, MicroOp::Write(..) | MicroOp::Append(..)))
+                    .cloned()
+                    .collect();
+                if writes.is_empty() {
+                    info_dropped += 1;
+                } else {
+                    info += 1;
+                    out.push(PTxn {
+                        session,
+                        committed: true,
+                        mops: writes,
+                    });
+                }
+            }
         }
     }
     let mut warnings = Vec::new();
     if info > 0 {
         warnings.push(format!(
-            "{info} indeterminate (info) transactions left out: the format cannot say that a transaction may or may not have committed"
+            "{info} indeterminate (info) transactions written as committed with their writes only (their reads, unknown, dropped): the format cannot say that a transaction may or may not have committed"
+        ));
+    }
+    if info_dropped > 0 {
+        warnings.push(format!(
+            "{info_dropped} indeterminate (info) transactions without writes left out"
         ));
     }
     if other > 0 {

@@ -43,6 +43,11 @@ impl ResultsDigest {
     }
 }
 
+/// Warnings a digest keeps.
+pub const WARNINGS_KEPT: usize = 10;
+/// Characters of a warning a digest keeps.
+pub const WARNING_CHARS: usize = 500;
+
 /// What the pages need of a `results.json`, read in one streaming pass.
 #[derive(Clone, Debug, Default)]
 pub struct ResultsDigest {
@@ -60,6 +65,9 @@ pub struct ResultsDigest {
     pub also_not: Vec<String>,
     /// `reason`, when given.
     pub reason: Option<String>,
+    /// `warnings`: the first [`WARNINGS_KEPT`], each cut to
+    /// [`WARNING_CHARS`] characters.
+    pub warnings: Vec<String>,
     /// The first few anomalies of each type, pretty JSON, cut short.
     pub previews: BTreeMap<String, String>,
     /// `lost-writes` as the file has it (`{count, in-crash-windows, listed,
@@ -223,6 +231,13 @@ impl<'de> Deserialize<'de> for ResultsDigest {
                         "reason" => {
                             d.reason = map.next_value::<Value>()?.as_str().map(str::to_string);
                         }
+                        "warnings" => {
+                            d.warnings = names(Some(&map.next_value::<Value>()?))
+                                .into_iter()
+                                .take(WARNINGS_KEPT)
+                                .map(|w| w.chars().take(WARNING_CHARS).collect())
+                                .collect();
+                        }
                         "lost-writes" => {
                             d.lost_writes = Some(bounded_lost_writes(map.next_value()?));
                         }
@@ -317,6 +332,23 @@ fn names(v: Option<&Value>) -> Vec<String> {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warnings_are_kept_bounded() {
+        let long = "w".repeat(2 * WARNING_CHARS);
+        let many: Vec<String> = (0..3 * WARNINGS_KEPT).map(|_| long.clone()).collect();
+        let text = serde_json::json!({"valid?": "unknown", "warnings": many}).to_string();
+        let d = ResultsDigest::from_reader(text.as_bytes()).unwrap();
+        assert_eq!(d.warnings.len(), WARNINGS_KEPT);
+        assert!(
+            d.warnings
+                .iter()
+                .all(|w| w.chars().count() == WARNING_CHARS)
+        );
+        let one = r#"{"valid?": "unknown", "warnings": ["no fault took effect: x"]}"#;
+        let d = ResultsDigest::from_reader(one.as_bytes()).unwrap();
+        assert_eq!(d.warnings, ["no fault took effect: x"]);
+    }
 
     fn digest(json: &str) -> ResultsDigest {
         serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"))

@@ -152,6 +152,10 @@ pub struct RunMeta {
     /// The verdict (`true`, `false`, `unknown`), also in `results.json`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
+    /// Every setting harness imposed on a database it started itself
+    /// (`--local`: e.g. `synchronous_commit` = `off`), as the server ran.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub db_settings: BTreeMap<String, String>,
     /// Fields of other releases, kept as they were.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -494,7 +498,7 @@ impl RunResults {
     }
 }
 
-fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
+pub(super) fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
     let bytes = std::fs::read(path).map_err(|cause| RecordError::Io {
         path: path.to_path_buf(),
         cause,
@@ -505,7 +509,9 @@ fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
     })
 }
 
-fn load_if_exists<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, RecordError> {
+pub(super) fn load_if_exists<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<Option<T>, RecordError> {
     match load(path) {
         Ok(v) => Ok(Some(v)),
         Err(RecordError::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
@@ -515,7 +521,7 @@ fn load_if_exists<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<
     }
 }
 
-fn save<T: Serialize>(path: &Path, value: &T) -> Result<(), RecordError> {
+pub(super) fn save<T: Serialize>(path: &Path, value: &T) -> Result<(), RecordError> {
     let io = |cause| RecordError::Io {
         path: path.to_path_buf(),
         cause,

@@ -7,11 +7,11 @@
 //! [`MAX_FAULT_WINDOWS`] windows (the rest are counted in
 //! `fault-windows-omitted`); latencies are kept only as the quantiles.
 //!
-//! Fault windows pair the nemesis' ops by name: `start-X` opens window `X`
-//! and `stop-X` closes it; `kill` … `start` is `kill`, `pause` …
-//! `resume` is `pause`. A window still open at the end has no `end-s`; a
-//! nemesis op that pairs with nothing is a window of its own that ends
-//! where it starts. Times are seconds since the history's first op.
+//! Fault windows are those of [`super::faults`] (what took effect, per
+//! fault and target set): `start-X` … `stop-X`, `kill` … `start`, `pause`
+//! … `resume`, clock offsets per node. A window still open at the end has
+//! no `end-s`; a nemesis op of no fault is an instant (`end-s` =
+//! `start-s`). Times are seconds since the history's first op.
 
 use crate::history::{History, OpType};
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,9 @@ pub struct FaultWindow {
     /// When it ended; `None` if it never did.
     #[serde(rename = "end-s")]
     pub end_s: Option<f64>,
+    /// The nodes it was in force on (empty when its ops named none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
 }
 
 /// What `results.json`'s `stats` holds.
@@ -110,25 +113,6 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The window a nemesis `f` opens or closes, and whether it opens it.
-fn window_of(f: &str) -> Option<(&str, bool)> {
-    match f {
-        "kill" => Some(("kill", true)),
-        "start" => Some(("kill", false)),
-        "pause" => Some(("pause", true)),
-        "resume" => Some(("pause", false)),
-        "leave" => Some(("membership", true)),
-        "join" => Some(("membership", false)),
-        _ => {
-            if let Some(k) = f.strip_prefix("start-") {
-                Some((k, true))
-            } else {
-                f.strip_prefix("stop-").map(|k| (k, false))
-            }
-        }
-    }
-}
-
 fn counted<'m>(map: &'m mut BTreeMap<String, OpCounts>, f: &str) -> &'m mut OpCounts {
     if !map.contains_key(f) && map.len() >= MAX_FS {
         return map.entry(OTHER_F.to_string()).or_default();
@@ -150,8 +134,6 @@ impl RunStats {
         let mut s = RunStats::default();
         let mut latencies: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         let (mut first, mut last) = (None::<i64>, None::<i64>);
-        let mut open: BTreeMap<String, usize> = BTreeMap::new();
-        let mut windows: Vec<FaultWindow> = Vec::new();
         let secs = |t: Option<i64>, first: Option<i64>| match (t, first) {
             (Some(t), Some(f)) => (t - f) as f64 / 1e9,
             _ => 0.0,
@@ -178,40 +160,8 @@ impl RunStats {
                 OpType::Fail => c.fail += 1,
                 OpType::Info => c.info += 1,
             }
-            if nemesis {
-                // A fault is recorded at its invocation (or, for a history
-                // without invocations, its completion).
-                let is_start = ty == OpType::Invoke || history.invocation(pos).is_none();
-                if !is_start {
-                    continue;
-                }
-                let at = secs(t, first);
-                match window_of(f) {
-                    Some((k, true)) => {
-                        if !open.contains_key(k) {
-                            open.insert(k.to_string(), windows.len());
-                            windows.push(FaultWindow {
-                                fault: k.to_string(),
-                                start_s: at,
-                                end_s: None,
-                            });
-                        }
-                    }
-                    Some((k, false)) => match open.remove(k) {
-                        Some(i) => windows[i].end_s = Some(at),
-                        None => windows.push(FaultWindow {
-                            fault: k.to_string(),
-                            start_s: at,
-                            end_s: Some(at),
-                        }),
-                    },
-                    None => windows.push(FaultWindow {
-                        fault: f.to_string(),
-                        start_s: at,
-                        end_s: Some(at),
-                    }),
-                }
-            } else if ty.is_completion()
+            if !nemesis
+                && ty.is_completion()
                 && let (Some(inv), Some(end)) = (history.invocation(pos), t)
                 && let Some(start) = history.time_ns(inv)
             {
@@ -252,6 +202,17 @@ impl RunStats {
                 0.0
             },
         };
+        let t0 = first.unwrap_or(0);
+        let mut windows: Vec<FaultWindow> =
+            super::faults::windows(history, &|p| history.time_ns(p).unwrap_or(t0))
+                .into_iter()
+                .map(|w| FaultWindow {
+                    fault: w.fault,
+                    start_s: (w.start_ns - t0) as f64 / 1e9,
+                    end_s: w.end_ns.map(|e| (e - t0) as f64 / 1e9),
+                    targets: w.targets,
+                })
+                .collect();
         if windows.len() > MAX_FAULT_WINDOWS {
             s.fault_windows_omitted = (windows.len() - MAX_FAULT_WINDOWS) as u64;
             windows.truncate(MAX_FAULT_WINDOWS);

@@ -1,22 +1,22 @@
 //! Clock faults on MariaDB and Galera nodes (`--nemesis clock`): with
-//! [`MariaDbConfig::clock`] each node's mariadbd runs under libfaketime
+//! [`MariaDbConfig::clock`] each node's mariadbd runs under the clock preload
 //! with the control file `<node dir>/faketime.rc`, written `+0.000` when
 //! the node is prepared, kept across restarts (a restarted server keeps
 //! the node's offset); the nemesis rewrites it over SSH. The database's
 //! clock is `NOW(6)` read over a client connection (session time zone
 //! UTC), bracketed by the harness clock.
 //!
-//! MariaDB's timers (InnoDB lock waits, Galera's `evs` suspect and
-//! inactive timeouts) read `CLOCK_MONOTONIC`, which libfaketime 0.9.10
-//! fakes too (`nemesis::clock`): a bump of more than Galera's
-//! `evs.inactive_timeout` makes the node drop its peers and merge again,
-//! and a reset after a large positive offset moves the node's monotonic
-//! clock back by as much, so its group-communication timers stall that
-//! long (inferred, not proven: once after a final heal the donor exceeded
-//! `max_install_timeouts` and left, and the cluster missed
-//! `--heal-timeout`). Harsher than a stepped wall clock; with Jepsen's
-//! mix (bumps up to minutes) give Galera a longer `--heal-timeout`, or use
-//! `--clock-mix subcritical-skews`.
+//! The preload is that of the run's clock mode (`nemesis::clock::ClockMode`):
+//! by default harness's wall-clock library, which leaves `CLOCK_MONOTONIC`
+//! — MariaDB's timers (InnoDB lock waits, Galera's `evs` suspect and
+//! inactive timeouts) — alone, as on a machine whose clock is stepped.
+//! With `--clock-monotonic fake` (libfaketime 0.9.10) the monotonic clock
+//! moves too: a bump of more than Galera's `evs.inactive_timeout` makes
+//! the node drop its peers and merge again, and a reset after a large
+//! positive offset moves the node's monotonic clock back by as much, so
+//! its group-communication timers stall that long (inferred: once after a
+//! final heal the donor exceeded `max_install_timeouts` and left, and the
+//! cluster missed `--heal-timeout`) — harsher than a real machine.
 
 use super::{MariaDbConfig, Servers};
 use crate::db::DbError;

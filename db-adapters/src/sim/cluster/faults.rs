@@ -62,6 +62,11 @@ impl Cluster {
         }
     }
 
+    /// Whether node `i` runs (not killed, or started again).
+    pub fn is_up(&self, i: usize) -> bool {
+        self.nodes.get(i).is_some_and(|n| n.up)
+    }
+
     /// Starts node `i` again from what it had synced (it catches up on its
     /// next transaction with a majority).
     pub fn start(&mut self, i: usize) {
