@@ -88,7 +88,10 @@ impl Check for Linear {
         let memory = how.memory.or_else(super::memory::machine_memory);
         let opts = LinearOptions {
             failed_cas: failed_ops(how),
-            all_keys: how.all,
+            // A run's record names every failing key: which keys a search
+            // stopped at the first failure reaches depends on its threads'
+            // timing, and `analyze` must reproduce the record.
+            all_keys: how.all || how.from_run,
             max_memory: memory.map_or(usize::MAX, |m| usize::try_from(m).unwrap_or(usize::MAX)),
             ..LinearOptions::default()
         };
