@@ -2,22 +2,24 @@
 //! against other consistency models) and regenerate its results and reports.
 //!
 //! Reads only `test.json` (through `store::run::RunMeta`: the workload and
-//! the expected model),
-//! the history (`history.jsonl.gz`, or `history.jsonl` of a run that did
-//! not finish), and writes `results.json` plus everything
-//! [`engine::report::write_reports`] writes, by the same path as `run`
-//! ([`engine::check::check_history`], [`engine::check::write_results`]). `--reports-only` skips the
+//! the expected model), the history (`history.jsonl.gz`, or
+//! `history.jsonl` of a run that did not finish), and re-checks it as the
+//! run checked it: the same entry of the check table, the same
+//! [`engine::checks::CheckHow`] (built from the record as `run` builds it
+//! from the plan), the same writer ([`engine::checks::write`]), so the
+//! verdict and `results.json` are the run's. `--reports-only` skips the
 //! checker and regenerates the timeline and plots alone (`--keep edn` adds
 //! `history.edn`).
 
 use anyhow::Context;
 use checker::anomaly::AnomalyType;
 use checker::model::ConsistencyModel;
-use checker::{Budget, CheckOptions, Workload};
 use clap::Args;
+use engine::checks::CheckHow;
 use engine::exit;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use workloads::WorkloadKind;
 
 /// `harness analyze` options.
 #[derive(Args, Debug)]
@@ -37,8 +39,11 @@ pub struct AnalyzeArgs {
     pub anomalies: Vec<AnomalyType>,
 
     /// Workload (default: from test.json, else detected from the history).
-    #[arg(long, short = 'w', value_parser = str::parse::<Workload>)]
-    pub workload: Option<Workload>,
+    #[arg(long, short = 'w', value_parser = str::parse::<WorkloadKind>,
+          help = format!(
+              "Workload (default: from test.json, else detected from the history): {}",
+              WorkloadKind::names_help(false)))]
+    pub workload: Option<WorkloadKind>,
 
     /// As `harness check --witness`: print (or write to FILE) the commit
     /// order the complete register check found for each valid level.
@@ -49,6 +54,11 @@ pub struct AnalyzeArgs {
     /// unknown, never valid.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub cycle_search_timeout: Duration,
+
+    /// Memory the linearizability search may take (e.g. 4G); default: half
+    /// of what the machine leaves.
+    #[arg(long, value_parser = engine::checks::memory::parse_size)]
+    pub memory: Option<u64>,
 
     /// Do not re-check: regenerate the timeline and plots only.
     #[arg(long)]
@@ -83,19 +93,14 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     }
     let test = store::run::RunMeta::load_if_exists(&run.test_json_path())?.unwrap_or_default();
     let workload = match args.workload {
-        Some(w) => w,
-        None => match test.workload() {
-            Some(name) => name
-                .parse::<Workload>()
-                .map_err(anyhow::Error::msg)
-                .context("test.json: config.workload")?,
-            None => Workload::detect(&history).with_context(|| {
-                format!(
-                    "cannot tell the workload of {}; pass --workload list-append or rw-register",
-                    history_path.display()
-                )
-            })?,
-        },
+        Some(w) => Some(w),
+        // Every name a run ever recorded parses (`register` is the
+        // linearizable register, as `run` meant it).
+        None => test
+            .workload()
+            .map(|name| name.parse::<WorkloadKind>())
+            .transpose()
+            .context("test.json: config.workload")?,
     };
     let models = if !args.consistency_models.is_empty() {
         args.consistency_models.clone()
@@ -108,51 +113,31 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
             None => vec![checker::model::DEFAULT_MODEL],
         }
     };
-    let deadline = Instant::now() + args.cycle_search_timeout;
-    let opts = CheckOptions {
-        workload,
-        models: models.clone(),
+    let how = CheckHow {
+        models,
         anomalies: args.anomalies.clone(),
-        wfr_keys: false,
-        sequential_keys: false,
-        linearizable_keys: false,
-        budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
-        complete: true,
+        time_limit: args.cycle_search_timeout,
+        memory: args.memory,
+        from_run: true,
+        explain: 1,
+        ..CheckHow::new(workload)
     };
-    let mut checked = engine::check::check_history(&history, &opts, true);
-    let (_, written) = engine::check::write_results(&history, &mut checked, &run);
-    written?;
-    let engine::check::CheckedHistory {
-        result,
-        counts,
-        engines,
-        ..
-    } = checked;
-    engine::report::write_reports(&dir, &history, Some((&result, &counts)), keep)?;
-    let names: Vec<&str> = result.anomaly_types.iter().map(|t| t.name()).collect();
-    let model_names: Vec<&str> = models.iter().map(|m| m.name()).collect();
-    engine::say!(
-        "{} against {}{}",
-        match result.valid {
-            checker::Valid::True => "valid",
-            checker::Valid::False => "invalid",
-            checker::Valid::Unknown => "unknown",
-        },
-        model_names.join(", "),
-        if names.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", names.join(", "))
-        }
-    );
-    for r in &engines {
-        engine::say!("decided by: {}", r.line());
+    let verdict = engine::checks::check(&history, &how)
+        .with_context(|| format!("checking {}", history_path.display()))?;
+    let errors = engine::checks::write(&run, &history, &verdict, keep);
+    if let Some(e) = &errors.results {
+        anyhow::bail!("writing results.json: {e}");
     }
+    for e in &errors.reports {
+        eprintln!("warning: {e}");
+    }
+    engine::check::print_verdict(&history, &verdict);
     if let Some(target) = &args.witness {
-        crate::check_cmd::write_witness(target, &engines, crate::check_cmd::Format::Text)?;
+        let engines = verdict.elle.as_ref().map_or(&[][..], |e| &e.engines[..]);
+        crate::check_cmd::write_witness(target, engines, crate::check_cmd::Format::Text)?;
     }
     // As the run settled it: no fault in effect, a loss a setting permits.
-    let (valid, lines) = engine::no_fault::settle_record(&run, &test, result.valid);
+    let (valid, lines) = engine::no_fault::settle_record(&run, &test, verdict.valid);
     for l in lines {
         engine::say!("{l}");
     }

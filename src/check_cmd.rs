@@ -1,5 +1,7 @@
-//! `harness check HISTORY`: checks a history file with the built-in Elle-grade
-//! checker, prints the verdict, optionally writes explanations and graphs.
+//! `harness check HISTORY`: checks a history file through the engine's
+//! check table (`engine::checks`: Elle for transactions, linearizability
+//! for register / kv histories, Jepsen's workload checkers), prints the
+//! verdict, optionally writes explanations and graphs.
 //!
 //! Exit codes: 0 valid, 1 invalid, 2 unknown, 3 error (bad file, bad name).
 //!
@@ -11,16 +13,18 @@
 //! elle-cli's spellings work too: `-m/--model` is the workload, `-c` takes a
 //! comma-separated list of consistency models and can be repeated.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
+use checker::CheckResult;
 use checker::anomaly::AnomalyType;
+use checker::linear::FailedCas;
 use checker::model::ConsistencyModel;
-use checker::{Budget, CheckOptions, CheckResult, Workload};
 use clap::{Args, ValueEnum};
-use engine::report::caps::AnomalyCounts;
+use engine::checks::{CheckHow, Verdict};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use store::History;
 use store::import::FileFormat;
+use workloads::WorkloadKind;
 
 /// `harness check …`
 #[derive(Args, Debug)]
@@ -38,11 +42,11 @@ pub struct CheckArgs {
           value_parser = str::parse::<FileFormat>)]
     pub history_format: Option<FileFormat>,
 
-    /// Workload: auto, list-append (append), rw-register (wr), or the
-    /// linearizability check of register (read/write/cas) or kv
-    /// (get/put/append) histories; auto picks register/kv by the ops' f.
+    /// Workload: auto (detected from the ops), or one of the names
+    /// `workloads::WORKLOADS` lists.
     #[arg(long, short = 'm', visible_alias = "model", default_value = "auto",
-          value_parser = str::parse::<WorkloadArg>)]
+          value_parser = str::parse::<WorkloadArg>,
+          help = format!("Workload: auto (detected from the ops) or {}", WorkloadKind::names_help(false)))]
     pub workload: WorkloadArg,
 
     /// Consistency model(s) that should hold (default strong-serializable, alias strict-serializable);
@@ -74,8 +78,20 @@ pub struct CheckArgs {
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub cycle_search_timeout: Duration,
 
-    /// Linearizability check: failed cas ops did not happen (Knossos),
-    /// instead of "happened and saw another value" (Porcupine, the default).
+    /// Linearizability check: what a failed op means. `dropped`: it did not
+    /// happen (Knossos and Jepsen's EDN histories: the default for EDN);
+    /// `observed`: a failed cas happened and saw another value (Porcupine's
+    /// logs, SQL's "0 rows updated": the default for every other format).
+    #[arg(long, value_parser = ["observed", "dropped"])]
+    pub failed_ops: Option<String>,
+
+    /// Memory the linearizability search may take (e.g. 4G, 512M); running
+    /// out is `unknown` with the longest linearizable prefix. Default: half
+    /// of what the machine leaves (available memory, `ulimit -v`, cgroup).
+    #[arg(long, value_parser = engine::checks::memory::parse_size)]
+    pub memory: Option<u64>,
+
+    /// The same as `--failed-ops dropped`.
     #[arg(long)]
     pub drop_failed_cas: bool,
 
@@ -112,14 +128,10 @@ pub const STDOUT_EXPLAINED_PER_TYPE: usize = 3;
 /// `--workload`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkloadArg {
-    /// Detect from the micro-ops.
+    /// Detect from the ops (the check table's `detect`).
     Auto,
     /// A given workload.
-    Given(Workload),
-    /// A linearizability check (`register`, `kv`).
-    Linear(crate::linear_cmd::LinearKind),
-    /// One of Jepsen's workloads (bank, set, …): its own checker.
-    Jepsen(workloads::JepsenWorkload),
+    Given(WorkloadKind),
 }
 
 /// `--format`.
@@ -136,21 +148,35 @@ pub enum Format {
 impl std::str::FromStr for WorkloadArg {
     type Err = String;
 
-    /// `auto` or a workload name.
+    /// `auto` or a workload name (`workloads::WORKLOADS`).
     fn from_str(s: &str) -> Result<WorkloadArg, String> {
-        match s.trim_start_matches(':') {
-            "auto" => Ok(WorkloadArg::Auto),
-            "register" | "cas-register" => Ok(WorkloadArg::Linear(crate::linear_cmd::LinearKind::Register)),
-            "kv" => Ok(WorkloadArg::Linear(crate::linear_cmd::LinearKind::Kv)),
-            w if workloads::JepsenWorkload::parse(w).is_some() => workloads::JepsenWorkload::parse(w)
-                .map(WorkloadArg::Jepsen)
-                .ok_or_else(|| format!("unknown workload {w:?}")),
-            w => w.parse().map(WorkloadArg::Given).map_err(|_| {
-                format!(
-                    "unknown workload {w:?}; known workloads: auto, list-append (append), rw-register (wr), register, kv, bank, bank-multitable, bank-insert, set, set-full, long-fork, monotonic, sequential, counter"
-                )
-            }),
+        if s.trim_start_matches(':') == "auto" {
+            return Ok(WorkloadArg::Auto);
         }
+        WorkloadKind::parse(s)
+            .map(WorkloadArg::Given)
+            .map_err(|e| format!("{e} (or auto)"))
+    }
+}
+
+/// What a failed op means in this file: as asked, else what its format
+/// means (Knossos' and Jepsen's EDN: it did not happen; anything else,
+/// Porcupine's logs included: a failed cas saw another value).
+fn failed_ops(args: &CheckArgs) -> FailedCas {
+    if args.drop_failed_cas || args.failed_ops.as_deref() == Some("dropped") {
+        return FailedCas::Dropped;
+    }
+    if args.failed_ops.as_deref() == Some("observed") {
+        return FailedCas::Observed;
+    }
+    let format = match args.history_format {
+        Some(f) => Some(f),
+        None if crate::history_input::is_stream(&args.history) => None,
+        None => FileFormat::detect(&args.history).ok(),
+    };
+    match format {
+        Some(FileFormat::Ours(store::Format::Edn)) => FailedCas::Dropped,
+        _ => FailedCas::Observed,
     }
 }
 
@@ -169,151 +195,89 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
             args.history.display()
         );
     }
-    let jepsen = match args.workload {
-        WorkloadArg::Jepsen(w) => Some(w),
-        WorkloadArg::Auto => {
-            checker::workloads::detect(&history).and_then(workloads::JepsenWorkload::parse)
-        }
-        WorkloadArg::Given(_) | WorkloadArg::Linear(_) => None,
-    };
-    if let Some(w) = jepsen {
-        return Ok(check_jepsen(&args, &history, w));
-    }
-    let linear = match args.workload {
-        WorkloadArg::Linear(k) => Some(k),
-        WorkloadArg::Auto => crate::linear_cmd::detect(&history),
-        WorkloadArg::Given(_) | WorkloadArg::Jepsen(_) => None,
-    };
-    if let Some(kind) = linear {
-        return crate::linear_cmd::run(
-            &history,
-            kind,
-            &crate::linear_cmd::LinearArgs {
-                path: &args.history,
-                json: args.format == Format::Json,
-                directory: args.directory.as_deref(),
-                timeout: args.cycle_search_timeout,
-                drop_failed_cas: args.drop_failed_cas,
-                all_keys: args.all_anomalies,
-            },
-        );
-    }
-    let workload = match args.workload {
-        WorkloadArg::Given(w) => w,
-        WorkloadArg::Linear(_) => unreachable_linear()?,
-        // A Jepsen workload was checked above.
-        WorkloadArg::Auto | WorkloadArg::Jepsen(_) => {
-            Workload::detect(&history).with_context(|| {
-                format!(
-                    "cannot tell the workload of {} (no append and no write micro-op, or both); \
-                 pass --workload list-append or --workload rw-register",
-                    args.history.display()
-                )
-            })?
-        }
-    };
-    let models = if args.consistency_models.is_empty() {
-        vec![checker::model::DEFAULT_MODEL]
-    } else {
-        args.consistency_models.clone()
-    };
-    let deadline = Instant::now() + args.cycle_search_timeout;
-    let opts = CheckOptions {
-        workload,
-        models,
+    let how = CheckHow {
+        workload: match args.workload {
+            WorkloadArg::Auto => None,
+            WorkloadArg::Given(w) => Some(w),
+        },
+        models: args.consistency_models.clone(),
         anomalies: args.anomalies.clone(),
         wfr_keys: args.wfr_keys,
         sequential_keys: args.sequential_keys,
         linearizable_keys: args.linearizable_keys,
-        budget: Budget::until(Box::new(move || Instant::now() >= deadline)),
-        complete: true,
+        time_limit: args.cycle_search_timeout,
+        failed_ops: Some(failed_ops(&args)),
+        memory: args.memory,
+        all: args.all_anomalies,
+        explain: STDOUT_EXPLAINED_PER_TYPE,
+        from_run: false,
     };
-    let engine::check::CheckedHistory {
-        result,
-        counts,
-        engines,
-        analyses,
-        elapsed_s,
-        ..
-    } = engine::check::check_history(&history, &opts, !args.all_anomalies);
-    let elapsed = std::time::Duration::from_secs_f64(elapsed_s);
-    let shown_per_type = (!args.all_anomalies).then_some(STDOUT_EXPLAINED_PER_TYPE);
+    let verdict = engine::checks::check(&history, &how)
+        .with_context(|| format!("checking {}", args.history.display()))?;
     let witness_to_stdout = args.witness.as_deref() == Some(Path::new("-"));
     match args.format {
         Format::Json => {
-            let mut j = result.to_json();
-            counts.annotate_json(&mut j);
-            if engines.is_empty() {
-                engine::say!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
-            } else {
-                // Only when the complete check was asked for: Elle's map plus an
-                // `engines` entry saying who decided each level.
-                j["engines"] = checker::engines::to_json(&engines, witness_to_stdout);
-                engine::say!("{}", serde_json::to_string(&j).unwrap_or_default());
+            let mut j = verdict.json.clone();
+            if let Some(e) = verdict.elle.as_ref().filter(|e| !e.engines.is_empty()) {
+                // Who decided each level, with the witness when asked.
+                j["engines"] = checker::engines::to_json(&e.engines, witness_to_stdout);
             }
+            engine::say!("{}", serde_json::to_string(&j).unwrap_or_default());
         }
         Format::Edn => {
-            let mut data = result.to_data();
-            counts.annotate_data(&mut data);
+            let data = match &verdict.elle {
+                Some(e) => {
+                    let mut data = e.result.to_data();
+                    e.counts.annotate_data(&mut data);
+                    data
+                }
+                None => json_to_data(&verdict.json),
+            };
             engine::say_raw!("{}\n", store::format::data_to_edn(&data));
         }
-        Format::Text => {
-            engine::say_raw!(
-                "{}",
-                render_text(&result, &counts, shown_per_type, &history)
-            );
-            engine::say!("{}", what_was_checked(&history, &opts, &analyses, elapsed));
-            for r in &engines {
-                engine::say!("engine: {}", r.line());
-            }
-        }
+        Format::Text => print_text(&verdict, &history, &how),
     }
     if let Some(target) = &args.witness {
-        write_witness(target, &engines, args.format)?;
+        let engines = verdict.elle.as_ref().map_or(&[][..], |e| &e.engines[..]);
+        write_witness(target, engines, args.format)?;
     }
     if let Some(dir) = &args.directory {
-        engine::report::elle::write(
-            dir,
-            &result,
-            &counts,
-            &history,
-            engine::report::elle::Limits::KEPT,
-        )
-        .with_context(|| format!("writing explanations to {}", dir.display()))?;
+        engine::checks::write_dir(dir, &history, &verdict)
+            .with_context(|| format!("writing explanations to {}", dir.display()))?;
     }
-    let code = result.valid.exit_code();
+    let code = verdict.valid.exit_code();
     // The process ends next: freeing a million-transaction history piece by
     // piece costs ~5 % of a check (measured with perf), the OS does it at once.
     std::mem::forget(history);
-    std::mem::forget(result);
+    std::mem::forget(verdict);
     Ok(code)
 }
 
-fn unreachable_linear() -> anyhow::Result<Workload> {
-    bail!("a linearizability workload was routed to the transaction checker")
-}
-
-/// `harness check` of a Jepsen workload's history: its checker's report
-/// (the first model given, else Elle's default, tunes it as in a run).
-fn check_jepsen(args: &CheckArgs, history: &store::History, w: workloads::JepsenWorkload) -> u8 {
-    let model = args
-        .consistency_models
-        .first()
-        .copied()
-        .unwrap_or(checker::model::DEFAULT_MODEL);
-    let report = checker::workloads::check(history, &engine::jepsen::checker_for(w, model));
-    match args.format {
-        Format::Json => engine::say!("{}", report.to_json()),
-        Format::Edn => engine::say_raw!(
-            "{}",
-            store::format::data_to_edn(&json_to_data(&report.to_json()))
-        ),
-        Format::Text => {
-            engine::say!("{w} history, {} ops", history.len());
-            engine::jepsen::print_report(&report);
+/// The text report: Elle's map (valid?, anomaly types, the models ruled
+/// out) for transactions, the explanations, what was checked, and the one
+/// verdict line every family ends with.
+fn print_text(v: &Verdict, history: &History, how: &CheckHow) {
+    match &v.elle {
+        Some(e) => {
+            engine::say_raw!("{}", render_head(&e.result));
+            engine::say_raw!("{}", v.details);
+            let elapsed = Duration::from_secs_f64(v.elapsed_s);
+            engine::say!(
+                "{}",
+                what_was_checked(history, v.workload, how, &e.analyses, elapsed)
+            );
+            for r in &e.engines {
+                engine::say!("engine: {}", r.line());
+            }
+        }
+        None => {
+            for w in &v.warnings {
+                eprintln!("warning: {w}");
+            }
+            engine::say_raw!("{}", v.details);
         }
     }
-    report.valid.exit_code()
+    engine::say!("{}", engine::checks::verdict_line(v));
 }
 
 fn json_to_data(v: &serde_json::Value) -> store::Data {
@@ -378,7 +342,8 @@ fn join_names<T: std::fmt::Display>(xs: &[T]) -> String {
 /// analyses that ran (their names in `checker::analysis::ANALYSES`), time.
 fn what_was_checked(
     history: &History,
-    opts: &CheckOptions,
+    workload: WorkloadKind,
+    how: &CheckHow,
     analyses: &[&str],
     elapsed: Duration,
 ) -> String {
@@ -403,14 +368,14 @@ fn what_was_checked(
             }
         }
     }
-    let models: Vec<&str> = opts.models.iter().map(|m| m.name()).collect();
+    let models: Vec<&str> = how.models_or_default().iter().map(|m| m.name()).collect();
     format!(
         "checked: {} transactions ({ok} ok, {fail} fail, {info} info) on {} key{}, {}, against {} \
          (analyses: {}), in {:.2} s",
         ok + fail + info,
         keys.len(),
         if keys.len() == 1 { "" } else { "s" },
-        opts.workload.name(),
+        workload.name(),
         if models.is_empty() {
             "the given anomalies only".to_string()
         } else {
@@ -465,15 +430,9 @@ fn print_warnings(warnings: &[String], history: &History) {
     }
 }
 
-/// The human-readable report: verdict, boundary, then the explanations:
-/// the first `per_type` of each type (all when `None`), saying how many
-/// were found and how to see the rest.
-fn render_text(
-    result: &CheckResult,
-    counts: &AnomalyCounts,
-    per_type: Option<usize>,
-    history: &History,
-) -> String {
+/// Elle's map in words: verdict, anomaly types, the models ruled out,
+/// what was seen but allowed, the checker's warnings.
+fn render_head(result: &CheckResult) -> String {
     let mut out = format!("valid?: {}\n", result.valid);
     if !result.anomaly_types.is_empty() {
         out += &format!("anomaly-types: {}\n", join_names(&result.anomaly_types));
@@ -500,28 +459,6 @@ fn render_text(
     }
     for w in &result.warnings {
         out += &format!("warning: {w}\n");
-    }
-    for (t, cases) in &result.anomalies {
-        let found = counts.found.get(t).copied().unwrap_or(0).max(cases.len());
-        let shown = per_type.map_or(cases.len(), |n| n.min(cases.len()));
-        out += "\n";
-        out += &engine::report::elle::type_text(*t, &cases[..shown], history);
-        if found > shown {
-            out += &format!(
-                "… {} of {} {t} anomalies not shown: --all-anomalies prints every one, \
-                 --directory DIR writes {}\n",
-                found - shown,
-                found,
-                if counts.kept_per_type.is_some() {
-                    format!(
-                        "the first {} of each type",
-                        counts.kept_per_type.unwrap_or(0)
-                    )
-                } else {
-                    "every one".to_string()
-                }
-            );
-        }
     }
     out
 }

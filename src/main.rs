@@ -59,7 +59,6 @@ mod check_cmd;
 mod clock_cmd;
 mod history_cmd;
 mod history_input;
-mod linear_cmd;
 mod lossyfs_cmd;
 mod nemesis_cmd;
 mod reproduce_cmd;

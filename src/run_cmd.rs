@@ -128,13 +128,14 @@ pub struct RunArgs {
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Workload")]
 pub struct WorkloadArgs {
-    /// Workload: list-append (alias append) or rw-register (alias wr).
+    /// Workload (the names `workloads::WORKLOADS` lists).
     #[arg(
         id = "workload",
         long = "workload",
         short = 'w',
         value_name = "WORKLOAD",
-        default_value = "list-append"
+        default_value = "list-append",
+        help = format!("Workload: {}", workloads::WorkloadKind::names_help(true))
     )]
     pub name: String,
     /// Seed of every random choice (default: from the clock; recorded in test.json).

@@ -329,7 +329,7 @@ fn check_endless(head: &[u8], fill: u8) -> (Option<i32>, String, u64) {
     (status.code(), reader.join().unwrap(), taken)
 }
 
-/// Issue 35: `harness check` on an endless stream of NUL bytes grew to
+/// `harness check` on an endless stream of NUL bytes grew to
 /// 8.4 GB and never returned (NUL bytes read as a killed run's log
 /// padding, up to the end that never came; `/dev/zero` also sniffed as an
 /// empty dbcop bincode history, read whole). Now it stops with exit 3

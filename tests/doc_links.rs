@@ -1,6 +1,8 @@
 //! No file of the repository points outside it: no path into the directory
-//! beside the clone that held the project's design notes and papers, and no
-//! "issue N" of a tracker a reader of the repository cannot see.
+//! beside the clone that held the project's design notes and papers, no
+//! absolute path of a developer's machine (its work directory, a home
+//! directory), and no "issue N" of a tracker a reader of the repository
+//! cannot see.
 //!
 //! What a reader needs from such a note is written in the repository in its
 //! own words (module docs, `docs/`), or the public upstream source is cited
@@ -21,13 +23,18 @@ const ALLOWED_LINES: &[(&str, &str)] =
     &[(".ci/run", concat!("corpus=../", "sha", "red/conformance"))];
 
 /// Path fragments that lead outside the repository (built at run time so
-/// this file does not match itself).
+/// this file does not match itself): the notes beside the clone, and the
+/// absolute paths of machines (`$WORK/…` says "the directory beside the
+/// clone" in commands instead).
 fn outside_paths() -> Vec<String> {
     let dir = ["sha", "red"].concat();
     vec![
         format!("../{dir}"),
         format!("{dir}/specs"),
         format!("{dir}/papers"),
+        format!("/{}/", "work"),
+        format!("/{}/", "home"),
+        format!("/{}/", "Users"),
     ]
 }
 

@@ -188,7 +188,7 @@ fn local_durability_run(
     (out.status.code(), meta, results(&dir), in_force)
 }
 
-/// Issue 35: the local server's own settings are part of the record, and a
+/// The local server's own settings are part of the record, and a
 /// loss they permit is said to follow from them.
 #[test]
 #[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]

@@ -10,7 +10,9 @@ fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             if !p.ends_with("tests") && !p.ends_with("target") {
                 sources(&p, out);
             }
-        } else if p.extension().is_some_and(|x| x == "rs") {
+        } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("tests.rs") {
+            // `tests.rs` is a `#[cfg(test)] mod tests;`: unit tests, which
+            // may build fixtures by hand.
             out.push(p);
         }
     }

@@ -163,7 +163,7 @@ fn a_second_sigint_while_checking_exits_130_without_a_verdict() {
     assert_history_readable(&dir);
 }
 
-/// Issue 35: a second SIGINT on a `--local` PostgreSQL run used to exit 130
+/// A second SIGINT on a `--local` PostgreSQL run used to exit 130
 /// and leave the postmaster running and its data directory behind (until a
 /// later `--local` run reaped them). Now the server is stopped and its
 /// directory removed before the exit; checked by the pid and the path this

@@ -1,4 +1,4 @@
-//! The README's simulator commands, run as written (issue 35): each
+//! The README's simulator commands, run as written: each
 //! `harness run --db sim --sim-replicas 3 …` in README.md's "Verified
 //! against" table is one of [`COMMANDS`] (and each of those is there), and
 //! each runs with its default flags (30 s) with faults in force: the

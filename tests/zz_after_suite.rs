@@ -153,7 +153,7 @@ fn nothing_of_harness_is_left_after_the_suite() {
 fn recognises_only_what_is_harness_s() {
     let temp = std::env::temp_dir();
     let temp = temp.display();
-    assert!(ours("/work/target/debug/harness lossyfs mount /x"));
+    assert!(ours("/opt/ci/target/debug/harness lossyfs mount /x"));
     assert!(ours(&format!(
         "/usr/lib/postgresql/15/bin/postgres -D {temp}/.tmpAbC/data"
     )));

@@ -32,6 +32,7 @@ pub mod txn;
 pub mod versions;
 pub mod weak;
 pub mod whitebox;
+pub mod workload;
 pub mod workloads;
 mod write_ids;
 

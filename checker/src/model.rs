@@ -32,6 +32,59 @@ use crate::anomaly::{
 };
 use std::collections::BTreeSet;
 
+/// A level the weak-isolation check (`weak`) decides (each includes the
+/// weaker ones); here, beside the models, so the model lattice does not
+/// import the check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Read committed (with session order in the commit order).
+    ReadCommitted,
+    /// Read atomic.
+    ReadAtomic,
+    /// Causal consistency.
+    Causal,
+}
+
+impl Level {
+    /// The strongest level that `models` (taken literally, not through
+    /// implication, so Elle's default checks stay as they were) or the extra
+    /// `anomalies` ask for.
+    pub fn needed(models: &[ConsistencyModel], anomalies: &[AnomalyType]) -> Option<Level> {
+        use AnomalyType as A;
+        use ConsistencyModel as M;
+        let from_models = models.iter().filter_map(|m| match m {
+            M::ReadCommitted | M::StrongSessionReadCommitted | M::MonotonicView => {
+                Some(Level::ReadCommitted)
+            }
+            M::MonotonicAtomicView | M::ReadAtomic => Some(Level::ReadAtomic),
+            M::CausalCerone => Some(Level::Causal),
+            _ => None,
+        });
+        let from_anomalies = anomalies.iter().filter_map(|a| match a {
+            A::NonMonotonicRead
+            | A::NonMonotonicReadProcess
+            | A::CyclicCausalOrder
+            | A::NotMyOwnWrite
+            | A::NotMyLastWrite => Some(Level::ReadCommitted),
+            A::NonRepeatableRead | A::FracturedRead | A::FracturedReadProcess => {
+                Some(Level::ReadAtomic)
+            }
+            A::CausalityViolation => Some(Level::Causal),
+            _ => None,
+        });
+        from_models.chain(from_anomalies).max()
+    }
+
+    /// The CLI spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::ReadCommitted => "read-committed",
+            Level::ReadAtomic => "read-atomic",
+            Level::Causal => "causal",
+        }
+    }
+}
+
 macro_rules! models {
     ($( $(#[$doc:meta])* $var:ident => $name:literal [$($alias:literal),*] ),* $(,)?) => {
         /// A consistency model of Elle's lattice.
@@ -497,7 +550,7 @@ pub fn anomalies_to_search(
     s
 }
 
-/// The level of the complete weak-isolation check (`crate::weak`) that
+/// The level of the complete weak-isolation check (`weak`) that
 /// finds every weak-isolation pattern `models` + `extra` prohibit, through
 /// the models they imply as much as those named: a check at a model finds
 /// what each model below it would (so `not`/`also-not` of one check never
@@ -506,11 +559,7 @@ pub fn anomalies_to_search(
 /// `non-repeatable-read` (which implies G-single-item, so every model from
 /// consistent-view and repeatable-read up asks for it), read committed for
 /// `non-monotonic-read(-process)` or `cyclic-causal-order`; none otherwise.
-pub fn weak_level_needed(
-    models: &[ConsistencyModel],
-    extra: &[AnomalyType],
-) -> Option<crate::weak::Level> {
-    use crate::weak::Level;
+pub fn weak_level_needed(models: &[ConsistencyModel], extra: &[AnomalyType]) -> Option<Level> {
     let p = prohibited_anomaly_types(models, extra);
     let any = |xs: &[AnomalyType]| xs.iter().any(|a| p.contains(a));
     if any(&[A::CausalityViolation]) {
@@ -540,8 +589,7 @@ pub fn weak_level_needed(
 /// read-uncommitted, read-committed, their strong-session versions and
 /// monotonic-atomic-view; read atomic adds read-atomic; causal adds
 /// causal-cerone.
-pub fn decided_by_weak(level: crate::weak::Level) -> BTreeSet<ConsistencyModel> {
-    use crate::weak::Level;
+pub fn decided_by_weak(level: Level) -> BTreeSet<ConsistencyModel> {
     let mut s: BTreeSet<ConsistencyModel> = [
         M::ReadUncommitted,
         M::ReadCommitted,

@@ -18,8 +18,8 @@
 //! A [`Write`] or [`Read`] holds ids and flags only (12 and 16 B; one per
 //! micro-op of a history): keys and values are read back from `Txns`.
 
-use crate::analysis::Workload;
 use crate::txn::{Status, Txns};
+use crate::workload::Workload;
 use crate::write_ids::WriteIds;
 use store::{Atom, History, Key, MicroOp, ReadValue, Val};
 

@@ -1,4 +1,4 @@
-//! A conversion never changes a verdict (issue 35): random rw-register
+//! A conversion never changes a verdict: random rw-register
 //! histories with `ok`, `fail` and `info` transactions go through every
 //! format harness writes — ours (JSON Lines, Elle JSON, EDN) and the peers'
 //! (PolySI/Plume text, dbcop JSON, dbcop bincode, Cobra logs) — and the

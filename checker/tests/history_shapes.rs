@@ -1,4 +1,4 @@
-//! Nothing made up (issue 35): a completion without the fields its type
+//! Nothing made up: a completion without the fields its type
 //! needs is refused with its position, or kept as indeterminate (`info`)
 //! with a warning — the checker never fills an `ok`'s reads from its
 //! invocation. One test per history shape.

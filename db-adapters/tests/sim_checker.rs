@@ -22,9 +22,11 @@ fn history(mode: SimMode, kind: WorkloadKind, seed: u64, txns: u64) -> History {
 fn result(h: &History, kind: WorkloadKind, model: &str) -> (Valid, Vec<String>) {
     let workload = match kind {
         WorkloadKind::ListAppend | WorkloadKind::Predicate => Workload::ListAppend,
-        WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => {
-            Workload::RwRegister
-        }
+        WorkloadKind::RwRegister
+        | WorkloadKind::Register
+        | WorkloadKind::Kv
+        | WorkloadKind::Knossos(_)
+        | WorkloadKind::Jepsen(_) => Workload::RwRegister,
     };
     let mut opts = CheckOptions::new(workload);
     opts.models = vec![ConsistencyModel::parse(model).unwrap()];

@@ -17,11 +17,10 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod check;
+pub mod checks;
 pub mod cluster;
 pub mod console;
 pub mod exit;
-pub mod jepsen;
-pub mod linear_check;
 pub mod no_fault;
 pub mod plan;
 pub mod report;

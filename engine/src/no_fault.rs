@@ -1,4 +1,4 @@
-//! A test of faults that did not happen is not `valid` (issue 35).
+//! A test of faults that did not happen is not `valid`.
 //!
 //! When a nemesis was asked for and no fault took effect — no nemesis op
 //! that starts a fault completed without an error (a fault that failed, or one whose

@@ -85,6 +85,12 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
             db_adapters::catalog::names_where(|k| k.records_version_order(false))
         );
     }
+    if !workload.runs() {
+        bail!(
+            "--workload: {}",
+            workloads::WorkloadError::NotRunnable(workload.name())
+        );
+    }
     if !args.db.supports(workload, args.nodes.is_set()) {
         match workload {
             WorkloadKind::Predicate => bail!(
@@ -258,9 +264,11 @@ pub(crate) fn db_settings(
 pub(crate) fn data_model(w: WorkloadKind) -> DataModel {
     match w {
         WorkloadKind::ListAppend | WorkloadKind::Predicate => DataModel::ListAppend,
-        WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => {
-            DataModel::RwRegister
-        }
+        WorkloadKind::RwRegister
+        | WorkloadKind::Register
+        | WorkloadKind::Kv
+        | WorkloadKind::Knossos(_)
+        | WorkloadKind::Jepsen(_) => DataModel::RwRegister,
     }
 }
 

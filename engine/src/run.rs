@@ -624,10 +624,16 @@ fn header(args: &RunSpec, plan: &Plan) -> String {
         String::new()
     };
     format!(
-        "harness run: {} · {} · {level} · checked as {} · nemesis {}{clock} · {} workers · {limit} · seed {}",
+        "harness run: {} · {} · {level} · {} · nemesis {}{clock} · {} workers · {limit} · seed {}",
         plan.db.name(),
         plan.workload.name(),
-        plan.expected.name(),
+        crate::checks::describe(
+            plan.workload,
+            &crate::checks::CheckHow {
+                models: vec![plan.expected],
+                ..crate::checks::CheckHow::new(Some(plan.workload))
+            }
+        ),
         args.faults.name(),
         plan.concurrency,
         plan.seed
@@ -647,10 +653,10 @@ fn phase_lines(s: &runner::RunSummary) -> String {
     format!(
         "main phase: {} transactions completed in {:.1} s ({:.0} txn/s), ended by {ended}\n\
          final reads: {} read-only transactions after the main phase{}",
-        crate::check::thousands(main_done),
+        crate::console::thousands(main_done),
         s.main_phase_s,
         main_done as f64 / s.main_phase_s.max(1e-9),
-        crate::check::thousands(final_reads),
+        crate::console::thousands(final_reads),
         if s.final_reads_done {
             ""
         } else {

@@ -299,7 +299,12 @@ pub fn read_run(root: &Path, rel: &str) -> RunInfo {
                 info.name = name;
             }
             info.db = t.db().unwrap_or_default();
-            info.workload = t.workload().unwrap_or_default();
+            // Canonical names of the one vocabulary (`append` → list-append);
+            // a name it does not know is shown as recorded.
+            info.workload = t
+                .workload()
+                .map(|w| workloads::WorkloadKind::parse(&w).map_or(w, |k| k.name().to_string()))
+                .unwrap_or_default();
             info.nemesis = t.nemesis().unwrap_or_default();
             info.isolation = isolation(&t);
             info.harness_version = t.harness_version().unwrap_or_default();

@@ -542,3 +542,18 @@ fn range_and_count_reads_round_trip_and_bad_counts_are_refused() {
     );
     assert!(e.to_string().contains("null or an integer"), "{e}");
 }
+
+#[test]
+fn an_edn_list_of_ops_reads_as_the_vector_does() {
+    let ops = "{:process 0, :type :invoke, :f :write, :value 1}\n \
+               {:process 0, :type :ok, :f :write, :value 1}";
+    let vector = edn(&format!("[{ops}]"));
+    let list = edn(&format!(";; Knossos\n({ops})\n"));
+    assert_eq!(list.ops.len(), 2);
+    assert_eq!(list.ops, vector.ops);
+    // A list is closed by `)`, not `]`, and nothing may follow it.
+    let e = err(&format!("({ops}]"), Format::Edn);
+    assert!(e.line >= 1, "{e}");
+    let e = err(&format!("({ops}) {{:process 1}}"), Format::Edn);
+    assert!(e.to_string().contains("after the closing"), "{e}");
+}

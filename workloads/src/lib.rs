@@ -36,7 +36,10 @@ use std::str::FromStr;
 pub use jepsen::JepsenWorkload;
 pub use txn::TxnGen;
 
-/// Which transactions to generate.
+/// The one workload vocabulary: what a history holds and so which check
+/// decides it. `run`, `check`, `analyze`, `serve` and the run record
+/// (`test.json`'s `config.workload`) all name workloads by it; its names
+/// and aliases are [`WORKLOADS`], which every `--help` and error lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WorkloadKind {
     /// `list-append` (alias `append`): appends of unique elements to lists.
@@ -45,44 +48,208 @@ pub enum WorkloadKind {
     RwRegister,
     /// `predicate`: list-append with range reads (`predicate.rs`).
     Predicate,
-    /// `register`: single-key read / write / cas on independent keys,
-    /// checked for linearizability (`cas_register.rs`).
+    /// `register` (alias `cas-register`): single-key read / write / cas on
+    /// independent keys, checked for linearizability (`cas_register.rs`).
     Register,
+    /// `kv`: Porcupine's get / put / append on string keys, checked for
+    /// linearizability (histories only: no generator).
+    Kv,
     /// One of Jepsen's non-Elle workloads (`jepsen.rs`: bank, set, …).
     Jepsen(JepsenWorkload),
+    /// One of Knossos' other models, checked for linearizability
+    /// (histories only: no generator).
+    Knossos(KnossosModel),
 }
+
+/// Knossos' models beside the cas-register, as Jepsen tests use them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KnossosModel {
+    /// `multi-register`: transactions of reads and writes over registers.
+    MultiRegister,
+    /// `mutex` (alias `lock`): acquire and release of one lock.
+    Mutex,
+    /// `fifo-queue` (alias `queue`): enqueue and dequeue in order.
+    FifoQueue,
+    /// `unordered-queue`: enqueue and dequeue in any order.
+    UnorderedQueue,
+    /// `linearizable-set` (alias `knossos-set`): adds and whole-set reads.
+    Set,
+}
+
+/// A workload's names: the canonical one first, then its aliases, and
+/// whether `harness run` generates it (else it is checked from files only).
+#[derive(Clone, Copy, Debug)]
+pub struct WorkloadName {
+    /// The workload.
+    pub kind: WorkloadKind,
+    /// Its canonical name.
+    pub name: &'static str,
+    /// Other spellings that parse to it (Elle's leading `:` is accepted too).
+    pub aliases: &'static [&'static str],
+    /// `harness run` can generate it.
+    pub runs: bool,
+}
+
+const fn named(
+    kind: WorkloadKind,
+    name: &'static str,
+    aliases: &'static [&'static str],
+    runs: bool,
+) -> WorkloadName {
+    WorkloadName {
+        kind,
+        name,
+        aliases,
+        runs,
+    }
+}
+
+/// Every workload, its names and aliases: the one list the parser, the
+/// `--help` texts and the errors read.
+pub const WORKLOADS: &[WorkloadName] = &[
+    named(WorkloadKind::ListAppend, "list-append", &["append"], true),
+    named(WorkloadKind::RwRegister, "rw-register", &["wr"], true),
+    named(WorkloadKind::Predicate, "predicate", &[], true),
+    named(WorkloadKind::Register, "register", &["cas-register"], true),
+    named(WorkloadKind::Kv, "kv", &[], false),
+    named(
+        WorkloadKind::Jepsen(JepsenWorkload::Bank),
+        "bank",
+        &[],
+        true,
+    ),
+    named(
+        WorkloadKind::Jepsen(JepsenWorkload::BankMultitable),
+        "bank-multitable",
+        &[],
+        true,
+    ),
+    named(
+        WorkloadKind::Jepsen(JepsenWorkload::BankInsert),
+        "bank-insert",
+        &[],
+        true,
+    ),
+    named(WorkloadKind::Jepsen(JepsenWorkload::Set), "set", &[], true),
+    named(
+        WorkloadKind::Jepsen(JepsenWorkload::SetFull),
+        "set-full",
+        &[],
+        true,
+    ),
+    named(
+        WorkloadKind::Jepsen(JepsenWorkload::LongFork),
+        "long-fork",
+        &[],
+        true,
+    ),
+    named(
+        WorkloadKind::Jepsen(JepsenWorkload::Monotonic),
+        "monotonic",
+        &[],
+        true,
+    ),
+    named(
+        WorkloadKind::Jepsen(JepsenWorkload::Sequential),
+        "sequential",
+        &[],
+        true,
+    ),
+    named(
+        WorkloadKind::Jepsen(JepsenWorkload::Counter),
+        "counter",
+        &[],
+        true,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::MultiRegister),
+        "multi-register",
+        &[],
+        false,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::Mutex),
+        "mutex",
+        &["lock"],
+        false,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::FifoQueue),
+        "fifo-queue",
+        &["queue"],
+        false,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::UnorderedQueue),
+        "unordered-queue",
+        &[],
+        false,
+    ),
+    named(
+        WorkloadKind::Knossos(KnossosModel::Set),
+        "linearizable-set",
+        &["knossos-set"],
+        false,
+    ),
+];
 
 impl WorkloadKind {
     /// The item workloads every database runs, the simulator included
     /// (`predicate` needs a SQL database: the simulator has no range reads).
     pub const ALL: &'static [WorkloadKind] = &[WorkloadKind::ListAppend, WorkloadKind::RwRegister];
 
-    /// The canonical name (`list-append`, `rw-register`).
-    pub fn name(self) -> &'static str {
-        match self {
-            WorkloadKind::ListAppend => "list-append",
-            WorkloadKind::RwRegister => "rw-register",
-            WorkloadKind::Predicate => "predicate",
-            WorkloadKind::Register => "register",
-            WorkloadKind::Jepsen(w) => w.name(),
-        }
+    /// Every workload (in [`WORKLOADS`]' order).
+    pub fn every() -> impl Iterator<Item = WorkloadKind> {
+        WORKLOADS.iter().map(|n| n.kind)
     }
 
-    /// Parses a canonical name or alias (`append`, `wr`).
+    fn entry(self) -> Option<&'static WorkloadName> {
+        WORKLOADS.iter().find(|n| n.kind == self)
+    }
+
+    /// The canonical name (`list-append`, `rw-register`, …).
+    pub fn name(self) -> &'static str {
+        self.entry().map_or("?", |n| n.name)
+    }
+
+    /// Whether `harness run` generates it (`kv` is checked from files only).
+    pub fn runs(self) -> bool {
+        self.entry().is_some_and(|n| n.runs)
+    }
+
+    /// Parses a canonical name or alias (`append`, `wr`, `cas-register`),
+    /// with or without Elle's leading `:`.
     ///
     /// # Errors
     /// [`WorkloadError::UnknownWorkload`] for anything else.
     pub fn parse(s: &str) -> Result<WorkloadKind, WorkloadError> {
-        match s {
-            "list-append" | "append" => Ok(WorkloadKind::ListAppend),
-            "rw-register" | "wr" => Ok(WorkloadKind::RwRegister),
-            "predicate" => Ok(WorkloadKind::Predicate),
-            "register" => Ok(WorkloadKind::Register),
-            other if JepsenWorkload::parse(other).is_some() => JepsenWorkload::parse(other)
-                .map(WorkloadKind::Jepsen)
-                .ok_or_else(|| WorkloadError::UnknownWorkload(other.to_string())),
-            other => Err(WorkloadError::UnknownWorkload(other.to_string())),
-        }
+        let t = s.trim().trim_start_matches(':');
+        WORKLOADS
+            .iter()
+            .find(|n| n.name == t || n.aliases.contains(&t))
+            .map(|n| n.kind)
+            .ok_or_else(|| WorkloadError::UnknownWorkload(s.to_string()))
+    }
+
+    /// The names, aliases in parentheses, of the workloads `runnable_only`
+    /// selects (`harness run`'s) or of every workload: the list every
+    /// `--help` and error shows.
+    pub fn names_help(runnable_only: bool) -> String {
+        WORKLOADS
+            .iter()
+            .filter(|n| n.runs || !runnable_only)
+            .map(|n| {
+                let mut s = n.name.to_string();
+                if !n.aliases.is_empty() {
+                    s += &format!(" ({})", n.aliases.join(", "));
+                }
+                if !n.runs {
+                    s += " [check only]";
+                }
+                s
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -194,10 +361,11 @@ impl WorkloadConfig {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum WorkloadError {
     /// Not a known workload name.
-    #[error(
-        "unknown workload {0:?}; known: list-append (append), rw-register (wr), predicate, register, bank, bank-multitable, bank-insert, set, set-full, long-fork, monotonic, sequential, counter"
-    )]
+    #[error("unknown workload {0:?}; known: {names}", names = WorkloadKind::names_help(false))]
     UnknownWorkload(String),
+    /// A workload `harness run` does not generate (checked from files only).
+    #[error("workload {0}: harness run does not generate it (it is checked from history files only); run generates: {names}", names = WorkloadKind::names_help(true))]
+    NotRunnable(&'static str),
     /// A tunable out of range.
     #[error("invalid --{field}: {reason}")]
     Invalid {
@@ -223,6 +391,7 @@ pub fn for_workload(
         WorkloadKind::Predicate => Ok(Box::new(predicate::PredicateGen::new(cfg, seed)?)),
         WorkloadKind::Register => Ok(Box::new(cas_register::RegisterGen::new(cfg, seed)?)),
         WorkloadKind::Jepsen(w) => jepsen::generator(w, cfg, seed),
+        WorkloadKind::Kv | WorkloadKind::Knossos(_) => Err(WorkloadError::NotRunnable(kind.name())),
         _ => Ok(Box::new(TxnGen::new(kind, cfg, seed)?)),
     }
 }

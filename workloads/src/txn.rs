@@ -59,9 +59,11 @@ impl TxnGen {
                     WorkloadKind::ListAppend | WorkloadKind::Predicate => {
                         MicroOp::Append(k, Val::int(v))
                     }
-                    WorkloadKind::RwRegister | WorkloadKind::Register | WorkloadKind::Jepsen(_) => {
-                        MicroOp::Write(k, Val::int(v))
-                    }
+                    WorkloadKind::RwRegister
+                    | WorkloadKind::Register
+                    | WorkloadKind::Kv
+                    | WorkloadKind::Knossos(_)
+                    | WorkloadKind::Jepsen(_) => MicroOp::Write(k, Val::int(v)),
                 });
             }
         }

@@ -229,6 +229,25 @@ fn workload_names_and_aliases() {
     for k in WorkloadKind::ALL {
         assert_eq!(WorkloadKind::parse(k.name()), Ok(*k));
     }
+    // One vocabulary: every name and alias parses to its workload (with
+    // Elle's leading `:` too), and the error lists every name.
+    for n in workloads::WORKLOADS {
+        assert_eq!(WorkloadKind::parse(n.name), Ok(n.kind));
+        assert_eq!(WorkloadKind::parse(&format!(":{}", n.name)), Ok(n.kind));
+        for a in n.aliases {
+            assert_eq!(WorkloadKind::parse(a), Ok(n.kind), "{a}");
+        }
+        assert!(err.to_string().contains(n.name), "{err}");
+        assert_eq!(n.kind.runs(), n.runs);
+    }
+    // `register` is the linearizable register, never rw-register.
+    assert_eq!(WorkloadKind::parse("register"), Ok(WorkloadKind::Register));
+    assert_eq!(
+        WorkloadKind::parse("cas-register"),
+        Ok(WorkloadKind::Register)
+    );
+    assert!(!WorkloadKind::Kv.runs());
+    assert!(workloads::for_workload(WorkloadKind::Kv, &WorkloadConfig::default(), 1).is_err());
 }
 
 #[test]

@@ -40,73 +40,9 @@ use crate::rw_register::{RwRegister, Sources};
 use crate::txn::Txns;
 use crate::versions::VersionOrder;
 use std::collections::{BTreeMap, BTreeSet};
-use store::{History, MicroOp, ReadValue};
+use store::History;
 
-/// Which kind of transactions a history holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Workload {
-    /// `append` + list reads.
-    ListAppend,
-    /// `w` + scalar reads.
-    RwRegister,
-}
-
-impl Workload {
-    /// Guesses the workload from the micro-ops: appends or list reads mean
-    /// list-append, writes or scalar reads rw-register; `None` if the history
-    /// has neither or both.
-    pub fn detect(history: &History) -> Option<Workload> {
-        let (mut la, mut rw) = (false, false);
-        for pos in 0..history.len() {
-            let Some(m) = history.stored_txn(pos) else {
-                continue;
-            };
-            for x in m {
-                match x {
-                    MicroOp::Append(..) | MicroOp::Read(_, ReadValue::List(_)) => la = true,
-                    MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => rw = true,
-                    MicroOp::ReadRange(_) => la = true,
-                    MicroOp::Read(_, ReadValue::Nil) => {}
-                }
-            }
-            if la && rw {
-                return None;
-            }
-        }
-        match (la, rw) {
-            (true, false) => Some(Workload::ListAppend),
-            (false, true) => Some(Workload::RwRegister),
-            _ => None,
-        }
-    }
-
-    /// The CLI spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::ListAppend => "list-append",
-            Workload::RwRegister => "rw-register",
-        }
-    }
-}
-
-impl std::str::FromStr for Workload {
-    type Err = String;
-
-    /// Parses `list-append` (`append`) or `rw-register` (`wr`,
-    /// `register`), with or without Elle's leading `:`.
-    ///
-    /// # Errors
-    /// Names the text and the known workloads.
-    fn from_str(s: &str) -> Result<Workload, String> {
-        match s.trim_start_matches(':') {
-            "list-append" | "append" => Ok(Workload::ListAppend),
-            "rw-register" | "wr" | "register" => Ok(Workload::RwRegister),
-            other => Err(format!(
-                "unknown workload {other:?}; known workloads: list-append (append), rw-register (wr)"
-            )),
-        }
-    }
-}
+pub use crate::workload::Workload;
 
 /// What to analyze and how.
 #[derive(Debug)]

@@ -65,15 +65,18 @@ pub struct Extracted<I, O> {
 
 /// How an invocation ended.
 #[derive(Clone, Copy)]
-enum End {
+pub(super) enum End {
+    /// Completed `ok` at this position.
     Ok(usize),
+    /// Completed `fail` at this position.
     Fail(usize),
+    /// `info`, or never completed.
     Open,
 }
 
 /// Every client invocation with how it ended (a completion without an
 /// invocation stands for both).
-fn client_ops(history: &History) -> impl Iterator<Item = (usize, End)> + '_ {
+pub(super) fn client_ops(history: &History) -> impl Iterator<Item = (usize, End)> + '_ {
     (0..history.len()).filter_map(move |pos| {
         if history.process(pos) == Some(Process::Nemesis) {
             return None;
@@ -103,7 +106,7 @@ fn client_ops(history: &History) -> impl Iterator<Item = (usize, End)> + '_ {
     })
 }
 
-fn clock(history: &History) -> impl Fn(usize) -> i64 + '_ {
+pub(super) fn clock(history: &History) -> impl Fn(usize) -> i64 + '_ {
     let timed = (0..history.len()).all(|p| history.time_ns(p).is_some());
     move |pos| {
         if timed {

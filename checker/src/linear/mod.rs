@@ -9,8 +9,10 @@
 //! verdict, a linearization or the longest linearizable prefix, and for a
 //! failure the op that cannot be placed ([`Failure`]) → text and an
 //! HTML/SVG timeline ([`report`]). The checker's [`Budget`] bounds the
-//! search, and `max_cache` the configurations kept: running out of either
-//! is `unknown`, never `valid`. By default the first key proven not
+//! search's time, `max_memory` the bytes the keys' caches take together
+//! and `max_cache` the configurations one key keeps: running out of any
+//! is `unknown` with what ran out and the longest prefix, never `valid`
+//! and never an allocation failure. By default the first key proven not
 //! linearizable stops the others (as Porcupine does): the history's
 //! verdict is decided, and the keys still searching or not yet started
 //! are left `unknown` and counted in [`LinearResult::skipped`];
@@ -38,6 +40,7 @@
 //!   Knossos', which removes failed ops ("can't influence state").
 
 pub mod extract;
+pub mod knossos;
 pub mod model;
 pub mod report;
 pub mod search;
@@ -69,6 +72,10 @@ pub struct LinearOptions {
     /// Search every key to the end even after one is proven not
     /// linearizable (default: stop the others at the first failure).
     pub all_keys: bool,
+    /// Bytes the searches' caches may take together (the caller derives
+    /// it from the machine: the checker reads nothing); running out is
+    /// `unknown` with the longest prefix, never an allocation failure.
+    pub max_memory: usize,
 }
 
 impl Default for LinearOptions {
@@ -79,6 +86,7 @@ impl Default for LinearOptions {
             max_cache: 20_000_000,
             threads: 0,
             all_keys: false,
+            max_memory: usize::MAX,
         }
     }
 }
@@ -173,6 +181,24 @@ pub fn check_kv(
     Ok(result)
 }
 
+/// Checks a history of one of Knossos' other models (multi-register,
+/// mutex, FIFO or unordered queue, set): failed ops did not happen.
+///
+/// # Errors
+/// [`ExtractError`] when an op is not one of the model's.
+pub fn check_knossos(
+    history: &store::History,
+    kind: knossos::Kind,
+    opts: &LinearOptions,
+    budget: &Budget,
+) -> Result<LinearResult<knossos::Knossos>, ExtractError> {
+    let extracted = knossos::extract(history, kind)?;
+    let model = knossos::Knossos(kind);
+    let mut result = check_partitions(&model, extracted.keys, budget, opts);
+    result.warnings.extend(extracted.warnings);
+    Ok(result)
+}
+
 /// Checks independent partitions of any model, spread over threads
 /// (largest first), results in the order given.
 pub fn check_partitions<M>(
@@ -201,6 +227,7 @@ where
     // Set by the first illegal key unless every key is wanted.
     let stop = AtomicBool::new(false);
     let skipped = AtomicUsize::new(0);
+    let memory = search::Memory::new(opts.max_memory);
     let work = || {
         loop {
             let k = next.fetch_add(1, Ordering::Relaxed);
@@ -210,7 +237,7 @@ where
                 continue;
             }
             let ops = &parts[i].1;
-            let searched = search::search_until(model, ops, budget, opts.max_cache, &stop);
+            let searched = search::search_until(model, ops, budget, opts.max_cache, &stop, &memory);
             let failure = (searched.verdict == Verdict::Illegal)
                 .then(|| explain(model, ops, &searched.order));
             if failure.is_some() && !opts.all_keys {
@@ -267,6 +294,7 @@ fn unknown_search() -> Searched {
         steps: 0,
         cache_entries: 0,
         states: 0,
+        exhausted: None,
     }
 }
 

@@ -67,6 +67,9 @@ pub fn to_json<M: Model>(model: &M, r: &LinearResult<M>) -> Value {
             "steps": k.searched.steps,
             "longest-prefix": k.searched.order.iter().map(|&i| k.ops[i as usize].id).collect::<Vec<_>>(),
         });
+        if let Some(why) = k.searched.exhausted {
+            o["reason"] = json!(why.name());
+        }
         if let Some(f) = &k.failure {
             let b = &k.ops[f.blocking as usize];
             o["op"] = json!({

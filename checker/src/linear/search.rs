@@ -21,7 +21,7 @@ use super::model::Model;
 use crate::budget::Budget;
 use rustc_hash::FxHashMap;
 use std::hash::BuildHasher as _;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// One operation of a partition, in the order the caller numbers them.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +69,84 @@ pub struct Searched {
     pub cache_entries: usize,
     /// Distinct model states met.
     pub states: usize,
+    /// Why the verdict is unknown: what ran out (`None` when decided).
+    pub exhausted: Option<Exhausted>,
+}
+
+/// What a search ran out of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exhausted {
+    /// The check's time budget.
+    Time,
+    /// The memory the searches may take together ([`Memory`]).
+    Memory,
+    /// The configurations one key may cache (`max_cache`).
+    Configurations,
+    /// Another key was proven not linearizable first; this one was stopped.
+    Stopped,
+}
+
+impl Exhausted {
+    /// In words.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exhausted::Time => "time limit",
+            Exhausted::Memory => "memory limit",
+            Exhausted::Configurations => "configuration limit",
+            Exhausted::Stopped => "stopped after another key failed",
+        }
+    }
+}
+
+/// The memory the searches of one check may take together (their caches
+/// of configurations, the bulk of what a search holds): charged before
+/// each allocation, so running out is an `unknown` verdict, never an
+/// allocation failure.
+#[derive(Debug)]
+pub struct Memory {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl Memory {
+    /// At most `limit` bytes.
+    pub fn new(limit: usize) -> Memory {
+        Memory {
+            limit,
+            used: AtomicUsize::new(0),
+        }
+    }
+
+    /// No limit.
+    pub fn unlimited() -> Memory {
+        Memory::new(usize::MAX)
+    }
+
+    /// The limit, bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Takes `bytes` if they fit under the limit.
+    fn take(&self, bytes: usize) -> bool {
+        let mut used = self.used.load(Ordering::Relaxed);
+        loop {
+            let Some(after) = used.checked_add(bytes).filter(|&a| a <= self.limit) else {
+                return false;
+            };
+            match self
+                .used
+                .compare_exchange_weak(used, after, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn give(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::Relaxed);
+    }
 }
 
 const NIL: u32 = u32::MAX;
@@ -92,7 +170,10 @@ const CHUNK_WORDS: usize = 1 << 16;
 /// open-addressing table of record ids (4 bytes a slot; the key is read
 /// back from the record). About `8 × (2 + words) + 8` bytes a
 /// configuration, with no doubling copy of the records.
-struct Cache {
+struct Cache<'m> {
+    /// Where its allocations are charged, and how much it holds.
+    memory: &'m Memory,
+    charged: usize,
     words: usize,
     /// Records per chunk.
     per_chunk: usize,
@@ -102,9 +183,27 @@ struct Cache {
     slots: Vec<u32>,
 }
 
-impl Cache {
-    fn new(words: usize) -> Cache {
+/// What [`Cache::insert`] did.
+#[derive(PartialEq, Eq)]
+enum Inserted {
+    New,
+    Seen,
+    /// It needed memory the limit does not leave.
+    Full,
+}
+
+impl Drop for Cache<'_> {
+    fn drop(&mut self) {
+        self.memory.give(self.charged);
+    }
+}
+
+impl<'m> Cache<'m> {
+    fn new(words: usize, memory: &'m Memory) -> Cache<'m> {
+        let charged = if memory.take(1024 * 4) { 1024 * 4 } else { 0 };
         Cache {
+            memory,
+            charged,
             words,
             per_chunk: (CHUNK_WORDS / (words + 2)).max(1),
             chunks: Vec::new(),
@@ -119,8 +218,17 @@ impl Cache {
         &self.chunks[r / self.per_chunk][at..at + w]
     }
 
-    /// Inserts (bitset, state); false when it was already there.
-    fn insert(&mut self, key: u64, set: &[u64], state: u32) -> bool {
+    fn charge(&mut self, bytes: usize) -> bool {
+        let ok = self.memory.take(bytes);
+        if ok {
+            self.charged += bytes;
+        }
+        ok
+    }
+
+    /// Inserts (bitset, state), unless it was already there or the memory
+    /// it needs is not left.
+    fn insert(&mut self, key: u64, set: &[u64], state: u32) -> Inserted {
         let mask = self.slots.len() - 1;
         let mut i = key as usize & mask;
         loop {
@@ -129,13 +237,21 @@ impl Cache {
                 r => {
                     let rec = self.record(r as usize - 1);
                     if rec[0] == key && rec[1] == u64::from(state) && &rec[2..] == set {
-                        return false;
+                        return Inserted::Seen;
                     }
                 }
             }
             i = (i + 1) & mask;
         }
         let r = self.len;
+        // The next chunk, and the doubled table (old and new at once while
+        // it grows): charged before they are allocated.
+        if r.is_multiple_of(self.per_chunk) && !self.charge(self.per_chunk * (self.words + 2) * 8) {
+            return Inserted::Full;
+        }
+        if (self.len + 1) * 4 > self.slots.len() * 3 && !self.charge(self.slots.len() * 2 * 4) {
+            return Inserted::Full;
+        }
         if r.is_multiple_of(self.per_chunk) {
             self.chunks
                 .push(vec![0; self.per_chunk * (self.words + 2)].into_boxed_slice());
@@ -149,9 +265,13 @@ impl Cache {
         self.len += 1;
         self.slots[i] = self.len as u32;
         if self.len * 4 > self.slots.len() * 3 {
+            let old = self.slots.len() * 4;
             self.grow();
+            // The old table is freed.
+            self.memory.give(old);
+            self.charged -= old;
         }
-        true
+        Inserted::New
     }
 
     fn grow(&mut self) {
@@ -208,26 +328,38 @@ impl<S: Eq + std::hash::Hash> States<S> {
 }
 
 /// Decides whether `ops` are linearizable with respect to `model`.
-/// `max_cache` bounds the configurations kept (memory); running out of it
-/// or of `budget` gives [`Verdict::Unknown`], never a guess.
+/// `max_cache` bounds the configurations kept; running out of it or of
+/// `budget` gives [`Verdict::Unknown`], never a guess.
 pub fn search<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
     budget: &Budget,
     max_cache: usize,
 ) -> Searched {
-    search_until(model, ops, budget, max_cache, &AtomicBool::new(false))
+    search_until(
+        model,
+        ops,
+        budget,
+        max_cache,
+        &AtomicBool::new(false),
+        &Memory::unlimited(),
+    )
 }
 
 /// As [`search`], and gives up ([`Verdict::Unknown`]) soon after `stop` is
 /// set — polled with the budget, every 1024 steps: how the
 /// other keys stop once one key is proven not linearizable.
+///
+/// `memory` is shared by the searches of one check: running out of it is
+/// [`Verdict::Unknown`] ([`Exhausted::Memory`]) with the longest prefix
+/// found so far.
 pub fn search_until<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
     budget: &Budget,
     max_cache: usize,
     stop: &AtomicBool,
+    memory: &Memory,
 ) -> Searched {
     let n = ops.len();
     if n == 0 {
@@ -237,6 +369,7 @@ pub fn search_until<M: Model>(
             steps: 0,
             cache_entries: 0,
             states: 0,
+            exhausted: None,
         };
     }
     // Entries: a call and a return per op, by time; at equal times calls
@@ -270,7 +403,7 @@ pub fn search_until<M: Model>(
     let zobrist: Vec<u64> = (0..n as u64).map(mix).collect();
     let mut set = vec![0u64; words];
     let mut set_hash = 0u64;
-    let mut cache = Cache::new(words);
+    let mut cache = Cache::new(words, memory);
     let mut states = States::new(model.init());
     let mut cur: u32 = 0;
     // (call entry, state id before it)
@@ -285,15 +418,23 @@ pub fn search_until<M: Model>(
         steps,
         cache_entries: cache.len,
         states: states.states.len(),
+        exhausted: None,
+    };
+    let give_up = |why, order, steps, cache: &Cache, states: &States<M::State>| Searched {
+        exhausted: Some(why),
+        ..finish(Verdict::Unknown, order, steps, cache, states)
     };
 
     let mut entry = next[head];
     while next[head] != NIL {
         steps += 1;
-        if steps.is_multiple_of(CHARGE_EVERY)
-            && (budget.charge(CHARGE_EVERY) || stop.load(Ordering::Relaxed))
-        {
-            return finish(Verdict::Unknown, best, steps, &cache, &states);
+        if steps.is_multiple_of(CHARGE_EVERY) {
+            if budget.charge(CHARGE_EVERY) {
+                return give_up(Exhausted::Time, best, steps, &cache, &states);
+            }
+            if stop.load(Ordering::Relaxed) {
+                return give_up(Exhausted::Stopped, best, steps, &cache, &states);
+            }
         }
         let e = entry as usize;
         if is_call[e] {
@@ -306,9 +447,19 @@ pub fn search_until<M: Model>(
                     set[i / 64] |= 1 << (i % 64);
                     set_hash ^= zobrist[i];
                     let key = set_hash ^ mix(u64::from(sid) ^ 0x5bd1_e995);
-                    if cache.insert(key, &set, sid) {
+                    let inserted = cache.insert(key, &set, sid);
+                    if inserted == Inserted::Full {
+                        return give_up(Exhausted::Memory, best, steps, &cache, &states);
+                    }
+                    if inserted == Inserted::New {
                         if cache.len > max_cache {
-                            return finish(Verdict::Unknown, best, steps, &cache, &states);
+                            return give_up(
+                                Exhausted::Configurations,
+                                best,
+                                steps,
+                                &cache,
+                                &states,
+                            );
                         }
                         stack.push((entry, cur));
                         cur = sid;

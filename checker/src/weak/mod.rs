@@ -37,70 +37,23 @@ pub mod observe;
 pub mod report;
 pub mod saturate;
 
-use crate::analysis::Workload;
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, Evidence};
-use crate::model::ConsistencyModel;
 use crate::txn::Txns;
+use crate::workload::Workload;
 use observe::Observations;
 use saturate::Cat;
 use store::History;
 
-/// The level to decide (each includes the weaker ones).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Level {
-    /// Read committed (with session order in the commit order).
-    ReadCommitted,
-    /// Read atomic.
-    ReadAtomic,
-    /// Causal consistency.
-    Causal,
-}
+pub use crate::model::Level;
 
+// The level's category of the saturation (`saturate::Cat`).
 impl Level {
-    /// The strongest level that `models` (taken literally, not through
-    /// implication, so Elle's default checks stay as they were) or the extra
-    /// `anomalies` ask for.
-    pub fn needed(models: &[ConsistencyModel], anomalies: &[AnomalyType]) -> Option<Level> {
-        use AnomalyType as A;
-        use ConsistencyModel as M;
-        let from_models = models.iter().filter_map(|m| match m {
-            M::ReadCommitted | M::StrongSessionReadCommitted | M::MonotonicView => {
-                Some(Level::ReadCommitted)
-            }
-            M::MonotonicAtomicView | M::ReadAtomic => Some(Level::ReadAtomic),
-            M::CausalCerone => Some(Level::Causal),
-            _ => None,
-        });
-        let from_anomalies = anomalies.iter().filter_map(|a| match a {
-            A::NonMonotonicRead
-            | A::NonMonotonicReadProcess
-            | A::CyclicCausalOrder
-            | A::NotMyOwnWrite
-            | A::NotMyLastWrite => Some(Level::ReadCommitted),
-            A::NonRepeatableRead | A::FracturedRead | A::FracturedReadProcess => {
-                Some(Level::ReadAtomic)
-            }
-            A::CausalityViolation => Some(Level::Causal),
-            _ => None,
-        });
-        from_models.chain(from_anomalies).max()
-    }
-
     fn max_cat(self) -> Cat {
         match self {
             Level::ReadCommitted => Cat::Rc,
             Level::ReadAtomic => Cat::RaSo,
             Level::Causal => Cat::Cc,
-        }
-    }
-
-    /// The CLI spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Level::ReadCommitted => "read-committed",
-            Level::ReadAtomic => "read-atomic",
-            Level::Causal => "causal",
         }
     }
 }

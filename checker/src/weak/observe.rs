@@ -16,9 +16,9 @@
 //! reads unconstrained, committing one only adds constraints, so this is
 //! the choice that makes the history valid if any does.
 
-use crate::analysis::Workload;
 use crate::observe::ReadFrom;
 use crate::txn::{Status, Txns};
+use crate::workload::Workload;
 use rustc_hash::FxHashMap;
 use store::MicroOp;
 

@@ -379,7 +379,7 @@ type Reach<'a> = (&'a str, Option<String>, bool, Option<&'a [Node]>);
 /// Sets one flag on the settings.
 type SetFlag = fn(&mut DbSettings);
 
-/// Issue 35: no flag accepted and ignored. `--db-conf` and `--lazyfs` for
+/// No flag accepted and ignored. `--db-conf` and `--lazyfs` for
 /// every database and every way of reaching it: where the spec is fine
 /// without the flag, the flag is either used — by the code named here,
 /// which applies it — or refused naming it.

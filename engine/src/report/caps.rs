@@ -128,7 +128,7 @@ impl AnomalyCounts {
                 format!(
                     "{}: {} found, the first {} kept",
                     t.name(),
-                    crate::check::thousands(*n as u64),
+                    crate::console::thousands(*n as u64),
                     self.kept_per_type.unwrap_or(*n)
                 )
             })

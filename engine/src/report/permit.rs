@@ -1,7 +1,7 @@
 //! The settings harness imposed on a database it started (test.json
 //! `db_settings`) that permit losing acknowledged writes at a crash: named
 //! beside the lost-writes report, so a loss the run's own configuration
-//! allows is not taken for a database bug (issue 35).
+//! allows is not taken for a database bug.
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

@@ -215,9 +215,12 @@ enum State {
     Start,
     /// JSON objects, one per line.
     Lines,
-    /// Inside a JSON array / EDN vector; `first`: no op read yet.
+    /// Inside a JSON array / EDN vector or list; `first`: no op read yet;
+    /// `close`: the byte that ends it (`]`, or `)` for an EDN list, as
+    /// Knossos writes some histories).
     Array {
         first: bool,
+        close: u8,
     },
     /// EDN forms one after another.
     Forms,
@@ -507,7 +510,17 @@ impl<R: Read> OpReader<R> {
                                 (None, _) => State::Done,
                                 (Some(b'['), _) => {
                                     self.src.consume(1);
-                                    State::Array { first: true }
+                                    State::Array {
+                                        first: true,
+                                        close: b']',
+                                    }
+                                }
+                                (Some(b'('), true) => {
+                                    self.src.consume(1);
+                                    State::Array {
+                                        first: true,
+                                        close: b')',
+                                    }
                                 }
                                 (Some(_), true) => State::Forms,
                                 (Some(_), false) => State::Lines,
@@ -546,7 +559,7 @@ impl<R: Read> OpReader<R> {
                         }
                     };
                 }
-                State::Array { first } => {
+                State::Array { first, close } => {
                     let next = self.next_index;
                     let is_edn = self.format == Format::Edn;
                     let r = self.item(|a| {
@@ -557,7 +570,7 @@ impl<R: Read> OpReader<R> {
                             }
                             match p.peek() {
                                 None => (Err(PErr::Incomplete), p.pos),
-                                Some(b']') => (Ok(None), p.pos + 1),
+                                Some(c) if c == close => (Ok(None), p.pos + 1),
                                 Some(_) => {
                                     let start = p.pos;
                                     let r = p.form(1).and_then(|d| {
@@ -618,7 +631,10 @@ impl<R: Read> OpReader<R> {
                         }
                         Ok(Some((Some(op), used))) => {
                             self.src.consume(used);
-                            self.state = State::Array { first: false };
+                            self.state = State::Array {
+                                first: false,
+                                close,
+                            };
                             self.accept(op)
                         }
                     };
@@ -641,7 +657,7 @@ impl<R: Read> OpReader<R> {
                                 self.file.as_deref(),
                                 line,
                                 Some(col),
-                                "unexpected data after the closing `]`",
+                                "unexpected data after the closing `]` (or `)`)",
                             );
                             self.fail(e)
                         }
