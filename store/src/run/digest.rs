@@ -80,12 +80,7 @@ pub struct ResultsDigest {
     pub stats: Option<super::RunStats>,
     /// The checker's total time (`checker-timings`' `total`), seconds.
     pub checker_seconds: Option<f64>,
-    /// `warnings`, the first [`WARNINGS_KEPT`].
-    pub warnings: Vec<String>,
 }
-
-/// Warnings kept of `warnings`.
-pub const WARNINGS_KEPT: usize = 50;
 
 /// The anomalies of one type: how many, and the first few.
 #[derive(Default)]
@@ -263,11 +258,6 @@ impl<'de> Deserialize<'de> for ResultsDigest {
                             let t = map.next_value::<Vec<super::CheckerTiming>>()?;
                             d.checker_seconds =
                                 t.iter().find(|t| t.analysis == "total").map(|t| t.seconds);
-                        }
-                        "warnings" => {
-                            let mut w = names(Some(&map.next_value::<Value>()?));
-                            w.truncate(WARNINGS_KEPT);
-                            d.warnings = w;
                         }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
