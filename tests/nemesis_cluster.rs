@@ -339,6 +339,15 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
     );
     let dir = run_dir(store.path(), "galera-composed");
     assert_complete(&dir);
+    // The settings harness imposed on the servers are in the record.
+    let test: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("test.json")).unwrap()).unwrap();
+    assert_eq!(
+        test["db_settings"]["innodb_flush_log_at_trx_commit"], "2",
+        "test.json db_settings: {}",
+        test["db_settings"]
+    );
+    assert_eq!(test["db_settings"]["wsrep_on"], "ON");
     let ops = nemesis_ops(&dir);
     // Strictly paired: the nemesis process never has two ops in flight.
     for pair in ops.chunks(2) {

@@ -641,6 +641,19 @@ impl crate::db::Db for ClusterDb {
         self.spec.primaries.clone()
     }
 
+    fn settings(&self) -> Vec<(String, String)> {
+        // A tarball database is configured by its daemons' flags: each
+        // command line as it is started (the first node's; the others
+        // differ in names and addresses).
+        let first = self.remotes.first().map(|r| r.node().name.clone());
+        self.spec
+            .daemons
+            .iter()
+            .filter(|(node, _)| Some(node) == first.as_ref())
+            .map(|(_, d)| (d.name.clone(), format!("{} {}", d.bin, d.args.join(" "))))
+            .collect()
+    }
+
     fn client_nodes(&self) -> Vec<nemesis::Node> {
         self.spec.client_nodes.clone()
     }

@@ -160,6 +160,13 @@ pub trait Db: Send + Sync {
     /// Nodes that are primaries (empty when every node is equal).
     fn primaries(&self) -> Vec<Node>;
 
+    /// The settings harness imposes on the servers it starts (`key`,
+    /// `value`, in the order they are applied; `--db-conf` lines
+    /// included), for the run record: a loss that a setting permits (e.g.
+    /// `innodb_flush_log_at_trx_commit=2`) is then not blamed on the
+    /// database. Per-node paths and addresses are left out.
+    fn settings(&self) -> Vec<(String, String)>;
+
     /// Nodes clients connect to (spread workers over them).
     fn client_nodes(&self) -> Vec<Node>;
 
@@ -323,6 +330,20 @@ pub trait NodeServers: Send + Sync {
     fn serving_nodes(&self) -> Vec<Node>;
     /// Its membership control, if it has one ([`Db::membership`]).
     fn membership(&self) -> Option<Arc<dyn Membership>>;
+    /// What [`Db::settings`] records.
+    fn imposed_settings(&self) -> Vec<(String, String)>;
+}
+
+/// `key=value` (or `key = value`) lines of a configuration file as
+/// settings, section headers, comments and bare flags left out; quotes
+/// around a value are kept as written.
+pub fn conf_lines(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('['))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
 }
 
 impl<T: NodeServers> Db for T
@@ -338,6 +359,9 @@ where
     }
     fn remote(&self, node: &str) -> Option<Arc<dyn Remote>> {
         remote_named(self.steps().remotes(), node)
+    }
+    fn settings(&self) -> Vec<(String, String)> {
+        self.imposed_settings()
     }
     fn setup(&self) -> BoxFuture<'_, Result<(), DbError>> {
         self.steps().setup()

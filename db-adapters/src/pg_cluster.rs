@@ -105,6 +105,27 @@ pub struct PgCluster {
 const BIN: &str = "$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)";
 
 impl Servers<PgClusterConfig> {
+    /// The `postgresql.conf` lines every node gets beyond where it listens:
+    /// harness's own, then `--db-conf`'s (later lines win). What
+    /// [`crate::db::Db::settings`] records.
+    fn imposed_conf(&self) -> Vec<String> {
+        let (sync_method, dsm) = match self.cfg.lossy {
+            Some(_) => ("fsync", "posix"),
+            None => ("syncfs", "mmap"),
+        };
+        let mut lines: Vec<String> = [
+            "wal_level = replica".to_string(),
+            "max_wal_senders = 10".to_string(),
+            "hot_standby = on".to_string(),
+            format!("recovery_init_sync_method = {sync_method}"),
+            "max_connections = 200".to_string(),
+            format!("dynamic_shared_memory_type = {dsm}"),
+        ]
+        .into();
+        lines.extend(self.cfg.extra_conf.iter().cloned());
+        lines
+    }
+
     fn primary(&self) -> Option<Node> {
         self.remotes.first().map(|r| r.node().clone())
     }
@@ -297,18 +318,12 @@ impl ServerSteps for Servers<PgClusterConfig> {
             Duration::from_secs(120),
         )
         .await?;
-            let (sync_method, dsm) = match self.cfg.lossy {
-                Some(_) => ("fsync", "posix"),
-                None => ("syncfs", "mmap"),
-            };
             let mut conf = format!(
-                "listen_addresses = '{}'\nport = {port}\nunix_socket_directories = '{d}/sock'\nwal_level = replica\n\
-             max_wal_senders = 10\nhot_standby = on\nrecovery_init_sync_method = {sync_method}\nmax_connections = 200\n\
-             dynamic_shared_memory_type = {dsm}\n",
+                "listen_addresses = '{}'\nport = {port}\nunix_socket_directories = '{d}/sock'\n",
                 Self::listen(&primary)
             );
-            for line in &self.cfg.extra_conf {
-                conf.push_str(line);
+            for line in self.imposed_conf() {
+                conf.push_str(&line);
                 conf.push('\n');
             }
             let r = self.remote(&primary)?;
@@ -536,6 +551,9 @@ impl NodeServers for PgCluster {
     }
     fn serving_nodes(&self) -> Vec<Node> {
         self.primary_nodes()
+    }
+    fn imposed_settings(&self) -> Vec<(String, String)> {
+        crate::db::conf_lines(&self.inner.imposed_conf().join("\n"))
     }
 }
 

@@ -252,7 +252,12 @@ async fn execute(
     let mut db_settings = Vec::new();
     let factory: Arc<dyn ClientFactory> = if plan.on_nodes {
         match crate::cluster::open_cluster(args, &settings, run_dir.path()).await? {
-            Ok(c) => on_nodes.insert(c).factory.clone(),
+            Ok(c) => {
+                let c = on_nodes.insert(c);
+                db_settings = c.db.settings();
+                announce_settings(plan, "", &db_settings);
+                c.factory.clone()
+            }
             Err(msg) => return Ok(Outcome::SetupFailed(msg)),
         }
     } else {
@@ -263,14 +268,7 @@ async fn execute(
                 Ok(server) => {
                     let server = local.insert(server);
                     db_settings = server.settings();
-                    if !db_settings.is_empty() {
-                        let list: Vec<String> = db_settings
-                            .iter()
-                            .map(|(k, v)| format!("{k}={v}"))
-                            .collect();
-                        crate::say!("local {} settings: {}", plan.db, list.join(", "));
-                        tracing::info!("local {} settings: {}", plan.db, list.join(", "));
-                    }
+                    announce_settings(plan, "local ", &db_settings);
                     if !args.faults.faults.is_empty() {
                         local_nemesis = server.process().map(crate::cluster::local_nemesis);
                     }
@@ -318,6 +316,17 @@ async fn execute(
         Outcome::Ran(summary, _) => Outcome::Ran(summary, db_settings),
         other => other,
     })
+}
+
+/// Prints and logs the settings harness imposed on the database it started
+/// (they go into test.json too).
+fn announce_settings(plan: &Plan, prefix: &str, settings: &[(String, String)]) {
+    if settings.is_empty() {
+        return;
+    }
+    let list: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    crate::say!("{prefix}{} settings: {}", plan.db, list.join(", "));
+    tracing::info!("{prefix}{} settings: {}", plan.db, list.join(", "));
 }
 
 async fn run_with(

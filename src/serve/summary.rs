@@ -80,18 +80,7 @@ pub fn ops_word(stats: &RunStats) -> &'static str {
     }
 }
 
-/// `12345` → `12,345`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use engine::console::thousands;
 
 /// A duration in seconds, to a sensible precision.
 pub fn secs(s: f64) -> String {
@@ -256,20 +245,13 @@ pub fn what_happened(run: &RunInfo) -> String {
 /// timeline (nothing for a fault those do not draw).
 fn swatch(fault: &str) -> String {
     use engine::report::spans::FaultKind;
-    [
-        FaultKind::Partition,
-        FaultKind::Kill,
-        FaultKind::Pause,
-        FaultKind::Clock,
-        FaultKind::Loss,
-        FaultKind::Membership,
-    ]
-    .iter()
-    .find(|k| k.name() == fault)
-    .map_or(String::new(), |k| {
-        let (r, g, b) = k.rgb();
-        format!("<span class=\"swatch\" style=\"background:rgb({r},{g},{b})\"></span>")
-    })
+    FaultKind::ALL
+        .iter()
+        .find(|k| k.name() == fault)
+        .map_or(String::new(), |k| {
+            let (r, g, b) = k.rgb();
+            format!("<span class=\"swatch\" style=\"background:rgb({r},{g},{b})\"></span>")
+        })
 }
 
 fn faults_sentence(run: &RunInfo, st: &RunStats) -> String {

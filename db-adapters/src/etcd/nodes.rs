@@ -443,6 +443,14 @@ impl Process for EtcdNodes {
 }
 
 impl Db for EtcdNodes {
+    fn settings(&self) -> Vec<(String, String)> {
+        // The one flag beyond names and addresses; etcd fsyncs its WAL
+        // before it acknowledges (its default, not changed here).
+        vec![(
+            "snapshot-count".to_string(),
+            self.cfg.snapshot_count.to_string(),
+        )]
+    }
     fn membership(&self) -> Option<Arc<dyn nemesis::membership::Membership>> {
         Some(Arc::new(self.clone()))
     }

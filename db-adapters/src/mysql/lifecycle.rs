@@ -756,6 +756,33 @@ impl NodeServers for MariaDb {
             self.inner.nodes().into_iter().take(1).collect()
         }
     }
+    fn imposed_settings(&self) -> Vec<(String, String)> {
+        let inner = &self.inner;
+        let Some(first) = inner.remotes.first() else {
+            return Vec::new();
+        };
+        let config = inner.config(first.node());
+        // What differs per node or only says where things are.
+        const PER_NODE: [&str; 12] = [
+            "datadir",
+            "socket",
+            "pid-file",
+            "log-error",
+            "bind-address",
+            "port",
+            "user",
+            "log-tc",
+            "wsrep_cluster_address",
+            "wsrep_node_address",
+            "wsrep_node_name",
+            "wsrep_sst_receive_address",
+        ];
+        let (server, _client) = config.split_once("[client]").unwrap_or((&config, ""));
+        crate::db::conf_lines(server)
+            .into_iter()
+            .filter(|(k, _)| !PER_NODE.contains(&k.as_str()))
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -447,6 +447,9 @@ impl Process for PatroniCluster {
 pub struct PatroniDb(pub Arc<PatroniCluster>);
 
 impl Db for PatroniDb {
+    fn settings(&self) -> Vec<(String, String)> {
+        super::settings::settings(&self.0.cfg.conf)
+    }
     fn membership(&self) -> Option<Arc<dyn nemesis::membership::Membership>> {
         // Not as a nemesis package yet: Patroni's members are fixed at setup.
         None

@@ -195,6 +195,55 @@ impl PatroniConf {
     }
 }
 
+/// The PostgreSQL parameters every member bootstraps with: harness's own,
+/// `--db-conf`'s over them.
+pub fn pg_parameters(c: &PatroniConf) -> Vec<(String, String)> {
+    let mut params: Vec<(String, String)> = [
+        ("wal_level", "replica"),
+        ("hot_standby", "on"),
+        ("max_wal_senders", "10"),
+        ("max_replication_slots", "10"),
+        ("wal_log_hints", "on"),
+        ("max_connections", "200"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    for (k, v) in &c.pg_parameters {
+        params.retain(|(pk, _)| pk != k);
+        params.push((k.clone(), v.clone()));
+    }
+    params
+}
+
+/// What [`crate::db::Db::settings`] records of a Patroni cluster: the DCS
+/// settings that decide what a failover may lose, then the parameters.
+pub fn settings(c: &PatroniConf) -> Vec<(String, String)> {
+    let mut s: Vec<(String, String)> = [
+        ("synchronous_mode", c.synchronous_mode.to_string()),
+        (
+            "synchronous_mode_strict",
+            c.synchronous_mode_strict.to_string(),
+        ),
+        ("ttl", c.ttl_s.to_string()),
+        ("loop_wait", c.loop_wait_s.to_string()),
+        ("retry_timeout", c.retry_timeout_s.to_string()),
+        (
+            "maximum_lag_on_failover",
+            c.maximum_lag_on_failover_bytes.to_string(),
+        ),
+        (
+            "primary_start_timeout",
+            c.primary_start_timeout_s.to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    s.extend(pg_parameters(c));
+    s
+}
+
 /// Where one member runs and keeps its files.
 #[derive(Clone, Debug)]
 pub struct Member<'a> {
@@ -246,22 +295,7 @@ pub fn node_yaml(c: &PatroniConf, m: &Member<'_>, etcd_hosts: &[String]) -> Stri
         c.synchronous_mode,
         c.synchronous_mode_strict
     );
-    let mut params: Vec<(String, String)> = [
-        ("wal_level", "replica"),
-        ("hot_standby", "on"),
-        ("max_wal_senders", "10"),
-        ("max_replication_slots", "10"),
-        ("wal_log_hints", "on"),
-        ("max_connections", "200"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    for (k, v) in &c.pg_parameters {
-        params.retain(|(pk, _)| pk != k);
-        params.push((k.clone(), v.clone()));
-    }
-    for (k, v) in &params {
+    for (k, v) in &pg_parameters(c) {
         let _ = writeln!(y, "        {k}: \"{v}\"");
     }
     y.push_str(

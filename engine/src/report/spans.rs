@@ -78,6 +78,16 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    /// Every kind, in the order the lanes and legends draw them.
+    pub const ALL: [FaultKind; 6] = [
+        FaultKind::Partition,
+        FaultKind::Kill,
+        FaultKind::Pause,
+        FaultKind::Clock,
+        FaultKind::Loss,
+        FaultKind::Membership,
+    ];
+
     /// A short label.
     pub fn name(self) -> &'static str {
         match self {

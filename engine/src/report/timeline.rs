@@ -167,20 +167,13 @@ pub fn render_marked(
         fs: Vec::new(),
         v: Vec::with_capacity(spans.len()),
         w: Vec::new(),
-        wc: [
-            FaultKind::Partition,
-            FaultKind::Kill,
-            FaultKind::Pause,
-            FaultKind::Clock,
-            FaultKind::Loss,
-            FaultKind::Membership,
-        ]
-        .iter()
-        .map(|k| {
-            let (r, g, b) = k.rgb();
-            (k.name().to_string(), format!("{r},{g},{b}"))
-        })
-        .collect(),
+        wc: FaultKind::ALL
+            .iter()
+            .map(|k| {
+                let (r, g, b) = k.rgb();
+                (k.name().to_string(), format!("{r},{g},{b}"))
+            })
+            .collect(),
         a: Vec::new(),
         nl: procs
             .iter()
