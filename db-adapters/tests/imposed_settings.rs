@@ -50,8 +50,10 @@ fn galera_records_its_durability_settings_and_db_conf_over_them() {
 
 #[test]
 fn postgres_on_nodes_records_its_conf_and_db_conf() {
-    let mut cfg = PgClusterConfig::default();
-    cfg.extra_conf = vec!["synchronous_commit = off".to_string()];
+    let cfg = PgClusterConfig {
+        extra_conf: vec!["synchronous_commit = off".to_string()],
+        ..PgClusterConfig::default()
+    };
     let s = map(&PgCluster::new(cfg, remotes(3)));
     assert_eq!(s["synchronous_commit"], "off");
     assert_eq!(s["wal_level"], "replica");
