@@ -230,6 +230,17 @@ pub fn what_happened(run: &RunInfo) -> String {
             )
         });
     }
+    // A clock fault mode harsher than a real machine is said on the page.
+    if let Some(detail) = test
+        .filter(|t| t.config.extra.get("clock_mode").and_then(|m| m.as_str()) == Some("fake"))
+        .and_then(|t| t.config.extra.get("clock_mode_detail"))
+        .and_then(|d| d.as_str())
+    {
+        items.push(format!(
+            "<b>Clock faults harsher than a real machine</b>: {}.",
+            esc(detail)
+        ));
+    }
     for w in results.map(|r| r.warnings.as_slice()).unwrap_or_default() {
         items.push(format!("<b>Warning</b>: {}", esc(w)));
     }
@@ -309,6 +320,35 @@ mod tests {
             "harness run --nemesis kill,pause"
         );
         assert_eq!(shell_line(&w(&["a b", "it's", ""])), r"'a b' 'it'\''s' ''");
+    }
+
+    #[test]
+    fn a_clock_mode_harsher_than_a_machine_is_said_on_the_page() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("t/2026-12-06T00-00-00");
+        std::fs::create_dir_all(&dir).unwrap();
+        let test = |mode: &str| {
+            serde_json::json!({
+                "name": "t",
+                "config": {"clock_mode": mode, "clock_mode_detail": format!("{mode} detail")},
+            })
+            .to_string()
+        };
+        std::fs::write(dir.join("test.json"), test("fake")).unwrap();
+        let page = what_happened(&super::super::runs::read_run(
+            root.path(),
+            "t/2026-12-06T00-00-00",
+        ));
+        assert!(
+            page.contains("harsher than a real machine</b>: fake detail"),
+            "{page}"
+        );
+        std::fs::write(dir.join("test.json"), test("real")).unwrap();
+        let page = what_happened(&super::super::runs::read_run(
+            root.path(),
+            "t/2026-12-06T00-00-00",
+        ));
+        assert!(!page.contains("harsher"), "{page}");
     }
 
     #[test]
