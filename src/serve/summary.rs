@@ -309,6 +309,7 @@ fn faults_sentence(run: &RunInfo, st: &RunStats) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
