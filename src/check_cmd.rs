@@ -211,6 +211,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         all: args.all_anomalies,
         explain: STDOUT_EXPLAINED_PER_TYPE,
         from_run: false,
+        files: args.directory.is_some(),
     };
     let verdict = engine::checks::check(&history, &how)
         .with_context(|| format!("checking {}", args.history.display()))?;

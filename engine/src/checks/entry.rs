@@ -46,6 +46,11 @@ pub struct CheckHow {
     /// `unknown`); `false` for `check FILE`, where a history without any
     /// client op is `valid` with a warning, as Knossos says.
     pub from_run: bool,
+    /// The checker's own files ([`Verdict::files`]) are wanted: a run's,
+    /// or `check --directory`. Rendering them is work (the
+    /// linearizability timelines cost a `check` a third of its time), so
+    /// `check` without a directory asks for none.
+    pub files: bool,
 }
 
 impl CheckHow {
@@ -65,6 +70,7 @@ impl CheckHow {
             all: false,
             explain: 3,
             from_run: false,
+            files: true,
         }
     }
 

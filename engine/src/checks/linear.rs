@@ -209,14 +209,18 @@ fn verdict<M: Model>(
         checker: check.name(),
         checks: check.describe(w, how),
         summary,
-        files: vec![
-            ("linear.txt", report::render_text(model, r)),
-            (
-                "linear.json",
-                serde_json::to_string_pretty(&json).unwrap_or_default(),
-            ),
-            ("linear.html", report::render_html(model, r, &title)),
-        ],
+        files: if how.files {
+            vec![
+                ("linear.txt", report::render_text(model, r)),
+                (
+                    "linear.json",
+                    serde_json::to_string_pretty(&json).unwrap_or_default(),
+                ),
+                ("linear.html", report::render_html(model, r, &title)),
+            ]
+        } else {
+            Vec::new()
+        },
         json,
         details,
         warnings: r.warnings.clone(),
