@@ -146,7 +146,11 @@ fn convert(
         let f = fs::File::create(&tmp).map_err(io)?;
         let mut w = OpWriter::new(BufWriter::with_capacity(1 << 20, f), format);
         for op in reader.by_ref() {
-            w.write(&op?).map_err(io)?;
+            let op = op?;
+            if let Some(why) = failed_cas_changes_meaning(in_ours, format, &op) {
+                return Err(err(why));
+            }
+            w.write(&op).map_err(io)?;
         }
         let n = w.count();
         let f = w
@@ -172,6 +176,40 @@ fn convert(
         output.display()
     );
     Ok(())
+}
+
+/// Why `op` cannot be converted from `from` to `to` without changing a
+/// verdict: a failed `cas` did not happen in Jepsen's EDN (Knossos' reading)
+/// but observed another value in the other formats (Porcupine's; see
+/// `harness check --failed-ops`), so a conversion between the two
+/// families would check differently. `None` when its meaning is kept.
+fn failed_cas_changes_meaning(
+    from: store::Format,
+    to: store::Format,
+    op: &store::Op,
+) -> Option<String> {
+    let edn = |f: store::Format| f == store::Format::Edn;
+    if edn(from) == edn(to)
+        || op.op_type != store::OpType::Fail
+        || op.f.as_ref().is_none_or(|f| f.as_str() != "cas")
+    {
+        return None;
+    }
+    Some(format!(
+        "op {}: a failed cas did not happen in {} but observed another value in {}, so the converted history could get another verdict; \
+         not converted (check the original with --failed-ops dropped or observed instead)",
+        op.index.0,
+        if edn(from) {
+            "EDN (Knossos' reading)"
+        } else {
+            from.name()
+        },
+        if edn(to) {
+            "EDN (Knossos' reading)"
+        } else {
+            to.name()
+        },
+    ))
 }
 
 /// A streaming reader of one of our formats: `in_format` when it was
@@ -237,6 +275,18 @@ fn write_loaded(
             }
             let initial = h.initial_value().cloned();
             let mut ops = h.into_ops();
+            if let FileFormat::Ours(from) = in_format
+                && let Some(why) = ops
+                    .iter()
+                    .find_map(|op| failed_cas_changes_meaning(from, f, op))
+            {
+                return Err(FormatError {
+                    file: Some(output.to_path_buf()),
+                    line: 0,
+                    column: None,
+                    reason: why,
+                });
+            }
             if let Some(v) = initial {
                 // Our formats name no initial value: its reads become nil.
                 store::import::initial_reads_to_nil(&mut ops, &v);
