@@ -193,13 +193,29 @@ mod tests {
             "{\"type\":\"ok\",\"process\":\"nemesis\",\"f\":\"stop-clock\",\"value\":null}\n",
         );
         assert!(reason(Some("clock"), &history(&reset)).is_some());
+        // The completion lists the nodes the fault took effect on
+        // (`store::run::faults`): none here.
         let failed = format!(
             "{TXN}{}{}",
             "{\"type\":\"invoke\",\"process\":\"nemesis\",\"f\":\"pause\",\"value\":[\"n1\"]}\n",
-            "{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"pause\",\"value\":[\"n1\"],\"error\":\"no such process\"}\n",
+            "{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"pause\",\"value\":[],\"error\":\"n1: not running\"}\n",
         );
         let why = reason(Some("pause"), &history(&failed)).unwrap();
         assert!(why.contains("all 1 fault ops failed"), "{why}");
+        // A kill of a process already down is a no-op said as such.
+        let noop = format!(
+            "{TXN}{}{}",
+            "{\"type\":\"invoke\",\"process\":\"nemesis\",\"f\":\"kill\",\"value\":[\"n1\"]}\n",
+            "{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"kill\",\"value\":[],\"error\":\"kill: no-op: not running\"}\n",
+        );
+        assert!(reason(Some("kill"), &history(&noop)).is_some());
+        // A pause that reached n1 and failed on n2 took effect on n1.
+        let partial = format!(
+            "{TXN}{}{}",
+            "{\"type\":\"invoke\",\"process\":\"nemesis\",\"f\":\"pause\",\"value\":[\"n1\",\"n2\"]}\n",
+            "{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"pause\",\"value\":[\"n1\"],\"error\":\"n2: not running\"}\n",
+        );
+        assert_eq!(reason(Some("pause"), &history(&partial)), None);
     }
 
     #[test]

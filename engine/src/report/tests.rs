@@ -203,8 +203,9 @@ fn plot_svgs_have_axes_series_and_fault_shading() {
             texts.iter().any(|t| t == "time (ms)"),
             "{kind:?}: x axis: {texts:?}"
         );
+        // One lane per package and target: the partition isolated n1.
         assert!(
-            texts.iter().any(|t| t == "partition"),
+            texts.iter().any(|t| t == "partition n1"),
             "{kind:?}: fault lane: {texts:?}"
         );
         // Integer ticks carry no fraction.
@@ -254,7 +255,7 @@ fn rate_svg_structure_matches_golden() {
 
 const RATE_GOLDEN: &str = "svg 1000x480; line=17 polyline=25 rect=4 svg=1 text=24\n\
 throughput by outcome|ok|fail|info|throughput (ops/s)|time (ms)|0|200|400|600|800|1000|1200|\
-0|20|40|60|80|100|120|140|160|180|partition";
+0|20|40|60|80|100|120|140|160|180|partition n1";
 
 #[test]
 fn plot_files_are_valid_png_and_svg_with_expected_dimensions() {
