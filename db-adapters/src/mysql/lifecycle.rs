@@ -417,7 +417,7 @@ impl Servers<MariaDbConfig> {
         r.run_timeout(
             &format!(
                 "cd /tmp && mariadb-install-db --defaults-file={} --user=mysql --skip-test-db \
-                 --auth-root-authentication-method=socket >{dir}/install.log 2>&1 || (tail -20 {dir}/install.log >&2; exit 1)",
+                 --auth-root-authentication-method=socket >{dir}/install.log 2>&1 || ({{ grep -i -m 20 -e error -e warning {dir}/install.log; tail -5 {dir}/install.log; }} >&2; exit 1)",
                 self.cnf(node)
             ),
             Duration::from_secs(120),
