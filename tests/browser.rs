@@ -322,9 +322,15 @@ fn svg_lanes(run: &Path, plot: &str) -> Vec<String> {
         .filter_map(|(_, rest)| rest.split("</text>").next())
         .map(str::trim)
         .collect();
+    // A lane is labelled by its package, and by its target where the
+    // windows name one (`kill n1`).
     ["partition", "kill", "pause", "clock"]
         .iter()
-        .filter(|k| texts.contains(k))
+        .filter(|k| {
+            texts
+                .iter()
+                .any(|t| t == *k || t.strip_prefix(**k).is_some_and(|r| r.starts_with(' ')))
+        })
         .map(|k| k.to_string())
         .collect()
 }
