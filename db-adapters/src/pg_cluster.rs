@@ -38,6 +38,7 @@ use std::time::Duration;
 use store::MicroOp;
 
 mod clock;
+mod conf;
 mod membership;
 
 /// The server log of every node (the catalog's `log_files`).
@@ -105,27 +106,6 @@ pub struct PgCluster {
 const BIN: &str = "$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)";
 
 impl Servers<PgClusterConfig> {
-    /// The `postgresql.conf` lines every node gets beyond where it listens:
-    /// harness's own, then `--db-conf`'s (later lines win). What
-    /// [`crate::db::Db::settings`] records.
-    fn imposed_conf(&self) -> Vec<String> {
-        let (sync_method, dsm) = match self.cfg.lossy {
-            Some(_) => ("fsync", "posix"),
-            None => ("syncfs", "mmap"),
-        };
-        let mut lines: Vec<String> = [
-            "wal_level = replica".to_string(),
-            "max_wal_senders = 10".to_string(),
-            "hot_standby = on".to_string(),
-            format!("recovery_init_sync_method = {sync_method}"),
-            "max_connections = 200".to_string(),
-            format!("dynamic_shared_memory_type = {dsm}"),
-        ]
-        .into();
-        lines.extend(self.cfg.extra_conf.iter().cloned());
-        lines
-    }
-
     fn primary(&self) -> Option<Node> {
         self.remotes.first().map(|r| r.node().clone())
     }
