@@ -39,12 +39,21 @@ const COMMANDS: [(&str, bool); 4] = [
 fn readme_commands() -> Vec<String> {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    // Inline (`…`) and in code blocks, where a command is a line of its
+    // own and `#` starts its comment.
+    let blocks = readme.split("```").skip(1).step_by(2).flat_map(|b| {
+        b.lines()
+            .map(|l| l.split(" #").next().unwrap_or(l).trim())
+            .collect::<Vec<_>>()
+    });
     readme
+        .replace("```", "")
         .split('`')
         .skip(1)
         .step_by(2)
+        .chain(blocks)
         .filter_map(|c| c.strip_prefix("harness run --db sim --sim-replicas 3"))
-        .map(|rest| format!("--db sim --sim-replicas 3{rest}"))
+        .map(|rest| format!("--db sim --sim-replicas 3{}", rest.trim_end()))
         .collect()
 }
 
