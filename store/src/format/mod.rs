@@ -422,6 +422,9 @@ impl<R: Read> OpReader<R> {
                 continue;
             }
             if p.peek() != Some(b'{') {
+                if padded {
+                    return self.ended_inside("an op torn by the kill");
+                }
                 let e = self.err_at(p.pos, "expected an op object `{` at the start of the line");
                 return self.fail(e);
             }
@@ -444,6 +447,10 @@ impl<R: Read> OpReader<R> {
                     self.accept(op)
                 }
                 Err(PErr::Incomplete) if !has_nl => self.ended_inside("an op"),
+                // Before the NUL padding of a killed run's log, the last
+                // line may hold its bytes in any state the kill left them
+                // (a copy is not written front to back): torn, not bad.
+                Err(PErr::Bad { .. }) if padded => self.ended_inside("an op torn by the kill"),
                 Err(PErr::Incomplete) => {
                     let e = self.err_at(
                         line_len,
@@ -859,6 +866,11 @@ pub fn write_path<O: Borrow<Op>>(
 /// (`crate::mapped::WINDOW`, 1 MiB; a batch may reserve a few).
 const MAX_NUL_PADDING: usize = 8 << 20;
 
+/// How far a line that does not start like an op may run, without a NUL
+/// byte, before it is refused: longer than the torn last line of a killed
+/// run's log (one op, cut by the kill) would be.
+const TORN_LINE_MAX: usize = 1 << 20;
+
 /// Why the start `a` of a JSON Lines line (no newline yet) can never be an
 /// op, with the offset to name: its first byte after blanks is neither `{`
 /// nor NUL padding (nor a byte-order mark), or it ends in more NUL bytes
@@ -870,10 +882,20 @@ fn hopeless_line(a: &[u8], start_ok: &mut bool) -> Option<(usize, String)> {
         let first = a.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\r'));
         match first {
             Some(i) if !matches!(a[i], b'{' | 0 | 0xef) => {
-                return Some((
-                    i,
-                    "expected an op object `{` at the start of the line".to_string(),
-                ));
+                // A run killed in the middle of a write leaves its last
+                // line torn, its bytes in any state, before the NUL
+                // padding of its log: such a line is left to the end of
+                // the input, where a torn last line is dropped. A line
+                // that starts wrong and runs on without a NUL is no torn
+                // line.
+                if memchr::memchr(0, &a[i..]).is_some() {
+                    *start_ok = true;
+                } else if a.len() - i >= TORN_LINE_MAX {
+                    return Some((
+                        i,
+                        "expected an op object `{` at the start of the line".to_string(),
+                    ));
+                }
             }
             Some(_) => *start_ok = true,
             // Blanks so far: a line of blanks longer than the line limit
