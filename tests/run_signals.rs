@@ -237,12 +237,21 @@ fn a_second_sigint_on_a_local_postgres_run_leaves_no_server_and_no_data_director
     assert!(!base.exists(), "{} left behind", base.display());
     assert!(!dir.join("postgres").exists(), "the link is removed");
     // A server the heal restarted has a new pid: none runs on this path.
-    let on_base: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&*base.to_string_lossy()))
-        .collect();
-    assert!(on_base.is_empty(), "still running: {on_base:?}");
+    // A `pg_ctl stop` the run had started when the second signal came
+    // outlives harness until it sees the server gone (at most its own
+    // `-t 20`): nothing may be left after that.
+    let on_base = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&*base.to_string_lossy()))
+            .collect()
+    };
+    assert!(
+        wait_for(25, || on_base().is_empty()),
+        "still running: {:?}",
+        on_base()
+    );
 }
