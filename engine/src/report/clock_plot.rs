@@ -55,13 +55,7 @@ fn field<'a>(m: &'a [(Data, Data)], key: &str) -> Option<&'a [(Data, Data)]> {
     })
 }
 
-fn number(d: &Data) -> Option<f64> {
-    match d {
-        Data::Float(f) => Some(*f),
-        Data::Int(i) => Some(*i as f64),
-        _ => None,
-    }
-}
+use store::run::faults::number;
 
 fn name(d: &Data) -> Option<&str> {
     match d {

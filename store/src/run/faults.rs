@@ -184,7 +184,8 @@ fn grudge_targets(d: &Data) -> Option<Vec<String>> {
     }
 }
 
-fn number(d: &Data) -> Option<f64> {
+/// A number of an op's value (an integer or a float).
+pub fn number(d: &Data) -> Option<f64> {
     match d {
         Data::Float(f) => Some(*f),
         Data::Int(i) => Some(*i as f64),
