@@ -243,8 +243,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         write_witness(target, engines, args.format)?;
     }
     if let Some(dir) = &args.directory {
-        engine::checks::write_dir(dir, &history, &verdict)
-            .with_context(|| format!("writing explanations to {}", dir.display()))?;
+        engine::checks::write_dir(dir, &history, &verdict).context("writing the explanations")?;
     }
     let code = verdict.valid.exit_code();
     // The process ends next: freeing a million-transaction history piece by

@@ -103,6 +103,7 @@ fn convert(
         file: Some(output.to_path_buf()),
         line: 0,
         column: None,
+        op: None,
         reason,
     };
     let out_format = to
@@ -226,6 +227,7 @@ fn open_reader(
         file: Some(input.to_path_buf()),
         line: 0,
         column: None,
+        op: Some("read"),
         reason: e.to_string(),
     })?;
     Ok(OpReader::new(file, in_format, Some(input.to_path_buf())))
@@ -284,6 +286,7 @@ fn write_loaded(
                     file: Some(output.to_path_buf()),
                     line: 0,
                     column: None,
+                    op: None,
                     reason: why,
                 });
             }
@@ -402,6 +405,7 @@ fn history_error(file: &Path, e: &store::HistoryError) -> FormatError {
         file: Some(file.to_path_buf()),
         line: 0,
         column: None,
+        op: None,
         reason: e.to_string(),
     }
 }
@@ -492,6 +496,7 @@ fn stats(file: &Path, json: bool, forced: Option<FileFormat>) -> Result<(), Form
         file: None,
         line: 0,
         column: None,
+        op: None,
         reason: format!("writing to stdout: {e}"),
     })
 }

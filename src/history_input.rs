@@ -144,10 +144,10 @@ where
     anyhow::Error: From<E>,
 {
     let p = path.display().to_string();
-    if e.to_string().starts_with(&p) {
-        anyhow::Error::from(e).context("reading history")
+    if e.to_string().contains(&p) {
+        anyhow::Error::from(e)
     } else {
-        anyhow::Error::from(e).context(format!("reading history {p}"))
+        anyhow::Error::from(e).context(format!("cannot read {p}"))
     }
 }
 
@@ -204,6 +204,7 @@ pub fn read_stream(
         file: Some(name.to_path_buf()),
         line: 0,
         column: None,
+        op: Some("read"),
         reason: e.to_string(),
     };
     let peeked = if path == Path::new("-") {
@@ -217,6 +218,7 @@ pub fn read_stream(
             file: Some(name.to_path_buf()),
             line: 0,
             column: None,
+            op: None,
             reason: format!("empty input; {EXPECTED}"),
         });
     }
@@ -230,7 +232,7 @@ fn load_stream(
     format: Option<store::import::FileFormat>,
 ) -> anyhow::Result<(History, Vec<String>)> {
     let peeked = store::format::Peeked::new(r, 8192)
-        .with_context(|| format!("reading {}", name.display()))?;
+        .with_context(|| format!("cannot read {}", name.display()))?;
     let named = store::format::classify_head(peeked.head()).map(|kind| {
         (
             kind,

@@ -111,7 +111,7 @@ pub struct Scenario {
 /// run flags, naming the file.
 pub fn parse_scenario(path: &Path) -> anyhow::Result<Scenario> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let what = path.display().to_string();
     let doc: toml::Table = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
     const KEYS: [&str; 9] = [
@@ -223,7 +223,7 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<u8> {
 
 fn list(dir: &Path) -> anyhow::Result<u8> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
+        .with_context(|| format!("cannot read {}", dir.display()))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))

@@ -95,7 +95,7 @@ pub fn run(mut args: SoakArgs) -> anyhow::Result<u8> {
         (None, None) => anyhow::bail!("no suite file given"),
     };
     let text = std::fs::read_to_string(&suite_path)
-        .with_context(|| format!("reading {}", suite_path.display()))?;
+        .with_context(|| format!("cannot read {}", suite_path.display()))?;
     let mut suite = suite_file::parse(&suite_path, &text, &checked_run_flags)
         .with_context(|| format!("{}", suite_path.display()))?;
     if args.seed.is_some() {
@@ -138,7 +138,7 @@ pub fn run(mut args: SoakArgs) -> anyhow::Result<u8> {
         humantime::format_rfc3339_seconds(started).to_string()[..10].to_string()
     });
     let logs = soak_dir.join("logs");
-    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     suite::install_interrupt_flag();
     let total = mine.iter().filter(|m| **m).count();
     eprintln!(

@@ -2,7 +2,7 @@
 //! printed and its exit code returned, the error is said once (not
 //! "No space left on device (os error 28): No space left on device (os
 //! error 28)"), the run directory is named once, and the run says clearly
-//! that no verdict was recorded.
+//! that no verdict was recorded, in `harness.log` as well.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -106,4 +106,17 @@ fn a_disk_full_at_the_check_still_gives_the_verdict_and_says_none_was_recorded()
         2,
         "at the start and with the verdict, not again for an error"
     );
+    // harness.log, on the full disk too, says what was lost: its reserve
+    // (allocated ahead of its end) holds the line.
+    let run_dir = std::fs::read_dir(dir.path().join("runs/full"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("harness.log").is_file())
+        .expect("a run directory with harness.log");
+    let log = std::fs::read_to_string(run_dir.join("harness.log")).unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.contains("ERROR") && l.contains("no verdict was recorded"))
+        .unwrap_or_else(|| panic!("no disk-full line in harness.log:\n{log}"));
+    assert!(line.contains("No space left on device"), "{line}");
 }

@@ -68,7 +68,7 @@ pub fn check_and_report(spec: &CheckSpec, run_dir: &store::run::RunDir) -> anyho
         crate::checks::describe(spec.workload, &how)
     );
     let (history, warnings) = store::format::load_history(&run_dir.history_path())
-        .with_context(|| format!("reading back {}", run_dir.history_path().display()))?;
+        .with_context(|| format!("cannot read back {}", run_dir.history_path().display()))?;
     for w in &warnings {
         tracing::warn!("history: {w}");
     }

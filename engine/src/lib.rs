@@ -25,6 +25,9 @@ pub mod no_fault;
 pub mod plan;
 pub mod report;
 pub mod run;
+// fallocate: room kept in harness.log for the line that says the disk is full.
+#[allow(unsafe_code)]
+pub mod run_log;
 pub mod runner;
 pub mod spec;
 // Child processes: SIGINT handler, wait4 (rusage), kill of a process group.

@@ -106,12 +106,12 @@ pub fn settle_run(
     }
     let path = run_dir.history_path();
     let (history, _) = store::format::load_history(&path)
-        .with_context(|| format!("reading back {}", path.display()))?;
+        .with_context(|| format!("cannot read back {}", path.display()))?;
     let Some(why) = reason(nemesis, &history) else {
         return Ok((None, valid));
     };
     let mut results = store::run::RunResults::load(&run_dir.results_path())
-        .with_context(|| format!("reading {}", run_dir.results_path().display()))?;
+        .with_context(|| format!("cannot read {}", run_dir.results_path().display()))?;
     let valid = settle(&mut results, valid, &why);
     results.save(&run_dir.results_path())?;
     Ok((Some(why), valid))

@@ -108,9 +108,9 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
     // database starts: what a clock fault moves.
     nemesis::clock::set_mode(args.faults.options.clock_mode);
     let plan = plan(&args)?;
-    let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)
-        .with_context(|| format!("creating a run directory under {}", args.store.display()))?;
-    init_tracing(&run_dir.log_path());
+    // Its error names the directory it could not make (`cannot create …`).
+    let run_dir = store::run::RunDir::create(&args.store, &plan.test_name)?;
+    crate::run_log::init(&run_dir.log_path());
     let started_at = SystemTime::now();
     let mut meta = test_json(&args, &plan, &run_dir, started_at, build);
     meta.run_flags = reproducible_flags(&argv, plan.seed);
@@ -151,6 +151,7 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
             // (a full disk) is a warning beside it.
             if let Err(w) = meta.save(&run_dir.test_json_path()) {
                 eprintln!("warning: {w:#}");
+                crate::run_log::log_only_error(&format!("{w:#}"));
             }
             return Err(e);
         }
@@ -183,22 +184,36 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
                 mb(packed),
                 mb(raw)
             ),
-            Err(e) => eprintln!("warning: history left uncompressed: {e}"),
+            Err(e) => {
+                eprintln!("warning: history left uncompressed: {e}");
+                crate::run_log::log_only_error(&format!("history left uncompressed: {e}"));
+            }
         }
     }
     meta.verdict = Some(verdict.as_str().to_string());
     let in_test_json = meta.save(&run_dir.test_json_path());
     match (&checked.results_error, in_test_json) {
         (None, _) => {}
-        (Some(_), Ok(())) => eprintln!(
-            "warning: results.json was not written; the verdict ({}) is recorded in test.json only",
-            verdict.as_str()
-        ),
-        (Some(results), Err(test)) => {
+        (Some(results), Ok(())) => {
             eprintln!(
-                "error: no verdict was recorded in {}: results.json: {results}; test.json: {test:#}",
+                "warning: results.json was not written; the verdict ({}) is recorded in test.json only",
+                verdict.as_str()
+            );
+            crate::run_log::log_only_error(&format!(
+                "results.json was not written: {results}; the verdict ({}) is in test.json only",
+                verdict.as_str()
+            ));
+        }
+        (Some(results), Err(test)) => {
+            let what = format!("results.json: {results}; test.json: {test:#}");
+            eprintln!(
+                "error: no verdict was recorded in {}: {what}",
                 run_dir.path().display()
             );
+            crate::run_log::log_only_error(&format!(
+                "no verdict was recorded ({what}); the verdict ({}) was only printed",
+                verdict.as_str()
+            ));
             eprintln!(
                 "the verdict ({}) is only what was printed above",
                 verdict.as_str()
@@ -364,8 +379,8 @@ async fn run_with(
     if let Some(r) = args.limits.rate {
         main = Box::new(workloads::generator::rate(r, plan.seed ^ 0x5eed, main)?);
     }
-    let log = store::run::HistoryLog::create(&run_dir.history_log_path())
-        .with_context(|| format!("creating {}", run_dir.history_log_path().display()))?;
+    // Its error names the file (`cannot create …`).
+    let log = store::run::HistoryLog::create(&run_dir.history_log_path())?;
     // Shared with the nemesis task, which records its ops in the same log.
     let mut log = crate::cluster::SharedLog::new(log);
     let heal_on_signal = on_nodes
@@ -760,41 +775,6 @@ fn redact_url(url: &str) -> String {
         return format!("{scheme}://{user}:***@{host}");
     }
     url.to_string()
-}
-
-/// Logs to `harness.log` (info and up, or `RUST_LOG`) and to stderr (warn
-/// and up, as `warning: MESSAGE`).
-fn init_tracing(log_path: &Path) {
-    use tracing_subscriber::filter::{EnvFilter, LevelFilter};
-    use tracing_subscriber::prelude::*;
-    let file = match std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log_path)
-    {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("warning: cannot open {}: {e}", log_path.display());
-            return;
-        }
-    };
-    let file_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::sync::Mutex::new(file))
-                .with_ansi(false)
-                .with_filter(file_filter),
-        )
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                // No colour codes in a redirected stderr (soak logs, CI).
-                .with_ansi(false)
-                .event_format(crate::console::PlainWarnings)
-                .with_filter(LevelFilter::WARN),
-        )
-        .try_init();
 }
 
 #[cfg(test)]

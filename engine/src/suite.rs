@@ -174,7 +174,7 @@ pub fn count_setting(
 /// # Errors
 /// It cannot be created or resolved.
 pub fn prepare_store(store: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::create_dir_all(store).with_context(|| format!("creating {}", store.display()))?;
+    std::fs::create_dir_all(store).with_context(|| format!("cannot create {}", store.display()))?;
     store
         .canonicalize()
         .with_context(|| format!("resolving {}", store.display()))
@@ -297,8 +297,8 @@ pub fn run_child(spec: &ChildSpec<'_>) -> anyhow::Result<ChildEnd> {
         cmd.current_dir(d);
     }
     if let Some(log) = spec.log {
-        let f =
-            std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+        let f = std::fs::File::create(log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
         let f2 = f.try_clone()?;
         cmd.stdout(f).stderr(f2);
     }

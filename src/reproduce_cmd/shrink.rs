@@ -328,7 +328,7 @@ pub fn shrink(t: &Target, budget: Duration, tries: u32) -> anyhow::Result<u8> {
     let started = Instant::now();
     let work = t.dir.join("shrink");
     let logs = work.join("logs");
-    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     let store = suite::prepare_store(&work)?;
     let mut runner = Runner {
         store,

@@ -43,7 +43,9 @@ fn summaries(p: &Path) -> anyhow::Result<Vec<PathBuf>> {
         p.display()
     );
     let mut found = Vec::new();
-    for suite in std::fs::read_dir(&soak).with_context(|| format!("reading {}", soak.display()))? {
+    for suite in
+        std::fs::read_dir(&soak).with_context(|| format!("cannot read {}", soak.display()))?
+    {
         let suite = suite?.path();
         let Ok(rd) = std::fs::read_dir(&suite) else {
             continue;
@@ -67,7 +69,7 @@ fn summaries(p: &Path) -> anyhow::Result<Vec<PathBuf>> {
 
 fn read(path: &Path) -> anyhow::Result<(serde_json::Value, ShardSummary)> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
     let s = ShardSummary::parse(&v).with_context(|| format!("{}", path.display()))?;
@@ -131,7 +133,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
                 .join(format!("{}-merged", store::run::timestamp_name(ms)))
         }
     };
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     // The build is the shards' (checked equal), not this binary's.
     let build = engine::run::Build {
         version: env!("CARGO_PKG_VERSION"),

@@ -70,8 +70,10 @@ pub enum RunError {
     /// deliberately not a `source()`: an error chain printed whole
     /// (`{:#}`) would say it twice ("No space left on device (os error
     /// 28): No space left on device (os error 28)").
-    #[error("{}: {cause}", path.display())]
+    #[error("cannot {op} {}: {cause}", path.display())]
     Io {
+        /// What was done to it: `create`, `open`, `read`, `write`, …
+        op: &'static str,
         /// The file or directory.
         path: PathBuf,
         /// The cause.
@@ -93,8 +95,9 @@ pub enum RunError {
     },
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> RunError + 'a {
     move |cause| RunError::Io {
+        op,
         path: path.to_path_buf(),
         cause,
     }
@@ -224,7 +227,7 @@ impl RunDir {
         }
         let runs = store_root.join("runs");
         let test_dir = runs.join(test_name);
-        fs::create_dir_all(&test_dir).map_err(io_err(&test_dir))?;
+        fs::create_dir_all(&test_dir).map_err(io_err("create", &test_dir))?;
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
@@ -238,18 +241,19 @@ impl RunDir {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && ms < now_ms + 10_000 => {
                     ms += 1;
                 }
-                Err(e) => return Err(io_err(&path)(e)),
+                Err(e) => return Err(io_err("create", &path)(e)),
             }
         };
-        let lock = File::open(&path).map_err(io_err(&path))?;
+        let lock = File::open(&path).map_err(io_err("open", &path))?;
         // A fresh directory: nobody else can hold it.
-        lock.try_lock().map_err(|e| io_err(&path)(e.into()))?;
+        lock.try_lock()
+            .map_err(|e| io_err("lock", &path)(e.into()))?;
         let target = Path::new(test_name).join(&ts);
         let tmp = runs.join(format!(".latest.{}.{ts}", std::process::id()));
         let _ = fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(&target, &tmp).map_err(io_err(&tmp))?;
+        std::os::unix::fs::symlink(&target, &tmp).map_err(io_err("create", &tmp))?;
         let latest = runs.join("latest");
-        fs::rename(&tmp, &latest).map_err(io_err(&latest))?;
+        fs::rename(&tmp, &latest).map_err(io_err("create", &latest))?;
         // Whatever runs killed mid-write left; this one is locked already.
         sweep_stale_tmp(store_root);
         Ok(RunDir {
@@ -263,7 +267,7 @@ impl RunDir {
     /// # Errors
     /// `path` is not a directory.
     pub fn open(path: &Path) -> Result<RunDir, RunError> {
-        let md = fs::metadata(path).map_err(io_err(path))?;
+        let md = fs::metadata(path).map_err(io_err("read", path))?;
         if !md.is_dir() {
             return Err(RunError::NotARunDir(path.to_path_buf()));
         }
@@ -312,15 +316,15 @@ impl RunDir {
     pub fn compress_history(&self) -> Result<(u64, u64), RunError> {
         let log = self.history_log_path();
         let gz = self.history_gz_path();
-        let raw = fs::metadata(&log).map_err(io_err(&log))?.len();
+        let raw = fs::metadata(&log).map_err(io_err("read", &log))?.len();
         // Level 6, in parallel members: on the 22 MB log of a 73k-transaction
         // SQLite run, level 1 packed 6.2x, 4 7.6x, 6 8.6x, 9 9.0x (zstd -3
         // 6.9x, -9 9.1x); level 6 keeps a 950k-transaction 30 s run's
         // directory under 50 MB (1: 46 MB of history alone), and the
         // threads pay for its extra time (BENCHMARKS.md).
-        let packed =
-            crate::format::compress_file(&log, &gz, HISTORY_GZIP_LEVEL).map_err(io_err(&gz))?;
-        fs::remove_file(&log).map_err(io_err(&log))?;
+        let packed = crate::format::compress_file(&log, &gz, HISTORY_GZIP_LEVEL)
+            .map_err(io_err("write", &gz))?;
+        fs::remove_file(&log).map_err(io_err("remove", &log))?;
         Ok((raw, packed))
     }
 
@@ -439,11 +443,11 @@ impl HistoryLog {
             .create(true)
             .truncate(true)
             .open(path)
-            .map_err(io_err(path))?;
+            .map_err(io_err("create", path))?;
         let dirty = Arc::new(AtomicBool::new(false));
         let sync_error = Arc::new(Mutex::new(None));
         let syncer = {
-            let file = file.try_clone().map_err(io_err(path))?;
+            let file = file.try_clone().map_err(io_err("open", path))?;
             let dirty = Arc::clone(&dirty);
             let sync_error = Arc::clone(&sync_error);
             let (stop, rx) = mpsc::channel::<()>();
@@ -461,7 +465,7 @@ impl HistoryLog {
                         }
                     }
                 })
-                .map_err(io_err(path))?;
+                .map_err(io_err("write", path))?;
             Syncer { stop, handle }
         };
         let out = if map {
@@ -544,7 +548,7 @@ impl HistoryLog {
         }
         self.out
             .append(self.pending.as_bytes())
-            .map_err(io_err(&self.path))?;
+            .map_err(io_err("write", &self.path))?;
         self.pending.clear();
         self.dirty.store(true, Ordering::Release);
         Ok(())
@@ -557,7 +561,10 @@ impl HistoryLog {
     pub fn sync(&mut self) -> Result<(), RunError> {
         self.flush()?;
         self.dirty.store(false, Ordering::Release);
-        self.out.file().sync_data().map_err(io_err(&self.path))
+        self.out
+            .file()
+            .sync_data()
+            .map_err(io_err("write", &self.path))
     }
 
     fn stop_syncer(&mut self) {
@@ -576,8 +583,11 @@ impl HistoryLog {
         self.stop_syncer();
         flushed?;
         self.check_sync_error()?;
-        self.out.close().map_err(io_err(&self.path))?;
-        self.out.file().sync_all().map_err(io_err(&self.path))
+        self.out.close().map_err(io_err("write", &self.path))?;
+        self.out
+            .file()
+            .sync_all()
+            .map_err(io_err("write", &self.path))
     }
 }
 
@@ -609,8 +619,9 @@ mod tests {
 
     #[test]
     fn an_io_error_says_its_cause_once_even_as_a_chain() {
-        let e =
-            super::io_err(Path::new("runs/x/results.json"))(std::io::Error::from_raw_os_error(28));
+        let e = super::io_err("write", Path::new("runs/x/results.json"))(
+            std::io::Error::from_raw_os_error(28),
+        );
         // Printed whole (`{:#}` of anyhow walks `source()`): once.
         let mut text = e.to_string();
         let mut cause = std::error::Error::source(&e);
@@ -619,7 +630,10 @@ mod tests {
             cause = c.source();
         }
         assert_eq!(text.matches("No space left on device").count(), 1, "{text}");
-        assert!(text.starts_with("runs/x/results.json: "), "{text}");
+        assert!(
+            text.starts_with("cannot write runs/x/results.json: "),
+            "{text}"
+        );
     }
 
     #[test]

@@ -260,7 +260,7 @@ pub fn write(
 /// # Errors
 /// The directory or a file cannot be written.
 pub fn write_dir(dir: &std::path::Path, history: &History, v: &Verdict) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     if let Some(e) = &v.elle {
         crate::report::elle::write(
             dir,

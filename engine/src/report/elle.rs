@@ -159,7 +159,7 @@ pub fn write(
     history: &History,
     limits: Limits,
 ) -> anyhow::Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for (ty, list) in &result.anomalies {
         let name = ty.name();
         let shown = list.len().min(limits.explained);
@@ -185,7 +185,7 @@ pub fn write(
             continue;
         }
         let gdir = dir.join(name);
-        fs::create_dir_all(&gdir).with_context(|| format!("creating {}", gdir.display()))?;
+        fs::create_dir_all(&gdir).with_context(|| format!("cannot create {}", gdir.display()))?;
         for (i, dot) in graphs.iter().enumerate() {
             let dot_path = gdir.join(format!("{i}.dot"));
             fs::write(&dot_path, dot).with_context(|| format!("writing {}", dot_path.display()))?;

@@ -903,7 +903,7 @@ pub fn write(
     };
     let text = format!("-- run: {}\n{text}", super::run_title(run_dir));
     std::fs::create_dir_all(elle_dir)
-        .with_context(|| format!("creating {}", elle_dir.display()))?;
+        .with_context(|| format!("cannot create {}", elle_dir.display()))?;
     let path = elle_dir.join("repro.sql");
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }

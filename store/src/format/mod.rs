@@ -162,6 +162,10 @@ pub struct FormatError {
     pub column: Option<u64>,
     /// What is wrong.
     pub reason: String,
+    /// For an IO error (line 0): what was being done to `file` (`read`,
+    /// `create`, `write`), said as `cannot read FILE: CAUSE` like every
+    /// other file error harness prints.
+    pub op: Option<&'static str>,
 }
 
 impl FormatError {
@@ -171,16 +175,24 @@ impl FormatError {
             line,
             column,
             reason: reason.into(),
+            op: None,
         }
     }
 
-    fn io(file: Option<&Path>, e: &io::Error) -> Self {
-        FormatError::new(file, 0, None, e.to_string())
+    /// An IO error while doing `op` (`read`, `create`, `write`) to `file`.
+    pub fn io(op: &'static str, file: Option<&Path>, e: &io::Error) -> Self {
+        FormatError {
+            op: Some(op),
+            ..FormatError::new(file, 0, None, e.to_string())
+        }
     }
 }
 
 impl fmt::Display for FormatError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let (Some(op), Some(p), 0) = (self.op, &self.file, self.line) {
+            return write!(f, "cannot {op} {}: {}", p.display(), self.reason);
+        }
         match &self.file {
             Some(p) => write!(f, "{}", p.display())?,
             None => f.write_str("<input>")?,
@@ -250,7 +262,7 @@ impl OpReader<Input> {
     /// # Errors
     /// The file cannot be opened or read.
     pub fn open(path: &Path) -> Result<OpReader<Input>, FormatError> {
-        let io = |e: io::Error| FormatError::io(Some(path), &e);
+        let io = |e: io::Error| FormatError::io("read", Some(path), &e);
         let mut f = Input::open(path).map_err(io)?;
         let mut head = [0u8; 4096];
         let mut n = 0;
@@ -330,7 +342,7 @@ impl<R: Read> OpReader<R> {
         }
         self.src
             .fill()
-            .map_err(|e| FormatError::io(self.file.as_deref(), &e))
+            .map_err(|e| FormatError::io("read", self.file.as_deref(), &e))
     }
 
     /// The file's name for a warning, `<input>` for text.
@@ -501,7 +513,7 @@ impl<R: Read> OpReader<R> {
                             ));
                         }
                         Err(e) => {
-                            let e = FormatError::io(self.file.as_deref(), &e);
+                            let e = FormatError::io("read", self.file.as_deref(), &e);
                             return self.fail(e);
                         }
                     }
@@ -853,7 +865,7 @@ pub fn write_path<O: Borrow<Op>>(
     ops: impl IntoIterator<Item = O>,
     format: Format,
 ) -> Result<(), FormatError> {
-    let io = |e: io::Error| FormatError::io(Some(path), &e);
+    let io = |e: io::Error| FormatError::io("write", Some(path), &e);
     let f = File::create(path).map_err(io)?;
     let mut w = io::BufWriter::with_capacity(1 << 20, f);
     write_ops(&mut w, ops, format).map_err(io)?;

@@ -39,6 +39,7 @@ fn err(file: &Path, reason: String) -> FormatError {
         file: Some(file.to_path_buf()),
         line: 0,
         column: None,
+        op: None,
         reason,
     }
 }

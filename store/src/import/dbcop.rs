@@ -193,6 +193,7 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
         file: file.map(Path::to_path_buf),
         line: e.line() as u64,
         column: Some(e.column() as u64),
+        op: None,
         reason: format!("dbcop JSON history: {e}"),
     })?;
     let mut out = Vec::new();

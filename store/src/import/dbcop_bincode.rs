@@ -227,6 +227,7 @@ fn format_err(file: Option<&Path>, reason: String) -> FormatError {
         file: file.map(Path::to_path_buf),
         line: 0,
         column: None,
+        op: None,
         reason: format!("dbcop bincode history: {reason}"),
     }
 }

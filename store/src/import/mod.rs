@@ -169,7 +169,7 @@ impl FileFormat {
         let mut head = Vec::with_capacity(4096);
         crate::format::Input::open(path)
             .and_then(|f| f.take(4096).read_to_end(&mut head))
-            .map_err(|e| io_err(path, &e))?;
+            .map_err(|e| io_err("read", path, &e))?;
         // dbcop's bincode has no magic number: its counts are checked
         // against the file's length.
         let len = fs::metadata(path).map(|m| m.len()).ok();
@@ -226,11 +226,12 @@ fn bincode_file(path: &Path) -> PathBuf {
     }
 }
 
-fn io_err(path: &Path, e: &std::io::Error) -> FormatError {
+fn io_err(op: &'static str, path: &Path, e: &std::io::Error) -> FormatError {
     FormatError {
         file: Some(path.to_path_buf()),
         line: 0,
         column: None,
+        op: Some(op),
         reason: e.to_string(),
     }
 }
@@ -308,17 +309,17 @@ pub struct Loaded {
 pub fn read_peer(path: &Path, f: PeerFormat) -> Result<(Vec<Op>, Vec<String>), FormatError> {
     let (txns, warnings) = match f {
         PeerFormat::PorcupineEtcd => {
-            let bytes = fs::read(path).map_err(|e| io_err(path, &e))?;
+            let bytes = fs::read(path).map_err(|e| io_err("read", path, &e))?;
             return Ok((porcupine::read(&bytes, Some(path))?, Vec::new()));
         }
         PeerFormat::Cobra => cobra::read(path)?,
         PeerFormat::DbcopBincode => {
             let file = bincode_file(path);
-            let bytes = fs::read(&file).map_err(|e| io_err(&file, &e))?;
+            let bytes = fs::read(&file).map_err(|e| io_err("read", &file, &e))?;
             dbcop_bincode::read(&bytes, Some(&file))?
         }
         PeerFormat::Text | PeerFormat::Dbcop => {
-            let bytes = fs::read(path).map_err(|e| io_err(path, &e))?;
+            let bytes = fs::read(path).map_err(|e| io_err("read", path, &e))?;
             let t = if f == PeerFormat::Text {
                 text::read(&bytes, Some(path))?
             } else {
@@ -356,6 +357,7 @@ pub fn read_peer_bytes(bytes: &[u8], f: PeerFormat) -> Result<History, FormatErr
                 file: None,
                 line: 0,
                 column: None,
+                op: None,
                 reason: "Cobra logs are binary files: read them with read_peer".into(),
             });
         }
@@ -374,6 +376,7 @@ fn peer_history(ops: Vec<Op>, f: PeerFormat, path: Option<&Path>) -> Result<Hist
             file: path.map(Path::to_path_buf),
             line: 0,
             column: None,
+            op: None,
             reason: e.to_string(),
         })
 }
@@ -399,7 +402,7 @@ pub fn load(path: &Path, forced: Option<FileFormat>) -> Result<Loaded, FormatErr
             })
         }
         FileFormat::Ours(f) => {
-            let file = crate::format::Input::open(path).map_err(|e| io_err(path, &e))?;
+            let file = crate::format::Input::open(path).map_err(|e| io_err("read", path, &e))?;
             load_ours(file, f, path)
         }
         FileFormat::Peer(p) => {
@@ -423,6 +426,7 @@ fn load_ours(r: impl Read, f: Format, name: &Path) -> Result<Loaded, FormatError
         file: Some(name.to_path_buf()),
         line: 0,
         column: None,
+        op: None,
         reason: e.to_string(),
     })?;
     warnings.extend(
@@ -463,6 +467,7 @@ pub fn load_stream(
             file: Some(name.to_path_buf()),
             line: 0,
             column: None,
+            op: None,
             reason: "Cobra logs are a directory of files; they cannot come from a pipe".into(),
         }),
         FileFormat::Peer(p) => {
@@ -472,12 +477,13 @@ pub fn load_stream(
             input
                 .take(MAX_PEER_STREAM_BYTES + 1)
                 .read_to_end(&mut bytes)
-                .map_err(|e| io_err(name, &e))?;
+                .map_err(|e| io_err("read", name, &e))?;
             if bytes.len() as u64 > MAX_PEER_STREAM_BYTES {
                 return Err(FormatError {
                     file: Some(name.to_path_buf()),
                     line: 0,
                     column: None,
+                    op: None,
                     reason: format!(
                         "a {} history from a stream is read whole and may be at most {} MiB; \
                          this one is longer (write it to a file, or convert it to JSON Lines)",
@@ -499,6 +505,7 @@ pub fn load_stream(
                         file: Some(name.to_path_buf()),
                         line: 0,
                         column: None,
+                        op: None,
                         reason: "Cobra logs are a directory of files; they cannot come from a pipe"
                             .into(),
                     });
@@ -558,6 +565,7 @@ pub fn write_peer(
         file: Some(path.to_path_buf()),
         line: 0,
         column: None,
+        op: None,
         reason,
     };
     if f == PeerFormat::PorcupineEtcd {
@@ -577,20 +585,20 @@ pub fn write_peer(
                 dbcop::write(&txns)
             }
             .map_err(bad)?;
-            fs::write(path, s).map_err(|e| io_err(path, &e))?;
+            fs::write(path, s).map_err(|e| io_err("write", path, &e))?;
         }
         PeerFormat::PorcupineEtcd => {}
         PeerFormat::DbcopBincode => {
             let bytes = dbcop_bincode::write(&txns).map_err(bad)?;
             let file = bincode_file(path);
-            fs::write(&file, bytes).map_err(|e| io_err(&file, &e))?;
+            fs::write(&file, bytes).map_err(|e| io_err("write", &file, &e))?;
         }
         PeerFormat::Cobra => {
             let w = cobra::write(&txns).map_err(bad)?;
-            fs::create_dir_all(path).map_err(|e| io_err(path, &e))?;
+            fs::create_dir_all(path).map_err(|e| io_err("create", path, &e))?;
             for (name, bytes) in w.files {
                 let p = path.join(name);
-                fs::write(&p, bytes).map_err(|e| io_err(&p, &e))?;
+                fs::write(&p, bytes).map_err(|e| io_err("write", &p, &e))?;
             }
             if w.aborted > 0 {
                 warnings.push(format!(

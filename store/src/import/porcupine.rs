@@ -58,6 +58,7 @@ pub fn read(bytes: &[u8], path: Option<&Path>) -> Result<Vec<Op>, FormatError> {
             file: path.map(Path::to_path_buf),
             line: n as u64 + 1,
             column: None,
+            op: None,
             reason,
         };
         if line.trim().is_empty() {

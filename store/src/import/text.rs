@@ -31,6 +31,7 @@ fn err(file: Option<&Path>, line: u64, column: usize, reason: impl Into<String>)
         file: file.map(Path::to_path_buf),
         line,
         column: Some(column as u64 + 1),
+        op: None,
         reason: reason.into(),
     }
 }
