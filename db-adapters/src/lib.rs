@@ -16,7 +16,6 @@ pub mod jepsen;
 pub mod mysql;
 pub mod newsql;
 pub mod patroni;
-pub mod pg_cluster;
 pub mod pgwire;
 pub mod ports;
 pub mod postgres;

@@ -1,6 +1,6 @@
 //! Clients of Jepsen's non-Elle workloads: bank (and
 //! multi-table, and with inserts/deletes), set, set-full, monotonic,
-//! sequential and counter, on SQLite ([`sqlite`]), PostgreSQL ([`pg`]),
+//! sequential and counter, on SQLite ([`sqlite`]), PostgreSQL (`postgres::jepsen`),
 //! MariaDB and Galera on `--nodes` ([`mysql`]) and the simulator ([`sim`]). long-fork runs on
 //! the databases' ordinary rw-register clients (its ops are plain `txn`s).
 //!
@@ -21,7 +21,6 @@
 //!   failure after the first committed is `info` (partly applied).
 
 pub mod mysql;
-pub mod pg;
 pub mod program;
 pub mod sim;
 pub mod sqlite;

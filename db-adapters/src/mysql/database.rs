@@ -75,7 +75,7 @@ fn on_nodes(
     if s.lazyfs {
         let exe = nemesis::node_binary::own_binary()
             .map_err(|e| OpenError::Setup(format!("--lazyfs: own binary: {e}")))?;
-        cfg.lossy = Some(crate::pg_cluster::LossyConfig {
+        cfg.lossy = Some(crate::db::LossyConfig {
             binary: exe.to_string_lossy().into_owned(),
             cache_mib: 1024,
             strict: s.lazyfs_strict,
