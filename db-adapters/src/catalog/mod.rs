@@ -47,8 +47,8 @@ pub use database::{
     Capabilities, ClockFaults, Database, NodeCount, Placement, SqlDialect, SqlFamily,
 };
 pub use open::{
-    DbSettings, LocalServer, OnNodes, OpenError, check_reach_and_flags, check_tarball,
-    install_settings, no_local_server, not_on_nodes, pg_wire_factory, tarball,
+    DbSettings, LocalServer, OnNodes, OpenError, check_reach_and_flags, no_local_server,
+    not_on_nodes,
 };
 
 /// Every database, in `--help` order.

@@ -17,7 +17,7 @@ use crate::client::{BoxFuture, ClientFactory};
 use crate::db::LossyConfig;
 use crate::db::NodeLog;
 use crate::sql::Isolation;
-use crate::newsql::NewSqlSpec;
+use crate::tarball::NewSqlSpec;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::sync::Arc;

@@ -10,7 +10,7 @@ use crate::catalog::{
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
 use crate::sql::Isolation;
-use crate::newsql::NewSqlSpec;
+use crate::tarball::NewSqlSpec;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::sync::Arc;
