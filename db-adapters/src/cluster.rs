@@ -12,7 +12,7 @@
 //!
 //! In the crate root rather than in `tarball/`: etcd's lifecycle supervises
 //! its daemons with the same [`Daemon`]; what only the tarball databases
-//! share (their one lifecycle, settings, catalog answers) is `crate::tarball`.
+//! share (their one lifecycle, settings, catalog answers) is `tarball/`.
 
 use crate::db::DbError;
 use nemesis::remote::{Remote, shell_quote};
