@@ -123,7 +123,7 @@ fn local_postgres_wall_clock_moves_and_its_monotonic_clock_does_not() {
     let process = cluster.process();
     let node = nemesis::Node::local();
     let file = std::path::PathBuf::from(process.clock_file(&node).expect("control file"));
-    let pm = db_adapters::postgres::local_process::postmaster_pid(&cluster.data_dir())
+    let pm = db_adapters::postgres::local::process::postmaster_pid(&cluster.data_dir())
         .expect("postmaster");
     let pids = preloaded_with(&file);
     let env = clock_probe::preload_env_of(pm);

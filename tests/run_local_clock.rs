@@ -461,7 +461,7 @@ fn local_postgres_survives_hour_jumps_of_its_clock_under_load() {
         seen.push((offset, got));
     }
     let status = load.wait().unwrap();
-    let alive = db_adapters::postgres::local_process::postmaster_pid(&cluster.data_dir());
+    let alive = db_adapters::postgres::local::process::postmaster_pid(&cluster.data_dir());
     rt.block_on(cluster.stop()).unwrap();
     for (asked, got) in &seen {
         assert!((asked - got).abs() < TOLERANCE_S, "{seen:?}");

@@ -8,7 +8,7 @@
 
 use db_adapters::db::Db;
 use db_adapters::mysql::{MariaDb, MariaDbConfig};
-use db_adapters::pg_cluster::{PgCluster, PgClusterConfig};
+use db_adapters::postgres::cluster::{PgCluster, PgClusterConfig};
 use nemesis::fault::{Fault, Nemesis};
 use nemesis::partition::{PartitionKind, grudge};
 use nemesis::remote::Remote;

@@ -1,5 +1,6 @@
 //! The `Client` trait: one database session per worker, and the definite /
-//! indefinite classification of its errors.
+//! indefinite classification of its errors. In the crate root: every
+//! database's client implements it.
 
 use nemesis::Node;
 use std::future::Future;
@@ -67,7 +68,7 @@ pub trait Client: Send {
     /// Runs one operation of function `f`: `txn`, and the register
     /// workload's `read`/`write`/`cas`, are [`Client::invoke`];
     /// the Jepsen workloads' functions (`read`, `transfer`, `add`, …, on
-    /// micro-ops encoded as `crate::jepsen` describes) are run by the
+    /// micro-ops encoded as `jepsen/mod.rs` describes) are run by the
     /// clients that know them. Never retries.
     ///
     /// # Errors

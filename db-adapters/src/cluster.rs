@@ -9,6 +9,10 @@
 //! each database's documentation prescribes, and the same plan runs over SSH
 //! on real nodes and on testbed nodes. Every node keeps everything under
 //! `<base>/<node>/` (testbed nodes share one file system).
+//!
+//! In the crate root rather than in `tarball/`: etcd's lifecycle supervises
+//! its daemons with the same [`Daemon`]; what only the tarball databases
+//! share (their one lifecycle, settings, catalog answers) is `tarball/`.
 
 use crate::db::DbError;
 use nemesis::remote::{Remote, shell_quote};

@@ -7,7 +7,9 @@
 //! `--local`), so the same lifecycle code serves both. Helpers here run the
 //! generic parts: connecting to every node (an unreachable node is reported
 //! by name before anything starts), setup with retries, and collecting
-//! node logs into `<run>/nodes/<node>/`.
+//! node logs into `<run>/nodes/<node>/`. In the crate root: every
+//! lifecycle on nodes implements it; [`Servers`] and [`LossyConfig`] serve
+//! PostgreSQL's and MariaDB's alike.
 
 use crate::client::BoxFuture;
 use nemesis::Node;
@@ -183,6 +185,20 @@ pub trait Db: Send + Sync {
     /// # Errors
     /// [`DbError::NotReady`] when it does not recover within `limit`.
     fn await_ready(&self, limit: Duration) -> BoxFuture<'_, Result<(), DbError>>;
+}
+
+/// The lossy filesystem (`--lazyfs`) under a replicated server's data
+/// directories: here because PostgreSQL's and MariaDB's lifecycles both
+/// mount it.
+#[derive(Clone, Debug)]
+pub struct LossyConfig {
+    /// The harness binary on the nodes (it runs the filesystem daemon).
+    pub binary: String,
+    /// Cache limit per node, MiB.
+    pub cache_mib: u64,
+    /// Strict mode (`--lazyfs-strict`): un-synced creates, renames and
+    /// unlinks are lost too.
+    pub strict: bool,
 }
 
 /// The settings of a one-server-per-node database: where on each node

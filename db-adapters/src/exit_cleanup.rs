@@ -1,12 +1,14 @@
 //! What must be stopped however harness exits: servers harness started
-//! itself (`--local` PostgreSQL, …). `Drop` stops them on a normal return
+//! itself (`--local` PostgreSQL, the local etcd cluster; in the crate root
+//! because both register here). `Drop` stops them on a normal return
 //! or an error; an exit that skips destructors — a second Ctrl-C
 //! (`std::process::exit`), a panic that aborts — runs [`run_all`] first.
 //!
 //! Key decision: a server registers a closure that knows it by pid and path
 //! (never by name) when it starts and unregisters (dropping the
 //! [`Registration`]) when it is stopped, so [`run_all`] only ever touches
-//! what is still running of this process's own servers.
+//! what is still running of this process's own servers, and signals them
+//! by pid (`signal`).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,6 +61,16 @@ pub fn run_all() -> Vec<String> {
         done.push(what);
     }
     done
+}
+
+/// Sends a signal by pid with the `kill` utility (no unsafe code here):
+/// how the local servers are paused, resumed and stopped.
+pub(crate) fn signal(pid: u32, sig: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
 }
 
 #[cfg(test)]

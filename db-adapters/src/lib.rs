@@ -14,9 +14,8 @@ pub mod etcd;
 pub mod exit_cleanup;
 pub mod jepsen;
 pub mod mysql;
-pub mod newsql;
+
 pub mod patroni;
-pub mod pg_cluster;
 pub mod pgwire;
 pub mod ports;
 pub mod postgres;
@@ -25,6 +24,7 @@ pub mod register;
 pub mod sim;
 pub mod sql;
 pub mod sqlite;
+pub mod tarball;
 pub mod tidb;
 pub mod whitebox;
 pub mod yugabyte;

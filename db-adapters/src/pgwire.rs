@@ -3,7 +3,9 @@
 //! to a fixed URL, runs each transaction as `BEGIN ISOLATION LEVEL … /
 //! COMMIT` with the shared statements of [`crate::sql::TxnTables`], never
 //! retries, and classifies errors with a per-database function layered on
-//! [`crate::sql::classify_pg`].
+//! [`crate::sql::classify_pg`]. In the crate root, not in `postgres/`:
+//! PostgreSQL's, Patroni's, CockroachDB's and YugabyteDB's clients are all
+//! this one loop.
 //!
 //! Key decision: setup verifies that the server really runs transactions at
 //! the requested level (`SHOW transaction_isolation` inside a transaction

@@ -1,5 +1,6 @@
 //! Loopback ports for the throwaway servers harness starts on this machine
-//! (`--local` PostgreSQL, the local etcd cluster).
+//! (`--local` PostgreSQL, the local etcd cluster): in the crate root
+//! because both draw them.
 //!
 //! Key decision: a port is drawn *below* the kernel's ephemeral range
 //! (`/proc/sys/net/ipv4/ip_local_port_range`, 32768–60999 by default) and

@@ -1,5 +1,6 @@
 //! Range reads: the SQL of `["rr", [lo, hi], rows]` for every
-//! SQL database in the catalog, and the decoding of its rows.
+//! SQL database in the catalog, and the decoding of its rows (in the
+//! crate root: the PG-wire, MySQL-wire and SQLite clients share it).
 //!
 //! Key decision: keys live in `table_count` tables (`TxnTables`), so one
 //! range read is ONE statement, a `UNION ALL` over every table ordered by

@@ -1,5 +1,5 @@
 //! The `register` workload's compare-and-set, shared by the
-//! clients: a cas arrives as the micro-ops `[r k old] [w k new]`
+//! clients (PG wire, MySQL wire, SQLite, etcd; hence the crate root): a cas arrives as the micro-ops `[r k old] [w k new]`
 //! (`workloads::cas_register::as_cas`; a read carrying a value occurs in no
 //! other workload) and runs as ONE statement, `UPDATE … SET val = new
 //! WHERE id = k AND val = old`: one row matched → `ok`, none → a definite

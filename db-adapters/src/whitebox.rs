@@ -1,8 +1,8 @@
 //! White-box version certificates (after Emme/Enne): which database's
-//! certificates a PG-wire client records ([`WhiteBox`]) and the fields a
-//! timestamp-ordered transaction records ([`ts_extra`]). Each database's
-//! statements and the parsing of what its server returns live in its own
-//! module: `postgres::whitebox` (txid + snapshot visibility),
+//! certificates a PG-wire client records ([`WhiteBox`]). In the crate root
+//! because the PG-wire client (`pgwire.rs`) serves PostgreSQL and
+//! CockroachDB alike. Each database's statements and the parsing of what
+//! its server returns live in its own module: `postgres::whitebox` (txid + snapshot visibility),
 //! `cockroach::whitebox` (HLC timestamps), `tidb::whitebox` (TSOs).
 //!
 //! CockroachDB and TiDB order transactions by timestamp (MVTO-like): the
@@ -85,16 +85,6 @@ impl WhiteBox {
     }
 }
 
-/// The extra fields of a timestamp-ordered transaction: `commit-ts` (an
-/// integer TSO or `[wall, logical]`), and per micro-op the version
-/// timestamp a read returned (`version-ts`, `nil` for writes / absent rows).
-pub fn ts_extra(commit_ts: Data, version_ts: Vec<Data>) -> Vec<(String, Data)> {
-    vec![
-        ("commit-ts".to_string(), commit_ts),
-        ("version-ts".to_string(), Data::Vec(version_ts)),
-    ]
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
@@ -131,11 +121,5 @@ mod tests {
         assert!(w.extra(&[], vec![]).is_err());
         assert!(WhiteBox::Off.extra(&[], vec![]).unwrap().is_empty());
         assert_eq!(WhiteBox::Off.txn_sql(), None);
-    }
-
-    #[test]
-    fn timestamp_fields() {
-        let e = ts_extra(Data::Int(5), vec![Data::Nil]);
-        assert_eq!(e[0].0, "commit-ts");
     }
 }

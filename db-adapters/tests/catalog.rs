@@ -29,8 +29,8 @@ fn readme_lists_every_database_of_the_catalog_in_order() {
     assert_eq!(named, catalog, "README row: {row}");
 }
 
-/// Every `impl Database for` is in a database's own module
-/// (`<module>/database.rs`), and the `DATABASES` table names each entry
+/// Every `impl Database for` (or `impl Recipe for`, a tarball
+/// database's) is in a database's own module (`<module>/database.rs`), and the `DATABASES` table names each entry
 /// once: a database is its module plus one line of the table.
 #[test]
 fn every_entry_lives_in_its_own_module_and_is_in_the_table_once() {
@@ -53,7 +53,12 @@ fn every_entry_lives_in_its_own_module_and_is_in_the_table_once() {
                 for (i, l) in lines.iter().enumerate() {
                     // The MariaDB entries share one impl, written by a
                     // macro: its invocations name the types.
-                    if let Some(rest) = l.strip_prefix("impl Database for ") {
+                    // A tarball database's entry is its `impl Recipe`
+                    // (every recipe is an entry: `tarball/mod.rs`).
+                    if let Some(rest) = l
+                        .strip_prefix("impl Database for ")
+                        .or_else(|| l.strip_prefix("impl Recipe for "))
+                    {
                         entries.push((rel.clone(), rest.trim_end_matches(" {").to_string()));
                     } else if l.ends_with("_entry!(") {
                         let ty = lines.get(i + 1).copied().unwrap_or_default();

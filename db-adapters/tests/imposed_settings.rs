@@ -9,7 +9,7 @@ use db_adapters::db::Db;
 use db_adapters::etcd::{EtcdNodes, EtcdNodesConfig};
 use db_adapters::mysql::{MariaDb, MariaDbConfig};
 use db_adapters::patroni::{PatroniCluster, PatroniConf, PatroniConfig, PatroniDb};
-use db_adapters::pg_cluster::{PgCluster, PgClusterConfig};
+use db_adapters::postgres::cluster::{PgCluster, PgClusterConfig};
 use nemesis::Node;
 use nemesis::remote::{LocalRemote, Remote};
 use std::collections::BTreeMap;

@@ -15,9 +15,9 @@
 use crate::report::Keep;
 use checker::model::ConsistencyModel;
 use db_adapters::catalog::DbKind;
-pub use db_adapters::newsql::NewSqlSpec;
 use db_adapters::sim::SimMode;
 use db_adapters::sql::Isolation;
+pub use db_adapters::tarball::NewSqlSpec;
 use nemesis::schedule::FaultKind;
 use std::path::PathBuf;
 use std::time::Duration;

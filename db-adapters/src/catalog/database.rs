@@ -21,8 +21,8 @@
 use super::open::{DbSettings, LocalServer, OnNodes, OpenError};
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
-use crate::newsql::NewSqlSpec;
 use crate::sql::{Isolation, TxnTables};
+use crate::tarball::NewSqlSpec;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::sync::Arc;

@@ -19,7 +19,9 @@
 //!   `src/<db>/database.rs` with `pub struct <Db>;` and
 //!   `impl Database for <Db>` (every method; the compiler lists the
 //!   missing ones; a key-value store answers `dialect` with `None` and
-//!   `supports` with the workloads its client runs);
+//!   `supports` with the workloads its client runs); a database installed
+//!   from a release tarball writes `impl tarball::Recipe for <Db>` instead
+//!   (only what differs; `tarball/mod.rs` answers the rest);
 //! * `pub mod <db>;` in `lib.rs`, and `&crate::<db>::<Db>,` in
 //!   [`DATABASES`] (its place is its `--help` order);
 //! * its row in `tests.rs`' `the_table_answers_as_written` and
@@ -30,8 +32,8 @@
 //! of `--url`, `--local`, `--tarball` and `--db-port` are generated.
 //!
 //! Invariant: names and aliases are unique and each parses to its entry
-//! (`tests.rs`); every `impl Database` is in its database's own
-//! `database.rs` and in the table once (`tests/catalog.rs`); no `match`
+//! (`tests.rs`); every `impl Database` (or `impl Recipe`) is in its
+//! database's own `database.rs` and in the table once (`tests/catalog.rs`); no `match`
 //! in the workspace picks out databases with a wildcard arm (the root's
 //! `tests/db_catalog.rs`, which also checks `--help` lists the table).
 
@@ -47,8 +49,8 @@ pub use database::{
     Capabilities, ClockFaults, Database, NodeCount, Placement, SqlDialect, SqlFamily,
 };
 pub use open::{
-    DbSettings, LocalServer, OnNodes, OpenError, check_reach_and_flags, check_tarball,
-    install_settings, no_local_server, not_on_nodes, pg_wire_factory, tarball,
+    DbSettings, LocalServer, OnNodes, OpenError, check_reach_and_flags, no_local_server,
+    not_on_nodes,
 };
 
 /// Every database, in `--help` order.

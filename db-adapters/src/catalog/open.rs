@@ -1,9 +1,8 @@
 //! What opening a database takes and gives ([`DbSettings`], [`OnNodes`],
-//! [`LocalServer`], [`OpenError`]), and the checks and settings the
-//! entries of several databases share: how `--url`/`--local` and the
-//! tarball flags are checked ([`check_reach_and_flags`],
-//! [`check_tarball`]), how a tarball install takes `--db-dir`/`--db-port`
-//! ([`install_settings`]), and a PG-wire factory ([`pg_wire_factory`]).
+//! [`LocalServer`], [`OpenError`]), and the checks every entry shares: how
+//! `--url`/`--local` and the flags of other databases are refused
+//! ([`check_reach_and_flags`]). The tarball databases' own checks and
+//! settings are in `crate::tarball`.
 //!
 //! Key decision: nothing here names a database; each entry
 //! (`<database>/database.rs`) calls the helpers that fit it, so the engine
@@ -14,12 +13,9 @@
 
 use super::{Database, DbKind, Placement, names_where};
 use crate::client::{BoxFuture, ClientFactory};
-use crate::cluster::{Install, Tarball};
 use crate::db::Db;
-use crate::newsql::NewSqlSpec;
-use crate::pgwire::{PgWireDb, Target};
 use crate::sql::{DataModel, Isolation};
-use nemesis::Node;
+use crate::tarball::NewSqlSpec;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -162,91 +158,6 @@ pub fn check_reach_and_flags(
         ));
     }
     Ok(())
-}
-
-/// A tarball database's way to be reached: `--url`, or `--nodes` with
-/// `--tarball` (install) or `--no-setup` (running cluster); and the
-/// TiDB-only flags only where `tidb_flags` (the database takes them).
-///
-/// # Errors
-/// A missing or contradictory way; a tarball path that does not exist.
-pub fn check_tarball(
-    db: &dyn Database,
-    s: &DbSettings,
-    nodes: Option<&[Node]>,
-    tidb_flags: bool,
-) -> Result<(), String> {
-    let a = &s.newsql;
-    if !tidb_flags && a.tidb_only_set() {
-        return Err(
-            "--txn-mode, --auto-retry, --auto-retry-limit and --roles apply to --db tidb only"
-                .to_string(),
-        );
-    }
-    let name = db.name();
-    match (&s.url, nodes, &a.tarball, a.no_setup) {
-        (Some(_), _, Some(_), _) => Err(
-            "--url connects to a running cluster; it does not combine with --tarball".to_string(),
-        ),
-        (Some(_), ..) | (None, Some(_), None, true) => Ok(()),
-        (None, None, ..) => Err(format!(
-            "--db {name} needs --nodes with --tarball PATH|URL (install) or --no-setup (running cluster), or --url"
-        )),
-        (None, Some(_), Some(_), true) => {
-            Err("--tarball and --no-setup exclude each other".to_string())
-        }
-        (None, Some(_), None, false) => Err(format!(
-            "--db {name} on --nodes needs --tarball PATH|URL (a release to install) or --no-setup (the cluster runs already)"
-        )),
-        (None, Some(_), Some(t), false) => Tarball::parse(t).map(|_| ()),
-    }
-}
-
-/// The release a tarball database installs (with `--no-setup` nothing is
-/// installed and the tarball is never read).
-///
-/// # Errors
-/// A `--tarball` path that does not exist.
-pub fn tarball(s: &DbSettings) -> Result<Tarball, String> {
-    match &s.newsql.tarball {
-        Some(t) => Tarball::parse(t),
-        None => Ok(Tarball::Url(String::new())),
-    }
-}
-
-/// Applies `--db-dir`, `--db-port` and `--no-setup` (which `--url` with
-/// `--nodes` implies) to a tarball install.
-pub fn install_settings(s: &DbSettings, i: &mut Install) {
-    let a = &s.newsql;
-    if let Some(d) = &a.db_dir {
-        i.layout.base = d.clone();
-    }
-    i.port = a.db_port.unwrap_or(i.port);
-    i.no_setup = a.no_setup || s.url.is_some();
-}
-
-/// A PG-wire tarball database's factory: behind `url`, else on every node
-/// at `--db-port` or the database's default port.
-///
-/// # Errors
-/// A bad URL or setting.
-pub fn pg_wire_factory(
-    db: &dyn Database,
-    wire: &PgWireDb,
-    s: &DbSettings,
-    url: Option<&str>,
-) -> Result<Arc<dyn ClientFactory>, String> {
-    let port = s.newsql.db_port.or(db.default_port()).unwrap_or_default();
-    let target = match url {
-        Some(u) => Target::Url(u.to_string()),
-        None => wire.node_target(port),
-    };
-    let f = wire.factory(target, s.isolation, s.model, s.newsql.select_for_update)?;
-    Ok(Arc::new(if s.version_order_db {
-        f.with_version_order_db()
-    } else {
-        f
-    }))
 }
 
 /// `start_local` of a database without a local server.

@@ -3,8 +3,8 @@
 //! entry says (the flags of the tarball databases, `--url`/`--local`).
 
 use super::*;
-use crate::newsql::NewSqlSpec;
 use crate::sql::{DataModel, Isolation};
+use crate::tarball::NewSqlSpec;
 use nemesis::Node;
 use std::collections::HashSet;
 use std::path::PathBuf;

@@ -1,32 +1,24 @@
 //! CockroachDB's catalog entry (`--db cockroach`): PG wire on port 26257,
 //! behind `--url` or on `--nodes` from a release tarball (or `--no-setup`);
 //! its client records commit and version timestamps (`--version-order db`,
-//! `whitebox.rs`).
+//! `whitebox.rs`). What the tarball databases share is `crate::tarball`.
 
 use super::{CockroachConfig, PG_WIRE, check_isolation};
-use crate::catalog::{
-    Capabilities, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError, Placement,
-    SqlDialect, check_reach_and_flags, check_tarball, install_settings, no_local_server,
-    pg_wire_factory,
-};
-use crate::client::{BoxFuture, ClientFactory};
+use crate::catalog::{DbSettings, SqlDialect};
+use crate::client::ClientFactory;
+use crate::cluster::{Spec, Tarball};
 use crate::db::NodeLog;
-use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
+use crate::tarball::{NewSqlSpec, Recipe, install_settings, pg_wire_factory};
 use nemesis::Node;
-use nemesis::remote::Remote;
 use std::sync::Arc;
-use workloads::WorkloadKind;
 
 /// CockroachDB.
 pub struct Cockroach;
 
-impl Database for Cockroach {
+impl Recipe for Cockroach {
     fn name(&self) -> &'static str {
         "cockroach"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &[]
     }
     fn about(&self) -> &'static str {
         "CockroachDB (PG wire, port 26257): `--nodes` with `--tarball` or `--no-setup`, or `--url postgres://root@host:26257/defaultdb`. Isolation: serializable, read-committed"
@@ -34,14 +26,8 @@ impl Database for Cockroach {
     fn url_schemes(&self) -> &'static [&'static str] {
         &["postgres", "postgresql"]
     }
-    fn placement(&self) -> Placement {
-        Placement::UrlOrNodes
-    }
-    fn node_count(&self) -> NodeCount {
-        NodeCount::ANY
-    }
-    fn default_port(&self) -> Option<u16> {
-        Some(super::DEFAULT_PORT)
+    fn default_port(&self) -> u16 {
+        super::DEFAULT_PORT
     }
     fn log_files(&self) -> &'static [NodeLog] {
         super::LOGS
@@ -49,24 +35,19 @@ impl Database for Cockroach {
     fn isolation_levels(&self) -> &'static [Isolation] {
         &[Isolation::Serializable, Isolation::ReadCommitted]
     }
-    fn dialect(&self) -> Option<SqlDialect> {
-        Some(SqlDialect {
+    fn dialect(&self) -> SqlDialect {
+        SqlDialect {
             for_update_flag: true,
             ..SqlDialect::POSTGRES
-        })
+        }
     }
-    fn capabilities(&self) -> Capabilities {
-        crate::newsql::CAPABILITIES
-    }
-    fn records_version_order(&self, _on_nodes: bool) -> bool {
+    fn records_version_order(&self) -> bool {
         true
     }
-    fn supports(&self, w: WorkloadKind, _on_nodes: bool) -> bool {
-        crate::newsql::runs_workload(w)
+    fn takes_tidb_flags(&self) -> bool {
+        false
     }
-    fn check_settings(&self, s: &DbSettings, nodes: Option<&[Node]>) -> Result<Isolation, String> {
-        check_reach_and_flags(self, s, nodes.is_some())?;
-        check_tarball(self, s, nodes, false)?;
+    fn check_own(&self, s: &DbSettings, _nodes: Option<&[Node]>) -> Result<Isolation, String> {
         check_isolation(s.isolation)
     }
     fn client_nodes(&self, _newsql: &NewSqlSpec, nodes: Vec<Node>) -> Result<Vec<Node>, String> {
@@ -77,24 +58,11 @@ impl Database for Cockroach {
         s: &DbSettings,
         url: Option<&str>,
     ) -> Result<Arc<dyn ClientFactory>, String> {
-        crate::newsql::refuse_jepsen(self, s)?;
         pg_wire_factory(self, &PG_WIRE, s, url)
     }
-    fn lifecycle(
-        &self,
-        s: &DbSettings,
-        remotes: Vec<Arc<dyn Remote>>,
-    ) -> Result<OnNodes, OpenError> {
-        crate::newsql::on_nodes(self, s, remotes, |tarball, nodes| {
-            let mut c = CockroachConfig::new(tarball);
-            install_settings(s, &mut c.install);
-            Ok(c.spec(nodes))
-        })
-    }
-    fn start_local(
-        &self,
-        _s: &DbSettings,
-    ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
-        no_local_server(self)
+    fn cluster(&self, s: &DbSettings, tarball: Tarball, nodes: &[Node]) -> Result<Spec, String> {
+        let mut c = CockroachConfig::new(tarball);
+        install_settings(s, &mut c.install);
+        Ok(c.spec(nodes))
     }
 }

@@ -2,10 +2,9 @@
 //! (see the module doc of `super`).
 
 use super::*;
-use crate::cluster::{
-    Daemon, Install, Plan, Spec, Step, Tarball, UNPACK_LOG, host_ports, install_steps, node_logs,
-};
+use crate::cluster::{Daemon, Install, Plan, Spec, Step, Tarball, UNPACK_LOG, host_ports};
 use crate::db::NodeLog;
+use crate::tarball::lifecycle::{Cluster, Member, Stage};
 use nemesis::Node;
 use std::time::Duration;
 
@@ -106,50 +105,44 @@ impl CockroachConfig {
         .retry(120, Duration::from_secs(1))
     }
 
-    /// The whole lifecycle of a cluster on `nodes`.
+    /// The whole lifecycle of a cluster on `nodes`: install, start every
+    /// node, `cockroach init` once, wait until every node answers SQL.
     pub fn spec(&self, nodes: &[Node]) -> Spec {
-        let mut setup = Plan::default();
-        for n in nodes {
-            setup.extend(install_steps(
-                &self.install.layout,
-                &n.name,
-                &self.install.tarball,
-                "CockroachDB",
-                &["cockroach"],
-            ));
-        }
-        let daemons: Vec<(String, Daemon)> = nodes
+        let members = nodes
             .iter()
-            .map(|n| (n.name.clone(), self.daemon(n, nodes)))
+            .map(|n| {
+                let dir = self.install.layout.dir(&n.name);
+                Member {
+                    node: n.clone(),
+                    binaries: vec!["cockroach"],
+                    then: Plan::default(),
+                    wipe: vec![format!("{dir}/data"), format!("{dir}/logs")],
+                }
+            })
             .collect();
-        for (node, d) in &daemons {
-            setup.push(Step::run(node, "start cockroach", d.start_cmd()));
-        }
+        let mut start = Stage {
+            daemons: nodes
+                .iter()
+                .map(|n| (n.name.clone(), self.daemon(n, nodes)))
+                .collect(),
+            then: Plan::default(),
+        };
         if let Some(first) = nodes.first() {
-            setup.push(self.init_step(first));
+            start.then.push(self.init_step(first));
         }
-        let mut ready = Plan::default();
-        for n in nodes {
-            ready.push(self.ready_step(n));
-        }
-        let mut logs = Vec::new();
-        let mut wipe = Vec::new();
-        for n in nodes {
-            let dir = self.install.layout.dir(&n.name);
-            logs.extend(node_logs(&n.name, LOGS, &dir, |_| true));
-            wipe.push((n.name.clone(), format!("{dir}/data")));
-            wipe.push((n.name.clone(), format!("{dir}/logs")));
-        }
-        Spec {
+        Cluster {
             name: "cockroach",
-            setup,
-            ready,
-            daemons,
-            wipe,
-            logs,
+            product: "CockroachDB",
+            install: &self.install,
+            logs: LOGS,
+            members,
+            stages: vec![start],
+            ready: Plan {
+                steps: nodes.iter().map(|n| self.ready_step(n)).collect(),
+            },
             client_nodes: nodes.to_vec(),
             primaries: Vec::new(),
-            no_setup: self.install.no_setup,
         }
+        .spec()
     }
 }

@@ -4,9 +4,8 @@
 //! `<wall nanos>.<10-digit logical>` ([`Hlc`]); reading the latter pins the
 //! transaction's timestamp, so a later push restarts it — a definite 40001
 //! `fail`, never a wrong certificate. The PG-wire client records them
-//! through `crate::whitebox::WhiteBox::Cockroach`.
+//! through the root `whitebox.rs` (`WhiteBox::Cockroach`).
 
-use crate::whitebox::ts_extra;
 use store::Data;
 
 /// A hybrid logical clock timestamp: wall nanoseconds, then logical ticks.
@@ -76,6 +75,16 @@ pub fn extra(ts: &str, versions: &[Option<String>]) -> Result<Vec<(String, Data)
     Ok(ts_extra(commit.to_data(), versions))
 }
 
+/// The extra fields of a timestamp-ordered transaction: `commit-ts` (an
+/// integer TSO or `[wall, logical]`), and per micro-op the version
+/// timestamp a read returned (`version-ts`, `nil` for writes / absent rows).
+fn ts_extra(commit_ts: Data, version_ts: Vec<Data>) -> Vec<(String, Data)> {
+    vec![
+        ("commit-ts".to_string(), commit_ts),
+        ("version-ts".to_string(), Data::Vec(version_ts)),
+    ]
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -108,5 +117,11 @@ mod tests {
     fn statements() {
         assert!(read_sql(1).contains("crdb_internal_mvcc_timestamp::text FROM txn1"));
         assert!(TXN_SQL.contains("cluster_logical_timestamp()"));
+    }
+
+    #[test]
+    fn timestamp_fields() {
+        let e = ts_extra(Data::Int(5), vec![Data::Nil]);
+        assert_eq!(e[0].0, "commit-ts");
     }
 }

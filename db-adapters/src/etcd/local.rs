@@ -15,7 +15,7 @@
 //! faults overlap.
 
 use super::grpc::EtcdConn;
-use crate::postgres::local::signal;
+use crate::exit_cleanup::signal;
 use nemesis::Node;
 use nemesis::process::{Process, ProcessError};
 use std::path::{Path, PathBuf};

@@ -1,8 +1,10 @@
-//! Clients of Jepsen's non-Elle workloads: bank (and
-//! multi-table, and with inserts/deletes), set, set-full, monotonic,
-//! sequential and counter, on SQLite ([`sqlite`]), PostgreSQL ([`pg`]),
-//! MariaDB and Galera on `--nodes` ([`mysql`]) and the simulator ([`sim`]). long-fork runs on
-//! the databases' ordinary rw-register clients (its ops are plain `txn`s).
+//! Clients of Jepsen's non-Elle workloads: bank (and multi-table, and with
+//! inserts/deletes), set, set-full, monotonic, sequential and counter.
+//! What they share is here (the typed op, the SQL [`program`] over a
+//! [`Session`]); each database's session is in its own folder:
+//! `sqlite::jepsen`, `postgres::jepsen`, `mysql::jepsen` (MariaDB and
+//! Galera on `--nodes`), `sim::jepsen`. long-fork runs on the databases'
+//! ordinary rw-register clients (its ops are plain `txn`s).
 //!
 //! Key decisions:
 //! * An op arrives as `(f, micro-ops)` in the encoding of `workloads`'
@@ -20,11 +22,7 @@
 //!   `no-account`, `exists`). sequential's write is several transactions: a
 //!   failure after the first committed is `info` (partly applied).
 
-pub mod mysql;
-pub mod pg;
 pub mod program;
-pub mod sim;
-pub mod sqlite;
 
 use crate::client::{BoxFuture, ClientError};
 use crate::sql::{int_key, int_val};

@@ -1,7 +1,7 @@
 //! The catalog entries of MariaDB (`--db mariadb`, one server on the first
 //! of `--nodes`) and MariaDB Galera (`--db galera`, 3+ nodes): the same
 //! client and lifecycle ([`super::MariaDb`]), on nodes only; every Jepsen
-//! workload runs on them (`crate::jepsen::mysql`).
+//! workload runs on them (`super::jepsen`).
 
 use super::{MariaDb, MariaDbConfig, MysqlFactory};
 use crate::catalog::{
@@ -10,8 +10,8 @@ use crate::catalog::{
 };
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
-use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
+use crate::tarball::NewSqlSpec;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::sync::Arc;
@@ -75,7 +75,7 @@ fn on_nodes(
     if s.lazyfs {
         let exe = nemesis::node_binary::own_binary()
             .map_err(|e| OpenError::Setup(format!("--lazyfs: own binary: {e}")))?;
-        cfg.lossy = Some(crate::pg_cluster::LossyConfig {
+        cfg.lossy = Some(crate::db::LossyConfig {
             binary: exe.to_string_lossy().into_owned(),
             cache_mib: 1024,
             strict: s.lazyfs_strict,
@@ -85,7 +85,7 @@ fn on_nodes(
     let f = MysqlFactory::new(s.isolation, s.model).map_err(OpenError::Setup)?;
     let factory: Arc<dyn ClientFactory> = match s.jepsen {
         Some(w) if w != JepsenWorkload::LongFork => {
-            Arc::new(crate::jepsen::mysql::JepsenMysqlFactory::new(f, w, false))
+            Arc::new(super::jepsen::JepsenMysqlFactory::new(f, w, false))
         }
         _ => Arc::new(f),
     };

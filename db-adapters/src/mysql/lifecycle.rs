@@ -29,10 +29,10 @@
 //! (`nemesis::process::wait_gone_sh`).
 
 use crate::client::BoxFuture;
+use crate::db::LossyConfig;
 use crate::db::{
     DbError, NodeLog, NodeServers, ServerConfig, ServerSteps, Servers, join_errors, poll,
 };
-use crate::pg_cluster::LossyConfig;
 use nemesis::Node;
 use nemesis::lossy;
 use nemesis::lossyfs::ctl::{Command, Reply};

@@ -15,6 +15,7 @@
 pub mod client;
 mod database;
 pub mod galera;
+pub mod jepsen;
 pub mod lifecycle;
 
 pub use client::MysqlFactory;

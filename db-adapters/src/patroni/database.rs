@@ -14,8 +14,8 @@ use crate::catalog::{
 };
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
-use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
+use crate::tarball::NewSqlSpec;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::sync::Arc;

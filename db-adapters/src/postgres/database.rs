@@ -1,22 +1,23 @@
 //! PostgreSQL's catalog entry (`--db postgres`): behind `--url`, a
 //! throwaway local cluster (`--local`, or neither `--url` nor `--nodes`),
 //! or a primary with streaming replicas on `--nodes`
-//! ([`crate::pg_cluster`], `--replica-reads`). Its client records the
+//! ([`super::cluster`], `--replica-reads`). Its client records the
 //! version order on a single server (`--version-order db`: txid and
 //! snapshot visibility, `whitebox.rs`); the Jepsen workloads run behind a
-//! URL (`crate::jepsen::pg`).
+//! URL (`super::jepsen`).
 
 use super::PgFactory;
+use super::cluster::{PgCluster, PgClusterConfig, ReplicaReadsFactory};
 use super::local::LocalCluster;
 use crate::catalog::{
     Capabilities, ClockFaults, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError,
     Placement, SqlDialect, check_reach_and_flags,
 };
 use crate::client::{BoxFuture, ClientFactory};
+use crate::db::LossyConfig;
 use crate::db::NodeLog;
-use crate::newsql::NewSqlSpec;
-use crate::pg_cluster::{LossyConfig, PgCluster, PgClusterConfig, ReplicaReadsFactory};
 use crate::sql::Isolation;
+use crate::tarball::NewSqlSpec;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::sync::Arc;
@@ -65,7 +66,7 @@ impl Database for Postgres {
         Some(5432)
     }
     fn log_files(&self) -> &'static [NodeLog] {
-        crate::pg_cluster::LOGS
+        super::cluster::LOGS
     }
     fn isolation_levels(&self) -> &'static [Isolation] {
         &Isolation::ALL
@@ -116,7 +117,7 @@ impl Database for Postgres {
         if let Some(w) = s.jepsen
             && w != JepsenWorkload::LongFork
         {
-            return Ok(Arc::new(crate::jepsen::pg::JepsenPgFactory::new(
+            return Ok(Arc::new(super::jepsen::JepsenPgFactory::new(
                 url,
                 s.isolation,
                 w,

@@ -16,10 +16,10 @@
 //! of failing forever; a reconnect failure is a definite `fail` because no
 //! request was sent.
 
+pub mod cluster;
 mod database;
+pub mod jepsen;
 pub mod local;
-mod local_conf;
-pub mod local_process;
 pub mod whitebox;
 
 pub use database::Postgres;

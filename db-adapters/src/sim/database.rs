@@ -12,8 +12,8 @@ use crate::catalog::{
 };
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
-use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
+use crate::tarball::NewSqlSpec;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::sync::Arc;
@@ -118,7 +118,7 @@ impl Database for Sim {
         let sim = SimFactory::new(mode, s.seed);
         Ok(match s.jepsen {
             // Every Jepsen workload, long-fork included, has its own client.
-            Some(w) => Arc::new(crate::jepsen::sim::JepsenSimFactory::new(sim, w)),
+            Some(w) => Arc::new(super::jepsen::JepsenSimFactory::new(sim, w)),
             None => Arc::new(sim),
         })
     }

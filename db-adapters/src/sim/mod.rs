@@ -26,6 +26,7 @@ pub mod driver;
 pub mod engine;
 pub mod faulted;
 pub mod instant;
+pub mod jepsen;
 mod process;
 pub mod replicated;
 mod value;

@@ -1,6 +1,6 @@
 //! SQLite's catalog entry (`--db sqlite`, the default): embedded, no URL,
 //! no nodes; its clients record the commit order (`--version-order db` at
-//! serializable) and run the Jepsen workloads (`crate::jepsen::sqlite`).
+//! serializable) and run the Jepsen workloads (`super::jepsen`).
 
 use super::SqliteFactory;
 use crate::catalog::{
@@ -9,8 +9,8 @@ use crate::catalog::{
 };
 use crate::client::{BoxFuture, ClientFactory};
 use crate::db::NodeLog;
-use crate::newsql::NewSqlSpec;
 use crate::sql::Isolation;
+use crate::tarball::NewSqlSpec;
 use nemesis::Node;
 use nemesis::remote::Remote;
 use std::sync::Arc;
@@ -110,7 +110,7 @@ impl Database for Sqlite {
     ) -> Result<Arc<dyn ClientFactory>, String> {
         Ok(match s.jepsen {
             Some(w) if w != workloads::JepsenWorkload::LongFork => {
-                Arc::new(crate::jepsen::sqlite::JepsenSqliteFactory::new(
+                Arc::new(super::jepsen::JepsenSqliteFactory::new(
                     s.dir.join("sqlite.db"),
                     s.isolation,
                     w,

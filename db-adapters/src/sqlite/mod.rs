@@ -32,6 +32,7 @@
 pub const DEFAULT_OPS: u64 = 800_000;
 
 mod database;
+pub mod jepsen;
 
 pub use database::Sqlite;
 

@@ -2,10 +2,9 @@
 //! (see the module doc of `super`).
 
 use super::*;
-use crate::cluster::{
-    Daemon, Install, Plan, Spec, Step, Tarball, UNPACK_LOG, host_ports, install_steps, node_logs,
-};
+use crate::cluster::{Daemon, Install, Plan, Spec, Step, Tarball, UNPACK_LOG, host_ports};
 use crate::db::NodeLog;
+use crate::tarball::lifecycle::{Cluster, Member, Stage};
 use nemesis::Node;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -253,88 +252,88 @@ impl TidbConfig {
     /// every TiDB, and wait until each tidb-server answers on its status
     /// port (`curl http://<host>:10080/status`).
     pub fn spec(&self, nodes: &[Node]) -> Spec {
-        let members = self.members(nodes);
-        let mut setup = Plan::default();
-        for n in &members {
-            let bins: Vec<&str> = Role::ALL
-                .iter()
-                .filter(|r| self.roles.nodes(**r).contains(n))
-                .map(|r| r.binary())
-                .collect();
-            setup.extend(install_steps(
-                &self.install.layout,
-                &n.name,
-                &self.install.tarball,
-                "TiDB",
-                &bins,
-            ));
-        }
-        let mut daemons = Vec::new();
-        for role in Role::ALL {
-            for n in self.roles.nodes(role) {
-                let d = self.daemon(role, n);
-                setup.push(Step::run(
-                    &n.name,
-                    format!("start {}-server", role.name()),
-                    d.start_cmd(),
-                ));
-                daemons.push((n.name.clone(), d));
-            }
-            if role == Role::Pd {
-                for n in self.roles.nodes(Role::Pd) {
-                    setup.push(
-                        Step::run(
-                            &n.name,
-                            "pd ready",
-                            format!(
-                                "curl -fsS http://{}:{PD_CLIENT_PORT}/pd/api/v1/health",
-                                n.host
-                            ),
-                        )
-                        .retry(120, Duration::from_secs(1)),
-                    );
+        let runs = |n: &Node| -> Vec<Role> {
+            Role::ALL
+                .into_iter()
+                .filter(|r| self.roles.nodes(*r).contains(n))
+                .collect()
+        };
+        let members = self
+            .members(nodes)
+            .into_iter()
+            .map(|n| {
+                let dir = self.install.layout.dir(&n.name);
+                let roles = runs(&n);
+                Member {
+                    binaries: roles.iter().map(|r| r.binary()).collect(),
+                    then: Plan::default(),
+                    wipe: roles
+                        .iter()
+                        .flat_map(|r| {
+                            [
+                                format!("{dir}/{}", r.name()),
+                                format!("{dir}/{}.log", r.name()),
+                            ]
+                        })
+                        .collect(),
+                    node: n,
                 }
-            }
-        }
-        let mut ready = Plan::default();
-        for n in self.roles.nodes(Role::Tidb) {
-            ready.push(
+            })
+            .collect();
+        let stages = Role::ALL
+            .into_iter()
+            .map(|role| {
+                let nodes = self.roles.nodes(role);
+                let mut then = Plan::default();
+                if role == Role::Pd {
+                    for n in nodes {
+                        then.push(
+                            Step::run(
+                                &n.name,
+                                "pd ready",
+                                format!(
+                                    "curl -fsS http://{}:{PD_CLIENT_PORT}/pd/api/v1/health",
+                                    n.host
+                                ),
+                            )
+                            .retry(120, Duration::from_secs(1)),
+                        );
+                    }
+                }
+                Stage {
+                    daemons: nodes
+                        .iter()
+                        .map(|n| (n.name.clone(), self.daemon(role, n)))
+                        .collect(),
+                    then,
+                }
+            })
+            .collect();
+        let ready = self
+            .roles
+            .nodes(Role::Tidb)
+            .iter()
+            .map(|n| {
                 Step::run(
                     &n.name,
                     "tidb ready",
                     format!("curl -fsS http://{}:{TIDB_STATUS_PORT}/status", n.host),
                 )
-                .retry(180, Duration::from_secs(1)),
-            );
-        }
-        let mut logs = Vec::new();
-        let mut wipe = Vec::new();
-        for n in &members {
-            let dir = self.install.layout.dir(&n.name);
-            let runs = |role: &str| {
-                Role::ALL
-                    .iter()
-                    .any(|r| r.name() == role && self.roles.nodes(*r).contains(n))
-            };
-            logs.extend(node_logs(&n.name, LOGS, &dir, runs));
-            for role in Role::ALL {
-                if self.roles.nodes(role).contains(n) {
-                    wipe.push((n.name.clone(), format!("{dir}/{}", role.name())));
-                    wipe.push((n.name.clone(), format!("{dir}/{}.log", role.name())));
-                }
-            }
-        }
-        Spec {
+                .retry(180, Duration::from_secs(1))
+            })
+            .collect();
+        Cluster {
             name: "tidb",
-            setup,
-            ready,
-            daemons,
-            wipe,
-            logs,
+            product: "TiDB",
+            install: &self.install,
+            logs: LOGS,
+            members,
+            stages,
+            ready: Plan { steps: ready },
             client_nodes: self.roles.nodes(Role::Tidb).to_vec(),
             primaries: self.roles.nodes(Role::Pd).to_vec(),
-            no_setup: self.install.no_setup,
         }
+        .spec()
     }
 }
 

@@ -2,10 +2,9 @@
 //! (see the module doc of `super`).
 
 use super::*;
-use crate::cluster::{
-    Daemon, Install, Plan, Spec, Step, Tarball, UNPACK_LOG, host_ports, install_steps, node_logs,
-};
+use crate::cluster::{Daemon, Install, Plan, Spec, Step, Tarball, UNPACK_LOG, host_ports};
 use crate::db::NodeLog;
+use crate::tarball::lifecycle::{Cluster, Member, Stage};
 use nemesis::Node;
 use std::time::Duration;
 
@@ -124,37 +123,39 @@ impl YugabyteConfig {
     /// every node (`ysqlsh -h … -p 5433 -c 'SELECT 1'`).
     pub fn spec(&self, nodes: &[Node]) -> Spec {
         let masters = Self::masters(nodes);
-        let mut setup = Plan::default();
-        for n in nodes {
-            setup.extend(install_steps(
-                &self.install.layout,
-                &n.name,
-                &self.install.tarball,
-                "YugabyteDB",
-                &[
-                    "bin/yb-master",
-                    "bin/yb-tserver",
-                    "bin/ysqlsh",
-                    "bin/post_install.sh",
-                ],
-            ));
-            let dist = self.install.layout.dist(&n.name);
-            setup.push(
-                Step::run(
+        let members = nodes
+            .iter()
+            .map(|n| {
+                let dist = self.install.layout.dist(&n.name);
+                let mut then = Plan::default();
+                then.push(
+                    Step::run(
+                        &n.name,
+                        "post_install.sh",
+                        format!(
+                            "test -f {dist}/.harness-post-installed || {{ {dist}/bin/post_install.sh && touch {dist}/.harness-post-installed; }}"
+                        ),
+                    )
+                    .timeout(Duration::from_secs(300)),
+                );
+                then.push(Step::run(
                     &n.name,
-                    "post_install.sh",
-                    format!(
-                        "test -f {dist}/.harness-post-installed || {{ {dist}/bin/post_install.sh && touch {dist}/.harness-post-installed; }}"
-                    ),
-                )
-                .timeout(Duration::from_secs(300)),
-            );
-            setup.push(Step::run(
-                &n.name,
-                "make data dir",
-                format!("mkdir -p {}", self.data(&n.name)),
-            ));
-        }
+                    "make data dir",
+                    format!("mkdir -p {}", self.data(&n.name)),
+                ));
+                Member {
+                    node: n.clone(),
+                    binaries: vec![
+                        "bin/yb-master",
+                        "bin/yb-tserver",
+                        "bin/ysqlsh",
+                        "bin/post_install.sh",
+                    ],
+                    then,
+                    wipe: vec![self.data(&n.name)],
+                }
+            })
+            .collect();
         let mut daemons = Vec::new();
         for m in &masters {
             daemons.push((m.name.clone(), self.master(m, &masters)));
@@ -162,12 +163,9 @@ impl YugabyteConfig {
         for n in nodes {
             daemons.push((n.name.clone(), self.tserver(n, &masters)));
         }
-        for (node, d) in &daemons {
-            setup.push(Step::run(node, format!("start {}", d.name), d.start_cmd()));
-        }
-        let mut ready = Plan::default();
-        for n in nodes {
-            ready.push(
+        let ready = nodes
+            .iter()
+            .map(|n| {
                 Step::run(
                     &n.name,
                     "ysql ready",
@@ -178,32 +176,23 @@ impl YugabyteConfig {
                         self.install.port
                     ),
                 )
-                .retry(180, Duration::from_secs(1)),
-            );
-        }
-        let mut logs = Vec::new();
-        let mut wipe = Vec::new();
-        for n in nodes {
-            let master = masters.iter().any(|m| m.name == n.name);
-            let runs = |daemon: &str| master || daemon != "yb-master";
-            logs.extend(node_logs(
-                &n.name,
-                LOGS,
-                &self.install.layout.dir(&n.name),
-                runs,
-            ));
-            wipe.push((n.name.clone(), self.data(&n.name)));
-        }
-        Spec {
+                .retry(180, Duration::from_secs(1))
+            })
+            .collect();
+        Cluster {
             name: "yugabyte",
-            setup,
-            ready,
-            daemons,
-            wipe,
-            logs,
+            product: "YugabyteDB",
+            install: &self.install,
+            logs: LOGS,
+            members,
+            stages: vec![Stage {
+                daemons,
+                then: Plan::default(),
+            }],
+            ready: Plan { steps: ready },
             client_nodes: nodes.to_vec(),
             primaries: masters,
-            no_setup: self.install.no_setup,
         }
+        .spec()
     }
 }

@@ -12,7 +12,7 @@
 //! preload too, and the database clock is read with
 //! `clock_timestamp()` ([`Process::db_clock`]).
 
-use super::local::signal;
+use super::signal;
 use nemesis::clock::ClockReading;
 use nemesis::process::{Process, ProcessError};
 use nemesis::{BoxFuture, Node};
@@ -113,7 +113,7 @@ impl LocalProcess {
             .as_deref()
             .map(|f| nemesis::clock::preload_env(f, true))
             .unwrap_or_default();
-        let mut cmd = super::local::command(&self.pg_ctl, self.as_postgres, &env);
+        let mut cmd = super::command(&self.pg_ctl, self.as_postgres, &env);
         cmd.arg("-D")
             .arg(&self.data)
             .arg("-l")
@@ -161,7 +161,7 @@ impl LocalProcess {
 
 impl LocalProcess {
     async fn read_clock(&self, node: &Node) -> Result<ClockReading, ProcessError> {
-        super::read_clock(&self.url)
+        crate::postgres::read_clock(&self.url)
             .await
             .map_err(|m| self.err(node, "clock", m))
     }

@@ -18,7 +18,8 @@
 //! - Clients of `--replica-reads` pinned to a removed replica get errors
 //!   (`fail`/`info`) until it is back.
 
-use super::{LossyConfig, PgClusterConfig};
+use super::PgClusterConfig;
+use crate::db::LossyConfig;
 use crate::db::{DbError, Servers, poll};
 use nemesis::Node;
 use nemesis::lossy;

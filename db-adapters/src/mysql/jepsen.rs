@@ -9,9 +9,9 @@
 //! statements of [`program`] run as they are (`?` placeholders are
 //! MySQL's own).
 
-use super::program;
-use super::{Dialect, Session};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
+use crate::jepsen::program;
+use crate::jepsen::{Dialect, Session};
 use crate::mysql::MysqlFactory;
 use crate::mysql::client::classify_mysql;
 use crate::sql::TxnPhase;

@@ -4,9 +4,9 @@
 //! Levels as `crate::sqlite`: `serializable` = `BEGIN IMMEDIATE`,
 //! `snapshot-isolation` = `BEGIN DEFERRED` in WAL mode.
 
-use super::program;
-use super::{Dialect, Session};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
+use crate::jepsen::program;
+use crate::jepsen::{Dialect, Session};
 use crate::sql::Isolation;
 use crate::sqlite::blocking;
 use nemesis::Node;

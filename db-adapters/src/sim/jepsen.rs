@@ -13,8 +13,8 @@
 //! monotonic cycles, sequential trailing nils), `causal-gap` (long forks),
 //! `torn-commit` (bank totals seen half-transferred).
 
-use super::{Op, Outcome, refused};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
+use crate::jepsen::{Op, Outcome, refused};
 use crate::sim::{SimError, SimFactory, TxnId};
 use nemesis::Node;
 use std::sync::Arc;

@@ -26,7 +26,8 @@
 
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
 use crate::db::{
-    DbError, NodeLog, NodeServers, ServerConfig, ServerSteps, Servers, join_errors, poll,
+    DbError, LossyConfig, NodeLog, NodeServers, ServerConfig, ServerSteps, Servers, join_errors,
+    poll,
 };
 use nemesis::Node;
 use nemesis::lossy;
@@ -58,20 +59,8 @@ pub struct PgClusterConfig {
     /// Extra `postgresql.conf` lines (`synchronous_commit = off`).
     pub extra_conf: Vec<String>,
     /// Clock faults are asked for: every server runs under libfaketime
-    /// (`pg_cluster/clock.rs`).
+    /// (`cluster/clock.rs`).
     pub clock: bool,
-}
-
-/// The lossy filesystem under PostgreSQL's data directories.
-#[derive(Clone, Debug)]
-pub struct LossyConfig {
-    /// The harness binary on the nodes (it runs the filesystem daemon).
-    pub binary: String,
-    /// Cache limit per node, MiB.
-    pub cache_mib: u64,
-    /// Strict mode (`--lazyfs-strict`): un-synced creates, renames and
-    /// unlinks are lost too.
-    pub strict: bool,
 }
 
 impl Default for PgClusterConfig {

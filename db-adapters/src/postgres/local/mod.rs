@@ -21,7 +21,11 @@
 //! at the start of the next `--local` run (each directory records the pid of
 //! the harness that made it).
 
-pub use super::local_conf::{DEFAULT_SETTINGS, parse_conf, settings};
+mod conf;
+pub mod process;
+
+use crate::exit_cleanup::signal;
+pub use conf::{DEFAULT_SETTINGS, parse_conf, settings};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -131,15 +135,6 @@ fn pid_alive(pid: u32) -> bool {
 fn is_postgres_process(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .is_ok_and(|c| String::from_utf8_lossy(&c).contains("postgres"))
-}
-
-/// Sends a signal by pid with the `kill` utility (no unsafe code here).
-pub(crate) fn signal(pid: u32, sig: &str) {
-    let _ = std::process::Command::new("kill")
-        .args([format!("-{sig}"), pid.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }
 
 fn read_postmaster_pid(data: &Path) -> Option<u32> {
@@ -386,8 +381,8 @@ impl LocalCluster {
 
     /// Kill/start/pause/resume of this cluster's processes (the `--local`
     /// nemesis; no root needed).
-    pub fn process(&self) -> super::local_process::LocalProcess {
-        super::local_process::LocalProcess {
+    pub fn process(&self) -> process::LocalProcess {
+        process::LocalProcess {
             pg_ctl: self.bin.join("pg_ctl"),
             data: self.data_dir(),
             log: self.base.join("postgresql.log"),
@@ -400,7 +395,7 @@ impl LocalCluster {
 
     /// The postmaster now (a nemesis may have restarted it under a new pid).
     fn current_pid(&self) -> Option<u32> {
-        super::local_process::postmaster_pid(&self.data_dir()).or(self.pid)
+        process::postmaster_pid(&self.data_dir()).or(self.pid)
     }
 
     /// The cluster's data directory.
@@ -499,12 +494,12 @@ impl Drop for LocalCluster {
 /// children; then [`remove`].
 fn quit_and_remove(base: &Path, fallback: Option<u32>, link: Option<&Path>, run_dir: &Path) {
     let data = base.join("data");
-    let current = super::local_process::postmaster_pid(&data).or(fallback);
+    let current = process::postmaster_pid(&data).or(fallback);
     if let Some(pid) = current
         && pid_alive(pid)
         && is_postgres_process(pid)
     {
-        let children = super::local_process::children(pid);
+        let children = process::children(pid);
         signal(pid, "CONT");
         for c in &children {
             signal(*c, "CONT");

@@ -4,9 +4,9 @@
 //! the transactional client does (`crate::sql::classify_pg`: before
 //! `COMMIT` definite, at `COMMIT` indefinite unless the server answered).
 
-use super::program;
-use super::{Dialect, Session};
 use crate::client::{BoxFuture, Client, ClientError, ClientFactory};
+use crate::jepsen::program;
+use crate::jepsen::{Dialect, Session};
 use crate::sql::{Isolation, TxnPhase, classify_pg};
 use nemesis::Node;
 use std::str::FromStr;
