@@ -18,6 +18,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod fault_args;
+#[cfg(test)]
+mod flag_matrix;
 pub use fault_args::FaultArgs;
 
 /// `harness run` flags.
@@ -351,10 +353,8 @@ impl RunArgs {
             nodes: self.nodes.to_spec(),
             faults: {
                 let mut f = self.faults.to_spec()?;
-                if self.faults.nemesis_interval.is_none()
-                    && self.db.capabilities().default_ops.is_some()
-                {
-                    f.options.interval = fault_args::DEFAULT_CAPPED_INTERVAL;
+                if self.faults.nemesis_interval.is_none() {
+                    f.options.interval = engine::spec::default_nemesis_interval(self.db);
                 }
                 f
             },

@@ -27,6 +27,7 @@ pub mod report;
 pub mod run;
 pub mod runner;
 pub mod spec;
+mod unused_flags;
 // Child processes: SIGINT handler, wait4 (rusage), kill of a process group.
 #[allow(unsafe_code)]
 pub mod suite;

@@ -49,6 +49,7 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     let isolation = args.isolation;
     // Databases on nodes (galera, mariadb, postgres with --nodes).
     let on_nodes = crate::cluster::plan_nodes(args)?;
+    crate::unused_flags::refuse(args, on_nodes.is_some())?;
     let nodes = match (&on_nodes, args.sim_replicas) {
         (Some(n), _) => n.clone(),
         (None, Some(r)) => sim_nodes(args, r)?,

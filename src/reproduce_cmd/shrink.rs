@@ -91,6 +91,41 @@ fn faults(v: &str) -> Vec<String> {
         .collect()
 }
 
+/// The flags that shape fault packages, with the packages they shape
+/// (empty: any package).
+const SHAPES: &[(&str, &[&str])] = &[
+    ("--nemesis-interval", &[]),
+    ("--nemesis-schedule", &[]),
+    ("--initial-quiet-period", &[]),
+    ("--nemesis-stable-period", &[]),
+    ("--choreography-hold", &["part-kill", "pause-kill"]),
+    ("--partition", &["partition"]),
+    ("--kill-targets", &["kill"]),
+    ("--pause-targets", &["pause"]),
+    ("--packet", &["packet"]),
+    ("--packet-targets", &["packet"]),
+    ("--clock-rate", &["clock"]),
+    ("--clock-mix", &["clock"]),
+    ("--clock-monotonic", &["clock"]),
+];
+
+/// `flags` without the flags shaping packages not in `kept` (a run
+/// refuses them: they would change nothing).
+fn unshaped(flags: &[String], kept: &[String]) -> Vec<String> {
+    let mut out = flags.to_vec();
+    for (flag, packages) in SHAPES {
+        let shaped = if packages.is_empty() {
+            !kept.is_empty()
+        } else {
+            kept.iter().any(|k| packages.contains(&k.as_str()))
+        };
+        if !shaped {
+            out = set(&out, flag, None);
+        }
+    }
+    out
+}
+
 /// Smaller values of a numeric dimension, smallest first.
 fn smaller(v: u64, min: u64) -> Vec<u64> {
     let mut c: Vec<u64> = [min, v / 8, v / 4, v / 2, v * 3 / 4]
@@ -113,12 +148,12 @@ fn candidates(flags: &[String], flag: &str) -> Vec<Vec<String>> {
             if fs.is_empty() {
                 return Vec::new();
             }
-            let mut out = vec![set(flags, flag, Some("none"))];
+            let mut out = vec![unshaped(&set(flags, flag, Some("none")), &[])];
             if fs.len() > 1 {
                 for i in 0..fs.len() {
                     let mut rest = fs.clone();
                     rest.remove(i);
-                    out.push(set(flags, flag, Some(&rest.join(","))));
+                    out.push(unshaped(&set(flags, flag, Some(&rest.join(","))), &rest));
                 }
             }
             out
