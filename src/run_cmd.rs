@@ -30,7 +30,8 @@ pub struct RunArgs {
     pub db: DbKind,
     /// Isolation level the database is asked for: serializable,
     /// snapshot-isolation, repeatable-read, read-committed, read-uncommitted
-    /// (each database accepts some of them; `--db sim` all five).
+    /// (each database accepts some of them; `--db sim` all but
+    /// repeatable-read).
     #[arg(
         long,
         short = 'i',

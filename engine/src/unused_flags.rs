@@ -23,6 +23,20 @@ use nemesis::schedule::FaultKind;
 /// The first such flag, with what it needs.
 pub(crate) fn refuse(args: &RunSpec, on_nodes: bool) -> anyhow::Result<()> {
     fault_shapes(args)?;
+    if args.sim_replicas.is_some() && !args.db.has_bug_modes() {
+        bail!(
+            "--sim-replicas applies to --db {} only (simulated replicas); --db {} runs real servers",
+            names_where(|k| k.has_bug_modes()),
+            args.db
+        );
+    }
+    if args.faults.replica_reads && !args.db.capabilities().replicas {
+        bail!(
+            "--replica-reads applies to --db {} with --nodes only; --db {} has no read replicas to send reads to",
+            names_where(|k| k.capabilities().replicas),
+            args.db
+        );
+    }
     if !on_nodes {
         let given = [
             ("--leave-db-running", args.faults.leave_db_running),

@@ -580,6 +580,30 @@ mod tests {
         assert!(candidates(&v("--concurrency 1"), "--concurrency").is_empty());
     }
 
+    /// A run refuses a flag shaping a package it does not run: dropping a
+    /// package drops the flags that shaped it only, and each candidate
+    /// still passes the run's checks.
+    #[test]
+    fn dropping_a_package_drops_the_flags_that_shaped_it() {
+        let f = v(
+            "--db sim --sim-replicas 3 --nemesis partition,kill --partition one --kill-targets one --nemesis-interval 200ms",
+        );
+        assert!(checked_run_flags(&f).is_ok());
+        let c = candidates(&f, "--nemesis");
+        assert_eq!(c[0], v("--db sim --sim-replicas 3 --nemesis none"));
+        assert_eq!(
+            c[1],
+            v("--db sim --sim-replicas 3 --nemesis kill --kill-targets one --nemesis-interval 200ms")
+        );
+        assert_eq!(
+            c[2],
+            v("--db sim --sim-replicas 3 --nemesis partition --partition one --nemesis-interval 200ms")
+        );
+        for cand in &c {
+            assert!(checked_run_flags(cand).is_ok(), "{cand:?}");
+        }
+    }
+
     #[test]
     fn flags_become_a_run_table() {
         let t = run_table(&v(
