@@ -287,11 +287,19 @@ fn a_second_sigint_on_a_local_etcd_run_leaves_no_member_and_no_data_directory() 
     let dir = only_run_dir(store.path(), "etcd-sigint");
     let etcd = dir.join("etcd");
     let path = etcd.to_string_lossy().into_owned();
-    assert!(wait_for(120, || running_on(&path).len() >= 3), "members start");
-    assert!(wait_for(60, || std::fs::metadata(dir.join("history.jsonl"))
-        .is_ok_and(|m| m.len() > 20_000)));
+    assert!(
+        wait_for(120, || running_on(&path).len() >= 3),
+        "members start"
+    );
+    assert!(wait_for(60, || std::fs::metadata(
+        dir.join("history.jsonl")
+    )
+    .is_ok_and(|m| m.len() > 20_000)));
     std::thread::sleep(Duration::from_secs(3));
-    assert!(!running_on(&path).is_empty(), "members run before the signals");
+    assert!(
+        !running_on(&path).is_empty(),
+        "members run before the signals"
+    );
     signal(child.id(), "INT");
     std::thread::sleep(Duration::from_millis(100));
     signal(child.id(), "INT");

@@ -147,7 +147,8 @@ mod tests {
         };
         rt.block_on(async {
             let mut cmd = tokio::process::Command::new("sh");
-            cmd.args(["-c", &script]).stdout(std::process::Stdio::piped());
+            cmd.args(["-c", &script])
+                .stdout(std::process::Stdio::piped());
             let task = tokio::spawn(async move { owned_output("sh", &mut cmd).await });
             for _ in 0..200 {
                 if pending().iter().any(|p| p.starts_with("sh (process group")) {
@@ -157,9 +158,16 @@ mod tests {
             }
             assert!(running(&marker) >= 1, "the shell runs");
             let done = run_all();
-            assert!(done.iter().any(|d| d.starts_with("sh (process group")), "{done:?}");
+            assert!(
+                done.iter().any(|d| d.starts_with("sh (process group")),
+                "{done:?}"
+            );
             let out = task.await.unwrap().unwrap();
-            assert!(!out.status.success(), "killed, not finished: {:?}", out.status);
+            assert!(
+                !out.status.success(),
+                "killed, not finished: {:?}",
+                out.status
+            );
             let sleeper: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
             // Gone or a zombie (SIGKILL is delivered, not waited for).
             let gone = || {
@@ -172,7 +180,10 @@ mod tests {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            assert!(gone(), "the shell's child {sleeper} was killed with the group");
+            assert!(
+                gone(),
+                "the shell's child {sleeper} was killed with the group"
+            );
             assert_eq!(running(&marker), 0);
         });
     }

@@ -118,7 +118,12 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     // A level the entry does not list is refused here even where its
     // client would refuse it only once connected.
     if args.sim_bug.is_none() && !args.db.isolation_levels().contains(&args.isolation) {
-        let levels: Vec<&str> = args.db.isolation_levels().iter().map(|l| l.name()).collect();
+        let levels: Vec<&str> = args
+            .db
+            .isolation_levels()
+            .iter()
+            .map(|l| l.name())
+            .collect();
         bail!(
             "--isolation {}: --db {} runs {}",
             args.isolation.name(),

@@ -71,8 +71,10 @@ pub(crate) fn refuse(args: &RunSpec, on_nodes: bool) -> anyhow::Result<()> {
             .as_deref()
             .is_some_and(|n| n == "testbed" || n.starts_with("testbed:"));
         if testbed {
-            bail!("{flag}: --nodes {} logs in with the testbed's own key and user; {flag} applies to nodes given by name (--nodes n1,… or --nodes-file)",
-                args.nodes.nodes.as_deref().unwrap_or("testbed"));
+            bail!(
+                "{flag}: --nodes {} logs in with the testbed's own key and user; {flag} applies to nodes given by name (--nodes n1,… or --nodes-file)",
+                args.nodes.nodes.as_deref().unwrap_or("testbed")
+            );
         }
         if !on_nodes {
             bail!(

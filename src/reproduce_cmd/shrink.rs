@@ -593,11 +593,15 @@ mod tests {
         assert_eq!(c[0], v("--db sim --sim-replicas 3 --nemesis none"));
         assert_eq!(
             c[1],
-            v("--db sim --sim-replicas 3 --nemesis kill --kill-targets one --nemesis-interval 200ms")
+            v(
+                "--db sim --sim-replicas 3 --nemesis kill --kill-targets one --nemesis-interval 200ms"
+            )
         );
         assert_eq!(
             c[2],
-            v("--db sim --sim-replicas 3 --nemesis partition --partition one --nemesis-interval 200ms")
+            v(
+                "--db sim --sim-replicas 3 --nemesis partition --partition one --nemesis-interval 200ms"
+            )
         );
         for cand in &c {
             assert!(checked_run_flags(cand).is_ok(), "{cand:?}");

@@ -41,7 +41,12 @@ impl Ctx {
 
     /// The flags that reach the database this way.
     fn base(&self) -> Vec<String> {
-        let mut v: Vec<String> = vec!["--db".into(), self.db.name().into(), "--seed".into(), "1".into()];
+        let mut v: Vec<String> = vec![
+            "--db".into(),
+            self.db.name().into(),
+            "--seed".into(),
+            "1".into(),
+        ];
         // A level the database runs (TiDB runs no serializable).
         if let Some(level) = self.db.isolation_levels().first() {
             v.extend(["--isolation".into(), level.name().into()]);
@@ -133,19 +138,40 @@ fn tidb(c: &Ctx) -> bool {
 /// Flags the matrix does not walk, with the reason (another test decides them).
 const ELSEWHERE: &[(&str, &str)] = &[
     ("db", "the matrix's own axis"),
-    ("workload", "per database by `Database::supports`: db-adapters catalog `workloads_per_database`"),
+    (
+        "workload",
+        "per database by `Database::supports`: db-adapters catalog `workloads_per_database`",
+    ),
     ("help", "clap's"),
 ];
 
 macro_rules! d {
     ($id:literal, $args:expr, $used:expr) => {
-        Decision { id: $id, args: $args, needs: &[], drops: &[], used: $used }
+        Decision {
+            id: $id,
+            args: $args,
+            needs: &[],
+            drops: &[],
+            used: $used,
+        }
     };
     ($id:literal, $args:expr, needs $needs:expr, $used:expr) => {
-        Decision { id: $id, args: $args, needs: $needs, drops: &[], used: $used }
+        Decision {
+            id: $id,
+            args: $args,
+            needs: $needs,
+            drops: &[],
+            used: $used,
+        }
     };
     ($id:literal, $args:expr, drops $drops:expr, $used:expr) => {
-        Decision { id: $id, args: $args, needs: &[], drops: $drops, used: $used }
+        Decision {
+            id: $id,
+            args: $args,
+            needs: &[],
+            drops: $drops,
+            used: $used,
+        }
     };
 }
 
@@ -154,71 +180,230 @@ macro_rules! d {
 /// lifecycle on nodes (SSH, teardown, heal), the nemesis packages.
 fn decisions() -> Vec<Decision> {
     vec![
-        d!("isolation", |c| {
-            let last = c.db.isolation_levels().last().map_or("serializable", |l| l.name());
-            a(&["--isolation", last])
-        }, drops &["--isolation"], everywhere),
-        d!("expected_consistency_model", |_| a(&["--expected-consistency-model", "read-committed"]), everywhere),
-        d!("url", |c| vec!["--url".into(), url(c.db)], |c| c.reach == Reach::Url || tarball_url_and_nodes(c)),
+        d!(
+            "isolation",
+            |c| {
+                let last =
+                    c.db.isolation_levels()
+                        .last()
+                        .map_or("serializable", |l| l.name());
+                a(&["--isolation", last])
+            },
+            drops & ["--isolation"],
+            everywhere
+        ),
+        d!(
+            "expected_consistency_model",
+            |_| a(&["--expected-consistency-model", "read-committed"]),
+            everywhere
+        ),
+        d!("url", |c| vec!["--url".into(), url(c.db)], |c| c.reach
+            == Reach::Url
+            || tarball_url_and_nodes(c)),
         d!("local", |_| a(&["--local"]), |c| c.reach == Reach::Local),
-        d!("nodes", |_| a(&["--nodes", "n1,n2,n3"]), |c| c.on_nodes() || tarball_url_and_nodes(c)),
-        d!("nodes_file", nodes_file, drops &["--nodes"], |c| c.on_nodes() || tarball_url_and_nodes(c)),
-        d!("sim_replicas", |_| a(&["--sim-replicas", "3"]), |c| c.db.has_bug_modes()),
-        d!("version_order", |_| a(&["--version-order", "db"]), |c| c.db.records_version_order(c.on_nodes())),
+        d!("nodes", |_| a(&["--nodes", "n1,n2,n3"]), |c| c.on_nodes()
+            || tarball_url_and_nodes(c)),
+        d!("nodes_file", nodes_file, drops & ["--nodes"], |c| c
+            .on_nodes()
+            || tarball_url_and_nodes(c)),
+        d!("sim_replicas", |_| a(&["--sim-replicas", "3"]), |c| c
+            .db
+            .has_bug_modes()),
+        d!("version_order", |_| a(&["--version-order", "db"]), |c| c
+            .db
+            .records_version_order(c.on_nodes())),
         // Every bug mode runs on the simulated replicas too (their engine
         // options carry the mode).
-        d!("sim_bug", |_| a(&["--sim-bug", "lost-update"]), |c| c.db.has_bug_modes()),
+        d!("sim_bug", |_| a(&["--sim-bug", "lost-update"]), |c| c
+            .db
+            .has_bug_modes()),
         d!("seed", |_| a(&["--seed", "7"]), everywhere),
         d!("key_count", |_| a(&["--key-count", "3"]), everywhere),
-        d!("max_writes_per_key", |_| a(&["--max-writes-per-key", "4"]), everywhere),
-        d!("min_txn_length", |_| a(&["--min-txn-length", "2"]), everywhere),
-        d!("max_txn_length", |_| a(&["--max-txn-length", "6"]), everywhere),
+        d!(
+            "max_writes_per_key",
+            |_| a(&["--max-writes-per-key", "4"]),
+            everywhere
+        ),
+        d!(
+            "min_txn_length",
+            |_| a(&["--min-txn-length", "2"]),
+            everywhere
+        ),
+        d!(
+            "max_txn_length",
+            |_| a(&["--max-txn-length", "6"]),
+            everywhere
+        ),
         d!("read_ratio", |_| a(&["--read-ratio", "0.9"]), everywhere),
         d!("concurrency", |_| a(&["--concurrency", "3"]), everywhere),
         d!("rate", |_| a(&["--rate", "50"]), everywhere),
         d!("time_limit", |_| a(&["--time-limit", "5s"]), everywhere),
         d!("ops", |_| a(&["--ops", "100"]), everywhere),
         d!("op_timeout", |_| a(&["--op-timeout", "2s"]), everywhere),
-        d!("recovery_time", |_| a(&["--recovery-time", "1s"]), everywhere),
-        d!("check_time_limit", |_| a(&["--check-time-limit", "10s"]), everywhere),
+        d!(
+            "recovery_time",
+            |_| a(&["--recovery-time", "1s"]),
+            everywhere
+        ),
+        d!(
+            "check_time_limit",
+            |_| a(&["--check-time-limit", "10s"]),
+            everywhere
+        ),
         d!("store", |_| a(&["--store", "elsewhere"]), everywhere),
         d!("test_name", |_| a(&["--test-name", "t1"]), everywhere),
         d!("keep", |_| a(&["--keep", "edn"]), everywhere),
         // SSH logins: to given nodes; the testbed has its own.
-        d!("ssh_user", |_| a(&["--ssh-user", "tester"]), |c| c.reach == Reach::Nodes),
-        d!("ssh_key", |_| a(&["--ssh-key", "k"]), |c| c.reach == Reach::Nodes),
-        d!("ssh_port", |_| a(&["--ssh-port", "2222"]), |c| c.reach == Reach::Nodes),
-        d!("ssh_strict_host_key_checking", |_| a(&["--ssh-strict-host-key-checking"]), |c| c.reach == Reach::Nodes),
+        d!("ssh_user", |_| a(&["--ssh-user", "tester"]), |c| c.reach
+            == Reach::Nodes),
+        d!("ssh_key", |_| a(&["--ssh-key", "k"]), |c| c.reach
+            == Reach::Nodes),
+        d!("ssh_port", |_| a(&["--ssh-port", "2222"]), |c| c.reach
+            == Reach::Nodes),
+        d!(
+            "ssh_strict_host_key_checking",
+            |_| a(&["--ssh-strict-host-key-checking"]),
+            |c| c.reach == Reach::Nodes
+        ),
         d!("nemesis", |_| a(&["--nemesis", "kill"]), nemesis_reach),
-        d!("nemesis_interval", |_| a(&["--nemesis-interval", "3s"]), needs &["--nemesis", "kill"], everywhere),
-        d!("nemesis_schedule", |_| a(&["--nemesis-schedule", "fixed"]), needs &["--nemesis", "kill"], everywhere),
-        d!("initial_quiet_period", |_| a(&["--initial-quiet-period", "1s"]), needs &["--nemesis", "kill"], everywhere),
-        d!("nemesis_stable_period", |_| a(&["--nemesis-stable-period", "5s"]), needs &["--nemesis", "kill"], everywhere),
-        d!("choreography_hold", |_| a(&["--choreography-hold", "5s"]), needs &["--nemesis", "part-kill"], everywhere),
-        d!("partition", |_| a(&["--partition", "one"]), needs &["--nemesis", "partition"], everywhere),
-        d!("kill_targets", |_| a(&["--kill-targets", "one"]), needs &["--nemesis", "kill"], everywhere),
-        d!("pause_targets", |_| a(&["--pause-targets", "one"]), needs &["--nemesis", "pause"], everywhere),
-        d!("packet", |_| a(&["--packet", "loss=0.5"]), needs &["--nemesis", "packet"], everywhere),
-        d!("packet_targets", |_| a(&["--packet-targets", "one"]), needs &["--nemesis", "packet"], everywhere),
-        d!("clock_rate", |_| a(&["--clock-rate", "2"]), needs &["--nemesis", "clock"], |c| c.db.capabilities().clock_faults == ClockFaults::Libfaketime),
-        d!("clock_mix", |_| a(&["--clock-mix", "strobe-skews"]), needs &["--nemesis", "clock"], everywhere),
-        d!("clock_monotonic", |_| a(&["--clock-monotonic", "fake"]), needs &["--nemesis", "clock"], |c| c.db.capabilities().clock_faults == ClockFaults::Libfaketime),
-        d!("replica_reads", |_| a(&["--replica-reads"]), |c| c.db.capabilities().replicas && c.on_nodes()),
-        d!("leave_db_running", |_| a(&["--leave-db-running"]), |c| c.on_nodes()),
-        d!("lazyfs", |_| a(&["--lazyfs"]), |c| c.db.capabilities().lossy_data_dir && c.on_nodes()),
-        d!("lazyfs_strict", |_| a(&["--lazyfs-strict"]), needs &["--lazyfs"], everywhere),
+        d!(
+            "nemesis_interval",
+            |_| a(&["--nemesis-interval", "3s"]),
+            needs & ["--nemesis", "kill"],
+            everywhere
+        ),
+        d!(
+            "nemesis_schedule",
+            |_| a(&["--nemesis-schedule", "fixed"]),
+            needs & ["--nemesis", "kill"],
+            everywhere
+        ),
+        d!(
+            "initial_quiet_period",
+            |_| a(&["--initial-quiet-period", "1s"]),
+            needs & ["--nemesis", "kill"],
+            everywhere
+        ),
+        d!(
+            "nemesis_stable_period",
+            |_| a(&["--nemesis-stable-period", "5s"]),
+            needs & ["--nemesis", "kill"],
+            everywhere
+        ),
+        d!(
+            "choreography_hold",
+            |_| a(&["--choreography-hold", "5s"]),
+            needs & ["--nemesis", "part-kill"],
+            everywhere
+        ),
+        d!(
+            "partition",
+            |_| a(&["--partition", "one"]),
+            needs & ["--nemesis", "partition"],
+            everywhere
+        ),
+        d!(
+            "kill_targets",
+            |_| a(&["--kill-targets", "one"]),
+            needs & ["--nemesis", "kill"],
+            everywhere
+        ),
+        d!(
+            "pause_targets",
+            |_| a(&["--pause-targets", "one"]),
+            needs & ["--nemesis", "pause"],
+            everywhere
+        ),
+        d!(
+            "packet",
+            |_| a(&["--packet", "loss=0.5"]),
+            needs & ["--nemesis", "packet"],
+            everywhere
+        ),
+        d!(
+            "packet_targets",
+            |_| a(&["--packet-targets", "one"]),
+            needs & ["--nemesis", "packet"],
+            everywhere
+        ),
+        d!(
+            "clock_rate",
+            |_| a(&["--clock-rate", "2"]),
+            needs & ["--nemesis", "clock"],
+            |c| c.db.capabilities().clock_faults == ClockFaults::Libfaketime
+        ),
+        d!(
+            "clock_mix",
+            |_| a(&["--clock-mix", "strobe-skews"]),
+            needs & ["--nemesis", "clock"],
+            everywhere
+        ),
+        d!(
+            "clock_monotonic",
+            |_| a(&["--clock-monotonic", "fake"]),
+            needs & ["--nemesis", "clock"],
+            |c| c.db.capabilities().clock_faults == ClockFaults::Libfaketime
+        ),
+        d!("replica_reads", |_| a(&["--replica-reads"]), |c| c
+            .db
+            .capabilities()
+            .replicas
+            && c.on_nodes()),
+        d!("leave_db_running", |_| a(&["--leave-db-running"]), |c| c
+            .on_nodes()),
+        d!("lazyfs", |_| a(&["--lazyfs"]), |c| c
+            .db
+            .capabilities()
+            .lossy_data_dir
+            && c.on_nodes()),
+        d!(
+            "lazyfs_strict",
+            |_| a(&["--lazyfs-strict"]),
+            needs & ["--lazyfs"],
+            everywhere
+        ),
         // Patroni takes its own settings and PostgreSQL parameters.
-        d!("db_conf", |_| a(&["--db-conf", "k=v"]), |c| (c.db.capabilities().lossy_data_dir || c.db.name() == "patroni") && (c.on_nodes() || c.reach == Reach::Local)),
-        d!("heal_timeout", |_| a(&["--heal-timeout", "10s"]), |c| c.on_nodes()),
-        d!("tarball", |_| a(&["--tarball", "https://example.invalid/r.tgz"]), drops &["--no-setup"], tarball_on_nodes),
-        d!("no_setup", |_| a(&["--no-setup"]), drops &["--no-setup"], tarball_on_nodes),
+        d!("db_conf", |_| a(&["--db-conf", "k=v"]), |c| (c
+            .db
+            .capabilities()
+            .lossy_data_dir
+            || c.db.name() == "patroni")
+            && (c.on_nodes() || c.reach == Reach::Local)),
+        d!("heal_timeout", |_| a(&["--heal-timeout", "10s"]), |c| c
+            .on_nodes()),
+        d!(
+            "tarball",
+            |_| a(&["--tarball", "https://example.invalid/r.tgz"]),
+            drops & ["--no-setup"],
+            tarball_on_nodes
+        ),
+        d!(
+            "no_setup",
+            |_| a(&["--no-setup"]),
+            drops & ["--no-setup"],
+            tarball_on_nodes
+        ),
         d!("db_port", |_| a(&["--db-port", "4000"]), tarball_on_nodes),
-        d!("db_dir", |_| a(&["--db-dir", "/var/tmp/x"]), tarball_on_nodes),
-        d!("select_for_update", |_| a(&["--select-for-update"]), |c| c.db.is_tarball()),
+        d!(
+            "db_dir",
+            |_| a(&["--db-dir", "/var/tmp/x"]),
+            tarball_on_nodes
+        ),
+        d!("select_for_update", |_| a(&["--select-for-update"]), |c| c
+            .db
+            .is_tarball()),
         d!("txn_mode", |_| a(&["--txn-mode", "optimistic"]), tidb),
         d!("auto_retry", |_| a(&["--auto-retry", "off"]), tidb),
-        d!("auto_retry_limit", |_| a(&["--auto-retry-limit", "3"]), tidb),
-        d!("roles", |_| a(&["--roles", "pd=n1;tikv=n1,n2,n3;tidb=n2"]), |c| tidb(c) && c.on_nodes()),
+        d!(
+            "auto_retry_limit",
+            |_| a(&["--auto-retry-limit", "3"]),
+            tidb
+        ),
+        d!(
+            "roles",
+            |_| a(&["--roles", "pd=n1;tikv=n1,n2,n3;tidb=n2"]),
+            |c| tidb(c) && c.on_nodes()
+        ),
     ]
 }
 
@@ -306,10 +491,20 @@ fn every_run_flag_is_used_or_refused_for_every_database() {
                     cells += 1;
                     match checked_run_flags(&with(&base, d.drops, &flag)) {
                         Ok(_) => {
-                            let _ = writeln!(wrong, "{db} {reach:?}: {} without {}: accepted and ignored", flag.join(" "), needs.join(" "));
+                            let _ = writeln!(
+                                wrong,
+                                "{db} {reach:?}: {} without {}: accepted and ignored",
+                                flag.join(" "),
+                                needs.join(" ")
+                            );
                         }
                         Err(e) if !names(&format!("{e:#}"), &long) => {
-                            let _ = writeln!(wrong, "{db} {reach:?}: {} without {}: refused without naming {long}: {e:#}", flag.join(" "), needs.join(" "));
+                            let _ = writeln!(
+                                wrong,
+                                "{db} {reach:?}: {} without {}: refused without naming {long}: {e:#}",
+                                flag.join(" "),
+                                needs.join(" ")
+                            );
                         }
                         Err(_) => {}
                     }
@@ -325,13 +520,25 @@ fn every_run_flag_is_used_or_refused_for_every_database() {
                     (Ok(_), true) => {}
                     (Err(e), false) if names(&format!("{e:#}"), &long) => {}
                     (Ok(_), false) => {
-                        let _ = writeln!(wrong, "{db} {reach:?}: {}: accepted and ignored", extra.join(" "));
+                        let _ = writeln!(
+                            wrong,
+                            "{db} {reach:?}: {}: accepted and ignored",
+                            extra.join(" ")
+                        );
                     }
                     (Err(e), false) => {
-                        let _ = writeln!(wrong, "{db} {reach:?}: {}: refused without naming {long}: {e:#}", extra.join(" "));
+                        let _ = writeln!(
+                            wrong,
+                            "{db} {reach:?}: {}: refused without naming {long}: {e:#}",
+                            extra.join(" ")
+                        );
                     }
                     (Err(e), true) => {
-                        let _ = writeln!(wrong, "{db} {reach:?}: {}: refused where it is used: {e:#}", extra.join(" "));
+                        let _ = writeln!(
+                            wrong,
+                            "{db} {reach:?}: {}: refused where it is used: {e:#}",
+                            extra.join(" ")
+                        );
                     }
                 }
             }
@@ -348,14 +555,29 @@ fn every_isolation_level_is_run_or_refused_for_every_database() {
     use db_adapters::sql::Isolation;
     let mut wrong = String::new();
     for db in DbKind::all() {
-        let ctx = Ctx { db, reach: reaches(db)[0] };
+        let ctx = Ctx {
+            db,
+            reach: reaches(db)[0],
+        };
         for level in Isolation::ALL {
-            let flags = with(&ctx.base(), &["--isolation"], &a(&["--isolation", level.name()]));
-            match (checked_run_flags(&flags), db.isolation_levels().contains(&level)) {
+            let flags = with(
+                &ctx.base(),
+                &["--isolation"],
+                &a(&["--isolation", level.name()]),
+            );
+            match (
+                checked_run_flags(&flags),
+                db.isolation_levels().contains(&level),
+            ) {
                 (Ok(_), true) => {}
                 (Err(e), false) if format!("{e:#}").contains(level.name()) => {}
                 (r, listed) => {
-                    let _ = writeln!(wrong, "{db} --isolation {}: listed {listed}, got {:?}", level.name(), r.map(|_| ()).map_err(|e| e.to_string()));
+                    let _ = writeln!(
+                        wrong,
+                        "{db} --isolation {}: listed {listed}, got {:?}",
+                        level.name(),
+                        r.map(|_| ()).map_err(|e| e.to_string())
+                    );
                 }
             }
         }
