@@ -317,3 +317,47 @@ fn a_second_sigint_on_a_local_etcd_run_leaves_no_member_and_no_data_directory() 
         .collect();
     assert!(data.is_empty(), "member data directories left: {data:?}");
 }
+
+/// The case the exit used to miss, made certain: a paused postmaster keeps
+/// `pg_ctl stop -w` waiting (up to its `-t 20`); the exit cleanup run then
+/// (what a second Ctrl-C runs before exiting) kills that `pg_ctl` with its
+/// process group, stops the server and removes its directory — nothing is
+/// left right after it returns, read from /proc.
+#[test]
+#[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
+fn the_exit_cleanup_kills_a_pg_ctl_stop_in_flight() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let run_dir = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    let cluster = rt
+        .block_on(db_adapters::postgres::local::LocalCluster::start(
+            run_dir.path(),
+        ))
+        .unwrap();
+    let pid = cluster.pid().expect("a postmaster");
+    let base = cluster.data_dir().parent().unwrap().to_path_buf();
+    let path = base.to_string_lossy().into_owned();
+    signal(pid, "STOP");
+    let stopping = rt.spawn(cluster.stop());
+    assert!(
+        wait_for(30, || running_on(&path)
+            .iter()
+            .any(|c| c.contains("pg_ctl") && c.contains(" stop"))),
+        "pg_ctl stop waits for the paused server: {:?}",
+        running_on(&path)
+    );
+    let done = db_adapters::exit_cleanup::run_all();
+    assert!(
+        done.iter().any(|d| d.starts_with("pg_ctl stop (process group")),
+        "{done:?}"
+    );
+    let left = running_on(&path);
+    assert!(left.is_empty(), "still running: {left:?}");
+    assert!(!base.exists(), "{} left behind", base.display());
+    // The interrupted stop ends too (its pg_ctl was killed).
+    let _ = rt.block_on(stopping);
+}
