@@ -482,7 +482,7 @@ fn every_run_flag_is_used_or_refused_for_every_database() {
                 let flag = (d.args)(&ctx);
                 let long = format!("--{}", d.id.replace('_', "-"));
                 // Already part of the base (its reach flag): nothing to add.
-                if d.drops.is_empty() && base.iter().any(|b| *b == long) {
+                if d.drops.is_empty() && base.contains(&long) {
                     continue;
                 }
                 let needs: Vec<String> = d.needs.iter().map(|s| s.to_string()).collect();
