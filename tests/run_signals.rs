@@ -330,8 +330,7 @@ fn the_exit_cleanup_kills_a_pg_ctl_stop_in_flight() {
     let run_dir = tempfile::tempdir().unwrap();
     {
         use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let cluster = rt
         .block_on(db_adapters::postgres::local::LocalCluster::start(
@@ -352,7 +351,8 @@ fn the_exit_cleanup_kills_a_pg_ctl_stop_in_flight() {
     );
     let done = db_adapters::exit_cleanup::run_all();
     assert!(
-        done.iter().any(|d| d.starts_with("pg_ctl stop (process group")),
+        done.iter()
+            .any(|d| d.starts_with("pg_ctl stop (process group")),
         "{done:?}"
     );
     let left = running_on(&path);
