@@ -18,6 +18,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod fault_args;
+#[cfg(test)]
+mod flag_matrix;
 pub use fault_args::FaultArgs;
 
 /// `harness run` flags.
@@ -28,7 +30,8 @@ pub struct RunArgs {
     pub db: DbKind,
     /// Isolation level the database is asked for: serializable,
     /// snapshot-isolation, repeatable-read, read-committed, read-uncommitted
-    /// (each database accepts some of them; `--db sim` all five).
+    /// (each database accepts some of them; `--db sim` all but
+    /// repeatable-read).
     #[arg(
         long,
         short = 'i',
@@ -351,10 +354,8 @@ impl RunArgs {
             nodes: self.nodes.to_spec(),
             faults: {
                 let mut f = self.faults.to_spec()?;
-                if self.faults.nemesis_interval.is_none()
-                    && self.db.capabilities().default_ops.is_some()
-                {
-                    f.options.interval = fault_args::DEFAULT_CAPPED_INTERVAL;
+                if self.faults.nemesis_interval.is_none() {
+                    f.options.interval = engine::spec::default_nemesis_interval(self.db);
                 }
                 f
             },

@@ -85,6 +85,71 @@ fn the_wall_clock_preload_moves_the_wall_clock_only_and_libfaketime_moves_monoto
     }
 }
 
+/// A step while an absolute wall-clock wait is under way moves its end as
+/// a stepped kernel clock would: +60 s during a 60 s wait ends it at once
+/// (not 60 s later), −1 s during a 1 s wait lengthens it to 2 s; in every
+/// case the wait ends once the faked wall clock reached its deadline (read
+/// back by the waiter right after). A timerfd armed at an absolute
+/// wall-clock time under an offset fires at that faked time.
+#[test]
+fn an_absolute_wall_clock_wait_under_way_follows_a_step() {
+    use std::io::{BufRead as _, BufReader};
+    let d = tempfile::tempdir().unwrap();
+    let exe = clock_probe::build_waiter(d.path());
+    let rc = d.path().join("faketime.rc");
+    set(&rc, 0.0);
+    let env = nemesis::clock::preload_env(&rc, true);
+    let mut child = std::process::Command::new(&exe)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut offset = 0.0;
+    let mut done = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let w: Vec<&str> = line.split(' ').collect();
+        match w[0] {
+            "wait" => {
+                // The wait is under way; then the step.
+                clock_probe::pause_ms(200);
+                offset += w[2].parse::<f64>().unwrap();
+                set(&rc, offset);
+            }
+            _ => done.push(line.clone()),
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    assert_eq!(done.len(), 7, "{done:?}");
+    for line in &done {
+        let w: Vec<&str> = line.split(' ').collect();
+        let n = |i: usize| w[i].parse::<i64>().unwrap();
+        let (step, wall, deadline, elapsed, rc) = (n(2), n(3), n(4), n(5), n(6));
+        assert_eq!(rc, 0, "{line}: timed out");
+        assert!(wall >= deadline, "{line}: ended before the faked deadline");
+        if step > 0 {
+            assert!(
+                elapsed < 30_000_000_000,
+                "{line}: the forward step did not end the wait"
+            );
+        }
+        if step < 0 {
+            assert!(
+                elapsed >= 1_500_000_000,
+                "{line}: the backward step did not lengthen the wait"
+            );
+        }
+        if step == 0 {
+            assert!(
+                elapsed < 30_000_000_000,
+                "{line}: the timerfd fired at true time, not at the faked deadline"
+            );
+        }
+    }
+}
+
 /// The processes whose environment names `file` as their control file.
 fn preloaded_with(file: &Path) -> Vec<u32> {
     let want = format!("FAKETIME_TIMESTAMP_FILE={}", file.display());

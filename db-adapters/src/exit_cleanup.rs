@@ -8,7 +8,11 @@
 //! (never by name) when it starts and unregisters (dropping the
 //! [`Registration`]) when it is stopped, so [`run_all`] only ever touches
 //! what is still running of this process's own servers, and signals them
-//! by pid (`signal`).
+//! by pid (`signal`). A helper command harness waits for (`pg_ctl
+//! start`/`stop`, `initdb`) runs through [`owned_output`]: in a process
+//! group of its own, registered while it runs, so an exit in the middle of
+//! it kills the whole group (a `pg_ctl stop` in flight at the second Ctrl-C
+//! no longer outlives harness).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -73,7 +77,40 @@ pub(crate) fn signal(pid: u32, sig: &str) {
         .status();
 }
 
+/// Runs `cmd` to completion as [`tokio::process::Command::output`] does,
+/// in a process group of its own that is registered while it runs: an exit
+/// that skips destructors ([`run_all`]) kills the group with SIGKILL, by its
+/// id, and a drop of the future kills the child (`kill_on_drop`).
+///
+/// # Errors
+/// The command could not be started or waited for.
+pub async fn owned_output(
+    what: &str,
+    cmd: &mut tokio::process::Command,
+) -> std::io::Result<std::process::Output> {
+    cmd.process_group(0).kill_on_drop(true);
+    let child = cmd.spawn()?;
+    let _owned = child.id().map(|pgid| {
+        register(format!("{what} (process group {pgid})"), move || {
+            kill_group(pgid)
+        })
+    });
+    child.wait_with_output().await
+}
+
+/// SIGKILL to process group `pgid` with the `kill` utility (no unsafe
+/// code), waiting for it to be sent.
+fn kill_group(pgid: u32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::sync::Arc;
@@ -98,5 +135,68 @@ mod tests {
         assert!(run_all().iter().all(|w| w != "kept"));
         drop(kept);
         assert_eq!(ran.load(Ordering::SeqCst), 1);
+    }
+
+    /// A command in flight at an exit is killed with its whole group (here
+    /// a shell and the `sleep` it started), read back from /proc.
+    #[test]
+    fn a_command_in_flight_is_killed_with_its_group_at_the_exit() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let marker = format!("exit-cleanup-test-{}", std::process::id());
+        let script = format!("sleep 300 & echo $!; wait # {marker}");
+        let running = |m: &str| -> usize {
+            std::fs::read_dir("/proc")
+                .map(|d| {
+                    d.flatten()
+                        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                        .filter(|c| String::from_utf8_lossy(c).contains(m))
+                        .count()
+                })
+                .unwrap_or(0)
+        };
+        rt.block_on(async {
+            let mut cmd = tokio::process::Command::new("sh");
+            cmd.args(["-c", &script])
+                .stdout(std::process::Stdio::piped());
+            let task = tokio::spawn(async move { owned_output("sh", &mut cmd).await });
+            for _ in 0..200 {
+                if pending().iter().any(|p| p.starts_with("sh (process group")) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            assert!(running(&marker) >= 1, "the shell runs");
+            let done = run_all();
+            assert!(
+                done.iter().any(|d| d.starts_with("sh (process group")),
+                "{done:?}"
+            );
+            let out = task.await.unwrap().unwrap();
+            assert!(
+                !out.status.success(),
+                "killed, not finished: {:?}",
+                out.status
+            );
+            let sleeper: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            // Gone or a zombie (SIGKILL is delivered, not waited for).
+            let gone = || {
+                std::fs::read_to_string(format!("/proc/{sleeper}/stat"))
+                    .map_or(true, |s| s.contains(") Z "))
+            };
+            for _ in 0..500 {
+                if gone() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            assert!(
+                gone(),
+                "the shell's child {sleeper} was killed with the group"
+            );
+            assert_eq!(running(&marker), 0);
+        });
     }
 }

@@ -30,6 +30,7 @@ pub mod run;
 pub mod run_log;
 pub mod runner;
 pub mod spec;
+mod unused_flags;
 // Child processes: SIGINT handler, wait4 (rusage), kill of a process group.
 #[allow(unsafe_code)]
 pub mod suite;

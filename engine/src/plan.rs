@@ -49,6 +49,7 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
     let isolation = args.isolation;
     // Databases on nodes (galera, mariadb, postgres with --nodes).
     let on_nodes = crate::cluster::plan_nodes(args)?;
+    crate::unused_flags::refuse(args, on_nodes.is_some())?;
     let nodes = match (&on_nodes, args.sim_replicas) {
         (Some(n), _) => n.clone(),
         (None, Some(r)) => sim_nodes(args, r)?,
@@ -114,6 +115,22 @@ pub(crate) fn plan(args: &RunSpec) -> anyhow::Result<Plan> {
             all_nodes.as_deref(),
         )
         .map_err(anyhow::Error::msg)?;
+    // A level the entry does not list is refused here even where its
+    // client would refuse it only once connected.
+    if args.sim_bug.is_none() && !args.db.isolation_levels().contains(&args.isolation) {
+        let levels: Vec<&str> = args
+            .db
+            .isolation_levels()
+            .iter()
+            .map(|l| l.name())
+            .collect();
+        bail!(
+            "--isolation {}: --db {} runs {}",
+            args.isolation.name(),
+            args.db,
+            levels.join(", ")
+        );
+    }
     // TiDB's and YSQL's REPEATABLE READ is snapshot isolation (write skew
     // allowed): check it as such unless told otherwise.
     let expected = if args.db.is_tarball()

@@ -180,6 +180,20 @@ impl Default for SshSpec {
     }
 }
 
+/// `--heal-timeout` when not given.
+pub const DEFAULT_HEAL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `--nemesis-interval` when not given: 10 s; 2 s on a database whose runs
+/// are capped by default (the simulator: its paced 30 s run then sees a
+/// dozen faults, not one or two).
+pub fn default_nemesis_interval(db: DbKind) -> Duration {
+    if db.capabilities().default_ops.is_some() {
+        Duration::from_secs(2)
+    } else {
+        Duration::from_secs(10)
+    }
+}
+
 /// Faults and the database lifecycle on nodes.
 #[derive(Clone, Debug)]
 pub struct FaultSpec {

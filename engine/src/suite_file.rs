@@ -22,7 +22,9 @@
 //!
 //! Every key other than `name`, `expect`, `count`, `watchdog` and `matrix`
 //! is a `harness run` flag (`key = "v"` → `--key v`, `key = true` →
-//! `--key`).
+//! `--key`). A `[defaults]` flag that shapes faults (`nemesis-interval`,
+//! `kill-targets`, …) is left out of a run without a nemesis (a run refuses
+//! it there: it would change nothing); written in the test, it is kept.
 //!
 //! Key decision: the flags are `harness run`'s, so the caller (the CLI,
 //! which owns them) passes its parser in; every run is checked with it
@@ -36,6 +38,23 @@ use std::path::Path;
 use std::time::Duration;
 
 const RESERVED: [&str; 5] = ["name", "expect", "count", "watchdog", "matrix"];
+
+/// The flags that shape faults (a run without a nemesis refuses them).
+const FAULT_SHAPES: &[&str] = &[
+    "nemesis-interval",
+    "nemesis-schedule",
+    "initial-quiet-period",
+    "nemesis-stable-period",
+    "choreography-hold",
+    "partition",
+    "kill-targets",
+    "pause-targets",
+    "packet",
+    "packet-targets",
+    "clock-rate",
+    "clock-mix",
+    "clock-monotonic",
+];
 const SET_BY_SOAK: [&str; 3] = ["store", "seed", "test-name"];
 
 fn duration(v: &toml::Value, what: &str) -> anyhow::Result<Duration> {
@@ -193,6 +212,17 @@ pub fn parse(
         for (labels, cell) in cells {
             let mut table = base.clone();
             table.extend(cell);
+            let no_nemesis = table
+                .get("nemesis")
+                .and_then(toml::Value::as_str)
+                .is_none_or(|n| n.trim() == "none");
+            if no_nemesis {
+                for k in FAULT_SHAPES {
+                    if defaults.contains_key(*k) && !t.contains_key(*k) {
+                        table.remove(*k);
+                    }
+                }
+            }
             let flags = table_flags(
                 &table,
                 &what,

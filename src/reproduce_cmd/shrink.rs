@@ -91,6 +91,9 @@ fn faults(v: &str) -> Vec<String> {
         .collect()
 }
 
+mod shapes;
+use shapes::unshaped;
+
 /// Smaller values of a numeric dimension, smallest first.
 fn smaller(v: u64, min: u64) -> Vec<u64> {
     let mut c: Vec<u64> = [min, v / 8, v / 4, v / 2, v * 3 / 4]
@@ -113,12 +116,12 @@ fn candidates(flags: &[String], flag: &str) -> Vec<Vec<String>> {
             if fs.is_empty() {
                 return Vec::new();
             }
-            let mut out = vec![set(flags, flag, Some("none"))];
+            let mut out = vec![unshaped(&set(flags, flag, Some("none")), &[])];
             if fs.len() > 1 {
                 for i in 0..fs.len() {
                     let mut rest = fs.clone();
                     rest.remove(i);
-                    out.push(set(flags, flag, Some(&rest.join(","))));
+                    out.push(unshaped(&set(flags, flag, Some(&rest.join(","))), &rest));
                 }
             }
             out
@@ -543,6 +546,34 @@ mod tests {
             .collect();
         assert_eq!(n, ["none", "kill", "partition"]);
         assert!(candidates(&v("--concurrency 1"), "--concurrency").is_empty());
+    }
+
+    /// A run refuses a flag shaping a package it does not run: dropping a
+    /// package drops the flags that shaped it only, and each candidate
+    /// still passes the run's checks.
+    #[test]
+    fn dropping_a_package_drops_the_flags_that_shaped_it() {
+        let f = v(
+            "--db sim --sim-replicas 3 --nemesis partition,kill --partition one --kill-targets one --nemesis-interval 200ms",
+        );
+        assert!(checked_run_flags(&f).is_ok());
+        let c = candidates(&f, "--nemesis");
+        assert_eq!(c[0], v("--db sim --sim-replicas 3 --nemesis none"));
+        assert_eq!(
+            c[1],
+            v(
+                "--db sim --sim-replicas 3 --nemesis kill --kill-targets one --nemesis-interval 200ms"
+            )
+        );
+        assert_eq!(
+            c[2],
+            v(
+                "--db sim --sim-replicas 3 --nemesis partition --partition one --nemesis-interval 200ms"
+            )
+        );
+        for cand in &c {
+            assert!(checked_run_flags(cand).is_ok(), "{cand:?}");
+        }
     }
 
     #[test]

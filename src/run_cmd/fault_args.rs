@@ -128,12 +128,9 @@ fn parse_partitions(s: &str) -> anyhow::Result<Vec<nemesis::partition::Partition
     Ok(out)
 }
 
-/// `--nemesis-interval` when not given.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
-/// `--nemesis-interval` when not given, on a database whose runs are
-/// capped by default (the simulator: its paced 30 s run then sees a dozen
-/// faults, not one or two).
-pub const DEFAULT_CAPPED_INTERVAL: Duration = Duration::from_secs(2);
+/// `--nemesis-interval` when not given (`RunArgs::to_spec` replaces it by
+/// the database's own default, `engine::spec::default_nemesis_interval`).
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 
 impl FaultArgs {
     /// The engine's fault settings.

@@ -29,6 +29,98 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// A waiter: absolute `CLOCK_REALTIME` waits (clock_nanosleep
+/// `TIMER_ABSTIME`, a condvar's timed wait in its caller's loop,
+/// `sem_timedwait`), each printing `wait HOW STEP` when it starts (the test
+/// then steps the clock by STEP s) and `done HOW STEP WALL DEADLINE
+/// ELAPSED RC` when it ends (ns; ELAPSED by `CLOCK_MONOTONIC`); then a
+/// timerfd armed `TFD_TIMER_ABSTIME` 1 s ahead of the faked wall clock.
+const WAITER_C: &str = r#"
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <errno.h>
+static int64_t now(clockid_t id) {
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+static struct timespec ts(int64_t ns) {
+    struct timespec t = {ns / 1000000000LL, ns % 1000000000LL};
+    return t;
+}
+/* Waits until wall time `deadline` with `how`; 0 when it ended by timing out. */
+static int wait_until(const char *how, int64_t deadline) {
+    struct timespec d = ts(deadline);
+    if (!strcmp(how, "nanosleep")) {
+        return clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &d, NULL);
+    }
+    if (!strcmp(how, "cond")) {
+        static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+        static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+        int r = 0;
+        pthread_mutex_lock(&m);
+        /* The caller's loop: nobody signals; wait until the deadline. */
+        while (r != ETIMEDOUT) r = pthread_cond_timedwait(&c, &m, &d);
+        pthread_mutex_unlock(&m);
+        return 0;
+    }
+    if (!strcmp(how, "sem")) {
+        sem_t s;
+        sem_init(&s, 0, 0);
+        int r = sem_timedwait(&s, &d);
+        return r == -1 && errno == ETIMEDOUT ? 0 : 1;
+    }
+    if (!strcmp(how, "timerfd")) {
+        int fd = timerfd_create(CLOCK_REALTIME, 0);
+        struct itimerspec v = {{0, 0}, d};
+        timerfd_settime(fd, TFD_TIMER_ABSTIME, &v, NULL);
+        uint64_t n;
+        return read(fd, &n, sizeof n) == sizeof n ? 0 : 1;
+    }
+    return 2;
+}
+int main(void) {
+    const char *hows[] = {"nanosleep", "cond", "sem"};
+    for (int i = 0; i < 7; i++) {
+        /* Forward: +60 s during a 60 s wait; backward: -1 s during a 1 s
+         * wait; last, a timerfd armed under the offset reached, no step. */
+        const char *how = i < 6 ? hows[i / 2] : "timerfd";
+        int step = i == 6 ? 0 : (i % 2 == 0 ? 60 : -1);
+        int64_t len = step > 0 ? 60 : 1;
+        int64_t m0 = now(CLOCK_MONOTONIC);
+        int64_t deadline = now(CLOCK_REALTIME) + len * 1000000000LL;
+        printf("wait %s %d\n", how, step);
+        fflush(stdout);
+        int r = wait_until(how, deadline);
+        printf("done %s %d %lld %lld %lld %d\n", how, step, (long long)now(CLOCK_REALTIME),
+               (long long)deadline, (long long)(now(CLOCK_MONOTONIC) - m0), r);
+        fflush(stdout);
+    }
+    return 0;
+}
+"#;
+
+/// Builds the waiter into `dir`; returns its path.
+pub fn build_waiter(dir: &Path) -> PathBuf {
+    let src = dir.join("waiter.c");
+    std::fs::write(&src, WAITER_C).unwrap();
+    let exe = dir.join("clock-waiter");
+    let out = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cc: {out:?}");
+    exe
+}
+
 /// Builds the probe into `dir`; returns its path.
 pub fn build(dir: &Path) -> PathBuf {
     let src = dir.join("probe.c");

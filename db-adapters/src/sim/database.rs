@@ -61,7 +61,13 @@ impl Database for Sim {
         &[]
     }
     fn isolation_levels(&self) -> &'static [Isolation] {
-        &Isolation::ALL
+        // Its modes: no repeatable-read (`SimMode` has none to run).
+        &[
+            Isolation::Serializable,
+            Isolation::SnapshotIsolation,
+            Isolation::ReadCommitted,
+            Isolation::ReadUncommitted,
+        ]
     }
     fn dialect(&self) -> Option<SqlDialect> {
         None

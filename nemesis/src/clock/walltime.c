@@ -10,19 +10,32 @@
  * started). Re-read at most every millisecond; a missing or unreadable
  * file is offset 0.
  *
- * Waits until an absolute wall-clock time (pthread_cond_timedwait on a
- * CLOCK_REALTIME condvar, pthread_cond_clockwait, clock_nanosleep with
- * TIMER_ABSTIME, sem_timedwait, pthread_mutex_timedlock,
- * pthread_rwlock_timed*) get the deadline moved back by the offset, so
- * they wait as long as under a stepped kernel clock. Not followed: a step
- * while such a wait is under way (the kernel would wake it at the new
- * time), timerfd/timer_create with absolute CLOCK_REALTIME deadlines. */
+ * Waits until an absolute wall-clock time (clock_nanosleep with
+ * TIMER_ABSTIME, pthread_cond_timedwait on a CLOCK_REALTIME condvar,
+ * pthread_cond_clockwait, sem_timedwait, pthread_mutex_timedlock,
+ * pthread_rwlock_timed*) end when the faked wall clock reaches the
+ * deadline, as under a stepped kernel clock, also when the step comes
+ * while the wait is under way: with a control file, such a wait is cut
+ * into slices of at most 20 ms of true time, and the deadline is
+ * translated again with the offset in force after each. So a forward step
+ * ends the wait within 20 ms of it, a backward step lengthens it.
+ * clock_nanosleep, sem_timedwait and the timed locks loop inside; a
+ * condvar wait returns 0 at the end of a slice whose deadline has not come
+ * (a spurious wakeup, which POSIX allows: the caller re-checks its
+ * predicate and waits again, with the deadline translated anew) --
+ * looping inside could miss a signal sent between two slices.
+ * timerfd_settime with TFD_TIMER_ABSTIME on a CLOCK_REALTIME timerfd gets
+ * its deadline translated when it is armed; a step after that is not
+ * followed (the kernel keeps the deadline), nor is TFD_TIMER_CANCEL_ON_SET
+ * signalled by a step. timer_create/timer_settime deadlines are not
+ * translated. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/timerfd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +51,8 @@ typedef int (*cond_clockwait_fn)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
 typedef int (*sem_timedwait_fn)(sem_t *, const struct timespec *);
 typedef int (*mutex_timedlock_fn)(pthread_mutex_t *, const struct timespec *);
 typedef int (*rwlock_timed_fn)(pthread_rwlock_t *, const struct timespec *);
+typedef int (*timerfd_create_fn)(int, int);
+typedef int (*timerfd_settime_fn)(int, int, const struct itimerspec *, struct itimerspec *);
 
 static clock_gettime_fn real_clock_gettime;
 static const char *control;
@@ -196,13 +211,47 @@ static struct timespec to_true(const struct timespec *abstime) {
     return ts_of(ns_of(abstime) - delta_ns());
 }
 
+/* The longest slice of true time an absolute wall-clock wait sleeps before
+ * it translates its deadline again (a step is followed within it). */
+#define SLICE_NS 20000000LL
+
+/* The kernel's time on clock `id` now, ns. */
+static int64_t true_now(clockid_t id) {
+    struct timespec t;
+    init();
+    if (!real_clock_gettime || real_clock_gettime(id, &t) != 0) return 0;
+    return ns_of(&t);
+}
+
+/* Whether the faked wall clock `id` has reached `deadline_ns`. */
+static int passed(clockid_t id, int64_t deadline_ns) {
+    return true_now(id) + delta_ns() >= deadline_ns;
+}
+
+/* The end, in the kernel's time on `id`, of the next slice of a wait until
+ * wall time `deadline_ns`: the deadline translated with the offset now,
+ * or SLICE_NS from now when that is earlier (only with a control file:
+ * without one nothing steps). A deadline already passed comes back as is
+ * (in the past: the real call returns at once). */
+static struct timespec slice_end(clockid_t id, int64_t deadline_ns) {
+    int64_t target = deadline_ns - delta_ns();
+    int64_t now = true_now(id);
+    if (control && target - now > SLICE_NS) target = now + SLICE_NS;
+    return ts_of(target);
+}
+
 int clock_nanosleep(clockid_t id, int flags, const struct timespec *req, struct timespec *rem) {
     static clock_nanosleep_fn real;
     if (!real) real = (clock_nanosleep_fn)dlsym(RTLD_NEXT, "clock_nanosleep");
     if (!real) return ENOSYS;
     if ((flags & TIMER_ABSTIME) && req && is_wall(id)) {
-        struct timespec t = to_true(req);
-        return real(id, flags, &t, rem);
+        int64_t deadline = ns_of(req);
+        while (!passed(id, deadline)) {
+            struct timespec t = slice_end(id, deadline);
+            int r = real(id, flags, &t, rem);
+            if (r != 0) return r;
+        }
+        return 0;
     }
     return real(id, flags, req, rem);
 }
@@ -212,15 +261,23 @@ static int cond_is_wall(pthread_cond_t *c) {
     return ((c->__data.__wrefs >> 1) & 1) == 0;
 }
 
+/* One slice of a timed condvar wait on wall clock `id` until `abstime`:
+ * ETIMEDOUT only once the wall clock has reached it, else 0 (spurious). */
+static int cond_slice(cond_clockwait_fn clockwait, cond_timedwait_fn timedwait, pthread_cond_t *c,
+                      pthread_mutex_t *m, clockid_t id, const struct timespec *abstime) {
+    int64_t deadline = ns_of(abstime);
+    struct timespec t = slice_end(id, deadline);
+    int r = clockwait ? clockwait(c, m, id, &t) : timedwait(c, m, &t);
+    if (r == ETIMEDOUT && !passed(id, deadline)) return 0;
+    return r;
+}
+
 int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime) {
     static cond_timedwait_fn real;
     if (!real) real = (cond_timedwait_fn)dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
     if (!real) real = (cond_timedwait_fn)dlsym(RTLD_NEXT, "pthread_cond_timedwait");
     if (!real) return ENOSYS;
-    if (abstime && cond_is_wall(c)) {
-        struct timespec t = to_true(abstime);
-        return real(c, m, &t);
-    }
+    if (abstime && cond_is_wall(c)) return cond_slice(NULL, real, c, m, CLOCK_REALTIME, abstime);
     return real(c, m, abstime);
 }
 
@@ -228,10 +285,7 @@ int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t id, 
     static cond_clockwait_fn real;
     if (!real) real = (cond_clockwait_fn)dlsym(RTLD_NEXT, "pthread_cond_clockwait");
     if (!real) return ENOSYS;
-    if (abstime && is_wall(id)) {
-        struct timespec t = to_true(abstime);
-        return real(c, m, id, &t);
-    }
+    if (abstime && is_wall(id)) return cond_slice(real, NULL, c, m, id, abstime);
     return real(c, m, id, abstime);
 }
 
@@ -242,42 +296,75 @@ int sem_timedwait(sem_t *s, const struct timespec *abstime) {
         errno = ENOSYS;
         return -1;
     }
-    if (abstime) {
-        struct timespec t = to_true(abstime);
-        return real(s, &t);
+    if (!abstime) return real(s, abstime);
+    int64_t deadline = ns_of(abstime);
+    for (;;) {
+        struct timespec t = slice_end(CLOCK_REALTIME, deadline);
+        int r = real(s, &t);
+        if (r == 0 || errno != ETIMEDOUT || passed(CLOCK_REALTIME, deadline)) return r;
     }
-    return real(s, abstime);
 }
+
+/* A timed lock (mutex, rwlock) until wall time `abstime`, in slices. */
+#define TIMED_LOCK(real, obj, abstime)                                        \
+    do {                                                                      \
+        if (!(abstime)) return real(obj, abstime);                            \
+        int64_t deadline = ns_of(abstime);                                    \
+        for (;;) {                                                            \
+            struct timespec t = slice_end(CLOCK_REALTIME, deadline);          \
+            int r = real(obj, &t);                                            \
+            if (r != ETIMEDOUT || passed(CLOCK_REALTIME, deadline)) return r; \
+        }                                                                     \
+    } while (0)
 
 int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime) {
     static mutex_timedlock_fn real;
     if (!real) real = (mutex_timedlock_fn)dlsym(RTLD_NEXT, "pthread_mutex_timedlock");
     if (!real) return ENOSYS;
-    if (abstime) {
-        struct timespec t = to_true(abstime);
-        return real(m, &t);
-    }
-    return real(m, abstime);
+    TIMED_LOCK(real, m, abstime);
 }
 
 int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime) {
     static rwlock_timed_fn real;
     if (!real) real = (rwlock_timed_fn)dlsym(RTLD_NEXT, "pthread_rwlock_timedrdlock");
     if (!real) return ENOSYS;
-    if (abstime) {
-        struct timespec t = to_true(abstime);
-        return real(l, &t);
-    }
-    return real(l, abstime);
+    TIMED_LOCK(real, l, abstime);
 }
 
 int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime) {
     static rwlock_timed_fn real;
     if (!real) real = (rwlock_timed_fn)dlsym(RTLD_NEXT, "pthread_rwlock_timedwrlock");
     if (!real) return ENOSYS;
-    if (abstime) {
-        struct timespec t = to_true(abstime);
-        return real(l, &t);
+    TIMED_LOCK(real, l, abstime);
+}
+
+/* The timerfds created on a wall clock (fds below 4096). */
+static volatile unsigned char wall_timerfd[4096];
+
+int timerfd_create(int id, int flags) {
+    static timerfd_create_fn real;
+    if (!real) real = (timerfd_create_fn)dlsym(RTLD_NEXT, "timerfd_create");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
     }
-    return real(l, abstime);
+    int fd = real(id, flags);
+    if (fd >= 0 && fd < (int)sizeof wall_timerfd) wall_timerfd[fd] = is_wall((clockid_t)id);
+    return fd;
+}
+
+int timerfd_settime(int fd, int flags, const struct itimerspec *new_value, struct itimerspec *old) {
+    static timerfd_settime_fn real;
+    if (!real) real = (timerfd_settime_fn)dlsym(RTLD_NEXT, "timerfd_settime");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if ((flags & TFD_TIMER_ABSTIME) && new_value && fd >= 0 && fd < (int)sizeof wall_timerfd &&
+        wall_timerfd[fd] && (new_value->it_value.tv_sec || new_value->it_value.tv_nsec)) {
+        struct itimerspec v = *new_value;
+        v.it_value = to_true(&new_value->it_value);
+        return real(fd, flags, &v, old);
+    }
+    return real(fd, flags, new_value, old);
 }

@@ -454,9 +454,11 @@ impl LocalCluster {
             .current_dir(std::env::temp_dir())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
+            .stderr(Stdio::piped());
+        // Owned by the exit cleanup while it runs: a second Ctrl-C during
+        // `pg_ctl stop` kills it (and its group), it does not outlive us.
+        let owned = crate::exit_cleanup::owned_output(what, &mut cmd);
+        let out = tokio::time::timeout(Duration::from_secs(90), owned)
             .await
             .map_err(|_| LocalError::Command {
                 what: what.to_string(),

@@ -122,9 +122,9 @@ impl LocalProcess {
             .current_dir(std::env::temp_dir())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
+            .stderr(Stdio::piped());
+        let owned = crate::exit_cleanup::owned_output("pg_ctl start", &mut cmd);
+        let out = tokio::time::timeout(Duration::from_secs(90), owned)
             .await
             .map_err(|_| self.err(node, "start", "pg_ctl start timed out after 90 s".into()))?
             .map_err(|e| self.err(node, "start", format!("running pg_ctl: {e}")))?;
