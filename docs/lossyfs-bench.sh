@@ -6,18 +6,19 @@
 # R (scratch directory, /tmp/lzb; removed at the end); BASE (another
 # harness binary: its lossy runs are interleaved too, as "base").
 set -u
-H=$(realpath ${H:-target/release/harness})
+H=$(realpath ${H:-target/release/harness}); [ -n "${BASE:-}" ] && BASE=$(realpath $BASE)
 B=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 R=${R:-/tmp/lzb}; P=${PORT:-5499}
 rm -rf $R; mkdir -p $R/sock; chown -R postgres $R
 run() {
   local mode=$1 d=$R/$1/data bin=$H
-  [ $mode = base ] && bin=$(realpath $BASE)
+  [ $mode = base ] && bin=$BASE
   rm -rf $R/$mode; mkdir -p $R/$mode; chown postgres $R/$mode
   if [ $mode != plain ]; then
     install -d -o postgres -m 700 $R/$mode/data.lossy $R/$mode/data.lossy/data $d
     (setsid $bin lossyfs mount $R/$mode/data.lossy/data $d --socket $R/$mode/ctl.sock </dev/null >$R/$mode/fs.log 2>&1 & echo $! > $R/$mode/pid)
     sleep 1
+    mountpoint -q $d || { echo "$mode: lossyfs mount failed: $(cat $R/$mode/fs.log)"; exit 1; }
   fi
   cd /tmp
   runuser -u postgres -- $B/initdb -D $d -U postgres >/dev/null 2>&1
