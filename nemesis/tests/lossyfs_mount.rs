@@ -402,3 +402,43 @@ fn lose_drops_the_kernels_cached_pages_of_a_file_still_open() {
     drop(h);
     m.unmount();
 }
+
+#[test]
+#[ignore = "needs root and /dev/fuse: run by .ci/run"]
+fn lose_restores_the_sizes_and_names_the_kernel_caches() {
+    use std::io::{Seek, SeekFrom};
+    let m = Mounted::new(64 << 20);
+    let f = m.mnt.join("grow");
+    fs::write(&f, vec![1u8; 5000]).unwrap();
+    File::open(&f).unwrap().sync_all().unwrap();
+    let mut h = File::options().read(true).write(true).open(&f).unwrap();
+    // Whole blocks written past the end (the cache takes them without
+    // reading the file) and a partial one inside it.
+    h.write_all_at(&[7u8; 8192], 8192).unwrap();
+    h.write_all_at(&[3u8; 10], 4090).unwrap();
+    assert_eq!(h.seek(SeekFrom::End(0)).unwrap(), 16_384);
+    assert_eq!(fs::metadata(&f).unwrap().len(), 16_384);
+    let mut buf = vec![0u8; 16_384];
+    h.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf[4090..4100], &[3u8; 10]);
+    assert_eq!(&buf[5000..8192], &vec![0u8; 3192][..], "the gap reads zero");
+    assert_eq!(&buf[8192..], &[7u8; 8192][..]);
+    // A file created and never synced keeps its name (the default mode's
+    // namespace is durable at once) but loses its bytes.
+    let g = m.mnt.join("new");
+    fs::write(&g, b"unsynced").unwrap();
+    assert_eq!(fs::metadata(&g).unwrap().len(), 8);
+    m.ctl(Command::Lose);
+    assert_eq!(
+        h.seek(SeekFrom::End(0)).unwrap(),
+        5000,
+        "the open handle's end is the synced size"
+    );
+    assert_eq!(h.metadata().unwrap().len(), 5000);
+    assert_eq!(fs::metadata(&f).unwrap().len(), 5000);
+    assert_eq!(fs::read(&f).unwrap(), vec![1u8; 5000]);
+    assert_eq!(fs::metadata(&g).unwrap().len(), 0);
+    assert_eq!(fs::read(&g).unwrap(), b"");
+    drop(h);
+    m.unmount();
+}

@@ -330,13 +330,18 @@ impl Cache {
         }
         let st = self.state(ino, open)?;
         for b in first..=last {
-            if !st.blocks.contains_key(&b) {
-                let block = st.materialize(b)?;
-                st.blocks.insert(b, block);
-            }
             let bstart = b * BLOCK;
             let from = off.max(bstart);
             let to = (off + data.len() as u64).min(bstart + BLOCK);
+            if !st.blocks.contains_key(&b) {
+                // A block the write covers whole needs nothing of the file.
+                let block = if to - from == BLOCK {
+                    vec![0u8; BLOCK as usize].into_boxed_slice()
+                } else {
+                    st.materialize(b)?
+                };
+                st.blocks.insert(b, block);
+            }
             if let Some(block) = st.blocks.get_mut(&b) {
                 block[(from - bstart) as usize..(to - bstart) as usize]
                     .copy_from_slice(&data[(from - off) as usize..(to - off) as usize]);

@@ -3,16 +3,21 @@
 //!
 //! Inode numbers are the backing files' (the backing root is FUSE's inode 1,
 //! and a backing inode numbered 1 takes the root's number), so hard links
-//! and renames keep their identity and the cache is keyed by inode. Entry
-//! and attribute timeouts are zero (the kernel caches no sizes or names).
-//! The kernel's page cache is on: FUSE without `writeback_cache` is
-//! write-through, so every write still reaches the daemon at once, and the
-//! page cache only ever holds what the application sees; reads of hot
-//! pages then never cross into the daemon. Whatever changes file contents
-//! behind the kernel's back invalidates its pages through a FUSE
-//! notification ([`Shared::invalidate`]): `lose` for every file that had
-//! un-synced state, and a corruption for its file; an open without
-//! `FOPEN_KEEP_CACHE` drops a file's pages too.
+//! and renames keep their identity and the cache is keyed by inode.
+//!
+//! The kernel caches what it can, because every FUSE round trip costs a
+//! database on the mount (`lseek(SEEK_END)`, which PostgreSQL calls to
+//! size a relation, is one without a cached size). Entry and attribute
+//! timeouts are long ([`TTL`]; zero in strict mode, whose `lose` moves
+//! names behind the kernel's back), and an open keeps the file's pages
+//! (`FOPEN_KEEP_CACHE`). That is faithful because FUSE without
+//! `writeback_cache` is write-through: every write still reaches the
+//! daemon at once, the kernel updates its size of the file on a write
+//! itself, and its page cache only ever holds what the application sees.
+//! Whatever changes file contents or sizes behind the kernel's back drops
+//! its pages and attributes through a FUSE notification
+//! ([`Shared::invalidate`]): `lose` for every file that had un-synced
+//! state, and a corruption for its file.
 //!
 //! Files and directories created through the mount are chowned to the
 //! caller (the daemon runs as root, the database as its own user).
@@ -42,7 +47,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-const TTL: Duration = Duration::ZERO;
+/// How long the kernel may keep names and attributes in the default mode:
+/// every change to them goes through the kernel, and `lose`/a corruption
+/// invalidate what they change behind its back.
+const TTL: Duration = Duration::from_secs(3600);
 
 /// State shared by the FUSE threads and the control socket.
 pub struct Shared {
@@ -211,6 +219,16 @@ impl LossyFs {
         }
     }
 
+    /// Entry and attribute timeout: [`TTL`] by default; zero in strict
+    /// mode, whose `lose` moves names behind the kernel's back.
+    fn ttl(&self) -> Duration {
+        if self.shared.journal.is_some() {
+            Duration::ZERO
+        } else {
+            TTL
+        }
+    }
+
     fn handles(&self) -> MutexGuard<'_, HashMap<u64, Handle>> {
         self.handles.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -353,7 +371,7 @@ impl LossyFs {
 impl Filesystem for LossyFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.rel(parent).and_then(|p| self.entry(p.join(name))) {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Ok(attr) => reply.entry(&self.ttl(), &attr, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
@@ -366,7 +384,7 @@ impl Filesystem for LossyFs {
             }),
         };
         match m {
-            Ok(m) => reply.attr(&TTL, &self.attr(&m)),
+            Ok(m) => reply.attr(&self.ttl(), &self.attr(&m)),
             Err(e) => reply.error(e),
         }
     }
@@ -420,7 +438,7 @@ impl Filesystem for LossyFs {
             self.entry(rel)
         })();
         match r {
-            Ok(a) => reply.attr(&TTL, &a),
+            Ok(a) => reply.attr(&self.ttl(), &a),
             Err(e) => reply.error(e),
         }
     }
@@ -458,7 +476,7 @@ impl Filesystem for LossyFs {
             self.entry(rel)
         });
         match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Ok(a) => reply.entry(&self.ttl(), &a, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
@@ -542,7 +560,7 @@ impl Filesystem for LossyFs {
             self.entry(rel)
         });
         match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Ok(a) => reply.entry(&self.ttl(), &a, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
@@ -654,7 +672,7 @@ impl Filesystem for LossyFs {
             Ok(attr)
         })();
         match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Ok(a) => reply.entry(&self.ttl(), &a, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
@@ -674,7 +692,7 @@ impl Filesystem for LossyFs {
             Ok(self.new_handle(file, flags.0))
         })();
         match r {
-            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(e),
         }
     }
@@ -911,7 +929,13 @@ impl Filesystem for LossyFs {
             Ok((attr, self.new_handle(file, flags)))
         })();
         match r {
-            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), fh, FopenFlags::empty()),
+            Ok((a, fh)) => reply.created(
+                &self.ttl(),
+                &a,
+                Generation(0),
+                fh,
+                FopenFlags::FOPEN_KEEP_CACHE,
+            ),
             Err(e) => reply.error(e),
         }
     }
