@@ -195,6 +195,23 @@ pub fn check_register_stats(
     level: Level,
     budget: &Budget,
 ) -> (SatOutcome, Stats) {
+    // A plain level first tries its strong-session variant, briefly: each
+    // session's order is one more set of known edges, so pruning resolves
+    // far more and the search starts from an order databases keep; and a
+    // commit order (with snapshot points) that satisfies the stronger
+    // level satisfies the plain one (its constraints are a subset, over
+    // the same transactions). Only `valid` is taken from it: a violation
+    // or a give-up there says nothing here.
+    if !level.process() && !level.realtime() {
+        let strong = Poly::build(txns, history, level.split(), false, true);
+        if strong.known.iter().any(|f| f.kind == Kind::Process) {
+            let limit = 1000 + strong.global.len() as u64 / 10;
+            if let Some((Solved::Sat, dag, mut stats)) = solve::attempt(&strong, budget, limit) {
+                stats.via_session = true;
+                return (witness(txns, history, &strong, &dag), stats);
+            }
+        }
+    }
     let poly = Poly::build(
         txns,
         history,
@@ -204,29 +221,7 @@ pub fn check_register_stats(
     );
     let (solved, dag, stats) = solve::solve(&poly, budget);
     let out = match solved {
-        Solved::Sat => {
-            // Commit nodes give the commit order; an SI start node gives
-            // its transaction's snapshot point (commits before it).
-            let mut witness = Vec::with_capacity(poly.global.len());
-            let mut snap = vec![0u32; poly.global.len()];
-            for v in dag.topo() {
-                let t = if poly.split { v / 2 } else { v };
-                if poly.split && v % 2 == 0 {
-                    snap[t as usize] = witness.len() as u32;
-                    continue;
-                }
-                if !poly.split {
-                    snap[t as usize] = witness.len() as u32;
-                }
-                witness.push(t);
-            }
-            let starts = witness.iter().map(|&t| snap[t as usize]).collect();
-            let witness = witness
-                .into_iter()
-                .map(|t| txns.op_index(history, poly.global[t as usize]))
-                .collect();
-            SatOutcome::Valid { witness, starts }
-        }
+        Solved::Sat => witness(txns, history, &poly, &dag),
         Solved::Unsat(c) => SatOutcome::Invalid {
             anomalies: vec![
                 Explainer {
@@ -249,6 +244,31 @@ pub fn check_register_stats(
         },
     };
     (out, stats)
+}
+
+/// The `valid` outcome read off an acyclic `dag` of `poly`: commit nodes
+/// give the commit order; an SI start node gives its transaction's
+/// snapshot point (commits before it).
+fn witness(txns: &Txns<'_>, history: &History, poly: &Poly, dag: &Dag) -> SatOutcome {
+    let mut witness = Vec::with_capacity(poly.global.len());
+    let mut snap = vec![0u32; poly.global.len()];
+    for v in dag.topo() {
+        let t = if poly.split { v / 2 } else { v };
+        if poly.split && v % 2 == 0 {
+            snap[t as usize] = witness.len() as u32;
+            continue;
+        }
+        if !poly.split {
+            snap[t as usize] = witness.len() as u32;
+        }
+        witness.push(t);
+    }
+    let starts = witness.iter().map(|&t| snap[t as usize]).collect();
+    let witness = witness
+        .into_iter()
+        .map(|t| txns.op_index(history, poly.global[t as usize]))
+        .collect();
+    SatOutcome::Valid { witness, starts }
 }
 
 struct Explainer<'a, 'h> {

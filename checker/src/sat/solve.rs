@@ -57,6 +57,10 @@ pub struct Stats {
     pub conflicts: u64,
     /// Restarts with another initial order.
     pub restarts: u32,
+    /// Decided `valid` by a witness of the strong-session level (a plain
+    /// level asked: see `check_register_stats`); the counters are that
+    /// attempt's.
+    pub via_session: bool,
 }
 
 enum Side {
@@ -493,8 +497,12 @@ fn levels<'a>(frames: &[Frame], ids: impl Iterator<Item = &'a u32>) -> Vec<u32> 
 /// initial order matters. SI has two candidates: starts at invocations (a
 /// snapshot database's real starts) and starts just before commits (a
 /// serial database's). The one fewer known edges contradict goes first,
-/// with a bounded number of conflicts, then the other, then the first
-/// again without a bound. Each attempt starts from scratch.
+/// with a bounded number of conflicts, then the other. Each later attempt
+/// starts from scratch but from the order the previous one ended in
+/// (phase saving: that order already satisfies most constraints), with a
+/// conflict bound that grows by half each time, so some attempt is
+/// unbounded in effect and the search stays complete; the [`Budget`]
+/// bounds the whole.
 pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
     let base = Stats {
         txns: poly.global.len(),
@@ -502,7 +510,7 @@ pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
         constraints: poly.constraints.len(),
         ..Stats::default()
     };
-    let limit = 1000 + poly.global.len() as u64 / 10;
+    let mut limit = 1000 + poly.global.len() as u64 / 10;
     // Start with the order that more known edges agree with (a serial
     // database's reads often see writes committed after their invocation).
     let backward = |hint: &[u64]| {
@@ -520,30 +528,59 @@ pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
         } else {
             (&poly.hint, &poly.hint_serial)
         };
-    let attempts: Vec<(&[u64], u64)> = if poly.split {
-        vec![(first, limit), (second, limit), (first, u64::MAX)]
-    } else {
-        vec![(&poly.hint, u64::MAX)]
-    };
-    let mut restarts = 0;
-    let mut last = None;
-    for (hint, max_conflicts) in attempts {
-        let mut s = Solver::new(poly, Dag::new(hint), budget, max_conflicts);
+    let mut hint: Vec<u64> = first.to_vec();
+    let mut restarts = 0u32;
+    let mut total = 0u64;
+    loop {
+        let mut s = Solver::new(poly, Dag::new(&hint), budget, limit);
         s.stats = Stats { restarts, ..base };
+        s.stats.conflicts = total;
+        s.max_conflicts = total.saturating_add(limit);
         let r = run(&mut s);
         let out = match r {
             Ok(Ok(())) => Solved::Sat,
             Ok(Err(c)) => Solved::Unsat(c),
             Err(Exhausted) if s.gave_up => {
                 restarts += 1;
-                last = Some((Solved::Unknown, s.dag, s.stats));
+                total = s.stats.conflicts;
+                // The other SI candidate once, then the order reached.
+                hint = if restarts == 1 && poly.split && second != first {
+                    second.to_vec()
+                } else {
+                    (0..poly.nodes() as u32)
+                        .map(|v| u64::from(s.dag.pos(v)))
+                        .collect()
+                };
+                if restarts > 1 {
+                    limit = limit.saturating_add(limit / 2);
+                }
                 continue;
             }
             Err(Exhausted) => Solved::Unknown,
         };
         return (out, s.dag, s.stats);
     }
-    last.unwrap_or_else(|| (Solved::Unknown, Dag::new(&poly.hint), base))
+}
+
+/// One attempt from `poly`'s own hint, giving up after `max_conflicts`
+/// conflicts: `None` when it gave up or the budget ran out.
+pub(crate) fn attempt(
+    poly: &Poly,
+    budget: &Budget,
+    max_conflicts: u64,
+) -> Option<(Solved, Dag, Stats)> {
+    let mut s = Solver::new(poly, Dag::new(&poly.hint), budget, max_conflicts);
+    s.stats = Stats {
+        txns: poly.global.len(),
+        known_edges: poly.known.len(),
+        constraints: poly.constraints.len(),
+        ..Stats::default()
+    };
+    match run(&mut s) {
+        Ok(Ok(())) => Some((Solved::Sat, s.dag, s.stats)),
+        Ok(Err(c)) => Some((Solved::Unsat(c), s.dag, s.stats)),
+        Err(Exhausted) => None,
+    }
 }
 
 fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
