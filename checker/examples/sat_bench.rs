@@ -6,7 +6,8 @@
 //! register workload shape: 10 active keys, a key retired after 32 writes,
 //! 1–4 micro-ops, half reads; 1% of transactions end `info`), then checked.
 //! With `text` the history goes through PolySI's text format first (session
-//! order only, no real time: what PolySI and Plume read).
+//! order only, no real time: what PolySI and Plume read), generated without
+//! `info` transactions (the format would write them as committed).
 //! Prints generation and check times, polygraph counters and the verdict.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -40,8 +41,9 @@ fn main() {
     };
     let seed: u64 = args.get(5).and_then(|x| x.parse().ok()).unwrap_or(1);
     let t0 = Instant::now();
-    let mut h = register_gen::generate(ntx, nsess, si_db, seed);
     let text = args.get(6).is_some_and(|x| x == "text");
+    // The text format holds committed transactions only: no `info` ones.
+    let mut h = register_gen::generate_info(ntx, nsess, si_db, seed, usize::from(!text));
     if text {
         let s = write_peer_string(&h, PeerFormat::Text).expect("text");
         if let Ok(out) = std::env::var("SAT_BENCH_OUT") {

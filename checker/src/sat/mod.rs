@@ -30,6 +30,14 @@
 //!   cycle (`solve`). This keeps the build pure Rust with zero new
 //!   dependencies; measured in BENCHMARKS.md. (Clause learning would help
 //!   adversarial inputs; the [`Budget`] turns those into `Unknown`.)
+//! - **Plain levels try strong-session first**: SER and SI (no session
+//!   order asked) first run one bounded attempt with each session's order
+//!   as known edges. A database keeps its sessions' order, so that graph
+//!   prunes far better and its search starts near a real order; and its
+//!   witness is one of the plain level (a superset of the constraints over
+//!   the same transactions). Only `valid` is taken from it; otherwise the
+//!   plain level is decided by itself. On PolySI-shaped SI histories with
+//!   25 % reads this took plain SI from over a minute to 0.05 s.
 //! - **Evidence**: a violation is the cycle that closed, with every ww/rw
 //!   edge the check chose explained by the cycle its opposite would close
 //!   ([`crate::explain::Derived`]), classified like Elle's cycles
@@ -47,6 +55,7 @@
 mod dag;
 mod polygraph;
 mod replay;
+mod schedule;
 #[cfg(test)]
 mod search_tests;
 mod solve;
@@ -206,7 +215,7 @@ pub fn check_register_stats(
         let strong = Poly::build(txns, history, level.split(), false, true);
         if strong.known.iter().any(|f| f.kind == Kind::Process) {
             let limit = 1000 + strong.global.len() as u64 / 10;
-            if let Some((Solved::Sat, dag, mut stats)) = solve::attempt(&strong, budget, limit) {
+            if let Some((Solved::Sat, dag, mut stats)) = schedule::attempt(&strong, budget, limit) {
                 stats.via_session = true;
                 return (witness(txns, history, &strong, &dag), stats);
             }
@@ -219,7 +228,7 @@ pub fn check_register_stats(
         level.realtime(),
         level.process(),
     );
-    let (solved, dag, stats) = solve::solve(&poly, budget);
+    let (solved, dag, stats) = schedule::solve(&poly, budget);
     let out = match solved {
         Solved::Sat => witness(txns, history, &poly, &dag),
         Solved::Unsat(c) => SatOutcome::Invalid {

@@ -9,7 +9,8 @@
 use super::Level;
 use super::dag::{Dag, EdgeRec, Why};
 use super::polygraph::Poly;
-use super::solve::{Solved, Solver, solve};
+use super::schedule::solve;
+use super::solve::{Solved, Solver};
 use crate::budget::Budget;
 use crate::txn::Txns;
 use std::fmt::Write as _;
