@@ -18,12 +18,13 @@ use crate::budget::Budget;
 /// (phase saving: that order already satisfies most constraints), with a
 /// conflict bound that grows by half each time, so some attempt is
 /// unbounded in effect and the search stays complete; the [`Budget`]
-/// bounds the whole.
-pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
+/// bounds the whole. `seed`, an order of `poly`'s nodes (the strong-session
+/// attempt's), goes before both.
+pub(crate) fn solve(poly: &Poly, budget: &Budget, seed: Option<Vec<u64>>) -> (Solved, Dag, Stats) {
     let base = Stats {
         txns: poly.global.len(),
         known_edges: poly.known.len(),
-        constraints: poly.constraints.len(),
+        constraints: poly.constraint_count(),
         ..Stats::default()
     };
     let mut limit = 1000 + poly.global.len() as u64 / 10;
@@ -44,7 +45,8 @@ pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
         } else {
             (&poly.hint, &poly.hint_serial)
         };
-    let mut hint: Vec<u64> = first.to_vec();
+    let seeded = seed.is_some();
+    let mut hint: Vec<u64> = seed.unwrap_or_else(|| first.to_vec());
     let mut restarts = 0u32;
     let mut total = 0u64;
     loop {
@@ -59,15 +61,17 @@ pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
             Err(Exhausted) if s.gave_up => {
                 restarts += 1;
                 total = s.stats.conflicts;
-                // The other SI candidate once, then the order reached.
-                hint = if restarts == 1 && poly.split && second != first {
+                // After a seed the first candidate; the other SI candidate
+                // once; then the order reached.
+                let k = restarts - u32::from(seeded);
+                hint = if seeded && restarts == 1 {
+                    first.to_vec()
+                } else if k == 1 && poly.split && second != first {
                     second.to_vec()
                 } else {
-                    (0..poly.nodes() as u32)
-                        .map(|v| u64::from(s.dag.pos(v)))
-                        .collect()
+                    order(&s.dag, poly)
                 };
-                if restarts > 1 {
+                if k > 1 {
                     limit = limit.saturating_add(limit / 2);
                 }
                 continue;
@@ -78,23 +82,31 @@ pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
     }
 }
 
+/// The current topological order of `dag` as a hint.
+fn order(dag: &Dag, poly: &Poly) -> Vec<u64> {
+    (0..poly.nodes() as u32)
+        .map(|v| u64::from(dag.pos(v)))
+        .collect()
+}
+
 /// One attempt from `poly`'s own hint, giving up after `max_conflicts`
-/// conflicts: `None` when it gave up or the budget ran out.
+/// conflicts: `Err` with the order it reached when it gave up or the
+/// budget ran out.
 pub(crate) fn attempt(
     poly: &Poly,
     budget: &Budget,
     max_conflicts: u64,
-) -> Option<(Solved, Dag, Stats)> {
+) -> Result<(Solved, Dag, Stats), Vec<u64>> {
     let mut s = Solver::new(poly, Dag::new(&poly.hint), budget, max_conflicts);
     s.stats = Stats {
         txns: poly.global.len(),
         known_edges: poly.known.len(),
-        constraints: poly.constraints.len(),
+        constraints: poly.constraint_count(),
         ..Stats::default()
     };
     match run(&mut s) {
-        Ok(Ok(())) => Some((Solved::Sat, s.dag, s.stats)),
-        Ok(Err(c)) => Some((Solved::Unsat(c), s.dag, s.stats)),
-        Err(Exhausted) => None,
+        Ok(Ok(())) => Ok((Solved::Sat, s.dag, s.stats)),
+        Ok(Err(c)) => Ok((Solved::Unsat(c), s.dag, s.stats)),
+        Err(Exhausted) => Err(order(&s.dag, poly)),
     }
 }

@@ -495,7 +495,7 @@ fn levels<'a>(frames: &[Frame], ids: impl Iterator<Item = &'a u32>) -> Vec<u32> 
 pub(crate) fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
     // Building the polygraph was work too (and a zero budget must say so).
     if s.budget
-        .charge((s.poly.known.len() + s.poly.constraints.len()) as u64 + 1)
+        .charge((s.poly.known.len() + s.poly.constraint_count()) as u64 + 1)
     {
         return Err(Exhausted);
     }
@@ -511,7 +511,7 @@ pub(crate) fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
             return Ok(Err(c));
         }
     }
-    let mut open: Vec<u32> = (0..s.poly.constraints.len() as u32).collect();
+    let mut open: Vec<u32> = (0..s.poly.constraint_count() as u32).collect();
     if let Err(c) = s.propagate(&mut open)? {
         return Ok(Err(c));
     }
