@@ -1,10 +1,13 @@
 //! Benchmark of the complete register check (`checker::sat`):
-//! `sat_bench TXNS SESSIONS DB LEVEL [SEED]` with DB `si` (a snapshot
+//! `sat_bench TXNS SESSIONS DB LEVEL [SEED] [text]` with DB `si` (a snapshot
 //! isolation database: reads at start, first committer wins) or `ser`
 //! (each transaction runs atomically at its commit), LEVEL `ser`, `si`,
 //! `strict-ser` or `strict-si`. The history is generated in memory (Elle's
 //! register workload shape: 10 active keys, a key retired after 32 writes,
 //! 1–4 micro-ops, half reads; 1% of transactions end `info`), then checked.
+//! With `text` the history goes through PolySI's text format first (session
+//! order only, no real time: what PolySI and Plume read), generated without
+//! `info` transactions (the format would write them as committed).
 //! Prints generation and check times, polygraph counters and the verdict.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -13,6 +16,7 @@ use checker::budget::Budget;
 use checker::sat::{Level, SatOutcome, check_register_stats};
 use checker::txn::Txns;
 use std::time::Instant;
+use store::import::{PeerFormat, read_peer_str, write_peer_string};
 
 #[path = "common/measure.rs"]
 #[allow(dead_code)]
@@ -31,11 +35,22 @@ fn main() {
         "ser" => Level::Serializable,
         "strict-ser" => Level::StrictSerializable,
         "strict-si" => Level::StrongSnapshotIsolation,
+        "ss-si" => Level::StrongSessionSnapshotIsolation,
+        "ss-ser" => Level::StrongSessionSerializable,
         _ => Level::SnapshotIsolation,
     };
     let seed: u64 = args.get(5).and_then(|x| x.parse().ok()).unwrap_or(1);
     let t0 = Instant::now();
-    let h = register_gen::generate(ntx, nsess, si_db, seed);
+    let text = args.get(6).is_some_and(|x| x == "text");
+    // The text format holds committed transactions only: no `info` ones.
+    let mut h = register_gen::generate_info(ntx, nsess, si_db, seed, usize::from(!text));
+    if text {
+        let s = write_peer_string(&h, PeerFormat::Text).expect("text");
+        if let Ok(out) = std::env::var("SAT_BENCH_OUT") {
+            std::fs::write(out, &s).expect("write the history");
+        }
+        h = read_peer_str(&s, PeerFormat::Text).expect("parse");
+    }
     let gen_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let txns = Txns::new(&h);
@@ -54,8 +69,9 @@ fn main() {
         SatOutcome::Unknown { reason } => format!("unknown: {reason}"),
     };
     println!(
-        "txns={ntx} sessions={nsess} db={} level={level:?} ops={} gen={gen_s:.2}s check={check_s:.3}s peak={:.0}MB {stats:?} → {verdict}",
+        "txns={ntx} sessions={nsess} db={}{} level={level:?} ops={} gen={gen_s:.2}s check={check_s:.3}s peak={:.0}MB {stats:?} → {verdict}",
         if si_db { "si" } else { "ser" },
+        if text { " text" } else { "" },
         h.len(),
         peak_mb()
     );

@@ -1,8 +1,8 @@
 //! Histories of PolySI's fig. 7 shape, checked by the complete engine:
-//! `sat_polysi TXNS_PER_SESSION DIST DB INJECT LEVEL [SEED] [OUT.txt]` with
+//! `sat_polysi TXNS_PER_SESSION DIST DB INJECT LEVEL [SEED] [OUT.txt|-] [READ_PCT]` with
 //! DIST `uniform|zipf|hotspot`, DB `si|ser`, INJECT `none|lost-update|
 //! stale-read`, LEVEL `si|ss-si|ser|ss-ser` (20 sessions, 15 ops/txn, 10k
-//! keys, 50 % reads; see `tests/common/polysi_gen.rs`). Prints generation
+//! keys, READ_PCT % reads (default 50); see `tests/common/polysi_gen.rs`). Prints generation
 //! and check times, polygraph counters and the verdict (a `valid` one only
 //! after its witness replays); with OUT, also writes the text history (for
 //! `harness check OUT --history-format text`).
@@ -46,8 +46,10 @@ fn main() {
     };
     let seed: u64 = arg(6, "1").parse().expect("SEED");
     let t0 = Instant::now();
-    let text = generate(Shape::polysi(per, dist), db, inject, seed);
-    if let Some(out) = args.get(7) {
+    let mut shape = Shape::polysi(per, dist);
+    shape.read_pct = arg(8, "50").parse().expect("READ_PCT");
+    let text = generate(shape, db, inject, seed);
+    if let Some(out) = args.get(7).filter(|o| *o != "-") {
         std::fs::write(out, &text).expect("write the history");
     }
     let h = read_peer_str(&text, PeerFormat::Text).expect("parse");
@@ -81,8 +83,9 @@ fn main() {
         SatOutcome::Unknown { reason } => format!("unknown: {reason}"),
     };
     println!(
-        "per-session={per} dist={dist:?} db={db:?} inject={inject:?} level={level:?} seed={seed} \
+        "per-session={per} dist={dist:?} reads={}% db={db:?} inject={inject:?} level={level:?} seed={seed} \
          txns={} gen={gen_s:.2}s check={check_s:.3}s steps={} {stats:?} → {verdict}",
+        shape.read_pct,
         txns.len(),
         budget.used()
     );

@@ -179,3 +179,67 @@ fn five_thousand_txn_lost_update_is_decided_invalid_at_plain_si() {
     );
     assert!(matches!(out, SatOutcome::Invalid { .. }), "{out:?}");
 }
+
+// ------------------------------- plain levels try strong-session first
+
+/// Checks `text` at `level`; a `valid` must replay at `level` itself.
+fn decide_text(text: &str, level: Level) -> (SatOutcome, bool) {
+    let h = read_peer_str(text, PeerFormat::Text).expect("parse");
+    let txns = Txns::new(&h);
+    let (out, stats) = check_register_stats(&txns, &h, level, &budget());
+    if let SatOutcome::Valid { witness, starts } = &out {
+        replay(&txns, &h, level, witness, starts).expect("the witness replays");
+    }
+    (out, stats.via_session)
+}
+
+#[test]
+fn plain_si_takes_the_strong_session_witness_when_there_is_one() {
+    let text = generate(Shape::polysi(100, Dist::Uniform), Db::Si, Inject::None, 1);
+    let (out, via) = decide_text(&text, Level::SnapshotIsolation);
+    assert!(matches!(out, SatOutcome::Valid { .. }), "{out:?}");
+    assert!(
+        via,
+        "a session-respecting SI history is decided by SS-SI's witness"
+    );
+}
+
+#[test]
+fn a_session_order_violation_still_gets_the_plain_levels_own_verdict() {
+    // Session 0 writes x = 1, then reads x's initial value: no strong-session
+    // order exists, but reading before the write is serial (and SI).
+    let text = "w(1,1,0,1)\nr(1,0,0,2)\n";
+    for (plain, strong) in [
+        (
+            Level::SnapshotIsolation,
+            Level::StrongSessionSnapshotIsolation,
+        ),
+        (Level::Serializable, Level::StrongSessionSerializable),
+    ] {
+        let (out, _) = decide_text(text, strong);
+        assert!(
+            matches!(out, SatOutcome::Invalid { .. }),
+            "{strong:?}: {out:?}"
+        );
+        let (out, via) = decide_text(text, plain);
+        assert!(
+            matches!(out, SatOutcome::Valid { .. }),
+            "{plain:?}: {out:?}"
+        );
+        assert!(!via, "{plain:?}: decided by its own search");
+    }
+}
+
+#[test]
+fn a_lost_update_across_sessions_stays_invalid_at_plain_levels() {
+    // Two sessions read x = 0 and both write x: neither order is SI or SER.
+    let text = "r(1,0,0,1)\nw(1,1,0,1)\nr(1,0,1,2)\nw(1,2,1,2)\nr(2,0,0,3)\n";
+    for level in [Level::SnapshotIsolation, Level::Serializable] {
+        let (out, via) = decide_text(text, level);
+        assert!(
+            matches!(out, SatOutcome::Invalid { .. }),
+            "{level:?}: {out:?}"
+        );
+        assert!(!via);
+    }
+}

@@ -58,6 +58,25 @@ pub(crate) struct Constraint {
     pub b: u32,
 }
 
+/// Pair `i` of the `m·(m − 1)/2` pairs `(a, b)`, `a < b < m`, in row order
+/// ((0, 1), (0, 2), …, (1, 2), …).
+pub(crate) fn pair(m: u64, i: u64) -> (u64, u64) {
+    // Row `a` starts at a·(2m − a − 1)/2: the largest such start ≤ i, from
+    // the quadratic's root, then corrected for rounding.
+    let row = |a: u64| a * (2 * m - a - 1) / 2;
+    let top = (2 * m).saturating_sub(1) as f64;
+    let d = top * top - 8.0 * i as f64;
+    let mut a = ((top - d.max(0.0).sqrt()) / 2.0) as u64;
+    a = a.min(m.saturating_sub(2));
+    while a > 0 && row(a) > i {
+        a -= 1;
+    }
+    while a + 2 < m && row(a + 1) <= i {
+        a += 1;
+    }
+    (a, i - row(a) + a + 1)
+}
+
 /// The polygraph.
 pub(crate) struct Poly {
     /// Local id → index in `Txns`.
@@ -66,7 +85,16 @@ pub(crate) struct Poly {
     pub split: bool,
     pub keys: Vec<KeyInfo>,
     pub known: Vec<Fact>,
-    pub constraints: Vec<Constraint>,
+    /// Constraints are implicit (a hot key has millions): those of
+    /// `keys[i]` are ids `pair_base[i]..pair_base[i + 1]`, its writer pairs
+    /// `(a, b)`, `a < b`, in row order; the last entry is their number.
+    pub pair_base: Vec<u32>,
+    /// Number of constraints, also when over `u32::MAX` (then the ids do
+    /// not cover them and the check must not run: `check_register_stats`).
+    pub pairs_total: u64,
+    /// The row [`Self::constraint`] decoded last: ids `lo..hi` are key
+    /// slot `key`'s pairs `(a, a + 1)…`.
+    pub last_row: std::cell::Cell<(u32, u32, u32, u32)>,
     /// Initial order hint per node: SI starts at invocations.
     pub hint: Vec<u64>,
     /// The other hint for SI: starts just before commits (serial).
@@ -106,9 +134,47 @@ impl Poly {
         }
     }
 
+    /// Number of constraints.
+    #[inline]
+    pub fn constraint_count(&self) -> usize {
+        self.pair_base.last().map_or(0, |&n| n as usize)
+    }
+
+    /// Constraint `cid`: its key slot and writer pair, decoded from the id.
+    #[inline]
+    pub fn constraint(&self, cid: u32) -> Constraint {
+        // Ids mostly come in runs: a run within one row costs no search.
+        let (lo, hi, key, a) = self.last_row.get();
+        if lo <= cid && cid < hi {
+            return Constraint {
+                key,
+                a,
+                b: cid - lo + a + 1,
+            };
+        }
+        // The key: the last with a base at or below `cid` (keys with fewer
+        // than two writers have no ids and share the next key's base).
+        let key = self
+            .pair_base
+            .partition_point(|&b| b <= cid)
+            .saturating_sub(1);
+        let m = self.keys[key].writers.len() as u64;
+        let base = self.pair_base[key];
+        let (a, b) = pair(m, u64::from(cid - base));
+        // The row of `a`: ids from its pair (a, a + 1) to (a, m − 1).
+        let lo = cid - (b - a - 1) as u32;
+        self.last_row
+            .set((lo, lo + (m - a - 1) as u32, key as u32, a as u32));
+        Constraint {
+            key: key as u32,
+            a: a as u32,
+            b: b as u32,
+        }
+    }
+
     /// Edges of one side of constraint `cid` into `out` (cleared first).
     pub fn side(&self, cid: u32, side: u8, out: &mut Vec<Fact>) {
-        let c = self.constraints[cid as usize];
+        let c = self.constraint(cid);
         let (x, y) = if side == 0 { (c.a, c.b) } else { (c.b, c.a) };
         self.pair_side(c.key, x, y, out);
     }
@@ -123,7 +189,7 @@ impl Poly {
         side: u8,
         mut hit: impl FnMut(&Fact, (u32, u32)) -> bool,
     ) -> Option<Fact> {
-        let c = self.constraints[cid as usize];
+        let c = self.constraint(cid);
         let (x, y) = if side == 0 { (c.a, c.b) } else { (c.b, c.a) };
         let k = &self.keys[c.key as usize];
         let (wx, wy) = (k.writers[x as usize], k.writers[y as usize]);
@@ -378,19 +444,14 @@ impl Poly {
                 known.push(order_fact(Kind::Internal, t, t));
             }
         }
-        let mut constraints = Vec::new();
-        for (ki, k) in keys.iter().enumerate() {
-            let m = k.writers.len() as u32;
-            for a in 0..m {
-                for b in a + 1..m {
-                    constraints.push(Constraint {
-                        key: ki as u32,
-                        a,
-                        b,
-                    });
-                }
-            }
+        let mut pair_base = Vec::with_capacity(keys.len() + 1);
+        let mut pairs_total = 0u64;
+        for k in &keys {
+            pair_base.push(pairs_total as u32);
+            let m = k.writers.len() as u64;
+            pairs_total += m * m.saturating_sub(1) / 2;
         }
+        pair_base.push(pairs_total as u32);
         // Without a clock (peer formats) op order is session by session,
         // a poor guess of the commit order: the i-th transaction of every
         // session is taken to run at about the same time instead.
@@ -435,9 +496,29 @@ impl Poly {
             split,
             keys,
             known,
-            constraints,
+            pair_base,
+            pairs_total,
+            last_row: std::cell::Cell::new((0, 0, 0, 0)),
             hint,
             hint_serial,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pair;
+
+    #[test]
+    fn pair_ids_decode_to_every_writer_pair_in_row_order() {
+        for m in [2u64, 3, 4, 7, 64, 1000, 4097] {
+            let mut i = 0;
+            for a in 0..m {
+                for b in a + 1..m {
+                    assert_eq!(pair(m, i), (a, b), "m = {m}, i = {i}");
+                    i += 1;
+                }
+            }
         }
     }
 }

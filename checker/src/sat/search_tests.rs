@@ -9,7 +9,8 @@
 use super::Level;
 use super::dag::{Dag, EdgeRec, Why};
 use super::polygraph::Poly;
-use super::solve::{Solved, Solver, solve};
+use super::schedule::solve;
+use super::solve::{Solved, Solver};
 use crate::budget::Budget;
 use crate::txn::Txns;
 use std::fmt::Write as _;
@@ -77,7 +78,7 @@ fn search_only(poly: &Poly) -> (bool, u64) {
             return (false, 0);
         }
     }
-    let all: Vec<u32> = (0..poly.constraints.len() as u32).collect();
+    let all: Vec<u32> = (0..poly.constraint_count() as u32).collect();
     let ok = s.search(all).unwrap().is_ok();
     (ok, s.stats.conflicts)
 }
@@ -97,7 +98,7 @@ fn search_alone_agrees_with_the_pipeline_on_random_histories() {
             Level::StrongSessionSnapshotIsolation,
         ] {
             let poly = Poly::build(&tx, &h, level.split(), false, level.process());
-            let whole = match solve(&poly, &Budget::unlimited()).0 {
+            let whole = match solve(&poly, &Budget::unlimited(), None).0 {
                 Solved::Sat => true,
                 Solved::Unsat(_) => false,
                 Solved::Unknown => panic!("unlimited budget"),

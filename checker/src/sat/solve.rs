@@ -57,6 +57,10 @@ pub struct Stats {
     pub conflicts: u64,
     /// Restarts with another initial order.
     pub restarts: u32,
+    /// Decided `valid` by a witness of the strong-session level (a plain
+    /// level asked: see `check_register_stats`); the counters are that
+    /// attempt's.
+    pub via_session: bool,
 }
 
 enum Side {
@@ -74,8 +78,8 @@ pub(crate) struct Solver<'a> {
     buf: Vec<Fact>,
     pub(crate) stats: Stats,
     /// Give up (to restart with another initial order) after this many conflicts.
-    max_conflicts: u64,
-    gave_up: bool,
+    pub(crate) max_conflicts: u64,
+    pub(crate) gave_up: bool,
 }
 
 type Step<T> = Result<T, Exhausted>;
@@ -487,69 +491,11 @@ fn levels<'a>(frames: &[Frame], ids: impl Iterator<Item = &'a u32>) -> Vec<u32> 
     out
 }
 
-/// Runs the whole pipeline; on `Sat` the returned `Dag` holds the witness.
-///
-/// The search takes the current topological order as its phase, so the
-/// initial order matters. SI has two candidates: starts at invocations (a
-/// snapshot database's real starts) and starts just before commits (a
-/// serial database's). The one fewer known edges contradict goes first,
-/// with a bounded number of conflicts, then the other, then the first
-/// again without a bound. Each attempt starts from scratch.
-pub(crate) fn solve(poly: &Poly, budget: &Budget) -> (Solved, Dag, Stats) {
-    let base = Stats {
-        txns: poly.global.len(),
-        known_edges: poly.known.len(),
-        constraints: poly.constraints.len(),
-        ..Stats::default()
-    };
-    let limit = 1000 + poly.global.len() as u64 / 10;
-    // Start with the order that more known edges agree with (a serial
-    // database's reads often see writes committed after their invocation).
-    let backward = |hint: &[u64]| {
-        poly.known
-            .iter()
-            .filter(|f| {
-                let (a, b) = poly.ends(f);
-                hint[a as usize] > hint[b as usize]
-            })
-            .count()
-    };
-    let (first, second): (&[u64], &[u64]) =
-        if poly.split && backward(&poly.hint_serial) < backward(&poly.hint) {
-            (&poly.hint_serial, &poly.hint)
-        } else {
-            (&poly.hint, &poly.hint_serial)
-        };
-    let attempts: Vec<(&[u64], u64)> = if poly.split {
-        vec![(first, limit), (second, limit), (first, u64::MAX)]
-    } else {
-        vec![(&poly.hint, u64::MAX)]
-    };
-    let mut restarts = 0;
-    let mut last = None;
-    for (hint, max_conflicts) in attempts {
-        let mut s = Solver::new(poly, Dag::new(hint), budget, max_conflicts);
-        s.stats = Stats { restarts, ..base };
-        let r = run(&mut s);
-        let out = match r {
-            Ok(Ok(())) => Solved::Sat,
-            Ok(Err(c)) => Solved::Unsat(c),
-            Err(Exhausted) if s.gave_up => {
-                restarts += 1;
-                last = Some((Solved::Unknown, s.dag, s.stats));
-                continue;
-            }
-            Err(Exhausted) => Solved::Unknown,
-        };
-        return (out, s.dag, s.stats);
-    }
-    last.unwrap_or_else(|| (Solved::Unknown, Dag::new(&poly.hint), base))
-}
-
-fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
+/// Decides `s`'s polygraph: known edges, pruning, components, search.
+pub(crate) fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
     // Building the polygraph was work too (and a zero budget must say so).
     if s.budget
-        .charge((s.poly.known.len() + s.poly.constraints.len()) as u64 + 1)
+        .charge((s.poly.known.len() + s.poly.constraint_count()) as u64 + 1)
     {
         return Err(Exhausted);
     }
@@ -565,7 +511,7 @@ fn run(s: &mut Solver<'_>) -> Step<Result<(), Conflict>> {
             return Ok(Err(c));
         }
     }
-    let mut open: Vec<u32> = (0..s.poly.constraints.len() as u32).collect();
+    let mut open: Vec<u32> = (0..s.poly.constraint_count() as u32).collect();
     if let Err(c) = s.propagate(&mut open)? {
         return Ok(Err(c));
     }

@@ -45,6 +45,13 @@ struct Open {
 /// A register history of `ntx` transactions over `nsess` sessions from a
 /// snapshot-isolation (`si`) or atomic-at-commit database.
 pub fn generate(ntx: usize, nsess: usize, si: bool, seed: u64) -> History {
+    generate_info(ntx, nsess, si, seed, 1)
+}
+
+/// As [`generate`] with `info_pct` % of transactions ending `info` (half
+/// of them committed). Formats that hold committed transactions only
+/// (PolySI's text) want 0: they write an `info` one as committed.
+pub fn generate_info(ntx: usize, nsess: usize, si: bool, seed: u64, info_pct: usize) -> History {
     let mut rng = Rng(seed);
     let mut active: Vec<u64> = (0..10).collect();
     let mut next_key = 10u64;
@@ -123,7 +130,7 @@ pub fn generate(ntx: usize, nsess: usize, si: bool, seed: u64) -> History {
                 let roll = rng.below(100);
                 let status = if conflict {
                     OpType::Fail
-                } else if roll == 0 {
+                } else if roll < info_pct {
                     OpType::Info
                 } else {
                     OpType::Ok
