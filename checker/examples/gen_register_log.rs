@@ -12,7 +12,7 @@
 //!
 //! Usage: `gen_register_log OPS PROCS SEED > reg.log`
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write as _;
 

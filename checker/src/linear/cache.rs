@@ -317,13 +317,11 @@ mod tests {
         let mut full = false;
         for b in 0..1000u32 {
             s.insert(b);
-            match cache.insert(u64::from(b), &s, 0) {
-                Inserted::Full => {
-                    full = true;
-                    break;
-                }
-                Inserted::Seen => panic!("seen"),
-                Inserted::New => {}
+            let inserted = cache.insert(u64::from(b), &s, 0);
+            assert!(inserted != Inserted::Seen, "a new set was seen");
+            if inserted == Inserted::Full {
+                full = true;
+                break;
             }
         }
         assert!(full, "a chunk of 512 KiB does not fit in 64 KiB");
