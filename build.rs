@@ -26,6 +26,14 @@ fn main() {
         .is_some_and(|o| !o.stdout.is_empty());
     let suffix = if dirty { "-dirty" } else { "" };
     println!("cargo:rustc-env=HARNESS_GIT_COMMIT={commit}{suffix}");
+    // The binary is linked at a fixed address (not position-independent):
+    // the dynamic loader then has none of the ~38k relative relocations a
+    // PIE carries to apply and no relocated read-only data to copy, which
+    // was over a third of a small check's instructions (BENCHMARKS.md,
+    // "Fixed cost"). The libraries it loads keep their random addresses.
+    if std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux") {
+        println!("cargo:rustc-link-arg-bin=harness=-no-pie");
+    }
     for file in ["HEAD", "index"] {
         let path = git(&["rev-parse", "--path-format=absolute", "--git-path", file])
             .and_then(|o| String::from_utf8(o.stdout).ok())

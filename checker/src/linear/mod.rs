@@ -39,6 +39,7 @@
 //!   error (an abort) is left out. [`FailedCas::Dropped`] is
 //!   Knossos', which removes failed ops ("can't influence state").
 
+mod cache;
 pub mod extract;
 pub mod knossos;
 pub mod model;
@@ -63,9 +64,11 @@ pub struct LinearOptions {
     /// Every register's value before any write (`None`: nil).
     pub initial: Option<i64>,
     /// Configurations one key's search may cache before it gives up
-    /// (`unknown`): a memory limit. Each takes `8 × (2 + ⌈ops / 64⌉)`
-    /// bytes plus 5–11 bytes of index (4-byte slots, at most 3/4 full): default 20
-    /// million, 0.6 GB for keys of up to 64 ops, 3 GB for a thousand.
+    /// (`unknown`): a memory limit. Each takes `8 × (3 + w)` bytes plus
+    /// 13–19 of index (an 8-byte start, 4-byte slots at most 3/4 full),
+    /// where `w` is the words of its linearized set after the run of ops
+    /// linearized in call order (one or two on most histories; at most
+    /// `⌈ops / 64⌉`): default 20 million, 0.9 GB for keys of up to 64 ops.
     pub max_cache: usize,
     /// Threads the keys are spread over (0: the machine's parallelism).
     pub threads: usize,

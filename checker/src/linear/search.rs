@@ -9,14 +9,16 @@
 //! interned to `u32` ids; the linearized set is a bitset whose hash is kept
 //! incrementally (xor of one random word per op), so a cache probe costs a
 //! hash lookup plus one bitset comparison on a hit, never a rehash of the
-//! bitset; the cache stores each configuration once, as a record `[key,
-//! state, bitset…]` in fixed-size chunks (it grows without a doubling
-//! copy) found through an open-addressing table of 4-byte record ids;
+//! bitset; the cache stores each configuration once, in a compact form
+//! (the window of the bitset past its all-ones prefix, [`super::cache`])
+//! in fixed-size chunks (it grows without a doubling copy), found through
+//! an open-addressing table of 4-byte record ids;
 //! model states are stored once each, found by hash (a kv state is a small
 //! rope node, [`super::model::KvState`]). The longest linearizable prefix
 //! is kept up to date in time linear in the pushes (a low-water mark of
 //! the stack since the last copy), so reporting it costs nothing extra.
 
+use super::cache::{Cache, Inserted, LinSet};
 use super::model::Model;
 use crate::budget::Budget;
 use rustc_hash::FxHashMap;
@@ -128,7 +130,7 @@ impl Memory {
     }
 
     /// Takes `bytes` if they fit under the limit.
-    fn take(&self, bytes: usize) -> bool {
+    pub(super) fn take(&self, bytes: usize) -> bool {
         let mut used = self.used.load(Ordering::Relaxed);
         loop {
             let Some(after) = used.checked_add(bytes).filter(|&a| a <= self.limit) else {
@@ -144,7 +146,7 @@ impl Memory {
         }
     }
 
-    fn give(&self, bytes: usize) {
+    pub(super) fn give(&self, bytes: usize) {
         self.used.fetch_sub(bytes, Ordering::Relaxed);
     }
 }
@@ -159,133 +161,6 @@ fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
-}
-
-/// Words of one arena chunk (512 KiB): the arena grows a chunk at a time,
-/// never by doubling and copying.
-const CHUNK_WORDS: usize = 1 << 16;
-
-/// The configurations already explored: each a record `[key, state,
-/// bitset…]` of `2 + words` words in a chunked arena, found through an
-/// open-addressing table of record ids (4 bytes a slot; the key is read
-/// back from the record). About `8 × (2 + words) + 8` bytes a
-/// configuration, with no doubling copy of the records.
-struct Cache<'m> {
-    /// Where its allocations are charged, and how much it holds.
-    memory: &'m Memory,
-    charged: usize,
-    words: usize,
-    /// Records per chunk.
-    per_chunk: usize,
-    chunks: Vec<Box<[u64]>>,
-    len: usize,
-    /// Record id + 1 per slot (0: empty); a power of two, at most 3/4 full.
-    slots: Vec<u32>,
-}
-
-/// What [`Cache::insert`] did.
-#[derive(PartialEq, Eq)]
-enum Inserted {
-    New,
-    Seen,
-    /// It needed memory the limit does not leave.
-    Full,
-}
-
-impl Drop for Cache<'_> {
-    fn drop(&mut self) {
-        self.memory.give(self.charged);
-    }
-}
-
-impl<'m> Cache<'m> {
-    fn new(words: usize, memory: &'m Memory) -> Cache<'m> {
-        let charged = if memory.take(1024 * 4) { 1024 * 4 } else { 0 };
-        Cache {
-            memory,
-            charged,
-            words,
-            per_chunk: (CHUNK_WORDS / (words + 2)).max(1),
-            chunks: Vec::new(),
-            len: 0,
-            slots: vec![0; 1024],
-        }
-    }
-
-    fn record(&self, r: usize) -> &[u64] {
-        let w = self.words + 2;
-        let at = (r % self.per_chunk) * w;
-        &self.chunks[r / self.per_chunk][at..at + w]
-    }
-
-    fn charge(&mut self, bytes: usize) -> bool {
-        let ok = self.memory.take(bytes);
-        if ok {
-            self.charged += bytes;
-        }
-        ok
-    }
-
-    /// Inserts (bitset, state), unless it was already there or the memory
-    /// it needs is not left.
-    fn insert(&mut self, key: u64, set: &[u64], state: u32) -> Inserted {
-        let mask = self.slots.len() - 1;
-        let mut i = key as usize & mask;
-        loop {
-            match self.slots[i] {
-                0 => break,
-                r => {
-                    let rec = self.record(r as usize - 1);
-                    if rec[0] == key && rec[1] == u64::from(state) && &rec[2..] == set {
-                        return Inserted::Seen;
-                    }
-                }
-            }
-            i = (i + 1) & mask;
-        }
-        let r = self.len;
-        // The next chunk, and the doubled table (old and new at once while
-        // it grows): charged before they are allocated.
-        if r.is_multiple_of(self.per_chunk) && !self.charge(self.per_chunk * (self.words + 2) * 8) {
-            return Inserted::Full;
-        }
-        if (self.len + 1) * 4 > self.slots.len() * 3 && !self.charge(self.slots.len() * 2 * 4) {
-            return Inserted::Full;
-        }
-        if r.is_multiple_of(self.per_chunk) {
-            self.chunks
-                .push(vec![0; self.per_chunk * (self.words + 2)].into_boxed_slice());
-        }
-        let w = self.words + 2;
-        let at = (r % self.per_chunk) * w;
-        let rec = &mut self.chunks[r / self.per_chunk][at..at + w];
-        rec[0] = key;
-        rec[1] = u64::from(state);
-        rec[2..].copy_from_slice(set);
-        self.len += 1;
-        self.slots[i] = self.len as u32;
-        if self.len * 4 > self.slots.len() * 3 {
-            let old = self.slots.len() * 4;
-            self.grow();
-            // The old table is freed.
-            self.memory.give(old);
-            self.charged -= old;
-        }
-        Inserted::New
-    }
-
-    fn grow(&mut self) {
-        let mut slots = vec![0u32; self.slots.len() * 2];
-        let mask = slots.len() - 1;
-        for r in 0..self.len {
-            let mut i = self.record(r)[0] as usize & mask;
-            while slots[i] != 0 {
-                i = (i + 1) & mask;
-            }
-            slots[i] = r as u32 + 1;
-        }
-        self.slots = slots;
-    }
 }
 
 /// The model states met, each stored once, found by hash.
@@ -386,12 +261,23 @@ pub fn search_until<M: Model>(
     let mut op_of = vec![0u32; 2 * n];
     let mut is_call = vec![false; 2 * n];
     let mut ret_of_op = vec![0u32; n];
+    // Bit positions in the linearized set: returning ops by call, then
+    // the open ones (see `cache`).
+    let open = ops.iter().filter(|op| op.ret.is_none()).count();
+    let mut bit = vec![0u32; n];
+    let (mut next_main, mut next_open) = (0u32, 0u32);
     let mut last = head as u32;
     for (e, &(_, kind, i)) in events.iter().enumerate() {
         op_of[e] = i;
         is_call[e] = kind == 0;
         if kind == 1 {
             ret_of_op[i as usize] = e as u32;
+        } else if ops[i as usize].ret.is_some() {
+            bit[i as usize] = next_main;
+            next_main += 1;
+        } else {
+            bit[i as usize] = next_open;
+            next_open += 1;
         }
         next[last as usize] = e as u32;
         prev[e] = last;
@@ -399,11 +285,16 @@ pub fn search_until<M: Model>(
     }
     drop(events);
 
-    let words = n.div_ceil(64);
+    let main_words = (n - open).div_ceil(64) as u32;
+    for (b, op) in bit.iter_mut().zip(ops) {
+        if op.ret.is_none() {
+            *b += 64 * main_words;
+        }
+    }
     let zobrist: Vec<u64> = (0..n as u64).map(mix).collect();
-    let mut set = vec![0u64; words];
+    let mut set = LinSet::new(n - open, open);
     let mut set_hash = 0u64;
-    let mut cache = Cache::new(words, memory);
+    let mut cache = Cache::new(memory, &set);
     let mut states = States::new(model.init());
     let mut cur: u32 = 0;
     // (call entry, state id before it)
@@ -416,7 +307,7 @@ pub fn search_until<M: Model>(
         verdict,
         order,
         steps,
-        cache_entries: cache.len,
+        cache_entries: cache.len(),
         states: states.states.len(),
         exhausted: None,
     };
@@ -444,7 +335,7 @@ pub fn search_until<M: Model>(
             match stepped {
                 Some(s) => {
                     let sid = states.intern(s);
-                    set[i / 64] |= 1 << (i % 64);
+                    set.insert(bit[i]);
                     set_hash ^= zobrist[i];
                     let key = set_hash ^ mix(u64::from(sid) ^ 0x5bd1_e995);
                     let inserted = cache.insert(key, &set, sid);
@@ -452,7 +343,7 @@ pub fn search_until<M: Model>(
                         return give_up(Exhausted::Memory, best, steps, &cache, &states);
                     }
                     if inserted == Inserted::New {
-                        if cache.len > max_cache {
+                        if cache.len() > max_cache {
                             return give_up(
                                 Exhausted::Configurations,
                                 best,
@@ -478,7 +369,7 @@ pub fn search_until<M: Model>(
                         }
                         entry = next[head];
                     } else {
-                        set[i / 64] &= !(1 << (i % 64));
+                        set.remove(bit[i]);
                         set_hash ^= zobrist[i];
                         entry = next[e];
                     }
@@ -494,7 +385,7 @@ pub fn search_until<M: Model>(
             cur = s;
             let c = c as usize;
             let i = op_of[c] as usize;
-            set[i / 64] &= !(1 << (i % 64));
+            set.remove(bit[i]);
             set_hash ^= zobrist[i];
             // unlift: relink the return, then the call
             let r = ret_of_op[i] as usize;
