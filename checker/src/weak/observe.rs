@@ -122,11 +122,12 @@ impl Observations {
             included: vec![false; n],
             ..Observations::default()
         };
-        // Keys each transaction writes, with the micro-op of its last write.
-        let mut last_write: FxHashMap<u32, u32> = FxHashMap::default();
+        // Keys each transaction writes, with the micro-op of its last write:
+        // its writes sorted by key, the last of each key first, then one per
+        // key (no hash map: transactions are mostly a few micro-ops).
         out.write_off.push(0);
         for (t, txn) in txns.txns.iter().enumerate() {
-            last_write.clear();
+            let start = out.write_list.len();
             if txn.status != Status::Fail {
                 for (i, m) in txn.mops.iter().enumerate() {
                     if matches!(
@@ -134,14 +135,20 @@ impl Observations {
                         (Workload::RwRegister, MicroOp::Write(..))
                             | (Workload::ListAppend, MicroOp::Append(..))
                     ) {
-                        last_write.insert(txns.key_of(t as u32, i), i as u32);
+                        out.write_list.push((txns.key_of(t as u32, i), i as u32));
                     }
                 }
             }
-            out.write_list
-                .extend(last_write.iter().map(|(&k, &i)| (k, i)));
-            let start = out.write_off[t] as usize;
-            out.write_list[start..].sort_unstable();
+            let mine = &mut out.write_list[start..];
+            mine.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            let mut kept = start;
+            for j in start..out.write_list.len() {
+                if kept == start || out.write_list[kept - 1].0 != out.write_list[j].0 {
+                    out.write_list[kept] = out.write_list[j];
+                    kept += 1;
+                }
+            }
+            out.write_list.truncate(kept);
             out.write_off.push(out.write_list.len() as u32);
         }
 
@@ -209,5 +216,21 @@ impl Observations {
             list.push(t as u32);
         }
         out
+    }
+}
+
+#[cfg(test)]
+impl Observations {
+    /// `n` transactions that read and write nothing, in no session.
+    pub(crate) fn empty_for_test(n: usize) -> Observations {
+        Observations {
+            n,
+            included: vec![true; n],
+            read_off: vec![0; n + 1],
+            write_off: vec![0; n + 1],
+            session: vec![NO_SESSION; n],
+            pos: vec![0; n],
+            ..Observations::default()
+        }
     }
 }

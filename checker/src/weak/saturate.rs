@@ -51,9 +51,50 @@ pub struct Inferred {
     pub key: u32,
 }
 
+/// Per-reader buckets of writers by key, reused from reader to reader: a
+/// cleared bucket keeps its allocation (a map of `Vec`s would free and
+/// allocate one per key and reader). Same contents and order as a
+/// `FxHashMap<u32, Vec<u32>>`.
+#[derive(Default)]
+struct Buckets {
+    index: FxHashMap<u32, u32>,
+    pool: Vec<Vec<u32>>,
+}
+
+impl Buckets {
+    fn clear(&mut self) {
+        for b in self.pool.iter_mut().take(self.index.len()) {
+            b.clear();
+        }
+        self.index.clear();
+    }
+
+    /// The bucket of `key`, created empty if it has none.
+    fn entry(&mut self, key: u32) -> &mut Vec<u32> {
+        let next = self.index.len() as u32;
+        let i = *self.index.entry(key).or_insert(next) as usize;
+        if i == self.pool.len() {
+            self.pool.push(Vec::new());
+        }
+        &mut self.pool[i]
+    }
+
+    fn get_mut(&mut self, key: u32) -> Option<&mut Vec<u32>> {
+        let i = *self.index.get(&key)? as usize;
+        self.pool.get_mut(i)
+    }
+
+    fn get(&self, key: u32) -> &[u32] {
+        self.index
+            .get(&key)
+            .and_then(|&i| self.pool.get(i as usize))
+            .map_or(&[][..], Vec::as_slice)
+    }
+}
+
 /// Read committed edges.
 pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
-    let mut pending: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    let mut pending = Buckets::default();
     let mut seen: FxHashSet<u32> = FxHashSet::default();
     let mut heavy: Vec<u32> = Vec::new();
     for t3 in 0..obs.n as u32 {
@@ -77,7 +118,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
                     });
                 }
             }
-            if let Some(p) = pending.get_mut(&x) {
+            if let Some(p) = pending.get_mut(x) {
                 for &t2 in p.iter() {
                     if t2 != w {
                         out.push(Inferred {
@@ -96,7 +137,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
                     p.push(w);
                 }
             } else if w != INIT {
-                pending.insert(x, vec![w]);
+                pending.entry(x).push(w);
             }
             if w != INIT && seen.insert(w) {
                 if obs.heavy(w) {
@@ -106,7 +147,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
                 for &(y, _) in obs.writes(w) {
                     if y != x {
                         // w is new to this reader: not in any bucket yet.
-                        pending.entry(y).or_default().push(w);
+                        pending.entry(y).push(w);
                     }
                 }
             }
@@ -116,7 +157,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
 
 /// Read atomic edges (those of read committed are not repeated).
 pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
-    let mut bucket: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    let mut bucket = Buckets::default();
     let mut read_from: FxHashSet<(u32, u32)> = FxHashSet::default();
     let mut seen: FxHashSet<u32> = FxHashSet::default();
     let mut heavy: Vec<u32> = Vec::new();
@@ -137,12 +178,12 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
                     continue;
                 }
                 for &(y, _) in obs.writes(r.writer) {
-                    bucket.entry(y).or_default().push(r.writer);
+                    bucket.entry(y).push(r.writer);
                 }
             }
         }
         for &(x, t1) in &read_from {
-            let light = bucket.get(&x).map_or(&[][..], Vec::as_slice);
+            let light = bucket.get(x);
             let heavy_x = heavy.iter().filter(|&&h| obs.writes_key(h, x));
             for &t2 in light.iter().chain(heavy_x) {
                 if t2 != t1 {
