@@ -34,9 +34,11 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A port for the test's mariadbd below the ephemeral range: one the
+/// kernel hands out for port 0 may be taken as a source port by another
+/// test's connection before mariadbd binds it (`db_adapters::ports`).
 fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    db_adapters::ports::free_port().unwrap()
 }
 
 struct Shared {
@@ -128,8 +130,20 @@ async fn repeatable_read_range_reads_show_phantoms() {
     for t in tasks {
         t.await.unwrap();
     }
-    // Final reads, one process after the others.
-    let mut client = f.open(&node).await.unwrap();
+    // Final reads, one process after the others. A server gone by now
+    // (seen once in CI, cause not found) says why from its own log.
+    let mut client = match f.open(&node).await {
+        Ok(c) => c,
+        Err(e) => {
+            let log = std::fs::read_to_string(base.path().join("mariadb-pred/error.log"))
+                .unwrap_or_else(|e| format!("(no error.log: {e})"));
+            let alive = std::fs::read_to_string(base.path().join("mariadb-pred/mariadbd.pid"))
+                .map(|pid| std::path::Path::new(&format!("/proc/{}", pid.trim())).exists());
+            panic!(
+                "the final reads cannot connect: {e:?}; mariadbd alive: {alive:?}\nerror.log:\n{log}"
+            );
+        }
+    };
     let finals = shared.lock().unwrap().generator.final_reads();
     for inv in finals {
         record(&shared, OpType::Invoke, WORKERS, inv.value.clone());

@@ -46,9 +46,11 @@ fn list(k: i64, vs: &[i64]) -> MicroOp {
     )
 }
 
+/// A port for the test's mariadbd below the ephemeral range: one the
+/// kernel hands out for port 0 may be taken as a source port by another
+/// test's connection before mariadbd binds it (`db_adapters::ports`).
 fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    db_adapters::ports::free_port().unwrap()
 }
 
 /// Kills the test's mariadbd by the pid in its pid file, also on panic.
