@@ -16,26 +16,10 @@
 
 use std::io::Write as _;
 
-/// splitmix64: small, seeded, good enough for shapes.
-struct Rng(u64);
+#[path = "../tests/common/register_gen.rs"]
+mod register_gen;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: u64) -> i64 {
-        (self.next() % n) as i64
-    }
-}
+use register_gen::Rng;
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -74,9 +58,9 @@ fn main() {
             let kind = if r < 0.5 {
                 Kind::Read
             } else if r < 0.8 {
-                Kind::Write(rng.below(5))
+                Kind::Write(rng.below(5) as i64)
             } else {
-                Kind::Cas(rng.below(5), rng.below(5))
+                Kind::Cas(rng.below(5) as i64, rng.below(5) as i64)
             };
             ops.push(Op {
                 invoke: t,

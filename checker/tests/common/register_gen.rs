@@ -1,7 +1,8 @@
 //! A generator of register histories from a simulated snapshot-isolation
 //! or serial database (Elle's register workload shape: 10 active keys, a key
 //! retired after 32 writes, 1–4 micro-ops, half reads, 1% `info`). Shared by
-//! `tests/sat.rs` and `examples/sat_bench.rs`.
+//! `tests/sat.rs`, `examples/sat_bench.rs` and (its `Rng`)
+//! `examples/gen_register_log.rs`.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -33,7 +34,11 @@ impl Rng {
     }
     /// True with probability `p`.
     pub fn chance_f64(&mut self, p: f64) -> bool {
-        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
+        self.unit() < p
+    }
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
