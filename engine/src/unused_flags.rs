@@ -65,12 +65,7 @@ pub(crate) fn refuse(args: &RunSpec, on_nodes: bool) -> anyhow::Result<()> {
         ),
     ];
     if let Some((flag, _)) = ssh_given.iter().find(|g| g.1) {
-        let testbed = args
-            .nodes
-            .nodes
-            .as_deref()
-            .is_some_and(|n| n == "testbed" || n.starts_with("testbed:"));
-        if testbed {
+        if args.nodes.is_testbed() {
             bail!(
                 "{flag}: --nodes {} logs in with the testbed's own key and user; {flag} applies to nodes given by name (--nodes n1,… or --nodes-file)",
                 args.nodes.nodes.as_deref().unwrap_or("testbed")
