@@ -80,15 +80,8 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
         .with_context(|| format!("opening run directory {}", args.run_dir.display()))?;
     let dir = run.path().to_path_buf();
     let history_path = run.history_path();
-    let (history, warnings) = store::format::load_history(&history_path).map_err(|e| {
-        // The readers' errors begin with the file (`FILE:LINE:COL: …`).
-        let p = history_path.display().to_string();
-        if e.to_string().contains(&p) {
-            anyhow::Error::from(e)
-        } else {
-            anyhow::Error::from(e).context(format!("cannot read {p}"))
-        }
-    })?;
+    let (history, warnings) = store::format::load_history(&history_path)
+        .map_err(|e| crate::history_input::reading(e, &history_path))?;
     for w in &warnings {
         eprintln!("warning: {w}");
     }

@@ -137,8 +137,8 @@ pub fn load(
 }
 
 /// A reading error in context, naming `path` once: the readers' errors
-/// mostly begin with it (`FILE:LINE:COL: …`).
-fn reading<E>(e: E, path: &Path) -> anyhow::Error
+/// mostly begin with it (`FILE:LINE:COL: …`). Also `analyze`'s.
+pub(crate) fn reading<E>(e: E, path: &Path) -> anyhow::Error
 where
     E: std::fmt::Display + Send + Sync + 'static,
     anyhow::Error: From<E>,
