@@ -59,21 +59,30 @@ pub fn acyclic(obs: &Observations, inferred: &[Inferred], max: Cat) -> bool {
         *slot += 1;
     });
     drop(next);
-    // Kahn: a node leaves once all its predecessors have; every node
-    // leaves iff there is no cycle.
-    let mut queue: Vec<u32> = (0..n as u32).filter(|&u| indeg[u as usize] == 0).collect();
+    // Every node leaves Kahn's order iff there is no cycle.
+    kahn_order(&off, &succ, indeg).len() == n
+}
+
+/// Kahn's topological order of the graph whose successors of `u` are
+/// `succ[off[u]..off[u + 1]]` and whose in-degrees are `indeg`: a node
+/// enters once all its predecessors have. Nodes on or behind a cycle never
+/// enter, so the order is shorter than the graph by exactly those.
+pub(super) fn kahn_order(off: &[u32], succ: &[u32], mut indeg: Vec<u32>) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..indeg.len() as u32)
+        .filter(|&u| indeg[u as usize] == 0)
+        .collect();
     let mut head = 0;
-    while let Some(&u) = queue.get(head) {
+    while let Some(&u) = order.get(head) {
         head += 1;
         for &v in &succ[off[u as usize] as usize..off[u as usize + 1] as usize] {
             let d = &mut indeg[v as usize];
             *d -= 1;
             if *d == 0 {
-                queue.push(v);
+                order.push(v);
             }
         }
     }
-    queue.len() == n
+    order
 }
 
 #[cfg(test)]

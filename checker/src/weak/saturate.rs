@@ -294,20 +294,8 @@ pub fn causal(obs: &Observations, out: &mut Vec<Inferred>) -> CausalReport {
         succ_off[i + 1] += succ_off[i];
     }
     let succ: Vec<u32> = pairs.iter().map(|&(_, b)| b).collect();
-    let mut order: Vec<u32> = (0..m as u32).filter(|&i| indeg[i as usize] == 0).collect();
-    let mut head = 0;
-    while head < order.len() {
-        let u = order[head] as usize;
-        head += 1;
-        for &v in &succ[succ_off[u] as usize..succ_off[u + 1] as usize] {
-            indeg[v as usize] -= 1;
-            if indeg[v as usize] == 0 {
-                order.push(v);
-            }
-        }
-    }
+    let order = super::acyclic::kahn_order(&succ_off, &succ, indeg);
     report.cyclic = m - order.len();
-    drop(indeg);
 
     // Vector clocks: vc[d][s] = how many of session s's transactions happen
     // before or are d.
