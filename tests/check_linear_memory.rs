@@ -90,16 +90,8 @@ fn a_20k_op_history_under_a_4_gb_cap_is_unknown_with_the_reason() {
 /// and says so on the verdict line.
 #[test]
 fn memory_flag_bounds_the_search_and_the_verdict_says_why() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("register-2k.jsonl");
-    std::fs::write(&path, history(2_000, true)).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(["check", "--workload", "register", "--memory", "64M"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(2), "{stdout}");
+    let (code, stdout) = check_2k_in_64m(true);
+    assert_eq!(code, Some(2), "{stdout}");
     assert!(
         stdout
             .contains("1 key(s) undecided: memory limit of 64 MiB (longest linearizable prefix: "),
@@ -111,19 +103,28 @@ fn memory_flag_bounds_the_search_and_the_verdict_says_why() {
 /// compact form: the search proves the history not linearizable.
 #[test]
 fn compact_configurations_decide_what_the_whole_sets_could_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("register-2k.jsonl");
-    std::fs::write(&path, history(2_000, false)).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(["check", "--workload", "register", "--memory", "64M"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    let (code, stdout) = check_2k_in_64m(false);
+    assert_eq!(code, Some(1), "{stdout}");
     assert!(
         stdout.contains("read -1 at position 3998: impossible"),
         "{stdout}"
     );
     assert!(stdout.contains("1 key(s) not linearizable"), "{stdout}");
+}
+
+/// `harness check --memory 64M` of 2,000-op rounds (`long_write`: with the
+/// write that is called first and returns last): exit code and stdout.
+fn check_2k_in_64m(long_write: bool) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("register-2k.jsonl");
+    std::fs::write(&path, history(2_000, long_write)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["check", "--workload", "register", "--memory", "64M"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
 }
