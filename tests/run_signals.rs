@@ -49,11 +49,12 @@ fn wait_line(rx: &mpsc::Receiver<String>, what: &str, secs: u64) -> bool {
     false
 }
 
-/// Two SIGINTs 300 ms apart (two deliveries, not one coalesced); returns
-/// the exit code and the time from the second signal to the exit.
-fn interrupt_twice(child: Child) -> (Option<i32>, Duration, String) {
+/// Two SIGINTs `gap_ms` apart (two deliveries, not one coalesced);
+/// returns the exit code, the time from the second signal to the exit and
+/// stderr.
+fn interrupt_twice(child: Child, gap_ms: u64) -> (Option<i32>, Duration, String) {
     signal(child.id(), "INT");
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(gap_ms));
     signal(child.id(), "INT");
     let second = Instant::now();
     let out = child.wait_with_output().unwrap();
@@ -121,7 +122,7 @@ fn a_second_sigint_in_the_main_phase_exits_130() {
     // Megabytes of history, so the check, reports and compression after
     // the first signal outlast the 300 ms before the second.
     .is_ok_and(|m| m.len() > 8_000_000)));
-    let (code, took, stderr) = interrupt_twice(child);
+    let (code, took, stderr) = interrupt_twice(child, 300);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(took < Duration::from_secs(30), "exits, not hangs: {took:?}");
     assert!(stderr.contains("exiting now (130)"), "{stderr}");
@@ -153,7 +154,7 @@ fn a_second_sigint_while_checking_exits_130_without_a_verdict() {
         wait_line(&rx, "checking the history", 300),
         "reached the check"
     );
-    let (code, took, stderr) = interrupt_twice(child);
+    let (code, took, stderr) = interrupt_twice(child, 300);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(took < Duration::from_secs(30), "exits, not hangs: {took:?}");
     assert!(stderr.contains("the run is finishing"), "{stderr}");
@@ -199,11 +200,7 @@ fn a_second_sigint_on_a_local_postgres_run_leaves_no_server_and_no_data_director
     }));
     let base = base.unwrap();
     // Some transactions and a fault or two first.
-    assert!(wait_for(60, || std::fs::metadata(
-        dir.join("history.jsonl")
-    )
-    .is_ok_and(|m| m.len() > 20_000)));
-    std::thread::sleep(Duration::from_secs(3));
+    some_transactions_and_faults(&dir);
     let pid: u32 = std::fs::read_to_string(base.join("data").join("postmaster.pid"))
         .ok()
         .and_then(|s| s.lines().next()?.trim().parse().ok())
@@ -217,14 +214,7 @@ fn a_second_sigint_on_a_local_postgres_run_leaves_no_server_and_no_data_director
     assert!(alive(pid), "the postmaster {pid} runs before the signals");
     // 100 ms apart: a short run's check may end before a later second
     // signal (then nothing is left either, but exit 130 is the case here).
-    signal(child.id(), "INT");
-    std::thread::sleep(Duration::from_millis(100));
-    signal(child.id(), "INT");
-    let second = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    let took = second.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let code = out.status.code();
+    let (code, took, stderr) = interrupt_twice(child, 100);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(took < Duration::from_secs(60), "exits, not hangs: {took:?}");
     // Said when the exit stopped it (the run may have stopped it itself
@@ -242,6 +232,15 @@ fn a_second_sigint_on_a_local_postgres_run_leaves_no_server_and_no_data_director
     assert!(!dir.join("postgres").exists(), "the link is removed");
     let left = running_on(&base.to_string_lossy());
     assert!(left.is_empty(), "still running: {left:?}");
+}
+
+/// Waits for 20 kB of history, then 3 s more (a fault or two).
+fn some_transactions_and_faults(dir: &Path) {
+    assert!(wait_for(60, || std::fs::metadata(
+        dir.join("history.jsonl")
+    )
+    .is_ok_and(|m| m.len() > 20_000)));
+    std::thread::sleep(Duration::from_secs(3));
 }
 
 /// The command lines of the live (not zombie) processes that name `path`.
@@ -291,21 +290,13 @@ fn a_second_sigint_on_a_local_etcd_run_leaves_no_member_and_no_data_directory() 
         wait_for(120, || running_on(&path).len() >= 3),
         "members start"
     );
-    assert!(wait_for(60, || std::fs::metadata(
-        dir.join("history.jsonl")
-    )
-    .is_ok_and(|m| m.len() > 20_000)));
-    std::thread::sleep(Duration::from_secs(3));
+    some_transactions_and_faults(&dir);
     assert!(
         !running_on(&path).is_empty(),
         "members run before the signals"
     );
-    signal(child.id(), "INT");
-    std::thread::sleep(Duration::from_millis(100));
-    signal(child.id(), "INT");
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let (code, _, stderr) = interrupt_twice(child, 100);
+    assert_eq!(code, Some(130), "{stderr}");
     let left = running_on(&path);
     assert!(left.is_empty(), "still running: {left:?}");
     let data: Vec<String> = std::fs::read_dir(&etcd)
