@@ -47,20 +47,6 @@ pub enum NodeSource {
 /// `--nodes testbed` without a size: 3 nodes (`testbed:N` for another).
 pub const DEFAULT_TESTBED_NODES: usize = 3;
 
-/// `--nodes testbed` (`Some(Ok(None))`: the default size) or `testbed:N`;
-/// `None` for any other list.
-fn testbed_size(list: &str) -> Option<anyhow::Result<Option<usize>>> {
-    if list == "testbed" {
-        return Some(Ok(None));
-    }
-    let n = list.strip_prefix("testbed:")?;
-    Some(
-        n.parse()
-            .map(Some)
-            .map_err(|_| anyhow::anyhow!("--nodes {list}: expected testbed:N with a node count")),
-    )
-}
-
 impl NodeSpec {
     /// Whether nodes were given at all.
     pub fn is_set(&self) -> bool {
@@ -83,20 +69,10 @@ impl NodeSpec {
         let Some(list) = &self.nodes else {
             return Ok(None);
         };
-        if let Some(size) = testbed_size(list) {
+        if let Some(size) = crate::spec::testbed_size(list) {
             return Ok(Some(NodeSource::Testbed(size?)));
         }
         Ok(Some(NodeSource::Nodes(parse_node_list(list)?)))
-    }
-
-    /// Whether the nodes are the testbed's (`--nodes testbed[:N]`, as
-    /// [`NodeSpec::source`] reads them), without reading any file.
-    pub fn is_testbed(&self) -> bool {
-        self.nodes_file.is_none()
-            && self
-                .nodes
-                .as_deref()
-                .is_some_and(|l| testbed_size(l).is_some())
     }
 
     /// The nodes a run will use (the testbed's are fixed names).

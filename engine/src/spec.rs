@@ -169,6 +169,32 @@ pub struct SshSpec {
     pub strict_host_key_checking: bool,
 }
 
+impl NodeSpec {
+    /// Whether the nodes are the testbed's (`--nodes testbed[:N]`, as
+    /// [`NodeSpec::source`] reads them), without reading any file.
+    pub fn is_testbed(&self) -> bool {
+        self.nodes_file.is_none()
+            && self
+                .nodes
+                .as_deref()
+                .is_some_and(|l| testbed_size(l).is_some())
+    }
+}
+
+/// `--nodes testbed` (`Some(Ok(None))`: the default size) or `testbed:N`;
+/// `None` for any other list.
+pub(crate) fn testbed_size(list: &str) -> Option<anyhow::Result<Option<usize>>> {
+    if list == "testbed" {
+        return Some(Ok(None));
+    }
+    let n = list.strip_prefix("testbed:")?;
+    Some(
+        n.parse()
+            .map(Some)
+            .map_err(|_| anyhow::anyhow!("--nodes {list}: expected testbed:N with a node count")),
+    )
+}
+
 impl Default for SshSpec {
     fn default() -> SshSpec {
         SshSpec {

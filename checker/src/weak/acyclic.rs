@@ -11,7 +11,7 @@
 //! writer overwrote) does `report` build the explained edges.
 
 use super::observe::{INIT, Observations};
-use super::saturate::{Cat, Inferred};
+use super::saturate::{Cat, Inferred, kahn_order};
 
 /// Calls `add(from, to)` for each edge of the level's graph: session order,
 /// write-read, and the inferred edges up to `max` (those into the initial
@@ -61,28 +61,6 @@ pub fn acyclic(obs: &Observations, inferred: &[Inferred], max: Cat) -> bool {
     drop(next);
     // Every node leaves Kahn's order iff there is no cycle.
     kahn_order(&off, &succ, indeg).len() == n
-}
-
-/// Kahn's topological order of the graph whose successors of `u` are
-/// `succ[off[u]..off[u + 1]]` and whose in-degrees are `indeg`: a node
-/// enters once all its predecessors have. Nodes on or behind a cycle never
-/// enter, so the order is shorter than the graph by exactly those.
-pub(super) fn kahn_order(off: &[u32], succ: &[u32], mut indeg: Vec<u32>) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..indeg.len() as u32)
-        .filter(|&u| indeg[u as usize] == 0)
-        .collect();
-    let mut head = 0;
-    while let Some(&u) = order.get(head) {
-        head += 1;
-        for &v in &succ[off[u as usize] as usize..off[u as usize + 1] as usize] {
-            let d = &mut indeg[v as usize];
-            *d -= 1;
-            if *d == 0 {
-                order.push(v);
-            }
-        }
-    }
-    order
 }
 
 #[cfg(test)]

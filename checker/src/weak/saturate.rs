@@ -294,7 +294,7 @@ pub fn causal(obs: &Observations, out: &mut Vec<Inferred>) -> CausalReport {
         succ_off[i + 1] += succ_off[i];
     }
     let succ: Vec<u32> = pairs.iter().map(|&(_, b)| b).collect();
-    let order = super::acyclic::kahn_order(&succ_off, &succ, indeg);
+    let order = kahn_order(&succ_off, &succ, indeg);
     report.cyclic = m - order.len();
 
     // Vector clocks: vc[d][s] = how many of session s's transactions happen
@@ -385,4 +385,27 @@ pub fn causal(obs: &Observations, out: &mut Vec<Inferred>) -> CausalReport {
         }
     }
     report
+}
+
+/// Kahn's topological order (also the weak check's acyclicity fast path,
+/// `acyclic.rs`) of the graph whose successors of `u` are
+/// `succ[off[u]..off[u + 1]]` and whose in-degrees are `indeg`: a node
+/// enters once all its predecessors have. Nodes on or behind a cycle never
+/// enter, so the order is shorter than the graph by exactly those.
+pub(super) fn kahn_order(off: &[u32], succ: &[u32], mut indeg: Vec<u32>) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..indeg.len() as u32)
+        .filter(|&u| indeg[u as usize] == 0)
+        .collect();
+    let mut head = 0;
+    while let Some(&u) = order.get(head) {
+        head += 1;
+        for &v in &succ[off[u as usize] as usize..off[u as usize + 1] as usize] {
+            let d = &mut indeg[v as usize];
+            *d -= 1;
+            if *d == 0 {
+                order.push(v);
+            }
+        }
+    }
+    order
 }
