@@ -7,65 +7,8 @@
 mod run_common;
 
 use run_common::*;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-/// Starts `harness run` with `args`, its stdout lines sent to the receiver.
-fn start(store: &Path, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
-    let mut child = harness()
-        .arg("run")
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, rx)
-}
-
-/// Waits (at most `secs`) for a stdout line containing `what`.
-fn wait_line(rx: &mpsc::Receiver<String>, what: &str, secs: u64) -> bool {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while let Some(left) = end.checked_duration_since(Instant::now()) {
-        match rx.recv_timeout(left) {
-            Ok(l) if l.contains(what) => return true,
-            Ok(_) => {}
-            Err(_) => return false,
-        }
-    }
-    false
-}
-
-/// Two SIGINTs `gap_ms` apart (two deliveries, not one coalesced);
-/// returns the exit code, the time from the second signal to the exit and
-/// stderr.
-fn interrupt_twice(child: Child, gap_ms: u64) -> (Option<i32>, Duration, String) {
-    signal(child.id(), "INT");
-    std::thread::sleep(Duration::from_millis(gap_ms));
-    signal(child.id(), "INT");
-    let second = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    let took = second.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    eprintln!(
-        "exit {:?} {took:?} after the second signal\n{stderr}",
-        out.status.code()
-    );
-    (out.status.code(), took, stderr)
-}
+use std::time::Duration;
 
 fn only_run_dir(store: &Path, name: &str) -> PathBuf {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(store.join("runs").join(name))
@@ -110,7 +53,7 @@ fn assert_history_readable(dir: &Path) {
 #[test]
 fn a_second_sigint_in_the_main_phase_exits_130() {
     let store = tempfile::tempdir().unwrap();
-    let (child, rx) = start(
+    let (child, rx) = spawn_run(
         store.path(),
         &["--time-limit", "60s", "--seed", "5", "--test-name", "main"],
     );
@@ -135,7 +78,7 @@ fn a_second_sigint_while_checking_exits_130_without_a_verdict() {
     // Before: the check, reports and compression went on and the exit code
     // was 0 or 1, though the run had said "signal again to exit now".
     let store = tempfile::tempdir().unwrap();
-    let (child, rx) = start(
+    let (child, rx) = spawn_run(
         store.path(),
         &[
             "--db",
@@ -173,7 +116,7 @@ fn a_second_sigint_while_checking_exits_130_without_a_verdict() {
 #[ignore = "system test, needs a PostgreSQL server install; .ci/run runs it"]
 fn a_second_sigint_on_a_local_postgres_run_leaves_no_server_and_no_data_directory() {
     let store = tempfile::tempdir().unwrap();
-    let (child, rx) = start(
+    let (child, rx) = spawn_run(
         store.path(),
         &[
             "--db",
@@ -243,20 +186,6 @@ fn some_transactions_and_faults(dir: &Path) {
     std::thread::sleep(Duration::from_secs(3));
 }
 
-/// The command lines of the live (not zombie) processes that name `path`.
-fn running_on(path: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| !s.contains(") Z "))
-        })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(path))
-        .collect()
-}
-
 /// The same for a local etcd cluster (`--db etcd --local`, three members
 /// under the run directory): after the second SIGINT no member runs and no
 /// member's data directory is left, read from /proc right after the exit.
@@ -264,7 +193,7 @@ fn running_on(path: &str) -> Vec<String> {
 #[ignore = "system test, needs etcd installed; .ci/run runs it"]
 fn a_second_sigint_on_a_local_etcd_run_leaves_no_member_and_no_data_directory() {
     let store = tempfile::tempdir().unwrap();
-    let (child, rx) = start(
+    let (child, rx) = spawn_run(
         store.path(),
         &[
             "--db",
@@ -299,13 +228,7 @@ fn a_second_sigint_on_a_local_etcd_run_leaves_no_member_and_no_data_directory() 
     assert_eq!(code, Some(130), "{stderr}");
     let left = running_on(&path);
     assert!(left.is_empty(), "still running: {left:?}");
-    let data: Vec<String> = std::fs::read_dir(&etcd)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".etcd"))
-        .collect();
+    let data = member_dirs(&etcd);
     assert!(data.is_empty(), "member data directories left: {data:?}");
 }
 
@@ -351,4 +274,65 @@ fn the_exit_cleanup_kills_a_pg_ctl_stop_in_flight() {
     assert!(!base.exists(), "{} left behind", base.display());
     // The interrupted stop ends too (its pg_ctl was killed).
     let _ = rt.block_on(stopping);
+}
+
+/// The local etcd's start-up window: its exit cleanup used to be registered
+/// only once every member answered, so a second SIGINT while the members
+/// were starting left them running with their data. Now it is registered
+/// before the first member starts; signalled right after the first member's
+/// process appears (before the main phase: no history yet), nothing is left.
+#[test]
+#[ignore = "system test, needs etcd installed; .ci/run runs it"]
+fn a_second_sigint_while_the_local_etcd_starts_leaves_no_member_and_no_data_directory() {
+    let store = tempfile::tempdir().unwrap();
+    let (child, rx) = spawn_run(
+        store.path(),
+        &[
+            "--db",
+            "etcd",
+            "--local",
+            "--workload",
+            "register",
+            "--time-limit",
+            "60s",
+            "--test-name",
+            "etcd-startup",
+        ],
+    );
+    assert!(wait_line(&rx, "run directory", 120));
+    let dir = only_run_dir(store.path(), "etcd-startup");
+    let etcd = dir.join("etcd");
+    let path = etcd.to_string_lossy().into_owned();
+    let mut first = Vec::new();
+    for _ in 0..60_000 {
+        first = running_on(&path);
+        if !first.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!first.is_empty(), "a member starts");
+    let (code, _, stderr) = interrupt_twice(child, 20);
+    assert_eq!(code, Some(130), "{stderr}");
+    let history = std::fs::metadata(dir.join("history.jsonl")).map_or(0, |m| m.len());
+    assert_eq!(history, 0, "signalled during start-up, before the main phase");
+    assert!(
+        stderr.contains(&format!("stopped and removed local etcd in {path}")),
+        "{stderr}"
+    );
+    let left = running_on(&path);
+    assert!(left.is_empty(), "still running: {left:?}");
+    let data = member_dirs(&etcd);
+    assert!(data.is_empty(), "member data directories left: {data:?}");
+}
+
+/// The members' data directories (`*.etcd`) under a local etcd's directory.
+fn member_dirs(etcd: &Path) -> Vec<String> {
+    std::fs::read_dir(etcd)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".etcd"))
+        .collect()
 }

@@ -1,6 +1,7 @@
 //! What must be stopped however harness exits: servers harness started
-//! itself (`--local` PostgreSQL, the local etcd cluster; in the crate root
-//! because both register here). `Drop` stops them on a normal return
+//! itself (`--local` PostgreSQL, the local etcd cluster, and — registered
+//! by the engine, one generic entry per run — a database on nodes; in the
+//! crate root because all of them register here). `Drop` stops them on a normal return
 //! or an error; an exit that skips destructors — a second Ctrl-C
 //! (`std::process::exit`), a panic that aborts — runs [`run_all`] first.
 //!
@@ -12,12 +13,15 @@
 //! start`/`stop`, `initdb`) runs through [`owned_output`]: in a process
 //! group of its own, registered while it runs, so an exit in the middle of
 //! it kills the whole group (a `pg_ctl stop` in flight at the second Ctrl-C
-//! no longer outlives harness).
+//! no longer outlives harness). Each cleanup ends in the one line that
+//! says what it did ([`run_all`] returns them): "stopped and removed …",
+//! or, from [`register_reporting`], a bound that was hit or a database
+//! left running on purpose — never a claim the cleanup did not make true.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-type Cleanup = Box<dyn FnOnce() + Send>;
+type Cleanup = Box<dyn FnOnce() -> String + Send>;
 
 static REGISTRY: Mutex<Vec<(u64, String, Cleanup)>> = Mutex::new(Vec::new());
 static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -27,8 +31,23 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 pub struct Registration(u64);
 
 /// Registers `cleanup` of `what` (e.g. "local PostgreSQL in /tmp/…") to run
-/// at an exit that skips destructors.
+/// at an exit that skips destructors; it reports "stopped and removed
+/// `what`".
 pub fn register(what: impl Into<String>, cleanup: impl FnOnce() + Send + 'static) -> Registration {
+    let what = what.into();
+    let line = format!("stopped and removed {what}");
+    register_reporting(what, move || {
+        cleanup();
+        line
+    })
+}
+
+/// Registers `cleanup` of `what`, which returns the line saying what it
+/// did (e.g. that its bound was hit, and what to do about it).
+pub fn register_reporting(
+    what: impl Into<String>,
+    cleanup: impl FnOnce() -> String + Send + 'static,
+) -> Registration {
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     if let Ok(mut r) = REGISTRY.lock() {
         r.push((id, what.into(), Box::new(cleanup)));
@@ -53,18 +72,13 @@ pub fn pending() -> Vec<String> {
 }
 
 /// Runs every registered cleanup once, newest first, and forgets them;
-/// returns what was cleaned up. Never blocks on a poisoned lock.
+/// returns the line each said. Never blocks on a poisoned lock.
 pub fn run_all() -> Vec<String> {
     let taken: Vec<_> = match REGISTRY.lock() {
         Ok(mut r) => std::mem::take(&mut *r),
         Err(p) => std::mem::take(&mut *p.into_inner()),
     };
-    let mut done = Vec::new();
-    for (_, what, f) in taken.into_iter().rev() {
-        f();
-        done.push(what);
-    }
-    done
+    taken.into_iter().rev().map(|(_, _, f)| f()).collect()
 }
 
 /// Sends a signal by pid with the `kill` utility (no unsafe code here):
@@ -116,8 +130,12 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
 
+    /// The registry is one per process: these tests take turns.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
     fn registered_cleanups_run_once_and_dropped_ones_never() {
+        let _turn = SERIAL.lock();
         let ran = Arc::new(AtomicUsize::new(0));
         let (a, b) = (ran.clone(), ran.clone());
         let kept = register("kept", move || {
@@ -126,13 +144,16 @@ mod tests {
         let dropped = register("dropped", move || {
             b.fetch_add(10, Ordering::SeqCst);
         });
+        let said = register_reporting("said", || "left said running".to_string());
         drop(dropped);
         assert!(pending().contains(&"kept".to_string()));
         let done = run_all();
-        assert!(done.contains(&"kept".to_string()));
-        assert!(!done.contains(&"dropped".to_string()));
+        assert!(done.contains(&"stopped and removed kept".to_string()));
+        assert!(done.contains(&"left said running".to_string()));
+        assert!(done.iter().all(|d| !d.contains("dropped")), "{done:?}");
         assert_eq!(ran.load(Ordering::SeqCst), 1);
-        assert!(run_all().iter().all(|w| w != "kept"));
+        assert!(run_all().iter().all(|w| !w.ends_with("kept")));
+        drop(said);
         drop(kept);
         assert_eq!(ran.load(Ordering::SeqCst), 1);
     }
@@ -141,6 +162,7 @@ mod tests {
     /// a shell and the `sleep` it started), read back from /proc.
     #[test]
     fn a_command_in_flight_is_killed_with_its_group_at_the_exit() {
+        let _turn = SERIAL.lock();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -171,7 +193,8 @@ mod tests {
             assert!(running(&marker) >= 1, "the shell runs");
             let done = run_all();
             assert!(
-                done.iter().any(|d| d.starts_with("sh (process group")),
+                done.iter()
+                    .any(|d| d.starts_with("stopped and removed sh (process group")),
                 "{done:?}"
             );
             let out = task.await.unwrap().unwrap();

@@ -9,7 +9,8 @@
 //! are removed at setup; nemesis ops go to the same history log as client
 //! ops, through a mutex ([`SharedLog`]). Nodes a crashed run left out of
 //! the cluster (`--nemesis membership`) need nothing special: setup tears
-//! every node down and builds the whole cluster again.
+//! every node down and builds the whole cluster again. An exit that skips
+//! `finish` (a second Ctrl-C) tears the database down too (`at_exit`).
 
 use crate::runner::{self, HistorySink};
 use crate::spec::{FaultSpec, NodeSpec, RunSpec};
@@ -31,6 +32,7 @@ use store::{Data, F, Op, OpIndex, OpType, OpValue, Process};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+mod at_exit;
 mod shared_log;
 pub use shared_log::SharedLog;
 
@@ -329,6 +331,8 @@ pub struct Cluster {
     /// Client factory.
     pub factory: Arc<dyn ClientFactory>,
     leave_running: bool,
+    /// The teardown at an exit that skips [`Cluster::finish`] (`at_exit`).
+    _at_exit: db_adapters::exit_cleanup::Registration,
 }
 
 impl Cluster {
@@ -351,6 +355,7 @@ impl Cluster {
             .heal_partitions()
             .await
             .context("removing partition rules left by an earlier run")?;
+        let _at_exit = at_exit::register(db.clone(), remotes.clone(), faults.leave_db_running);
         let t = Instant::now();
         if let Err(e) = setup_with_retry(db.as_ref(), 3).await {
             for p in collect_logs(db.as_ref(), run_dir).await {
@@ -371,6 +376,7 @@ impl Cluster {
             nemesis,
             factory,
             leave_running: faults.leave_db_running,
+            _at_exit,
         })
     }
 

@@ -441,7 +441,9 @@ struct SignalState {
 /// phase, stop issuing and finish normally (in-flight ops wait up to the op
 /// timeout); later, say that the run is finishing. Second: heal faults
 /// still in place (bounded by 30 s), remove the run directory's temporary
-/// files, exit 130 (the history on disk is whole up to that point).
+/// files, stop what harness started (`exit_cleanup`: a database on nodes
+/// is torn down, bounded by 30 s more), exit 130 (the history on disk is
+/// whole up to that point).
 struct SignalWatch {
     state: Arc<std::sync::Mutex<SignalState>>,
 }
@@ -585,9 +587,10 @@ fn watch_signals(
             // `history.jsonl.gz`).
             store::run::remove_tmp_files(run_dir);
             // `exit` skips destructors: servers harness started itself
-            // (`--local` PostgreSQL, …) are stopped and removed here.
-            for what in db_adapters::exit_cleanup::run_all() {
-                eprintln!("stopped and removed {what}");
+            // (`--local` PostgreSQL, …, a database on nodes) are stopped
+            // and removed here, each saying what it did.
+            for line in db_adapters::exit_cleanup::run_all() {
+                eprintln!("{line}");
             }
             tracing::warn!("exiting on a second signal");
             eprintln!(

@@ -23,7 +23,7 @@
 //! `--version-order db`: every `ok` transaction records the revision etcd
 //! gave it ([`super::client`]), so the checker has etcd's own order.
 
-use super::local::LocalMembers;
+use super::local::{LocalMembers, wait_members_healthy};
 use super::{EtcdFactory, LocalCluster};
 use crate::catalog::{
     Capabilities, ClockFaults, Database, DbSettings, LocalServer, NodeCount, OnNodes, OpenError,
@@ -47,6 +47,9 @@ pub const ETCD_BINARY: &str = "/usr/bin/etcd";
 
 /// Members of the `--local` cluster.
 pub const LOCAL_MEMBERS: usize = 3;
+
+/// How long the `--local` members have to answer a linearizable read.
+const LOCAL_START_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The log kept from each node (the local cluster's member logs stay in
 /// `<run dir>/etcd/e0.log`, …).
@@ -144,13 +147,12 @@ pub struct LocalEtcd {
 }
 
 /// Kills every member of `cluster` by pid (a paused one too: SIGKILL ends
-/// a stopped process), waiting at most 2 s for the lock a fault may hold.
+/// a stopped process) and closes it (none starts again), waiting at most
+/// 2 s for the lock a fault or the start may hold.
 fn kill_members(cluster: &Mutex<LocalCluster>) {
     for _ in 0..100 {
         if let Ok(mut c) = cluster.try_lock() {
-            for i in 0..c.len() {
-                c.kill(i);
-            }
+            c.close();
             return;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -199,9 +201,7 @@ impl LocalServer for LocalEtcd {
         // Kill and reap every member by pid (a paused one too: SIGKILL
         // ends a stopped process).
         if let Ok(mut c) = self.cluster.lock() {
-            for i in 0..c.len() {
-                c.kill(i);
-            }
+            c.close();
         }
         let dir = self.dir.clone();
         Box::pin(async move { remove_member_dirs(&dir) })
@@ -324,26 +324,40 @@ impl Database for Etcd {
     ) -> BoxFuture<'static, Result<Box<dyn LocalServer>, String>> {
         let dir = s.dir.join("etcd");
         Box::pin(async move {
+            let failed = |e: &dyn std::fmt::Display| format!("local etcd: {e}");
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            match LocalCluster::start(ETCD_BINARY, &dir, LOCAL_MEMBERS).await {
-                Ok(c) => {
-                    let cluster = Arc::new(Mutex::new(c));
-                    let (at, d) = (cluster.clone(), dir.clone());
-                    let _at_exit = crate::exit_cleanup::register(
-                        format!("local etcd in {}", dir.display()),
-                        move || {
-                            kill_members(&at);
-                            let _ = remove_member_dirs(&d);
-                        },
-                    );
-                    Ok(Box::new(LocalEtcd {
-                        cluster,
-                        dir,
-                        _at_exit,
-                    }) as Box<dyn LocalServer>)
-                }
-                Err(e) => Err(format!("local etcd: {e}")),
+            let c = LocalCluster::unstarted(ETCD_BINARY, &dir, LOCAL_MEMBERS)
+                .map_err(|e| failed(&e))?;
+            let cluster = Arc::new(Mutex::new(c));
+            // Registered before any member starts: each is recorded under
+            // the lock as it is spawned, and the cleanup closes the cluster
+            // under that lock, so no member starts after it or escapes it.
+            let (at, d) = (cluster.clone(), dir.clone());
+            let _at_exit = crate::exit_cleanup::register(
+                format!("local etcd in {}", dir.display()),
+                move || {
+                    kill_members(&at);
+                    let _ = remove_member_dirs(&d);
+                },
+            );
+            let started = match cluster.lock() {
+                Ok(mut c) => c.spawn_all().map(|()| c.health_checks()),
+                Err(_) => Err(super::LocalClusterError::Closed),
+            };
+            let healthy = match started {
+                Ok(checks) => wait_members_healthy(&checks, LOCAL_START_LIMIT).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = healthy {
+                kill_members(&cluster);
+                let _ = remove_member_dirs(&dir);
+                return Err(failed(&e));
             }
+            Ok(Box::new(LocalEtcd {
+                cluster,
+                dir,
+                _at_exit,
+            }) as Box<dyn LocalServer>)
         })
     }
 }

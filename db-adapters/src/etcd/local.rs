@@ -48,6 +48,9 @@ pub enum LocalClusterError {
         /// Its log file.
         log: String,
     },
+    /// The cluster was closed ([`LocalCluster::close`]): harness is exiting.
+    #[error("the local cluster was stopped: harness is exiting")]
+    Closed,
 }
 
 struct Member {
@@ -63,6 +66,8 @@ pub struct LocalCluster {
     binary: String,
     dir: PathBuf,
     members: Vec<Member>,
+    /// Set by [`LocalCluster::close`]: no member starts again.
+    closed: bool,
 }
 
 fn free_port() -> std::io::Result<u16> {
@@ -80,6 +85,23 @@ impl LocalCluster {
         dir: &Path,
         n: usize,
     ) -> Result<LocalCluster, LocalClusterError> {
+        let mut c = LocalCluster::unstarted(binary, dir, n)?;
+        c.spawn_all()?;
+        c.wait_healthy(Duration::from_secs(30)).await?;
+        Ok(c)
+    }
+
+    /// `n` members of `binary` under `dir` with their ports chosen, none
+    /// running yet: what a caller registers for an exit before any starts
+    /// ([`LocalCluster::spawn_all`]).
+    ///
+    /// # Errors
+    /// [`LocalClusterError::Io`]: no free port.
+    pub fn unstarted(
+        binary: &str,
+        dir: &Path,
+        n: usize,
+    ) -> Result<LocalCluster, LocalClusterError> {
         let mut members = Vec::with_capacity(n);
         for i in 0..n {
             members.push(Member {
@@ -90,16 +112,25 @@ impl LocalCluster {
                 paused: false,
             });
         }
-        let mut c = LocalCluster {
+        Ok(LocalCluster {
             binary: binary.to_string(),
             dir: dir.to_path_buf(),
             members,
-        };
-        for i in 0..n {
-            c.spawn(i, "new")?;
+            closed: false,
+        })
+    }
+
+    /// Starts every member of a new cluster, each recorded (by its
+    /// [`Child`]) as soon as it is spawned.
+    ///
+    /// # Errors
+    /// [`LocalClusterError`]; the members already started keep running
+    /// (dropping the cluster kills them).
+    pub fn spawn_all(&mut self) -> Result<(), LocalClusterError> {
+        for i in 0..self.members.len() {
+            self.spawn(i, "new")?;
         }
-        c.wait_healthy(Duration::from_secs(30)).await?;
-        Ok(c)
+        Ok(())
     }
 
     fn initial_cluster(&self) -> String {
@@ -115,6 +146,9 @@ impl LocalCluster {
     }
 
     fn spawn(&mut self, i: usize, state: &str) -> Result<(), LocalClusterError> {
+        if self.closed {
+            return Err(LocalClusterError::Closed);
+        }
         let initial = self.initial_cluster();
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -165,28 +199,22 @@ impl LocalCluster {
     /// # Errors
     /// [`LocalClusterError::NotHealthy`] naming the first member that did not.
     pub async fn wait_healthy(&self, limit: Duration) -> Result<(), LocalClusterError> {
-        let start = Instant::now();
-        for (i, m) in self.members.iter().enumerate() {
-            if m.child.is_none() {
-                continue;
-            }
-            let addr = format!("127.0.0.1:{}", m.client_port);
-            let mut conn = EtcdConn::new(&addr, Duration::from_secs(2));
-            loop {
-                if conn.linearizable_read(b"health").await.is_ok() {
-                    break;
-                }
-                if start.elapsed() > limit {
-                    return Err(LocalClusterError::NotHealthy {
-                        member: m.name.clone(),
-                        waited: limit,
-                        log: self.log_path(i).display().to_string(),
-                    });
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-        Ok(())
+        wait_members_healthy(&self.health_checks(), limit).await
+    }
+
+    /// What [`wait_members_healthy`] checks of the members that run, so a
+    /// cluster behind a lock can be waited for without holding it.
+    pub fn health_checks(&self) -> Vec<HealthCheck> {
+        self.members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.child.is_some())
+            .map(|(i, m)| HealthCheck {
+                member: m.name.clone(),
+                addr: format!("127.0.0.1:{}", m.client_port),
+                log: self.log_path(i).display().to_string(),
+            })
+            .collect()
     }
 
     /// The members as nodes (`name` e0…, `host` 127.0.0.1:client-port).
@@ -213,6 +241,15 @@ impl LocalCluster {
                 let _ = c.kill();
                 let _ = c.wait();
             }
+        }
+    }
+
+    /// Kills every member and keeps any from starting again (an exit's
+    /// cleanup, which may run before [`LocalCluster::spawn_all`] has).
+    pub fn close(&mut self) {
+        self.closed = true;
+        for i in 0..self.members.len() {
+            self.kill(i);
         }
     }
 
@@ -290,6 +327,42 @@ impl LocalCluster {
         }
         Ok(())
     }
+}
+
+/// A member to wait for ([`LocalCluster::health_checks`]).
+#[derive(Clone, Debug)]
+pub struct HealthCheck {
+    member: String,
+    addr: String,
+    log: String,
+}
+
+/// Waits until every member of `checks` answers a linearizable read.
+///
+/// # Errors
+/// [`LocalClusterError::NotHealthy`] naming the first member that did not.
+pub async fn wait_members_healthy(
+    checks: &[HealthCheck],
+    limit: Duration,
+) -> Result<(), LocalClusterError> {
+    let start = Instant::now();
+    for m in checks {
+        let mut conn = EtcdConn::new(&m.addr, Duration::from_secs(2));
+        loop {
+            if conn.linearizable_read(b"health").await.is_ok() {
+                break;
+            }
+            if start.elapsed() > limit {
+                return Err(LocalClusterError::NotHealthy {
+                    member: m.member.clone(),
+                    waited: limit,
+                    log: m.log.clone(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    Ok(())
 }
 
 impl Drop for LocalCluster {

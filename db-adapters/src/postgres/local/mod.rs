@@ -19,7 +19,9 @@
 //! else by `Drop` (SIGQUIT to the postmaster's pid: immediate shutdown), and
 //! clusters orphaned by a harness that was SIGKILLed are stopped and removed
 //! at the start of the next `--local` run (each directory records the pid of
-//! the harness that made it).
+//! the harness that made it). An exit that skips `Drop` (a second Ctrl-C)
+//! runs the `exit_cleanup` entry made before the directory exists: it also
+//! kills what names the directory (a start in flight, no pid file yet).
 
 mod conf;
 pub mod process;
@@ -231,9 +233,7 @@ impl LocalCluster {
             .map(|d| d.as_nanos())
             .unwrap_or(0);
         let base = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{stamp}", std::process::id()));
-        std::fs::create_dir_all(&base).map_err(io(format!("creating {}", base.display())))?;
-        std::fs::write(base.join(OWNER_FILE), std::process::id().to_string())
-            .map_err(io("writing the owner file"))?;
+        // Registered before the directory exists: no window leaves it.
         let at_exit = {
             let (base, run_dir) = (base.clone(), run_dir.to_path_buf());
             crate::exit_cleanup::register(
@@ -245,6 +245,9 @@ impl LocalCluster {
                 },
             )
         };
+        std::fs::create_dir_all(&base).map_err(io(format!("creating {}", base.display())))?;
+        std::fs::write(base.join(OWNER_FILE), std::process::id().to_string())
+            .map_err(io("writing the owner file"))?;
         let mut cluster = LocalCluster {
             bin,
             base,
@@ -522,6 +525,10 @@ fn quit_and_remove(base: &Path, fallback: Option<u32>, link: Option<&Path>, run_
                 signal(c, "KILL");
             }
         }
+    }
+    // A start in flight has no pid file yet: what names the directory goes.
+    for p in process::naming(base) {
+        signal(p, "KILL");
     }
     remove(base, link, run_dir);
 }

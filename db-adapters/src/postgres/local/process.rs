@@ -51,6 +51,30 @@ pub fn postmaster_pid(data: &Path) -> Option<u32> {
     Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
 }
 
+/// The live processes (not this one, not zombies) whose command line
+/// names `path`: a cluster directory is unique to its run, so this finds
+/// what a start left without a pid file yet (the `sh -c exec postgres -D
+/// <path>/data` of `pg_ctl`, a postmaster before it writes
+/// `postmaster.pid`), never another program's server.
+pub fn naming(path: &Path) -> Vec<u32> {
+    let want = path.as_os_str().as_encoded_bytes();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| p != std::process::id())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| !want.is_empty() && c.windows(want.len()).any(|w| w == want))
+        })
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| !s.contains(") Z "))
+        })
+        .collect()
+}
+
 /// The processes whose parent is `pid`.
 pub fn children(pid: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -251,6 +275,24 @@ mod tests {
         let _ = child.wait();
         assert!(kids.contains(&child.id()), "{kids:?}");
         assert_eq!(parent(child.id()), None, "reaped");
+    }
+
+    #[test]
+    fn naming_finds_a_process_by_a_path_in_its_command_line_only() {
+        let d = tempfile::tempdir().unwrap();
+        let mark = d.path().join("data");
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("sleep 30; : {}", mark.display()))
+            .spawn()
+            .unwrap();
+        let found = naming(d.path());
+        assert!(found.contains(&child.id()), "{found:?}");
+        assert!(!found.contains(&std::process::id()), "never this process");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!naming(d.path()).contains(&child.id()), "not once it is gone");
+        assert!(naming(&d.path().join("other")).is_empty());
     }
 
     #[test]
