@@ -266,7 +266,7 @@ fn the_exit_cleanup_kills_a_pg_ctl_stop_in_flight() {
     let done = db_adapters::exit_cleanup::run_all();
     assert!(
         done.iter()
-            .any(|d| d.starts_with("pg_ctl stop (process group")),
+            .any(|d| d.starts_with("stopped and removed pg_ctl stop (process group")),
         "{done:?}"
     );
     let left = running_on(&path);
@@ -315,7 +315,10 @@ fn a_second_sigint_while_the_local_etcd_starts_leaves_no_member_and_no_data_dire
     let (code, _, stderr) = interrupt_twice(child, 20);
     assert_eq!(code, Some(130), "{stderr}");
     let history = std::fs::metadata(dir.join("history.jsonl")).map_or(0, |m| m.len());
-    assert_eq!(history, 0, "signalled during start-up, before the main phase");
+    assert_eq!(
+        history, 0,
+        "signalled during start-up, before the main phase"
+    );
     assert!(
         stderr.contains(&format!("stopped and removed local etcd in {path}")),
         "{stderr}"

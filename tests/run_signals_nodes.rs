@@ -38,12 +38,7 @@ fn history(store: &Path, name: &str) -> Option<PathBuf> {
 /// the node directories under each of `bases`, interrupts it twice and
 /// returns its stderr, having checked the exit code (130) and the time to
 /// exit (the heal and the teardown are bounded by 30 s each).
-fn interrupted_in_the_main_phase(
-    db: &str,
-    nodes: usize,
-    bases: &[&str],
-    flags: &[&str],
-) -> String {
+fn interrupted_in_the_main_phase(db: &str, nodes: usize, bases: &[&str], flags: &[&str]) -> String {
     let store = tempfile::tempdir().unwrap();
     let name = format!("{db}-sigint");
     let testbed = format!("testbed:{nodes}");
@@ -68,7 +63,10 @@ fn interrupted_in_the_main_phase(
     assert!(wait_for(600, recorded), "transactions recorded");
     let dirs: Vec<String> = bases.iter().flat_map(|b| node_dirs(b, nodes)).collect();
     let before = running_in(&dirs);
-    assert!(!before.is_empty(), "servers run in {dirs:?} before the signals");
+    assert!(
+        !before.is_empty(),
+        "servers run in {dirs:?} before the signals"
+    );
     eprintln!("running before the signals:\n{}", before.join("\n"));
     let (code, took, stderr) = interrupt_twice(child, 100);
     assert_eq!(code, Some(130), "{stderr}");
@@ -146,7 +144,14 @@ fn a_second_sigint_with_leave_db_running_leaves_the_server_on_purpose() {
     let store = tempfile::tempdir().unwrap();
     let out = run_common::run(
         store.path(),
-        &["--db", "mariadb", "--nodes", "testbed:1", "--time-limit", "2s"],
+        &[
+            "--db",
+            "mariadb",
+            "--nodes",
+            "testbed:1",
+            "--time-limit",
+            "2s",
+        ],
     );
     assert!(matches!(out.status.code(), Some(0..=2)), "a verdict");
     assert_nothing_left(&dirs);

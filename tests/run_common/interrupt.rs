@@ -76,4 +76,3 @@ pub fn running_on(path: &str) -> Vec<String> {
         .filter(|c| c.contains(path))
         .collect()
 }
-

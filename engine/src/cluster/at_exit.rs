@@ -34,7 +34,9 @@ pub(super) fn register(
     let what = format!("{} on nodes {}", db.name(), nodes.join(", "));
     if leave_running {
         return register_reporting(what.clone(), move || {
-            format!("left {what} running on purpose (--leave-db-running), with its node directories")
+            format!(
+                "left {what} running on purpose (--leave-db-running), with its node directories"
+            )
         });
     }
     let handle = tokio::runtime::Handle::try_current().ok();
@@ -167,7 +169,10 @@ mod tests {
             takes: Duration::from_secs(3600),
         });
         let line = teardown_bounded(&handle, slow.clone(), Vec::new(), "s", Duration::ZERO);
-        assert!(line.starts_with("warning: tearing down s did not finish in 0 s"), "{line}");
+        assert!(
+            line.starts_with("warning: tearing down s did not finish in 0 s"),
+            "{line}"
+        );
         assert!(line.contains("the next run"), "{line}");
         assert_eq!(slow.teardowns.load(Ordering::SeqCst), 0);
     }

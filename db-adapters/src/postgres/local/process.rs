@@ -291,7 +291,10 @@ mod tests {
         assert!(!found.contains(&std::process::id()), "never this process");
         let _ = child.kill();
         let _ = child.wait();
-        assert!(!naming(d.path()).contains(&child.id()), "not once it is gone");
+        assert!(
+            !naming(d.path()).contains(&child.id()),
+            "not once it is gone"
+        );
         assert!(naming(&d.path().join("other")).is_empty());
     }
 
