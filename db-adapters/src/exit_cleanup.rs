@@ -74,10 +74,18 @@ pub fn pending() -> Vec<String> {
 /// Runs every registered cleanup once, newest first, and forgets them;
 /// returns the line each said. Never blocks on a poisoned lock.
 pub fn run_all() -> Vec<String> {
+    run_all_after(|| {})
+}
+
+/// [`run_all`], calling `first` between taking the cleanups and running
+/// them: what stops the work that would drop their registrations (the
+/// run's task) then cannot unregister one.
+pub fn run_all_after(first: impl FnOnce()) -> Vec<String> {
     let taken: Vec<_> = match REGISTRY.lock() {
         Ok(mut r) => std::mem::take(&mut *r),
         Err(p) => std::mem::take(&mut *p.into_inner()),
     };
+    first();
     taken.into_iter().rev().map(|(_, _, f)| f()).collect()
 }
 

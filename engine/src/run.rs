@@ -128,6 +128,8 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
         run_dir.clone(),
         signals.clone(),
     ));
+    // Aborted by a second signal: its thread exits the process.
+    signals.hold_if_exiting();
     signals.end_phases();
     let ended_at = SystemTime::now();
     meta.end_time = Some(humantime::format_rfc3339_millis(ended_at).to_string());
@@ -246,7 +248,9 @@ async fn execute_task(
     run_dir: Arc<store::run::RunDir>,
     signals: Arc<SignalWatch>,
 ) -> anyhow::Result<Outcome> {
+    let watch = signals.clone();
     let task = tokio::spawn(async move { execute(&args, &plan, &run_dir, &signals).await });
+    watch.with(|s| s.run_task = Some(task.abort_handle()));
     match task.await {
         Ok(outcome) => outcome,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -433,6 +437,10 @@ struct SignalState {
     /// Set while faults may be in place: healed before exiting, on the
     /// runtime their SSH sessions belong to.
     faults: Option<(Arc<nemesis::fault::Nemesis>, tokio::runtime::Handle)>,
+    /// The run's task: a second signal aborts it before stopping what
+    /// harness started, so the run (its recovery restarting servers, an
+    /// SSH command in flight: killed on drop) does not race the teardown.
+    run_task: Option<tokio::task::AbortHandle>,
 }
 
 /// SIGINT/SIGTERM for the whole of a run, on a thread of its own, so that
@@ -543,16 +551,16 @@ fn watch_signals(
                 _ = int.recv() => {}
                 _ = term.recv() => {}
             }
-            let (count, stopped, faults) = match state.lock() {
+            let (count, stopped, faults, run_task) = match state.lock() {
                 Ok(mut s) => {
                     s.count += 1;
                     let stopped = s.count == 1 && s.stop.as_ref().is_some_and(|t| {
                         t.stop();
                         true
                     });
-                    (s.count, stopped, s.faults.clone())
+                    (s.count, stopped, s.faults.clone(), s.run_task.clone())
                 }
-                Err(_) => (2, false, None),
+                Err(_) => (2, false, None, None),
             };
             if count == 1 {
                 if stopped {
@@ -588,8 +596,20 @@ fn watch_signals(
             store::run::remove_tmp_files(run_dir);
             // `exit` skips destructors: servers harness started itself
             // (`--local` PostgreSQL, …, a database on nodes) are stopped
-            // and removed here, each saying what it did.
-            for line in db_adapters::exit_cleanup::run_all() {
+            // and removed here, each saying what it did — once the run's
+            // task is gone (taken first: its drop unregisters them).
+            let stop_the_run = || {
+                if let Some(t) = run_task {
+                    t.abort();
+                    for _ in 0..500 {
+                        if t.is_finished() {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+            };
+            for line in db_adapters::exit_cleanup::run_all_after(stop_the_run) {
                 eprintln!("{line}");
             }
             tracing::warn!("exiting on a second signal");

@@ -7,12 +7,15 @@
 //! during setup leaves nothing either) and dropped with the cluster, after
 //! `finish` tore it down. It runs the database's own [`Db::teardown`] —
 //! servers killed by their exact command line or pid file, mounts
-//! released, node directories removed — on the run's runtime (the SSH
-//! sessions belong to it), bounded by [`TEARDOWN_BOUND`], after the fault
-//! heal. Its line says what happened: stopped and removed; a teardown
-//! error or the bound hit, with what is left and that the next run's setup
-//! removes it (every `Db::setup` tears down first); or, with
-//! `--leave-db-running`, that the database was left running on purpose.
+//! released, node directories removed — bounded by [`TEARDOWN_BOUND`],
+//! after the fault heal. The run's task is aborted first (`run.rs`), so
+//! its recovery cannot restart a server behind the teardown and its SSH
+//! commands in flight are killed (on drop); the teardown then runs on a
+//! runtime and thread of its own (the run's runtime is no longer driven).
+//! Its line says what happened: stopped and removed; a teardown error or
+//! the bound hit, with what is left and that the next run's setup removes
+//! it (every `Db::setup` tears down first); or, with `--leave-db-running`,
+//! that the database was left running on purpose.
 
 use db_adapters::db::Db;
 use db_adapters::exit_cleanup::{Registration, register_reporting};
@@ -39,32 +42,44 @@ pub(super) fn register(
             )
         });
     }
-    let handle = tokio::runtime::Handle::try_current().ok();
-    register_reporting(what.clone(), move || match handle {
-        Some(h) => teardown_bounded(&h, db, remotes, &what, TEARDOWN_BOUND),
-        None => format!("warning: {what} left running: no runtime to tear it down on"),
+    register_reporting(what.clone(), move || {
+        teardown_bounded(db, remotes, &what, TEARDOWN_BOUND)
     })
 }
 
-/// Runs `db`'s teardown on `handle` and closes the SSH sessions, waiting
-/// at most `bound`; the line saying what came of it.
+/// Runs `db`'s teardown and closes the SSH sessions on a runtime and
+/// thread of their own, waiting at most `bound`; the line saying what
+/// came of it.
 fn teardown_bounded(
-    handle: &tokio::runtime::Handle,
     db: Arc<dyn Db>,
     remotes: Vec<Arc<dyn Remote>>,
     what: &str,
     bound: Duration,
 ) -> String {
     let (tx, rx) = std::sync::mpsc::channel();
-    handle.spawn(async move {
-        let torn = db.teardown().await;
-        for r in &remotes {
-            r.close().await;
-        }
-        super::remove_control_dir(&SshConfig::new());
-        let _ = tx.send(torn);
-    });
+    let spawned = std::thread::Builder::new()
+        .name("exit-teardown".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            let torn = match rt {
+                Ok(rt) => rt.block_on(async move {
+                    let torn = db.teardown().await.map_err(|e| e.to_string());
+                    for r in &remotes {
+                        r.close().await;
+                    }
+                    torn
+                }),
+                Err(e) => Err(format!("no runtime: {e}")),
+            };
+            super::remove_control_dir(&SshConfig::new());
+            let _ = tx.send(torn);
+        });
     let next = "the next run of it on these nodes removes what is left before it starts";
+    if let Err(e) = spawned {
+        return format!("warning: {what} left running: cannot start its teardown: {e}; {next}");
+    }
     match rx.recv_timeout(bound) {
         Ok(Ok(())) => format!("stopped and removed {what} (servers and node directories)"),
         Ok(Err(e)) => format!("warning: tearing down {what}: {e}; {next}"),
@@ -135,40 +150,20 @@ mod tests {
         }
     }
 
-    /// The runtime runs on a thread of its own, as the run's does while
-    /// the signal thread waits.
-    fn runtime() -> (tokio::runtime::Handle, std::sync::mpsc::Sender<()>) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let handle = rt.handle().clone();
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            rt.block_on(async {
-                while stopped.try_recv().is_err() {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-            });
-        });
-        (handle, stop)
-    }
-
     #[test]
-    fn the_teardown_runs_on_the_runtime_and_a_hit_bound_is_said() {
-        let (handle, _stop) = runtime();
+    fn the_teardown_runs_on_its_own_runtime_and_a_hit_bound_is_said() {
         let quick = Arc::new(Counted {
             teardowns: AtomicU32::new(0),
             takes: Duration::ZERO,
         });
-        let line = teardown_bounded(&handle, quick.clone(), Vec::new(), "q", TEARDOWN_BOUND);
+        let line = teardown_bounded(quick.clone(), Vec::new(), "q", TEARDOWN_BOUND);
         assert_eq!(line, "stopped and removed q (servers and node directories)");
         assert_eq!(quick.teardowns.load(Ordering::SeqCst), 1);
         let slow = Arc::new(Counted {
             teardowns: AtomicU32::new(0),
             takes: Duration::from_secs(3600),
         });
-        let line = teardown_bounded(&handle, slow.clone(), Vec::new(), "s", Duration::ZERO);
+        let line = teardown_bounded(slow.clone(), Vec::new(), "s", Duration::ZERO);
         assert!(
             line.starts_with("warning: tearing down s did not finish in 0 s"),
             "{line}"
@@ -179,7 +174,6 @@ mod tests {
 
     #[test]
     fn with_leave_db_running_the_exit_tears_nothing_down_and_says_so() {
-        let (_handle, _stop) = runtime();
         let db = Arc::new(Counted {
             teardowns: AtomicU32::new(0),
             takes: Duration::ZERO,
