@@ -6,6 +6,7 @@
 
 mod run_common;
 
+use run_common::interrupt::{interrupt_twice, running_on, spawn_run, wait_line};
 use run_common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

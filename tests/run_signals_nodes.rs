@@ -11,7 +11,8 @@
 mod run_common;
 
 use nemesis::testbed::TestbedLock;
-use run_common::{Down, interrupt_twice, running_on, spawn_run, wait_for, wait_line};
+use run_common::interrupt::{interrupt_twice, running_on, spawn_run, wait_line};
+use run_common::{Down, wait_for};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

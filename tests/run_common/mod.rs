@@ -2,9 +2,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-mod interrupt;
+pub mod interrupt;
 
-pub use interrupt::{interrupt_twice, running_on, spawn_run, wait_line};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
