@@ -194,28 +194,9 @@ fn some_transactions_and_faults(dir: &Path) {
 #[ignore = "system test, needs etcd installed; .ci/run runs it"]
 fn a_second_sigint_on_a_local_etcd_run_leaves_no_member_and_no_data_directory() {
     let store = tempfile::tempdir().unwrap();
-    let (child, rx) = spawn_run(
-        store.path(),
-        &[
-            "--db",
-            "etcd",
-            "--local",
-            "--workload",
-            "register",
-            "--nemesis",
-            "pause",
-            "--nemesis-interval",
-            "1s",
-            "--time-limit",
-            "60s",
-            "--test-name",
-            "etcd-sigint",
-        ],
-    );
-    assert!(wait_line(&rx, "run directory", 120));
-    let dir = only_run_dir(store.path(), "etcd-sigint");
-    let etcd = dir.join("etcd");
-    let path = etcd.to_string_lossy().into_owned();
+    let pause = ["--nemesis", "pause", "--nemesis-interval", "1s"];
+    let (child, dir) = local_etcd_run(store.path(), "etcd-sigint", &pause);
+    let path = dir.join("etcd").to_string_lossy().into_owned();
     assert!(
         wait_for(120, || running_on(&path).len() >= 3),
         "members start"
@@ -227,10 +208,7 @@ fn a_second_sigint_on_a_local_etcd_run_leaves_no_member_and_no_data_directory() 
     );
     let (code, _, stderr) = interrupt_twice(child, 100);
     assert_eq!(code, Some(130), "{stderr}");
-    let left = running_on(&path);
-    assert!(left.is_empty(), "still running: {left:?}");
-    let data = member_dirs(&etcd);
-    assert!(data.is_empty(), "member data directories left: {data:?}");
+    assert_no_member_left(&dir.join("etcd"));
 }
 
 /// The case the exit used to miss, made certain: a paused postmaster keeps
@@ -286,24 +264,8 @@ fn the_exit_cleanup_kills_a_pg_ctl_stop_in_flight() {
 #[ignore = "system test, needs etcd installed; .ci/run runs it"]
 fn a_second_sigint_while_the_local_etcd_starts_leaves_no_member_and_no_data_directory() {
     let store = tempfile::tempdir().unwrap();
-    let (child, rx) = spawn_run(
-        store.path(),
-        &[
-            "--db",
-            "etcd",
-            "--local",
-            "--workload",
-            "register",
-            "--time-limit",
-            "60s",
-            "--test-name",
-            "etcd-startup",
-        ],
-    );
-    assert!(wait_line(&rx, "run directory", 120));
-    let dir = only_run_dir(store.path(), "etcd-startup");
-    let etcd = dir.join("etcd");
-    let path = etcd.to_string_lossy().into_owned();
+    let (child, dir) = local_etcd_run(store.path(), "etcd-startup", &[]);
+    let path = dir.join("etcd").to_string_lossy().into_owned();
     let mut first = Vec::new();
     for _ in 0..60_000 {
         first = running_on(&path);
@@ -324,9 +286,26 @@ fn a_second_sigint_while_the_local_etcd_starts_leaves_no_member_and_no_data_dire
         stderr.contains(&format!("stopped and removed local etcd in {path}")),
         "{stderr}"
     );
-    let left = running_on(&path);
+    assert_no_member_left(&dir.join("etcd"));
+}
+
+/// Starts a `--db etcd --local` register run named `name` with `extra`
+/// flags; the child and its run directory, once it is named.
+fn local_etcd_run(store: &Path, name: &str, extra: &[&str]) -> (std::process::Child, PathBuf) {
+    let mut args = vec!["--db", "etcd", "--local", "--workload", "register"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--time-limit", "60s", "--test-name", name]);
+    let (child, rx) = spawn_run(store, &args);
+    assert!(wait_line(&rx, "run directory", 120));
+    (child, only_run_dir(store, name))
+}
+
+/// No process names the local etcd's directory `etcd` and no member's
+/// data directory is left in it, right after the exit.
+fn assert_no_member_left(etcd: &Path) {
+    let left = running_on(&etcd.to_string_lossy());
     assert!(left.is_empty(), "still running: {left:?}");
-    let data = member_dirs(&etcd);
+    let data = member_dirs(etcd);
     assert!(data.is_empty(), "member data directories left: {data:?}");
 }
 
