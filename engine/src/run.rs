@@ -449,8 +449,8 @@ struct SignalState {
 /// phase, stop issuing and finish normally (in-flight ops wait up to the op
 /// timeout); later, say that the run is finishing. Second: heal faults
 /// still in place (bounded by 30 s), remove the run directory's temporary
-/// files, stop what harness started (`exit_cleanup`: a database on nodes
-/// is torn down, bounded by 30 s more), exit 130 (the history on disk is
+/// files, abort the run's task, stop what harness started (`exit_cleanup`:
+/// a database on nodes is torn down, bounded by 30 s more), exit 130 (the history on disk is
 /// whole up to that point).
 struct SignalWatch {
     state: Arc<std::sync::Mutex<SignalState>>,
