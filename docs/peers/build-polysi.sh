@@ -23,9 +23,9 @@ POLYSI_REV=${POLYSI_REV:-f16891b}
 MONOSAT_GIT=${MONOSAT_GIT:-https://github.com/sambayless/monosat.git}
 MONOSAT_REV=${MONOSAT_REV:-55af2fbf15b628eddfd74675d469689613c2a9dc}
 JOBS=${JOBS:-2}
-# Versions from the artifact's build.gradle; Lombok's from io.freefair.lombok
-# 6.3.0 (1.18.22) was not served here, 1.18.30 compiles the same sources.
-GUAVA=31.0.1-jre LANG3=3.12.0 PICOCLI=4.6.3 ROARING=0.9.35 LOMBOK=${LOMBOK:-1.18.30}
+# Versions from the artifact's build.gradle; Lombok's is the one its Gradle
+# plugin io.freefair.lombok 6.3.0 brings.
+GUAVA=31.0.1-jre LANG3=3.12.0 PICOCLI=4.6.3 ROARING=0.9.35 LOMBOK=1.18.22
 
 # cmake's FindJNI wants JAVA_HOME: the JDK that `javac` belongs to.
 export JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
@@ -72,11 +72,12 @@ EOF
     mv lib.tmp lib
 fi
 
-# 3. PolySI's classes (Lombok on the processor path only).
+# 3. PolySI's classes (Lombok at compile time only: its annotations and
+# processor).
 if [ ! -d classes ]; then
     cp=$(ls lib/*.jar | grep -v lombok | tr '\n' :)monosat-build/monosat.jar
     find src/artifact/PolySI/src/main/java -name '*.java' >sources.txt
-    javac -nowarn -encoding UTF-8 --release 11 -d classes.tmp -cp "$cp" \
+    javac -nowarn -encoding UTF-8 --release 11 -d classes.tmp -cp "$cp:lib/lombok-$LOMBOK.jar" \
         -processorpath lib/lombok-$LOMBOK.jar @sources.txt
     mv classes.tmp classes
 fi

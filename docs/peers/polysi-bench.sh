@@ -15,7 +15,9 @@
 #             target/release/examples/sat_bench); it writes the
 #             session-order-only register histories (PolySI's text format)
 #             of REG_SIZES transactions (default "10000 100000"), SI database
-#   PER_SHAPE how many histories of each fig. 7 shape (default: all, 3)
+#   PICK      which histories of each fig. 7 shape, by position (default
+#             "1 2 3": all three; "1" for a quick pass, "2 3" for the rest)
+#   NO_EXTRA  set: fig. 7 only (no violations/, no register histories)
 #   TIMEOUT   seconds per run before it is killed (default 600): `timeout`
 #
 # Writes OUT/runs.tsv (tool, file, wall s, user s, sys s, peak KB, verdict,
@@ -30,7 +32,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 POLYSI=${POLYSI:-$(cd "$HERE/../../.." && pwd)/peers/polysi/bin/polysi}
 SAT_BENCH=${SAT_BENCH:-target/release/examples/sat_bench}
 REG_SIZES=${REG_SIZES:-10000 100000}
-PER_SHAPE=${PER_SHAPE:-99}
+PICK=${PICK:-1 2 3}
 TIMEOUT=${TIMEOUT:-600}
 mkdir -p "$OUT"
 RUNS=$OUT/runs.tsv
@@ -75,12 +77,14 @@ n=0
 for shape in "$HIST"/fig7/*/; do
     k=0
     for f in "$shape"hist-*/history.bincode; do
-        [ $k -lt "$PER_SHAPE" ] || break
-        k=$((k + 1)); n=$((n + 1))
+        k=$((k + 1))
+        case " $PICK " in *" $k "*) ;; *) continue ;; esac
+        n=$((n + 1))
         both "$f" dbcop $n
     done
 done
 echo "# $(date -u +%FT%TZ) $(uptime)" >>"$OUT/load.txt"
+[ -n "${NO_EXTRA:-}" ] && { "$HERE/summarize.sh" "$RUNS"; exit 0; }
 for f in "$HIST"/violations/*/*; do
     n=$((n + 1))
     case $f in *.bincode) both "$f" dbcop $n ;; *) both "$f" text $n ;; esac
