@@ -76,6 +76,7 @@ both() { # FILE N
 echo "# $(date -u +%FT%TZ) $(uptime)" >>"$OUT/load.txt"
 n=0
 for size in $SIZES; do
+    [ "$RUNS" -gt 0 ] || break # RUNS=0: Porcupine's own files only
     f=$OUT/register-$size.log
     [ -f "$f" ] || "$GEN" "$size" 10 1 >"$f"
     for _ in $(seq "$RUNS"); do n=$((n + 1)); both "$f" $n; done
