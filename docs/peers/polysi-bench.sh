@@ -10,7 +10,9 @@
 # fig7/<shape>/hist-NNNNN/history.bincode, violations/); OUT: the folder for
 # the results (default: polysi-bench). Environment:
 #   POLYSI    PolySI's wrapper (default ../peers/polysi/bin/polysi beside the
-#             repository, from docs/peers/build-polysi.sh)
+#             repository, from docs/peers/build-polysi.sh); it passes
+#             POLYSI_JAVA_OPTS to java: the 100k register history needs
+#             more than the default heap (a quarter of RAM), e.g. -Xmx12g
 #   SAT_BENCH the checker's sat_bench example (default
 #             target/release/examples/sat_bench); it writes the
 #             session-order-only register histories (PolySI's text format)
