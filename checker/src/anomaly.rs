@@ -454,28 +454,36 @@ pub fn all_implied(anomalies: impl IntoIterator<Item = AnomalyType>) -> BTreeSet
 /// Every anomaly that implies any of `anomalies`, including themselves
 /// (Elle's `all-anomalies-implying`: backward closure of §3.3).
 ///
-/// The implications are reversed once per call (a few hundred pairs):
-/// searching every type's `implies` for each anomaly reached was a third
-/// of a 200-transaction read-atomic check (BENCHMARKS.md, "Start-up and
-/// small files").
+/// Marked by passes over every type until none is added (as many passes as
+/// the longest chain of implications, each a few hundred look-ups in a
+/// table on the stack): searching every type's `implies` for each anomaly
+/// reached was a third of a 200-transaction read-atomic check (BENCHMARKS.md,
+/// "Start-up and small files").
 pub fn all_implying(anomalies: impl IntoIterator<Item = AnomalyType>) -> BTreeSet<AnomalyType> {
-    let all = AnomalyType::ALL;
+    const N: usize = AnomalyType::ALL.len();
     // `ALL` lists the variants in declaration order, so `a as usize` is
     // `a`'s index in it (`all_is_in_declaration_order` below).
-    let mut implied_by: Vec<Vec<AnomalyType>> = vec![Vec::new(); all.len()];
-    for &b in all {
-        for &a in b.implies() {
-            implied_by[a as usize].push(b);
+    let mut seen = [false; N];
+    for a in anomalies {
+        seen[a as usize] = true;
+    }
+    loop {
+        let mut added = false;
+        for &b in AnomalyType::ALL {
+            if !seen[b as usize] && b.implies().iter().any(|&a| seen[a as usize]) {
+                seen[b as usize] = true;
+                added = true;
+            }
+        }
+        if !added {
+            break;
         }
     }
-    let mut seen = vec![false; all.len()];
-    let mut stack: Vec<AnomalyType> = anomalies.into_iter().collect();
-    while let Some(a) = stack.pop() {
-        if !std::mem::replace(&mut seen[a as usize], true) {
-            stack.extend(implied_by[a as usize].iter().copied());
-        }
-    }
-    all.iter().copied().filter(|&a| seen[a as usize]).collect()
+    AnomalyType::ALL
+        .iter()
+        .copied()
+        .filter(|&a| seen[a as usize])
+        .collect()
 }
 
 #[cfg(test)]
