@@ -44,7 +44,7 @@ pub struct CheckArgs {
 
     /// Workload: auto (detected from the ops), or one of the names
     /// `workloads::WORKLOADS` lists.
-    #[arg(long, short = 'm', visible_alias = "model", default_value = "auto",
+    #[arg(long, short = 'm', visible_alias = "model", default_value = DEFAULT_WORKLOAD,
           value_parser = str::parse::<WorkloadArg>,
           help = format!("Workload: auto (detected from the ops) or {}", WorkloadKind::names_help(false)))]
     pub workload: WorkloadArg,
@@ -75,7 +75,7 @@ pub struct CheckArgs {
 
     /// Time budget of the cycle search (e.g. 30s, 500ms); exhausting it makes
     /// the verdict unknown, never valid.
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = DEFAULT_CYCLE_SEARCH_TIMEOUT, value_parser = humantime::parse_duration)]
     pub cycle_search_timeout: Duration,
 
     /// Linearizability check: what a failed op means. `dropped`: it did not
@@ -122,6 +122,12 @@ pub struct CheckArgs {
     pub all_anomalies: bool,
 }
 
+/// `--workload`'s default (also `check_args_fast`'s).
+pub const DEFAULT_WORKLOAD: &str = "auto";
+
+/// `--cycle-search-timeout`'s default (also `check_args_fast`'s).
+pub const DEFAULT_CYCLE_SEARCH_TIMEOUT: &str = "30s";
+
 /// Anomalies of one type the text report explains (without `--all-anomalies`).
 pub const STDOUT_EXPLAINED_PER_TYPE: usize = 3;
 
@@ -161,19 +167,17 @@ impl std::str::FromStr for WorkloadArg {
 
 /// What a failed op means in this file: as asked, else what its format
 /// means (Knossos' and Jepsen's EDN: it did not happen; anything else,
-/// Porcupine's logs included: a failed cas saw another value).
-fn failed_ops(args: &CheckArgs) -> FailedCas {
+/// Porcupine's logs included: a failed cas saw another value). `read_as`:
+/// the format the file was read as (`None` for a stream).
+fn failed_ops(args: &CheckArgs, read_as: Option<FileFormat>) -> FailedCas {
     if args.drop_failed_cas || args.failed_ops.as_deref() == Some("dropped") {
         return FailedCas::Dropped;
     }
     if args.failed_ops.as_deref() == Some("observed") {
         return FailedCas::Observed;
     }
-    let format = match args.history_format {
-        Some(f) => Some(f),
-        None if crate::history_input::is_stream(&args.history) => None,
-        None => FileFormat::detect(&args.history).ok(),
-    };
+    // A stream's format is not looked at: `read_as` is `None` for one.
+    let format = args.history_format.or(read_as);
     match format {
         Some(FileFormat::Ours(store::Format::Edn)) => FailedCas::Dropped,
         _ => FailedCas::Observed,
@@ -186,7 +190,11 @@ fn failed_ops(args: &CheckArgs) -> FailedCas {
 /// An unreadable or malformed history, an undetectable workload, or an
 /// output directory that cannot be written.
 pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
-    let (history, warnings) = crate::history_input::load(&args.history, args.history_format)?;
+    let crate::history_input::LoadedFile {
+        history,
+        warnings,
+        file_format,
+    } = crate::history_input::load(&args.history, args.history_format)?;
     print_warnings(&warnings, &history);
     if args.linearizable_keys && !history.has_realtime_order() {
         eprintln!(
@@ -206,7 +214,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         sequential_keys: args.sequential_keys,
         linearizable_keys: args.linearizable_keys,
         time_limit: args.cycle_search_timeout,
-        failed_ops: Some(failed_ops(&args)),
+        failed_ops: Some(failed_ops(&args, file_format)),
         memory: args.memory,
         all: args.all_anomalies,
         explain: STDOUT_EXPLAINED_PER_TYPE,

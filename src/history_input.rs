@@ -95,17 +95,31 @@ fn has_cobra_logs(dir: &Path) -> bool {
     })
 }
 
+/// A history read by [`load`]: the history, the reader's warnings, and
+/// the format a file (not a stream) was read as, so that nothing opens the
+/// file again to ask.
+pub struct LoadedFile {
+    /// The validated history.
+    pub history: History,
+    /// What the reader forgave, each with its position.
+    pub warnings: Vec<String>,
+    /// The format a file was read as; `None` for a stream.
+    pub file_format: Option<store::import::FileFormat>,
+}
+
 /// Reads and validates the history at `path`, in `format` or detected.
 ///
 /// # Errors
 /// `path` is not a history (named in plain words), is malformed (file, line,
 /// column, reason), or holds no operation.
-pub fn load(
-    path: &Path,
-    format: Option<store::import::FileFormat>,
-) -> anyhow::Result<(History, Vec<String>)> {
+pub fn load(path: &Path, format: Option<store::import::FileFormat>) -> anyhow::Result<LoadedFile> {
+    let stream = |(history, warnings)| LoadedFile {
+        history,
+        warnings,
+        file_format: None,
+    };
     if path == Path::new("-") {
-        return load_stream(Path::new("<stdin>"), std::io::stdin(), format);
+        return load_stream(Path::new("<stdin>"), std::io::stdin(), format).map(stream);
     }
     let md = match std::fs::metadata(path) {
         Ok(md) => md,
@@ -114,7 +128,7 @@ pub fn load(
     if !md.is_file() && !md.is_dir() {
         // A pipe, a FIFO, a character device (`/dev/stdin` on a terminal).
         let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        return load_stream(path, f, format);
+        return load_stream(path, f, format).map(stream);
     }
     // Looked at once. A directory or an empty file is named before parsing;
     // a file that merely looks like Markdown or TOML only after the parser
@@ -124,7 +138,11 @@ pub fn load(
         anyhow::bail!(why.clone());
     }
     match store::import::load(path, format) {
-        Ok(loaded) if !loaded.history.is_empty() => Ok((loaded.history, loaded.warnings)),
+        Ok(loaded) if !loaded.history.is_empty() => Ok(LoadedFile {
+            history: loaded.history,
+            warnings: loaded.warnings,
+            file_format: Some(loaded.format),
+        }),
         Ok(_) => Err(anyhow::anyhow!(named.map_or_else(
             || format!("{} holds no operations; {EXPECTED}", path.display()),
             |(_, why)| why

@@ -31,16 +31,17 @@ fn purge_freed_memory_soon() {
     }
 }
 
-/// Transparent huge pages off for this process (`check`, `history`):
-/// mimalloc asks for them (madvise) on every region it maps, so the kernel
-/// zeroes 2 MiB at the first touch of each — a quarter of a 1M-transaction
-/// check's CPU time was `clear_page_erms`, and a small check's RSS is a
-/// third higher (BENCHMARKS.md, "Allocator"). mimalloc's own option
-/// (`MIMALLOC_ALLOW_THP=0`) works only from the environment: its first
-/// region is mapped before `main`. The prctl covers every later page fault
-/// of the process; it is inherited by children, so the commands that start
-/// databases (`run`, `soak`, …) leave it alone. A `MIMALLOC_ALLOW_THP` the
-/// user sets wins.
+/// Transparent huge pages off for this process (`check`, `history`): with
+/// them the kernel zeroes 2 MiB at the first touch of each — a quarter of a
+/// 1M-transaction check's CPU time was `clear_page_erms`, and a small
+/// check's RSS is a third higher (BENCHMARKS.md, "Allocator"). mimalloc is
+/// built without its own requests for them (the `no_thp` feature: its
+/// first region, mapped before `main`, took three huge pages, a third of a
+/// 2-line check's CPU time); this prctl covers systems whose THP setting is
+/// `always`, for every page fault after it. It is inherited by children, so
+/// the commands that start databases (`run`, `soak`, …) leave it alone. A
+/// `MIMALLOC_ALLOW_THP` the user sets skips it (on an `always` system,
+/// `=1` keeps huge pages; mimalloc no longer asks for them on others).
 #[allow(unsafe_code)]
 fn no_transparent_huge_pages() {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
@@ -55,6 +56,7 @@ fn no_transparent_huge_pages() {
 }
 
 mod analyze_cmd;
+mod check_args_fast;
 mod check_cmd;
 mod clock_cmd;
 mod history_cmd;
@@ -151,11 +153,15 @@ impl From<FileCommand> for Command {
     }
 }
 
-/// Parses the command line: with [`FileCli`] when the first argument names
-/// a file command, else with the whole [`Cli`].
+/// Parses the command line: a plain `harness check FILE [-c …]` without
+/// clap ([`check_args_fast`]), else with [`FileCli`] when the first
+/// argument names a file command, else with the whole [`Cli`].
 fn parse() -> Result<Command, clap::Error> {
-    let first = std::env::args_os().nth(1);
-    match first.as_ref().and_then(|a| a.to_str()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(check) = check_args_fast::parse(&args) {
+        return Ok(Command::Check(check));
+    }
+    match args.first().and_then(|a| a.to_str()) {
         Some("check" | "history") => FileCli::try_parse().map(|c| c.command.into()),
         _ => Cli::try_parse().map(|c| c.command),
     }
@@ -182,7 +188,8 @@ fn main() -> ExitCode {
             return exit::code(code);
         }
     };
-    if matches!(command, Command::Check(_) | Command::History(_)) {
+    let file_command = matches!(command, Command::Check(_) | Command::History(_));
+    if file_command {
         quiet_on_closed_stdout();
         no_transparent_huge_pages();
     }
@@ -197,13 +204,34 @@ fn main() -> ExitCode {
         Command::Soak(args) => soak_cmd::run(args),
         Command::Reproduce(args) => reproduce_cmd::run(args),
     };
-    match result {
-        Ok(code) => exit::code(code),
+    let code = match result {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            exit::code(exit::ERROR)
+            exit::ERROR
         }
+    };
+    if file_command {
+        end_now(code);
     }
+    exit::code(code)
+}
+
+/// Ends a file command (`check`, `history`) once stdout is flushed, without
+/// the C library's exit handlers: they only tear down what the process is
+/// about to lose anyway — mimalloc's forced collection of every heap page
+/// (and the `madvise` calls returning them) and the loader's finalisers.
+/// Nothing these commands write is buffered elsewhere: files are written and
+/// closed before they return, stderr is unbuffered.
+#[allow(unsafe_code)]
+fn end_now(code: u8) -> ! {
+    use std::io::Write as _;
+    // A stdout that cannot be flushed (its reader went away) changes
+    // nothing: the verdict is the exit code.
+    let _ = std::io::stdout().flush();
+    // SAFETY: `_exit` ends the process; no Rust destructor is pending that
+    // another thread could observe (these commands join their threads).
+    unsafe { libc::_exit(i32::from(code)) }
 }
 
 /// `harness check … | head`: end quietly, as other Unix filters do, when the
