@@ -9,13 +9,7 @@
 //! PolySI-sized graphs a DFS per question cost ~90 % of the check, while
 //! the closure answers each in O(1). It is a snapshot: edges added later
 //! are not in it, so it may only say "unreachable" wrongly, never
-//! "reachable" (edges are only added while it is used). It holds the
-//! relation twice, by source (descendants) and by target (ancestors), so
-//! that a caller whose questions all share one node reads that node's
-//! rows only: pruning asks all of a constraint's questions about one
-//! writer and its readers, and reading rows of arbitrary nodes of a
-//! 10⁴-node snapshot (12 MB a copy) missed the cache on nearly every
-//! question (measured in BENCHMARKS.md).
+//! "reachable" (edges are only added while it is used).
 
 use super::polygraph::Fact;
 use crate::budget::Budget;
@@ -73,33 +67,19 @@ const NONE: u32 = u32::MAX;
 /// Largest closure built, in bytes (above it callers use DFS).
 const CLOSURE_BYTES: usize = 64 << 20;
 
-/// A snapshot of reachability (see the module doc): row `pos[v]` of `desc`
-/// holds the positions of the nodes reachable from `v` by at least one
-/// edge; row `n − 1 − pos[v]` of `anc` those of the nodes that reach `v`,
-/// as mirrored positions `n − 1 − pos`.
+/// A snapshot of reachability (see the module doc): row `pos[v]` holds the
+/// positions of the nodes reachable from `v` by at least one edge.
 pub(crate) struct Closure {
     pos: Vec<u32>,
     words: usize,
-    desc: Vec<u64>,
-    anc: Vec<u64>,
+    bits: Vec<u64>,
 }
 
 impl Closure {
     /// Whether `dst` was reachable from `src` (or is `src`) when the
-    /// snapshot was taken, read from `src`'s row.
+    /// snapshot was taken.
     #[inline]
     pub fn reaches(&self, src: u32, dst: u32) -> bool {
-        self.ask(src, dst, false)
-    }
-
-    /// The same question, read from `dst`'s row (of ancestors).
-    #[inline]
-    pub fn reaches_into(&self, src: u32, dst: u32) -> bool {
-        self.ask(src, dst, true)
-    }
-
-    #[inline]
-    fn ask(&self, src: u32, dst: u32, by_dst: bool) -> bool {
         if src == dst {
             return true;
         }
@@ -110,14 +90,7 @@ impl Closure {
         if ps >= pd {
             return false;
         }
-        if by_dst {
-            // Ancestor rows and bits are by mirrored position (`rows`).
-            let last = self.pos.len() - 1;
-            let (row, bit) = (last - pd, last - ps);
-            self.anc[row * self.words + bit / 64] >> (bit % 64) & 1 == 1
-        } else {
-            self.desc[ps * self.words + pd / 64] >> (pd % 64) & 1 == 1
-        }
+        self.bits[ps * self.words + pd / 64] >> (pd % 64) & 1 == 1
     }
 }
 
@@ -167,17 +140,15 @@ impl Dag {
         self.ord[a as usize] < self.ord[b as usize]
     }
 
-    /// The reachability snapshot, or `None` when one copy would take more
-    /// than 64 MiB. Charged one unit per edge and per 64 rows' words, for
-    /// each copy.
+    /// The reachability snapshot, or `None` when it would take more than
+    /// 64 MiB. Charged one unit per edge and per 64 rows' words.
     pub fn closure(&self, budget: &Budget) -> Result<Option<Closure>, Exhausted> {
         let n = self.ord.len();
         let words = n.div_ceil(64);
         if n.saturating_mul(words).saturating_mul(8) > CLOSURE_BYTES {
             return Ok(None);
         }
-        let cost = (self.edges.len() + n) as u64 + (n as u64 * words as u64) / 64;
-        if budget.charge(2 * cost) {
+        if budget.charge((self.edges.len() + n) as u64 + (n as u64 * words as u64) / 64) {
             return Err(Exhausted);
         }
         // `ord` is a permutation of 0..n: rows and bits by position.
@@ -185,44 +156,24 @@ impl Dag {
         for (v, &p) in self.ord.iter().enumerate() {
             at[p as usize] = v as u32;
         }
-        let desc = self.rows(&at, words, false);
-        let anc = self.rows(&at, words, true);
-        Ok(Some(Closure {
-            pos: self.ord.clone(),
-            words,
-            desc,
-            anc,
-        }))
-    }
-
-    /// The descendant rows (every row the union of its successors' rows,
-    /// in reverse topological order) or, `up`, the ancestor rows (of its
-    /// predecessors', in topological order), by position.
-    fn rows(&self, at: &[u32], words: usize, up: bool) -> Vec<u64> {
-        let n = at.len();
         let mut bits = vec![0u64; n * words];
-        let mut next: Vec<usize> = Vec::new();
-        // Positions mirrored for the ancestors: their pass is the same
-        // recurrence over the reversed order (`m(p) = n − 1 − p`).
-        let m = |p: usize| if up { n - 1 - p } else { p };
-        for i in (0..n).rev() {
-            let p = m(i);
-            let (head, tail) = bits.split_at_mut((i + 1) * words);
-            let row = &mut head[i * words..];
-            // Nearest neighbours first: a farther one they reach (or a
+        let mut succ: Vec<usize> = Vec::new();
+        for p in (0..n).rev() {
+            let (head, tail) = bits.split_at_mut((p + 1) * words);
+            let row = &mut head[p * words..];
+            // Nearest successors first: a farther one they reach (or a
             // parallel edge) is then already in the row and skipped.
-            next.clear();
-            let adj = if up { &self.inn } else { &self.out };
-            next.extend(
-                adj[at[p] as usize]
+            succ.clear();
+            succ.extend(
+                self.out[at[p] as usize]
                     .iter()
-                    .map(|&(w, _)| m(self.ord[w as usize] as usize)),
+                    .map(|&(w, _)| self.ord[w as usize] as usize),
             );
-            next.sort_unstable();
-            next.dedup();
-            for &q in &next {
-                // q > i: a successor (predecessor) comes later (earlier).
-                let Some(off) = q.checked_sub(i + 1) else {
+            succ.sort_unstable();
+            succ.dedup();
+            for &q in &succ {
+                // q > p: a successor comes later in a topological order.
+                let Some(off) = q.checked_sub(p + 1) else {
                     continue;
                 };
                 if row[q / 64] >> (q % 64) & 1 == 1 {
@@ -236,7 +187,11 @@ impl Dag {
                 }
             }
         }
-        bits
+        Ok(Some(Closure {
+            pos: self.ord.clone(),
+            words,
+            bits,
+        }))
     }
 
     /// Nodes in topological order.

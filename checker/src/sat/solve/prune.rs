@@ -6,10 +6,14 @@
 //!
 //! A hot key has millions of writer pairs, nearly all resolved by the
 //! first pass, so the cost of one pass is what is spent per constraint:
-//! each is decoded once, its questions read the snapshot rows of its first
-//! writer and that writer's readers (the same rows for a whole run of ids:
-//! see `forced`), and open ids keep their order (so decoding an id is
-//! usually a step within the row of the one before it).
+//! each is decoded once (not once per question and again to apply its
+//! side), its sides are walked without being collected, and open ids keep
+//! their order, so decoding an id is usually a step within the row of the
+//! one before it (a resolved id used to be replaced by the last one, from
+//! another key: two full decodes per resolved id). On a 5k-transaction
+//! zipfian history (14M constraints) that halved the check's CPU time.
+//! (Reading the snapshot by the constraint's first writer only, with a
+//! second copy of it by target, did not pay: measured in BENCHMARKS.md.)
 
 use super::{Side, Solver, Step};
 use crate::sat::dag::{Closure, Conflict, EdgeRec, Why};
@@ -93,28 +97,17 @@ impl Solver<'_> {
 
     /// The side of `con` the snapshot forces, with the edge of the other
     /// side that would close a cycle (side 0 blocked: side 1 forced).
-    ///
-    /// Every edge of side 0 ("writer `a` before `b`") leaves a node of `a`
-    /// or of one of `a`'s readers, every edge of side 1 enters a node of
-    /// `a`: the snapshot is read by that end ([`Closure::reaches_into`] for
-    /// a target), so all questions about the constraints of one row of ids
-    /// (`a` fixed) read the same few rows, which stay in the cache.
     fn forced(&self, con: Constraint, c: &Closure) -> Option<(u8, Fact)> {
-        // Edge `from → to` is blocked when `to ⇝ from`. (Asking first the
-        // side that runs backward in the current order, the one more
-        // likely blocked, counted 3 % more instructions on a 5k zipf
-        // history: the order is not yet the blocked relation's.)
-        let side0 = |_: &Fact, (from, to): (u32, u32)| c.reaches_into(to, from);
-        if let Some(f) = self.poly.side_find_of(con, 0, side0) {
+        // Edge `from → to` is blocked when `to ⇝ from`.
+        let blocked = |_: &Fact, (from, to): (u32, u32)| c.reaches(to, from);
+        if let Some(f) = self.poly.side_find_of(con, 0, blocked) {
             return Some((1, f));
         }
-        let side1 = |_: &Fact, (from, to): (u32, u32)| c.reaches(to, from);
-        self.poly.side_find_of(con, 1, side1).map(|f| (0, f))
+        self.poly.side_find_of(con, 1, blocked).map(|f| (0, f))
     }
 
     /// Adds the edges of `side` of `con` but those the snapshot shows to
-    /// hold already (a path `from ⇝ to`: they change no reachability), read
-    /// by `a`'s end as in [`Self::forced`].
+    /// hold already (a path `from ⇝ to`: they change no reachability).
     fn apply_snap(
         &mut self,
         con: Constraint,
@@ -125,12 +118,7 @@ impl Solver<'_> {
         let (dag, budget) = (&mut self.dag, self.budget);
         let mut out = Ok(Ok(()));
         self.poly.side_find_of(con, side, |&fact, (from, to)| {
-            let held = if side == 0 {
-                c.reaches(from, to)
-            } else {
-                c.reaches_into(from, to)
-            };
-            if from != to && held {
+            if from != to && c.reaches(from, to) {
                 return false;
             }
             let e = EdgeRec {
