@@ -85,25 +85,32 @@ impl Solver<'_> {
     }
 
     /// As [`Self::prune_dfs`], from the snapshot `c`.
+    ///
+    /// Nearly every forced side of a hot key holds already (the snapshot
+    /// has a path for each of its edges): that is asked first, and only a
+    /// side with an edge to add looks up the blocked edge it is justified
+    /// by. The common path thus moves no edge records or conflicts around
+    /// (copying those through the stack stalled on every constraint).
     fn prune_snap(&mut self, cid: u32, c: &Closure) -> Step<Result<bool, Conflict>> {
         let con = self.poly.constraint(cid);
-        let Some((side, blocked)) = self.forced(con, c) else {
+        let blocked = |_: &Fact, (from, to): (u32, u32)| c.reaches(to, from);
+        let side = if self.poly.side_find_of(con, 0, blocked).is_some() {
+            1
+        } else if self.poly.side_find_of(con, 1, blocked).is_some() {
+            0
+        } else {
+            return Ok(Ok(false));
+        };
+        let missing = |_: &Fact, (from, to): (u32, u32)| from == to || !c.reaches(from, to);
+        if self.poly.side_find_of(con, side, missing).is_none() {
+            return Ok(Ok(true));
+        }
+        let Some(blocked) = self.poly.side_find_of(con, 1 - side, blocked) else {
             return Ok(Ok(false));
         };
         Ok(self
             .apply_snap(con, side, Why::Forced { blocked }, c)?
             .map(|()| true))
-    }
-
-    /// The side of `con` the snapshot forces, with the edge of the other
-    /// side that would close a cycle (side 0 blocked: side 1 forced).
-    fn forced(&self, con: Constraint, c: &Closure) -> Option<(u8, Fact)> {
-        // Edge `from → to` is blocked when `to ⇝ from`.
-        let blocked = |_: &Fact, (from, to): (u32, u32)| c.reaches(to, from);
-        if let Some(f) = self.poly.side_find_of(con, 0, blocked) {
-            return Some((1, f));
-        }
-        self.poly.side_find_of(con, 1, blocked).map(|f| (0, f))
     }
 
     /// Adds the edges of `side` of `con` but those the snapshot shows to
