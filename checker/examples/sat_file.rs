@@ -15,6 +15,8 @@ use std::path::Path;
 #[allow(dead_code)]
 mod measure;
 use measure::cpu_s;
+#[path = "common/sat_verdict.rs"]
+mod sat_verdict;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -39,15 +41,7 @@ fn main() {
                     Err(e) => format!("WITNESS DOES NOT REPLAY: {e}"),
                 }
             }
-            SatOutcome::Invalid { anomalies } => format!(
-                "invalid: {}",
-                anomalies
-                    .iter()
-                    .map(|a| a.kind.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            SatOutcome::Unknown { reason } => format!("unknown: {reason}"),
+            other => sat_verdict::not_valid(other).unwrap_or_default(),
         };
         println!(
             "{file} level={level:?} txns={} cpu={check_s:.3}s {stats:?} -> {verdict}",

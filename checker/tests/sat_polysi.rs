@@ -29,19 +29,7 @@ fn budget() -> Budget {
 const STEPS: u64 = 500_000_000;
 
 fn decide(dist: Dist, db: Db, inject: Inject, level: Level, seed: u64) -> SatOutcome {
-    decide_sized(100, dist, db, inject, level, seed, &budget())
-}
-
-fn decide_sized(
-    per: usize,
-    dist: Dist,
-    db: Db,
-    inject: Inject,
-    level: Level,
-    seed: u64,
-    budget: &Budget,
-) -> SatOutcome {
-    decide_shape(Shape::polysi(per, dist), db, inject, level, seed, budget)
+    decide_shape(Shape::polysi(100, dist), db, inject, level, seed, &budget())
 }
 
 fn decide_shape(
@@ -133,9 +121,8 @@ const LARGE_STEPS: u64 = 60_000_000;
 
 #[test]
 fn five_thousand_txn_hotspot_history_is_decided_at_plain_si() {
-    let out = decide_sized(
-        250,
-        Dist::Hotspot,
+    let out = decide_shape(
+        Shape::polysi(250, Dist::Hotspot),
         Db::Si,
         Inject::None,
         Level::SnapshotIsolation,
@@ -147,9 +134,8 @@ fn five_thousand_txn_hotspot_history_is_decided_at_plain_si() {
 
 #[test]
 fn five_thousand_txn_uniform_history_is_decided_at_plain_si() {
-    let out = decide_sized(
-        250,
-        Dist::Uniform,
+    let out = decide_shape(
+        Shape::polysi(250, Dist::Uniform),
         Db::Si,
         Inject::None,
         Level::SnapshotIsolation,
@@ -162,9 +148,8 @@ fn five_thousand_txn_uniform_history_is_decided_at_plain_si() {
 #[test]
 fn five_thousand_txn_serializable_histories_are_decided_at_ser() {
     for dist in [Dist::Uniform, Dist::Hotspot] {
-        let out = decide_sized(
-            250,
-            dist,
+        let out = decide_shape(
+            Shape::polysi(250, dist),
             Db::Ser,
             Inject::None,
             Level::Serializable,
@@ -202,9 +187,8 @@ fn five_thousand_txn_zipf_history_with_few_reads_is_decided_at_plain_si() {
 fn five_thousand_txn_lost_update_is_decided_invalid_at_plain_si() {
     // A violation must still be found (and explained) by the search with
     // backjumping, not only valid histories decided.
-    let out = decide_sized(
-        250,
-        Dist::Hotspot,
+    let out = decide_shape(
+        Shape::polysi(250, Dist::Hotspot),
         Db::Si,
         Inject::LostUpdate,
         Level::SnapshotIsolation,
