@@ -25,6 +25,8 @@ use measure::peak_mb;
 
 #[path = "../tests/common/register_gen.rs"]
 mod register_gen;
+#[path = "common/sat_verdict.rs"]
+mod sat_verdict;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -58,15 +60,7 @@ fn main() {
     let check_s = t1.elapsed().as_secs_f64();
     let verdict = match &out {
         SatOutcome::Valid { witness, .. } => format!("valid (witness of {} txns)", witness.len()),
-        SatOutcome::Invalid { anomalies } => format!(
-            "invalid: {}",
-            anomalies
-                .iter()
-                .map(|a| a.kind.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        SatOutcome::Unknown { reason } => format!("unknown: {reason}"),
+        other => sat_verdict::not_valid(other).unwrap_or_default(),
     };
     println!(
         "txns={ntx} sessions={nsess} db={}{} level={level:?} ops={} gen={gen_s:.2}s check={check_s:.3}s peak={:.0}MB {stats:?} → {verdict}",

@@ -17,6 +17,8 @@ use store::import::{PeerFormat, read_peer_str};
 
 #[path = "../tests/common/polysi_gen.rs"]
 mod polysi_gen;
+#[path = "common/sat_verdict.rs"]
+mod sat_verdict;
 use polysi_gen::{Db, Dist, Inject, Shape, generate};
 
 fn main() {
@@ -72,15 +74,7 @@ fn main() {
                 Err(e) => format!("WITNESS DOES NOT REPLAY: {e}"),
             }
         }
-        SatOutcome::Invalid { anomalies } => format!(
-            "invalid: {}",
-            anomalies
-                .iter()
-                .map(|a| a.kind.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        SatOutcome::Unknown { reason } => format!("unknown: {reason}"),
+        other => sat_verdict::not_valid(other).unwrap_or_default(),
     };
     println!(
         "per-session={per} dist={dist:?} reads={}% db={db:?} inject={inject:?} level={level:?} seed={seed} \

@@ -8,10 +8,12 @@
 //! Cases: start-up (`--version`, the check of a 2-transaction file), the
 //! 100k list-append check (Elle's inference, cycles and the weak levels a
 //! strict-serializable check runs), a register check decided by the
-//! complete (SAT) serializability check, a weak-level (causal) check, and a
+//! complete (SAT) serializability check, one at plain snapshot isolation
+//! without real time (PolySI's fig. 7 shape, zipfian keys: pruning a hot
+//! key's writer pairs), a weak-level (causal) check, and a
 //! linearizability search (Porcupine's c50 kv history). Inputs are
-//! generated from a fixed seed (`checker/examples/common/history_gen.rs`)
-//! or are small files of `testdata/`.
+//! generated from a fixed seed (`checker/examples/common/history_gen.rs`,
+//! `checker/tests/common/polysi_gen.rs`) or are small files of `testdata/`.
 //!
 //! Counts are of the binary `cargo test` builds (the dev profile: the
 //! checker and the store at opt-level 2, see Cargo.toml), so a new compiler
@@ -25,6 +27,8 @@
 
 #[path = "../../checker/examples/common/history_gen.rs"]
 mod history_gen;
+#[path = "../../checker/tests/common/polysi_gen.rs"]
+mod polysi_gen;
 
 use history_gen::Shape;
 use std::collections::BTreeMap;
@@ -110,6 +114,13 @@ fn cases(dir: &Path) -> Vec<Case> {
             ..Shape::default()
         },
     );
+    // 20 sessions × 100 transactions, zipfian keys, 25 % reads, from a
+    // snapshot-isolation store, in PolySI's text format (no clocks).
+    let polysi = dir.join("polysi-2k-zipf.txt");
+    let mut shape = polysi_gen::Shape::polysi(100, polysi_gen::Dist::Zipf);
+    shape.read_pct = 25;
+    let text = polysi_gen::generate(shape, polysi_gen::Db::Si, polysi_gen::Inject::None, 1);
+    std::fs::write(&polysi, text).unwrap();
     let lin = Path::new(ROOT).join("testdata/porcupine/kv/c50-ok.txt");
     let s = |p: &Path| p.display().to_string();
     let args = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -132,6 +143,11 @@ fn cases(dir: &Path) -> Vec<Case> {
         Case {
             name: "register-10k-ser-sat",
             args: args(&["check", &s(&rw_ser), "-c", "serializable"]),
+            exit: 0,
+        },
+        Case {
+            name: "polysi-2k-zipf-plain-si-sat",
+            args: args(&["check", &s(&polysi), "-c", "snapshot-isolation"]),
             exit: 0,
         },
         Case {

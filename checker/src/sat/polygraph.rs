@@ -187,9 +187,19 @@ impl Poly {
         &self,
         cid: u32,
         side: u8,
+        hit: impl FnMut(&Fact, (u32, u32)) -> bool,
+    ) -> Option<Fact> {
+        self.side_find_of(self.constraint(cid), side, hit)
+    }
+
+    /// As [`Self::side_find`], of a constraint already decoded.
+    #[inline]
+    pub fn side_find_of(
+        &self,
+        c: Constraint,
+        side: u8,
         mut hit: impl FnMut(&Fact, (u32, u32)) -> bool,
     ) -> Option<Fact> {
-        let c = self.constraint(cid);
         let (x, y) = if side == 0 { (c.a, c.b) } else { (c.b, c.a) };
         let k = &self.keys[c.key as usize];
         let (wx, wy) = (k.writers[x as usize], k.writers[y as usize]);

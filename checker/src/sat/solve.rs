@@ -1,9 +1,9 @@
 //! Pruning and search over the polygraph's constraints.
 //!
 //! 1. Known edges go into the [`Dag`]; a cycle among them is a violation.
-//! 2. Pruning (top level only): a side with an edge `a → b` where `b ⇝ a`
-//!    already is impossible, so the other side is forced (PolySI §4.1).
-//!    Each pass asks its questions of one reachability snapshot
+//! 2. Pruning (top level only, `prune`): a side with an edge `a → b` where
+//!    `b ⇝ a` already is impossible, so the other side is forced (PolySI
+//!    §4.1). Each pass asks its questions of one reachability snapshot
 //!    ([`Dag::closure`], O(1) a question, the side's edges enumerated
 //!    without collecting them); a forced edge the snapshot already implies
 //!    is not added. Passes repeat until one resolves under 1 % of a large
@@ -22,7 +22,9 @@
 //!    conflicts unwinding unrelated forward choices one by one; this one
 //!    takes tens (measured in BENCHMARKS.md).
 
-use super::dag::{Closure, Conflict, Dag, EdgeRec, Exhausted, Why};
+mod prune;
+
+use super::dag::{Conflict, Dag, EdgeRec, Exhausted, Why};
 use super::polygraph::{Fact, Poly};
 use crate::budget::Budget;
 use crate::graph::{EdgeList, Graph, tarjan};
@@ -84,9 +86,6 @@ pub(crate) struct Solver<'a> {
 
 type Step<T> = Result<T, Exhausted>;
 
-/// Open constraints from which a pruning pass uses a reachability snapshot.
-const CLOSURE_MIN: usize = 256;
-
 impl<'a> Solver<'a> {
     /// A solver over `dag` (nodes of `poly`) giving up after
     /// `max_conflicts` conflicts.
@@ -107,17 +106,8 @@ impl<'a> Solver<'a> {
         }
     }
 
-    /// Whether some edge of `side` of `cid` would close a cycle; with a
-    /// closure, whether it would have when the closure was taken.
-    fn blocked(&mut self, cid: u32, side: u8, closure: Option<&Closure>) -> Step<Side> {
-        if let Some(c) = closure {
-            return Ok(
-                match self.poly.side_find(cid, side, |_, (a, b)| c.reaches(b, a)) {
-                    Some(f) => Side::Blocked(f, Vec::new()),
-                    None => Side::Open,
-                },
-            );
-        }
+    /// Whether some edge of `side` of `cid` would close a cycle (DFS).
+    fn blocked(&mut self, cid: u32, side: u8) -> Step<Side> {
         self.poly.side(cid, side, &mut self.buf);
         for i in 0..self.buf.len() {
             let f = self.buf[i];
@@ -142,31 +132,16 @@ impl<'a> Solver<'a> {
 
     /// Adds the edges of `side` of `cid`.
     fn apply(&mut self, cid: u32, side: u8, why: Why) -> Step<Result<(), Conflict>> {
-        self.apply_with(cid, side, why, None)
-    }
-
-    /// As [`Self::apply`]; an edge the snapshot shows to hold already (a
-    /// path `from ⇝ to`) is left out: it changes no reachability.
-    fn apply_with(
-        &mut self,
-        cid: u32,
-        side: u8,
-        why: Why,
-        closure: Option<&Closure>,
-    ) -> Step<Result<(), Conflict>> {
         // The buffer is lent out while edges go in (no allocation per side).
         let mut facts = std::mem::take(&mut self.buf);
         self.poly.side(cid, side, &mut facts);
         let mut out = Ok(Ok(()));
-        for &f in &facts {
-            let (from, to) = self.poly.ends(&f);
-            if closure.is_some_and(|c| from != to && c.reaches(from, to)) {
-                continue;
-            }
+        for &fact in &facts {
+            let (from, to) = self.poly.ends(&fact);
             let e = EdgeRec {
                 from,
                 to,
-                fact: f,
+                fact,
                 why,
             };
             match self.dag.add(e, self.budget) {
@@ -179,59 +154,6 @@ impl<'a> Solver<'a> {
         }
         self.buf = facts;
         out
-    }
-
-    /// Prunes `open` to a fixpoint (or until a pass resolves under 1 % of
-    /// a large set); resolved constraints are removed from it.
-    fn propagate(&mut self, open: &mut Vec<u32>) -> Step<Result<(), Conflict>> {
-        loop {
-            let mut changed = false;
-            let start = open.len();
-            // Many questions: answer them from one reachability snapshot
-            // per pass. Edges this pass adds are missing from it, so it
-            // prunes less than a DFS would, never wrongly; a pass that
-            // changes nothing had the exact relation, so the fixpoint is
-            // the same.
-            let closure = if open.len() >= CLOSURE_MIN {
-                self.dag.closure(self.budget)?
-            } else {
-                None
-            };
-            let mut i = 0;
-            while i < open.len() {
-                let cid = open[i];
-                let forced = match self.blocked(cid, 0, closure.as_ref())? {
-                    Side::Blocked(f, _) => Some((1, f)),
-                    Side::Open => match self.blocked(cid, 1, closure.as_ref())? {
-                        Side::Blocked(f, _) => Some((0, f)),
-                        Side::Open => None,
-                    },
-                };
-                let done = match forced {
-                    Some((side, f)) => {
-                        let why = Why::Forced { blocked: f };
-                        if let Err(c) = self.apply_with(cid, side, why, closure.as_ref())? {
-                            return Ok(Err(c));
-                        }
-                        true
-                    }
-                    None => false,
-                };
-                if done {
-                    open.swap_remove(i);
-                    changed = true;
-                } else {
-                    i += 1;
-                }
-            }
-            // Propagation is an accelerator, not needed for correctness (a
-            // wrong case still ends in a cycle at insertion): on a large
-            // set, stop once a pass resolves under 1% of it.
-            let resolved = start - open.len();
-            if !changed || (start > 2000 && resolved * 100 < start) {
-                return Ok(Ok(()));
-            }
-        }
     }
 
     /// Independent groups of `open` (see the module doc); constraints with
@@ -377,7 +299,7 @@ impl<'a> Solver<'a> {
             removed.push(open.swap_remove(i));
             // The path that blocked a side, blamed along with the conflict
             // if the other side fails too.
-            let (res, reason) = match (self.blocked(cid, 0, None)?, self.blocked(cid, 1, None)?) {
+            let (res, reason) = match (self.blocked(cid, 0)?, self.blocked(cid, 1)?) {
                 // Adding the other side closes the cycle its edge would.
                 (Side::Blocked(f, p), _) => (self.apply(cid, 1, Why::Forced { blocked: f })?, p),
                 (Side::Open, Side::Blocked(f, p)) => {
