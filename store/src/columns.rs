@@ -330,17 +330,20 @@ impl Columns {
         self.mops.extend(mops);
     }
 
-    /// Consecutive parts' ops, in order, in columns of exactly their
-    /// size: each part is freed once moved, so the join holds the ops about
-    /// once (growing the first part instead held it twice for a moment: a
-    /// 77-MB peak over the loaded history at 1M transactions).
+    /// Consecutive parts' ops, in order, appended to the first part's
+    /// columns: the parallel reader sizes those for the whole file
+    /// (`format::parallel`), so only the later parts are copied (each freed
+    /// once moved), not the whole history once more into fresh pages. A
+    /// first part without that room grows (once), which held it twice for
+    /// a moment: a 77-MB peak over the loaded history at 1M transactions.
     fn concat(parts: Vec<Columns>) -> Columns {
+        let mut parts = parts.into_iter();
+        let mut out = parts.next().unwrap_or_default();
+        let parts: Vec<Columns> = parts.collect();
         let total = |f: fn(&Columns) -> usize| parts.iter().map(f).sum::<usize>();
-        let mut out = Columns {
-            recs: Vec::with_capacity(total(|c| c.recs.len())),
-            mops: Vec::with_capacity(total(|c| c.mops.len())),
-            rare: Vec::with_capacity(total(|c| c.rare.len())),
-        };
+        out.recs.reserve(total(|c| c.recs.len()));
+        out.mops.reserve(total(|c| c.mops.len()));
+        out.rare.reserve(total(|c| c.rare.len()));
         for part in parts {
             let (mop_base, rare_base) = (out.mops.len() as u32, out.rare.len() as u32);
             assert!(

@@ -19,6 +19,22 @@ use std::borrow::Cow;
 /// Deepest nesting of JSON arrays/objects accepted.
 pub(crate) const MAX_DEPTH: u32 = 64;
 
+/// Strings up to this long are scanned byte by byte ([`Json::raw_str`]).
+const SHORT_STR: usize = 16;
+
+/// An op's usual field names, quoted, in the order they usually come.
+const FIELDS: [&[u8]; 6] = [
+    b"\"index\"",
+    b"\"time\"",
+    b"\"type\"",
+    b"\"process\"",
+    b"\"f\"",
+    b"\"value\"",
+];
+
+/// The micro-op names of the usual transaction shape, quoted.
+const MOP_NAMES: [&[u8]; 3] = [b"\"append\"", b"\"r\"", b"\"w\""];
+
 /// A JSON parser over one buffer.
 pub(crate) struct Json<'a> {
     b: &'a [u8],
@@ -170,11 +186,58 @@ impl<'a> Json<'a> {
         Ok(v)
     }
 
+    /// A string at its opening quote, as [`Json::raw_str`] reads it, but
+    /// first compared whole (quotes included) with the `usual` strings: the
+    /// names every line of a history repeats.
+    #[inline]
+    fn usual(&mut self, usual: &[&'static [u8]]) -> Result<Option<&'a [u8]>, PErr> {
+        let rest = self.b.get(self.pos..).unwrap_or(&[]);
+        for quoted in usual {
+            if rest.starts_with(quoted) {
+                self.pos += quoted.len();
+                return Ok(rest.get(1..quoted.len() - 1));
+            }
+        }
+        self.raw_str()
+    }
+
+    /// A name's string (`type`, `f`), at its opening quote: borrowed when it
+    /// is plain ASCII, else as [`Json::string`] reads it (errors included).
+    fn name_str(&mut self) -> Result<Cow<'a, str>, PErr> {
+        let save = self.pos;
+        if let Ok(Some(b)) = self.raw_str()
+            && let Ok(s) = std::str::from_utf8(b)
+        {
+            return Ok(Cow::Borrowed(s));
+        }
+        self.pos = save;
+        self.string()
+    }
+
     /// The bytes of a string at its opening quote when it is plain ASCII
     /// without escapes (the common case); `None` (position unchanged) otherwise.
+    /// Field names and micro-op names are short: a plain loop over their
+    /// first bytes finds the closing quote before `memchr2` is set up; it
+    /// hands anything else (an escape, a byte outside printable ASCII, a
+    /// long string) to the general scan unchanged.
+    #[inline]
     fn raw_str(&mut self) -> Result<Option<&'a [u8]>, PErr> {
         let start = self.pos + 1;
         let rest = self.b.get(start..).unwrap_or(&[]);
+        for (n, &c) in rest.iter().take(SHORT_STR).enumerate() {
+            if c == b'"' {
+                self.pos = start + n + 1;
+                return Ok(Some(&rest[..n]));
+            }
+            if c == b'\\' || !(0x20..0x7f).contains(&c) {
+                break;
+            }
+        }
+        self.raw_str_long(start, rest)
+    }
+
+    /// [`Json::raw_str`] past its first bytes.
+    fn raw_str_long(&mut self, start: usize, rest: &'a [u8]) -> Result<Option<&'a [u8]>, PErr> {
         match memchr::memchr2(b'"', b'\\', rest) {
             None => Err(PErr::Incomplete),
             Some(n) if rest[n] == b'"' => {
@@ -193,8 +256,42 @@ impl<'a> Json<'a> {
     /// An integer in one pass; `None` (position unchanged) for anything
     /// else (floats, overflow, malformed), which the caller re-parses slowly.
     /// Its own digit loop rather than `Cursor::int_digits`: on the JSON
-    /// Lines hot path that costs 3–5 % more CPU (BENCHMARKS.md).
+    /// Lines hot path that costs 3–5 % more CPU (BENCHMARKS.md). Up to 18
+    /// digits cannot overflow, so they are summed unchecked; a longer number
+    /// goes through [`Json::int_checked`].
+    #[inline]
     fn int_fast(&mut self) -> Option<i64> {
+        let b = self.b;
+        let neg = b.get(self.pos) == Some(&b'-');
+        let first = self.pos + usize::from(neg);
+        let stop = b.len().min(first + 18);
+        let mut i = first;
+        let mut v: u64 = 0;
+        while i < stop {
+            let d = b[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v * 10 + u64::from(d);
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0'..=b'9') => return self.int_checked(),
+            Some(b'.' | b'e' | b'E') | None => return None,
+            Some(_) => {}
+        }
+        let n = i - first;
+        if n == 0 || (n > 1 && b[first] == b'0') {
+            return None;
+        }
+        self.pos = i;
+        // `v` < 10^18 fits an i64 either way.
+        let v = v as i64;
+        Some(if neg { -v } else { v })
+    }
+
+    /// [`Json::int_fast`] for any number of digits, overflow checked.
+    fn int_checked(&mut self) -> Option<i64> {
         let save = self.pos;
         let neg = self.peek() == Some(b'-');
         if neg {
@@ -393,8 +490,8 @@ impl<'a> Json<'a> {
                 if self.peek() != Some(b'"') {
                     self.expect(b'"', "a field name")?;
                 }
-                let k: Cow<'a, [u8]> = match self.raw_str()? {
-                    Some(b) => Cow::Borrowed(b),
+                let k: Cow<'a, [u8]> = match self.usual(&FIELDS)? {
+                    Some(name) => Cow::Borrowed(name),
                     None => match self.string()? {
                         Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
                         Cow::Owned(s) => Cow::Owned(s.into_bytes()),
@@ -430,7 +527,7 @@ impl<'a> Json<'a> {
                             pos: key_pos,
                             reason: r,
                         })?;
-                        let s = self.string()?;
+                        let s = self.name_str()?;
                         raw.op_type = Some(type_from_name(codec_name(&s)).map_err(at)?);
                     }
                     b"f" if self.peek() == Some(b'"') => {
@@ -438,7 +535,7 @@ impl<'a> Json<'a> {
                             pos: key_pos,
                             reason: r,
                         })?;
-                        let s = self.string()?;
+                        let s = self.name_str()?;
                         raw.f = Some(F::parse(codec_name(&s)));
                     }
                     b"value" => {
@@ -531,7 +628,7 @@ impl<'a> Json<'a> {
             if self.peek() != Some(b'"') {
                 return None;
             }
-            let kind = match self.raw_str().ok()?? {
+            let kind = match self.usual(&MOP_NAMES).ok()?? {
                 b"append" => 0,
                 b"w" => 1,
                 b"r" => 2,

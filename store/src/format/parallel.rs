@@ -50,7 +50,10 @@ fn read_jsonl_with<S: OpSink>(path: &Path, threads: usize) -> Option<S> {
             .windows(2)
             .map(|w| {
                 let (start, end) = (w[0], w[1]);
-                s.spawn(move || parse_chunk(path, start, end))
+                // The first chunk's sink is sized for the whole file: the
+                // others are appended to it (`OpSink::join`).
+                let room = if start == 0 { len } else { end - start };
+                s.spawn(move || parse_chunk(path, start, end, room))
             })
             .collect();
         handles
@@ -123,8 +126,9 @@ fn chunk_bounds(path: &Path, len: u64, parts: usize) -> Option<Vec<u64>> {
     (bounds.len() > 2).then_some(bounds)
 }
 
-/// The ops of `[start, end)`, or `None` on any error or warning.
-fn parse_chunk<S: OpSink>(path: &Path, start: u64, end: u64) -> Option<S> {
+/// The ops of `[start, end)` in a sink sized for `room` bytes, or `None`
+/// on any error or warning.
+fn parse_chunk<S: OpSink>(path: &Path, start: u64, end: u64, room: u64) -> Option<S> {
     let mut f = File::open(path).ok()?;
     f.seek(SeekFrom::Start(start)).ok()?;
     let r = OpReader::new(
@@ -133,7 +137,7 @@ fn parse_chunk<S: OpSink>(path: &Path, start: u64, end: u64) -> Option<S> {
         Some(path.to_path_buf()),
     );
     let mut r = r.sharing_lists();
-    let mut sink = S::for_bytes(end - start);
+    let mut sink = S::for_bytes(room);
     for op in r.by_ref() {
         sink.push(op.ok()?);
     }
