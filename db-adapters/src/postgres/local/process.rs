@@ -286,6 +286,17 @@ mod tests {
             .arg(format!("sleep 30; : {}", mark.display()))
             .spawn()
             .unwrap();
+        // `spawn` returns once the child's exec has begun (the kernel wakes
+        // a vfork parent when the new program's memory is in place), which
+        // is before its arguments are: `/proc/PID/cmdline` can read empty
+        // for that instant. Wait until it names the program.
+        let cmdline = format!("/proc/{}/cmdline", child.id());
+        for _ in 0..500 {
+            if std::fs::read(&cmdline).is_ok_and(|c| !c.is_empty()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let found = naming(d.path());
         assert!(found.contains(&child.id()), "{found:?}");
         assert!(!found.contains(&std::process::id()), "never this process");
