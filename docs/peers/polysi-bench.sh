@@ -9,10 +9,12 @@
 # HISTORIES: a PolySIHistories checkout (the artifact's histories:
 # fig7/<shape>/hist-NNNNN/history.bincode, violations/); OUT: the folder for
 # the results (default: polysi-bench). Environment:
-#   POLYSI    PolySI's wrapper (default ../peers/polysi/bin/polysi beside the
-#             repository, from docs/peers/build-polysi.sh); it passes
-#             POLYSI_JAVA_OPTS to java: the 100k register history needs
-#             more than the default heap (a quarter of RAM), e.g. -Xmx12g
+#   POLYSI    a command running PolySI's `audit` (required; you build PolySI
+#             yourself: this repository carries no code or recipe that
+#             builds a peer. Ours: the PVLDB 2023 artifact @f16891b with
+#             MonoSAT @55af2fb and OpenJDK 17, run as `java -cp … Main`,
+#             passing POLYSI_JAVA_OPTS to java: the 100k register history
+#             needs more than the default heap, a quarter of RAM, e.g. -Xmx12g)
 #   SAT_BENCH the checker's sat_bench example (default
 #             target/release/examples/sat_bench); it writes the
 #             session-order-only register histories (PolySI's text format)
@@ -32,7 +34,7 @@ HARNESS=$(readlink -f "${1:?usage: polysi-bench.sh HARNESS HISTORIES [OUT]}")
 HIST=$(readlink -f "${2:?usage: polysi-bench.sh HARNESS HISTORIES [OUT]}")
 OUT=${3:-polysi-bench}
 HERE=$(cd "$(dirname "$0")" && pwd)
-POLYSI=${POLYSI:-$(cd "$HERE/../../.." && pwd)/peers/polysi/bin/polysi}
+POLYSI=${POLYSI:?set POLYSI to the command that runs PolySI (see the header)}
 SAT_BENCH=${SAT_BENCH:-target/release/examples/sat_bench}
 REG_SIZES=${REG_SIZES:-10000 100000}
 PICK=${PICK:-1 2 3}

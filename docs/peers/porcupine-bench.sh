@@ -5,43 +5,36 @@
 #  1. single-key register histories from the checker's gen_register_log
 #     (SIZES ops, default "50000 100000"; 10 processes, seed 1), RUNS runs
 #     each (default 3);
-#  2. Porcupine's own test files (test_data/: 102 non-empty etcd logs and 6
-#     kv files), one run each.
+#  2. Porcupine's own test files (its test_data/: the non-empty etcd logs
+#     and the kv files), one run each.
 #
-#   docs/peers/porcupine-bench.sh HARNESS [OUT]
+#   docs/peers/porcupine-bench.sh HARNESS PORCUPINE_DIR [OUT]
 #
-# HARNESS: the harness binary (`cargo build --release -p harness`); OUT:
-# the results folder (default porcupine-bench). Environment:
-#   PEERS       where Porcupine is built (default ../peers beside the repository)
-#   PORCUPINE_GIT, PORCUPINE_REV  its source (default GitHub, 55508eb, the
-#               revision of testdata/porcupine); a local clone or mirror works
-#   GEN         gen_register_log (default target/release/examples/gen_register_log:
-#               `cargo build --release -p checker --example gen_register_log`)
-# Porcupine is timed by docs/peers/porcupine_timing_test.go, copied into its
-# package and compiled with `go test -c` (needs only Go, no modules).
+# HARNESS: the harness binary (`cargo build --release -p harness`);
+# PORCUPINE_DIR: a Porcupine checkout (revision 55508eb for the figures in
+# BENCHMARKS.md) holding `porcupine.test`, a timing binary you build there
+# yourself: this repository carries no code or recipe that builds a peer.
+# Ours was a Go test in Porcupine's package that, for each path in the
+# comma-separated PEER_FILES, checked the file as Porcupine's own tests do
+# (`*.log`: its Jepsen etcd parser and etcd model; `*.txt`: its kv parser
+# and kv model), parsing included as `harness check FILE` includes it, and
+# printed "file<TAB>true|false<TAB>seconds"; it ran as
+# `PEER_FILES=FILE ./porcupine.test -test.run '^TestPeerTiming$'`.
+# OUT: the results folder (default porcupine-bench). Environment:
+#   GEN   gen_register_log (default target/release/examples/gen_register_log:
+#         `cargo build --release -p checker --example gen_register_log`)
 # Writes OUT/runs.tsv and prints docs/peers/summarize.sh's summary.
 set -euo pipefail
 
-HARNESS=$(readlink -f "${1:?usage: porcupine-bench.sh HARNESS [OUT]}")
-OUT=${2:-porcupine-bench}
+HARNESS=$(readlink -f "${1:?usage: porcupine-bench.sh HARNESS PORCUPINE_DIR [OUT]}")
+P=$(readlink -f "${2:?usage: porcupine-bench.sh HARNESS PORCUPINE_DIR [OUT]}")
+OUT=${3:-porcupine-bench}
 HERE=$(cd "$(dirname "$0")" && pwd)
-PEERS=${PEERS:-$(cd "$HERE/../../.." && pwd)/peers}
-PORCUPINE_GIT=${PORCUPINE_GIT:-https://github.com/anishathalye/porcupine.git}
-PORCUPINE_REV=${PORCUPINE_REV:-55508eb}
 GEN=${GEN:-target/release/examples/gen_register_log}
 SIZES=${SIZES:-50000 100000}
 RUNS=${RUNS:-3}
 
-# Build Porcupine's test binary with our timing test beside its tests.
-P=$PEERS/porcupine
-if [ ! -x "$P/porcupine.test" ]; then
-    mkdir -p "$PEERS"
-    [ -d "$PEERS/porcupine-git" ] || git clone --bare --quiet "$PORCUPINE_GIT" "$PEERS/porcupine-git"
-    mkdir -p "$P"
-    git -C "$PEERS/porcupine-git" archive "$PORCUPINE_REV" | tar x -C "$P"
-    cp "$HERE/porcupine_timing_test.go" "$P/"
-    (cd "$P" && go test -c -o porcupine.test)
-fi
+[ -x "$P/porcupine.test" ] || { echo "no timing binary $P/porcupine.test (see the header)" >&2; exit 2; }
 
 mkdir -p "$OUT"
 OUT=$(readlink -f "$OUT")

@@ -74,6 +74,10 @@ impl Check for Elle {
             timings,
             elapsed_s,
         } = check_history(history, &opts, !how.all);
+        let mut result = result;
+        if let Some(note) = how.causal_note() {
+            result.warnings.push(note);
+        }
         let mut json = result.to_json();
         counts.annotate_json(&mut json);
         if !engines.is_empty() {
@@ -167,6 +171,26 @@ fn details(
     out
 }
 
+/// A check against models that proscribe no anomaly of a transaction
+/// history (Elle's single-object models: linearizable, sequential, PRAM,
+/// monotonic reads, …) and no `--anomalies` checked nothing: its verdict
+/// is never `valid`, and a warning says why (Elle would say `valid`).
+fn nothing_proscribed(opts: &checker::CheckOptions, result: &mut checker::CheckResult) {
+    let proscribed = checker::model::anomalies_prohibited_by(opts.models.iter().copied());
+    if !proscribed.is_empty() || !opts.anomalies.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = opts.models.iter().map(|m| m.name()).collect();
+    result.valid = result.valid.combine(Valid::Unknown);
+    result.warnings.push(format!(
+        "{} proscribe(s) no anomaly of a transaction history (single-object models in \
+         Elle's lattice), so nothing was checked and the verdict cannot be valid; ask for a \
+         transactional model (e.g. strict-serializable, snapshot-isolation, causal-cerone, \
+         read-committed) or name anomalies with --anomalies",
+        names.join(", ")
+    ));
+}
+
 /// What one check of a history found, its anomaly lists cut to the cap.
 pub struct CheckedHistory {
     /// The verdict and the anomalies kept.
@@ -200,6 +224,7 @@ pub fn check_history(
         timings,
     } = checker::check_with_engines(history, opts);
     let elapsed_s = started.elapsed().as_secs_f64();
+    nothing_proscribed(opts, &mut result);
     let counts = if cap {
         crate::report::caps::cap(
             &mut result,

@@ -74,13 +74,39 @@ impl CheckHow {
         }
     }
 
-    /// The models asked for, or the default.
+    /// The models a transactional check decides: those asked for, or the
+    /// default, with Elle's single-object `causal` read as `causal-cerone`
+    /// (transactional causal consistency: Cerone et al.'s, Biswas & Enea's,
+    /// what AWDIT, Plume and dbcop call `causal`). Elle's `causal`
+    /// proscribes no anomaly of a transaction history, so `-c causal` would
+    /// otherwise check nothing ([`CheckHow::causal_note`] says so).
     pub fn models_or_default(&self) -> Vec<ConsistencyModel> {
         if self.models.is_empty() {
-            vec![checker::model::DEFAULT_MODEL]
-        } else {
-            self.models.clone()
+            return vec![checker::model::DEFAULT_MODEL];
         }
+        let mut out: Vec<ConsistencyModel> = Vec::with_capacity(self.models.len());
+        for &m in &self.models {
+            let m = match m {
+                ConsistencyModel::Causal => ConsistencyModel::CausalCerone,
+                m => m,
+            };
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        out
+    }
+
+    /// The warning for `-c causal` read as `causal-cerone`, if it was asked.
+    pub fn causal_note(&self) -> Option<String> {
+        self.models
+            .contains(&ConsistencyModel::Causal)
+            .then(|| {
+                "`causal` was checked as causal-cerone, transactional causal consistency \
+                 (Cerone et al.; AWDIT's and Plume's `causal`): Elle's `causal` is a \
+                 single-object model that proscribes no anomaly of a transaction history"
+                    .to_string()
+            })
     }
 
     /// The first model asked for, or the default.
