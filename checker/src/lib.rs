@@ -28,6 +28,7 @@ pub mod rels;
 pub mod result;
 pub mod rw_register;
 pub mod sat;
+pub mod sccs;
 pub mod txn;
 pub mod versions;
 pub mod weak;

@@ -12,6 +12,7 @@ use crate::explain::{Anomaly, Evidence, Step};
 use crate::graph::{EdgeList, Edges, Graph, induced, tarjan};
 use crate::order;
 use crate::rels::{Rel, Rels};
+use crate::sccs::Components;
 
 /// Graph → SCCs → cycle search → explanations.
 pub struct Cycles;
@@ -66,8 +67,26 @@ impl Analysis for Cycles {
             Variant::Plain => &[Variant::Plain],
         };
         let sccs = tarjan(&graph, mask).nontrivial();
-        let (cycles, timeouts) =
-            cycle::search(&graph, mask, &sccs, &opts.search, variants, opts.budget);
+        // Per component: one induced graph and one memo of its components
+        // per relation set for the cycle search and the cycle-exists pass.
+        let mut search = cycle::Search::new(&opts.search, variants, opts.budget);
+        let exists = opts.search.iter().any(|a| a.is_cycle_exists());
+        if !search.is_empty() || exists {
+            let mut scratch = vec![crate::graph::NO_NODE; graph.node_count()];
+            for scc in &sccs {
+                let sub = induced(&graph, scc, mask, &mut scratch);
+                let mut comps = Components::of_component(&sub, mask);
+                if !search.is_empty() {
+                    search.component(&sub, scc, &mut comps);
+                }
+                if exists {
+                    cycle_exists_in(&sub, scc, &mut comps, cx, out);
+                }
+            }
+        }
+        let cycle::Search {
+            cycles, timeouts, ..
+        } = search;
         let explain = |a: u32, b: u32, rel: Rel| -> Step {
             let s = match rel {
                 Rel::Process | Rel::Realtime => order::explain(txns, history, a, b, rel),
@@ -103,7 +122,6 @@ impl Analysis for Cycles {
                 },
             });
         }
-        cycle_exists(&graph, mask, &sccs, cx, out);
     }
 }
 
@@ -143,28 +161,16 @@ pub(super) fn order_edges<'a>(cx: &Context<'a, '_>) -> OrderEdges<'a> {
     }
 }
 
-/// Elle's `<model>-cycle-exists` pre-pass: for each
-/// such type in `search`, whether the subgraph of the relations that model
+/// Elle's `<model>-cycle-exists` pre-pass in one component: for each such
+/// type in `search`, whether the subgraph of the relations that model
 /// forbids cycles in has a nontrivial SCC (one case per SCC).
-fn cycle_exists(
-    full: &Graph,
-    mask: Rels,
-    sccs: &[Vec<u32>],
+fn cycle_exists_in(
+    graph: &Graph,
+    scc: &[u32],
+    comps: &mut Components<'_>,
     cx: &Context<'_, '_>,
     out: &mut Found,
 ) {
-    if !cx.opts.search.iter().any(|a| a.is_cycle_exists()) {
-        return;
-    }
-    // Every cycle lies within one SCC of the full graph: work per SCC.
-    let mut scratch = vec![crate::graph::NO_NODE; full.node_count()];
-    for scc in sccs {
-        let sub = induced(full, scc, mask, &mut scratch);
-        cycle_exists_in(&sub, scc, cx, out);
-    }
-}
-
-fn cycle_exists_in(graph: &Graph, scc: &[u32], cx: &Context<'_, '_>, out: &mut Found) {
     use AnomalyType as A;
     let ww = Rels::WW;
     let wwr = Rels::WW | Rels::WR;
@@ -215,7 +221,9 @@ fn cycle_exists_in(graph: &Graph, scc: &[u32], cx: &Context<'_, '_>, out: &mut F
         if !cx.opts.search.contains(&kind) {
             continue;
         }
-        let comps = if ext {
+        let within = if ext && comps.known_acyclic(rels | Rels::RW) {
+            Vec::new()
+        } else if ext {
             // Two states per node: rw steps may not follow each other.
             let n = graph.node_count() as u32;
             let mut el = EdgeList::default();
@@ -244,10 +252,12 @@ fn cycle_exists_in(graph: &Graph, scc: &[u32], cx: &Context<'_, '_>, out: &mut F
             v.sort();
             v.dedup();
             v
+        } else if comps.cyclic(rels) {
+            comps.get(rels).nontrivial()
         } else {
-            tarjan(graph, rels).nontrivial()
+            Vec::new()
         };
-        let cases: Vec<Anomaly> = comps
+        let cases: Vec<Anomaly> = within
             .into_iter()
             .map(|c| Anomaly {
                 kind,
