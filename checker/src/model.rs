@@ -456,10 +456,35 @@ pub fn prohibited_anomaly_types(
     models: &[ConsistencyModel],
     extra: &[AnomalyType],
 ) -> BTreeSet<AnomalyType> {
+    let cached = |c: &ProhibitedCache| {
+        c.iter()
+            .find(|((m, e), _)| m == models && e == extra)
+            .map(|(_, set)| set.clone())
+    };
+    if let Some(set) = PROHIBITED.lock().ok().and_then(|c| cached(&c)) {
+        return set;
+    }
     let mut p = all_implying(extra.iter().copied());
     p.extend(anomalies_prohibited_by(models.iter().copied()));
+    if let Ok(mut c) = PROHIBITED.lock() {
+        if c.len() >= 8 {
+            c.remove(0);
+        }
+        c.push(((models.to_vec(), extra.to_vec()), p.clone()));
+    }
     p
 }
+
+type ProhibitedCache = Vec<(
+    (Vec<ConsistencyModel>, Vec<AnomalyType>),
+    BTreeSet<AnomalyType>,
+)>;
+
+/// The last answers of [`prohibited_anomaly_types`]: one check asks for
+/// the same set from several places (the weak level, the search set, the
+/// order edges, the verdict), and each answer is two closures over the
+/// lattice — a tenth of a 200-event read-atomic check's instructions.
+static PROHIBITED: std::sync::Mutex<ProhibitedCache> = std::sync::Mutex::new(Vec::new());
 
 /// Anomalies reported in a result: the prohibited ones plus the two that make
 /// a verdict unknown (Elle's `reportable-anomaly-types`).
