@@ -119,13 +119,27 @@ fn parse_line(l: &[u8]) -> Result<Line, (usize, String)> {
 /// A malformed line, or a transaction id used in two sessions (file, line,
 /// column, reason).
 pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, FormatError> {
-    let mut txns: Vec<PTxn> = Vec::new();
+    // Sized for the usual files (AWDIT's and PolySI's: 3–4 lines a
+    // transaction, ids used once), so neither grows by copying all it
+    // holds; a file of other shapes only grows them.
+    let lines = memchr::memchr_iter(b'\n', bytes).count() + 1;
+    let mut txns: Vec<PTxn> = Vec::with_capacity(lines / 3);
     // Committed (and `< -1`) txn id → (position in `txns`, line of first use).
     let mut by_id: FxHashMap<i64, (usize, u64)> = FxHashMap::default();
+    by_id.reserve(lines / 3);
     // The open group of `-1` lines: (session, position).
     let mut aborted_run: Option<(u64, usize)> = None;
-    for (n, raw) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line = n as u64 + 1;
+    // The last committed line's (txn id, position): a transaction's lines
+    // are usually adjacent, and those after the first need no lookup.
+    let mut last: Option<(i64, usize)> = None;
+    let mut start = 0;
+    let mut n = 0u64;
+    while start <= bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let raw = &bytes[start..end];
+        start = end + 1;
+        n += 1;
+        let line = n;
         let trimmed = raw.trim_ascii();
         if trimmed.is_empty() || trimmed.starts_with(b"#") {
             continue;
@@ -146,6 +160,7 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
             MicroOp::Read(Key::int(k), ReadValue::Scalar(Val::int(v)))
         };
         let pos = if t == -1 {
+            last = None;
             match aborted_run {
                 Some((rs, p)) if rs == session => p,
                 _ => {
@@ -160,9 +175,14 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
             }
         } else {
             aborted_run = None;
-            match by_id.get(&t) {
-                Some(&(p, first)) => {
+            let known = match last {
+                Some((lt, p)) if lt == t => Some(p),
+                _ => by_id.get(&t).map(|&(p, _)| p),
+            };
+            let p = match known {
+                Some(p) => {
                     if txns[p].session != session {
+                        let first = by_id.get(&t).map_or(0, |&(_, first)| first);
                         return Err(err(
                             file,
                             line,
@@ -184,7 +204,9 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
                     by_id.insert(t, (txns.len() - 1, line));
                     txns.len() - 1
                 }
-            }
+            };
+            last = Some((t, p));
+            p
         };
         txns[pos].mops.push(mop);
     }
