@@ -145,6 +145,21 @@ fn text_adjacent_lines_of_one_txn_group_as_interleaved_ones_do() {
         shape("w(1,1,0,1)\nw(1,2,0,-1)\nw(2,1,0,-1)\nr(1,1,0,1)\n"),
         [(0, true, 2), (0, false, 2)]
     );
+    // Ids far beyond the line count (kept in a map) and small ones (in a
+    // table by id) mixed, each grouped.
+    assert_eq!(
+        shape("w(1,1,0,9000000000)\nw(2,1,1,3)\nr(1,1,0,9000000000)\nr(2,1,1,3)\nw(3,1,2,-9)"),
+        [(0, true, 2), (1, true, 2), (2, false, 1)]
+    );
+    assert!(
+        err_text(
+            "w(1,1,0,9000000000)\nw(2,1,0,3)\nw(3,1,7,9000000000)",
+            PeerFormat::Text
+        )
+        .starts_with(
+            "<input>:3:1: transaction 9000000000 is in session 7 here but in session 0 at line 1"
+        )
+    );
     // Blank and comment lines between adjacent lines of one txn.
     assert_eq!(shape("w(1,1,0,1)\n\n# c\nr(1,1,0,1)\n"), [(0, true, 2)]);
     assert!(
