@@ -26,7 +26,8 @@ pub const PANIC_EXIT: u8 = 101;
 const ALT_STACK_BYTES: usize = 64 << 10;
 
 /// The start's work before `main`'s body: descriptors, `SIGPIPE`, the
-/// fault handler.
+/// fault handler. (Unit tests run under Rust's own start.)
+#[cfg_attr(test, allow(dead_code))]
 pub fn init() {
     reopen_closed_standard_fds();
     ignore_sigpipe();
