@@ -7,7 +7,6 @@ use clap::Parser;
 use engine::exit;
 use nemesis::clock::strobe::Strobe;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Parser, Debug)]
@@ -35,7 +34,7 @@ struct StrobeCli {
 
 /// Runs `harness clock-strobe …` when that is the command line; `None`
 /// otherwise.
-pub fn intercept() -> Option<ExitCode> {
+pub fn intercept() -> Option<u8> {
     if std::env::args_os().nth(1).as_deref() != Some(std::ffi::OsStr::new("clock-strobe")) {
         return None;
     }
@@ -43,11 +42,11 @@ pub fn intercept() -> Option<ExitCode> {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return Some(exit::code(if e.use_stderr() {
+            return Some(if e.use_stderr() {
                 exit::ERROR
             } else {
                 exit::VALID
-            }));
+            });
         }
     };
     let strobe = Strobe {
@@ -58,10 +57,10 @@ pub fn intercept() -> Option<ExitCode> {
         rate: cli.rate,
     };
     Some(match strobe.run(&cli.file) {
-        Ok(_) => exit::code(exit::VALID),
+        Ok(_) => exit::VALID,
         Err(e) => {
             eprintln!("error: clock-strobe: {e}");
-            exit::code(exit::SETUP_FAILED)
+            exit::SETUP_FAILED
         }
     })
 }

@@ -130,28 +130,58 @@ pub fn load(path: &Path, format: Option<store::import::FileFormat>) -> anyhow::R
         let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
         return load_stream(path, f, format).map(stream);
     }
-    // Looked at once. A directory or an empty file is named before parsing;
-    // a file that merely looks like Markdown or TOML only after the parser
-    // gave up, so that nothing readable is ever refused.
-    let named = explain(path);
-    if let Some((NotHistory::Directory | NotHistory::Empty, why)) = &named {
+    // A directory or an empty file is named before parsing; a file that
+    // merely looks like Markdown or TOML only after the parser gave up, so
+    // that nothing readable is ever refused. A file with bytes is looked
+    // at only then: a history read whole is opened once more, not thrice.
+    let up_front = md.is_dir() || md.len() == 0;
+    let named_first = if up_front { explain(path) } else { None };
+    if let Some((NotHistory::Directory | NotHistory::Empty, why)) = &named_first {
         anyhow::bail!(why.clone());
     }
-    match store::import::load(path, format) {
-        Ok(loaded) if !loaded.history.is_empty() => Ok(LoadedFile {
-            history: loaded.history,
-            warnings: loaded.warnings,
-            file_format: Some(loaded.format),
-        }),
-        Ok(_) => Err(anyhow::anyhow!(named.map_or_else(
-            || format!("{} holds no operations; {EXPECTED}", path.display()),
-            |(_, why)| why
-        ))),
+    let result = match store::import::load(path, format) {
+        Ok(loaded) if !loaded.history.is_empty() => {
+            return Ok(LoadedFile {
+                history: loaded.history,
+                warnings: loaded.warnings,
+                file_format: Some(loaded.format),
+            });
+        }
+        other => other,
+    };
+    let named = named(up_front, named_first, path)?;
+    match result {
+        Ok(_) => Err(no_operations(path, named)),
         Err(e) => match named {
             Some((_, why)) if format.is_none() => Err(anyhow::anyhow!(why)),
             _ => Err(reading(e, path)),
         },
     }
+}
+
+/// What [`explain`] names the file at `path` after the parser read it:
+/// the up-front answer for a directory or an empty file, else asked now;
+/// a file whose first bytes are all blank is refused as empty whatever the
+/// parser said (as when it was asked before parsing).
+fn named(
+    up_front: bool,
+    first: Option<(NotHistory, String)>,
+    path: &Path,
+) -> anyhow::Result<Option<(NotHistory, String)>> {
+    let named = if up_front { first } else { explain(path) };
+    if let Some((NotHistory::Empty, why)) = &named {
+        anyhow::bail!(why.clone());
+    }
+    Ok(named)
+}
+
+/// The error for a history without operations: `named`'s sentence, else
+/// "holds no operations".
+fn no_operations(path: &Path, named: Option<(NotHistory, String)>) -> anyhow::Error {
+    anyhow::anyhow!(named.map_or_else(
+        || format!("{} holds no operations; {EXPECTED}", path.display()),
+        |(_, why)| why
+    ))
 }
 
 /// A reading error in context, naming `path` once: the readers' errors

@@ -11,7 +11,6 @@ use clap::{Parser, Subcommand};
 use engine::exit;
 use nemesis::lossyfs::{self, ctl};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Parser, Debug)]
@@ -58,7 +57,7 @@ enum LossyCommand {
 }
 
 /// Runs `harness lossyfs …` when that is the command line; `None` otherwise.
-pub fn intercept() -> Option<ExitCode> {
+pub fn intercept() -> Option<u8> {
     if std::env::args_os().nth(1).as_deref() != Some(std::ffi::OsStr::new("lossyfs")) {
         return None;
     }
@@ -66,11 +65,11 @@ pub fn intercept() -> Option<ExitCode> {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return Some(exit::code(if e.use_stderr() {
+            return Some(if e.use_stderr() {
                 exit::ERROR
             } else {
                 exit::VALID
-            }));
+            });
         }
     };
     Some(match cli.command {
@@ -98,10 +97,10 @@ pub fn intercept() -> Option<ExitCode> {
                 strict,
             };
             match lossyfs::run(&opts) {
-                Ok(()) => exit::code(exit::VALID),
+                Ok(()) => exit::VALID,
                 Err(e) => {
                     eprintln!("error: lossyfs mount: {e}");
-                    exit::code(exit::SETUP_FAILED)
+                    exit::SETUP_FAILED
                 }
             }
         }
@@ -114,21 +113,17 @@ pub fn intercept() -> Option<ExitCode> {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return Some(exit::code(exit::ERROR));
+                    return Some(exit::ERROR);
                 }
             };
             match ctl::send(&socket, &cmd, Duration::from_secs(timeout_s)) {
                 Ok(r) => {
                     print!("{}", r.render());
-                    if r.ok {
-                        exit::code(exit::VALID)
-                    } else {
-                        exit::code(exit::INVALID)
-                    }
+                    if r.ok { exit::VALID } else { exit::INVALID }
                 }
                 Err(e) => {
                     eprintln!("error: lossyfs ctl {}: {e}", socket.display());
-                    exit::code(exit::SETUP_FAILED)
+                    exit::SETUP_FAILED
                 }
             }
         }

@@ -2,6 +2,10 @@
 //!
 //! This crate is the wiring: the CLI, the runner, reports. Everything that can
 //! be a library lives in the member crates (see ARCHITECTURE.md).
+//!
+//! The process starts in [`start`] (`#![no_main]`): Rust's runtime start
+//! read `/proc/self/maps` before every command.
+#![cfg_attr(not(test), no_main)]
 
 /// mimalloc: loading and checking a big history allocates millions of small
 /// vectors, which it serves faster than the system allocator (measured in
@@ -14,8 +18,9 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// analysis' scratch) would stay resident while the next phase allocates
 /// fresh pages; 0 ms would make small checks fault freed pages straight back
 /// in. 10 ms (v2's default) keeps both the peak and small checks low
-/// (BENCHMARKS.md, "mimalloc's 10 ms purge delay"). A `MIMALLOC_PURGE_DELAY`
-/// the user sets wins.
+/// (BENCHMARKS.md, "mimalloc's 10 ms purge delay"). mimalloc is built to
+/// read no environment (`MI_NO_GETENV`, .cargo/config.toml), so a
+/// `MIMALLOC_PURGE_DELAY` (milliseconds) the user sets is applied here.
 #[allow(unsafe_code)]
 fn purge_freed_memory_soon() {
     /// mimalloc's `mi_option_purge_delay` (`mimalloc.h`, v3: index 15).
@@ -23,12 +28,11 @@ fn purge_freed_memory_soon() {
     unsafe extern "C" {
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     }
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: a plain setter of mimalloc's (linked statically as the
-        // global allocator above), callable at any time from any thread; the
-        // index is that of the bundled v3 header.
-        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
-    }
+    let ms = purge_delay_ms(std::env::var("MIMALLOC_PURGE_DELAY").ok().as_deref());
+    // SAFETY: a plain setter of mimalloc's (linked statically as the
+    // global allocator above), callable at any time from any thread; the
+    // index is that of the bundled v3 header.
+    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, ms) };
 }
 
 /// Transparent huge pages off for this process (`check`, `history`): with
@@ -39,14 +43,37 @@ fn purge_freed_memory_soon() {
 /// first region, mapped before `main`, took three huge pages, a third of a
 /// 2-line check's CPU time); this prctl covers systems whose THP setting is
 /// `always`, for every page fault after it. It is inherited by children, so
-/// the commands that start databases (`run`, `soak`, …) leave it alone. A
-/// `MIMALLOC_ALLOW_THP` the user sets skips it (on an `always` system,
-/// `=1` keeps huge pages; mimalloc no longer asks for them on others).
+/// the commands that start databases (`run`, `soak`, …) leave it alone.
+/// A `MIMALLOC_ALLOW_THP` the user sets decides instead, for every command,
+/// as mimalloc read it before it was built to read no environment: off
+/// (`0`, `false`, `no`, `off`) calls the prctl, anything else keeps huge
+/// pages (mimalloc no longer asks for them; an `always` system gives them).
+fn wants_transparent_huge_pages_off(file_command: bool) -> bool {
+    thp_off(
+        std::env::var_os("MIMALLOC_ALLOW_THP").as_deref(),
+        file_command,
+    )
+}
+
+/// [`wants_transparent_huge_pages_off`] given the variable's value.
+fn thp_off(allow_thp: Option<&std::ffi::OsStr>, file_command: bool) -> bool {
+    match allow_thp {
+        None => file_command,
+        Some(v) => {
+            let v = v.to_string_lossy().trim().to_ascii_lowercase();
+            matches!(v.as_str(), "0" | "false" | "no" | "off")
+        }
+    }
+}
+
+/// `MIMALLOC_PURGE_DELAY`'s milliseconds, else harness's 10 ms.
+fn purge_delay_ms(var: Option<&str>) -> std::ffi::c_long {
+    var.and_then(|v| v.trim().parse().ok()).unwrap_or(10)
+}
+
+/// See [`wants_transparent_huge_pages_off`].
 #[allow(unsafe_code)]
 fn no_transparent_huge_pages() {
-    if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
-        return;
-    }
     // SAFETY: prctl(PR_SET_THP_DISABLE) only sets a flag of this process's
     // memory map; it reads no memory of ours. Failure (an old kernel) leaves
     // huge pages on, which is only slower.
@@ -67,11 +94,11 @@ mod reproduce_cmd;
 mod run_cmd;
 mod serve;
 mod soak_cmd;
+mod start;
 mod testbed_cmd;
 
 use clap::{Parser, Subcommand};
 use engine::exit;
-use std::process::ExitCode;
 
 /// The version line: crate version and the git commit it was built from.
 const VERSION: &str = concat!(
@@ -167,7 +194,21 @@ fn parse() -> Result<Command, clap::Error> {
     }
 }
 
-fn main() -> ExitCode {
+/// The C entry point (`#![no_main]`): [`start::init`], then [`run`].
+#[cfg(not(test))]
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+extern "C" fn main(
+    _argc: std::ffi::c_int,
+    _argv: *const *const std::ffi::c_char,
+) -> std::ffi::c_int {
+    start::init();
+    start::run(run)
+}
+
+/// `main`'s body: the command's exit status.
+#[cfg_attr(test, allow(dead_code))]
+fn run() -> u8 {
     if let Some(code) = lossyfs_cmd::intercept() {
         return code;
     }
@@ -185,12 +226,14 @@ fn main() -> ExitCode {
                 exit::VALID
             };
             let _ = e.print();
-            return exit::code(code);
+            return code;
         }
     };
     let file_command = matches!(command, Command::Check(_) | Command::History(_));
     if file_command {
         quiet_on_closed_stdout();
+    }
+    if wants_transparent_huge_pages_off(file_command) {
         no_transparent_huge_pages();
     }
     let result = match command {
@@ -214,7 +257,7 @@ fn main() -> ExitCode {
     if file_command {
         end_now(code);
     }
-    exit::code(code)
+    code
 }
 
 /// Ends a file command (`check`, `history`) once stdout is flushed, without
@@ -291,6 +334,26 @@ mod tests {
             }
         }
         assert_eq!(names, ["check", "history"]);
+    }
+
+    /// mimalloc reads no environment: the two variables harness honours
+    /// itself read as mimalloc read them.
+    #[test]
+    fn mimalloc_variables_read_as_mimalloc_read_them() {
+        use std::ffi::OsStr;
+        assert!(thp_off(None, true));
+        assert!(!thp_off(None, false));
+        for off in ["0", "false", "NO", " off "] {
+            assert!(thp_off(Some(OsStr::new(off)), false), "{off}");
+            assert!(thp_off(Some(OsStr::new(off)), true), "{off}");
+        }
+        for on in ["1", "true", "yes", ""] {
+            assert!(!thp_off(Some(OsStr::new(on)), true), "{on:?}");
+        }
+        assert_eq!(purge_delay_ms(None), 10);
+        assert_eq!(purge_delay_ms(Some("250")), 250);
+        assert_eq!(purge_delay_ms(Some(" 0 ")), 0);
+        assert_eq!(purge_delay_ms(Some("soon")), 10);
     }
 
     #[test]

@@ -123,6 +123,57 @@ fn text_groups_lines_by_txn_id_and_marks_aborted_writes() {
     assert_eq!(out, "w(1,1,0,-1)\nw(2,1,0,-1)\nw(3,1,0,-1)\n");
 }
 
+/// The reader skips the id lookup for a line of the transaction the line
+/// before named: grouping, aborted runs between, a session clash on the
+/// very next line and a file without its last newline read as always.
+#[test]
+fn text_adjacent_lines_of_one_txn_group_as_interleaved_ones_do() {
+    let shape = |text: &str| {
+        let h = import::read_peer_str(text, PeerFormat::Text).unwrap();
+        txns(&h)
+            .iter()
+            .map(|x| (x.0, x.1, x.2.len()))
+            .collect::<Vec<_>>()
+    };
+    // Adjacent, then the same id again after another transaction's line.
+    assert_eq!(
+        shape("w(1,1,0,1)\nr(1,1,0,1)\nw(2,1,1,2)\nw(3,1,0,1)\nr(2,1,1,2)"),
+        [(0, true, 3), (1, true, 2)]
+    );
+    // A `-1` run between two lines of txn 1: still one txn 1.
+    assert_eq!(
+        shape("w(1,1,0,1)\nw(1,2,0,-1)\nw(2,1,0,-1)\nr(1,1,0,1)\n"),
+        [(0, true, 2), (0, false, 2)]
+    );
+    // Ids far beyond the line count (kept in a map) and small ones (in a
+    // table by id) mixed, each grouped.
+    assert_eq!(
+        shape("w(1,1,0,9000000000)\nw(2,1,1,3)\nr(1,1,0,9000000000)\nr(2,1,1,3)\nw(3,1,2,-9)"),
+        [(0, true, 2), (1, true, 2), (2, false, 1)]
+    );
+    assert!(
+        err_text(
+            "w(1,1,0,9000000000)\nw(2,1,0,3)\nw(3,1,7,9000000000)",
+            PeerFormat::Text
+        )
+        .starts_with(
+            "<input>:3:1: transaction 9000000000 is in session 7 here but in session 0 at line 1"
+        )
+    );
+    // Blank and comment lines between adjacent lines of one txn.
+    assert_eq!(shape("w(1,1,0,1)\n\n# c\nr(1,1,0,1)\n"), [(0, true, 2)]);
+    assert!(
+        err_text("w(1,1,0,1)\nw(2,1,5,1)\n", PeerFormat::Text).starts_with(
+            "<input>:2:1: transaction 1 is in session 5 here but in session 0 at line 1"
+        )
+    );
+    assert!(
+        err_text("w(1,1,0,1)\nw(2,1,0,1)\nw(3,1,4,1)", PeerFormat::Text).starts_with(
+            "<input>:3:1: transaction 1 is in session 4 here but in session 0 at line 1"
+        )
+    );
+}
+
 #[test]
 fn text_round_trips() {
     for f in TEXT {

@@ -160,25 +160,45 @@ impl FileFormat {
     /// # Errors
     /// The file cannot be read.
     pub fn detect(path: &Path) -> Result<FileFormat, FormatError> {
-        if path.is_dir() {
-            if path.join(DBCOP_BINCODE_FILE).is_file() && !has_logs(path) {
-                return Ok(FileFormat::Peer(PeerFormat::DbcopBincode));
-            }
-            return Ok(FileFormat::Peer(PeerFormat::Cobra));
+        /// gzip's first two bytes.
+        const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+        // One open for a plain file: its kind, length and first bytes
+        // (a small check's every system call shows in its time).
+        let read_err = |e: std::io::Error| io_err("read", path, &e);
+        let mut file = match fs::File::open(path) {
+            Ok(f) => f,
+            Err(_) if path.is_dir() => return Ok(FileFormat::of_directory(path)),
+            Err(e) => return Err(read_err(e)),
+        };
+        let md = file.metadata().map_err(read_err)?;
+        if md.is_dir() {
+            return Ok(FileFormat::of_directory(path));
         }
         let mut head = Vec::with_capacity(4096);
-        crate::format::Input::open(path)
-            .and_then(|f| f.take(4096).read_to_end(&mut head))
-            .map_err(|e| io_err("read", path, &e))?;
+        (&mut file)
+            .take(4096)
+            .read_to_end(&mut head)
+            .map_err(read_err)?;
+        let gzip = head.starts_with(&GZIP_MAGIC);
+        if gzip {
+            head.clear();
+            crate::format::Input::open(path)
+                .and_then(|f| f.take(4096).read_to_end(&mut head))
+                .map_err(read_err)?;
+        }
         // dbcop's bincode has no magic number: its counts are checked
         // against the file's length.
-        let len = fs::metadata(path).map(|m| m.len()).ok();
-        Ok(FileFormat::from_head_len(
-            &head,
-            crate::format::is_gzip(path),
-            path,
-            len,
-        ))
+        Ok(FileFormat::from_head_len(&head, gzip, path, Some(md.len())))
+    }
+
+    /// A directory's format: dbcop's when it holds a `history.bincode` and
+    /// no `*.log`, else Cobra's logs.
+    fn of_directory(path: &Path) -> FileFormat {
+        if path.join(DBCOP_BINCODE_FILE).is_file() && !has_logs(path) {
+            FileFormat::Peer(PeerFormat::DbcopBincode)
+        } else {
+            FileFormat::Peer(PeerFormat::Cobra)
+        }
     }
 
     /// The format of a file whose first (decompressed) bytes are `head`:

@@ -113,19 +113,84 @@ fn parse_line(l: &[u8]) -> Result<Line, (usize, String)> {
     Ok((write, fields[0], fields[1], fields[2], fields[3]))
 }
 
+/// Transaction ids → (position in the transactions, line of first use).
+/// The peers number transactions 0, 1, 2, … in file order: ids below
+/// twice the line count go in a table by id, read and written in file
+/// order; a hash lookup of each new id was a cache miss, half the reader's
+/// time on a 2M-line file (BENCHMARKS.md, "h10-startup"). Other ids
+/// (negative, larger) go in a map. The table is at most 2 entries a line.
+struct TxnIds {
+    dense: Vec<(usize, u64)>,
+    limit: u64,
+    sparse: FxHashMap<i64, (usize, u64)>,
+}
+
+impl TxnIds {
+    /// A vacant entry of the table.
+    const VACANT: (usize, u64) = (usize::MAX, 0);
+
+    fn new(lines: usize) -> TxnIds {
+        TxnIds {
+            dense: Vec::with_capacity(lines / 3),
+            limit: (lines as u64).saturating_mul(2),
+            sparse: FxHashMap::default(),
+        }
+    }
+
+    fn get(&self, t: i64) -> Option<(usize, u64)> {
+        match u64::try_from(t) {
+            Ok(i) if i < self.limit => self
+                .dense
+                .get(i as usize)
+                .copied()
+                .filter(|e| *e != Self::VACANT),
+            _ => self.sparse.get(&t).copied(),
+        }
+    }
+
+    /// Records a new id `t` (not yet recorded).
+    fn insert(&mut self, t: i64, pos: usize, line: u64) {
+        match u64::try_from(t) {
+            Ok(i) if i < self.limit => {
+                let i = i as usize;
+                if i >= self.dense.len() {
+                    self.dense.resize(i + 1, Self::VACANT);
+                }
+                self.dense[i] = (pos, line);
+            }
+            _ => {
+                self.sparse.insert(t, (pos, line));
+            }
+        }
+    }
+}
+
 /// Reads the text format.
 ///
 /// # Errors
 /// A malformed line, or a transaction id used in two sessions (file, line,
 /// column, reason).
 pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, FormatError> {
-    let mut txns: Vec<PTxn> = Vec::new();
+    // Sized for the usual files (AWDIT's and PolySI's: 3–4 lines a
+    // transaction, ids used once), so neither grows by copying all it
+    // holds; a file of other shapes only grows them.
+    let lines = memchr::memchr_iter(b'\n', bytes).count() + 1;
+    let mut txns: Vec<PTxn> = Vec::with_capacity(lines / 3);
     // Committed (and `< -1`) txn id → (position in `txns`, line of first use).
-    let mut by_id: FxHashMap<i64, (usize, u64)> = FxHashMap::default();
+    let mut by_id = TxnIds::new(lines);
     // The open group of `-1` lines: (session, position).
     let mut aborted_run: Option<(u64, usize)> = None;
-    for (n, raw) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line = n as u64 + 1;
+    // The last committed line's (txn id, position): a transaction's lines
+    // are usually adjacent, and those after the first need no lookup.
+    let mut last: Option<(i64, usize)> = None;
+    let mut start = 0;
+    let mut n = 0u64;
+    while start <= bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let raw = &bytes[start..end];
+        start = end + 1;
+        n += 1;
+        let line = n;
         let trimmed = raw.trim_ascii();
         if trimmed.is_empty() || trimmed.starts_with(b"#") {
             continue;
@@ -146,6 +211,7 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
             MicroOp::Read(Key::int(k), ReadValue::Scalar(Val::int(v)))
         };
         let pos = if t == -1 {
+            last = None;
             match aborted_run {
                 Some((rs, p)) if rs == session => p,
                 _ => {
@@ -160,9 +226,14 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
             }
         } else {
             aborted_run = None;
-            match by_id.get(&t) {
-                Some(&(p, first)) => {
+            let known = match last {
+                Some((lt, p)) if lt == t => Some(p),
+                _ => by_id.get(t).map(|(p, _)| p),
+            };
+            let p = match known {
+                Some(p) => {
                     if txns[p].session != session {
+                        let first = by_id.get(t).map_or(0, |(_, first)| first);
                         return Err(err(
                             file,
                             line,
@@ -181,10 +252,12 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
                         committed: t >= 0,
                         mops: Vec::new(),
                     });
-                    by_id.insert(t, (txns.len() - 1, line));
+                    by_id.insert(t, txns.len() - 1, line);
                     txns.len() - 1
                 }
-            }
+            };
+            last = Some((t, p));
+            p
         };
         txns[pos].mops.push(mop);
     }
