@@ -46,7 +46,7 @@ impl Analysis for Reads {
                 writer: writer.map(opi),
             },
         };
-        let failed = |w: u32| txns.txns[obs.write(w).txn as usize].status == Status::Fail;
+        let failed = |w: u32| txns.status(obs.write(w).txn) == Status::Fail;
         let mut stamp: Vec<u32> = vec![0; obs.writes.len()];
         let mut stamp_gen = 0u32;
         let mut dup_counts: Vec<(u32, usize)> = Vec::new();
@@ -263,8 +263,12 @@ fn own_write_case(txns: &Txns<'_>, r: &Read, got: Option<&Val>) -> Option<Anomal
 
 /// What a register read must return given the transaction's previous
 /// micro-op on its key (its write, or what it read): `None` when nothing
-/// earlier constrains it.
+/// earlier constrains it (at once for a key's first micro-op, the common
+/// case, without a look back).
 fn register_expectation<'h>(txns: &Txns<'h>, r: &Read) -> Option<Option<&'h Val>> {
+    if r.first_on_key() {
+        return None;
+    }
     let tx = &txns.txns[r.txn as usize];
     let j = (0..r.mop as usize)
         .rev()
