@@ -12,15 +12,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use checker::analysis::Workload;
-use checker::model::{ConsistencyModel, Level, weak_level_needed};
-use checker::weak;
 use checker::graph::{Edges, Graph, tarjan};
 use checker::list_append::ListAppend;
+use checker::model::{ConsistencyModel, Level, weak_level_needed};
 use checker::observe::Observations;
 use checker::order::realtime;
 use checker::rels::Rels;
 use checker::txn::Txns;
 use checker::versions::VersionOrder;
+use checker::weak;
 use std::time::Instant;
 
 #[path = "common/measure.rs"]

@@ -267,9 +267,10 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
         }
         set.clear();
         for &t3 in s {
+            let reads = obs.reads(t3);
             done.clear();
-            for r in obs.reads(t3) {
-                if !done.insert((r.key, r.writer)) {
+            for (i, r) in reads.iter().enumerate() {
+                if repeats_earlier(reads, i, &mut done) {
                     continue;
                 }
                 if let Some(&t2) = last.get(r.key as usize)
@@ -298,6 +299,26 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
         }
     }
 }
+
+/// Whether an earlier read of `reads` than the `i`-th (asked in order)
+/// has its key and writer (a repeat adds no edge). A transaction's reads
+/// are mostly few: up to [`SCAN_READS`] a scan, beyond it the set `done`.
+fn repeats_earlier(
+    reads: &[super::observe::Read],
+    i: usize,
+    done: &mut FxHashSet<(u32, u32)>,
+) -> bool {
+    let r = &reads[i];
+    if reads.len() <= SCAN_READS {
+        return reads[..i]
+            .iter()
+            .any(|q| q.key == r.key && q.writer == r.writer);
+    }
+    !done.insert((r.key, r.writer))
+}
+
+/// Reads per transaction up to which [`repeats_earlier`] scans.
+const SCAN_READS: usize = 16;
 
 /// What [`causal`] could not do.
 #[derive(Debug, Default)]
