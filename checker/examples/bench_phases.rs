@@ -61,7 +61,7 @@ fn main() {
     });
     let o = peak_mb();
     if workload == Workload::ListAppend {
-        list_phases(&history, &txns, &obs, t, o, load);
+        list_phases(&history, &txns, &obs, [load, t, o]);
     }
     if let Some(level) = level {
         weak_phases(&history, &txns, &obs, workload, level);
@@ -79,15 +79,9 @@ fn main() {
 }
 
 /// The list-append version order, Elle's graph and Tarjan.
-fn list_phases(
-    history: &store::History,
-    txns: &Txns<'_>,
-    obs: &Observations<'_>,
-    t: f64,
-    o: f64,
-    load: f64,
-) {
-    let (history, txns, obs) = (history, txns, obs);
+/// `peaks`: after the load, `Txns` and the observations (MB).
+fn list_phases(history: &store::History, txns: &Txns<'_>, obs: &Observations<'_>, peaks: [f64; 3]) {
+    let [load, t, o] = peaks;
     let list = phase("list-append order", || ListAppend::new(&txns, &obs));
     let v = peak_mb();
     let _ = phase("list anomalies", || list.anomalies(&txns, &history));
