@@ -82,11 +82,11 @@ fn main() {
 /// `peaks`: after the load, `Txns` and the observations (MB).
 fn list_phases(history: &store::History, txns: &Txns<'_>, obs: &Observations<'_>, peaks: [f64; 3]) {
     let [load, t, o] = peaks;
-    let list = phase("list-append order", || ListAppend::new(&txns, &obs));
+    let list = phase("list-append order", || ListAppend::new(txns, obs));
     let v = peak_mb();
-    let _ = phase("list anomalies", || list.anomalies(&txns, &history));
-    let data = phase("data edge index", || list.edges(&txns));
-    let rt = phase("realtime events", || realtime(&txns, &history));
+    let _ = phase("list anomalies", || list.anomalies(txns, history));
+    let data = phase("data edge index", || list.edges(txns));
+    let rt = phase("realtime events", || realtime(txns, history));
     let graph = phase("graph (count + fill)", || {
         Graph::from_sources(txns.len(), &[&*data, &*rt as &dyn Edges])
     });
