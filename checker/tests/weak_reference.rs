@@ -420,7 +420,7 @@ fn read_committed_edges_are_read_atomic_edges() {
     use checker::txn::Txns;
     use checker::weak::{observe, saturate};
     use std::collections::HashSet;
-    let mut rng = Rng(0x0DDB_A11_C0FF_EE42);
+    let mut rng = Rng(0x00DD_BA11_C0FF_EE42);
     let mut nonempty = 0usize;
     for round in 0..3000 {
         let text = to_text(&generate(&mut rng));
