@@ -2,19 +2,25 @@
 //! thread: `bench_phases FILE`. Prints, per phase, wall and CPU seconds and
 //! the resident set after it (what the phase added and still holds), plus
 //! the graph's size — to see which phase grows faster than the history.
-//! Last, one line of the peak each of the first phases added (load,
-//! `Txns`, `Observations`, version order).
+//! Then one line of the peak each of the first phases added (load,
+//! `Txns`, `Observations`, version order), the weak check's phases, and
+//! last the whole `check_with_engines` with the wall
+//! time of each analysis it ran. `bench_phases FILE [MODEL]` (default
+//! strict-serializable; the weak level is the one MODEL needs).
+//! Rw-register histories (Plume text) skip the list-append phases.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use checker::analysis::Workload;
 use checker::graph::{Edges, Graph, tarjan};
 use checker::list_append::ListAppend;
+use checker::model::{ConsistencyModel, Level, weak_level_needed};
 use checker::observe::Observations;
 use checker::order::realtime;
 use checker::rels::Rels;
 use checker::txn::Txns;
 use checker::versions::VersionOrder;
+use checker::weak;
 use std::time::Instant;
 
 #[path = "common/measure.rs"]
@@ -41,19 +47,48 @@ fn main() {
         store::load_history(&path).unwrap()
     });
     let load = peak_mb();
+    let workload = Workload::detect(&history).unwrap();
+    let model = std::env::args()
+        .nth(2)
+        .map_or(ConsistencyModel::StrictSerializable, |m| {
+            ConsistencyModel::parse(&m).unwrap()
+        });
+    let level = weak_level_needed(&[model], &[]);
     let txns = phase("txns", || Txns::new(&history));
     let t = peak_mb();
     let obs = phase("observations", || {
-        Observations::new(&txns, &history, Workload::ListAppend)
+        Observations::new(&txns, &history, workload)
     });
     let o = peak_mb();
-    let list = phase("list-append order", || ListAppend::new(&txns, &obs));
+    if workload == Workload::ListAppend {
+        list_phases(&history, &txns, &obs, [load, t, o]);
+    }
+    if let Some(level) = level {
+        weak_phases(&history, &txns, &obs, workload, level);
+    }
+    drop((obs, txns));
+    let mut opts = checker::CheckOptions::new(workload);
+    opts.models = vec![model];
+    let checked = phase("check_with_engines", || {
+        checker::check_with_engines(&history, &opts)
+    });
+    println!("verdict {:?} ({model})", checked.result.valid);
+    for (name, s) in &checked.timings {
+        println!("  {name:<20} {s:>7.3} s wall");
+    }
+}
+
+/// The list-append version order, Elle's graph and Tarjan.
+/// `peaks`: after the load, `Txns` and the observations (MB).
+fn list_phases(history: &store::History, txns: &Txns<'_>, obs: &Observations<'_>, peaks: [f64; 3]) {
+    let [load, t, o] = peaks;
+    let list = phase("list-append order", || ListAppend::new(txns, obs));
     let v = peak_mb();
-    let _ = phase("list anomalies", || list.anomalies(&txns, &history));
-    let data = phase("data edge index", || list.edges(&txns));
-    let rt = phase("realtime events", || realtime(&txns, &history));
+    let _ = phase("list anomalies", || list.anomalies(txns, history));
+    let data = phase("data edge index", || list.edges(txns));
+    let rt = phase("realtime events", || realtime(txns, history));
     let graph = phase("graph (count + fill)", || {
-        Graph::from_sources(txns.len(), &[&*data, &*rt])
+        Graph::from_sources(txns.len(), &[&*data, &*rt as &dyn Edges])
     });
     let count = |e: &dyn Edges| {
         let mut n = 0usize;
@@ -84,4 +119,38 @@ fn main() {
         obs.reads.len(),
         v - o,
     );
+}
+
+/// The weak check at `level`: its observations, the saturation per level,
+/// and the whole check (fast path or report).
+fn weak_phases(
+    history: &store::History,
+    txns: &Txns<'_>,
+    seen: &Observations<'_>,
+    workload: Workload,
+    level: Level,
+) {
+    let obs = phase("weak observations", || {
+        weak::observe::Observations::new(txns, seen, workload)
+    });
+    let mut inferred = Vec::new();
+    phase("weak rc saturation", || {
+        weak::saturate::read_committed(&obs, &mut inferred)
+    });
+    if level >= Level::ReadAtomic {
+        phase("weak ra saturation", || {
+            weak::saturate::read_atomic(&obs, &mut inferred)
+        });
+    }
+    if level >= Level::Causal {
+        phase("weak cc saturation", || {
+            weak::saturate::causal(&obs, &mut inferred)
+        });
+    }
+    println!("weak: {} inferred edges", inferred.len());
+    drop((obs, inferred));
+    let w = phase("weak check (whole)", || {
+        weak::check_observed(history, txns, seen, workload, level)
+    });
+    println!("weak: {} anomalies", w.anomalies.len());
 }

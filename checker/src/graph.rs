@@ -169,19 +169,32 @@ impl Graph {
 
     /// Sorts each adjacency list by target and merges duplicate targets'
     /// relations, compacting the arrays in place (a list only shrinks, so
-    /// the write position never passes the read position).
+    /// the write position never passes the read position). A list already
+    /// sorted without duplicates (most are) is only moved down; the others
+    /// are sorted as one `u64` per edge (target, then relations), which
+    /// puts a target's duplicates side by side.
     fn sort_and_merge(&mut self) {
         let n = self.node_count();
-        let mut list: Vec<(u32, Rels)> = Vec::new();
+        let mut list: Vec<u64> = Vec::new();
         let mut w = 0usize;
         let mut start = 0usize;
         for i in 0..n {
             let end = self.off[i + 1];
-            list.clear();
-            list.extend((start..end).map(|e| (self.dst[e], self.rels[e])));
-            list.sort_unstable_by_key(|e| e.0);
             self.off[i] = w;
-            for &(b, r) in &list {
+            if self.dst[start..end].windows(2).all(|p| p[0] < p[1]) {
+                self.dst.copy_within(start..end, w);
+                self.rels.copy_within(start..end, w);
+                w += end - start;
+                start = end;
+                continue;
+            }
+            list.clear();
+            list.extend(
+                (start..end).map(|e| u64::from(self.dst[e]) << 8 | u64::from(self.rels[e].bits())),
+            );
+            list.sort_unstable();
+            for &x in &list {
+                let (b, r) = ((x >> 8) as u32, Rels::from_bits(x as u8));
                 if w > self.off[i] && self.dst[w - 1] == b {
                     self.rels[w - 1] |= r;
                 } else {

@@ -109,7 +109,7 @@ impl<'a, 'h> ListAppend<'a, 'h> {
                     continue;
                 }
                 let e = self.obs.write(id);
-                match txns.txns[e.txn as usize].status {
+                match txns.status(e.txn) {
                     Status::Fail => aborted = aborted.or(Some(id)),
                     Status::Info => {}
                     Status::Ok => {
@@ -239,7 +239,7 @@ impl<'s, 'a, 'h> DataEdges<'s, 'a, 'h> {
 impl Edges for DataEdges<'_, '_, '_> {
     fn each(&self, add: &mut dyn FnMut(u32, u32, Rels)) {
         let (la, txns) = (self.order, self.txns);
-        let live = |t: u32| txns.txns[t as usize].status != Status::Fail;
+        let live = |t: u32| txns.status(t) != Status::Fail;
         let w = |id: u32| la.obs.write(id).txn;
         for k in 0..self.ver_base.len() as u32 - 1 {
             let ord = la.order_of(k);

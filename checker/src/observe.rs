@@ -417,7 +417,7 @@ impl<'h> Observations<'h> {
             for (raw, &id) in self.longest_ids(k as u32).iter().enumerate() {
                 let bad = id == NO
                     || std::mem::replace(&mut placed[id as usize], true)
-                    || txns.txns[self.writes[id as usize].txn as usize].status == Status::Fail;
+                    || txns.status(self.writes[id as usize].txn) == Status::Fail;
                 if bad {
                     *s = raw;
                     break;

@@ -32,19 +32,29 @@ pub fn process_edges(txns: &Txns<'_>) -> EdgeList {
 }
 
 /// The history's transaction events by position, 4 B a position: the txn
-/// whose invocation or completion it is, the invocation bit on top (so
-/// txn ids stay below 2³¹ — 96 GB of `Txns`), [`NO`] for other ops.
+/// whose invocation or completion it is, the invocation bit and the
+/// stands-alone bit on top (so txn ids stay below 2³⁰ — 48 GB of `Txns`),
+/// [`NO`] for other ops.
 pub(crate) struct Events(Vec<u32>);
 
 /// The invocation bit of an [`Events`] slot.
 const INV: u32 = 1 << 31;
+/// An invocation that stands for its transaction (it has no completion of
+/// its own: `Txn::pos == Txn::inv`).
+const ALONE: u32 = 1 << 30;
 
 impl Events {
     /// Per position: `(txn, is_invocation)`, txn [`NO`] for other ops.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
+        self.with_alone().map(|(t, inv, _)| (t, inv))
+    }
+
+    /// Per position: `(txn, is_invocation, stands_alone)`, txn [`NO`] for
+    /// other ops — without reading the transactions themselves.
+    fn with_alone(&self) -> impl Iterator<Item = (u32, bool, bool)> + '_ {
         self.0.iter().map(|&e| match e {
-            NO => (NO, false),
-            e => (e & !INV, e & INV != 0),
+            NO => (NO, false, false),
+            e => (e & !(INV | ALONE), e & INV != 0, e & ALONE != 0),
         })
     }
 }
@@ -53,9 +63,11 @@ impl Events {
 pub(crate) fn events(txns: &Txns<'_>, history_len: usize) -> Events {
     let mut slot = vec![NO; history_len];
     for (t, tx) in txns.txns.iter().enumerate() {
-        slot[tx.inv as usize] = t as u32 | INV;
         if tx.pos != tx.inv {
+            slot[tx.inv as usize] = t as u32 | INV;
             slot[tx.pos as usize] = t as u32;
+        } else {
+            slot[tx.inv as usize] = t as u32 | INV | ALONE;
         }
     }
     Events(slot)
@@ -98,24 +110,26 @@ impl Edges for Realtime<'_, '_> {
         // invoked got an edge into it, so it is implied once that txn commits.
         let mut buffer: Vec<(u32, u32)> = Vec::new();
         let mut inv_seq: Vec<u32> = vec![0; txns.len()];
-        for (pos, (t, is_inv)) in self.slot.iter().enumerate() {
+        // Statuses from `Txns::status` (1 B a txn), not the history-sized
+        // `Txn`s, which events visit out of order (a cache miss each).
+        for (pos, (t, is_inv, alone)) in self.slot.with_alone().enumerate() {
             if t == NO {
                 continue;
             }
             let seq = pos as u32;
-            let tx = &txns.txns[t as usize];
+            let status = txns.status(t);
             if is_inv {
-                if tx.status != Status::Fail {
+                if status != Status::Fail {
                     for &(_, b) in &buffer {
                         add(b, t, Rels::REALTIME);
                     }
                 }
                 inv_seq[t as usize] = seq;
-                if tx.pos as usize != pos {
+                if !alone {
                     continue;
                 }
             }
-            if tx.status == Status::Ok {
+            if status == Status::Ok {
                 let s = inv_seq[t as usize];
                 buffer.retain(|&(ins, _)| ins >= s);
                 buffer.push((seq, t));

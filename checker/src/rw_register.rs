@@ -65,11 +65,23 @@ struct Ext {
 
 /// Versions (interned (key, value) pairs, nil included) and each
 /// transaction's external micro-ops.
+///
+/// Key decision: a (key, value) pair is interned through the observations'
+/// write ids, not hashed again: a written pair is its write id (the
+/// observations' index already maps each written (key, value) to exactly
+/// one id), nil (and the format's initial value where nobody writes it) is
+/// the key's slot, and only values nobody wrote are hashed. Version ids are
+/// handed out in the order pairs are first met, as a hash map keyed by the
+/// pair would.
 struct Versions<'h> {
     vals: Vec<Option<&'h Val>>,
-    vid_of: FxHashMap<(u32, Option<&'h Atom>), u32>,
+    /// Version of each write id ([`NO`]: not interned).
+    vid_of_write: Vec<u32>,
+    /// Versions of values nobody wrote.
+    vid_of_garbage: FxHashMap<(u32, &'h Atom), u32>,
     ext_off: Vec<usize>,
     ext: Vec<Ext>,
+    /// Each key's nil version.
     nil_vid: Vec<u32>,
 }
 
@@ -77,10 +89,11 @@ impl<'h> Versions<'h> {
     fn new(txns: &Txns<'h>, obs: &Observations<'h>) -> Versions<'h> {
         let mut v = Versions {
             vals: Vec::new(),
-            vid_of: FxHashMap::default(),
+            vid_of_write: vec![NO; obs.writes.len()],
+            vid_of_garbage: FxHashMap::default(),
             ext_off: Vec::with_capacity(txns.len() + 1),
             ext: Vec::new(),
-            nil_vid: Vec::new(),
+            nil_vid: vec![NO; txns.keys.len()],
         };
         let mut seen: Vec<u32> = Vec::new();
         for (t, tx) in txns.txns.iter().enumerate() {
@@ -96,7 +109,7 @@ impl<'h> Versions<'h> {
                 }
                 seen.push(k);
                 if tx.status != Status::Fail {
-                    let vid = v.intern(k, Some(val));
+                    let vid = v.intern(obs, k, Some(val));
                     v.ext.push(Ext {
                         key: k,
                         vid,
@@ -120,7 +133,7 @@ impl<'h> Versions<'h> {
                         // The format's initial value, on a key nobody writes
                         // it to, is the initial state (nil).
                         let val = val.filter(|x| !obs.reads_initial(k, x));
-                        let vid = v.intern(k, val);
+                        let vid = v.intern(obs, k, val);
                         v.ext.push(Ext {
                             key: k,
                             vid,
@@ -135,19 +148,27 @@ impl<'h> Versions<'h> {
             v.ext[s..].sort_unstable_by_key(|e| e.mop);
         }
         v.ext_off.push(v.ext.len());
-        v.nil_vid = (0..txns.keys.len() as u32)
-            .map(|k| v.intern(k, None))
-            .collect();
+        for k in 0..txns.keys.len() as u32 {
+            v.intern(obs, k, None);
+        }
         v
     }
 
-    fn intern(&mut self, k: u32, val: Option<&'h Val>) -> u32 {
+    /// The version of `val` on key `k`, a new one if it has none yet.
+    fn intern(&mut self, obs: &Observations<'h>, k: u32, val: Option<&'h Val>) -> u32 {
         let next = self.vals.len() as u32;
-        let id = *self.vid_of.entry((k, val.map(|v| &v.0))).or_insert(next);
-        if id == next {
+        let slot = match val {
+            None => &mut self.nil_vid[k as usize],
+            Some(x) => match obs.write_of(k, x) {
+                Some(w) => &mut self.vid_of_write[w as usize],
+                None => self.vid_of_garbage.entry((k, &x.0)).or_insert(NO),
+            },
+        };
+        if *slot == NO {
+            *slot = next;
             self.vals.push(val);
         }
-        id
+        *slot
     }
 
     fn exts(&self, t: u32) -> &[Ext] {
@@ -202,7 +223,7 @@ fn initial_state(v: &Versions<'_>, txns: &Txns<'_>, _: &History) -> Vec<(u32, u3
 /// key rotation bounds (`--max-writes-per-key`).
 fn database(v: &Versions<'_>, txns: &Txns<'_>, history: &History) -> Vec<(u32, u32, u32)> {
     let certs: Vec<Option<crate::whitebox::Cert>> = (0..txns.len() as u32)
-        .map(|t| match txns.txns[t as usize].status {
+        .map(|t| match txns.status(t) {
             Status::Ok => crate::whitebox::cert(history.extra(txns.txns[t as usize].pos as usize)),
             _ => None,
         })
@@ -569,12 +590,17 @@ impl<'h> VersionOrder<'h> for RwRegister<'h> {
         let Value::Register(val) = read.value(txns) else {
             return None;
         };
-        // A read of the initial state (nil, or the format's initial value).
-        let val = val.filter(|_| read.from() != ReadFrom::Initial);
-        self.versions
-            .vid_of
-            .get(&(read.key(txns), val.map(|v| &v.0)))
-            .copied()
+        // A read of the initial state (nil, or the format's initial
+        // value), of a write (the observations named it), or of a value
+        // nobody wrote: the slot `Versions::intern` filled, if it did.
+        let k = read.key(txns);
+        let v = &self.versions;
+        let vid = match (read.from(), val) {
+            (ReadFrom::Initial, _) | (_, None) => v.nil_vid.get(k as usize).copied(),
+            (ReadFrom::Write(w), Some(_)) => v.vid_of_write.get(w as usize).copied(),
+            (ReadFrom::Garbage, Some(x)) => v.vid_of_garbage.get(&(k, &x.0)).copied(),
+        };
+        vid.filter(|&id| id != NO)
     }
 
     fn version_value(&self, _: u32, version: u32) -> ReadValue {

@@ -410,3 +410,35 @@ fn weak_levels_agree_with_the_definitions() {
     }
     assert!(rc_only > 20 && ra_only > 5, "{rc_only} {ra_only}");
 }
+
+/// What lets read atomic decide a valid history from its own edges alone
+/// (`weak::check_observed`): on the same random histories, every
+/// read-committed edge (from, to) is also a read-atomic one, into the
+/// initial state included.
+#[test]
+fn read_committed_edges_are_read_atomic_edges() {
+    use checker::txn::Txns;
+    use checker::weak::{observe, saturate};
+    use std::collections::HashSet;
+    let mut rng = Rng(0x00DD_BA11_C0FF_EE42);
+    let mut nonempty = 0usize;
+    for round in 0..3000 {
+        let text = to_text(&generate(&mut rng));
+        let hist = common::h(&text);
+        let txns = Txns::new(&hist);
+        let seen = checker::observe::Observations::new(&txns, &hist, Workload::RwRegister);
+        let obs = observe::Observations::new(&txns, &seen, Workload::RwRegister);
+        let (mut rc, mut ra) = (Vec::new(), Vec::new());
+        saturate::read_committed(&obs, &mut rc);
+        saturate::read_atomic(&obs, &mut ra);
+        let ra: HashSet<(u32, u32)> = ra.iter().map(|e| (e.from, e.to)).collect();
+        for e in &rc {
+            assert!(ra.contains(&(e.from, e.to)), "round {round}: {e:?}\n{text}");
+        }
+        nonempty += usize::from(!rc.is_empty());
+    }
+    assert!(
+        nonempty > 100,
+        "{nonempty} histories with read-committed edges"
+    );
+}

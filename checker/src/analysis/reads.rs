@@ -46,7 +46,7 @@ impl Analysis for Reads {
                 writer: writer.map(opi),
             },
         };
-        let failed = |w: u32| txns.txns[obs.write(w).txn as usize].status == Status::Fail;
+        let failed = |w: u32| txns.status(obs.write(w).txn) == Status::Fail;
         let mut stamp: Vec<u32> = vec![0; obs.writes.len()];
         let mut stamp_gen = 0u32;
         let mut dup_counts: Vec<(u32, usize)> = Vec::new();
@@ -186,6 +186,7 @@ impl Analysis for Reads {
                         });
                     }
                     if !r.first_on_key()
+                        && !list_as_expected(txns, r, l)
                         && let Some(expected) = list_expectation(txns, r)
                     {
                         let bad = match &expected {
@@ -263,8 +264,12 @@ fn own_write_case(txns: &Txns<'_>, r: &Read, got: Option<&Val>) -> Option<Anomal
 
 /// What a register read must return given the transaction's previous
 /// micro-op on its key (its write, or what it read): `None` when nothing
-/// earlier constrains it.
+/// earlier constrains it (at once for a key's first micro-op, the common
+/// case, without a look back).
 fn register_expectation<'h>(txns: &Txns<'h>, r: &Read) -> Option<Option<&'h Val>> {
+    if r.first_on_key() {
+        return None;
+    }
     let tx = &txns.txns[r.txn as usize];
     let j = (0..r.mop as usize)
         .rev()
@@ -273,6 +278,40 @@ fn register_expectation<'h>(txns: &Txns<'h>, r: &Read) -> Option<Option<&'h Val>
         MicroOp::Write(_, v) | MicroOp::Append(_, v) => Some(Some(v)),
         MicroOp::Read(_, rv) => read_scalar(rv),
         MicroOp::ReadRange(_) => None,
+    }
+}
+
+/// Whether list read `r`, which returned `l`, is what the transaction's
+/// own earlier micro-ops on its key say (always, when they say nothing):
+/// [`list_expectation`] without building the expectation — no list is
+/// copied unless it is wrong.
+fn list_as_expected(txns: &Txns<'_>, r: &Read, l: &[Val]) -> bool {
+    let (t, k) = (r.txn, r.key(txns));
+    let tx = &txns.txns[t as usize];
+    // The own appends since the last own read (last first), and that read.
+    let mut appended: Vec<&Val> = Vec::new();
+    let mut base: Option<&[Val]> = None;
+    for j in (0..r.mop as usize).rev() {
+        if txns.key_of(t, j) != k {
+            continue;
+        }
+        match &tx.mops[j] {
+            MicroOp::Append(_, v) => appended.push(v),
+            MicroOp::Read(_, rv) => {
+                if let Some(b) = read_list(tx.status, rv) {
+                    base = Some(b);
+                    break;
+                }
+            }
+            MicroOp::Write(..) | MicroOp::ReadRange(_) => {}
+        }
+    }
+    let tail_ok = |tail: &[Val]| tail.iter().eq(appended.iter().rev().copied());
+    match base {
+        Some(b) => {
+            l.len() == b.len() + appended.len() && l.starts_with(b) && tail_ok(&l[b.len()..])
+        }
+        None => l.len() >= appended.len() && tail_ok(&l[l.len() - appended.len()..]),
     }
 }
 

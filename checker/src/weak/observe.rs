@@ -170,7 +170,7 @@ impl Observations {
                     ReadFrom::Write(id) => {
                         let w = seen.write(id);
                         let named = w.is_final && !w.repeated && w.txn != t;
-                        if !named || txns.txns[w.txn as usize].status == Status::Fail {
+                        if !named || txns.status(w.txn) == Status::Fail {
                             out.skipped_reads += 1;
                             continue;
                         }

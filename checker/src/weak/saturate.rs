@@ -53,49 +53,101 @@ pub struct Inferred {
 
 /// Per-reader buckets of writers by key, reused from reader to reader: a
 /// cleared bucket keeps its allocation (a map of `Vec`s would free and
-/// allocate one per key and reader). Same contents and order as a
+/// allocate one per key and reader), and keys (dense interned ids) find
+/// their bucket by a flat index, no hashing. Same contents and order as a
 /// `FxHashMap<u32, Vec<u32>>`.
 #[derive(Default)]
 struct Buckets {
-    index: FxHashMap<u32, u32>,
+    /// Bucket of each key ([`NONE`]: none yet for this reader).
+    slot: Vec<u32>,
+    /// The keys with a bucket, in the order their buckets were made.
+    keys: Vec<u32>,
     pool: Vec<Vec<u32>>,
 }
 
+/// A key without a bucket.
+const NONE: u32 = u32::MAX;
+
 impl Buckets {
     fn clear(&mut self) {
-        for b in self.pool.iter_mut().take(self.index.len()) {
+        for (&k, b) in self.keys.iter().zip(&mut self.pool) {
             b.clear();
+            self.slot[k as usize] = NONE;
         }
-        self.index.clear();
+        self.keys.clear();
     }
 
     /// The bucket of `key`, created empty if it has none.
     fn entry(&mut self, key: u32) -> &mut Vec<u32> {
-        let next = self.index.len() as u32;
-        let i = *self.index.entry(key).or_insert(next) as usize;
-        if i == self.pool.len() {
-            self.pool.push(Vec::new());
+        let k = key as usize;
+        if k >= self.slot.len() {
+            self.slot.resize(k + 1, NONE);
         }
-        &mut self.pool[i]
+        if self.slot[k] == NONE {
+            self.slot[k] = self.keys.len() as u32;
+            self.keys.push(key);
+            if self.keys.len() > self.pool.len() {
+                self.pool.push(Vec::new());
+            }
+        }
+        &mut self.pool[self.slot[k] as usize]
+    }
+
+    fn index(&self, key: u32) -> Option<usize> {
+        match self.slot.get(key as usize) {
+            Some(&i) if i != NONE => Some(i as usize),
+            _ => None,
+        }
     }
 
     fn get_mut(&mut self, key: u32) -> Option<&mut Vec<u32>> {
-        let i = *self.index.get(&key)? as usize;
+        let i = self.index(key)?;
         self.pool.get_mut(i)
     }
 
     fn get(&self, key: u32) -> &[u32] {
-        self.index
-            .get(&key)
-            .and_then(|&i| self.pool.get(i as usize))
+        self.index(key)
+            .and_then(|i| self.pool.get(i))
             .map_or(&[][..], Vec::as_slice)
+    }
+}
+
+/// A set of transactions, emptied in O(1) from reader to reader (a
+/// generation stamp per transaction instead of a hash set).
+struct Seen {
+    stamp: Vec<u32>,
+    now: u32,
+}
+
+impl Seen {
+    fn new(n: usize) -> Seen {
+        Seen {
+            stamp: vec![0; n],
+            now: 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.now = self.now.wrapping_add(1);
+        if self.now == 0 {
+            self.stamp.fill(0);
+            self.now = 1;
+        }
+    }
+
+    /// Adds `t`; whether it was new.
+    fn insert(&mut self, t: u32) -> bool {
+        let s = &mut self.stamp[t as usize];
+        let new = *s != self.now;
+        *s = self.now;
+        new
     }
 }
 
 /// Read committed edges.
 pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
     let mut pending = Buckets::default();
-    let mut seen: FxHashSet<u32> = FxHashSet::default();
+    let mut seen = Seen::new(obs.n);
     let mut heavy: Vec<u32> = Vec::new();
     for t3 in 0..obs.n as u32 {
         let reads = obs.reads(t3);
@@ -159,7 +211,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
 pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
     let mut bucket = Buckets::default();
     let mut read_from: FxHashSet<(u32, u32)> = FxHashSet::default();
-    let mut seen: FxHashSet<u32> = FxHashSet::default();
+    let mut seen = Seen::new(obs.n);
     let mut heavy: Vec<u32> = Vec::new();
     for t3 in 0..obs.n as u32 {
         let reads = obs.reads(t3);
@@ -204,17 +256,25 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
         }
     }
     // Session order: the latest earlier writer of x in t3's session.
-    let mut last: FxHashMap<u32, u32> = FxHashMap::default();
+    // Per key ([`NONE`]: none yet in this session), flat; the keys set in
+    // the session are reset after it.
+    let mut last: Vec<u32> = Vec::new();
+    let mut set: Vec<u32> = Vec::new();
     let mut done: FxHashSet<(u32, u32)> = FxHashSet::default();
     for s in &obs.sessions {
-        last.clear();
+        for &k in &set {
+            last[k as usize] = NONE;
+        }
+        set.clear();
         for &t3 in s {
+            let reads = obs.reads(t3);
             done.clear();
-            for r in obs.reads(t3) {
-                if !done.insert((r.key, r.writer)) {
+            for (i, r) in reads.iter().enumerate() {
+                if repeats_earlier(reads, i, &mut done) {
                     continue;
                 }
-                if let Some(&t2) = last.get(&r.key)
+                if let Some(&t2) = last.get(r.key as usize)
+                    && t2 != NONE
                     && t2 != r.writer
                 {
                     out.push(Inferred {
@@ -227,11 +287,38 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
                 }
             }
             for &(y, _) in obs.writes(t3) {
-                last.insert(y, t3);
+                let y = y as usize;
+                if y >= last.len() {
+                    last.resize(y + 1, NONE);
+                }
+                if last[y] == NONE {
+                    set.push(y as u32);
+                }
+                last[y] = t3;
             }
         }
     }
 }
+
+/// Whether an earlier read of `reads` than the `i`-th (asked in order)
+/// has its key and writer (a repeat adds no edge). A transaction's reads
+/// are mostly few: up to [`SCAN_READS`] a scan, beyond it the set `done`.
+fn repeats_earlier(
+    reads: &[super::observe::Read],
+    i: usize,
+    done: &mut FxHashSet<(u32, u32)>,
+) -> bool {
+    let r = &reads[i];
+    if reads.len() <= SCAN_READS {
+        return reads[..i]
+            .iter()
+            .any(|q| q.key == r.key && q.writer == r.writer);
+    }
+    !done.insert((r.key, r.writer))
+}
+
+/// Reads per transaction up to which [`repeats_earlier`] scans.
+const SCAN_READS: usize = 16;
 
 /// What [`causal`] could not do.
 #[derive(Debug, Default)]
