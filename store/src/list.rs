@@ -238,8 +238,32 @@ impl Hash for ValList {
 /// the longest read so far (see the module doc). One per reader thread.
 #[derive(Default)]
 pub struct ListSharer {
-    longest: FxHashMap<Key, ValList>,
+    longest: FxHashMap<Key, Longest>,
     scratch: Vec<Val>,
+    /// Element ends of the read being parsed ([`ListSharer::share_text`]).
+    ends: Vec<u32>,
+}
+
+/// A key's longest read so far, and the text it was read from when a
+/// reader gave it ([`ListSharer::share_text`]).
+///
+/// Invariant: `text` (the bytes after the read's `[`, up to the end of an
+/// element) holds exactly the elements `list[..ends.len()]`, element `i`
+/// ending at byte `ends[i]`; a list given without text has none.
+struct Longest {
+    list: ValList,
+    text: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl Longest {
+    fn without_text(list: ValList) -> Longest {
+        Longest {
+            list,
+            text: Vec::new(),
+            ends: Vec::new(),
+        }
+    }
 }
 
 impl ListSharer {
@@ -264,21 +288,103 @@ impl ListSharer {
         }
         let Some(cur) = self.longest.get_mut(key) else {
             let own = fresh(list);
-            self.longest.insert(key.clone(), own.clone());
+            self.longest
+                .insert(key.clone(), Longest::without_text(own.clone()));
             return own;
         };
-        let n = cur.len();
-        if list.len() <= n && cur[..list.len()] == *list {
-            return cur.prefix(list.len());
+        let (own, grew) = share_with(&mut cur.list, list);
+        if grew {
+            cur.text.clear();
+            cur.ends.clear();
         }
-        let ext = list.len() > n && list[..n] == cur[..];
-        let own = if ext {
-            cur.extended(&list[n..]).unwrap_or_else(|| fresh(list))
-        } else {
-            fresh(list)
+        own
+    }
+
+    /// How much of a read of `key` the key's remembered text already
+    /// holds: `body` is the read's bytes after its `[`; the answer is a
+    /// number of leading elements whose bytes are those of the key's
+    /// longest read (so are its elements), and the offset in `body` just
+    /// past the last of them (the next byte is `,`, `]` or a blank).
+    /// `(0, 0)` when none do.
+    pub fn known_prefix(&self, key: &Key, body: &[u8]) -> (usize, usize) {
+        let Some(cur) = self.longest.get(key) else {
+            return (0, 0);
         };
-        if own.len() > n {
-            *cur = own.clone();
+        let same = common_prefix(body, &cur.text);
+        let mut known = cur.ends.partition_point(|&e| e as usize <= same);
+        if known > 0 {
+            let end = cur.ends[known - 1] as usize;
+            // Ending where the bytes stop agreeing, the element may go on
+            // in `body` (`12` against `1`).
+            if end == same && !matches!(body.get(end), Some(b',' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                known -= 1;
+            }
+        }
+        let off = if known == 0 {
+            0
+        } else {
+            cur.ends[known - 1] as usize
+        };
+        (known, off)
+    }
+
+    /// A read of `key` whose first `known` elements are the key's longest
+    /// read's ([`ListSharer::known_prefix`]), followed by `more`: what
+    /// [`ListSharer::share_vals`] gives for the whole list. `text` is the
+    /// read's bytes after its `[` up to the end of its last element, and
+    /// `more_ends` where each of `more` ends in it; the key remembers them
+    /// when this read becomes its longest.
+    pub fn share_text(
+        &mut self,
+        key: &Key,
+        known: usize,
+        more: &[Val],
+        text: &[u8],
+        more_ends: &[u32],
+    ) -> ValList {
+        let Some(cur) = self.longest.get_mut(key) else {
+            if more.is_empty() {
+                return ValList::new();
+            }
+            let own = fresh(more);
+            let entry = Longest {
+                list: own.clone(),
+                text: text.to_vec(),
+                ends: more_ends.to_vec(),
+            };
+            self.longest.insert(key.clone(), entry);
+            return own;
+        };
+        if more.is_empty() {
+            // A prefix of the key's list, by its bytes.
+            return cur.list.prefix(known);
+        }
+        let n = cur.list.len();
+        if known == n && known == cur.ends.len() {
+            // Extends the key's list (its bytes and more).
+            let own = match cur.list.extended(more) {
+                Some(l) => l,
+                None => {
+                    let mut all = cur.list.to_vec();
+                    all.extend_from_slice(more);
+                    fresh(&all)
+                }
+            };
+            cur.list = own.clone();
+            let had = cur.text.len();
+            cur.text.extend_from_slice(text.get(had..).unwrap_or_default());
+            cur.ends.extend_from_slice(more_ends);
+            return own;
+        }
+        let mut all = cur.list[..known].to_vec();
+        all.extend_from_slice(more);
+        let (own, grew) = share_with(&mut cur.list, &all);
+        if grew {
+            cur.ends.truncate(known);
+            cur.ends.extend_from_slice(more_ends);
+            cur.text.clear();
+            cur.text.extend_from_slice(text);
         }
         own
     }
@@ -295,6 +401,59 @@ impl ListSharer {
     pub fn put_scratch(&mut self, v: Vec<Val>) {
         self.scratch = v;
     }
+
+    /// A cleared buffer for the element ends of [`ListSharer::share_text`];
+    /// give it back with [`ListSharer::put_ends`].
+    pub fn take_ends(&mut self) -> Vec<u32> {
+        let mut v = std::mem::take(&mut self.ends);
+        v.clear();
+        v
+    }
+
+    /// Returns the buffer of [`ListSharer::take_ends`] for reuse.
+    pub fn put_ends(&mut self, v: Vec<u32>) {
+        self.ends = v;
+    }
+}
+
+/// `list` (not empty) against a key's longest list `cur`: a view of it when
+/// `list` is a prefix, the buffer extended when `list` extends it, else a
+/// buffer of its own, which replaces `cur` when longer; and whether `cur`
+/// changed.
+fn share_with(cur: &mut ValList, list: &[Val]) -> (ValList, bool) {
+    let n = cur.len();
+    if list.len() <= n && cur[..list.len()] == *list {
+        return (cur.prefix(list.len()), false);
+    }
+    let ext = list.len() > n && list[..n] == cur[..];
+    let own = if ext {
+        cur.extended(&list[n..]).unwrap_or_else(|| fresh(list))
+    } else {
+        fresh(list)
+    };
+    let grew = own.len() > n;
+    if grew {
+        *cur = own.clone();
+    }
+    (own, grew)
+}
+
+/// How many leading bytes `a` and `b` have in common.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or_default());
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }
 
 impl ListSharer {

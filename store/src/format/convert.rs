@@ -92,6 +92,27 @@ impl RawOp {
         Ok(())
     }
 
+    /// [`RawOp::set`] of an integer to `index`, `time` or `process` (any
+    /// other name as `set` takes it), without building the data.
+    pub fn set_int(&mut self, name: &str, i: i64) -> Result<(), String> {
+        match name {
+            "index" => {
+                self.mark(SEEN_INDEX, name)?;
+                self.index = index_from_data(&Data::Int(i))?;
+            }
+            "time" => {
+                self.mark(SEEN_TIME, name)?;
+                self.time_ns = time_from_int(i);
+            }
+            "process" => {
+                self.mark(SEEN_PROCESS, name)?;
+                self.process = Some(process_from_int(i)?);
+            }
+            other => return self.set(other, Data::Int(i)),
+        }
+        Ok(())
+    }
+
     /// Applies defaults and the value rules; `next_index` is used when the
     /// op had no index (indices are then assigned in file order).
     pub fn finish(self, next_index: u64) -> Result<Op, String> {

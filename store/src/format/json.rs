@@ -12,7 +12,7 @@ use super::edn::is_keyword_name;
 use super::op_writer::{self, Syntax, float_text};
 use super::source::PErr;
 use crate::data::Data;
-use crate::history::{Atom, F, Key, MicroOp, Op, ReadValue, Val};
+use crate::history::{Atom, F, Key, MicroOp, Op, OpType, ReadValue, Val};
 use crate::list::ListSharer;
 use std::borrow::Cow;
 
@@ -30,6 +30,14 @@ const FIELDS: [&[u8]; 6] = [
     b"\"process\"",
     b"\"f\"",
     b"\"value\"",
+];
+
+/// The op types, quoted as they usually are.
+const TYPES: [(&[u8], OpType); 4] = [
+    (b"\"invoke\"", OpType::Invoke),
+    (b"\"ok\"", OpType::Ok),
+    (b"\"fail\"", OpType::Fail),
+    (b"\"info\"", OpType::Info),
 ];
 
 /// The micro-op names of the usual transaction shape, quoted.
@@ -199,6 +207,17 @@ impl<'a> Json<'a> {
             }
         }
         self.raw_str()
+    }
+
+    /// A name's value when the string at the position (its opening quote)
+    /// is one of `usual`'s, quotes included (and moves past it); `None`
+    /// (position unchanged) otherwise.
+    #[inline]
+    fn usual_name<T: Clone>(&mut self, usual: &[(&[u8], T)]) -> Option<T> {
+        let rest = self.b.get(self.pos..)?;
+        let (quoted, v) = usual.iter().find(|(q, _)| rest.starts_with(q))?;
+        self.pos += quoted.len();
+        Some(v.clone())
     }
 
     /// A name's string (`type`, `f`), at its opening quote: borrowed when it
@@ -509,10 +528,6 @@ impl<'a> Json<'a> {
                     b"index" | b"time" | b"process"
                         if matches!(self.peek(), Some(b'-' | b'0'..=b'9')) =>
                     {
-                        let v = match self.int_fast() {
-                            Some(i) => Data::Int(i),
-                            None => self.data(2)?,
-                        };
                         let name = if &*k == b"index" {
                             "index"
                         } else if &*k == b"time" {
@@ -520,23 +535,36 @@ impl<'a> Json<'a> {
                         } else {
                             "process"
                         };
-                        raw.set(name, v).map_err(at)?;
+                        match self.int_fast() {
+                            Some(i) => raw.set_int(name, i).map_err(at)?,
+                            None => {
+                                let v = self.data(2)?;
+                                raw.set(name, v).map_err(at)?;
+                            }
+                        }
                     }
                     b"type" if self.peek() == Some(b'"') => {
                         raw.mark(SEEN_TYPE, "type").map_err(|r| PErr::Bad {
                             pos: key_pos,
                             reason: r,
                         })?;
-                        let s = self.name_str()?;
-                        raw.op_type = Some(type_from_name(codec_name(&s)).map_err(at)?);
+                        raw.op_type = Some(match self.usual_name(&TYPES) {
+                            Some(t) => t,
+                            None => {
+                                let s = self.name_str()?;
+                                type_from_name(codec_name(&s)).map_err(at)?
+                            }
+                        });
                     }
                     b"f" if self.peek() == Some(b'"') => {
                         raw.mark(SEEN_F, "f").map_err(|r| PErr::Bad {
                             pos: key_pos,
                             reason: r,
                         })?;
-                        let s = self.name_str()?;
-                        raw.f = Some(F::parse(codec_name(&s)));
+                        raw.f = Some(match self.usual_name(&[(b"\"txn\"", F::Txn)]) {
+                            Some(f) => f,
+                            None => F::parse(codec_name(&self.name_str()?)),
+                        });
                     }
                     b"value" => {
                         raw.mark(SEEN_VALUE, "value").map_err(|r| PErr::Bad {
@@ -651,13 +679,7 @@ impl<'a> Json<'a> {
                     }
                     b'[' => {
                         let l = match lists.as_deref_mut() {
-                            Some(s) => {
-                                let mut buf = s.take_scratch();
-                                let ok = self.list_into(&mut buf).is_some();
-                                let l = ok.then(|| s.share_vals(&key, &buf));
-                                s.put_scratch(buf);
-                                l?
-                            }
+                            Some(s) => self.list_shared(&key, s)?,
                             None => {
                                 let mut buf = Vec::new();
                                 self.list_into(&mut buf)?;
@@ -681,6 +703,73 @@ impl<'a> Json<'a> {
                 }
                 _ => return None,
             }
+        }
+    }
+
+    /// A list read of `key`, at its `[`, its buffer shared with the key's
+    /// other reads: the elements whose bytes are those the key's longest
+    /// read began with are taken from it unparsed
+    /// ([`ListSharer::known_prefix`]; a read usually repeats the previous
+    /// one and adds a few), only the rest is parsed. `None` as
+    /// [`Json::list_into`] gives it, for the same bytes.
+    fn list_shared(&mut self, key: &Key, s: &mut ListSharer) -> Option<crate::list::ValList> {
+        let body_at = self.pos + 1;
+        let body = self.b.get(body_at..)?;
+        let (known, off) = s.known_prefix(key, body);
+        let mut more = s.take_scratch();
+        let mut ends = s.take_ends();
+        let text_end = if known == 0 {
+            self.list_ends(&mut more, &mut ends, body_at)
+        } else {
+            self.pos = body_at + off;
+            self.list_tail(&mut more, &mut ends, body_at, off)
+        };
+        let l = text_end.map(|end| s.share_text(key, known, &more, &body[..end], &ends));
+        s.put_scratch(more);
+        s.put_ends(ends);
+        l
+    }
+
+    /// [`Json::list_into`], also noting where each element ends (as an
+    /// offset from `base`, the byte after the `[`); returns the offset
+    /// where the last element ends (0 for `[]`).
+    fn list_ends(&mut self, out: &mut Vec<Val>, ends: &mut Vec<u32>, base: usize) -> Option<usize> {
+        self.pos += 1;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Some(0);
+        }
+        self.ws();
+        out.push(Val(self.atom()?));
+        let end = self.pos - base;
+        ends.push(u32::try_from(end).ok()?);
+        self.list_tail(out, ends, base, end)
+    }
+
+    /// The rest of a list after an element that ends at `end` (an offset
+    /// from `base`), as [`Json::list_ends`] reads it.
+    fn list_tail(
+        &mut self,
+        out: &mut Vec<Val>,
+        ends: &mut Vec<u32>,
+        base: usize,
+        mut end: usize,
+    ) -> Option<usize> {
+        loop {
+            self.ws();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b']' => {
+                    self.pos += 1;
+                    return Some(end);
+                }
+                _ => return None,
+            }
+            self.ws();
+            out.push(Val(self.atom()?));
+            end = self.pos - base;
+            ends.push(u32::try_from(end).ok()?);
         }
     }
 
