@@ -92,24 +92,24 @@ impl RawOp {
         Ok(())
     }
 
-    /// [`RawOp::set`] of an integer to `index`, `time` or `process` (any
-    /// other name as `set` takes it), without building the data.
-    pub fn set_int(&mut self, name: &str, i: i64) -> Result<(), String> {
-        match name {
-            "index" => {
-                self.mark(SEEN_INDEX, name)?;
-                self.index = index_from_data(&Data::Int(i))?;
-            }
-            "time" => {
-                self.mark(SEEN_TIME, name)?;
-                self.time_ns = time_from_int(i);
-            }
-            "process" => {
-                self.mark(SEEN_PROCESS, name)?;
-                self.process = Some(process_from_int(i)?);
-            }
-            other => return self.set(other, Data::Int(i)),
-        }
+    /// [`RawOp::set`] of the integer `i` to `index`, without building the data.
+    pub fn set_index(&mut self, i: i64) -> Result<(), String> {
+        self.mark(SEEN_INDEX, "index")?;
+        self.index = index_from_data(&Data::Int(i))?;
+        Ok(())
+    }
+
+    /// [`RawOp::set`] of the integer `i` to `time`, without building the data.
+    pub fn set_time(&mut self, i: i64) -> Result<(), String> {
+        self.mark(SEEN_TIME, "time")?;
+        self.time_ns = time_from_int(i);
+        Ok(())
+    }
+
+    /// [`RawOp::set`] of the integer `i` to `process`, without building the data.
+    pub fn set_process(&mut self, i: i64) -> Result<(), String> {
+        self.mark(SEEN_PROCESS, "process")?;
+        self.process = Some(process_from_int(i)?);
         Ok(())
     }
 

@@ -209,6 +209,34 @@ impl<'a> Json<'a> {
         self.raw_str()
     }
 
+    /// [`Json::usual`] with [`FIELDS`], the one candidate picked by the
+    /// name's first letter.
+    #[inline]
+    fn usual_field(&mut self) -> Result<Option<&'a [u8]>, PErr> {
+        let rest = self.b.get(self.pos..).unwrap_or(&[]);
+        let i = match rest.get(1..3) {
+            Some(b"in") => 0,
+            Some(b"ti") => 1,
+            Some(b"ty") => 2,
+            Some(b"pr") => 3,
+            Some(b"f\"") => 4,
+            Some(b"va") => 5,
+            _ => return self.raw_str(),
+        };
+        self.usual(&FIELDS[i..=i])
+    }
+
+    /// The byte `c` at the position, stepped over; `None` for anything else.
+    #[inline]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        if self.peek()? == c {
+            self.pos += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
     /// A name's value when the string at the position (its opening quote)
     /// is one of `usual`'s, quotes included (and moves past it); `None`
     /// (position unchanged) otherwise.
@@ -509,7 +537,7 @@ impl<'a> Json<'a> {
                 if self.peek() != Some(b'"') {
                     self.expect(b'"', "a field name")?;
                 }
-                let k: Cow<'a, [u8]> = match self.usual(&FIELDS)? {
+                let k: Cow<'a, [u8]> = match self.usual_field()? {
                     Some(name) => Cow::Borrowed(name),
                     None => match self.string()? {
                         Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
@@ -517,7 +545,11 @@ impl<'a> Json<'a> {
                     },
                 };
                 self.ws();
-                self.expect(b':', "`:`")?;
+                if self.peek() == Some(b':') {
+                    self.pos += 1;
+                } else {
+                    self.expect(b':', "`:`")?;
+                }
                 self.ws();
                 let val_pos = self.pos;
                 let at = |reason: String| PErr::Bad {
@@ -536,7 +568,12 @@ impl<'a> Json<'a> {
                             "process"
                         };
                         match self.int_fast() {
-                            Some(i) => raw.set_int(name, i).map_err(at)?,
+                            Some(i) => match name {
+                                "index" => raw.set_index(i),
+                                "time" => raw.set_time(i),
+                                _ => raw.set_process(i),
+                            }
+                            .map_err(at)?,
                             None => {
                                 let v = self.data(2)?;
                                 raw.set(name, v).map_err(at)?;
@@ -663,11 +700,11 @@ impl<'a> Json<'a> {
                 _ => return None,
             };
             self.ws();
-            self.expect(b',', "").ok()?;
+            self.eat(b',')?;
             self.ws();
             let key = Key(self.atom()?);
             self.ws();
-            self.expect(b',', "").ok()?;
+            self.eat(b',')?;
             self.ws();
             let mop = match kind {
                 0 => MicroOp::Append(key, Val(self.atom()?)),
@@ -692,7 +729,7 @@ impl<'a> Json<'a> {
                 },
             };
             self.ws();
-            self.expect(b']', "").ok()?;
+            self.eat(b']')?;
             mops.push(mop);
             self.ws();
             match self.peek()? {
