@@ -32,14 +32,6 @@ const FIELDS: [&[u8]; 6] = [
     b"\"value\"",
 ];
 
-/// The op types, quoted as they usually are.
-const TYPES: [(&[u8], OpType); 4] = [
-    (b"\"invoke\"", OpType::Invoke),
-    (b"\"ok\"", OpType::Ok),
-    (b"\"fail\"", OpType::Fail),
-    (b"\"info\"", OpType::Info),
-];
-
 /// The micro-op names of the usual transaction shape, quoted.
 const MOP_NAMES: [&[u8]; 3] = [b"\"append\"", b"\"r\"", b"\"w\""];
 
@@ -210,20 +202,38 @@ impl<'a> Json<'a> {
     }
 
     /// [`Json::usual`] with [`FIELDS`], the one candidate picked by the
-    /// name's first letter.
+    /// name's first letters (each compared as a constant, no `memcmp`).
     #[inline]
     fn usual_field(&mut self) -> Result<Option<&'a [u8]>, PErr> {
         let rest = self.b.get(self.pos..).unwrap_or(&[]);
-        let i = match rest.get(1..3) {
-            Some(b"in") => 0,
-            Some(b"ti") => 1,
-            Some(b"ty") => 2,
-            Some(b"pr") => 3,
-            Some(b"f\"") => 4,
-            Some(b"va") => 5,
+        let n = match rest.get(1..3) {
+            Some(b"in") if rest.starts_with(FIELDS[0]) => FIELDS[0].len(),
+            Some(b"ti") if rest.starts_with(FIELDS[1]) => FIELDS[1].len(),
+            Some(b"ty") if rest.starts_with(FIELDS[2]) => FIELDS[2].len(),
+            Some(b"pr") if rest.starts_with(FIELDS[3]) => FIELDS[3].len(),
+            Some(b"f\"") if rest.starts_with(FIELDS[4]) => FIELDS[4].len(),
+            Some(b"va") if rest.starts_with(FIELDS[5]) => FIELDS[5].len(),
             _ => return self.raw_str(),
         };
-        self.usual(&FIELDS[i..=i])
+        self.pos += n;
+        Ok(rest.get(1..n - 1))
+    }
+
+    /// The op type when the string at the position (its opening quote) is
+    /// one of the usual quoted names (and moves past it); `None` (position
+    /// unchanged) otherwise.
+    #[inline]
+    fn usual_type(&mut self) -> Option<OpType> {
+        let rest = self.b.get(self.pos..)?;
+        let (n, t) = match rest.get(1)? {
+            b'i' if rest.starts_with(b"\"invoke\"") => (8, OpType::Invoke),
+            b'i' if rest.starts_with(b"\"info\"") => (6, OpType::Info),
+            b'o' if rest.starts_with(b"\"ok\"") => (4, OpType::Ok),
+            b'f' if rest.starts_with(b"\"fail\"") => (6, OpType::Fail),
+            _ => return None,
+        };
+        self.pos += n;
+        Some(t)
     }
 
     /// The byte `c` at the position, stepped over; `None` for anything else.
@@ -235,17 +245,6 @@ impl<'a> Json<'a> {
         } else {
             None
         }
-    }
-
-    /// A name's value when the string at the position (its opening quote)
-    /// is one of `usual`'s, quotes included (and moves past it); `None`
-    /// (position unchanged) otherwise.
-    #[inline]
-    fn usual_name<T: Clone>(&mut self, usual: &[(&[u8], T)]) -> Option<T> {
-        let rest = self.b.get(self.pos..)?;
-        let (quoted, v) = usual.iter().find(|(q, _)| rest.starts_with(q))?;
-        self.pos += quoted.len();
-        Some(v.clone())
     }
 
     /// A name's string (`type`, `f`), at its opening quote: borrowed when it
@@ -585,7 +584,7 @@ impl<'a> Json<'a> {
                             pos: key_pos,
                             reason: r,
                         })?;
-                        raw.op_type = Some(match self.usual_name(&TYPES) {
+                        raw.op_type = Some(match self.usual_type() {
                             Some(t) => t,
                             None => {
                                 let s = self.name_str()?;
@@ -598,9 +597,12 @@ impl<'a> Json<'a> {
                             pos: key_pos,
                             reason: r,
                         })?;
-                        raw.f = Some(match self.usual_name(&[(b"\"txn\"", F::Txn)]) {
-                            Some(f) => f,
-                            None => F::parse(codec_name(&self.name_str()?)),
+                        let rest = self.b.get(self.pos..).unwrap_or_default();
+                        raw.f = Some(if rest.starts_with(b"\"txn\"") {
+                            self.pos += 5;
+                            F::Txn
+                        } else {
+                            F::parse(codec_name(&self.name_str()?))
                         });
                     }
                     b"value" => {
@@ -693,11 +695,20 @@ impl<'a> Json<'a> {
             if self.peek() != Some(b'"') {
                 return None;
             }
-            let kind = match self.usual(&MOP_NAMES).ok()?? {
-                b"append" => 0,
-                b"w" => 1,
-                b"r" => 2,
-                _ => return None,
+            let rest = self.b.get(self.pos..)?;
+            let kind = if rest.starts_with(MOP_NAMES[0]) {
+                self.pos += MOP_NAMES[0].len();
+                0
+            } else if rest.starts_with(MOP_NAMES[1]) {
+                self.pos += MOP_NAMES[1].len();
+                2
+            } else {
+                match self.usual(&MOP_NAMES).ok()?? {
+                    b"append" => 0,
+                    b"w" => 1,
+                    b"r" => 2,
+                    _ => return None,
+                }
             };
             self.ws();
             self.eat(b',')?;
