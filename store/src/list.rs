@@ -316,7 +316,11 @@ impl ListSharer {
             let end = cur.ends[known - 1] as usize;
             // Ending where the bytes stop agreeing, the element may go on
             // in `body` (`12` against `1`).
-            if end == same && !matches!(body.get(end), Some(b',' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+            if end == same
+                && !matches!(
+                    body.get(end),
+                    Some(b',' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                )
             {
                 known -= 1;
             }
@@ -373,7 +377,8 @@ impl ListSharer {
             };
             cur.list = own.clone();
             let had = cur.text.len();
-            cur.text.extend_from_slice(text.get(had..).unwrap_or_default());
+            cur.text
+                .extend_from_slice(text.get(had..).unwrap_or_default());
             cur.ends.extend_from_slice(more_ends);
             return own;
         }

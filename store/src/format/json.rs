@@ -310,6 +310,15 @@ impl<'a> Json<'a> {
         let b = self.b;
         let neg = b.get(self.pos) == Some(&b'-');
         let first = self.pos + usize::from(neg);
+        if let Some((v, n)) = b.get(first..first + 8).and_then(short_digits) {
+            let next = b[first + n];
+            if n == 0 || (n > 1 && b[first] == b'0') || matches!(next, b'.' | b'e' | b'E') {
+                return None;
+            }
+            self.pos = first + n;
+            let v = v as i64;
+            return Some(if neg { -v } else { v });
+        }
         let stop = b.len().min(first + 18);
         let mut i = first;
         let mut v: u64 = 0;
@@ -855,6 +864,35 @@ impl<'a> Json<'a> {
             _ => None,
         }
     }
+}
+
+/// The value and number of the decimal digits `eight` starts with, when a
+/// byte that is no digit follows them within the eight (fewer than eight
+/// digits); `None` otherwise. All eight bytes at once: a digit is a byte
+/// whose value minus `'0'` is below 10; borrows and carries between bytes
+/// only start at the first byte that is no digit, so the bytes before it
+/// are judged and summed right.
+#[inline]
+fn short_digits(eight: &[u8]) -> Option<(u64, usize)> {
+    let x = u64::from_le_bytes(eight.try_into().ok()?);
+    let d = x.wrapping_sub(0x3030_3030_3030_3030);
+    // High bit set in each byte below '0' (d borrows) or above '9' (+0x46
+    // reaches 0x80).
+    let not_digit = (d | x.wrapping_add(0x4646_4646_4646_4646)) & 0x8080_8080_8080_8080;
+    if not_digit == 0 {
+        return None;
+    }
+    let n = (not_digit.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return Some((0, 0));
+    }
+    // The digits to the high bytes (leading zeros below), then summed in
+    // pairs, fours and eights.
+    let v = d << (8 * (8 - n));
+    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    let v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xffff_ffff;
+    Some((v, n))
 }
 
 /// A name field (`type`, `f`): accepts `"ok"` and the keyword form `":ok"`.
