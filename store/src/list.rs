@@ -240,20 +240,19 @@ impl Hash for ValList {
 pub struct ListSharer {
     longest: FxHashMap<Key, Longest>,
     scratch: Vec<Val>,
-    /// Element ends of the read being parsed ([`ListSharer::share_text`]).
-    ends: Vec<u32>,
 }
 
 /// A key's longest read so far, and the text it was read from when a
 /// reader gave it ([`ListSharer::share_text`]).
 ///
-/// Invariant: `text` (the bytes after the read's `[`, up to the end of an
-/// element) holds exactly the elements `list[..ends.len()]`, element `i`
-/// ending at byte `ends[i]`; a list given without text has none.
+/// Invariant: `text` (the bytes after the read's `[`, up to the end of its
+/// last element) holds exactly the elements `list[..elems]`, and has no
+/// `"` (so every `,` in it separates two elements); a list given without
+/// text, or with strings, keeps none (`elems` 0).
 struct Longest {
     list: ValList,
     text: Vec<u8>,
-    ends: Vec<u32>,
+    elems: usize,
 }
 
 impl Longest {
@@ -261,7 +260,18 @@ impl Longest {
         Longest {
             list,
             text: Vec::new(),
-            ends: Vec::new(),
+            elems: 0,
+        }
+    }
+
+    /// Remembers `text` as holding the first `elems` elements, unless it
+    /// has a string.
+    fn set_text(&mut self, text: &[u8], elems: usize) {
+        self.text.clear();
+        self.elems = 0;
+        if memchr::memchr(b'"', text).is_none() {
+            self.text.extend_from_slice(text);
+            self.elems = elems;
         }
     }
 }
@@ -294,8 +304,7 @@ impl ListSharer {
         };
         let (own, grew) = share_with(&mut cur.list, list);
         if grew {
-            cur.text.clear();
-            cur.ends.clear();
+            cur.set_text(&[], 0);
         }
         own
     }
@@ -310,53 +319,39 @@ impl ListSharer {
         let Some(cur) = self.longest.get(key) else {
             return (0, 0);
         };
-        let same = common_prefix(body, &cur.text);
-        let mut known = cur.ends.partition_point(|&e| e as usize <= same);
-        if known > 0 {
-            let end = cur.ends[known - 1] as usize;
-            // Ending where the bytes stop agreeing, the element may go on
-            // in `body` (`12` against `1`).
-            if end == same
-                && !matches!(
-                    body.get(end),
-                    Some(b',' | b']' | b' ' | b'\t' | b'\n' | b'\r')
-                )
-            {
-                known -= 1;
-            }
+        let text = &cur.text[..];
+        let same = common_prefix(body, text);
+        if same == text.len()
+            && cur.elems > 0
+            && matches!(
+                body.get(same),
+                Some(b',' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            )
+        {
+            // The whole text, its last element ended.
+            return (cur.elems, same);
         }
-        let off = if known == 0 {
-            0
-        } else {
-            cur.ends[known - 1] as usize
-        };
-        (known, off)
+        // The elements before the last `,` the two agree on (`12` against
+        // `1`: an element may go on in `body` where the bytes stop agreeing).
+        match memchr::memrchr(b',', &text[..same]) {
+            Some(at) => (memchr::memchr_iter(b',', &text[..at]).count() + 1, at),
+            None => (0, 0),
+        }
     }
 
     /// A read of `key` whose first `known` elements are the key's longest
     /// read's ([`ListSharer::known_prefix`]), followed by `more`: what
     /// [`ListSharer::share_vals`] gives for the whole list. `text` is the
-    /// read's bytes after its `[` up to the end of its last element, and
-    /// `more_ends` where each of `more` ends in it; the key remembers them
-    /// when this read becomes its longest.
-    pub fn share_text(
-        &mut self,
-        key: &Key,
-        known: usize,
-        more: &[Val],
-        text: &[u8],
-        more_ends: &[u32],
-    ) -> ValList {
+    /// read's bytes after its `[` up to the end of its last element; the
+    /// key remembers it when this read becomes its longest.
+    pub fn share_text(&mut self, key: &Key, known: usize, more: &[Val], text: &[u8]) -> ValList {
         let Some(cur) = self.longest.get_mut(key) else {
             if more.is_empty() {
                 return ValList::new();
             }
             let own = fresh(more);
-            let entry = Longest {
-                list: own.clone(),
-                text: text.to_vec(),
-                ends: more_ends.to_vec(),
-            };
+            let mut entry = Longest::without_text(own.clone());
+            entry.set_text(text, more.len());
             self.longest.insert(key.clone(), entry);
             return own;
         };
@@ -365,7 +360,7 @@ impl ListSharer {
             return cur.list.prefix(known);
         }
         let n = cur.list.len();
-        if known == n && known == cur.ends.len() {
+        if known == n && known == cur.elems {
             // Extends the key's list (its bytes and more).
             let own = match cur.list.extended(more) {
                 Some(l) => l,
@@ -376,20 +371,20 @@ impl ListSharer {
                 }
             };
             cur.list = own.clone();
-            let had = cur.text.len();
-            cur.text
-                .extend_from_slice(text.get(had..).unwrap_or_default());
-            cur.ends.extend_from_slice(more_ends);
+            let tail = text.get(cur.text.len()..).unwrap_or_default();
+            if memchr::memchr(b'"', tail).is_none() {
+                cur.text.extend_from_slice(tail);
+                cur.elems += more.len();
+            } else {
+                cur.set_text(&[], 0);
+            }
             return own;
         }
         let mut all = cur.list[..known].to_vec();
         all.extend_from_slice(more);
         let (own, grew) = share_with(&mut cur.list, &all);
         if grew {
-            cur.ends.truncate(known);
-            cur.ends.extend_from_slice(more_ends);
-            cur.text.clear();
-            cur.text.extend_from_slice(text);
+            cur.set_text(text, known + more.len());
         }
         own
     }
@@ -405,19 +400,6 @@ impl ListSharer {
     /// Returns the buffer of [`ListSharer::take_scratch`] for reuse.
     pub fn put_scratch(&mut self, v: Vec<Val>) {
         self.scratch = v;
-    }
-
-    /// A cleared buffer for the element ends of [`ListSharer::share_text`];
-    /// give it back with [`ListSharer::put_ends`].
-    pub fn take_ends(&mut self) -> Vec<u32> {
-        let mut v = std::mem::take(&mut self.ends);
-        v.clear();
-        v
-    }
-
-    /// Returns the buffer of [`ListSharer::take_ends`] for reuse.
-    pub fn put_ends(&mut self, v: Vec<u32>) {
-        self.ends = v;
     }
 }
 

@@ -774,23 +774,20 @@ impl<'a> Json<'a> {
         let body = self.b.get(body_at..)?;
         let (known, off) = s.known_prefix(key, body);
         let mut more = s.take_scratch();
-        let mut ends = s.take_ends();
         let text_end = if known == 0 {
-            self.list_ends(&mut more, &mut ends, body_at)
+            self.list_ends(&mut more, body_at)
         } else {
             self.pos = body_at + off;
-            self.list_tail(&mut more, &mut ends, body_at, off)
+            self.list_tail(&mut more, body_at, off)
         };
-        let l = text_end.map(|end| s.share_text(key, known, &more, &body[..end], &ends));
+        let l = text_end.map(|end| s.share_text(key, known, &more, &body[..end]));
         s.put_scratch(more);
-        s.put_ends(ends);
         l
     }
 
-    /// [`Json::list_into`], also noting where each element ends (as an
-    /// offset from `base`, the byte after the `[`); returns the offset
-    /// where the last element ends (0 for `[]`).
-    fn list_ends(&mut self, out: &mut Vec<Val>, ends: &mut Vec<u32>, base: usize) -> Option<usize> {
+    /// [`Json::list_into`], also noting where the last element ends (as an
+    /// offset from `base`, the byte after the `[`; 0 for `[]`).
+    fn list_ends(&mut self, out: &mut Vec<Val>, base: usize) -> Option<usize> {
         self.pos += 1;
         self.ws();
         if self.peek() == Some(b']') {
@@ -800,19 +797,12 @@ impl<'a> Json<'a> {
         self.ws();
         out.push(Val(self.atom()?));
         let end = self.pos - base;
-        ends.push(u32::try_from(end).ok()?);
-        self.list_tail(out, ends, base, end)
+        self.list_tail(out, base, end)
     }
 
     /// The rest of a list after an element that ends at `end` (an offset
     /// from `base`), as [`Json::list_ends`] reads it.
-    fn list_tail(
-        &mut self,
-        out: &mut Vec<Val>,
-        ends: &mut Vec<u32>,
-        base: usize,
-        mut end: usize,
-    ) -> Option<usize> {
+    fn list_tail(&mut self, out: &mut Vec<Val>, base: usize, mut end: usize) -> Option<usize> {
         loop {
             self.ws();
             match self.peek()? {
@@ -826,7 +816,6 @@ impl<'a> Json<'a> {
             self.ws();
             out.push(Val(self.atom()?));
             end = self.pos - base;
-            ends.push(u32::try_from(end).ok()?);
         }
     }
 
