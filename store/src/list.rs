@@ -239,6 +239,7 @@ impl Hash for ValList {
 #[derive(Default)]
 pub struct ListSharer {
     longest: FxHashMap<Key, Longest>,
+    texts: Texts,
     scratch: Vec<Val>,
 }
 
@@ -246,12 +247,13 @@ pub struct ListSharer {
 /// reader gave it ([`ListSharer::share_text`]).
 ///
 /// Invariant: `text` (the bytes after the read's `[`, up to the end of its
-/// last element) holds exactly the elements `list[..elems]`, and has no
-/// `"` (so every `,` in it separates two elements); a list given without
-/// text, or with strings, keeps none (`elems` 0).
+/// last element, in the sharer's [`Texts`]) holds exactly the elements
+/// `list[..elems]`, and has no `"` (so every `,` in it separates two
+/// elements); a list given without text, or with strings, keeps none
+/// (`elems` 0).
 struct Longest {
     list: ValList,
-    text: Vec<u8>,
+    text: Span,
     elems: usize,
 }
 
@@ -259,20 +261,66 @@ impl Longest {
     fn without_text(list: ValList) -> Longest {
         Longest {
             list,
-            text: Vec::new(),
+            text: Span::default(),
             elems: 0,
         }
     }
 
     /// Remembers `text` as holding the first `elems` elements, unless it
     /// has a string.
-    fn set_text(&mut self, text: &[u8], elems: usize) {
-        self.text.clear();
-        self.elems = 0;
+    fn set_text(&mut self, texts: &mut Texts, text: &[u8], elems: usize) {
         if memchr::memchr(b'"', text).is_none() {
-            self.text.extend_from_slice(text);
+            texts.set(&mut self.text, text);
             self.elems = elems;
+        } else {
+            self.text.len = 0;
+            self.elems = 0;
         }
+    }
+}
+
+/// Where a key's text is in [`Texts`]: `len` bytes at `at`, room for `cap`.
+#[derive(Clone, Copy, Default)]
+struct Span {
+    at: usize,
+    len: usize,
+    cap: usize,
+}
+
+/// Every key's remembered text in one buffer, not one allocation per key:
+/// freed at once with the sharer, it leaves no holes in the pages that hold
+/// the lists (per-key buffers left the loaded history 6 MB bigger at 1M).
+/// A text that outgrows its room moves to the end, with room to double.
+#[derive(Default)]
+struct Texts(Vec<u8>);
+
+impl Texts {
+    fn get(&self, s: Span) -> &[u8] {
+        self.0.get(s.at..s.at + s.len).unwrap_or_default()
+    }
+
+    /// `s` made to hold `text`.
+    fn set(&mut self, s: &mut Span, text: &[u8]) {
+        s.len = 0;
+        self.append(s, text);
+    }
+
+    /// `more` appended to `s`'s text.
+    fn append(&mut self, s: &mut Span, more: &[u8]) {
+        let len = s.len + more.len();
+        if len > s.cap {
+            let cap = (2 * len).max(32);
+            let at = self.0.len();
+            self.0.resize(at + cap, 0);
+            self.0.copy_within(s.at..s.at + s.len, at);
+            *s = Span {
+                at,
+                len: s.len,
+                cap,
+            };
+        }
+        self.0[s.at + s.len..s.at + len].copy_from_slice(more);
+        s.len = len;
     }
 }
 
@@ -304,7 +352,7 @@ impl ListSharer {
         };
         let (own, grew) = share_with(&mut cur.list, list);
         if grew {
-            cur.set_text(&[], 0);
+            cur.set_text(&mut self.texts, &[], 0);
         }
         own
     }
@@ -319,7 +367,7 @@ impl ListSharer {
         let Some(cur) = self.longest.get(key) else {
             return (0, 0);
         };
-        let text = &cur.text[..];
+        let text = self.texts.get(cur.text);
         let same = common_prefix(body, text);
         if same == text.len()
             && cur.elems > 0
@@ -351,7 +399,7 @@ impl ListSharer {
             }
             let own = fresh(more);
             let mut entry = Longest::without_text(own.clone());
-            entry.set_text(text, more.len());
+            entry.set_text(&mut self.texts, text, more.len());
             self.longest.insert(key.clone(), entry);
             return own;
         };
@@ -371,12 +419,12 @@ impl ListSharer {
                 }
             };
             cur.list = own.clone();
-            let tail = text.get(cur.text.len()..).unwrap_or_default();
+            let tail = text.get(cur.text.len..).unwrap_or_default();
             if memchr::memchr(b'"', tail).is_none() {
-                cur.text.extend_from_slice(tail);
+                self.texts.append(&mut cur.text, tail);
                 cur.elems += more.len();
             } else {
-                cur.set_text(&[], 0);
+                cur.set_text(&mut self.texts, &[], 0);
             }
             return own;
         }
@@ -384,7 +432,7 @@ impl ListSharer {
         all.extend_from_slice(more);
         let (own, grew) = share_with(&mut cur.list, &all);
         if grew {
-            cur.set_text(text, known + more.len());
+            cur.set_text(&mut self.texts, text, known + more.len());
         }
         own
     }
