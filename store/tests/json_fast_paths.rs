@@ -123,18 +123,21 @@ mod generated {
         prop_oneof![6 => Just(","), 1 => Just(", "), 1 => Just(" ,"), 1 => Just(",\t")]
     }
 
-    /// A read of a key: a prefix of the key's base list, maybe with an
-    /// element changed and more added, written with these separators.
-    fn read() -> impl Strategy<
-        Value = (
-            u8,
-            usize,
-            Option<(usize, String)>,
-            Vec<String>,
-            Vec<&'static str>,
-            bool,
-        ),
-    > {
+    /// A read of a key: the key (0–2), how much of its base list, an
+    /// element changed (position, text), elements added, the separators,
+    /// whether the brackets have blanks inside.
+    type Read = (
+        u8,
+        usize,
+        Option<(usize, String)>,
+        Vec<String>,
+        Vec<&'static str>,
+        bool,
+    );
+
+    /// A [`Read`]: a prefix of the key's base list, maybe with an element
+    /// changed and more added, written with these separators.
+    fn read() -> impl Strategy<Value = Read> {
         (
             0u8..3,
             0usize..10,
@@ -147,14 +150,7 @@ mod generated {
 
     fn render(
         bases: &[Vec<String>],
-        (key, len, change, more, seps, blank): &(
-            u8,
-            usize,
-            Option<(usize, String)>,
-            Vec<String>,
-            Vec<&'static str>,
-            bool,
-        ),
+        (key, len, change, more, seps, blank): &Read,
     ) -> (String, String) {
         let base = &bases[usize::from(*key)];
         let mut items: Vec<String> = base[..(*len).min(base.len())].to_vec();
