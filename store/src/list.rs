@@ -21,6 +21,11 @@
 //!   capacity, so a key's buffers sum to ~2× its longest read).
 //! - Equality, hashing, ordering and `Debug` are those of the element slice:
 //!   sharing is invisible to everything but memory and [`ValList::shares`].
+//! - The JSON Lines reader also hands the sharer each read's text: a read
+//!   whose bytes begin with those of its key's longest read takes those
+//!   elements from the buffer unparsed ([`ListSharer::known_prefix`],
+//!   [`ListSharer::share_text`]); the result is the one
+//!   [`ListSharer::share_vals`] gives for the parsed list.
 //! - This is the store's only `unsafe` code (the workspace denies it
 //!   elsewhere): four blocks, each with the invariant it relies on.
 
