@@ -21,6 +21,11 @@
 //!   capacity, so a key's buffers sum to ~2× its longest read).
 //! - Equality, hashing, ordering and `Debug` are those of the element slice:
 //!   sharing is invisible to everything but memory and [`ValList::shares`].
+//! - The JSON Lines reader also hands the sharer each read's text: a read
+//!   whose bytes begin with those of its key's longest read takes those
+//!   elements from the buffer unparsed ([`ListSharer::known_prefix`],
+//!   [`ListSharer::share_text`]); the result is the one
+//!   [`ListSharer::share_vals`] gives for the parsed list.
 //! - This is the store's only `unsafe` code (the workspace denies it
 //!   elsewhere): four blocks, each with the invariant it relies on.
 
@@ -238,8 +243,90 @@ impl Hash for ValList {
 /// the longest read so far (see the module doc). One per reader thread.
 #[derive(Default)]
 pub struct ListSharer {
-    longest: FxHashMap<Key, ValList>,
+    longest: FxHashMap<Key, Longest>,
+    texts: Texts,
     scratch: Vec<Val>,
+}
+
+/// A key's longest read so far, and the text it was read from when a
+/// reader gave it ([`ListSharer::share_text`]).
+///
+/// Invariant: `text` (the bytes after the read's `[`, up to the end of its
+/// last element, in the sharer's [`Texts`]) holds exactly the elements
+/// `list[..elems]`, and has no `"` (so every `,` in it separates two
+/// elements); a list given without text, or with strings, keeps none
+/// (`elems` 0).
+struct Longest {
+    list: ValList,
+    text: Span,
+    elems: usize,
+}
+
+impl Longest {
+    fn without_text(list: ValList) -> Longest {
+        Longest {
+            list,
+            text: Span::default(),
+            elems: 0,
+        }
+    }
+
+    /// Remembers `text` as holding the first `elems` elements, unless it
+    /// has a string.
+    fn set_text(&mut self, texts: &mut Texts, text: &[u8], elems: usize) {
+        if memchr::memchr(b'"', text).is_none() {
+            texts.set(&mut self.text, text);
+            self.elems = elems;
+        } else {
+            self.text.len = 0;
+            self.elems = 0;
+        }
+    }
+}
+
+/// Where a key's text is in [`Texts`]: `len` bytes at `at`, room for `cap`.
+#[derive(Clone, Copy, Default)]
+struct Span {
+    at: usize,
+    len: usize,
+    cap: usize,
+}
+
+/// Every key's remembered text in one buffer, not one allocation per key:
+/// freed at once with the sharer, it leaves no holes in the pages that hold
+/// the lists (per-key buffers left the loaded history 6 MB bigger at 1M).
+/// A text that outgrows its room moves to the end, with room to double.
+#[derive(Default)]
+struct Texts(Vec<u8>);
+
+impl Texts {
+    fn get(&self, s: Span) -> &[u8] {
+        self.0.get(s.at..s.at + s.len).unwrap_or_default()
+    }
+
+    /// `s` made to hold `text`.
+    fn set(&mut self, s: &mut Span, text: &[u8]) {
+        s.len = 0;
+        self.append(s, text);
+    }
+
+    /// `more` appended to `s`'s text.
+    fn append(&mut self, s: &mut Span, more: &[u8]) {
+        let len = s.len + more.len();
+        if len > s.cap {
+            let cap = (2 * len).max(32);
+            let at = self.0.len();
+            self.0.resize(at + cap, 0);
+            self.0.copy_within(s.at..s.at + s.len, at);
+            *s = Span {
+                at,
+                len: s.len,
+                cap,
+            };
+        }
+        self.0[s.at + s.len..s.at + len].copy_from_slice(more);
+        s.len = len;
+    }
 }
 
 impl ListSharer {
@@ -264,21 +351,93 @@ impl ListSharer {
         }
         let Some(cur) = self.longest.get_mut(key) else {
             let own = fresh(list);
-            self.longest.insert(key.clone(), own.clone());
+            self.longest
+                .insert(key.clone(), Longest::without_text(own.clone()));
             return own;
         };
-        let n = cur.len();
-        if list.len() <= n && cur[..list.len()] == *list {
-            return cur.prefix(list.len());
+        let (own, grew) = share_with(&mut cur.list, list);
+        if grew {
+            cur.set_text(&mut self.texts, &[], 0);
         }
-        let ext = list.len() > n && list[..n] == cur[..];
-        let own = if ext {
-            cur.extended(&list[n..]).unwrap_or_else(|| fresh(list))
-        } else {
-            fresh(list)
+        own
+    }
+
+    /// How much of a read of `key` the key's remembered text already
+    /// holds: `body` is the read's bytes after its `[`; the answer is a
+    /// number of leading elements whose bytes are those of the key's
+    /// longest read (so are its elements), and the offset in `body` just
+    /// past the last of them (the next byte is `,`, `]` or a blank).
+    /// `(0, 0)` when none do.
+    pub fn known_prefix(&self, key: &Key, body: &[u8]) -> (usize, usize) {
+        let Some(cur) = self.longest.get(key) else {
+            return (0, 0);
         };
-        if own.len() > n {
-            *cur = own.clone();
+        let text = self.texts.get(cur.text);
+        let same = common_prefix(body, text);
+        if same == text.len()
+            && cur.elems > 0
+            && matches!(
+                body.get(same),
+                Some(b',' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            )
+        {
+            // The whole text, its last element ended.
+            return (cur.elems, same);
+        }
+        // The elements before the last `,` the two agree on (`12` against
+        // `1`: an element may go on in `body` where the bytes stop agreeing).
+        match memchr::memrchr(b',', &text[..same]) {
+            Some(at) => (memchr::memchr_iter(b',', &text[..at]).count() + 1, at),
+            None => (0, 0),
+        }
+    }
+
+    /// A read of `key` whose first `known` elements are the key's longest
+    /// read's ([`ListSharer::known_prefix`]), followed by `more`: what
+    /// [`ListSharer::share_vals`] gives for the whole list. `text` is the
+    /// read's bytes after its `[` up to the end of its last element; the
+    /// key remembers it when this read becomes its longest.
+    pub fn share_text(&mut self, key: &Key, known: usize, more: &[Val], text: &[u8]) -> ValList {
+        let Some(cur) = self.longest.get_mut(key) else {
+            if more.is_empty() {
+                return ValList::new();
+            }
+            let own = fresh(more);
+            let mut entry = Longest::without_text(own.clone());
+            entry.set_text(&mut self.texts, text, more.len());
+            self.longest.insert(key.clone(), entry);
+            return own;
+        };
+        if more.is_empty() {
+            // A prefix of the key's list, by its bytes.
+            return cur.list.prefix(known);
+        }
+        let n = cur.list.len();
+        if known == n && known == cur.elems {
+            // Extends the key's list (its bytes and more).
+            let own = match cur.list.extended(more) {
+                Some(l) => l,
+                None => {
+                    let mut all = cur.list.to_vec();
+                    all.extend_from_slice(more);
+                    fresh(&all)
+                }
+            };
+            cur.list = own.clone();
+            let tail = text.get(cur.text.len..).unwrap_or_default();
+            if memchr::memchr(b'"', tail).is_none() {
+                self.texts.append(&mut cur.text, tail);
+                cur.elems += more.len();
+            } else {
+                cur.set_text(&mut self.texts, &[], 0);
+            }
+            return own;
+        }
+        let mut all = cur.list[..known].to_vec();
+        all.extend_from_slice(more);
+        let (own, grew) = share_with(&mut cur.list, &all);
+        if grew {
+            cur.set_text(&mut self.texts, text, known + more.len());
         }
         own
     }
@@ -295,6 +454,46 @@ impl ListSharer {
     pub fn put_scratch(&mut self, v: Vec<Val>) {
         self.scratch = v;
     }
+}
+
+/// `list` (not empty) against a key's longest list `cur`: a view of it when
+/// `list` is a prefix, the buffer extended when `list` extends it, else a
+/// buffer of its own, which replaces `cur` when longer; and whether `cur`
+/// changed.
+fn share_with(cur: &mut ValList, list: &[Val]) -> (ValList, bool) {
+    let n = cur.len();
+    if list.len() <= n && cur[..list.len()] == *list {
+        return (cur.prefix(list.len()), false);
+    }
+    let ext = list.len() > n && list[..n] == cur[..];
+    let own = if ext {
+        cur.extended(&list[n..]).unwrap_or_else(|| fresh(list))
+    } else {
+        fresh(list)
+    };
+    let grew = own.len() > n;
+    if grew {
+        *cur = own.clone();
+    }
+    (own, grew)
+}
+
+/// How many leading bytes `a` and `b` have in common.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or_default());
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }
 
 impl ListSharer {

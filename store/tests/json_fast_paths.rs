@@ -57,3 +57,192 @@ fn integers_at_every_width_and_escaped_names_read_as_the_general_parser_does() {
     assert_eq!(plain.ops, escaped.ops);
     assert_eq!(plain.ops[0].index, OpIndex(4));
 }
+
+/// Every op of `text` as the JSON Lines reader gives it without sharing
+/// list reads (each list parsed element by element), or its first error.
+fn unshared(text: &str) -> Result<Vec<store::Op>, String> {
+    format::OpReader::new(text.as_bytes(), Format::JsonLines, None)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
+}
+
+/// What the shared reader (list reads compared byte-wise with the key's
+/// longest read) gives for `text`.
+fn shared(text: &str) -> Result<Vec<store::Op>, String> {
+    format::read_str(text, Format::JsonLines)
+        .map(|o| o.ops)
+        .map_err(|e| e.to_string())
+}
+
+fn read_line(i: usize, key: &str, list: &str) -> String {
+    format!("{{\"index\":{i},\"type\":\"ok\",\"process\":1,\"value\":[[\"r\",{key},{list}]]}}\n")
+}
+
+#[test]
+fn a_read_that_repeats_or_extends_the_keys_longest_read_shares_its_buffer() {
+    let text = [
+        read_line(0, "1", "[1,2]"),
+        read_line(1, "1", "[1,2,3]"),
+        read_line(2, "1", "[1]"),
+        read_line(3, "1", "[1,2,3]"),
+        // `12` begins with the bytes of `1`: not the same element.
+        read_line(4, "1", "[12]"),
+        read_line(5, "2", "[1,2]"),
+    ]
+    .concat();
+    let ops = shared(&text).unwrap();
+    assert_eq!(Ok(ops.clone()), unshared(&text));
+    let list = |i: usize| match &ops[i].value {
+        OpValue::Txn(m) => match &m[0] {
+            MicroOp::Read(_, ReadValue::List(l)) => l.clone(),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    };
+    assert!(list(0).shares(&list(1)) && list(1).shares(&list(2)) && list(2).shares(&list(3)));
+    assert_eq!(list(4), store::ValList::from(vec![Val::int(12)]));
+    assert!(!list(4).shares(&list(1)));
+    assert!(!list(5).shares(&list(0)));
+}
+
+mod generated {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// List elements: integers that begin with another's bytes, strings
+    /// with commas and escapes, and a few that are no atom or no JSON.
+    fn element() -> impl Strategy<Value = String> {
+        prop_oneof![
+            8 => prop_oneof![Just("1"), Just("12"), Just("123"), Just("-1"), Just("0"), Just("99999999"), Just("123456789012")].prop_map(str::to_string),
+            2 => prop_oneof![Just("\"a\""), Just("\"a,b\""), Just("\"\\u0031\""), Just("\":k\""), Just("\"a]\"")].prop_map(str::to_string),
+            1 => prop_oneof![Just("01"), Just("1.5"), Just("1e3"), Just("x"), Just("null"), Just("[1]"), Just("-"), Just("\"")].prop_map(str::to_string),
+        ]
+    }
+
+    fn separator() -> impl Strategy<Value = &'static str> {
+        prop_oneof![6 => Just(","), 1 => Just(", "), 1 => Just(" ,"), 1 => Just(",\t")]
+    }
+
+    /// A read of a key: the key (0–2), how much of its base list, an
+    /// element changed (position, text), elements added, the separators,
+    /// whether the brackets have blanks inside.
+    type Read = (
+        u8,
+        usize,
+        Option<(usize, String)>,
+        Vec<String>,
+        Vec<&'static str>,
+        bool,
+    );
+
+    /// A [`Read`]: a prefix of the key's base list, maybe with an element
+    /// changed and more added, written with these separators.
+    fn read() -> impl Strategy<Value = Read> {
+        (
+            0u8..3,
+            0usize..10,
+            proptest::option::weighted(0.2, (0usize..10, element())),
+            prop::collection::vec(element(), 0..3),
+            prop::collection::vec(separator(), 12),
+            proptest::bool::weighted(0.1),
+        )
+    }
+
+    fn render(
+        bases: &[Vec<String>],
+        (key, len, change, more, seps, blank): &Read,
+    ) -> (String, String) {
+        let base = &bases[usize::from(*key)];
+        let mut items: Vec<String> = base[..(*len).min(base.len())].to_vec();
+        if let Some((at, e)) = change
+            && *at < items.len()
+        {
+            items[*at] = e.clone();
+        }
+        items.extend(more.iter().cloned());
+        let mut list = String::from(if *blank { "[ " } else { "[" });
+        for (i, e) in items.iter().enumerate() {
+            if i > 0 {
+                list.push_str(seps[i % seps.len()]);
+            }
+            list.push_str(e);
+        }
+        list.push_str(if *blank { " ]" } else { "]" });
+        (key.to_string(), list)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// The shared reader gives exactly what the element-by-element
+        /// reader gives: the same ops, or the same error at the same place.
+        #[test]
+        fn shared_list_reads_read_as_unshared_ones(
+            bases in prop::collection::vec(prop::collection::vec(element(), 0..10), 3),
+            reads in prop::collection::vec(read(), 1..12),
+        ) {
+            let text: String = reads
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let (key, list) = render(&bases, r);
+                    read_line(i, &key, &list)
+                })
+                .collect();
+            prop_assert_eq!(shared(&text), unshared(&text), "{}", text);
+        }
+
+        /// An integer-like token reads in every fast position (index,
+        /// time, process, key, appended value, list element after a
+        /// shared prefix) as the general data parser reads it in an extra
+        /// field: the same integer, or no op at all.
+        #[test]
+        fn integer_tokens_read_as_the_data_parser_reads_them(
+            tok in "-?[0-9]{0,21}(\\.[0-9]{1,2})?([eE][+-]?[0-9]{1,2})?[ ]?",
+        ) {
+            let general = format::read_str(
+                &format!("{{\"index\":0,\"type\":\"ok\",\"x\":{tok}}}\n"),
+                Format::JsonLines,
+            );
+            let int = match &general {
+                Ok(o) => match o.ops[0].extra.first() {
+                    Some((_, store::Data::Int(i))) => Some(*i),
+                    _ => None,
+                },
+                Err(_) => None,
+            };
+            let one = |line: String| format::read_str(&line, Format::JsonLines).map(|o| o.ops);
+            let index = one(format!("{{\"index\":{tok},\"type\":\"ok\"}}\n"));
+            prop_assert_eq!(
+                index.as_ref().ok().map(|ops| ops[0].index.0),
+                int.filter(|&i| i >= 0).map(|i| i as u64)
+            );
+            let time = one(format!("{{\"index\":0,\"time\":{tok},\"type\":\"ok\"}}\n"));
+            prop_assert_eq!(
+                time.as_ref().ok().map(|ops| ops[0].time_ns),
+                int.map(|i| (i != -1).then_some(i))
+            );
+            let process = one(format!("{{\"index\":0,\"process\":{tok},\"type\":\"ok\"}}\n"));
+            prop_assert_eq!(
+                process.is_ok(),
+                int.is_some_and(|i| i >= 0)
+            );
+            let txn = one(format!(
+                "{{\"index\":0,\"type\":\"ok\",\"value\":[[\"r\",{tok},[1,2]]]}}\n{{\"index\":1,\"type\":\"ok\",\"value\":[[\"append\",7,{tok}],[\"r\",{tok},[1,2,{tok}]]]}}\n"
+            ));
+            let expected = int.map(|i| {
+                vec![
+                    MicroOp::Append(Key::int(7), Val::int(i)),
+                    MicroOp::Read(
+                        Key::int(i),
+                        ReadValue::List(vec![Val::int(1), Val::int(2), Val::int(i)].into()),
+                    ),
+                ]
+            });
+            prop_assert_eq!(
+                txn.as_ref().ok().map(|ops| ops[1].value.clone()),
+                expected.map(OpValue::Txn)
+            );
+        }
+    }
+}

@@ -92,6 +92,27 @@ impl RawOp {
         Ok(())
     }
 
+    /// [`RawOp::set`] of the integer `i` to `index`, without building the data.
+    pub fn set_index(&mut self, i: i64) -> Result<(), String> {
+        self.mark(SEEN_INDEX, "index")?;
+        self.index = index_from_data(&Data::Int(i))?;
+        Ok(())
+    }
+
+    /// [`RawOp::set`] of the integer `i` to `time`, without building the data.
+    pub fn set_time(&mut self, i: i64) -> Result<(), String> {
+        self.mark(SEEN_TIME, "time")?;
+        self.time_ns = time_from_int(i);
+        Ok(())
+    }
+
+    /// [`RawOp::set`] of the integer `i` to `process`, without building the data.
+    pub fn set_process(&mut self, i: i64) -> Result<(), String> {
+        self.mark(SEEN_PROCESS, "process")?;
+        self.process = Some(process_from_int(i)?);
+        Ok(())
+    }
+
     /// Applies defaults and the value rules; `next_index` is used when the
     /// op had no index (indices are then assigned in file order).
     pub fn finish(self, next_index: u64) -> Result<Op, String> {

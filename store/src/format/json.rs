@@ -12,7 +12,7 @@ use super::edn::is_keyword_name;
 use super::op_writer::{self, Syntax, float_text};
 use super::source::PErr;
 use crate::data::Data;
-use crate::history::{Atom, F, Key, MicroOp, Op, ReadValue, Val};
+use crate::history::{Atom, F, Key, MicroOp, Op, OpType, ReadValue, Val};
 use crate::list::ListSharer;
 use std::borrow::Cow;
 
@@ -201,6 +201,52 @@ impl<'a> Json<'a> {
         self.raw_str()
     }
 
+    /// [`Json::usual`] with [`FIELDS`], the one candidate picked by the
+    /// name's first letters (each compared as a constant, no `memcmp`).
+    #[inline]
+    fn usual_field(&mut self) -> Result<Option<&'a [u8]>, PErr> {
+        let rest = self.b.get(self.pos..).unwrap_or(&[]);
+        let n = match rest.get(1..3) {
+            Some(b"in") if rest.starts_with(FIELDS[0]) => FIELDS[0].len(),
+            Some(b"ti") if rest.starts_with(FIELDS[1]) => FIELDS[1].len(),
+            Some(b"ty") if rest.starts_with(FIELDS[2]) => FIELDS[2].len(),
+            Some(b"pr") if rest.starts_with(FIELDS[3]) => FIELDS[3].len(),
+            Some(b"f\"") if rest.starts_with(FIELDS[4]) => FIELDS[4].len(),
+            Some(b"va") if rest.starts_with(FIELDS[5]) => FIELDS[5].len(),
+            _ => return self.raw_str(),
+        };
+        self.pos += n;
+        Ok(rest.get(1..n - 1))
+    }
+
+    /// The op type when the string at the position (its opening quote) is
+    /// one of the usual quoted names (and moves past it); `None` (position
+    /// unchanged) otherwise.
+    #[inline]
+    fn usual_type(&mut self) -> Option<OpType> {
+        let rest = self.b.get(self.pos..)?;
+        let (n, t) = match rest.get(1)? {
+            b'i' if rest.starts_with(b"\"invoke\"") => (8, OpType::Invoke),
+            b'i' if rest.starts_with(b"\"info\"") => (6, OpType::Info),
+            b'o' if rest.starts_with(b"\"ok\"") => (4, OpType::Ok),
+            b'f' if rest.starts_with(b"\"fail\"") => (6, OpType::Fail),
+            _ => return None,
+        };
+        self.pos += n;
+        Some(t)
+    }
+
+    /// The byte `c` at the position, stepped over; `None` for anything else.
+    #[inline]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        if self.peek()? == c {
+            self.pos += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
     /// A name's string (`type`, `f`), at its opening quote: borrowed when it
     /// is plain ASCII, else as [`Json::string`] reads it (errors included).
     fn name_str(&mut self) -> Result<Cow<'a, str>, PErr> {
@@ -264,6 +310,15 @@ impl<'a> Json<'a> {
         let b = self.b;
         let neg = b.get(self.pos) == Some(&b'-');
         let first = self.pos + usize::from(neg);
+        if let Some((v, n)) = b.get(first..first + 8).and_then(short_digits) {
+            let next = b[first + n];
+            if n == 0 || (n > 1 && b[first] == b'0') || matches!(next, b'.' | b'e' | b'E') {
+                return None;
+            }
+            self.pos = first + n;
+            let v = v as i64;
+            return Some(if neg { -v } else { v });
+        }
         let stop = b.len().min(first + 18);
         let mut i = first;
         let mut v: u64 = 0;
@@ -490,7 +545,7 @@ impl<'a> Json<'a> {
                 if self.peek() != Some(b'"') {
                     self.expect(b'"', "a field name")?;
                 }
-                let k: Cow<'a, [u8]> = match self.usual(&FIELDS)? {
+                let k: Cow<'a, [u8]> = match self.usual_field()? {
                     Some(name) => Cow::Borrowed(name),
                     None => match self.string()? {
                         Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
@@ -498,7 +553,11 @@ impl<'a> Json<'a> {
                     },
                 };
                 self.ws();
-                self.expect(b':', "`:`")?;
+                if self.peek() == Some(b':') {
+                    self.pos += 1;
+                } else {
+                    self.expect(b':', "`:`")?;
+                }
                 self.ws();
                 let val_pos = self.pos;
                 let at = |reason: String| PErr::Bad {
@@ -509,10 +568,6 @@ impl<'a> Json<'a> {
                     b"index" | b"time" | b"process"
                         if matches!(self.peek(), Some(b'-' | b'0'..=b'9')) =>
                     {
-                        let v = match self.int_fast() {
-                            Some(i) => Data::Int(i),
-                            None => self.data(2)?,
-                        };
                         let name = if &*k == b"index" {
                             "index"
                         } else if &*k == b"time" {
@@ -520,23 +575,44 @@ impl<'a> Json<'a> {
                         } else {
                             "process"
                         };
-                        raw.set(name, v).map_err(at)?;
+                        match self.int_fast() {
+                            Some(i) => match name {
+                                "index" => raw.set_index(i),
+                                "time" => raw.set_time(i),
+                                _ => raw.set_process(i),
+                            }
+                            .map_err(at)?,
+                            None => {
+                                let v = self.data(2)?;
+                                raw.set(name, v).map_err(at)?;
+                            }
+                        }
                     }
                     b"type" if self.peek() == Some(b'"') => {
                         raw.mark(SEEN_TYPE, "type").map_err(|r| PErr::Bad {
                             pos: key_pos,
                             reason: r,
                         })?;
-                        let s = self.name_str()?;
-                        raw.op_type = Some(type_from_name(codec_name(&s)).map_err(at)?);
+                        raw.op_type = Some(match self.usual_type() {
+                            Some(t) => t,
+                            None => {
+                                let s = self.name_str()?;
+                                type_from_name(codec_name(&s)).map_err(at)?
+                            }
+                        });
                     }
                     b"f" if self.peek() == Some(b'"') => {
                         raw.mark(SEEN_F, "f").map_err(|r| PErr::Bad {
                             pos: key_pos,
                             reason: r,
                         })?;
-                        let s = self.name_str()?;
-                        raw.f = Some(F::parse(codec_name(&s)));
+                        let rest = self.b.get(self.pos..).unwrap_or_default();
+                        raw.f = Some(if rest.starts_with(b"\"txn\"") {
+                            self.pos += 5;
+                            F::Txn
+                        } else {
+                            F::parse(codec_name(&self.name_str()?))
+                        });
                     }
                     b"value" => {
                         raw.mark(SEEN_VALUE, "value").map_err(|r| PErr::Bad {
@@ -628,18 +704,27 @@ impl<'a> Json<'a> {
             if self.peek() != Some(b'"') {
                 return None;
             }
-            let kind = match self.usual(&MOP_NAMES).ok()?? {
-                b"append" => 0,
-                b"w" => 1,
-                b"r" => 2,
-                _ => return None,
+            let rest = self.b.get(self.pos..)?;
+            let kind = if rest.starts_with(MOP_NAMES[0]) {
+                self.pos += MOP_NAMES[0].len();
+                0
+            } else if rest.starts_with(MOP_NAMES[1]) {
+                self.pos += MOP_NAMES[1].len();
+                2
+            } else {
+                match self.usual(&MOP_NAMES).ok()?? {
+                    b"append" => 0,
+                    b"w" => 1,
+                    b"r" => 2,
+                    _ => return None,
+                }
             };
             self.ws();
-            self.expect(b',', "").ok()?;
+            self.eat(b',')?;
             self.ws();
             let key = Key(self.atom()?);
             self.ws();
-            self.expect(b',', "").ok()?;
+            self.eat(b',')?;
             self.ws();
             let mop = match kind {
                 0 => MicroOp::Append(key, Val(self.atom()?)),
@@ -651,13 +736,7 @@ impl<'a> Json<'a> {
                     }
                     b'[' => {
                         let l = match lists.as_deref_mut() {
-                            Some(s) => {
-                                let mut buf = s.take_scratch();
-                                let ok = self.list_into(&mut buf).is_some();
-                                let l = ok.then(|| s.share_vals(&key, &buf));
-                                s.put_scratch(buf);
-                                l?
-                            }
+                            Some(s) => self.list_shared(&key, s)?,
                             None => {
                                 let mut buf = Vec::new();
                                 self.list_into(&mut buf)?;
@@ -670,7 +749,7 @@ impl<'a> Json<'a> {
                 },
             };
             self.ws();
-            self.expect(b']', "").ok()?;
+            self.eat(b']')?;
             mops.push(mop);
             self.ws();
             match self.peek()? {
@@ -681,6 +760,62 @@ impl<'a> Json<'a> {
                 }
                 _ => return None,
             }
+        }
+    }
+
+    /// A list read of `key`, at its `[`, its buffer shared with the key's
+    /// other reads: the elements whose bytes are those the key's longest
+    /// read began with are taken from it unparsed
+    /// ([`ListSharer::known_prefix`]; a read usually repeats the previous
+    /// one and adds a few), only the rest is parsed. `None` as
+    /// [`Json::list_into`] gives it, for the same bytes.
+    fn list_shared(&mut self, key: &Key, s: &mut ListSharer) -> Option<crate::list::ValList> {
+        let body_at = self.pos + 1;
+        let body = self.b.get(body_at..)?;
+        let (known, off) = s.known_prefix(key, body);
+        let mut more = s.take_scratch();
+        let text_end = if known == 0 {
+            self.list_ends(&mut more, body_at)
+        } else {
+            self.pos = body_at + off;
+            self.list_tail(&mut more, body_at, off)
+        };
+        let l = text_end.map(|end| s.share_text(key, known, &more, &body[..end]));
+        s.put_scratch(more);
+        l
+    }
+
+    /// [`Json::list_into`], also noting where the last element ends (as an
+    /// offset from `base`, the byte after the `[`; 0 for `[]`).
+    fn list_ends(&mut self, out: &mut Vec<Val>, base: usize) -> Option<usize> {
+        self.pos += 1;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Some(0);
+        }
+        self.ws();
+        out.push(Val(self.atom()?));
+        let end = self.pos - base;
+        self.list_tail(out, base, end)
+    }
+
+    /// The rest of a list after an element that ends at `end` (an offset
+    /// from `base`), as [`Json::list_ends`] reads it.
+    fn list_tail(&mut self, out: &mut Vec<Val>, base: usize, mut end: usize) -> Option<usize> {
+        loop {
+            self.ws();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b']' => {
+                    self.pos += 1;
+                    return Some(end);
+                }
+                _ => return None,
+            }
+            self.ws();
+            out.push(Val(self.atom()?));
+            end = self.pos - base;
         }
     }
 
@@ -718,6 +853,35 @@ impl<'a> Json<'a> {
             _ => None,
         }
     }
+}
+
+/// The value and number of the decimal digits `eight` starts with, when a
+/// byte that is no digit follows them within the eight (fewer than eight
+/// digits); `None` otherwise. All eight bytes at once: a digit is a byte
+/// whose value minus `'0'` is below 10; borrows and carries between bytes
+/// only start at the first byte that is no digit, so the bytes before it
+/// are judged and summed right.
+#[inline]
+fn short_digits(eight: &[u8]) -> Option<(u64, usize)> {
+    let x = u64::from_le_bytes(eight.try_into().ok()?);
+    let d = x.wrapping_sub(0x3030_3030_3030_3030);
+    // High bit set in each byte below '0' (d borrows) or above '9' (+0x46
+    // reaches 0x80).
+    let not_digit = (d | x.wrapping_add(0x4646_4646_4646_4646)) & 0x8080_8080_8080_8080;
+    if not_digit == 0 {
+        return None;
+    }
+    let n = (not_digit.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return Some((0, 0));
+    }
+    // The digits to the high bytes (leading zeros below), then summed in
+    // pairs, fours and eights.
+    let v = d << (8 * (8 - n));
+    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    let v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xffff_ffff;
+    Some((v, n))
 }
 
 /// A name field (`type`, `f`): accepts `"ok"` and the keyword form `":ok"`.
