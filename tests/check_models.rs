@@ -69,10 +69,20 @@ fn a_garbage_read_fails_causal() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("garbage.txt");
     std::fs::write(&f, "w(1,1,0,0)\nr(1,2,1,1)\n").unwrap();
-    let o = harness(&["check", f.to_str().unwrap(), "-c", "causal", "--format", "json"]);
+    let o = harness(&[
+        "check",
+        f.to_str().unwrap(),
+        "-c",
+        "causal",
+        "--format",
+        "json",
+    ]);
     let v = json(&o);
     assert_eq!(o.status.code(), Some(1), "{v}");
-    assert!(v["anomaly-types"].to_string().contains("garbage-read"), "{v}");
+    assert!(
+        v["anomaly-types"].to_string().contains("garbage-read"),
+        "{v}"
+    );
     assert!(v["not"].to_string().contains("read-uncommitted"), "{v}");
 }
 
@@ -95,8 +105,18 @@ fn models_that_proscribe_nothing_never_say_valid() {
     }
     let skew = peer("write-skew.txt");
     let o = harness(&["check", &skew, "-c", "sequential", "--anomalies", "G2-item"]);
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     // A model that proscribes something beside one that does not: checked.
     let o = harness(&["check", &valid, "-c", "sequential,read-committed"]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }

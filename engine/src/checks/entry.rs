@@ -99,14 +99,12 @@ impl CheckHow {
 
     /// The warning for `-c causal` read as `causal-cerone`, if it was asked.
     pub fn causal_note(&self) -> Option<String> {
-        self.models
-            .contains(&ConsistencyModel::Causal)
-            .then(|| {
-                "`causal` was checked as causal-cerone, transactional causal consistency \
+        self.models.contains(&ConsistencyModel::Causal).then(|| {
+            "`causal` was checked as causal-cerone, transactional causal consistency \
                  (Cerone et al.; AWDIT's and Plume's `causal`): Elle's `causal` is a \
                  single-object model that proscribes no anomaly of a transaction history"
-                    .to_string()
-            })
+                .to_string()
+        })
     }
 
     /// The first model asked for, or the default.
