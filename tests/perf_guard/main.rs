@@ -10,7 +10,9 @@
 //! strict-serializable check runs), a register check decided by the
 //! complete (SAT) serializability check, one at plain snapshot isolation
 //! without real time (PolySI's fig. 7 shape, zipfian keys: pruning a hot
-//! key's writer pairs), a weak-level (causal) check, and a
+//! key's writer pairs), a weak-level (causal) check, read committed with
+//! session order on the PolySI-shaped history (process edges, Elle's
+//! census of allowed anomalies, the strong-session weak check), and a
 //! linearizability search (Porcupine's c50 kv history). Inputs are
 //! generated from a fixed seed (`checker/examples/common/history_gen.rs`,
 //! `checker/tests/common/polysi_gen.rs`) or are small files of `testdata/`.
@@ -153,6 +155,14 @@ fn cases(dir: &Path) -> Vec<Case> {
         Case {
             name: "register-50k-si-db-causal",
             args: args(&["check", &s(&rw_si), "-c", "causal-cerone"]),
+            exit: 0,
+        },
+        // Read committed with session order (AWDIT's RC): process edges in
+        // the graph, Elle's census of the anomalies the model allows, the
+        // strong-session weak check.
+        Case {
+            name: "polysi-2k-zipf-rc-sessions",
+            args: args(&["check", &s(&polysi), "-c", "RC"]),
             exit: 0,
         },
         Case {
