@@ -8,8 +8,8 @@
 //! valid history the big component is cyclic only through `rw` (or order)
 //! edges, so one Tarjan pass over `ww ∪ wr ∪ order` rules out G0, G1c,
 //! their order variants and the PL-1 / PL-2 cycle-exists summaries that
-//! each took a pass of their own (AWDIT's 2M-event read-committed history,
-//! a 491k-transaction component: nine passes over 7.9M edges before).
+//! each took a pass of their own (AWDIT's 2M-event read-committed history
+//! at `-c RC` is one 491k-transaction component of 7.9M edges).
 
 use crate::graph::{Graph, Sccs, tarjan};
 use crate::rels::Rels;

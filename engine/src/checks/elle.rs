@@ -67,14 +67,13 @@ impl Check for Elle {
             complete: true,
         };
         let CheckedHistory {
-            result,
+            mut result,
             counts,
             engines,
             analyses,
             timings,
             elapsed_s,
         } = check_history(history, &opts, !how.all);
-        let mut result = result;
         if let Some(note) = how.causal_note() {
             result.warnings.push(note);
         }
@@ -176,8 +175,9 @@ fn details(
 /// monotonic reads, …) and no `--anomalies` checked nothing: its verdict
 /// is never `valid`, and a warning says why (Elle would say `valid`).
 fn nothing_proscribed(opts: &checker::CheckOptions, result: &mut checker::CheckResult) {
-    let proscribed = checker::model::anomalies_prohibited_by(opts.models.iter().copied());
-    if !proscribed.is_empty() || !opts.anomalies.is_empty() {
+    // The set the check itself asked for (remembered by the checker), so
+    // this costs no second closure over the lattice.
+    if !checker::model::prohibited_anomaly_types(&opts.models, &opts.anomalies).is_empty() {
         return;
     }
     let names: Vec<&str> = opts.models.iter().map(|m| m.name()).collect();
