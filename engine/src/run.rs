@@ -155,6 +155,16 @@ pub fn run(mut args: RunSpec, argv: Vec<String>, build: Build) -> anyhow::Result
                 eprintln!("warning: {w:#}");
                 crate::run_log::log_only_error(&format!("{w:#}"));
             }
+            // What was recorded before the error stays, unchecked: say
+            // where, and how to check it.
+            let history = run_dir.history_path();
+            if std::fs::metadata(&history).is_ok_and(|m| m.len() > 0) {
+                eprintln!(
+                    "the history recorded so far is kept in {}; `harness analyze {}` checks it",
+                    history.display(),
+                    run_dir.path().display()
+                );
+            }
             return Err(e);
         }
     };

@@ -27,11 +27,20 @@
 //! may run on the same machine. etcd is left alone by faults: the DCS is
 //! infrastructure, and partitions reach it anyway.
 //!
+//! After a heal ([`Db::await_ready`]) the cluster has recovered when one
+//! node is a primary and Patroni's REST API answers on every node (past
+//! its DCS at start-up, where Patroni exits when no member answers: the
+//! usual case right after a partition of the DCS heals). Until then an
+//! exited Patroni is started again every 2 s, each time said in the run's
+//! log; an old primary with no Patroni would stay a primary beside the
+//! new one (`tests/patroni_recovery.rs`).
+//!
 //! Teardown kills, by pid, Patroni, then the postmaster and its children,
 //! waits until they are gone and removes the node's directory; then the
 //! DCS's teardown ends its members the same way.
 
 use super::dcs;
+pub use super::roles::{PgRole, serving};
 use super::settings::{Member, PatroniConf, ProcessScope, node_yaml};
 use crate::client::BoxFuture;
 use crate::db::{Db, DbError, LogFile, NodeLog, join_errors, node_logs, poll, remote_named};
@@ -56,6 +65,13 @@ const OWN_LOGS: &[NodeLog] = &[
     NodeLog::every_node("patroni.log", "patroni.log"),
     NodeLog::every_node("postgresql.log", "postgresql.log"),
 ];
+
+/// What [`PatroniCluster::start_patroni`] prints when it started Patroni.
+const STARTED: &str = "patroni-started";
+
+/// Polls (250 ms each) between restarts of an exited Patroni while waiting
+/// for recovery: 2 s, a quarter of the shortest `ttl` in use.
+const SUPERVISE_EVERY: u32 = 8;
 
 /// Finds the newest PostgreSQL server binaries on the node.
 const BIN: &str = "$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)";
@@ -85,54 +101,6 @@ impl Default for PatroniConfig {
             conf: PatroniConf::default(),
         }
     }
-}
-
-/// What one node's PostgreSQL says of itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PgRole {
-    /// Out of recovery: a primary.
-    pub primary: bool,
-    /// Replicas streaming from it.
-    pub streaming: u32,
-    /// Of those, synchronous standbys.
-    pub sync: u32,
-}
-
-impl PgRole {
-    /// Parses `false,2,1` (`pg_is_in_recovery`, streaming, sync; `f`/`t`
-    /// also read).
-    pub fn parse(s: &str) -> Option<PgRole> {
-        let mut it = s.trim().split(',');
-        let primary = match it.next()? {
-            "f" | "false" => true,
-            "t" | "true" => false,
-            _ => return None,
-        };
-        let streaming = it.next()?.parse().ok()?;
-        let sync = it.next()?.parse().ok()?;
-        Some(PgRole {
-            primary,
-            streaming,
-            sync,
-        })
-    }
-}
-
-/// Whether the roles seen (one per node, `None`: not answering) are a
-/// serving cluster: exactly one primary, with `streaming` replicas at least
-/// and, when `sync`, a synchronous standby. Returns the primary's index.
-pub fn serving(roles: &[Option<PgRole>], streaming: u32, sync: bool) -> Option<usize> {
-    let primaries: Vec<usize> = roles
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.is_some_and(|r| r.primary))
-        .map(|(i, _)| i)
-        .collect();
-    let [p] = primaries.as_slice() else {
-        return None;
-    };
-    let r = roles.get(*p).copied().flatten()?;
-    (r.streaming >= streaming && (!sync || r.sync >= 1)).then_some(*p)
 }
 
 /// Patroni + PostgreSQL + etcd on every node.
@@ -244,49 +212,107 @@ impl PatroniCluster {
         }
     }
 
-    /// Starts Patroni on `node` unless it runs.
-    async fn start_patroni(&self, node: &Node) -> Result<(), DbError> {
+    /// Starts Patroni on `node` unless it runs; `true` when it started one.
+    async fn start_patroni(&self, node: &Node) -> Result<bool, DbError> {
         let d = self.node_dir(node);
         let cmd = format!(
-            "{pids}[ -n \"$PP\" ] && exit 0; cd /tmp; setsid runuser -u postgres -- sh -c 'echo $$ > {d}/patroni.pid; exec /usr/bin/patroni {d}/patroni.yml' </dev/null >>{d}/patroni.log 2>&1 &",
+            "{pids}[ -n \"$PP\" ] && exit 0; cd /tmp; setsid runuser -u postgres -- sh -c 'echo $$ > {d}/patroni.pid; exec /usr/bin/patroni {d}/patroni.yml' </dev/null >>{d}/patroni.log 2>&1 & echo {STARTED}",
             pids = Self::pids(&d)
         );
-        self.remote_of(node)?.run(&cmd).await?;
-        Ok(())
+        let out = self.remote_of(node)?.run(&cmd).await?;
+        Ok(out.stdout_str().trim() == STARTED)
     }
 
-    /// What `node`'s PostgreSQL says of itself (`None`: not answering).
-    async fn role(&self, node: &Node) -> Option<PgRole> {
+    /// Starts Patroni again on every node where it is not running, saying
+    /// so in the run's log. Patroni exits at start-up when no DCS member
+    /// answers its lease request (`EtcdConnectionFailed: No more machines
+    /// in the cluster`), which is the usual case right after a partition
+    /// of the DCS heals; an operator's supervisor starts it again, and so
+    /// does the wait for recovery, or the old primary, its agent gone,
+    /// would stay a primary beside the new one.
+    async fn restart_exited(&self, nodes: &[Node]) {
+        for n in nodes {
+            match self.start_patroni(n).await {
+                Ok(true) => tracing::warn!(
+                    "patroni on {} had exited (its patroni.log says why): started again",
+                    n.name
+                ),
+                Ok(false) => {}
+                Err(e) => tracing::warn!("patroni on {}: cannot start it again: {e}", n.name),
+            }
+        }
+    }
+
+    /// Whether Patroni is up on `node` (its REST API answers: it got past
+    /// its DCS at start-up, where it can still exit), and what its
+    /// PostgreSQL says of itself (`None`: not answering), in one command.
+    async fn state(&self, node: &Node) -> (bool, Option<PgRole>) {
         let d = self.node_dir(node);
         let sql = "select pg_is_in_recovery()::text || ',' || (select count(*) from pg_stat_replication where state = 'streaming') || ',' || (select count(*) from pg_stat_replication where sync_state = 'sync')";
+        // Any HTTP answer is an API that is up (python3: Patroni's own).
+        let api = format!(
+            "python3 -c \"import urllib.request as u,urllib.error as e\ntry: u.urlopen('http://{}:{}/patroni', timeout=2)\nexcept e.HTTPError: pass\" 2>/dev/null",
+            node.host, self.cfg.rest_port
+        );
         let cmd = format!(
-            "cd /tmp && PGCONNECT_TIMEOUT=2 runuser -u postgres -- {BIN}/psql -h {d} -p {} -U postgres -Atc \"{sql}\"",
+            "{api} && echo agent || echo no-agent; cd /tmp && PGCONNECT_TIMEOUT=2 runuser -u postgres -- {BIN}/psql -h {d} -p {} -U postgres -Atc \"{sql}\"",
             self.cfg.port
         );
-        let r = self.remote_of(node).ok()?;
-        let out = r.exec(&cmd, None, Duration::from_secs(5)).await.ok()?;
-        if !out.success() {
-            return None;
-        }
-        PgRole::parse(&out.stdout_str())
+        let Ok(r) = self.remote_of(node) else {
+            return (false, None);
+        };
+        let Ok(out) = r.exec(&cmd, None, Duration::from_secs(5)).await else {
+            return (false, None);
+        };
+        let text = out.stdout_str();
+        let mut lines = text.lines();
+        let agent = lines.next().is_some_and(|l| l.trim() == "agent");
+        let role = if out.success() {
+            lines.next().and_then(PgRole::parse)
+        } else {
+            None
+        };
+        (agent, role)
     }
 
     /// Waits until the cluster serves (see [`serving`]) with `streaming`
-    /// replicas; remembers the primary.
-    async fn wait_serving(&self, limit: Duration, streaming: u32) -> Result<(), DbError> {
+    /// replicas; remembers the primary. With `supervise`, Patroni is
+    /// started again every [`SUPERVISE_EVERY`] polls where it has exited
+    /// ([`PatroniCluster::restart_exited`]).
+    async fn wait_serving(
+        &self,
+        limit: Duration,
+        streaming: u32,
+        supervise: bool,
+    ) -> Result<(), DbError> {
         let nodes = self.node_list();
         let sync = self.cfg.conf.synchronous_mode;
         let last = Mutex::new(String::new());
+        let polls = std::sync::atomic::AtomicU32::new(0);
         let res = poll(limit, Duration::from_millis(250), || {
             let nodes = &nodes;
             let last = &last;
+            let polls = &polls;
             async move {
+                let i = polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if supervise && i > 0 && i.is_multiple_of(SUPERVISE_EVERY) {
+                    self.restart_exited(nodes).await;
+                }
                 let mut roles = Vec::with_capacity(nodes.len());
+                let mut agents = Vec::with_capacity(nodes.len());
                 for n in nodes {
-                    roles.push(self.role(n).await);
+                    let (agent, role) = self.state(n).await;
+                    agents.push(agent);
+                    roles.push(role);
                 }
                 if let Ok(mut l) = last.lock() {
-                    *l = format!("{roles:?}");
+                    *l = format!("{roles:?}, Patroni up: {agents:?}");
+                }
+                // A primary whose Patroni is gone (or still starting, and
+                // may exit for want of its DCS) is no recovery: nothing
+                // would demote it when another node takes the leader key.
+                if !agents.iter().all(|a| *a) {
+                    return Ok(false);
                 }
                 match serving(&roles, streaming, sync).and_then(|i| nodes.get(i)) {
                     Some(p) => {
@@ -310,7 +336,7 @@ impl PatroniCluster {
             db: "patroni".to_string(),
             waited_ms: limit.as_millis(),
             detail: format!(
-                "no single primary{} (roles per node: {last})",
+                "no single primary{} and Patroni up on every node (roles per node: {last})",
                 if sync {
                     " with a sync standby"
                 } else {
@@ -396,7 +422,9 @@ impl PatroniCluster {
             self.start_patroni(n).await?;
         }
         let replicas = u32::try_from(nodes.len().saturating_sub(1)).unwrap_or(u32::MAX);
-        self.wait_serving(self.cfg.start_timeout, replicas).await
+        // At setup a Patroni that exits is a setup failure, not restarted.
+        self.wait_serving(self.cfg.start_timeout, replicas, false)
+            .await
     }
 }
 
@@ -420,6 +448,7 @@ impl Process for PatroniCluster {
         Box::pin(async move {
             self.start_patroni(node)
                 .await
+                .map(|_| ())
                 .map_err(|e| perr(node, "start", e))
         })
     }
@@ -502,7 +531,7 @@ impl Db for PatroniDb {
             // One primary, not necessarily every replica back: a rewound
             // old primary may take longer to stream again than the final
             // reads need.
-            self.0.wait_serving(limit, 0).await
+            self.0.wait_serving(limit, 0, true).await
         })
     }
 }
@@ -538,32 +567,5 @@ mod tests {
         // The catalog's list names the same files.
         let names: Vec<&str> = LOGS.iter().map(|l| l.local).collect();
         assert_eq!(names, want.map(|(_, l)| l).to_vec());
-    }
-
-    #[test]
-    fn roles_parse_and_serving_needs_one_primary() {
-        let p = PgRole::parse("f,2,1\n").unwrap();
-        assert_eq!(
-            p,
-            PgRole {
-                primary: true,
-                streaming: 2,
-                sync: 1
-            }
-        );
-        // `pg_is_in_recovery()::text` spells it out.
-        assert_eq!(PgRole::parse("false,2,1"), Some(p));
-        let r = PgRole::parse("t,0,0").unwrap();
-        assert!(!r.primary);
-        assert_eq!(PgRole::parse("x,1,1"), None);
-        assert_eq!(PgRole::parse("f,1"), None);
-        assert_eq!(serving(&[Some(r), Some(p), None], 2, true), Some(1));
-        // Two primaries (split brain) is not serving.
-        assert_eq!(serving(&[Some(p), Some(p), Some(r)], 0, false), None);
-        assert_eq!(serving(&[Some(r), None, Some(r)], 0, false), None);
-        let async_p = PgRole::parse("f,1,0").unwrap();
-        assert_eq!(serving(&[Some(async_p), Some(r), None], 2, false), None);
-        assert_eq!(serving(&[Some(async_p), Some(r), None], 1, false), Some(0));
-        assert_eq!(serving(&[Some(async_p), Some(r), None], 1, true), None);
     }
 }

@@ -15,6 +15,7 @@ pub mod client;
 mod database;
 pub mod dcs;
 pub mod lifecycle;
+mod roles;
 pub mod settings;
 
 pub use client::PatroniFactory;
