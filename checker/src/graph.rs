@@ -409,8 +409,10 @@ pub fn induced(g: &Graph, nodes: &[u32], mask: Rels, scratch: &mut [u32]) -> Gra
     let mut out = Graph { off, dst, rels };
     for i in 0..nodes.len() {
         let r = out.off[i]..out.off[i + 1];
-        let mut pairs: Vec<(u32, Rels)> = r.clone().map(|e| (out.dst[e], out.rels[e])).collect();
-        if pairs.windows(2).any(|w| w[0].0 > w[1].0) {
+        // Usually sorted already (`nodes` ascending): checked in place.
+        if out.dst[r.clone()].windows(2).any(|w| w[0] > w[1]) {
+            let mut pairs: Vec<(u32, Rels)> =
+                r.clone().map(|e| (out.dst[e], out.rels[e])).collect();
             pairs.sort_unstable_by_key(|p| p.0);
             for (k, (d, rl)) in pairs.into_iter().enumerate() {
                 out.dst[r.start + k] = d;
