@@ -94,7 +94,7 @@ pub fn two_state(g: &Graph, step: Rels) -> Sccs {
             if !second && r.intersects(step) {
                 return Some(2 * g.target(e));
             }
-            if second && s % 2 == 0 && r.contains(Rel::Rw) {
+            if second && s & 1 == 0 && r.contains(Rel::Rw) {
                 return Some(2 * g.target(e) + 1);
             }
         }
