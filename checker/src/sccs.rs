@@ -11,7 +11,7 @@
 //! each took a pass of their own (AWDIT's 2M-event read-committed history
 //! at `-c RC` is one 491k-transaction component of 7.9M edges).
 
-use crate::graph::{Graph, Sccs, tarjan};
+use crate::graph::{Graph, Sccs, tarjan, tarjan_by};
 use crate::rels::{Rel, Rels};
 
 /// Components of `graph` per relation set, computed on demand and kept.
@@ -74,80 +74,28 @@ impl<'g> Components<'g> {
 /// all — without its edge list and CSR (two and three times the edges of
 /// `g`; at 491k transactions and 7.9M edges they were most of the peak).
 pub fn two_state(g: &Graph, step: Rels) -> Sccs {
-    const UNSEEN: u32 = u32::MAX;
-    let n = 2 * g.node_count();
-    let mut index = vec![UNSEEN; n];
-    let mut low = vec![0u32; n];
-    let mut comp = vec![UNSEEN; n];
-    let mut size: Vec<u32> = Vec::new();
-    let mut stack: Vec<u32> = Vec::new();
-    // (state, cursor): the cursor is 2 × edge of `g` + which of its two
-    // possible targets comes next.
-    let mut call: Vec<(u32, usize)> = Vec::new();
-    let mut counter = 0u32;
-    let next = |s: u32, cursor: &mut usize| -> Option<u32> {
-        let end = 2 * g.range(s / 2).end;
-        while *cursor < end {
-            let (e, second) = (*cursor / 2, *cursor % 2 == 1);
-            *cursor += 1;
-            let r = g.rels_at(e);
-            if !second && r.intersects(step) {
-                return Some(2 * g.target(e));
-            }
-            if second && s & 1 == 0 && r.contains(Rel::Rw) {
-                return Some(2 * g.target(e) + 1);
-            }
-        }
-        None
-    };
-    for root in 0..n as u32 {
-        if index[root as usize] != UNSEEN {
-            continue;
-        }
-        index[root as usize] = counter;
-        low[root as usize] = counter;
-        counter += 1;
-        stack.push(root);
-        call.push((root, 2 * g.range(root / 2).start));
-        while let Some(frame) = call.last_mut() {
-            let v = frame.0;
-            let mut descended = false;
-            while let Some(w) = next(v, &mut frame.1) {
-                if index[w as usize] == UNSEEN {
-                    index[w as usize] = counter;
-                    low[w as usize] = counter;
-                    counter += 1;
-                    stack.push(w);
-                    call.push((w, 2 * g.range(w / 2).start));
-                    descended = true;
-                    break;
-                } else if comp[w as usize] == UNSEEN && index[w as usize] < low[v as usize] {
-                    low[v as usize] = index[w as usize];
+    // The cursor runs over 2 × edge of `g` + which of its two possible
+    // targets comes next.
+    tarjan_by(
+        2 * g.node_count(),
+        |s| {
+            let r = g.range(s / 2);
+            2 * r.start..2 * r.end
+        },
+        |s, cursor| {
+            for c in cursor.by_ref() {
+                let (e, second) = (c / 2, c & 1 == 1);
+                let r = g.rels_at(e);
+                if !second && r.intersects(step) {
+                    return Some(2 * g.target(e));
+                }
+                if second && s & 1 == 0 && r.contains(Rel::Rw) {
+                    return Some(2 * g.target(e) + 1);
                 }
             }
-            if descended {
-                continue;
-            }
-            call.pop();
-            if let Some(parent) = call.last() {
-                let p = parent.0 as usize;
-                low[p] = low[p].min(low[v as usize]);
-            }
-            if low[v as usize] == index[v as usize] {
-                let id = size.len() as u32;
-                let mut count = 0u32;
-                while let Some(w) = stack.pop() {
-                    comp[w as usize] = id;
-                    count += 1;
-                    if w == v {
-                        break;
-                    }
-                }
-                size.push(count);
-            }
-        }
-    }
-    Sccs { comp, size }
+            None
+        },
+    )
 }
 
 #[cfg(test)]
