@@ -13,9 +13,9 @@
 
 use crate::anomaly::{AnomalyType, Variant, all_implied};
 use crate::budget::Budget;
-use crate::graph::{EdgeList, Graph, NO_NODE, Sccs, induced, tarjan};
+use crate::graph::{Graph, NO_NODE, Sccs, induced};
 use crate::rels::{Rel, Rels};
-use crate::sccs::Components;
+use crate::sccs::{Components, two_state};
 use std::collections::{BTreeSet, VecDeque};
 
 /// A cycle found: `steps[i] = (node, rel)` means an edge `node → next node`
@@ -341,7 +341,7 @@ impl Searcher {
             RwMode::Forbid | RwMode::Any => (Some(comps.get(spec.legal)), None),
             RwMode::Exactly1 => (Some(comps.get(spec.legal.minus(Rels::RW))), None),
             RwMode::NonAdjacent => {
-                state = tarjan(&state_graph(sub, spec.legal), Rels::WW);
+                state = two_state(sub, spec.legal.minus(Rels::RW));
                 (None, Some(&state))
             }
         };
@@ -551,25 +551,4 @@ impl Searcher {
         out.extend(rev.into_iter().rev());
         out
     }
-}
-
-/// The state graph for the non-adjacent search: node `2x` = at x, last step
-/// not rw; `2x+1` = at x, last step rw. Non-rw edges lead to even states, rw
-/// edges only leave even states. Edges are labelled `ww` (only reachability matters).
-fn state_graph(sub: &Graph, legal: Rels) -> Graph {
-    let k = sub.node_count() as u32;
-    let non_rw = legal.minus(Rels::RW);
-    let mut el = EdgeList::default();
-    for x in 0..k {
-        for (y, r) in sub.succ(x) {
-            if r.intersects(non_rw) {
-                el.add(2 * x, 2 * y, Rels::WW);
-                el.add(2 * x + 1, 2 * y, Rels::WW);
-            }
-            if r.contains(Rel::Rw) && legal.contains(Rel::Rw) {
-                el.add(2 * x, 2 * y + 1, Rels::WW);
-            }
-        }
-    }
-    Graph::build(2 * k as usize, &el)
 }

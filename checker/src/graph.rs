@@ -303,14 +303,32 @@ impl Sccs {
 /// Tarjan's algorithm over edges whose relations intersect `mask`, with an
 /// explicit stack.
 pub fn tarjan(g: &Graph, mask: Rels) -> Sccs {
-    let n = g.node_count();
+    tarjan_by(
+        g.node_count(),
+        |v| g.range(v),
+        |_, edges| {
+            edges
+                .find(|&e| g.rels[e].intersects(mask))
+                .map(|e| g.dst[e])
+        },
+    )
+}
+
+/// Tarjan's algorithm over nodes `0..n`, with an explicit stack: a node's
+/// successors come one at a time from `next(v, cursor)`, its cursor
+/// starting as `first(v)` (so a graph need not be built to be walked).
+pub(crate) fn tarjan_by(
+    n: usize,
+    first: impl Fn(u32) -> std::ops::Range<usize>,
+    next: impl Fn(u32, &mut std::ops::Range<usize>) -> Option<u32>,
+) -> Sccs {
     const UNSEEN: u32 = u32::MAX;
     let mut index = vec![UNSEEN; n];
     let mut low = vec![0u32; n];
     let mut comp = vec![UNSEEN; n];
     let mut size: Vec<u32> = Vec::new();
     let mut stack: Vec<u32> = Vec::new();
-    let mut call: Vec<(u32, usize)> = Vec::new();
+    let mut call: Vec<(u32, std::ops::Range<usize>)> = Vec::new();
     let mut counter = 0u32;
     for s in 0..n as u32 {
         if index[s as usize] != UNSEEN {
@@ -320,24 +338,17 @@ pub fn tarjan(g: &Graph, mask: Rels) -> Sccs {
         low[s as usize] = counter;
         counter += 1;
         stack.push(s);
-        call.push((s, g.off[s as usize]));
+        call.push((s, first(s)));
         while let Some(frame) = call.last_mut() {
             let v = frame.0;
-            let end = g.off[v as usize + 1];
             let mut descended = false;
-            while frame.1 < end {
-                let e = frame.1;
-                frame.1 += 1;
-                if !g.rels[e].intersects(mask) {
-                    continue;
-                }
-                let w = g.dst[e];
+            while let Some(w) = next(v, &mut frame.1) {
                 if index[w as usize] == UNSEEN {
                     index[w as usize] = counter;
                     low[w as usize] = counter;
                     counter += 1;
                     stack.push(w);
-                    call.push((w, g.off[w as usize]));
+                    call.push((w, first(w)));
                     descended = true;
                     break;
                 } else if comp[w as usize] == UNSEEN {
@@ -409,8 +420,10 @@ pub fn induced(g: &Graph, nodes: &[u32], mask: Rels, scratch: &mut [u32]) -> Gra
     let mut out = Graph { off, dst, rels };
     for i in 0..nodes.len() {
         let r = out.off[i]..out.off[i + 1];
-        let mut pairs: Vec<(u32, Rels)> = r.clone().map(|e| (out.dst[e], out.rels[e])).collect();
-        if pairs.windows(2).any(|w| w[0].0 > w[1].0) {
+        // Usually sorted already (`nodes` ascending): checked in place.
+        if out.dst[r.clone()].windows(2).any(|w| w[0] > w[1]) {
+            let mut pairs: Vec<(u32, Rels)> =
+                r.clone().map(|e| (out.dst[e], out.rels[e])).collect();
             pairs.sort_unstable_by_key(|p| p.0);
             for (k, (d, rl)) in pairs.into_iter().enumerate() {
                 out.dst[r.start + k] = d;

@@ -12,7 +12,7 @@ use crate::explain::{Anomaly, Evidence, Step};
 use crate::graph::{EdgeList, Edges, Graph, induced, tarjan};
 use crate::order;
 use crate::rels::{Rel, Rels};
-use crate::sccs::Components;
+use crate::sccs::{Components, two_state};
 
 /// Graph → SCCs → cycle search → explanations.
 pub struct Cycles;
@@ -225,20 +225,7 @@ fn cycle_exists_in(
             Vec::new()
         } else if ext {
             // Two states per node: rw steps may not follow each other.
-            let n = graph.node_count() as u32;
-            let mut el = EdgeList::default();
-            for x in 0..n {
-                for (y, r) in graph.succ(x) {
-                    if r.intersects(rels) {
-                        el.add(2 * x, 2 * y, Rels::WW);
-                        el.add(2 * x + 1, 2 * y, Rels::WW);
-                    }
-                    if r.contains(Rel::Rw) {
-                        el.add(2 * x, 2 * y + 1, Rels::WW);
-                    }
-                }
-            }
-            let s = tarjan(&Graph::build(2 * n as usize, &el), Rels::WW);
+            let s = two_state(graph, rels);
             let mut v: Vec<Vec<u32>> = s
                 .nontrivial()
                 .into_iter()
