@@ -94,6 +94,24 @@ fn usual_ops_in_any_field_order_read_as_the_general_path_reads_them() {
 }
 
 #[test]
+fn integers_of_every_width_in_usual_ops_read_as_the_general_path_reads_them() {
+    for width in 1..=20 {
+        for first in ['1', '9', '0'] {
+            let digits: String = std::iter::once(first)
+                .chain("1234567890123456789".chars())
+                .take(width)
+                .collect();
+            for tok in [digits.clone(), format!("-{digits}"), format!("{digits}.5")] {
+                agree(&format!(
+                    "{{\"index\":0,\"time\":{tok},\"type\":\"invoke\",\"process\":1,\"f\":\"txn\",\"value\":[[\"append\",{tok},{tok}],[\"r\",{tok},null]]}}\n\
+                     {{\"index\":1,\"time\":{tok},\"type\":\"ok\",\"process\":1,\"f\":\"txn\",\"value\":[[\"append\",{tok},{tok}],[\"r\",{tok},[{tok},{tok}]]]}}\n"
+                ));
+            }
+        }
+    }
+}
+
+#[test]
 fn malformed_usual_lines_give_the_general_paths_errors() {
     let head = r#"{"index":0,"type":"invoke","process":1,"f":"txn","value":[["r",1,null]]}"#;
     for bad in [
