@@ -167,11 +167,12 @@ fn mops() -> impl Strategy<Value = (String, String)> {
 }
 
 /// One op's fields (the usual six, sometimes one changed, left out or
-/// added to) in an order and spacing drawn from `seed`.
+/// added to) in an order drawn from `seed`, with blanks or without.
 fn render(fields: [Option<String>; 6], seed: u64, blanks: bool) -> String {
     let mut fields: Vec<String> = fields.into_iter().flatten().collect();
+    // A third in the order harness writes (its own fast path).
     let mut s = seed | 1;
-    for i in (1..fields.len()).rev() {
+    for i in (1..fields.len()).rev().filter(|_| seed % 3 != 0) {
         s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
         fields.swap(i, (s >> 33) as usize % (i + 1));
     }
