@@ -778,11 +778,13 @@ impl<'a> Json<'a> {
         })
     }
 
-    /// Steps over `c` when the bytes at the position are `c`.
+    /// Steps over `c` when the bytes at the position are `c` (compared as
+    /// an array of known length: a few loads, no `memcmp` call).
     #[inline]
-    fn skip_const(&mut self, c: &[u8]) -> Option<()> {
-        if self.b.get(self.pos..)?.starts_with(c) {
-            self.pos += c.len();
+    fn skip_const<const N: usize>(&mut self, c: &[u8; N]) -> Option<()> {
+        let at: &[u8; N] = self.b.get(self.pos..self.pos + N)?.try_into().ok()?;
+        if at == c {
+            self.pos += N;
             Some(())
         } else {
             None
