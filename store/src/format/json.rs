@@ -3,6 +3,11 @@
 //! Key decision: no `serde_json::Value` per op. The common fields and the
 //! usual `[["append",k,v],["r",k,[…]]]` transaction shape are parsed directly;
 //! anything else goes through [`Data`] and the shared rules in `convert`.
+//! A reader filling a history ([`super::OpReader::read_into`]) first tries
+//! [`Json::usual_op`]: a client transaction with only the six usual fields,
+//! read without an [`Op`] (its micro-ops into the reader's scratch vector,
+//! then straight into the columns); on anything else it reads the same
+//! bytes again with [`Json::op`], so errors and results are that path's.
 //!
 //! The JSON encoding of EDN-only values is documented in the parent module.
 
