@@ -25,9 +25,14 @@ fn general(text: &str, file: Option<&Path>) -> Result<Vec<Op>, String> {
     .map_err(|e| e.to_string())
 }
 
+/// Each op of a history, whether its micro-ops are stored (not elided),
+/// its partner.
+type OpsShown = Vec<(Op, bool, Option<usize>)>;
+
 /// What a history shows of its storage: each op, whether its micro-ops
-/// are stored (not elided), its partner; then the warnings.
-fn shape(h: &History) -> (Vec<(Op, bool, Option<usize>)>, Vec<String>, usize) {
+/// are stored (not elided), its partner; then the warnings and the
+/// micro-op count.
+fn shape(h: &History) -> (OpsShown, Vec<String>, usize) {
     let ops = (0..h.len())
         .map(|pos| (h.op(pos), h.stored_txn(pos).is_some(), h.partner(pos)))
         .collect();
@@ -172,7 +177,7 @@ fn render(fields: [Option<String>; 6], seed: u64, blanks: bool) -> String {
     let mut fields: Vec<String> = fields.into_iter().flatten().collect();
     // A third in the order harness writes (its own fast path).
     let mut s = seed | 1;
-    for i in (1..fields.len()).rev().filter(|_| seed % 3 != 0) {
+    for i in (1..fields.len()).rev().filter(|_| !seed.is_multiple_of(3)) {
         s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
         fields.swap(i, (s >> 33) as usize % (i + 1));
     }
