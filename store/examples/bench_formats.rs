@@ -4,6 +4,7 @@
 //! cargo run --release -p store --example bench_formats -- gen  OUT.jsonl [N_OPS]
 //! cargo run --release -p store --example bench_formats -- read FILE      # into Vec<Op>
 //! cargo run --release -p store --example bench_formats -- stream FILE    # one op at a time
+//! cargo run --release -p store --example bench_formats -- load FILE      # into a History
 //! cargo run --release -p store --example bench_formats -- convert IN OUT # read all, write
 //! ```
 //! Run each under `/usr/bin/time -v` for peak RSS. `gen` makes a
@@ -111,6 +112,19 @@ fn main() {
                 out.ops.len(),
                 mb(p),
                 mb(p) / s
+            );
+        }
+        Some("load") => {
+            // The whole load `harness check` does (parse on every core +
+            // pairing), alone: `/usr/bin/time` of this is the load's CPU.
+            let p = Path::new(&args[1]);
+            let t = Instant::now();
+            let (h, _) = format::load_history(p).unwrap();
+            let s = t.elapsed().as_secs_f64();
+            println!(
+                "load: {} ops, {} micro-ops in {s:.3} s",
+                h.len(),
+                h.mop_count()
             );
         }
         Some("stream") => {

@@ -21,6 +21,7 @@
 //! - `side` is [`NO_SIDE`] exactly when the op has nothing rare.
 
 use crate::data::Data;
+use crate::format::UsualOp;
 use crate::history::{
     Extra, F, History, HistoryError, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId,
 };
@@ -42,6 +43,8 @@ const NO_SIDE: u32 = u32::MAX;
 const LEN_RARE: u16 = u16::MAX;
 /// `f` code of an op without an `f`.
 const F_NONE: u8 = 0;
+/// `f` code of [`F::Txn`] (its position in [`KNOWN_F`] + 1).
+const F_TXN: u8 = 1;
 /// `f` code of an [`F::Other`] (the name is in the side table).
 const F_OTHER: u8 = u8::MAX;
 /// The functions with a code of their own (`code = position + 1`).
@@ -312,7 +315,13 @@ impl Columns {
     }
 
     /// Puts `mops` in the arena as the op at `pos`'s.
-    fn place(&mut self, pos: usize, mops: Vec<MicroOp>) {
+    fn place(&mut self, pos: usize, mut mops: Vec<MicroOp>) {
+        self.place_from(pos, &mut mops);
+    }
+
+    /// [`Columns::place`], moving the micro-ops out of `mops` (left empty,
+    /// its allocation kept for the caller).
+    fn place_from(&mut self, pos: usize, mops: &mut Vec<MicroOp>) {
         let (start, len) = (self.mops.len(), mops.len());
         // 2^32 micro-ops are 160 GiB: no history that fits in memory.
         assert!(
@@ -327,7 +336,7 @@ impl Columns {
                 LEN_RARE
             }
         };
-        self.mops.extend(mops);
+        self.mops.append(mops);
     }
 
     /// Consecutive parts' ops, in order, appended to the first part's
@@ -375,7 +384,17 @@ pub struct HistoryBuilder {
     cols: Columns,
     /// Open client invocations with micro-ops (position, micro-ops), by process.
     open: FxHashMap<u64, (usize, Vec<MicroOp>)>,
+    /// Emptied micro-op vectors of closed invocations, reused by
+    /// [`HistoryBuilder::push_usual`] for the next ones (at most
+    /// [`SPARE_VECS`], none over [`SPARE_CAPACITY`]): no allocation per op.
+    spare: Vec<Vec<MicroOp>>,
 }
+
+/// Vectors [`HistoryBuilder`] keeps for reuse, at most (about one per
+/// process of a usual history).
+const SPARE_VECS: usize = 1024;
+/// Largest capacity of a vector kept for reuse.
+const SPARE_CAPACITY: usize = 256;
 
 impl HistoryBuilder {
     /// An empty builder.
@@ -430,6 +449,62 @@ impl HistoryBuilder {
         self.cols.place(pos, mops);
     }
 
+    /// Adds the next op, one of the usual shape (`format::json`), its
+    /// micro-ops moved out of `mops` (left empty): what [`Self::push`] of
+    /// `op.into_op(mops)` does, without the [`Op`] and its allocation.
+    pub(crate) fn push_usual(&mut self, op: UsualOp, mops: &mut Vec<MicroOp>) {
+        let Some(process) = u32::try_from(op.process).ok().filter(|&p| p < PROC_RARE) else {
+            return self.push(op.into_op(mops));
+        };
+        let pos = self.cols.recs.len();
+        let mut rec = OpRec {
+            index: op.index,
+            time_ns: op.time_ns.unwrap_or(NO_TIME),
+            mop_start: 0,
+            mop_len: 0,
+            process,
+            side: NO_SIDE,
+            type_kind: 0,
+            f: F_TXN,
+        };
+        rec.set(op.op_type, Kind::Txn);
+        self.cols.recs.push(rec);
+        let open = self.open.remove(&op.process);
+        if op.op_type == OpType::Invoke {
+            if let Some((inv, m)) = open {
+                self.place_spare(inv, m);
+            }
+            let mut v = self.spare.pop().unwrap_or_default();
+            v.append(mops);
+            self.open.insert(op.process, (pos, v));
+            return;
+        }
+        if let Some((inv, mut m)) = open {
+            if self.cols.recs[inv].f == F_TXN && crate::elide::elidable(&m, mops) {
+                let r = &mut self.cols.recs[inv];
+                r.set(r.op_type(), Kind::Elided);
+                m.clear();
+                self.keep_spare(m);
+            } else {
+                self.place_spare(inv, m);
+            }
+        }
+        self.cols.place_from(pos, mops);
+    }
+
+    /// Places an open invocation's micro-ops, keeping the vector.
+    fn place_spare(&mut self, pos: usize, mut m: Vec<MicroOp>) {
+        self.cols.place_from(pos, &mut m);
+        self.keep_spare(m);
+    }
+
+    /// Keeps an empty vector for reuse, within the limits.
+    fn keep_spare(&mut self, m: Vec<MicroOp>) {
+        if self.spare.len() < SPARE_VECS && m.capacity() <= SPARE_CAPACITY {
+            self.spare.push(m);
+        }
+    }
+
     /// Number of ops pushed.
     pub fn len(&self) -> usize {
         self.cols.recs.len()
@@ -464,6 +539,7 @@ impl HistoryBuilder {
         HistoryBuilder {
             cols: Columns::concat(parts),
             open: FxHashMap::default(),
+            spare: Vec::new(),
         }
     }
 

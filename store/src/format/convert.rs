@@ -32,6 +32,38 @@ pub(crate) enum RawValue {
     Data(Data),
 }
 
+/// An op of the usual shape, read by [`super::json::Json::usual_op`]
+/// without building an [`Op`]: a client transaction (`f` `"txn"`) whose
+/// micro-ops are in the reader's scratch vector, every other field absent.
+/// [`UsualOp::into_op`] gives the op the general path reads from the same
+/// bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UsualOp {
+    pub index: u64,
+    pub time_ns: Option<i64>,
+    pub op_type: OpType,
+    pub process: u64,
+}
+
+impl UsualOp {
+    /// The op, its micro-ops moved out of `mops` into a vector of exactly
+    /// their number.
+    pub fn into_op(self, mops: &mut Vec<MicroOp>) -> Op {
+        let mut exact = Vec::with_capacity(mops.len());
+        exact.append(mops);
+        Op {
+            index: OpIndex(self.index),
+            time_ns: self.time_ns,
+            op_type: self.op_type,
+            process: Some(Process::Client(ProcessId(self.process))),
+            f: Some(F::Txn),
+            value: OpValue::Txn(exact),
+            error: None,
+            extra: crate::history::Extra::new(),
+        }
+    }
+}
+
 /// Bits of [`RawOp::seen`].
 pub(crate) const SEEN_INDEX: u8 = 1;
 pub(crate) const SEEN_TIME: u8 = 2;
@@ -40,6 +72,9 @@ pub(crate) const SEEN_PROCESS: u8 = 8;
 pub(crate) const SEEN_F: u8 = 16;
 pub(crate) const SEEN_VALUE: u8 = 32;
 pub(crate) const SEEN_ERROR: u8 = 64;
+/// The six fields an op of the usual shape ([`UsualOp`]) may have.
+pub(crate) const SEEN_ALL_USUAL: u8 =
+    SEEN_INDEX | SEEN_TIME | SEEN_TYPE | SEEN_PROCESS | SEEN_F | SEEN_VALUE;
 
 impl RawOp {
     /// Marks field `bit` (named `name`) as seen; a second time is an error.

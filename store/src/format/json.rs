@@ -3,10 +3,18 @@
 //! Key decision: no `serde_json::Value` per op. The common fields and the
 //! usual `[["append",k,v],["r",k,[…]]]` transaction shape are parsed directly;
 //! anything else goes through [`Data`] and the shared rules in `convert`.
+//! A reader filling a history ([`super::OpReader::read_into`]) first tries
+//! [`Json::usual_op`]: a client transaction with only the six usual fields,
+//! read without an [`Op`] (its micro-ops into the reader's scratch vector,
+//! then straight into the columns); on anything else it reads the same
+//! bytes again with [`Json::op`], so errors and results are that path's.
 //!
 //! The JSON encoding of EDN-only values is documented in the parent module.
 
-use super::convert::{RawOp, RawValue, SEEN_F, SEEN_TYPE, SEEN_VALUE, type_from_name};
+use super::convert::{
+    RawOp, RawValue, SEEN_ALL_USUAL, SEEN_F, SEEN_INDEX, SEEN_PROCESS, SEEN_TIME, SEEN_TYPE,
+    SEEN_VALUE, UsualOp, type_from_name,
+};
 use super::cursor::{Cursor, push_digit, show};
 use super::edn::is_keyword_name;
 use super::op_writer::{self, Syntax, float_text};
@@ -658,6 +666,144 @@ impl<'a> Json<'a> {
         }
         raw.finish(next_index)
             .map_err(|reason| PErr::Bad { pos: start, reason })
+    }
+
+    /// One op object of the usual shape, at its `{`: the fields `index`
+    /// (a non-negative integer; absent: `next_index`), `time` (an integer;
+    /// optional), `type` (one of the four names), `process` (a non-negative
+    /// integer), `f` (`"txn"`) and `value` (the transaction shape
+    /// [`Json::try_txn`] reads), each once and in any order, nothing else.
+    /// The micro-ops go into `mops` (empty on entry). `None` for anything
+    /// else — an unusual field or value, a duplicate, a syntax error, the
+    /// end of the buffer — and the caller reads the same bytes with
+    /// [`Json::op`] from the start (`mops` cleared), which gives the error
+    /// or the op; for the bytes it accepts, this gives what `op` gives
+    /// (`store/tests/json_fast_paths.rs`).
+    pub fn usual_op(
+        &mut self,
+        next_index: u64,
+        mops: &mut Vec<MicroOp>,
+        mut lists: Option<&mut ListSharer>,
+    ) -> Option<UsualOp> {
+        let start = self.pos;
+        if let Some(op) = self.usual_in_order(mops, lists.as_deref_mut()) {
+            return Some(op);
+        }
+        self.pos = start;
+        mops.clear();
+        self.eat(b'{')?;
+        let (mut index, mut time_ns, mut op_type, mut process) = (None, None, None, None);
+        let mut seen = 0u8;
+        loop {
+            self.ws();
+            let rest = self.b.get(self.pos..)?;
+            // Each field name picked by its first letters, compared whole.
+            let (bit, n) = match rest.get(1..3)? {
+                b"in" if rest.starts_with(FIELDS[0]) => (SEEN_INDEX, FIELDS[0].len()),
+                b"ti" if rest.starts_with(FIELDS[1]) => (SEEN_TIME, FIELDS[1].len()),
+                b"ty" if rest.starts_with(FIELDS[2]) => (SEEN_TYPE, FIELDS[2].len()),
+                b"pr" if rest.starts_with(FIELDS[3]) => (SEEN_PROCESS, FIELDS[3].len()),
+                b"f\"" if rest.starts_with(FIELDS[4]) => (SEEN_F, FIELDS[4].len()),
+                b"va" if rest.starts_with(FIELDS[5]) => (SEEN_VALUE, FIELDS[5].len()),
+                _ => return None,
+            };
+            if seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
+            self.pos += n;
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            match bit {
+                SEEN_INDEX => index = Some(u64::try_from(self.usual_int()?).ok()?),
+                SEEN_TIME => time_ns = Some(self.usual_int()?),
+                SEEN_TYPE => op_type = Some(self.usual_type()?),
+                SEEN_PROCESS => process = Some(u64::try_from(self.usual_int()?).ok()?),
+                SEEN_F => {
+                    if !self.b.get(self.pos..)?.starts_with(b"\"txn\"") {
+                        return None;
+                    }
+                    self.pos += 5;
+                }
+                _ => {
+                    if self.peek()? != b'[' {
+                        return None;
+                    }
+                    self.txn_into(mops, lists.as_deref_mut())?;
+                }
+            }
+            self.ws();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b'}' => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        if seen | SEEN_INDEX | SEEN_TIME != SEEN_ALL_USUAL {
+            return None;
+        }
+        Some(UsualOp {
+            index: index.unwrap_or(next_index),
+            time_ns: time_ns.and_then(super::convert::time_from_int),
+            op_type: op_type?,
+            process: process?,
+        })
+    }
+
+    /// [`Json::usual_op`] of the op harness writes: all six fields in
+    /// [`FIELDS`]' order, no blanks — each name and separator compared as
+    /// one constant. `None` for anything else (the caller tries any order).
+    #[inline]
+    fn usual_in_order(
+        &mut self,
+        mops: &mut Vec<MicroOp>,
+        lists: Option<&mut ListSharer>,
+    ) -> Option<UsualOp> {
+        self.skip_const(b"{\"index\":")?;
+        let index = u64::try_from(self.usual_int()?).ok()?;
+        self.skip_const(b",\"time\":")?;
+        let time = self.usual_int()?;
+        self.skip_const(b",\"type\":")?;
+        let op_type = self.usual_type()?;
+        self.skip_const(b",\"process\":")?;
+        let process = u64::try_from(self.usual_int()?).ok()?;
+        self.skip_const(b",\"f\":\"txn\",\"value\":[")?;
+        self.pos -= 1;
+        self.txn_into(mops, lists)?;
+        self.skip_const(b"}")?;
+        Some(UsualOp {
+            index,
+            time_ns: super::convert::time_from_int(time),
+            op_type,
+            process,
+        })
+    }
+
+    /// Steps over `c` when the bytes at the position are `c` (compared as
+    /// an array of known length: a few loads, no `memcmp` call).
+    #[inline]
+    fn skip_const<const N: usize>(&mut self, c: &[u8; N]) -> Option<()> {
+        let at: &[u8; N] = self.b.get(self.pos..self.pos + N)?.try_into().ok()?;
+        if at == c {
+            self.pos += N;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// An integer where [`Json::op`] takes [`Json::int_fast`]'s (a sign or
+    /// a digit first), else `None`.
+    #[inline]
+    fn usual_int(&mut self) -> Option<i64> {
+        match self.peek()? {
+            b'-' | b'0'..=b'9' => self.int_fast(),
+            _ => None,
+        }
     }
 
     /// The usual transaction shape, parsed without building `Data`; `None`

@@ -46,6 +46,7 @@ mod source;
 
 use crate::history::{History, HistoryBuilder, Op};
 use crate::list::ListSharer;
+pub(crate) use convert::UsualOp;
 use cursor::Cursor;
 pub use input::{Input, Peeked, compress_file, is_gzip};
 pub use kind::{NotHistory, classify as classify_head, not_a_history};
@@ -253,6 +254,19 @@ pub struct OpReader<R> {
     /// Set by [`OpReader::sharing_lists`]: JSON Lines list reads are built
     /// in per-key shared buffers (`crate::list`).
     lists: Option<ListSharer>,
+    /// Set while [`OpReader::read_into`] runs: JSON Lines ops of the usual
+    /// shape are read by [`json::Json::usual_op`] and handed to the sink
+    /// without an [`Op`] (the iterator always reads with [`json::Json::op`]).
+    usual: bool,
+    /// The micro-ops of the last usual op (the sink empties it).
+    mops: Vec<crate::history::MicroOp>,
+}
+
+/// What the reader read: an op, or an op of the usual shape whose
+/// micro-ops are in the reader's `mops`.
+enum Item {
+    Op(Op),
+    Usual(convert::UsualOp),
 }
 
 impl OpReader<Input> {
@@ -293,6 +307,8 @@ impl<R: Read> OpReader<R> {
             next_index: 0,
             warnings: Vec::new(),
             lists: None,
+            usual: false,
+            mops: Vec::new(),
         }
     }
 
@@ -325,7 +341,7 @@ impl<R: Read> OpReader<R> {
         FormatError::new(self.file.as_deref(), line, Some(col), reason)
     }
 
-    fn fail(&mut self, e: FormatError) -> Option<Result<Op, FormatError>> {
+    fn fail<T>(&mut self, e: FormatError) -> Option<Result<T, FormatError>> {
         self.state = State::Done;
         Some(Err(e))
     }
@@ -354,7 +370,7 @@ impl<R: Read> OpReader<R> {
 
     /// The file ended inside an item: torn (warning) if there is no final
     /// newline, else an error.
-    fn ended_inside(&mut self, what: &str) -> Option<Result<Op, FormatError>> {
+    fn ended_inside<T>(&mut self, what: &str) -> Option<Result<T, FormatError>> {
         let len = self.src.avail().len();
         if !self.src.ends_with_newline() {
             let (line, col) = self.src.position(0);
@@ -385,12 +401,12 @@ impl<R: Read> OpReader<R> {
         keep
     }
 
-    fn accept(&mut self, op: Op) -> Option<Result<Op, FormatError>> {
+    fn accept(&mut self, op: Op) -> Option<Result<Item, FormatError>> {
         self.next_index = op.index.0.saturating_add(1);
-        Some(Ok(op))
+        Some(Ok(Item::Op(op)))
     }
 
-    fn next_line(&mut self) -> Option<Result<Op, FormatError>> {
+    fn next_line(&mut self) -> Option<Result<Item, FormatError>> {
         // Bytes at the start of the buffer known to hold no newline, and
         // whether the line's start is known to be fine: a long line read
         // from a pipe (64 KiB per read) is scanned once, not once per read.
@@ -440,8 +456,24 @@ impl<R: Read> OpReader<R> {
                 let e = self.err_at(p.pos, "expected an op object `{` at the start of the line");
                 return self.fail(e);
             }
-            return match p.op(self.next_index, self.lists.as_mut()) {
-                Ok(op) => {
+            let usual = if self.usual {
+                let start = p.pos;
+                let r = p.usual_op(self.next_index, &mut self.mops, self.lists.as_mut());
+                if r.is_none() {
+                    // Read again from the op's start by the general path.
+                    p.pos = start;
+                    self.mops.clear();
+                }
+                r
+            } else {
+                None
+            };
+            let r = match usual {
+                Some(u) => Ok(Item::Usual(u)),
+                None => p.op(self.next_index, self.lists.as_mut()).map(Item::Op),
+            };
+            return match r {
+                Ok(item) => {
                     p.ws();
                     if !p.at_end() {
                         let e = self.err_at(p.pos, "unexpected data after the op on this line");
@@ -456,7 +488,13 @@ impl<R: Read> OpReader<R> {
                         // Only padding follows.
                         self.state = State::Done;
                     }
-                    self.accept(op)
+                    match item {
+                        Item::Op(op) => self.accept(op),
+                        Item::Usual(u) => {
+                            self.next_index = u.index.saturating_add(1);
+                            Some(Ok(Item::Usual(u)))
+                        }
+                    }
                 }
                 Err(PErr::Incomplete) if !has_nl => self.ended_inside("an op"),
                 // Before the NUL padding of a killed run's log, the last
@@ -498,7 +536,7 @@ impl<R: Read> OpReader<R> {
         }
     }
 
-    fn step(&mut self) -> Option<Result<Op, FormatError>> {
+    fn step(&mut self) -> Option<Result<Item, FormatError>> {
         loop {
             match self.state {
                 State::Done => return None,
@@ -687,11 +725,32 @@ impl<R: Read> OpReader<R> {
     }
 }
 
+impl<R: Read> OpReader<R> {
+    /// Reads every op into `sink` (ops of the usual shape without building
+    /// an [`Op`]); stops at the first error. Gives `sink` the ops the
+    /// iterator gives, in order, and leaves the same warnings.
+    pub(crate) fn read_into<S: OpSink>(&mut self, sink: &mut S) -> Result<(), FormatError> {
+        self.usual = true;
+        while let Some(item) = self.step() {
+            match item? {
+                Item::Op(op) => sink.push(op),
+                Item::Usual(u) => sink.push_usual(u, &mut self.mops),
+            }
+        }
+        self.usual = false;
+        Ok(())
+    }
+}
+
 impl<R: Read> Iterator for OpReader<R> {
     type Item = Result<Op, FormatError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.step()
+        match self.step()? {
+            Ok(Item::Op(op)) => Some(Ok(op)),
+            Ok(Item::Usual(u)) => Some(Ok(u.into_op(&mut self.mops))),
+            Err(e) => Some(Err(e)),
+        }
     }
 }
 
@@ -704,6 +763,11 @@ pub(crate) trait OpSink: Default + Send {
         Self::default()
     }
     fn push(&mut self, op: Op);
+    /// Adds an op of the usual shape whose micro-ops are `mops` (left
+    /// empty): the op [`convert::UsualOp::into_op`] makes of them.
+    fn push_usual(&mut self, op: convert::UsualOp, mops: &mut Vec<crate::history::MicroOp>) {
+        self.push(op.into_op(mops));
+    }
     /// The first op's index, if any.
     fn first_index(&self) -> Option<u64>;
     /// Consecutive parts of one file's ops, joined in order.
@@ -737,6 +801,10 @@ impl OpSink for HistoryBuilder {
         HistoryBuilder::push(self, op);
     }
 
+    fn push_usual(&mut self, op: convert::UsualOp, mops: &mut Vec<crate::history::MicroOp>) {
+        HistoryBuilder::push_usual(self, op, mops);
+    }
+
     fn first_index(&self) -> Option<u64> {
         HistoryBuilder::first_index(self)
     }
@@ -753,13 +821,14 @@ pub(crate) fn collect_into<R: Read>(
     sink: &mut impl OpSink,
 ) -> Result<(Format, Vec<String>), FormatError> {
     let mut r = r.sharing_lists();
+    if r.format == Format::JsonLines {
+        r.read_into(sink)?;
+        return Ok((r.format, r.warnings));
+    }
     let mut sharer = ListSharer::new();
-    let jsonl = r.format == Format::JsonLines;
     for op in r.by_ref() {
         let mut op = op?;
-        if !jsonl {
-            sharer.share_op(&mut op);
-        }
+        sharer.share_op(&mut op);
         sink.push(op);
     }
     Ok((r.format, r.warnings))

@@ -138,9 +138,7 @@ fn parse_chunk<S: OpSink>(path: &Path, start: u64, end: u64, room: u64) -> Optio
     );
     let mut r = r.sharing_lists();
     let mut sink = S::for_bytes(room);
-    for op in r.by_ref() {
-        sink.push(op.ok()?);
-    }
+    r.read_into(&mut sink).ok()?;
     r.warnings().is_empty().then_some(sink)
 }
 
