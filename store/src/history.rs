@@ -568,6 +568,21 @@ pub enum HistoryError {
         /// What differs.
         reason: String,
     },
+    /// More ops or micro-ops than a history can hold: positions and the
+    /// micro-op arena are addressed with 32 bits.
+    #[error(
+        "op {index} (op number {count}): a history holds at most {limit} {what}; this one has more (split it)"
+    )]
+    TooLarge {
+        /// The op that passes the limit.
+        index: OpIndex,
+        /// Its number, counting from 1.
+        count: u64,
+        /// The limit.
+        limit: u64,
+        /// What is counted: `ops` or `micro-ops`.
+        what: &'static str,
+    },
 }
 
 /// Something odd but acceptable in a history.
@@ -667,8 +682,15 @@ impl History {
     /// Pairs and validates the ops in `cols`.
     pub(crate) fn from_columns(cols: Columns) -> Result<History, HistoryError> {
         let n = cols.recs.len();
-        // Positions are stored as `u32`.
-        assert!(n < NONE as usize, "a history of {n} ops");
+        // Positions are stored as `u32` (the builder refuses more first).
+        if n > crate::columns::MAX_OPS {
+            return Err(HistoryError::TooLarge {
+                index: cols.index(crate::columns::MAX_OPS),
+                count: crate::columns::MAX_OPS as u64 + 1,
+                limit: crate::columns::MAX_OPS as u64,
+                what: "ops",
+            });
+        }
         let mut partner = vec![NONE; n];
         let mut pairing = crate::pairing::Pairing::default();
         for pos in 0..n {

@@ -260,6 +260,8 @@ pub struct OpReader<R> {
     usual: bool,
     /// The micro-ops of the last usual op (the sink empties it).
     mops: Vec<crate::history::MicroOp>,
+    /// The line the last JSON Lines op was on.
+    op_line: u64,
 }
 
 /// What the reader read: an op, or an op of the usual shape whose
@@ -309,6 +311,7 @@ impl<R: Read> OpReader<R> {
             lists: None,
             usual: false,
             mops: Vec::new(),
+            op_line: 0,
         }
     }
 
@@ -479,6 +482,7 @@ impl<R: Read> OpReader<R> {
                         let e = self.err_at(p.pos, "unexpected data after the op on this line");
                         return self.fail(e);
                     }
+                    self.op_line = self.src.position(0).0;
                     if has_nl {
                         self.src.consume_line(line_len + 1);
                     } else {
@@ -736,9 +740,18 @@ impl<R: Read> OpReader<R> {
                 Item::Op(op) => sink.push(op),
                 Item::Usual(u) => sink.push_usual(u, &mut self.mops),
             }
+            if let Some(e) = sink.refused() {
+                self.state = State::Done;
+                return Err(self.refusal(e, self.op_line));
+            }
         }
         self.usual = false;
         Ok(())
+    }
+
+    /// The error for an op the sink refused (`e`), read on `line`.
+    fn refusal(&self, e: &crate::HistoryError, line: u64) -> FormatError {
+        FormatError::new(self.file.as_deref(), line, None, e.to_string())
     }
 }
 
@@ -763,6 +776,11 @@ pub(crate) trait OpSink: Default + Send {
         Self::default()
     }
     fn push(&mut self, op: Op);
+    /// Why the sink refuses ops, once one passed its limits
+    /// ([`HistoryBuilder`]: more than 32-bit positions address).
+    fn refused(&self) -> Option<&crate::HistoryError> {
+        None
+    }
     /// Adds an op of the usual shape whose micro-ops are `mops` (left
     /// empty): the op [`convert::UsualOp::into_op`] makes of them.
     fn push_usual(&mut self, op: convert::UsualOp, mops: &mut Vec<crate::history::MicroOp>) {
@@ -770,8 +788,9 @@ pub(crate) trait OpSink: Default + Send {
     }
     /// The first op's index, if any.
     fn first_index(&self) -> Option<u64>;
-    /// Consecutive parts of one file's ops, joined in order.
-    fn join(parts: Vec<Self>) -> Self;
+    /// Consecutive parts of one file's ops, joined in order; `None` when
+    /// they are too many for one sink.
+    fn join(parts: Vec<Self>) -> Option<Self>;
 }
 
 impl OpSink for Vec<Op> {
@@ -783,12 +802,12 @@ impl OpSink for Vec<Op> {
         self.first().map(|op| op.index.0)
     }
 
-    fn join(parts: Vec<Self>) -> Self {
+    fn join(parts: Vec<Self>) -> Option<Self> {
         let mut all = Vec::with_capacity(parts.iter().map(Vec::len).sum());
         for part in parts {
             all.extend(part);
         }
-        all
+        Some(all)
     }
 }
 
@@ -805,11 +824,15 @@ impl OpSink for HistoryBuilder {
         HistoryBuilder::push_usual(self, op, mops);
     }
 
+    fn refused(&self) -> Option<&crate::HistoryError> {
+        HistoryBuilder::refused(self)
+    }
+
     fn first_index(&self) -> Option<u64> {
         HistoryBuilder::first_index(self)
     }
 
-    fn join(parts: Vec<Self>) -> Self {
+    fn join(parts: Vec<Self>) -> Option<Self> {
         HistoryBuilder::join(parts)
     }
 }
@@ -830,6 +853,12 @@ pub(crate) fn collect_into<R: Read>(
         let mut op = op?;
         sharer.share_op(&mut op);
         sink.push(op);
+        if sink.refused().is_some() {
+            break;
+        }
+    }
+    if let Some(e) = sink.refused() {
+        return Err(r.refusal(e, r.src.position(0).0));
     }
     Ok((r.format, r.warnings))
 }

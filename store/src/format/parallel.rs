@@ -72,7 +72,7 @@ fn read_jsonl_with<S: OpSink>(path: &Path, threads: usize) -> Option<S> {
     {
         return None;
     }
-    Some(S::join(parts))
+    S::join(parts)
 }
 
 /// The first byte that is not white space.
