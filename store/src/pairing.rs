@@ -13,7 +13,9 @@
 //! keeps copies of just the open invocations, so a pass over a file holds
 //! O(processes) ops.
 
-use crate::history::{F, HistoryError, HistoryWarning, MicroOp, Op, OpIndex, OpType, Process};
+use crate::history::{
+    F, HistoryError, HistoryWarning, MicroOp, Op, OpIndex, OpType, Process, ProcessId,
+};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
@@ -63,6 +65,10 @@ impl Op {
 /// The pairing state after some prefix of a history.
 #[derive(Debug, Default)]
 pub struct Pairing {
+    /// Clients with an id below [`DENSE_IDS`], by id: their open
+    /// invocation and `info` mark (a hash lookup or two per op was most of
+    /// pairing's time). Other processes are in `open` and `infod`.
+    dense: Vec<Slot>,
     /// Open invocation per process (its position).
     open: FxHashMap<Process, usize>,
     /// Processes whose last completion was `info`.
@@ -84,7 +90,89 @@ pub struct Pairing {
 /// are counted in one warning.
 pub const MAX_ORPHANS_LISTED: usize = 1000;
 
+/// Client ids below this are kept in [`Pairing`]'s table (16 B each, the
+/// table as long as the largest id seen), not its hash maps.
+const DENSE_IDS: u64 = 1 << 16;
+
+/// A client's pairing state in [`Pairing`]'s table.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// Its open invocation's position, or [`NO_POS`].
+    open: usize,
+    /// Whether its last completion was `info`.
+    infod: bool,
+}
+
+const NO_POS: usize = usize::MAX;
+
+/// The table index of a client with a small id.
+fn dense_id(p: Process) -> Option<usize> {
+    match p {
+        Process::Client(ProcessId(id)) if id < DENSE_IDS => Some(id as usize),
+        _ => None,
+    }
+}
+
 impl Pairing {
+    /// `p`'s slot in the table, made (with every slot below it) if need be.
+    fn slot(&mut self, id: usize) -> &mut Slot {
+        if id >= self.dense.len() {
+            let empty = Slot {
+                open: NO_POS,
+                infod: false,
+            };
+            self.dense.resize(id + 1, empty);
+        }
+        &mut self.dense[id]
+    }
+
+    fn open_of(&self, p: Process) -> Option<usize> {
+        match dense_id(p) {
+            Some(id) => self.dense.get(id).map(|s| s.open).filter(|&o| o != NO_POS),
+            None => self.open.get(&p).copied(),
+        }
+    }
+
+    fn set_open(&mut self, p: Process, pos: usize) {
+        match dense_id(p) {
+            Some(id) => self.slot(id).open = pos,
+            None => {
+                self.open.insert(p, pos);
+            }
+        }
+    }
+
+    fn take_open(&mut self, p: Process) -> Option<usize> {
+        match dense_id(p) {
+            Some(id) => {
+                let s = self.dense.get_mut(id)?;
+                let o = std::mem::replace(&mut s.open, NO_POS);
+                (o != NO_POS).then_some(o)
+            }
+            None => self.open.remove(&p),
+        }
+    }
+
+    /// Clears `p`'s `info` mark; whether it had one.
+    fn take_infod(&mut self, p: Process) -> bool {
+        match dense_id(p) {
+            Some(id) => self
+                .dense
+                .get_mut(id)
+                .is_some_and(|s| std::mem::take(&mut s.infod)),
+            None => self.infod.remove(&p),
+        }
+    }
+
+    fn set_infod(&mut self, p: Process) {
+        match dense_id(p) {
+            Some(id) => self.slot(id).infod = true,
+            None => {
+                self.infod.insert(p);
+            }
+        }
+    }
+
     /// Takes the op at position `pos` (positions count up from 0 with each
     /// call); `ops` returns the op at an earlier, still open position.
     /// Returns the position of the invocation `op` completes, if any.
@@ -126,20 +214,20 @@ impl Pairing {
         self.previous = Some(op.index);
         match (op.op_type, op.process) {
             (OpType::Invoke, Some(p)) => {
-                if let Some(&o) = self.open.get(&p) {
+                if let Some(o) = self.open_of(p) {
                     return Err(HistoryError::DoubleInvoke {
                         index: op.index,
                         process: p,
                         open: ops(o).index,
                     });
                 }
-                if p != Process::Nemesis && self.infod.remove(&p) {
+                if p != Process::Nemesis && self.take_infod(p) {
                     self.warnings.push(HistoryWarning::ProcessReusedAfterInfo {
                         index: op.index,
                         process: p,
                     });
                 }
-                self.open.insert(p, pos);
+                self.set_open(p, pos);
                 Ok(None)
             }
             (OpType::Invoke, None) => {
@@ -147,12 +235,12 @@ impl Pairing {
                 Ok(None)
             }
             (t, Some(p)) => {
-                let inv = self.open.remove(&p);
+                let inv = self.take_open(p);
                 if let Some(inv) = inv {
                     check_pair(ops(inv), op)?;
                 }
                 if t == OpType::Info {
-                    self.infod.insert(p);
+                    self.set_infod(p);
                 }
                 Ok(inv)
             }
@@ -184,7 +272,11 @@ impl Pairing {
                 });
             }
         }
-        let mut unmatched: Vec<usize> = self.open.into_values().chain(self.anonymous).collect();
+        let dense = self.dense.iter().map(|s| s.open).filter(|&o| o != NO_POS);
+        let mut unmatched: Vec<usize> = (self.open.into_values())
+            .chain(dense)
+            .chain(self.anonymous)
+            .collect();
         unmatched.sort_unstable();
         warnings.extend(
             unmatched

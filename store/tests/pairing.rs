@@ -153,3 +153,61 @@ fn orphans_past_the_listing_limit_are_counted_in_one_warning() {
     assert!(w.contains(&HistoryWarning::MoreCompletionsWithoutInvocation { count: 5 }));
     assert!(w.contains(&HistoryWarning::Unmatched { index: OpIndex(0) }));
 }
+
+/// Small ids are kept in a table, others in maps: both kinds, and ids
+/// that would meet in the table were it taken modulo its size, pair apart.
+#[test]
+fn small_and_large_process_ids_pair_apart() {
+    let w = both(
+        r#"
+        {:index 0 :type :invoke :process 4464 :f :txn :value [[:r 1 nil]]}
+        {:index 1 :type :invoke :process 70000 :f :txn :value [[:r 1 nil]]}
+        {:index 2 :type :invoke :process 1099511627776 :f :txn :value [[:r 1 nil]]}
+        {:index 3 :type :info :process 70000 :f :txn :value [[:r 1 nil]]}
+        {:index 4 :type :ok :process 4464 :f :txn :value [[:r 1 [1]]]}
+        {:index 5 :type :invoke :process 70000 :f :txn :value [[:r 2 nil]]}
+        {:index 6 :type :invoke :process 4464 :f :txn :value [[:r 2 nil]]}
+        {:index 7 :type :info :process 4464 :f :txn :value [[:r 2 nil]]}
+        {:index 8 :type :invoke :process 4464 :f :txn :value [[:r 3 nil]]}
+        {:index 9 :type :ok :process 9 :f :txn :value [[:r 3 nil]]}
+    "#,
+    )
+    .unwrap();
+    let p = |id| store::Process::Client(store::ProcessId(id));
+    assert_eq!(
+        w,
+        [
+            HistoryWarning::ProcessReusedAfterInfo {
+                index: OpIndex(5),
+                process: p(70000)
+            },
+            HistoryWarning::ProcessReusedAfterInfo {
+                index: OpIndex(8),
+                process: p(4464)
+            },
+            HistoryWarning::CompletionWithoutInvocation { index: OpIndex(9) },
+            HistoryWarning::Unmatched { index: OpIndex(2) },
+            HistoryWarning::Unmatched { index: OpIndex(5) },
+            HistoryWarning::Unmatched { index: OpIndex(8) },
+        ]
+    );
+    let e = both(
+        r#"
+        {:index 0 :type :invoke :process 70000 :f :txn :value [[:r 1 nil]]}
+        {:index 1 :type :invoke :process 4464 :f :txn :value [[:r 1 nil]]}
+        {:index 2 :type :invoke :process 4464 :f :txn :value [[:r 1 nil]]}
+    "#,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            HistoryError::DoubleInvoke {
+                index: OpIndex(2),
+                open: OpIndex(1),
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

@@ -333,6 +333,13 @@ mod tests {
             ),
             "{e}"
         );
+        // The op passing the limit on a last line without its newline.
+        let mut b = HistoryBuilder::with_limits(5, 1000);
+        let e = load(pairs(3).trim_end(), Format::JsonLines, &mut b).unwrap_err();
+        assert!(
+            e.to_string().starts_with("h.jsonl:7: op 60 (op number 6)"),
+            "{e}"
+        );
         // At the limit exactly, the history loads.
         let mut b = HistoryBuilder::with_limits(6, 1000);
         load(&pairs(3), Format::JsonLines, &mut b).unwrap();

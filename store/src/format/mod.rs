@@ -260,8 +260,6 @@ pub struct OpReader<R> {
     usual: bool,
     /// The micro-ops of the last usual op (the sink empties it).
     mops: Vec<crate::history::MicroOp>,
-    /// The line the last JSON Lines op was on.
-    op_line: u64,
 }
 
 /// What the reader read: an op, or an op of the usual shape whose
@@ -311,7 +309,6 @@ impl<R: Read> OpReader<R> {
             lists: None,
             usual: false,
             mops: Vec::new(),
-            op_line: 0,
         }
     }
 
@@ -482,7 +479,6 @@ impl<R: Read> OpReader<R> {
                         let e = self.err_at(p.pos, "unexpected data after the op on this line");
                         return self.fail(e);
                     }
-                    self.op_line = self.src.position(0).0;
                     if has_nl {
                         self.src.consume_line(line_len + 1);
                     } else {
@@ -742,15 +738,16 @@ impl<R: Read> OpReader<R> {
             }
             if let Some(e) = sink.refused() {
                 self.state = State::Done;
-                return Err(self.refusal(e, self.op_line));
+                return Err(self.refusal(e));
             }
         }
         self.usual = false;
         Ok(())
     }
 
-    /// The error for an op the sink refused (`e`), read on `line`.
-    fn refusal(&self, e: &crate::HistoryError, line: u64) -> FormatError {
+    /// The error for the op just read, which the sink refused (`e`).
+    fn refusal(&self, e: &crate::HistoryError) -> FormatError {
+        let line = self.src.last_line();
         FormatError::new(self.file.as_deref(), line, None, e.to_string())
     }
 }
@@ -858,7 +855,7 @@ pub(crate) fn collect_into<R: Read>(
         }
     }
     if let Some(e) = sink.refused() {
-        return Err(r.refusal(e, r.src.position(0).0));
+        return Err(r.refusal(e));
     }
     Ok((r.format, r.warnings))
 }

@@ -132,6 +132,16 @@ impl<R: Read> Source<R> {
         self.start += n.min(self.avail().len());
     }
 
+    /// The line (1-based) of the last byte consumed: the line of an item
+    /// just read, whether or not its newline was consumed with it.
+    pub fn last_line(&self) -> u64 {
+        if self.col == 0 && self.line > 1 {
+            self.line - 1
+        } else {
+            self.line
+        }
+    }
+
     /// Line (1-based) and column (1-based, in bytes) of `avail()[off]`.
     pub fn position(&self, off: usize) -> (u64, u64) {
         let a = self.avail();
