@@ -154,24 +154,33 @@ fn orphans_past_the_listing_limit_are_counted_in_one_warning() {
     assert!(w.contains(&HistoryWarning::Unmatched { index: OpIndex(0) }));
 }
 
+/// EDN of transactions `(type, process, key)`, indexed 0, 1, …, each one
+/// read of `key` (an ok one reads `[1]`).
+fn reads(ops: &[(&str, u64, u64)]) -> String {
+    let line = |(i, &(t, p, k)): (usize, &(&str, u64, u64))| {
+        let r = if t == "ok" { "[1]" } else { "nil" };
+        format!("{{:index {i} :type :{t} :process {p} :f :txn :value [[:r {k} {r}]]}}\n")
+    };
+    ops.iter().enumerate().map(line).collect()
+}
+
 /// Small ids are kept in a table, others in maps: both kinds, and ids
 /// that would meet in the table were it taken modulo its size, pair apart.
 #[test]
 fn small_and_large_process_ids_pair_apart() {
-    let w = both(
-        r#"
-        {:index 0 :type :invoke :process 4464 :f :txn :value [[:r 1 nil]]}
-        {:index 1 :type :invoke :process 70000 :f :txn :value [[:r 1 nil]]}
-        {:index 2 :type :invoke :process 1099511627776 :f :txn :value [[:r 1 nil]]}
-        {:index 3 :type :info :process 70000 :f :txn :value [[:r 1 nil]]}
-        {:index 4 :type :ok :process 4464 :f :txn :value [[:r 1 [1]]]}
-        {:index 5 :type :invoke :process 70000 :f :txn :value [[:r 2 nil]]}
-        {:index 6 :type :invoke :process 4464 :f :txn :value [[:r 2 nil]]}
-        {:index 7 :type :info :process 4464 :f :txn :value [[:r 2 nil]]}
-        {:index 8 :type :invoke :process 4464 :f :txn :value [[:r 3 nil]]}
-        {:index 9 :type :ok :process 9 :f :txn :value [[:r 3 nil]]}
-    "#,
-    )
+    let huge = 1 << 40;
+    let w = both(&reads(&[
+        ("invoke", 4464, 1),
+        ("invoke", 70000, 1),
+        ("invoke", huge, 1),
+        ("info", 70000, 1),
+        ("ok", 4464, 1),
+        ("invoke", 70000, 2),
+        ("invoke", 4464, 2),
+        ("info", 4464, 2),
+        ("invoke", 4464, 3),
+        ("ok", 9, 3),
+    ]))
     .unwrap();
     let p = |id| store::Process::Client(store::ProcessId(id));
     assert_eq!(
@@ -191,13 +200,11 @@ fn small_and_large_process_ids_pair_apart() {
             HistoryWarning::Unmatched { index: OpIndex(8) },
         ]
     );
-    let e = both(
-        r#"
-        {:index 0 :type :invoke :process 70000 :f :txn :value [[:r 1 nil]]}
-        {:index 1 :type :invoke :process 4464 :f :txn :value [[:r 1 nil]]}
-        {:index 2 :type :invoke :process 4464 :f :txn :value [[:r 1 nil]]}
-    "#,
-    )
+    let e = both(&reads(&[
+        ("invoke", 70000, 1),
+        ("invoke", 4464, 1),
+        ("invoke", 4464, 1),
+    ]))
     .unwrap_err();
     assert!(
         matches!(
