@@ -103,7 +103,10 @@ pub struct CheckResult {
     pub not: Vec<ConsistencyModel>,
     /// The other models the found anomalies rule out (sorted by name).
     pub also_not: Vec<ConsistencyModel>,
-    /// Every anomaly type found, reported or not (they all count for `not`).
+    /// Every anomaly type found, reported or not (they all count for `not`),
+    /// but a `<model>-cycle-exists` type that could not change the result
+    /// (not prohibited, its models already ruled out by a cycle found) may
+    /// be missing: its pass is skipped in large components.
     pub found_types: Vec<AnomalyType>,
     /// Non-fatal remarks from the analysis (e.g. ops it had to skip).
     pub warnings: Vec<String>,

@@ -44,6 +44,11 @@ impl<'g> Components<'g> {
             .any(|(r, _, cyclic)| !cyclic && rels.minus(*r).is_empty())
     }
 
+    /// Whether the components over `rels` are computed (or known).
+    pub fn has(&self, rels: Rels) -> bool {
+        self.done.iter().any(|(r, _, _)| *r == rels)
+    }
+
     /// Whether the graph over `rels` has a cycle (computing its components
     /// unless a computed superset was acyclic).
     pub fn cyclic(&mut self, rels: Rels) -> bool {
