@@ -226,15 +226,16 @@ fn cycle_exists_in(
         }
         // A pass is needed unless a computed set answers it; skip it when
         // its answer cannot change the result.
+        let ext_acyclic = ext && comps.known_acyclic(rels | Rels::RW);
         let free = if ext {
-            comps.known_acyclic(rels | Rels::RW)
+            ext_acyclic
         } else {
             comps.known_acyclic(rels) || comps.has(rels)
         };
         if !free && graph.edge_count() >= ASK_FROM_EDGES && redundant.covers(kind) {
             continue;
         }
-        let within = if ext && comps.known_acyclic(rels | Rels::RW) {
+        let within = if ext_acyclic {
             Vec::new()
         } else if ext {
             // Two states per node: rw steps may not follow each other.

@@ -223,23 +223,21 @@ impl PatroniCluster {
         Ok(out.stdout_str().trim() == STARTED)
     }
 
-    /// Starts Patroni again on every node where it is not running, saying
-    /// so in the run's log. Patroni exits at start-up when no DCS member
+    /// Starts Patroni again on `n` unless it runs (it may still be
+    /// starting), saying so in the run's log. Patroni exits at start-up when no DCS member
     /// answers its lease request (`EtcdConnectionFailed: No more machines
     /// in the cluster`), which is the usual case right after a partition
     /// of the DCS heals; an operator's supervisor starts it again, and so
     /// does the wait for recovery, or the old primary, its agent gone,
     /// would stay a primary beside the new one.
-    async fn restart_exited(&self, nodes: &[Node]) {
-        for n in nodes {
-            match self.start_patroni(n).await {
-                Ok(true) => tracing::warn!(
-                    "patroni on {} had exited (its patroni.log says why): started again",
-                    n.name
-                ),
-                Ok(false) => {}
-                Err(e) => tracing::warn!("patroni on {}: cannot start it again: {e}", n.name),
-            }
+    async fn restart_exited(&self, n: &Node) {
+        match self.start_patroni(n).await {
+            Ok(true) => tracing::warn!(
+                "patroni on {} had exited (its patroni.log says why): started again",
+                n.name
+            ),
+            Ok(false) => {}
+            Err(e) => tracing::warn!("patroni on {}: cannot start it again: {e}", n.name),
         }
     }
 
@@ -276,9 +274,9 @@ impl PatroniCluster {
     }
 
     /// Waits until the cluster serves (see [`serving`]) with `streaming`
-    /// replicas; remembers the primary. With `supervise`, Patroni is
-    /// started again every [`SUPERVISE_EVERY`] polls where it has exited
-    /// ([`PatroniCluster::restart_exited`]).
+    /// replicas; remembers the primary. With `supervise`, every
+    /// [`SUPERVISE_EVERY`] polls Patroni is started again on the nodes where
+    /// it is not up ([`PatroniCluster::restart_exited`]).
     async fn wait_serving(
         &self,
         limit: Duration,
@@ -295,13 +293,14 @@ impl PatroniCluster {
             let polls = &polls;
             async move {
                 let i = polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if supervise && i > 0 && i.is_multiple_of(SUPERVISE_EVERY) {
-                    self.restart_exited(nodes).await;
-                }
+                let restart = supervise && i > 0 && i.is_multiple_of(SUPERVISE_EVERY);
                 let mut roles = Vec::with_capacity(nodes.len());
                 let mut agents = Vec::with_capacity(nodes.len());
                 for n in nodes {
                     let (agent, role) = self.state(n).await;
+                    if restart && !agent {
+                        self.restart_exited(n).await;
+                    }
                     agents.push(agent);
                     roles.push(role);
                 }

@@ -678,7 +678,7 @@ impl<'a> Json<'a> {
     /// end of the buffer — and the caller reads the same bytes with
     /// [`Json::op`] from the start (`mops` cleared), which gives the error
     /// or the op; for the bytes it accepts, this gives what `op` gives
-    /// (`store/tests/json_fast_paths.rs`).
+    /// (`store/tests/json_usual_ops.rs`).
     pub fn usual_op(
         &mut self,
         next_index: u64,

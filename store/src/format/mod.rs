@@ -401,9 +401,13 @@ impl<R: Read> OpReader<R> {
         keep
     }
 
-    fn accept(&mut self, op: Op) -> Option<Result<Item, FormatError>> {
-        self.next_index = op.index.0.saturating_add(1);
-        Some(Ok(Item::Op(op)))
+    fn accept(&mut self, item: Item) -> Option<Result<Item, FormatError>> {
+        let index = match &item {
+            Item::Op(op) => op.index.0,
+            Item::Usual(u) => u.index,
+        };
+        self.next_index = index.saturating_add(1);
+        Some(Ok(item))
     }
 
     fn next_line(&mut self) -> Option<Result<Item, FormatError>> {
@@ -488,13 +492,7 @@ impl<R: Read> OpReader<R> {
                         // Only padding follows.
                         self.state = State::Done;
                     }
-                    match item {
-                        Item::Op(op) => self.accept(op),
-                        Item::Usual(u) => {
-                            self.next_index = u.index.saturating_add(1);
-                            Some(Ok(Item::Usual(u)))
-                        }
-                    }
+                    self.accept(item)
                 }
                 Err(PErr::Incomplete) if !has_nl => self.ended_inside("an op"),
                 // Before the NUL padding of a killed run's log, the last
@@ -612,7 +610,7 @@ impl<R: Read> OpReader<R> {
                         }
                         Ok(Some((Some(op), used))) => {
                             self.src.consume(used);
-                            self.accept(op)
+                            self.accept(Item::Op(op))
                         }
                     };
                 }
@@ -692,7 +690,7 @@ impl<R: Read> OpReader<R> {
                                 first: false,
                                 close,
                             };
-                            self.accept(op)
+                            self.accept(Item::Op(op))
                         }
                     };
                 }
