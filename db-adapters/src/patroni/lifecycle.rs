@@ -70,7 +70,8 @@ const OWN_LOGS: &[NodeLog] = &[
 const STARTED: &str = "patroni-started";
 
 /// Polls (250 ms each) between restarts of an exited Patroni while waiting
-/// for recovery: 2 s, a quarter of the shortest `ttl` in use.
+/// for recovery: 2 s, a quarter of the 8 s `ttl` the tests use (the
+/// default is 10 s).
 const SUPERVISE_EVERY: u32 = 8;
 
 /// Finds the newest PostgreSQL server binaries on the node.
