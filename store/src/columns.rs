@@ -176,11 +176,13 @@ impl Columns {
     pub(crate) fn index(&self, pos: usize) -> OpIndex {
         match self.indices.get(pos) {
             Some(&i) => OpIndex(i),
-            // Consecutive: `first_index + pos` was stored, so it fits.
-            None if self.indices.is_empty() && pos < self.recs.len() => {
+            // Consecutive (the column was dropped): `first_index + pos` was
+            // stored, so it fits. A position past the end fails on the
+            // record, as it did when the record held the index.
+            None => {
+                let _in_range = &self.recs[pos];
                 OpIndex(self.first_index + pos as u64)
             }
-            None => panic!("op position {pos} out of range"),
         }
     }
 
