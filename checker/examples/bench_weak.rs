@@ -45,7 +45,7 @@ fn main() {
         let mut w = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
         let mut events = 0u64;
         for (t, txn) in txns.txns.iter().enumerate() {
-            let s = txn.process.unwrap_or(u64::MAX >> 1);
+            let s = txns.process(t as u32).unwrap_or(u64::MAX >> 1);
             let id: i64 = match txn.status {
                 Status::Fail => -1,
                 _ => t as i64,

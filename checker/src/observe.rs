@@ -257,6 +257,9 @@ impl<'h> Observations<'h> {
             // Sized once: a doubling vector held the old and the new block
             // (tens of MB at 1M transactions) while it copied.
             writes: Vec::with_capacity(if list { txns.n_appends } else { 0 }),
+            // At most one per read micro-op (fewer: aborted transactions'
+            // and uninterpretable reads are left out).
+            reads: Vec::with_capacity(txns.n_reads),
             initial: history.initial_value(),
             ..Observations::default()
         };

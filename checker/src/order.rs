@@ -23,7 +23,7 @@ pub fn process_edges(txns: &Txns<'_>) -> EdgeList {
         if tx.status != Status::Ok {
             continue;
         }
-        let Some(p) = tx.process else { continue };
+        let Some(p) = txns.process(t) else { continue };
         if let Some(prev) = last.insert(p, t) {
             el.add(prev, t, Rels::PROCESS);
         }
@@ -150,7 +150,7 @@ pub fn explain(txns: &Txns<'_>, history: &History, a: u32, b: u32, rel: Rel) -> 
         Rel::Process => Some(Step::Process(ProcessStep {
             from,
             to,
-            process: ta.process,
+            process: txns.process(a),
         })),
         Rel::Realtime => {
             let (ac, bi) = (ta.pos as usize, tb.inv as usize);

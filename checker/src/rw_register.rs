@@ -283,7 +283,7 @@ fn sequential(v: &Versions<'_>, txns: &Txns<'_>, history: &History) -> Vec<(u32,
             continue;
         }
         let tx = &txns.txns[t as usize];
-        let Some(p) = tx.process else { continue };
+        let Some(p) = txns.process(t) else { continue };
         if tx.status == Status::Fail {
             continue;
         }

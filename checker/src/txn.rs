@@ -30,8 +30,6 @@ pub struct Txn<'h> {
     pub pos: u32,
     /// Position of the invocation (equal to `pos` for completion-only histories).
     pub inv: u32,
-    /// The client process, if known.
-    pub process: Option<u64>,
     /// The micro-ops (the completion's, or the invocation's when the
     /// completion carries none).
     pub mops: &'h [MicroOp],
@@ -56,14 +54,39 @@ pub struct Txns<'h> {
     /// writer's status by its id reads this small array instead of a
     /// history-sized one (a cache miss per read at 1M transactions).
     statuses: Vec<Status>,
+    /// Each transaction's client process ([`Txns::process`]): the id if
+    /// below [`PROCESS_RARE`], else [`PROCESS_NONE`] or [`PROCESS_RARE`]
+    /// (then in `rare_processes`). 4 B apiece outside [`Txn`], which is
+    /// 32 B without it (48 with an `Option<u64>`: 16 MB at 1M
+    /// transactions, alive through every analysis).
+    processes: Vec<u32>,
+    /// `(transaction, process)` of the ids ≥ [`PROCESS_RARE`], by transaction.
+    rare_processes: Vec<(u32, u64)>,
     /// Oddities noticed (ops skipped and why).
     pub warnings: Vec<String>,
 }
 
+/// [`Txns::processes`]: no client process.
+const PROCESS_NONE: u32 = u32::MAX;
+/// [`Txns::processes`]: a client id too big for 4 B, in `rare_processes`.
+const PROCESS_RARE: u32 = u32::MAX - 1;
+
 impl<'h> Txns<'h> {
     /// Extracts the client transactions of `history`.
     pub fn new(history: &'h History) -> Txns<'h> {
-        let mut out = Txns::default();
+        // Sized once, from above: at most one transaction per op that is
+        // not a completed invocation, at most the stored micro-ops. A
+        // doubling vector copies (and faults in) each block again.
+        let most = (0..history.len())
+            .filter(|&p| history.op_type(p) != OpType::Invoke || history.partner(p).is_none())
+            .count();
+        let mut out = Txns {
+            txns: Vec::with_capacity(most),
+            statuses: Vec::with_capacity(most),
+            processes: Vec::with_capacity(most),
+            mop_keys: Vec::with_capacity(history.mop_count()),
+            ..Txns::default()
+        };
         let mut key_ids: FxHashMap<&'h Atom, u32> = FxHashMap::default();
         let mut int_ids: FxHashMap<i64, u32> = FxHashMap::default();
         for pos in 0..history.len() {
@@ -111,8 +134,14 @@ impl<'h> Txns<'h> {
                 }
             };
             let process = match history.process(pos) {
-                Some(Process::Client(p)) => Some(p.0),
-                _ => None,
+                Some(Process::Client(p)) => match u32::try_from(p.0) {
+                    Ok(small) if small < PROCESS_RARE => small,
+                    _ => {
+                        out.rare_processes.push((out.txns.len() as u32, p.0));
+                        PROCESS_RARE
+                    }
+                },
+                _ => PROCESS_NONE,
             };
             let mop_start = out.mop_keys.len() as u32;
             for m in mops {
@@ -134,11 +163,11 @@ impl<'h> Txns<'h> {
                 }
             }
             out.statuses.push(status);
+            out.processes.push(process);
             out.txns.push(Txn {
                 status,
                 pos: pos as u32,
                 inv: inv as u32,
-                process,
                 mops,
                 mop_start,
             });
@@ -150,6 +179,20 @@ impl<'h> Txns<'h> {
     #[inline]
     pub fn status(&self, t: u32) -> Status {
         self.statuses[t as usize]
+    }
+
+    /// The client process of transaction `t`, if known.
+    #[inline]
+    pub fn process(&self, t: u32) -> Option<u64> {
+        match self.processes[t as usize] {
+            PROCESS_NONE => None,
+            PROCESS_RARE => self
+                .rare_processes
+                .binary_search_by_key(&t, |&(rt, _)| rt)
+                .ok()
+                .map(|i| self.rare_processes[i].1),
+            p => Some(u64::from(p)),
+        }
     }
 
     /// Key id of micro-op `i` of transaction `t`.
@@ -221,5 +264,38 @@ mod tests {
         // The info completion without micro-ops borrows the invocation's.
         assert_eq!(t.txns[3].mops.len(), 1);
         assert_eq!(t.keys.len(), 1);
+    }
+
+    /// Client ids of any size come back as given (those that do not fit
+    /// 4 B from the side list); ops without one have none.
+    #[test]
+    fn processes_small_big_and_none() {
+        let a = |v| MicroOp::Append(Key::int(1), Val::int(v));
+        let big = u64::from(u32::MAX) + 7;
+        let mut no_process = Op::txn(3, OpType::Ok, 0, vec![a(4)]);
+        no_process.process = None;
+        let ops = vec![
+            Op::txn(0, OpType::Ok, 5, vec![a(1)]),
+            Op::txn(1, OpType::Ok, big, vec![a(2)]),
+            Op::txn(2, OpType::Ok, u64::MAX, vec![a(3)]),
+            no_process,
+            Op::txn(4, OpType::Ok, u64::from(PROCESS_RARE), vec![a(5)]),
+            Op::txn(5, OpType::Ok, u64::from(PROCESS_RARE) - 1, vec![a(6)]),
+        ];
+        let h = History::new(ops).unwrap_or_default();
+        let t = Txns::new(&h);
+        let got: Vec<_> = (0..t.len() as u32).map(|i| t.process(i)).collect();
+        assert_eq!(
+            got,
+            vec![
+                Some(5),
+                Some(big),
+                Some(u64::MAX),
+                None,
+                Some(u64::from(PROCESS_RARE)),
+                Some(u64::from(PROCESS_RARE) - 1)
+            ]
+        );
+        assert_eq!(size_of::<Txn<'_>>(), 32);
     }
 }

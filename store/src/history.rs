@@ -9,9 +9,10 @@
 //!   because `["r", k, null]` means different things in different workloads
 //!   and op types; the checker interprets it, the store keeps it losslessly.
 //! - A `History` does not hold `Op`s: it holds columns (`crate::columns`) —
-//!   a 32-B record per op, one arena of every op's micro-ops, a side table
+//!   a 24-B record per op, one arena of every op's micro-ops, a side table
 //!   for what is rare — built op by op ([`HistoryBuilder`]) as a file is
-//!   read, so a loaded history costs ~32 B per op plus its micro-ops, with
+//!   read, so a loaded history costs ~24 B per op plus its micro-ops (and
+//!   8 B for the index when indices are not consecutive), with
 //!   no allocation per op. It is read by position; `Op`s are
 //!   materialised only where a whole op is wanted (writers, explanations).
 //!
@@ -654,7 +655,7 @@ const NONE: u32 = u32::MAX;
 /// bounds, like indexing a slice.
 #[derive(Clone, Debug, Default)]
 pub struct History {
-    cols: Columns,
+    pub(crate) cols: Columns,
     /// For each position: the paired op's position, or `NONE`.
     partner: Vec<u32>,
     warnings: Vec<HistoryWarning>,
@@ -680,7 +681,7 @@ impl History {
     }
 
     /// Pairs and validates the ops in `cols`.
-    pub(crate) fn from_columns(cols: Columns) -> Result<History, HistoryError> {
+    pub(crate) fn from_columns(mut cols: Columns) -> Result<History, HistoryError> {
         let n = cols.recs.len();
         // Positions are stored as `u32` (the builder refuses more first).
         if n > crate::columns::MAX_OPS {
@@ -700,6 +701,7 @@ impl History {
             }
         }
         let warnings = pairing.finish(|i| cols.index(i));
+        cols.compact_indices();
         Ok(History {
             cols,
             partner,
@@ -745,10 +747,7 @@ impl History {
     /// The position of the op with index `index`, if there is one
     /// (indices strictly increase: a binary search).
     pub fn position_of(&self, index: OpIndex) -> Option<usize> {
-        self.cols
-            .recs
-            .binary_search_by_key(&index.0, |r| r.index)
-            .ok()
+        self.cols.position_of(index.0)
     }
 
     /// The time of the op at `pos`, if the source had one.

@@ -478,9 +478,7 @@ impl Poly {
             by_pos.sort_unstable_by_key(|&l| at[l].1);
             let mut seq = vec![0u64; global.len()];
             for &l in &by_pos {
-                let c = in_session
-                    .entry(txns.txns[global[l] as usize].process)
-                    .or_insert(0);
+                let c = in_session.entry(txns.process(global[l])).or_insert(0);
                 seq[l] = *c;
                 *c += 1;
             }

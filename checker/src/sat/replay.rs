@@ -232,7 +232,7 @@ pub fn replay(
         by_pos.sort_unstable_by_key(|&t| txns.txns[t as usize].pos);
         let mut last: FxHashMap<u64, u32> = FxHashMap::default();
         for t in by_pos {
-            let Some(p) = txns.txns[t as usize].process else {
+            let Some(p) = txns.process(t) else {
                 continue;
             };
             if let Some(prev) = last.insert(p, t) {

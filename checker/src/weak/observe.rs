@@ -200,8 +200,8 @@ impl Observations {
         out.session = vec![NO_SESSION; n];
         out.pos = vec![0; n];
         let mut by_process: FxHashMap<u64, u32> = FxHashMap::default();
-        for (t, txn) in txns.txns.iter().enumerate() {
-            let (true, Some(p)) = (out.included[t], txn.process) else {
+        for t in 0..txns.len() {
+            let (true, Some(p)) = (out.included[t], txns.process(t as u32)) else {
                 continue;
             };
             let next = out.sessions.len() as u32;

@@ -113,7 +113,7 @@ impl HistoryBuilder {
     pub(crate) fn for_jsonl_bytes(bytes: u64) -> HistoryBuilder {
         let ops = usize::try_from(bytes / 112).unwrap_or(0);
         let mut b = HistoryBuilder::default();
-        b.cols.recs.reserve(ops);
+        b.cols.reserve_ops(ops);
         b.cols.mops.reserve(ops + ops / 2);
         b
     }
@@ -167,9 +167,7 @@ impl HistoryBuilder {
         if !self.admit(op.index, mops.len()) {
             return mops.clear();
         }
-        let pos = self.cols.recs.len();
         let mut rec = OpRec {
-            index: op.index,
             time_ns: op.time_ns.unwrap_or(NO_TIME),
             mop_start: 0,
             mop_len: 0,
@@ -179,7 +177,7 @@ impl HistoryBuilder {
             f: F_TXN,
         };
         rec.set(op.op_type, Kind::Txn);
-        self.cols.recs.push(rec);
+        let pos = self.cols.push_rec(op.index, rec);
         let open = self.open.remove(&op.process);
         if op.op_type == OpType::Invoke {
             if let Some((inv, m)) = open {
@@ -228,7 +226,7 @@ impl HistoryBuilder {
 
     /// The first op's index, if any.
     pub(crate) fn first_index(&self) -> Option<u64> {
-        self.cols.recs.first().map(|r| r.index)
+        self.cols.first_index()
     }
 
     /// The columns, with the invocations still open placed.
