@@ -411,23 +411,27 @@ fn weak_levels_agree_with_the_definitions() {
     assert!(rc_only > 20 && ra_only > 5, "{rc_only} {ra_only}");
 }
 
+/// What the weak checks read of the rw-register history `text`.
+fn weak_observations(text: &str) -> checker::weak::observe::Observations {
+    let hist = common::h(text);
+    let txns = checker::txn::Txns::new(&hist);
+    let seen = checker::observe::Observations::new(&txns, &hist, Workload::RwRegister);
+    checker::weak::observe::Observations::new(&txns, &seen, Workload::RwRegister)
+}
+
 /// What lets read atomic decide a valid history from its own edges alone
 /// (`weak::check_observed`): on the same random histories, every
 /// read-committed edge (from, to) is also a read-atomic one, into the
 /// initial state included.
 #[test]
 fn read_committed_edges_are_read_atomic_edges() {
-    use checker::txn::Txns;
-    use checker::weak::{observe, saturate};
+    use checker::weak::saturate;
     use std::collections::HashSet;
     let mut rng = Rng(0x00DD_BA11_C0FF_EE42);
     let mut nonempty = 0usize;
     for round in 0..3000 {
         let text = to_text(&generate(&mut rng));
-        let hist = common::h(&text);
-        let txns = Txns::new(&hist);
-        let seen = checker::observe::Observations::new(&txns, &hist, Workload::RwRegister);
-        let obs = observe::Observations::new(&txns, &seen, Workload::RwRegister);
+        let obs = weak_observations(&text);
         let (mut rc, mut ra) = (Vec::new(), Vec::new());
         saturate::read_committed(&obs, &mut rc);
         saturate::read_atomic(&obs, &mut ra);
@@ -441,4 +445,43 @@ fn read_committed_edges_are_read_atomic_edges() {
         nonempty > 100,
         "{nonempty} histories with read-committed edges"
     );
+}
+
+/// Read atomic's write-read edges are exactly the axiom's, computed here
+/// pair by pair: for each read of x from t1 and each other transaction t2
+/// the reader read from (any key) that writes x, the edge t2 → t1 — no
+/// more (a reader of one value, which `read_atomic` skips, has none), no
+/// fewer.
+#[test]
+fn read_atomic_write_read_edges_are_the_axioms() {
+    use checker::weak::observe::INIT;
+    use checker::weak::saturate::{self, Cat};
+    use std::collections::BTreeSet;
+    let mut rng = Rng(0x5EED_0F0E_ADE5_0001);
+    let mut nonempty = 0usize;
+    for round in 0..3000 {
+        let text = to_text(&generate(&mut rng));
+        let obs = weak_observations(&text);
+        let mut ra = Vec::new();
+        saturate::read_atomic(&obs, &mut ra);
+        let got: BTreeSet<(u32, u32, u32, u32)> = ra
+            .iter()
+            .filter(|e| matches!(e.cat, Cat::RaWr | Cat::Nr))
+            .map(|e| (e.from, e.to, e.reader, e.key))
+            .collect();
+        let mut want = BTreeSet::new();
+        for t3 in 0..obs.n as u32 {
+            for r in obs.reads(t3) {
+                for q in obs.reads(t3) {
+                    let t2 = q.writer;
+                    if t2 != INIT && t2 != r.writer && obs.writes_key(t2, r.key) {
+                        want.insert((t2, r.writer, t3, r.key));
+                    }
+                }
+            }
+        }
+        assert_eq!(got, want, "round {round}\n{text}");
+        nonempty += usize::from(!want.is_empty());
+    }
+    assert!(nonempty > 100, "{nonempty} histories with such edges");
 }
