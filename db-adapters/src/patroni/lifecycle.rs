@@ -35,13 +35,15 @@
 //! log; an old primary with no Patroni would stay a primary beside the
 //! new one (`tests/patroni_recovery.rs`).
 //!
-//! Teardown kills, by pid, Patroni, then the postmaster and its children,
-//! waits until they are gone and removes the node's directory; then the
+//! Teardown kills, by pid, Patroni and every process it started (a
+//! replica's pg_basebackup would go on writing), then the postmaster and
+//! its children, waits until they are gone and removes the node's directory; then the
 //! DCS's teardown ends its members the same way.
 
 use super::dcs;
 pub use super::roles::{PgRole, serving};
 use super::settings::{Member, PatroniConf, ProcessScope, node_yaml};
+use super::signals;
 use crate::client::BoxFuture;
 use crate::db::{Db, DbError, LogFile, NodeLog, join_errors, node_logs, poll, remote_named};
 use crate::etcd::EtcdNodes;
@@ -160,44 +162,10 @@ impl PatroniCluster {
         }
     }
 
-    /// Shell that sets `PP` (Patroni) and `P` (postmaster) to the live
-    /// pids of `d`'s pid files (empty when not running).
-    fn pids(d: &str) -> String {
-        format!(
-            "alive() {{ [ -n \"$1\" ] && [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }}; \
-             PP=$(cat {d}/patroni.pid 2>/dev/null); alive \"$PP\" || PP=; \
-             P=$(head -1 {d}/data/postmaster.pid 2>/dev/null); alive \"$P\" || P=; "
-        )
-    }
-
     /// Sends `signal` to what `scope` covers on `node`. After a KILL,
     /// waits until those are gone.
     async fn signal(&self, node: &Node, scope: ProcessScope, signal: &str) -> Result<(), DbError> {
-        let d = self.node_dir(node);
-        let mut cmd = Self::pids(&d);
-        let mut waited = Vec::new();
-        if scope.patroni() {
-            // First, so it cannot restart PostgreSQL in between.
-            cmd.push_str(&format!("[ -n \"$PP\" ] && kill -{signal} $PP; "));
-            waited.push("$PP");
-        }
-        if scope.postgres() {
-            // Stop the postmaster first so it cannot fork while its
-            // children are signalled; then the children, then itself.
-            let first = if signal == "CONT" { "CONT" } else { "STOP" };
-            cmd.push_str(&format!(
-                "if [ -n \"$P\" ]; then kill -{first} $P; CH=$(pgrep -P $P); [ -n \"$CH\" ] && kill -{signal} $CH; kill -{signal} $P; fi; "
-            ));
-            waited.push("$P $CH");
-        }
-        if signal == "KILL" {
-            cmd.push_str(&format!(
-                "{} && exit 0; exit 1",
-                nemesis::process::wait_gone_sh(&waited.join(" "), 10)
-            ));
-        } else {
-            cmd.push_str("exit 0");
-        }
+        let cmd = signals::signal_sh(&self.node_dir(node), scope, signal);
         let out = self
             .remote_of(node)?
             .exec(&cmd, None, Duration::from_secs(30))
@@ -218,7 +186,7 @@ impl PatroniCluster {
         let d = self.node_dir(node);
         let cmd = format!(
             "{pids}[ -n \"$PP\" ] && exit 0; cd /tmp; setsid runuser -u postgres -- sh -c 'echo $$ > {d}/patroni.pid; exec /usr/bin/patroni {d}/patroni.yml' </dev/null >>{d}/patroni.log 2>&1 & echo {STARTED}",
-            pids = Self::pids(&d)
+            pids = signals::pids(&d)
         );
         let out = self.remote_of(node)?.run(&cmd).await?;
         Ok(out.stdout_str().trim() == STARTED)

@@ -17,6 +17,7 @@ pub mod dcs;
 pub mod lifecycle;
 mod roles;
 pub mod settings;
+mod signals;
 
 pub use client::PatroniFactory;
 pub use database::Patroni;
