@@ -436,17 +436,27 @@ pub fn induced(g: &Graph, nodes: &[u32], mask: Rels, scratch: &mut [u32]) -> Gra
 
 /// Sorts `list` (one `target << 8 | relations` per edge, targets below `n`)
 /// by target. The relations' order among equal targets is left as it falls:
-/// the caller merges them with `|`. A long list is radix-sorted, a byte of
-/// the target per pass (a pass whose byte is the same for all is skipped),
-/// which is linear where a comparison sort is not; a short one is sorted.
+/// the caller merges them with `|`. A long list is radix-sorted, which is
+/// linear where a comparison sort is not; a short one is sorted.
 fn sort_by_target(list: &mut Vec<u64>, scratch: &mut Vec<u64>, n: usize) {
     if list.len() < 64 {
         list.sort_unstable();
-        return;
+    } else {
+        radix_sort(list, scratch, 8..8 + bits_for(n));
     }
-    let bits = usize::BITS - n.leading_zeros();
+}
+
+/// Bits that hold every number below `n`.
+pub(crate) fn bits_for(n: usize) -> u32 {
+    usize::BITS - n.saturating_sub(1).leading_zeros()
+}
+
+/// Sorts `list` by its bits `bits` (least significant radix sort, a byte
+/// per pass; a pass whose byte is the same in every key is skipped). With
+/// `bits` covering every bit set, this is `sort_unstable`'s order.
+pub(crate) fn radix_sort(list: &mut Vec<u64>, scratch: &mut Vec<u64>, bits: std::ops::Range<u32>) {
     scratch.resize(list.len(), 0);
-    for shift in (8..8 + bits).step_by(8) {
+    for shift in bits.step_by(8) {
         let mut count = [0usize; 256];
         for &x in list.iter() {
             count[(x >> shift) as usize & 0xff] += 1;
