@@ -171,11 +171,11 @@ impl Graph {
     /// relations, compacting the arrays in place (a list only shrinks, so
     /// the write position never passes the read position). A list already
     /// sorted without duplicates (most are) is only moved down; the others
-    /// are sorted as one `u64` per edge (target, then relations), which
-    /// puts a target's duplicates side by side.
+    /// are sorted by target as one `u64` per edge (target, then relations),
+    /// which puts a target's duplicates side by side.
     fn sort_and_merge(&mut self) {
         let n = self.node_count();
-        let mut list: Vec<u64> = Vec::new();
+        let (mut list, mut scratch) = (Vec::new(), Vec::new());
         let mut w = 0usize;
         let mut start = 0usize;
         for i in 0..n {
@@ -192,7 +192,7 @@ impl Graph {
             list.extend(
                 (start..end).map(|e| u64::from(self.dst[e]) << 8 | u64::from(self.rels[e].bits())),
             );
-            list.sort_unstable();
+            sort_by_target(&mut list, &mut scratch, n);
             for &x in &list {
                 let (b, r) = ((x >> 8) as u32, Rels::from_bits(x as u8));
                 if w > self.off[i] && self.dst[w - 1] == b {
@@ -434,6 +434,49 @@ pub fn induced(g: &Graph, nodes: &[u32], mask: Rels, scratch: &mut [u32]) -> Gra
     out
 }
 
+/// Sorts `list` (one `target << 8 | relations` per edge, targets below `n`)
+/// by target. The relations' order among equal targets is left as it falls:
+/// the caller merges them with `|`. A long list is radix-sorted, which is
+/// linear where a comparison sort is not; a short one is sorted.
+fn sort_by_target(list: &mut Vec<u64>, scratch: &mut Vec<u64>, n: usize) {
+    if list.len() < 64 {
+        list.sort_unstable();
+    } else {
+        radix_sort(list, scratch, 8..8 + bits_for(n));
+    }
+}
+
+/// Bits that hold every number below `n`.
+pub(crate) fn bits_for(n: usize) -> u32 {
+    usize::BITS - n.saturating_sub(1).leading_zeros()
+}
+
+/// Sorts `list` by its bits `bits` (least significant radix sort, a byte
+/// per pass; a pass whose byte is the same in every key is skipped). With
+/// `bits` covering every bit set, this is `sort_unstable`'s order.
+pub(crate) fn radix_sort(list: &mut Vec<u64>, scratch: &mut Vec<u64>, bits: std::ops::Range<u32>) {
+    scratch.resize(list.len(), 0);
+    for shift in bits.step_by(8) {
+        let mut count = [0usize; 256];
+        for &x in list.iter() {
+            count[(x >> shift) as usize & 0xff] += 1;
+        }
+        if count.contains(&list.len()) {
+            continue;
+        }
+        let mut at = 0;
+        for c in &mut count {
+            at += std::mem::replace(c, at);
+        }
+        for &x in list.iter() {
+            let d = (x >> shift) as usize & 0xff;
+            scratch[count[d]] = x;
+            count[d] += 1;
+        }
+        std::mem::swap(list, scratch);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,6 +543,26 @@ mod tests {
         let gr = g(3, &[(0, 1, Rels::WW), (1, 2, Rels::WW)]);
         let s = tarjan(&gr, Rels::WW);
         assert!(s.comp[0] > s.comp[1] && s.comp[1] > s.comp[2]);
+    }
+
+    #[test]
+    fn radix_sort_orders_by_target() {
+        // Long lists over several target bytes, with duplicate targets.
+        for (len, n) in [(10usize, 5usize), (300, 70_000), (5000, 1 << 20), (200, 3)] {
+            let mut seed = len as u64 * 2_654_435_761;
+            let mut list: Vec<u64> = (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    ((seed >> 33) % n as u64) << 8 | (seed >> 20) & 0xff
+                })
+                .collect();
+            let mut want = list.clone();
+            sort_by_target(&mut list, &mut Vec::new(), n);
+            assert!(list.windows(2).all(|p| p[0] >> 8 <= p[1] >> 8));
+            want.sort_unstable();
+            list.sort_unstable();
+            assert_eq!(list, want);
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@
 
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, Evidence, Site, Step};
-use crate::graph::{EdgeList, Edges, Graph, NO_NODE, tarjan};
+use crate::graph::{EdgeList, Edges, Graph, NO_NODE, bits_for, radix_sort, tarjan};
 use crate::observe::{Observations, Read, ReadFrom, Value, read_scalar};
 use crate::order::events;
 use crate::rels::{Rel, Rels};
@@ -374,17 +374,43 @@ impl<'h> RwRegister<'h> {
         ];
         // Candidates: (key, provider, v1, v2).
         let mut vedges: Vec<(u32, u8, u32, u32)> = Vec::new();
+        // Packed as one `u64` (key, provider, v1, v2 from the top) where
+        // that fits, the candidates are radix-sorted: same order, linear.
+        let (kb, vb) = (bits_for(txns.keys.len()), bits_for(versions.vals.len()));
+        let mut packed: Vec<u64> = Vec::new();
+        const _: () = assert!(PROVIDERS.len() <= 8, "a provider takes 3 bits");
+        let pack = kb + 3 + 2 * vb <= 64;
         for (src, (_, provider)) in PROVIDERS.iter().enumerate() {
             if used[src] {
-                vedges.extend(
-                    provider(&versions, txns, history)
-                        .into_iter()
-                        .map(|(k, a, b)| (k, src as u8, a, b)),
-                );
+                let found = provider(&versions, txns, history).into_iter();
+                if pack {
+                    packed.extend(found.map(|(k, a, b)| {
+                        (u64::from(k) << 3 | src as u64) << (2 * vb)
+                            | u64::from(a) << vb
+                            | u64::from(b)
+                    }));
+                } else {
+                    vedges.extend(found.map(|(k, a, b)| (k, src as u8, a, b)));
+                }
             }
         }
-        vedges.sort_unstable();
-        vedges.dedup();
+        if pack {
+            radix_sort(&mut packed, &mut Vec::new(), 0..kb + 3 + 2 * vb);
+            packed.dedup();
+            let low = |x: u64, w: u32| (x & ((1u64 << w) - 1)) as u32;
+            vedges.extend(packed.into_iter().map(|x| {
+                let ks = x >> (2 * vb);
+                (
+                    (ks >> 3) as u32,
+                    (ks & 7) as u8,
+                    low(x >> vb, vb),
+                    low(x, vb),
+                )
+            }));
+        } else {
+            vedges.sort_unstable();
+            vedges.dedup();
+        }
 
         // A provider that makes a key cyclic is dropped for that key.
         let mut anomalies = Vec::new();
