@@ -18,12 +18,13 @@
 //! `checker/tests/common/polysi_gen.rs`) or are small files of `testdata/`.
 //!
 //! Counts are of the binary `cargo test` builds (the dev profile: the
-//! checker and the store at opt-level 2, see Cargo.toml), built without
-//! incremental compilation as CI builds it (`CARGO_INCREMENTAL=0`: an
-//! incremental build partitions code differently and counted up to 4.5 %
-//! fewer or 1.2 % more on these cases), so a new compiler or dependency
-//! version moves them too. To accept a change on purpose:
-//! `CARGO_INCREMENTAL=0 PERF_GUARD_UPDATE=1 cargo test -p harness --test perf_guard -- --ignored --nocapture`
+//! checker and the store at opt-level 2, see Cargo.toml), built as CI
+//! builds it: without incremental compilation or line tables
+//! (`CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=false`; an incremental
+//! build partitions code differently and counted up to 4.5 % fewer or
+//! 1.2 % more on these cases), so a new compiler or dependency version
+//! moves them too. To accept a change on purpose:
+//! `CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=false PERF_GUARD_UPDATE=1 cargo test -p harness --test perf_guard -- --ignored --nocapture`
 //! rewrites the baseline (commit it, saying why). A case that got more than
 //! the margin cheaper is reported, not failed: update the baseline so the
 //! gain is kept.
@@ -259,8 +260,8 @@ fn write_baseline(margin: f64, measured: &[(&str, u64)]) {
     let mut text = String::from(
         "# Instruction counts of `harness` on tests/perf_guard's cases (valgrind\n\
          # cachegrind, --cache-sim=no), written by\n\
-         # CARGO_INCREMENTAL=0 PERF_GUARD_UPDATE=1 cargo test -p harness --test perf_guard -- \
-         --ignored --nocapture\n\
+         # CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=false PERF_GUARD_UPDATE=1 \
+         cargo test -p harness --test perf_guard -- --ignored --nocapture\n\
          # A case that grows by more than margin_percent fails the guard.\n",
     );
     text += &format!(
@@ -360,7 +361,7 @@ fn instruction_counts_stay_within_the_baseline() {
     assert!(
         failed.is_empty(),
         "instruction counts grew by more than {margin} %: {}.\n{table}\nIf the growth is meant \
-         (a new analysis, a compiler update), rewrite the baseline with CARGO_INCREMENTAL=0 PERF_GUARD_UPDATE=1 cargo \
+         (a new analysis, a compiler update), rewrite the baseline with CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=false PERF_GUARD_UPDATE=1 cargo \
          test -p harness --test perf_guard -- --ignored --nocapture and commit it with the reason.",
         failed.join(", ")
     );
