@@ -29,14 +29,17 @@ pub(super) fn pids(d: &str) -> String {
 pub(super) fn signal_sh(d: &str, scope: ProcessScope, signal: &str) -> String {
     let mut cmd = pids(d);
     let mut waited = Vec::new();
-    // A process is stopped first so that it forks nothing while what it
-    // started is signalled.
     let first = if signal == "CONT" { "CONT" } else { "STOP" };
     if scope == ProcessScope::Node {
+        // Patroni is listed with what it started, then signalled first (so
+        // that, killed, it starts nothing more), then the rest. Not
+        // stopped first as the postmaster is: `runuser`, Patroni's parent,
+        // stops itself when its child stops, and a stopped `runuser` never
+        // exits.
         cmd.push_str(&format!(
             "tree() {{ for c in $(pgrep -P $1); do echo $c; tree $c; done; }}; \
-             T=; if [ -n \"$PP\" ]; then kill -{first} $PP; T=$(tree $PP); \
-             [ -n \"$T\" ] && kill -{signal} $T; kill -{signal} $PP; fi; "
+             T=; if [ -n \"$PP\" ]; then T=$(tree $PP); kill -{signal} $PP; \
+             [ -n \"$T\" ] && kill -{signal} $T; fi; "
         ));
         waited.push("$PP $T");
     } else if scope.patroni() {
@@ -45,7 +48,8 @@ pub(super) fn signal_sh(d: &str, scope: ProcessScope, signal: &str) -> String {
         waited.push("$PP");
     }
     if scope.postgres() {
-        // The postmaster's children, then itself.
+        // The postmaster is stopped first so that it forks nothing while
+        // its children are signalled; then the children, then itself.
         cmd.push_str(&format!(
             "if [ -n \"$P\" ]; then kill -{first} $P; CH=$(pgrep -P $P); [ -n \"$CH\" ] && kill -{signal} $CH; kill -{signal} $P; fi; "
         ));
