@@ -37,8 +37,9 @@
 //!
 //! Teardown kills, by pid, Patroni and every process it started (a
 //! replica's pg_basebackup would go on writing), then the postmaster and
-//! its children, waits until they are gone and removes the node's directory; then the
-//! DCS's teardown ends its members the same way.
+//! its children, waits until they are gone and removes the node's
+//! directory (`signals.rs`); then the DCS's teardown ends its members the
+//! same way.
 
 use super::dcs;
 pub use super::roles::{PgRole, serving};
