@@ -50,7 +50,7 @@ fn main() {
                 Status::Fail => -1,
                 _ => t as i64,
             };
-            for m in txn.mops {
+            for m in txns.mops_of(txn) {
                 let line = match m {
                     MicroOp::Write(k, v) | MicroOp::Append(k, v) => {
                         format!("w({},{},{s},{id})", int(&k.0), int(&v.0))
@@ -94,7 +94,7 @@ fn main() {
     for a in &r.anomalies {
         *counts.entry(a.kind.name()).or_default() += 1;
     }
-    let mops: usize = txns.txns.iter().map(|t| t.mops.len()).sum();
+    let mops: usize = txns.txns.iter().map(|t| txns.mops_of(t).len()).sum();
     println!(
         "{} ops, {} txns, {mops} micro-ops; load {:.2} s ({:.0} MB); {} check {:.2} s wall, {:.2} s CPU; peak {:.0} MB; found {:?}; warnings {:?}",
         history.len(),

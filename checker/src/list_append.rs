@@ -313,7 +313,7 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
         };
         match rel {
             Rel::Wr => {
-                for (j, m) in tb.mops.iter().enumerate() {
+                for (j, m) in txns.mops_of(tb).iter().enumerate() {
                     let MicroOp::Read(_, rv) = m else { continue };
                     let Some(last) = read_list(tb.status, rv).and_then(|r| r.last()) else {
                         continue;
@@ -329,7 +329,7 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
                 None
             }
             Rel::Ww | Rel::Rw => {
-                for (j, m) in tb.mops.iter().enumerate() {
+                for (j, m) in txns.mops_of(tb).iter().enumerate() {
                     let MicroOp::Append(_, v) = m else { continue };
                     let k = txns.key_of(b, j);
                     let Some(id) = self.obs.write_of(k, v) else {
@@ -357,7 +357,7 @@ impl<'h> VersionOrder<'h> for ListAppend<'_, 'h> {
                     } else {
                         self.pos[prev as usize] + 1
                     };
-                    for (i, m2) in ta.mops.iter().enumerate() {
+                    for (i, m2) in txns.mops_of(ta).iter().enumerate() {
                         let MicroOp::Read(_, rv) = m2 else { continue };
                         if txns.key_of(a, i) != k {
                             continue;

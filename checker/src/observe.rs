@@ -54,7 +54,7 @@ impl Write {
     /// (`None` only for a write of other transactions than `txns`').
     pub fn val<'h>(&self, txns: &Txns<'h>) -> Option<&'h Val> {
         let tx = txns.txns.get(self.txn as usize)?;
-        match tx.mops.get(self.mop as usize)? {
+        match txns.mops_of(tx).get(self.mop as usize)? {
             MicroOp::Append(_, v) | MicroOp::Write(_, v) => Some(v),
             MicroOp::Read(..) | MicroOp::ReadRange(_) => None,
         }
@@ -153,7 +153,7 @@ impl Read {
     /// What it returned, read from its micro-op in `txns`.
     pub fn value<'h>(&self, txns: &Txns<'h>) -> Value<'h> {
         let tx = &txns.txns[self.txn as usize];
-        let rv = match tx.mops.get(self.mop as usize) {
+        let rv = match txns.mops_of(tx).get(self.mop as usize) {
             Some(MicroOp::Read(_, rv)) => Some(rv),
             _ => None,
         };
@@ -324,7 +324,7 @@ impl<'h> Observations<'h> {
         let mut seen_keys: Vec<u32> = Vec::new();
         for (t, tx) in txns.txns.iter().enumerate() {
             seen_keys.clear();
-            for (i, m) in tx.mops.iter().enumerate().rev() {
+            for (i, m) in txns.mops_of(tx).iter().enumerate().rev() {
                 if list
                     && let MicroOp::Read(_, rv) = m
                     && tx.status != Status::Fail
@@ -391,7 +391,7 @@ impl<'h> Observations<'h> {
                     return &[][..];
                 }
                 let tx = &txns.txns[t as usize];
-                match &tx.mops[i as usize] {
+                match &txns.mops_of(tx)[i as usize] {
                     MicroOp::Read(_, rv) => read_list(tx.status, rv).unwrap_or(&[]),
                     _ => &[],
                 }
@@ -433,7 +433,7 @@ impl<'h> Observations<'h> {
             if tx.status == Status::Fail {
                 continue;
             }
-            for (i, m) in tx.mops.iter().enumerate() {
+            for (i, m) in txns.mops_of(tx).iter().enumerate() {
                 let MicroOp::Read(_, rv) = m else { continue };
                 let Some(r) = read_list(tx.status, rv) else {
                     continue;
@@ -477,7 +477,7 @@ impl<'h> Observations<'h> {
             if tx.status == Status::Fail {
                 continue;
             }
-            for (i, m) in tx.mops.iter().enumerate() {
+            for (i, m) in txns.mops_of(tx).iter().enumerate() {
                 let MicroOp::Read(_, rv) = m else { continue };
                 let k = txns.key_of(t, i);
                 let flags = around(txns, t, i, k, false);
@@ -511,7 +511,7 @@ impl<'h> Observations<'h> {
 fn int_ranges(txns: &Txns<'_>, list: bool) -> Vec<(i64, i64, usize)> {
     let mut ranges = vec![(i64::MAX, i64::MIN, 0usize); txns.keys.len()];
     for (t, tx) in txns.txns.iter().enumerate() {
-        for (i, m) in tx.mops.iter().enumerate() {
+        for (i, m) in txns.mops_of(tx).iter().enumerate() {
             if let Some(Val(Atom::Int(v))) = Observations::write_mop(m, list) {
                 let r = &mut ranges[txns.key_of(t as u32, i) as usize];
                 *r = (r.0.min(*v), r.1.max(*v), r.2 + 1);
@@ -525,14 +525,14 @@ fn int_ranges(txns: &Txns<'_>, list: bool) -> Vec<(i64, i64, usize)> {
 /// the rest of its transaction: whether it is the first on `k`, whether a
 /// later micro-op writes `k`, and whether an earlier one does.
 fn around(txns: &Txns<'_>, t: u32, i: usize, k: u32, list: bool) -> u8 {
-    let tx = &txns.txns[t as usize];
+    let mops = txns.mops(t);
     let on_k = |j: usize| txns.key_of(t, j) == k;
-    let writes = |j: usize| Observations::write_mop(&tx.mops[j], list).is_some();
+    let writes = |j: usize| Observations::write_mop(&mops[j], list).is_some();
     let mut flags = 0;
     if !(0..i).any(on_k) {
         flags |= Read::FIRST_ON_KEY;
     }
-    if (i + 1..tx.mops.len()).any(|j| writes(j) && on_k(j)) {
+    if (i + 1..mops.len()).any(|j| writes(j) && on_k(j)) {
         flags |= Read::WRITES_LATER;
     }
     if (0..i).any(|j| writes(j) && on_k(j)) {

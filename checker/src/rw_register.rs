@@ -101,7 +101,7 @@ impl<'h> Versions<'h> {
             v.ext_off.push(v.ext.len());
             // Final writes: the last write to each key.
             seen.clear();
-            for (i, m) in tx.mops.iter().enumerate().rev() {
+            for (i, m) in txns.mops_of(tx).iter().enumerate().rev() {
                 let MicroOp::Write(_, val) = m else { continue };
                 let k = txns.key_of(t, i);
                 if seen.contains(&k) {
@@ -121,7 +121,7 @@ impl<'h> Versions<'h> {
             // External reads: the first micro-op on a key, if it is a read.
             if tx.status == Status::Ok {
                 seen.clear();
-                for (i, m) in tx.mops.iter().enumerate() {
+                for (i, m) in txns.mops_of(tx).iter().enumerate() {
                     let k = txns.key_of(t, i);
                     if seen.contains(&k) {
                         continue;

@@ -20,19 +20,20 @@ pub enum Status {
     Info,
 }
 
-/// One client transaction.
+/// One client transaction: 16 B (its micro-ops are read back from the
+/// history, [`Txns::mops_of`]: a slice here would double it, 16 MB at 1M
+/// transactions alive through every analysis).
 #[derive(Clone, Debug)]
-pub struct Txn<'h> {
+pub struct Txn {
     /// Commit state.
     pub status: Status,
+    /// Its micro-ops are the invocation's (`inv`), not those of `pos`.
+    mops_at_inv: bool,
     /// Position (in the `History`) of the completion, or of the invocation
     /// if it never completed. This op stands for the transaction.
     pub pos: u32,
     /// Position of the invocation (equal to `pos` for completion-only histories).
     pub inv: u32,
-    /// The micro-ops (the completion's, or the invocation's when the
-    /// completion carries none).
-    pub mops: &'h [MicroOp],
     /// Start of this transaction's entries in [`Txns::mop_keys`].
     pub mop_start: u32,
 }
@@ -40,8 +41,10 @@ pub struct Txn<'h> {
 /// The transactions of a history plus interned keys.
 #[derive(Debug, Default)]
 pub struct Txns<'h> {
+    /// The history they come from (where [`Txns::mops_of`] reads).
+    history: Option<&'h History>,
     /// Client transactions in order of their representative op.
-    pub txns: Vec<Txn<'h>>,
+    pub txns: Vec<Txn>,
     /// Interned key id of every micro-op, flattened (see [`Txn::mop_start`]).
     pub mop_keys: Vec<u32>,
     /// Key id → the key.
@@ -57,7 +60,7 @@ pub struct Txns<'h> {
     /// Each transaction's client process ([`Txns::process`]): the id if
     /// below [`PROCESS_RARE`], else [`PROCESS_NONE`] or [`PROCESS_RARE`]
     /// (then in `rare_processes`). 4 B apiece outside [`Txn`], which is
-    /// 32 B without it (48 with an `Option<u64>`: 16 MB at 1M
+    /// 16 B without it (24 with an `Option<u64>`: 8 MB at 1M
     /// transactions, alive through every analysis).
     processes: Vec<u32>,
     /// `(transaction, process)` of the ids ≥ [`PROCESS_RARE`], by transaction.
@@ -81,6 +84,7 @@ impl<'h> Txns<'h> {
             .filter(|&p| history.op_type(p) != OpType::Invoke || history.partner(p).is_none())
             .count();
         let mut out = Txns {
+            history: Some(history),
             txns: Vec::with_capacity(most),
             statuses: Vec::with_capacity(most),
             processes: Vec::with_capacity(most),
@@ -107,32 +111,33 @@ impl<'h> Txns<'h> {
             };
             // Borrowed from the history's arena: an elided invocation has
             // none stored, but never stands for a transaction here.
-            let mops: &'h [MicroOp] = match (history.stored_txn(pos), history.stored_txn(inv)) {
-                (Some(m), _) if op_type != OpType::Info || !m.is_empty() => m,
-                // Nothing made up: an `ok` without micro-ops of its own did
-                // not say what it read, so its reads are not the
-                // invocation's `nil`s; it is kept as indeterminate (its
-                // writes may have happened), said as such.
-                (None, Some(m)) if op_type == OpType::Ok && inv != pos => {
-                    out.warnings.push(format!(
-                        "op {}: an ok completion without a transaction value (its invocation \
+            let (mops, mops_at_inv): (&'h [MicroOp], bool) =
+                match (history.stored_txn(pos), history.stored_txn(inv)) {
+                    (Some(m), _) if op_type != OpType::Info || !m.is_empty() => (m, false),
+                    // Nothing made up: an `ok` without micro-ops of its own did
+                    // not say what it read, so its reads are not the
+                    // invocation's `nil`s; it is kept as indeterminate (its
+                    // writes may have happened), said as such.
+                    (None, Some(m)) if op_type == OpType::Ok && inv != pos => {
+                        out.warnings.push(format!(
+                            "op {}: an ok completion without a transaction value (its invocation \
                          is op {}); kept as info (outcome unknown): its reads are unknown",
-                        history.index(pos),
-                        history.index(inv)
-                    ));
-                    status = Status::Info;
-                    m
-                }
-                (_, Some(m)) => m,
-                (Some(m), _) => m,
-                _ => {
-                    out.warnings.push(format!(
-                        "op {}: a transaction completion without micro-ops; ignored",
-                        history.index(pos)
-                    ));
-                    continue;
-                }
-            };
+                            history.index(pos),
+                            history.index(inv)
+                        ));
+                        status = Status::Info;
+                        (m, true)
+                    }
+                    (_, Some(m)) => (m, true),
+                    (Some(m), _) => (m, false),
+                    _ => {
+                        out.warnings.push(format!(
+                            "op {}: a transaction completion without micro-ops; ignored",
+                            history.index(pos)
+                        ));
+                        continue;
+                    }
+                };
             let process = match history.process(pos) {
                 Some(Process::Client(p)) => match u32::try_from(p.0) {
                     Ok(small) if small < PROCESS_RARE => small,
@@ -166,13 +171,29 @@ impl<'h> Txns<'h> {
             out.processes.push(process);
             out.txns.push(Txn {
                 status,
+                mops_at_inv,
                 pos: pos as u32,
                 inv: inv as u32,
-                mops,
                 mop_start,
             });
         }
         out
+    }
+
+    /// The micro-ops of `tx` (one of [`Txns::txns`]): its completion's, or
+    /// its invocation's when the completion carries none.
+    #[inline]
+    pub fn mops_of(&self, tx: &Txn) -> &'h [MicroOp] {
+        let at = if tx.mops_at_inv { tx.inv } else { tx.pos };
+        self.history
+            .and_then(|h| h.stored_txn(at as usize))
+            .unwrap_or(&[])
+    }
+
+    /// The micro-ops of transaction `t` (none for an id out of range).
+    #[inline]
+    pub fn mops(&self, t: u32) -> &'h [MicroOp] {
+        self.txns.get(t as usize).map_or(&[], |tx| self.mops_of(tx))
     }
 
     /// The commit state of transaction `t` (as `txns[t].status`).
@@ -262,7 +283,12 @@ mod tests {
             ]
         );
         // The info completion without micro-ops borrows the invocation's.
-        assert_eq!(t.txns[3].mops.len(), 1);
+        assert_eq!(t.mops(3).len(), 1);
+        assert_eq!(t.mops_of(&t.txns[3]), t.mops(3));
+        // The others read their own (the completion's) micro-ops.
+        assert!(matches!(t.mops(0), [MicroOp::Append(_, v)] if *v == Val::int(1)));
+        assert!(matches!(t.mops(2), [MicroOp::Read(..)]));
+        assert!(t.mops(4).is_empty(), "no such transaction");
         assert_eq!(t.keys.len(), 1);
     }
 
@@ -296,6 +322,6 @@ mod tests {
                 Some(u64::from(PROCESS_RARE) - 1)
             ]
         );
-        assert_eq!(size_of::<Txn<'_>>(), 32);
+        assert_eq!(size_of::<Txn>(), 16);
     }
 }

@@ -45,7 +45,7 @@ impl Analysis for ExpectedOrder {
             .txns
             .iter()
             .filter(|t| t.status == Status::Info)
-            .flat_map(|t| t.mops)
+            .flat_map(|t| cx.txns.mops_of(t))
             .filter_map(|m| match m {
                 MicroOp::Append(k, _) | MicroOp::Write(k, _) => Some(k),
                 _ => None,

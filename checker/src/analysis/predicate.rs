@@ -70,10 +70,12 @@ impl Analysis for Predicate {
     }
 
     fn applies(&self, cx: &Context<'_, '_>) -> bool {
-        cx.txns
-            .txns
-            .iter()
-            .any(|t| t.mops.iter().any(|m| matches!(m, MicroOp::ReadRange(_))))
+        cx.txns.txns.iter().any(|t| {
+            cx.txns
+                .mops_of(t)
+                .iter()
+                .any(|m| matches!(m, MicroOp::ReadRange(_)))
+        })
     }
 
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
@@ -139,7 +141,7 @@ fn creators<'h>(cx: &Context<'_, 'h>, keys: &KeyIndex<'h>) -> Vec<Option<Creator
         }
     }
     for t in &cx.txns.txns {
-        for m in t.mops {
+        for m in cx.txns.mops_of(t) {
             let MicroOp::ReadRange(r) = m else { continue };
             for (rk, l) in r.rows.iter().flatten() {
                 if let (Some(k), Some(v)) = (keys.id(rk), l.first()) {
@@ -226,7 +228,7 @@ impl<'c, 'h> Edges<'c, 'h> {
             if txn.status != Status::Ok {
                 continue;
             }
-            for (j, m) in txn.mops.iter().enumerate() {
+            for (j, m) in txns.mops_of(txn).iter().enumerate() {
                 let MicroOp::ReadRange(r) = m else { continue };
                 match (&r.kind, &r.rows) {
                     (RangeKind::Rows, Some(rows)) => self.rows(t as u32, j, r, rows),
@@ -295,7 +297,7 @@ impl<'c, 'h> Edges<'c, 'h> {
         let mut others: Vec<(&'h Atom, Creator<'h>)> = Vec::new();
         // Rows the reader wrote before the count exist for it, whoever
         // inserted them: counted, never "missed".
-        let mops = &self.cx.txns.txns[t as usize].mops;
+        let mops = self.cx.txns.mops(t);
         let wrote = |a: &Atom| {
             mops[..j]
                 .iter()

@@ -159,7 +159,7 @@ impl Analysis for Reads {
                         }
                     }
                     let tx = &txns.txns[r.txn as usize];
-                    for (j, m) in tx.mops.iter().enumerate().skip(r.mop as usize + 1) {
+                    for (j, m) in txns.mops_of(tx).iter().enumerate().skip(r.mop as usize + 1) {
                         if let MicroOp::Append(_, v) = m
                             && txns.key_of(r.txn, j) == r.key(txns)
                             && l.contains(v)
@@ -227,10 +227,12 @@ fn internal(op: store::OpIndex, r: &Read, key: Key, expected: Expected) -> Anoma
 fn last_own_write<'h>(txns: &Txns<'h>, r: &Read) -> Option<&'h Val> {
     let tx = &txns.txns[r.txn as usize];
     let k = r.key(txns);
-    (0..r.mop as usize).rev().find_map(|j| match &tx.mops[j] {
-        MicroOp::Write(_, v) | MicroOp::Append(_, v) if txns.key_of(r.txn, j) == k => Some(v),
-        _ => None,
-    })
+    (0..r.mop as usize)
+        .rev()
+        .find_map(|j| match &txns.mops_of(tx)[j] {
+            MicroOp::Write(_, v) | MicroOp::Append(_, v) if txns.key_of(r.txn, j) == k => Some(v),
+            _ => None,
+        })
 }
 
 /// Plume's case of a read after an own write of its key whose value
@@ -246,7 +248,7 @@ fn own_write_case(txns: &Txns<'_>, r: &Read, got: Option<&Val>) -> Option<Anomal
     let tx = &txns.txns[r.txn as usize];
     let k = r.key(txns);
     let own = |range: std::ops::Range<usize>| {
-        range.into_iter().any(|j| match &tx.mops[j] {
+        range.into_iter().any(|j| match &txns.mops_of(tx)[j] {
             MicroOp::Write(_, v) | MicroOp::Append(_, v) => {
                 Some(v) == got && txns.key_of(r.txn, j) == k
             }
@@ -255,7 +257,7 @@ fn own_write_case(txns: &Txns<'_>, r: &Read, got: Option<&Val>) -> Option<Anomal
     };
     if own(0..r.mop as usize) {
         Some(AnomalyType::NotMyLastWrite)
-    } else if own(r.mop as usize + 1..tx.mops.len()) {
+    } else if own(r.mop as usize + 1..txns.mops_of(tx).len()) {
         None
     } else {
         Some(AnomalyType::NotMyOwnWrite)
@@ -274,7 +276,7 @@ fn register_expectation<'h>(txns: &Txns<'h>, r: &Read) -> Option<Option<&'h Val>
     let j = (0..r.mop as usize)
         .rev()
         .find(|&j| txns.key_of(r.txn, j) == r.key(txns))?;
-    match &tx.mops[j] {
+    match &txns.mops_of(tx)[j] {
         MicroOp::Write(_, v) | MicroOp::Append(_, v) => Some(Some(v)),
         MicroOp::Read(_, rv) => read_scalar(rv),
         MicroOp::ReadRange(_) => None,
@@ -295,7 +297,7 @@ fn list_as_expected(txns: &Txns<'_>, r: &Read, l: &[Val]) -> bool {
         if txns.key_of(t, j) != k {
             continue;
         }
-        match &tx.mops[j] {
+        match &txns.mops_of(tx)[j] {
             MicroOp::Append(_, v) => appended.push(v),
             MicroOp::Read(_, rv) => {
                 if let Some(b) = read_list(tx.status, rv) {
@@ -326,7 +328,7 @@ fn list_expectation(txns: &Txns<'_>, r: &Read) -> Option<Expected> {
         if txns.key_of(t, j) != k {
             continue;
         }
-        match &tx.mops[j] {
+        match &txns.mops_of(tx)[j] {
             MicroOp::Append(_, v) => appended.push(v.clone()),
             MicroOp::Read(_, rv) => {
                 if let Some(l) = read_list(tx.status, rv) {

@@ -326,7 +326,7 @@ impl Explainer<'_, '_> {
 
     fn mop(&self, local: u32, i: u32) -> Option<&MicroOp> {
         let g = self.poly.global[local as usize];
-        self.txns.txns[g as usize].mops.get(i as usize)
+        self.txns.mops(g).get(i as usize)
     }
 
     fn written(&self, local: u32, i: u32) -> Option<Val> {

@@ -281,7 +281,7 @@ impl Poly {
                 continue;
             }
             seen.clear();
-            for (i, m) in tx.mops.iter().enumerate().rev() {
+            for (i, m) in txns.mops_of(tx).iter().enumerate().rev() {
                 let MicroOp::Write(_, v) = m else { continue };
                 let k = txns.key_of(t as u32, i);
                 if seen.contains(&k) {
@@ -301,7 +301,7 @@ impl Poly {
         let mut writes_initial: FxHashSet<u32> = FxHashSet::default();
         if let Some(iv) = initial {
             for (t, tx) in txns.txns.iter().enumerate() {
-                for (i, m) in tx.mops.iter().enumerate() {
+                for (i, m) in txns.mops_of(tx).iter().enumerate() {
                     if let MicroOp::Write(_, v) = m
                         && v == iv
                     {
@@ -322,7 +322,7 @@ impl Poly {
                 continue;
             }
             seen.clear();
-            for (i, m) in tx.mops.iter().enumerate() {
+            for (i, m) in txns.mops_of(tx).iter().enumerate() {
                 let k = txns.key_of(t as u32, i);
                 if seen.contains(&k) {
                     continue;
@@ -363,7 +363,7 @@ impl Poly {
         for &g in &global {
             let tx = &txns.txns[g as usize];
             seen.clear();
-            for (i, m) in tx.mops.iter().enumerate().rev() {
+            for (i, m) in txns.mops_of(tx).iter().enumerate().rev() {
                 let MicroOp::Write(..) = m else { continue };
                 let k = txns.key_of(g, i);
                 if seen.contains(&k) {

@@ -99,7 +99,7 @@ pub fn replay(
         if tx.status == Status::Fail {
             continue;
         }
-        for (k, v) in final_writes(tx.mops) {
+        for (k, v) in final_writes(txns.mops_of(tx)) {
             finals.entry((k, v)).or_insert(t as u32);
             if rank[t] != NO {
                 versions.entry(k).or_default().push((rank[t], Some(v)));
@@ -117,7 +117,7 @@ pub fn replay(
         Some(iv) => txns
             .txns
             .iter()
-            .flat_map(|tx| tx.mops.iter())
+            .flat_map(|tx| txns.mops_of(tx).iter())
             .filter_map(|m| match m {
                 MicroOp::Write(k, v) if &v.0 == iv => Some(&k.0),
                 _ => None,
@@ -137,7 +137,7 @@ pub fn replay(
         let s = snap[t];
         // First committer wins: the previous writer of each key committed
         // before this transaction's snapshot.
-        for (k, _) in final_writes(tx.mops) {
+        for (k, _) in final_writes(txns.mops_of(tx)) {
             if let Some(vs) = versions.get(k) {
                 let n = vs.partition_point(|x| x.0 < rank[t]);
                 if n > 0 && vs[n - 1].0 >= s {
@@ -154,7 +154,7 @@ pub fn replay(
             continue;
         }
         let mut seen: Vec<&Atom> = Vec::new();
-        for m in tx.mops {
+        for m in txns.mops_of(tx) {
             let (k, rv) = match m {
                 MicroOp::Read(k, rv) => (&k.0, rv),
                 MicroOp::Write(k, _) => {

@@ -129,7 +129,7 @@ impl Observations {
         for (t, txn) in txns.txns.iter().enumerate() {
             let start = out.write_list.len();
             if txn.status != Status::Fail {
-                for (i, m) in txn.mops.iter().enumerate() {
+                for (i, m) in txns.mops_of(txn).iter().enumerate() {
                     if matches!(
                         (workload, m),
                         (Workload::RwRegister, MicroOp::Write(..))

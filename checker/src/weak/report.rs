@@ -171,7 +171,7 @@ impl Ctx<'_, '_> {
     }
 
     fn mop(&self, t: u32, i: u32) -> Option<&MicroOp> {
-        self.txns.txns.get(t as usize)?.mops.get(i as usize)
+        self.txns.mops(t).get(i as usize)
     }
 
     fn step(&self, e: &Edge) -> Step {
