@@ -255,6 +255,7 @@ impl Columns {
     }
 
     /// The micro-ops stored for the op (none for an elided invocation).
+    #[inline]
     pub(crate) fn stored_txn(&self, pos: usize) -> Option<&[MicroOp]> {
         let r = &self.recs[pos];
         let start = r.mop_start as usize;

@@ -789,6 +789,7 @@ impl History {
     /// The micro-ops stored for the op at `pos`, borrowed from the arena:
     /// `None` for a non-transaction and for an elided invocation (whose
     /// micro-ops [`History::txn`] rebuilds).
+    #[inline]
     pub fn stored_txn(&self, pos: usize) -> Option<&[MicroOp]> {
         self.cols.stored_txn(pos)
     }
