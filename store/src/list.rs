@@ -512,8 +512,11 @@ impl ListSharer {
 
 /// `list` in a new buffer with room to double.
 fn fresh(list: &[Val]) -> ValList {
-    let n = list.len();
-    ValList::with_capacity(list.to_vec(), (2 * n).max(8))
+    let capacity = (2 * list.len()).max(8);
+    // Allocated once at its final size (`Chunk::new` keeps the allocation).
+    let mut vals = Vec::with_capacity(capacity);
+    vals.extend_from_slice(list);
+    ValList::with_capacity(vals, capacity)
 }
 
 #[cfg(test)]

@@ -58,6 +58,51 @@ fn integers_at_every_width_and_escaped_names_read_as_the_general_parser_does() {
     assert_eq!(plain.ops[0].index, OpIndex(4));
 }
 
+/// Integers of every width up to 19 digits, read by whole words of eight
+/// digits where they fit (a time in nanoseconds has 10–12), keep their
+/// value, sign and end, wherever they stand in the line.
+#[test]
+fn integers_read_by_words_keep_their_value_at_every_width() {
+    for width in 1..=19 {
+        for digits in [
+            "8876543210987654321",
+            "1000000000000000000",
+            "1203456789012345678",
+        ] {
+            let i: i64 = digits[..width].parse().unwrap();
+            for v in [i, -i] {
+                let line = format!(
+                    "{{\"index\":{i},\"time\":{i},\"type\":\"ok\",\"process\":1,\"f\":\"txn\",\"value\":[[\"append\",{v},{i}],[\"r\",{i},[{v},{i}]]]}}\n"
+                );
+                let op = &jsonl(&line).ops[0];
+                assert_eq!(op.index, OpIndex(i as u64), "{line}");
+                assert_eq!(op.time_ns, Some(i), "{line}");
+                assert_eq!(
+                    op.value,
+                    OpValue::Txn(vec![
+                        MicroOp::Append(Key::int(v), Val::int(i)),
+                        MicroOp::Read(
+                            Key::int(i),
+                            ReadValue::List(vec![Val::int(v), Val::int(i)].into())
+                        ),
+                    ]),
+                    "{line}"
+                );
+            }
+        }
+    }
+    // Nine to fifteen digits then a fraction or an exponent: no integer.
+    for tail in [".5", "e3", "E3"] {
+        let text = format!(
+            "{{\"index\":0,\"type\":\"ok\",\"value\":[[\"append\",1,123456789012{tail}]]}}\n"
+        );
+        assert!(
+            format::read_str(&text, Format::JsonLines).is_err(),
+            "{text}"
+        );
+    }
+}
+
 /// Every op of `text` as the JSON Lines reader gives it without sharing
 /// list reads (each list parsed element by element), or its first error.
 fn unshared(text: &str) -> Result<Vec<store::Op>, String> {
