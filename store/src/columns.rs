@@ -28,6 +28,7 @@ use crate::history::{Extra, F, MicroOp, Op, OpIndex, OpType, OpValue, Process, P
 use crate::pairing::{OpView, ValueView};
 
 mod builder;
+mod open;
 pub use builder::HistoryBuilder;
 pub(crate) use builder::MAX_OPS;
 
