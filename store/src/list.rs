@@ -254,8 +254,7 @@ pub struct ListSharer {
 /// Invariant: `text` (the bytes after the read's `[`, up to the end of its
 /// last element, in the sharer's [`Texts`]) holds exactly the elements
 /// `list[..elems]`, and has no `"` (so every `,` in it separates two
-/// elements); a list given without text, or with strings, keeps none
-/// (`elems` 0).
+/// elements); a list given without text, or with strings, keeps none (`elems` 0).
 struct Longest {
     list: ValList,
     text: Span,
