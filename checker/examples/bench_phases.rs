@@ -6,7 +6,9 @@
 //! `Txns`, `Observations`, version order), the weak check's phases, and
 //! last the whole `check_with_engines` with the wall
 //! time of each analysis it ran. `bench_phases FILE [MODEL]` (default
-//! strict-serializable; the weak level is the one MODEL needs).
+//! strict-serializable; the weak level is the one MODEL needs);
+//! `bench_phases FILE load` stops after the load, so `/usr/bin/time` of it
+//! gives the load's CPU on all its threads (the rows give this thread's).
 //! Rw-register histories (Plume text) skip the list-append phases.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -47,6 +49,10 @@ fn main() {
         store::load_history(&path).unwrap()
     });
     let load = peak_mb();
+    if std::env::args().nth(2).as_deref() == Some("load") {
+        // Not the history's drop: the load alone.
+        std::process::exit(0);
+    }
     let workload = Workload::detect(&history).unwrap();
     let model = std::env::args()
         .nth(2)

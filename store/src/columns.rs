@@ -28,6 +28,7 @@ use crate::history::{Extra, F, MicroOp, Op, OpIndex, OpType, OpValue, Process, P
 use crate::pairing::{OpView, ValueView};
 
 mod builder;
+mod open;
 pub use builder::HistoryBuilder;
 pub(crate) use builder::MAX_OPS;
 
@@ -414,23 +415,54 @@ impl Columns {
         out.reserve_ops(total(|c| c.recs.len()));
         out.mops.reserve(total(|c| c.mops.len()));
         out.rare.reserve(total(|c| c.rare.len()));
+        assert!(
+            u32::try_from(out.mops.len() + total(|c| c.mops.len())).is_ok(),
+            "a history of more than 2^32 micro-ops"
+        );
+        // The micro-ops (the most bytes) are moved on a second thread while
+        // this one moves and renumbers the records: the copy and the page
+        // faults of the fresh room are most of the join, and the parsing
+        // threads are done.
+        let (mut mop_parts, mut rest) = (Vec::new(), Vec::new());
         for part in parts {
-            let (mop_base, rare_base) = (out.mops.len() as u32, out.rare.len() as u32);
-            assert!(
-                u32::try_from(out.mops.len() + part.mops.len()).is_ok(),
-                "a history of more than 2^32 micro-ops"
-            );
-            out.recs.extend(part.recs.into_iter().map(|mut r| {
-                r.mop_start += mop_base;
-                if r.side != NO_SIDE {
-                    r.side += rare_base;
-                }
-                r
-            }));
-            out.indices.extend(part.indices);
-            out.mops.extend(part.mops);
-            out.rare.extend(part.rare);
+            mop_parts.push(part.mops);
+            rest.push((part.recs, part.indices, part.rare));
         }
+        let Columns {
+            recs,
+            mops,
+            rare,
+            indices,
+            ..
+        } = &mut out;
+        let mut mop_base = mops.len() as u32;
+        let bases: Vec<u32> = mop_parts
+            .iter()
+            .map(|m| {
+                let b = mop_base;
+                mop_base += m.len() as u32;
+                b
+            })
+            .collect();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                for m in mop_parts {
+                    mops.extend(m);
+                }
+            });
+            for ((part_recs, part_indices, part_rare), mop_base) in rest.into_iter().zip(bases) {
+                let rare_base = rare.len() as u32;
+                recs.extend(part_recs.into_iter().map(|mut r| {
+                    r.mop_start += mop_base;
+                    if r.side != NO_SIDE {
+                        r.side += rare_base;
+                    }
+                    r
+                }));
+                indices.extend(part_indices);
+                rare.extend(part_rare);
+            }
+        });
         out
     }
 }

@@ -254,8 +254,7 @@ pub struct ListSharer {
 /// Invariant: `text` (the bytes after the read's `[`, up to the end of its
 /// last element, in the sharer's [`Texts`]) holds exactly the elements
 /// `list[..elems]`, and has no `"` (so every `,` in it separates two
-/// elements); a list given without text, or with strings, keeps none
-/// (`elems` 0).
+/// elements); a list given without text, or with strings, keeps none (`elems` 0).
 struct Longest {
     list: ValList,
     text: Span,
@@ -512,8 +511,11 @@ impl ListSharer {
 
 /// `list` in a new buffer with room to double.
 fn fresh(list: &[Val]) -> ValList {
-    let n = list.len();
-    ValList::with_capacity(list.to_vec(), (2 * n).max(8))
+    let capacity = (2 * list.len()).max(8);
+    // Allocated once at its final size (`Chunk::new` keeps the allocation).
+    let mut vals = Vec::with_capacity(capacity);
+    vals.extend_from_slice(list);
+    ValList::with_capacity(vals, capacity)
 }
 
 #[cfg(test)]

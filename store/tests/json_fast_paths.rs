@@ -10,6 +10,17 @@ fn jsonl(text: &str) -> format::ReadOutcome {
     format::read_str(text, Format::JsonLines).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `[["append", k, v], ["r", rk, list]]` of `[k, v, rk]`.
+fn append_then_read([k, v, rk]: [i64; 3], list: [i64; 2]) -> OpValue {
+    OpValue::Txn(vec![
+        MicroOp::Append(Key::int(k), Val::int(v)),
+        MicroOp::Read(
+            Key::int(rk),
+            ReadValue::List(list.map(Val::int).to_vec().into()),
+        ),
+    ])
+}
+
 /// The JSON fast paths (integers summed unchecked up to 18 digits, the
 /// usual names compared whole) read what the general parser reads: at the
 /// 18/19-digit edge, at `i64`'s limits, and names spelled with escapes.
@@ -23,17 +34,7 @@ fn integers_at_every_width_and_escaped_names_read_as_the_general_parser_does() {
         );
         let op = &jsonl(&line).ops[0];
         assert_eq!(op.time_ns, Some(i), "{line}");
-        assert_eq!(
-            op.value,
-            OpValue::Txn(vec![
-                MicroOp::Append(Key::int(i), Val::int(i)),
-                MicroOp::Read(
-                    Key::int(i),
-                    ReadValue::List(vec![Val::int(i), Val::int(7)].into())
-                ),
-            ]),
-            "{line}"
-        );
+        assert_eq!(op.value, append_then_read([i, i, i], [i, 7]), "{line}");
     }
     // One past the limit is no integer: not silently wrapped.
     let e = format::read_str(
@@ -56,6 +57,41 @@ fn integers_at_every_width_and_escaped_names_read_as_the_general_parser_does() {
     );
     assert_eq!(plain.ops, escaped.ops);
     assert_eq!(plain.ops[0].index, OpIndex(4));
+}
+
+/// Integers of every width up to 19 digits, read by whole words of eight
+/// digits where they fit (a time in nanoseconds has 10–12), keep their
+/// value, sign and end, wherever they stand in the line.
+#[test]
+fn integers_read_by_words_keep_their_value_at_every_width() {
+    for width in 1..=19 {
+        for digits in [
+            "8876543210987654321",
+            "1000000000000000000",
+            "1203456789012345678",
+        ] {
+            let i: i64 = digits[..width].parse().unwrap();
+            for v in [i, -i] {
+                let line = format!(
+                    "{{\"index\":{i},\"time\":{i},\"type\":\"ok\",\"process\":1,\"f\":\"txn\",\"value\":[[\"append\",{v},{i}],[\"r\",{i},[{v},{i}]]]}}\n"
+                );
+                let op = &jsonl(&line).ops[0];
+                assert_eq!(op.index, OpIndex(i as u64), "{line}");
+                assert_eq!(op.time_ns, Some(i), "{line}");
+                assert_eq!(op.value, append_then_read([v, i, i], [v, i]), "{line}");
+            }
+        }
+    }
+    // Nine to fifteen digits then a fraction or an exponent: no integer.
+    for tail in [".5", "e3", "E3"] {
+        let text = format!(
+            "{{\"index\":0,\"type\":\"ok\",\"value\":[[\"append\",1,123456789012{tail}]]}}\n"
+        );
+        assert!(
+            format::read_str(&text, Format::JsonLines).is_err(),
+            "{text}"
+        );
+    }
 }
 
 /// Every op of `text` as the JSON Lines reader gives it without sharing

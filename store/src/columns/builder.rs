@@ -2,10 +2,10 @@
 //! read, invocations elided as their completions arrive, and the limits
 //! of what one history holds (32-bit positions) checked on every op.
 
+use super::open::OpenCalls;
 use super::{Columns, F_TXN, Kind, NO_SIDE, NO_TIME, OpRec, PROC_RARE};
 use crate::format::UsualOp;
 use crate::history::{History, HistoryError, MicroOp, Op, OpIndex, OpType, OpValue, Process};
-use rustc_hash::FxHashMap;
 
 /// Most ops a history holds: positions are `u32`, `u32::MAX` meaning none.
 pub(crate) const MAX_OPS: usize = u32::MAX as usize - 1;
@@ -31,7 +31,7 @@ pub struct HistoryBuilder {
     /// (memory stays bounded), and [`HistoryBuilder::finish`] returns it.
     too_large: Option<HistoryError>,
     /// Open client invocations with micro-ops (position, micro-ops), by process.
-    open: FxHashMap<u64, (usize, Vec<MicroOp>)>,
+    open: OpenCalls,
     /// Emptied micro-op vectors of closed invocations, reused by
     /// [`HistoryBuilder::push_usual`] for the next ones (at most
     /// [`SPARE_VECS`], none over [`SPARE_CAPACITY`]): no allocation per op.
@@ -52,7 +52,7 @@ impl Default for HistoryBuilder {
             max_mops: MAX_MOPS,
             mops_seen: 0,
             too_large: None,
-            open: FxHashMap::default(),
+            open: OpenCalls::default(),
             spare: Vec::new(),
         }
     }
@@ -133,7 +133,7 @@ impl HistoryBuilder {
         let Some(Process::Client(p)) = process else {
             return self.cols.place(pos, mops);
         };
-        let open = self.open.remove(&p.0);
+        let open = self.open.remove(p.0);
         if op_type == OpType::Invoke {
             if let Some((inv, m)) = open {
                 self.cols.place(inv, m);
@@ -178,7 +178,7 @@ impl HistoryBuilder {
         };
         rec.set(op.op_type, Kind::Txn);
         let pos = self.cols.push_rec(op.index, rec);
-        let open = self.open.remove(&op.process);
+        let open = self.open.remove(op.process);
         if op.op_type == OpType::Invoke {
             if let Some((inv, m)) = open {
                 self.place_spare(inv, m);
