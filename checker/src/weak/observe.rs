@@ -223,7 +223,10 @@ impl Observations {
             out.pos[t] = len[s as usize];
             len[s as usize] += 1;
         }
-        out.sessions = len.iter().map(|&l| Vec::with_capacity(l as usize)).collect();
+        out.sessions = len
+            .iter()
+            .map(|&l| Vec::with_capacity(l as usize))
+            .collect();
         for (t, &s) in out.session.iter().enumerate() {
             if s != NO_SESSION {
                 out.sessions[s as usize].push(t as u32);

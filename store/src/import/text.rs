@@ -550,7 +550,9 @@ mod tests {
     /// The general path's ops: [`read`], then one op per transaction.
     fn general(text: &str) -> Vec<crate::history::Op> {
         let txns = read(text.as_bytes(), None).unwrap();
-        History::new(super::super::txns::to_ops(txns)).unwrap().to_ops()
+        History::new(super::super::txns::to_ops(txns))
+            .unwrap()
+            .to_ops()
     }
 
     /// [`stream`] reads the usual files (adjacent lines, `-1` runs, ids
@@ -565,7 +567,9 @@ mod tests {
             "# c\n\n w(1, 1,0,3) \r\nr(1,1,0,3)\r\nr(-2,-5,1,4)",
         ];
         for text in cases {
-            let b = stream(text.as_bytes(), None).unwrap().expect("adjacent lines");
+            let b = stream(text.as_bytes(), None)
+                .unwrap()
+                .expect("adjacent lines");
             assert_eq!(b.finish().unwrap().to_ops(), general(text), "{text}");
         }
     }
@@ -579,7 +583,10 @@ mod tests {
             "w(1,1,0,1)\nw(2,1,0,-1)\nr(2,0,0,1)\n",
         ] {
             assert!(stream(text.as_bytes(), None).unwrap().is_none(), "{text}");
-            assert_eq!(history(text.as_bytes(), None).unwrap().to_ops(), general(text));
+            assert_eq!(
+                history(text.as_bytes(), None).unwrap().to_ops(),
+                general(text)
+            );
         }
     }
 
@@ -588,7 +595,11 @@ mod tests {
     #[test]
     fn the_usual_line_parser_agrees_with_the_general_one() {
         for l in ["w(1,2,3,4)", "r(-1,0,9,-1)", "r(123456789012345678,1,2,3)"] {
-            assert_eq!(parse_usual(l.as_bytes()), parse_line(l.as_bytes()).ok(), "{l}");
+            assert_eq!(
+                parse_usual(l.as_bytes()),
+                parse_line(l.as_bytes()).ok(),
+                "{l}"
+            );
         }
         for l in [
             "w(1,2,3)",
