@@ -75,6 +75,11 @@ impl Observations {
         &self.read_list[self.read_off[t] as usize..self.read_off[t + 1] as usize]
     }
 
+    /// Number of external reads, over all transactions.
+    pub fn read_count(&self) -> usize {
+        self.read_list.len()
+    }
+
     /// The keys `t` writes, sorted, each with the micro-op of its last write.
     pub fn writes(&self, t: u32) -> &[(u32, u32)] {
         let t = t as usize;

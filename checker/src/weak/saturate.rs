@@ -157,7 +157,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
         pending.clear();
         seen.clear();
         heavy.clear();
-        for r in reads {
+        for (i, r) in reads.iter().enumerate() {
             let (x, w) = (r.key, r.writer);
             for &t2 in &heavy {
                 if t2 != w && obs.writes_key(t2, x) {
@@ -191,7 +191,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
             } else if w != INIT {
                 pending.entry(x).push(w);
             }
-            if w != INIT && seen.insert(w) {
+            if w != INIT && new_writer(reads, i, &mut seen) {
                 if obs.heavy(w) {
                     heavy.push(w);
                     continue;
@@ -205,6 +205,18 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
             }
         }
     }
+}
+
+/// Whether the `i`-th read of `reads` (asked in order) is the first to
+/// read from its writer. Up to [`SCAN_READS`] reads a scan of the earlier
+/// ones (no access to the stamp of a writer anywhere in the history: most
+/// readers read a few values), beyond it the set `seen`.
+fn new_writer(reads: &[super::observe::Read], i: usize, seen: &mut Seen) -> bool {
+    let w = reads[i].writer;
+    if reads.len() <= SCAN_READS {
+        return !reads[..i].iter().any(|q| q.writer == w);
+    }
+    seen.insert(w)
 }
 
 /// Read atomic edges (those of read committed are not repeated).
@@ -225,9 +237,9 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
         read_from.clear();
         seen.clear();
         heavy.clear();
-        for r in reads {
+        for (i, r) in reads.iter().enumerate() {
             read_from.insert((r.key, r.writer));
-            if r.writer != INIT && seen.insert(r.writer) {
+            if r.writer != INIT && new_writer(reads, i, &mut seen) {
                 if obs.heavy(r.writer) {
                     heavy.push(r.writer);
                     continue;

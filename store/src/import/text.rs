@@ -120,35 +120,33 @@ fn parse_line(l: &[u8]) -> Result<Line, (usize, String)> {
 /// checked arithmetic. `None` for any other line, which [`parse_line`]
 /// then reads (or rejects, with its column).
 fn parse_usual(l: &[u8]) -> Option<Line> {
-    let (&op, rest) = l.split_first()?;
-    let write = match op {
-        b'r' => false,
-        b'w' => true,
+    let write = match l {
+        [b'r', b'(', .., b')'] => false,
+        [b'w', b'(', .., b')'] => true,
         _ => return None,
     };
-    let rest = rest.strip_prefix(b"(")?;
     let mut fields = [0i64; 4];
-    let mut i = 0;
-    for (n, field) in fields.iter_mut().enumerate() {
-        let negative = rest.get(i) == Some(&b'-');
-        i += usize::from(negative);
-        let start = i;
-        let mut v = 0i64;
-        while let Some(d) = rest
-            .get(i)
-            .map(|c| c.wrapping_sub(b'0'))
-            .filter(|&d| d < 10)
-        {
-            v = v * 10 + i64::from(d);
-            i += 1;
+    let (mut n, mut v, mut digits, mut negative) = (0, 0i64, 0u32, false);
+    // One byte at a time between the parentheses; a field ends at `,`.
+    for &c in &l[2..l.len() - 1] {
+        match c {
+            b'0'..=b'9' => {
+                v = v * 10 + i64::from(c - b'0');
+                digits += 1;
+            }
+            b',' if (1..=18).contains(&digits) && n < 3 => {
+                fields[n] = if negative { -v } else { v };
+                (n, v, digits, negative) = (n + 1, 0, 0, false);
+            }
+            b'-' if digits == 0 && !negative => negative = true,
+            _ => return None,
         }
-        if i == start || i - start > 18 || rest.get(i) != Some(if n == 3 { &b')' } else { &b',' }) {
-            return None;
-        }
-        i += 1;
-        *field = if negative { -v } else { v };
     }
-    (i == rest.len()).then_some((write, fields[0], fields[1], fields[2], fields[3]))
+    if !(1..=18).contains(&digits) || n != 3 {
+        return None;
+    }
+    fields[3] = if negative { -v } else { v };
+    Some((write, fields[0], fields[1], fields[2], fields[3]))
 }
 
 /// Transaction ids → (position in the transactions, line of first use).
