@@ -113,16 +113,20 @@ impl Buckets {
 }
 
 /// A set of transactions, emptied in O(1) from reader to reader (a
-/// generation stamp per transaction instead of a hash set).
+/// generation stamp per transaction instead of a hash set). The stamps
+/// are allocated at the first insert: readers of few values never ask
+/// ([`new_writer`]).
 struct Seen {
     stamp: Vec<u32>,
+    n: usize,
     now: u32,
 }
 
 impl Seen {
     fn new(n: usize) -> Seen {
         Seen {
-            stamp: vec![0; n],
+            stamp: Vec::new(),
+            n,
             now: 0,
         }
     }
@@ -137,6 +141,9 @@ impl Seen {
 
     /// Adds `t`; whether it was new.
     fn insert(&mut self, t: u32) -> bool {
+        if self.stamp.is_empty() {
+            self.stamp = vec![0; self.n];
+        }
         let s = &mut self.stamp[t as usize];
         let new = *s != self.now;
         *s = self.now;

@@ -130,11 +130,11 @@ fn parse_usual(l: &[u8]) -> Option<Line> {
     // One byte at a time between the parentheses; a field ends at `,`.
     for &c in &l[2..l.len() - 1] {
         match c {
-            b'0'..=b'9' => {
+            b'0'..=b'9' if digits < 18 => {
                 v = v * 10 + i64::from(c - b'0');
                 digits += 1;
             }
-            b',' if (1..=18).contains(&digits) && n < 3 => {
+            b',' if digits > 0 && n < 3 => {
                 fields[n] = if negative { -v } else { v };
                 (n, v, digits, negative) = (n + 1, 0, 0, false);
             }
@@ -142,7 +142,7 @@ fn parse_usual(l: &[u8]) -> Option<Line> {
             _ => return None,
         }
     }
-    if !(1..=18).contains(&digits) || n != 3 {
+    if digits == 0 || n != 3 {
         return None;
     }
     fields[3] = if negative { -v } else { v };
@@ -222,11 +222,12 @@ struct Lines<'a> {
 
 impl<'a> Lines<'a> {
     fn new(bytes: &'a [u8], file: Option<&'a Path>) -> Lines<'a> {
+        let (start, n) = (0, 0);
         Lines {
             bytes,
             file,
-            start: 0,
-            n: 0,
+            start,
+            n,
         }
     }
 }
@@ -322,12 +323,8 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
     // are usually adjacent, and those after the first need no lookup.
     let mut last: Option<(i64, usize)> = None;
     for parsed in Lines::new(bytes, file) {
-        let Parsed {
-            line,
-            session,
-            txn: t,
-            mop,
-        } = parsed?;
+        let got = parsed?;
+        let (line, session, t) = (got.line, got.session, got.txn);
         let pos = if t == -1 {
             last = None;
             match aborted_run {
@@ -369,15 +366,14 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
             last = Some((t, p));
             p
         };
-        txns[pos].mops.push(mop);
+        txns[pos].mops.push(got.mop);
     }
     Ok(txns)
 }
 
-/// Reads the text format into a history: [`read`]'s transactions, as
-/// `super::peer_history` makes them ops, without [`read`]'s vector of
-/// transactions, a vector of micro-ops each and the ops (the usual file,
-/// see [`stream`]).
+/// Reads the text format into the history `super::peer_history` makes of
+/// [`read`]'s transactions; the usual file ([`stream`]) without their
+/// vector, a vector of micro-ops each, or the ops.
 ///
 /// # Errors
 /// As [`read`], and a history rule broken (as `super::peer_history`).
@@ -454,12 +450,8 @@ fn stream(bytes: &[u8], file: Option<&Path>) -> Result<Option<HistoryBuilder>, F
         b.push_usual(op, mops);
     };
     for parsed in Lines::new(bytes, file) {
-        let Parsed {
-            line,
-            session,
-            txn: t,
-            mop,
-        } = parsed?;
+        let p = parsed?;
+        let (line, session, t) = (p.line, p.session, p.txn);
         match &open {
             Some(o) if o.txn == t && (t != -1 || o.session == session) => {
                 if o.session != session {
@@ -481,7 +473,7 @@ fn stream(bytes: &[u8], file: Option<&Path>) -> Result<Option<HistoryBuilder>, F
                 });
             }
         }
-        mops.push(mop);
+        mops.push(p.mop);
     }
     if let Some(o) = open {
         push(&mut b, &o, pos, &mut mops);
@@ -578,7 +570,7 @@ mod tests {
     fn interleaved_transactions_take_the_general_path() {
         for text in [
             "w(1,1,0,1)\nw(2,1,0,2)\nr(2,1,0,1)\n",
-            "w(1,1,0,1)\nw(2,1,0,-1)\nr(2,0,0,1)\n",
+            "w(1,1,0,1)\nw(2,1,0,-1)\nr(2,0,0,1)",
         ] {
             assert!(stream(text.as_bytes(), None).unwrap().is_none(), "{text}");
             assert_eq!(
@@ -599,15 +591,9 @@ mod tests {
                 "{l}"
             );
         }
-        for l in [
-            "w(1,2,3)",
-            "w( 1,2,3,4)",
-            "r(1234567890123456789,1,2,3)",
-            "w(1,2,3,4)x",
-            "w(1,2,3,4",
-            "x(1,2,3,4)",
-            "w(-,2,3,4)",
-        ] {
+        let others = "w(1,2,3) w(_1,2,3,4) r(1234567890123456789,1,2,3) w(1,2,3,4)x w(1,2,3,4 \
+            r(99999999999999999999999,1,2,3) x(1,2,3,4) w(-,2,3,4) w(1,2,3,4,5) w(1-2,3,4,5)";
+        for l in others.split_whitespace().map(|l| l.replace('_', " ")) {
             assert_eq!(parse_usual(l.as_bytes()), None, "{l}");
         }
     }
