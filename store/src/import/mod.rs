@@ -369,7 +369,7 @@ pub fn read_peer_bytes(bytes: &[u8], f: PeerFormat) -> Result<History, FormatErr
         PeerFormat::PorcupineEtcd => {
             return peer_history(porcupine::read(bytes, None)?, f, None);
         }
-        PeerFormat::Text => return text::history(bytes, None),
+        PeerFormat::Text => return peer_history_of(text::build(bytes, None)?, f, None),
         PeerFormat::Dbcop => dbcop::read(bytes, None)?,
         PeerFormat::DbcopBincode => dbcop_bincode::read(bytes, None)?.0,
         PeerFormat::Cobra => {
@@ -389,7 +389,7 @@ fn peer_history(ops: Vec<Op>, f: PeerFormat, path: Option<&Path>) -> Result<Hist
     peer_history_of(History::new(ops), f, path)
 }
 
-/// [`peer_history`] of a history already built (`text::history`).
+/// [`peer_history`] of a history already built (`text::build`).
 fn peer_history_of(
     built: Result<History, crate::history::HistoryError>,
     f: PeerFormat,
@@ -437,7 +437,11 @@ pub fn load(path: &Path, forced: Option<FileFormat>) -> Result<Loaded, FormatErr
         FileFormat::Peer(PeerFormat::Text) => {
             let bytes = fs::read(path).map_err(|e| io_err("read", path, &e))?;
             Ok(Loaded {
-                history: text::history(&bytes, Some(path))?,
+                history: peer_history_of(
+                    text::build(&bytes, Some(path))?,
+                    PeerFormat::Text,
+                    Some(path),
+                )?,
                 warnings: Vec::new(),
                 format,
             })

@@ -16,10 +16,10 @@
 //! Ours beyond the peers: blank lines, `#` comment lines and spaces around
 //! fields are accepted.
 
-use super::txns::PTxn;
+use super::txns::{PTxn, to_ops};
 use crate::HistoryBuilder;
 use crate::format::{FormatError, UsualOp};
-use crate::history::{Atom, History, Key, MicroOp, OpType, ReadValue, Val};
+use crate::history::{Atom, History, HistoryError, Key, MicroOp, OpType, ReadValue, Val};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -371,18 +371,21 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
     Ok(txns)
 }
 
-/// Reads the text format into the history `super::peer_history` makes of
-/// [`read`]'s transactions; the usual file ([`stream`]) without their
-/// vector, a vector of micro-ops each, or the ops.
+/// Reads the text format into the history of [`read`]'s transactions as
+/// `to_ops` makes them ops; the usual file ([`stream`]) without their
+/// vector, a vector of micro-ops each, or the ops. The parent module
+/// (`peer_history_of`) sets the format's initial value and session order.
 ///
 /// # Errors
-/// As [`read`], and a history rule broken (as `super::peer_history`).
-pub(crate) fn history(bytes: &[u8], file: Option<&Path>) -> Result<History, FormatError> {
-    let built = match stream(bytes, file)? {
+/// As [`read`] (outer); a history rule broken (inner).
+pub(crate) fn build(
+    bytes: &[u8],
+    file: Option<&Path>,
+) -> Result<Result<History, HistoryError>, FormatError> {
+    Ok(match stream(bytes, file)? {
         Some(b) => b.finish(),
-        None => History::new(super::txns::to_ops(read(bytes, file)?)),
-    };
-    super::peer_history_of(built, super::PeerFormat::Text, file)
+        None => History::new(to_ops(read(bytes, file)?)),
+    })
 }
 
 /// The transaction [`stream`] is reading: its id, session and first line.
@@ -540,9 +543,7 @@ mod tests {
     /// The general path's ops: [`read`], then one op per transaction.
     fn general(text: &str) -> Vec<crate::history::Op> {
         let txns = read(text.as_bytes(), None).unwrap();
-        History::new(super::super::txns::to_ops(txns))
-            .unwrap()
-            .to_ops()
+        History::new(to_ops(txns)).unwrap().to_ops()
     }
 
     /// [`stream`] reads the usual files (adjacent lines, `-1` runs, ids
@@ -557,15 +558,13 @@ mod tests {
             "# c\n\n w(1, 1,0,3) \r\nr(1,1,0,3)\r\nr(-2,-5,1,4)",
         ];
         for text in cases {
-            let b = stream(text.as_bytes(), None)
-                .unwrap()
-                .expect("adjacent lines");
+            let b = stream(text.as_bytes(), None).unwrap().unwrap();
             assert_eq!(b.finish().unwrap().to_ops(), general(text), "{text}");
         }
     }
 
     /// A transaction whose lines are not adjacent (after another one, or
-    /// after a `-1` run) is left to [`read`]; [`history`] still groups it.
+    /// after a `-1` run) is left to [`read`]; [`build`] still groups it.
     #[test]
     fn interleaved_transactions_take_the_general_path() {
         for text in [
@@ -573,10 +572,8 @@ mod tests {
             "w(1,1,0,1)\nw(2,1,0,-1)\nr(2,0,0,1)",
         ] {
             assert!(stream(text.as_bytes(), None).unwrap().is_none(), "{text}");
-            assert_eq!(
-                history(text.as_bytes(), None).unwrap().to_ops(),
-                general(text)
-            );
+            let built = build(text.as_bytes(), None).unwrap().unwrap();
+            assert_eq!(built.to_ops(), general(text));
         }
     }
 
