@@ -41,24 +41,25 @@ fn each_edge(obs: &Observations, inferred: &[Inferred], max: Cat, add: &mut impl
 /// to `max` over `obs.n` transactions has no cycle.
 pub fn acyclic(obs: &Observations, inferred: &[Inferred], max: Cat) -> bool {
     let n = obs.n;
-    // Out-degrees, then offsets (`off[u]..off[u + 1]` after the fill).
+    // Out-degrees, then the end of each node's successors; the fill moves
+    // each back to its start, so `off[u]..off[u + 1]` after it (no cursor
+    // array; a node's successors end up in reverse, which Kahn's count of
+    // the nodes it orders does not see).
     let mut off = vec![0u32; n + 1];
     let mut indeg = vec![0u32; n];
     each_edge(obs, inferred, max, &mut |a, b| {
-        off[a as usize + 1] += 1;
+        off[a as usize] += 1;
         indeg[b as usize] += 1;
     });
-    for i in 0..n {
-        off[i + 1] += off[i];
+    for i in 1..=n {
+        off[i] += off[i - 1];
     }
-    let mut next: Vec<u32> = off[..n].to_vec();
     let mut succ = vec![0u32; off[n] as usize];
     each_edge(obs, inferred, max, &mut |a, b| {
-        let slot = &mut next[a as usize];
+        let slot = &mut off[a as usize];
+        *slot -= 1;
         succ[*slot as usize] = b;
-        *slot += 1;
     });
-    drop(next);
     // Every node leaves Kahn's order iff there is no cycle.
     kahn_order(&off, &succ, indeg).len() == n
 }

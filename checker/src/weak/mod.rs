@@ -118,7 +118,9 @@ pub fn check_observed(
             return out;
         }
     }
-    let mut inferred = Vec::new();
+    // Room for an edge a read: a guess (the edges are as many as the
+    // reads in AWDIT's histories); room never used is never touched.
+    let mut inferred = Vec::with_capacity(obs.read_count());
     saturate::read_committed(&obs, &mut inferred);
     if level >= Level::ReadAtomic {
         saturate::read_atomic(&obs, &mut inferred);

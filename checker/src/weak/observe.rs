@@ -75,6 +75,11 @@ impl Observations {
         &self.read_list[self.read_off[t] as usize..self.read_off[t + 1] as usize]
     }
 
+    /// Number of external reads, over all transactions.
+    pub fn read_count(&self) -> usize {
+        self.read_list.len()
+    }
+
     /// The keys `t` writes, sorted, each with the micro-op of its last write.
     pub fn writes(&self, t: u32) -> &[(u32, u32)] {
         let t = t as usize;
@@ -117,9 +122,16 @@ impl Observations {
         workload: Workload,
     ) -> Observations {
         let n = txns.len();
+        // Sized once: the lists hold at most the shared observations'
+        // writes and reads (growing them by doubling faulted in fresh
+        // pages for every copy on a big history).
         let mut out = Observations {
             n,
             included: vec![false; n],
+            read_list: Vec::with_capacity(seen.reads.len()),
+            read_off: Vec::with_capacity(n + 1),
+            write_list: Vec::with_capacity(seen.writes.len()),
+            write_off: Vec::with_capacity(n + 1),
             ..Observations::default()
         };
         // Keys each transaction writes, with the micro-op of its last write:
@@ -196,24 +208,34 @@ impl Observations {
             }
         }
 
-        // Sessions: one per process, participating transactions in order.
+        // Sessions: one per process, participating transactions in order;
+        // each session's list sized by a first pass (its length).
         out.session = vec![NO_SESSION; n];
         out.pos = vec![0; n];
         let mut by_process: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut len: Vec<u32> = Vec::new();
         for t in 0..txns.len() {
             let (true, Some(p)) = (out.included[t], txns.process(t as u32)) else {
                 continue;
             };
-            let next = out.sessions.len() as u32;
+            let next = len.len() as u32;
             let s = *by_process.entry(p).or_insert(next);
             if s == next {
-                out.sessions.push(Vec::new());
+                len.push(0);
                 out.session_process.push(p);
             }
-            let list = &mut out.sessions[s as usize];
             out.session[t] = s;
-            out.pos[t] = list.len() as u32;
-            list.push(t as u32);
+            out.pos[t] = len[s as usize];
+            len[s as usize] += 1;
+        }
+        out.sessions = len
+            .iter()
+            .map(|&l| Vec::with_capacity(l as usize))
+            .collect();
+        for (t, &s) in out.session.iter().enumerate() {
+            if s != NO_SESSION {
+                out.sessions[s as usize].push(t as u32);
+            }
         }
         out
     }

@@ -113,16 +113,20 @@ impl Buckets {
 }
 
 /// A set of transactions, emptied in O(1) from reader to reader (a
-/// generation stamp per transaction instead of a hash set).
+/// generation stamp per transaction instead of a hash set). The stamps
+/// are allocated at the first insert: readers of few values never ask
+/// ([`new_writer`]).
 struct Seen {
     stamp: Vec<u32>,
+    n: usize,
     now: u32,
 }
 
 impl Seen {
     fn new(n: usize) -> Seen {
         Seen {
-            stamp: vec![0; n],
+            stamp: Vec::new(),
+            n,
             now: 0,
         }
     }
@@ -137,6 +141,9 @@ impl Seen {
 
     /// Adds `t`; whether it was new.
     fn insert(&mut self, t: u32) -> bool {
+        if self.stamp.is_empty() {
+            self.stamp = vec![0; self.n];
+        }
         let s = &mut self.stamp[t as usize];
         let new = *s != self.now;
         *s = self.now;
@@ -157,7 +164,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
         pending.clear();
         seen.clear();
         heavy.clear();
-        for r in reads {
+        for (i, r) in reads.iter().enumerate() {
             let (x, w) = (r.key, r.writer);
             for &t2 in &heavy {
                 if t2 != w && obs.writes_key(t2, x) {
@@ -191,7 +198,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
             } else if w != INIT {
                 pending.entry(x).push(w);
             }
-            if w != INIT && seen.insert(w) {
+            if w != INIT && new_writer(reads, i, &mut seen) {
                 if obs.heavy(w) {
                     heavy.push(w);
                     continue;
@@ -205,6 +212,18 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
             }
         }
     }
+}
+
+/// Whether the `i`-th read of `reads` (asked in order) is the first to
+/// read from its writer. Up to [`SCAN_READS`] reads a scan of the earlier
+/// ones (no access to the stamp of a writer anywhere in the history: most
+/// readers read a few values), beyond it the set `seen`.
+fn new_writer(reads: &[super::observe::Read], i: usize, seen: &mut Seen) -> bool {
+    let w = reads[i].writer;
+    if reads.len() <= SCAN_READS {
+        return !reads[..i].iter().any(|q| q.writer == w);
+    }
+    seen.insert(w)
 }
 
 /// Read atomic edges (those of read committed are not repeated).
@@ -225,9 +244,9 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
         read_from.clear();
         seen.clear();
         heavy.clear();
-        for r in reads {
+        for (i, r) in reads.iter().enumerate() {
             read_from.insert((r.key, r.writer));
-            if r.writer != INIT && seen.insert(r.writer) {
+            if r.writer != INIT && new_writer(reads, i, &mut seen) {
                 if obs.heavy(r.writer) {
                     heavy.push(r.writer);
                     continue;

@@ -118,6 +118,14 @@ impl HistoryBuilder {
         b
     }
 
+    /// An empty builder with room for `ops` ops and `mops` micro-ops.
+    pub(crate) fn with_capacity(ops: usize, mops: usize) -> HistoryBuilder {
+        let mut b = HistoryBuilder::default();
+        b.cols.reserve_ops(ops);
+        b.cols.mops.reserve(mops);
+        b
+    }
+
     /// Adds the next op.
     pub fn push(&mut self, op: Op) {
         let mops = match &op.value {

@@ -369,7 +369,7 @@ pub fn read_peer_bytes(bytes: &[u8], f: PeerFormat) -> Result<History, FormatErr
         PeerFormat::PorcupineEtcd => {
             return peer_history(porcupine::read(bytes, None)?, f, None);
         }
-        PeerFormat::Text => text::read(bytes, None)?,
+        PeerFormat::Text => return peer_history_of(text::build(bytes, None)?, f, None),
         PeerFormat::Dbcop => dbcop::read(bytes, None)?,
         PeerFormat::DbcopBincode => dbcop_bincode::read(bytes, None)?.0,
         PeerFormat::Cobra => {
@@ -386,7 +386,16 @@ pub fn read_peer_bytes(bytes: &[u8], f: PeerFormat) -> Result<History, FormatErr
 }
 
 fn peer_history(ops: Vec<Op>, f: PeerFormat, path: Option<&Path>) -> Result<History, FormatError> {
-    History::new(ops)
+    peer_history_of(History::new(ops), f, path)
+}
+
+/// [`peer_history`] of a history already built (`text::build`).
+fn peer_history_of(
+    built: Result<History, crate::history::HistoryError>,
+    f: PeerFormat,
+    path: Option<&Path>,
+) -> Result<History, FormatError> {
+    built
         .map(|h| {
             h.with_initial_value(f.initial_value())
                 // The etcd log's line order is real time.
@@ -424,6 +433,18 @@ pub fn load(path: &Path, forced: Option<FileFormat>) -> Result<Loaded, FormatErr
         FileFormat::Ours(f) => {
             let file = crate::format::Input::open(path).map_err(|e| io_err("read", path, &e))?;
             load_ours(file, f, path)
+        }
+        FileFormat::Peer(PeerFormat::Text) => {
+            let bytes = fs::read(path).map_err(|e| io_err("read", path, &e))?;
+            Ok(Loaded {
+                history: peer_history_of(
+                    text::build(&bytes, Some(path))?,
+                    PeerFormat::Text,
+                    Some(path),
+                )?,
+                warnings: Vec::new(),
+                format,
+            })
         }
         FileFormat::Peer(p) => {
             let (ops, warnings) = read_peer(path, p)?;

@@ -16,10 +16,11 @@
 //! Ours beyond the peers: blank lines, `#` comment lines and spaces around
 //! fields are accepted.
 
-use super::txns::PTxn;
-use crate::format::FormatError;
-use crate::history::{Atom, Key, MicroOp, ReadValue, Val};
-use rustc_hash::FxHashMap;
+use super::txns::{PTxn, to_ops};
+use crate::HistoryBuilder;
+use crate::format::{FormatError, UsualOp};
+use crate::history::{Atom, History, HistoryError, Key, MicroOp, OpType, ReadValue, Val};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -113,6 +114,41 @@ fn parse_line(l: &[u8]) -> Result<Line, (usize, String)> {
     Ok((write, fields[0], fields[1], fields[2], fields[3]))
 }
 
+/// [`parse_line`] of the usual line, `r(` or `w(` then four integers of
+/// at most 18 digits (no overflow), each maybe negative, separated by `,`
+/// and closed by `)` at the line's end, without spaces: one pass, no
+/// checked arithmetic. `None` for any other line, which [`parse_line`]
+/// then reads (or rejects, with its column).
+fn parse_usual(l: &[u8]) -> Option<Line> {
+    let write = match l {
+        [b'r', b'(', .., b')'] => false,
+        [b'w', b'(', .., b')'] => true,
+        _ => return None,
+    };
+    let mut fields = [0i64; 4];
+    let (mut n, mut v, mut digits, mut negative) = (0, 0i64, 0u32, false);
+    // One byte at a time between the parentheses; a field ends at `,`.
+    for &c in &l[2..l.len() - 1] {
+        match c {
+            b'0'..=b'9' if digits < 18 => {
+                v = v * 10 + i64::from(c - b'0');
+                digits += 1;
+            }
+            b',' if digits > 0 && n < 3 => {
+                fields[n] = if negative { -v } else { v };
+                (n, v, digits, negative) = (n + 1, 0, 0, false);
+            }
+            b'-' if digits == 0 && !negative => negative = true,
+            _ => return None,
+        }
+    }
+    if digits == 0 || n != 3 {
+        return None;
+    }
+    fields[3] = if negative { -v } else { v };
+    Some((write, fields[0], fields[1], fields[2], fields[3]))
+}
+
 /// Transaction ids → (position in the transactions, line of first use).
 /// The peers number transactions 0, 1, 2, … in file order: ids below
 /// twice the line count go in a table by id, read and written in file
@@ -165,6 +201,109 @@ impl TxnIds {
     }
 }
 
+/// One parsed line of a file: its number, session, transaction id and
+/// micro-op.
+struct Parsed {
+    line: u64,
+    session: u64,
+    txn: i64,
+    mop: MicroOp,
+}
+
+/// The lines of a file that are neither blank nor comments, parsed.
+struct Lines<'a> {
+    bytes: &'a [u8],
+    file: Option<&'a Path>,
+    /// Start of the next line.
+    start: usize,
+    /// Number of the last line read (from 1).
+    n: u64,
+}
+
+impl<'a> Lines<'a> {
+    fn new(bytes: &'a [u8], file: Option<&'a Path>) -> Lines<'a> {
+        let (start, n) = (0, 0);
+        Lines {
+            bytes,
+            file,
+            start,
+            n,
+        }
+    }
+}
+
+impl Iterator for Lines<'_> {
+    type Item = Result<Parsed, FormatError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.start <= self.bytes.len() {
+            let rest = &self.bytes[self.start..];
+            let raw = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+            self.start += raw.len() + 1;
+            self.n += 1;
+            let line = self.n;
+            let (write, k, v, s, txn) = match parse_usual(raw) {
+                Some(p) => p,
+                None => {
+                    let trimmed = raw.trim_ascii();
+                    if trimmed.is_empty() || trimmed.starts_with(b"#") {
+                        continue;
+                    }
+                    match parse_line(raw) {
+                        Ok(p) => p,
+                        Err((col, reason)) => return Some(Err(err(self.file, line, col, reason))),
+                    }
+                }
+            };
+            let Ok(session) = u64::try_from(s) else {
+                return Some(Err(err(
+                    self.file,
+                    line,
+                    0,
+                    format!("session id {s} is negative; sessions are numbered from 0"),
+                )));
+            };
+            let mop = if write {
+                MicroOp::Write(Key::int(k), Val::int(v))
+            } else {
+                MicroOp::Read(Key::int(k), ReadValue::Scalar(Val::int(v)))
+            };
+            return Some(Ok(Parsed {
+                line,
+                session,
+                txn,
+                mop,
+            }));
+        }
+        None
+    }
+}
+
+/// Number of lines in `bytes`, for the readers' reservations.
+fn line_count(bytes: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', bytes).count() + 1
+}
+
+/// The error of transaction `t`'s line `line` in `session`, first used in
+/// `first_session` at line `first`.
+fn two_sessions(
+    file: Option<&Path>,
+    line: u64,
+    t: i64,
+    session: u64,
+    first_session: u64,
+    first: u64,
+) -> FormatError {
+    err(
+        file,
+        line,
+        0,
+        format!(
+            "transaction {t} is in session {session} here but in session {first_session} at line {first}"
+        ),
+    )
+}
+
 /// Reads the text format.
 ///
 /// # Errors
@@ -174,7 +313,7 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
     // Sized for the usual files (AWDIT's and PolySI's: 3–4 lines a
     // transaction, ids used once), so neither grows by copying all it
     // holds; a file of other shapes only grows them.
-    let lines = memchr::memchr_iter(b'\n', bytes).count() + 1;
+    let lines = line_count(bytes);
     let mut txns: Vec<PTxn> = Vec::with_capacity(lines / 3);
     // Committed (and `< -1`) txn id → (position in `txns`, line of first use).
     let mut by_id = TxnIds::new(lines);
@@ -183,33 +322,9 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
     // The last committed line's (txn id, position): a transaction's lines
     // are usually adjacent, and those after the first need no lookup.
     let mut last: Option<(i64, usize)> = None;
-    let mut start = 0;
-    let mut n = 0u64;
-    while start <= bytes.len() {
-        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-        let raw = &bytes[start..end];
-        start = end + 1;
-        n += 1;
-        let line = n;
-        let trimmed = raw.trim_ascii();
-        if trimmed.is_empty() || trimmed.starts_with(b"#") {
-            continue;
-        }
-        let (write, k, v, s, t) =
-            parse_line(raw).map_err(|(col, reason)| err(file, line, col, reason))?;
-        let session = u64::try_from(s).map_err(|_| {
-            err(
-                file,
-                line,
-                0,
-                format!("session id {s} is negative; sessions are numbered from 0"),
-            )
-        })?;
-        let mop = if write {
-            MicroOp::Write(Key::int(k), Val::int(v))
-        } else {
-            MicroOp::Read(Key::int(k), ReadValue::Scalar(Val::int(v)))
-        };
+    for parsed in Lines::new(bytes, file) {
+        let got = parsed?;
+        let (line, session, t) = (got.line, got.session, got.txn);
         let pos = if t == -1 {
             last = None;
             match aborted_run {
@@ -234,15 +349,7 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
                 Some(p) => {
                     if txns[p].session != session {
                         let first = by_id.get(t).map_or(0, |(_, first)| first);
-                        return Err(err(
-                            file,
-                            line,
-                            0,
-                            format!(
-                                "transaction {t} is in session {session} here but in session {} at line {first}",
-                                txns[p].session
-                            ),
-                        ));
+                        return Err(two_sessions(file, line, t, session, txns[p].session, first));
                     }
                     p
                 }
@@ -259,9 +366,122 @@ pub(crate) fn read(bytes: &[u8], file: Option<&Path>) -> Result<Vec<PTxn>, Forma
             last = Some((t, p));
             p
         };
-        txns[pos].mops.push(mop);
+        txns[pos].mops.push(got.mop);
     }
     Ok(txns)
+}
+
+/// Reads the text format into the history of [`read`]'s transactions as
+/// `to_ops` makes them ops; the usual file ([`stream`]) without their
+/// vector, a vector of micro-ops each, or the ops. The parent module
+/// (`peer_history_of`) sets the format's initial value and session order.
+///
+/// # Errors
+/// As [`read`] (outer); a history rule broken (inner).
+pub(crate) fn build(
+    bytes: &[u8],
+    file: Option<&Path>,
+) -> Result<Result<History, HistoryError>, FormatError> {
+    Ok(match stream(bytes, file)? {
+        Some(b) => b.finish(),
+        None => History::new(to_ops(read(bytes, file)?)),
+    })
+}
+
+/// The transaction [`stream`] is reading: its id, session and first line.
+struct Open {
+    txn: i64,
+    session: u64,
+    line: u64,
+}
+
+/// Ids [`stream`] has seen: those below twice the line count in a bit
+/// table (the peers number transactions from 0 in file order), others in
+/// a set.
+struct IdSet {
+    dense: Vec<u64>,
+    sparse: FxHashSet<i64>,
+}
+
+impl IdSet {
+    fn new(lines: usize) -> IdSet {
+        IdSet {
+            dense: vec![0; lines.saturating_mul(2).div_ceil(64)],
+            sparse: FxHashSet::default(),
+        }
+    }
+
+    /// Adds `t`; whether it was new.
+    fn insert(&mut self, t: i64) -> bool {
+        match usize::try_from(t)
+            .ok()
+            .filter(|&i| i / 64 < self.dense.len())
+        {
+            Some(i) => {
+                let (word, bit) = (&mut self.dense[i / 64], 1u64 << (i % 64));
+                let new = *word & bit == 0;
+                *word |= bit;
+                new
+            }
+            None => self.sparse.insert(t),
+        }
+    }
+}
+
+/// The usual file — each transaction's lines adjacent, a run of `-1`
+/// lines of one session one aborted transaction — read straight into a
+/// history's columns, each transaction's ops pushed as its last line
+/// ends: the same ops as [`read`] then `to_ops` give (positions, order,
+/// status, session, micro-ops), with no allocation per transaction and
+/// columns sized by the line count (growing them by doubling faulted in
+/// fresh pages for every copy). `None` when a transaction's lines are not
+/// adjacent: [`read`] groups those.
+fn stream(bytes: &[u8], file: Option<&Path>) -> Result<Option<HistoryBuilder>, FormatError> {
+    let lines = line_count(bytes);
+    let mut b = HistoryBuilder::with_capacity(lines / 3, lines);
+    let mut ids = IdSet::new(lines);
+    let mut open: Option<Open> = None;
+    let mut mops: Vec<MicroOp> = Vec::new();
+    let mut pos = 0u64;
+    let push = |b: &mut HistoryBuilder, o: &Open, pos: u64, mops: &mut Vec<MicroOp>| {
+        let op = UsualOp {
+            index: pos,
+            time_ns: None,
+            op_type: if o.txn >= 0 { OpType::Ok } else { OpType::Fail },
+            process: o.session,
+        };
+        b.push_usual(op, mops);
+    };
+    for parsed in Lines::new(bytes, file) {
+        let p = parsed?;
+        let (line, session, t) = (p.line, p.session, p.txn);
+        match &open {
+            Some(o) if o.txn == t && (t != -1 || o.session == session) => {
+                if o.session != session {
+                    return Err(two_sessions(file, line, t, session, o.session, o.line));
+                }
+            }
+            _ => {
+                if let Some(o) = open.take() {
+                    push(&mut b, &o, pos, &mut mops);
+                    pos += 1;
+                }
+                if t != -1 && !ids.insert(t) {
+                    return Ok(None);
+                }
+                open = Some(Open {
+                    txn: t,
+                    session,
+                    line,
+                });
+            }
+        }
+        mops.push(p.mop);
+    }
+    if let Some(o) = open {
+        push(&mut b, &o, pos, &mut mops);
+    }
+    Ok(Some(b))
 }
 
 fn int(a: &Atom, what: &str) -> Result<i64, String> {
@@ -313,4 +533,65 @@ pub(crate) fn write(txns: &[PTxn]) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// The general path's ops: [`read`], then one op per transaction.
+    fn general(text: &str) -> Vec<crate::history::Op> {
+        let txns = read(text.as_bytes(), None).unwrap();
+        History::new(to_ops(txns)).unwrap().to_ops()
+    }
+
+    /// [`stream`] reads the usual files (adjacent lines, `-1` runs, ids
+    /// below -1, ids beyond the bit table, lines the fast parser leaves to
+    /// [`parse_line`]) into the ops the general path makes.
+    #[test]
+    fn streamed_ops_are_the_general_paths() {
+        let cases = [
+            "w(1,1,0,0)\nr(1,1,0,1)\nw(2,2,0,1)\nr(2,2,1,2)\n",
+            "w(1,1,0,-1)\nw(2,1,0,-1)\nw(3,1,1,-1)\nr(1,0,0,4)\nw(1,5,0,-1)\n",
+            "w(1,1,0,-7)\nw(2,1,0,-7)\nw(3,1,0,-8)\nr(3,0,2,900000000000)\n",
+            "# c\n\n w(1, 1,0,3) \r\nr(1,1,0,3)\r\nr(-2,-5,1,4)",
+        ];
+        for text in cases {
+            let b = stream(text.as_bytes(), None).unwrap().unwrap();
+            assert_eq!(b.finish().unwrap().to_ops(), general(text), "{text}");
+        }
+    }
+
+    /// A transaction whose lines are not adjacent (after another one, or
+    /// after a `-1` run) is left to [`read`]; [`build`] still groups it.
+    #[test]
+    fn interleaved_transactions_take_the_general_path() {
+        for text in [
+            "w(1,1,0,1)\nw(2,1,0,2)\nr(2,1,0,1)\n",
+            "w(1,1,0,1)\nw(2,1,0,-1)\nr(2,0,0,1)",
+        ] {
+            assert!(stream(text.as_bytes(), None).unwrap().is_none(), "{text}");
+            let built = build(text.as_bytes(), None).unwrap().unwrap();
+            assert_eq!(built.to_ops(), general(text));
+        }
+    }
+
+    /// The fast parser reads what [`parse_line`] reads, and leaves it the
+    /// rest (spaces, overflow, missing fields, trailing text).
+    #[test]
+    fn the_usual_line_parser_agrees_with_the_general_one() {
+        for l in ["w(1,2,3,4)", "r(-1,0,9,-1)", "r(123456789012345678,1,2,3)"] {
+            assert_eq!(
+                parse_usual(l.as_bytes()),
+                parse_line(l.as_bytes()).ok(),
+                "{l}"
+            );
+        }
+        let others = "w(1,2,3) w(_1,2,3,4) r(1234567890123456789,1,2,3) w(1,2,3,4)x w(1,2,3,4 \
+            r(99999999999999999999999,1,2,3) x(1,2,3,4) w(-,2,3,4) w(1,2,3,4,5) w(1-2,3,4,5)";
+        for l in others.split_whitespace().map(|l| l.replace('_', " ")) {
+            assert_eq!(parse_usual(l.as_bytes()), None, "{l}");
+        }
+    }
 }
