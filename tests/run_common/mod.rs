@@ -77,17 +77,76 @@ pub fn dump_node_logs(dir: &Path) {
                 .and_then(Path::parent)
                 .is_some_and(|d| d.ends_with("nodes"))
         {
-            let text = std::fs::read_to_string(&p).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(60)..];
+            // Bytes, not a string: a log with one stray non-UTF-8 byte
+            // printed nothing at all in one CI run.
+            let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap_or_default()).into_owned();
+            let lines = collapse_repeats(&text);
+            let tail = &lines[lines.len().saturating_sub(120)..];
             eprintln!(
-                "--- {} (last {} lines)\n{}",
+                "--- {} (last {} lines, repeats folded)\n{}",
                 p.display(),
                 tail.len(),
                 tail.join("\n")
             );
         }
     }
+}
+
+/// The lines of `text`, a line whose body (the line without its leading
+/// time stamp) repeats one of the last few kept lines folded into a count:
+/// members retrying once a second for minutes otherwise fill the whole
+/// tail and hide what came before.
+fn collapse_repeats(text: &str) -> Vec<String> {
+    const WINDOW: usize = 4;
+    let body = |l: &str| {
+        l.trim_start_matches(|c: char| c.is_ascii_digit() || " :.-T".contains(c))
+            .to_string()
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut recent: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut folded = 0usize;
+    let note = |n: usize| format!("    ({n} more lines repeating the ones above)");
+    for line in text.lines() {
+        let b = body(line);
+        if recent.contains(&b) {
+            folded += 1;
+            continue;
+        }
+        if folded > 0 {
+            out.push(note(folded));
+            folded = 0;
+        }
+        out.push(line.to_string());
+        recent.push_back(b);
+        if recent.len() > WINDOW {
+            recent.pop_front();
+        }
+    }
+    if folded > 0 {
+        out.push(note(folded));
+    }
+    out
+}
+
+#[test]
+fn repeated_log_lines_fold_into_one_with_a_count() {
+    let log = "2026-12-06 22:14:26 0 [Note] start\n\
+               2026-12-06 22:14:27 0 [Note] Member 0.0 (n1) requested\n\
+               2026-12-06 22:14:27 0 [Note] Member 2.0 (n3) requested\n\
+               2026-12-06 22:14:28 0 [Note] Member 0.0 (n1) requested\n\
+               2026-12-06 22:14:28 0 [Note] Member 2.0 (n3) requested\n\
+               2026-12-06 22:14:29 0 [Note] Member 0.0 (n1) requested\n\
+               2026-12-06 22:14:30 0 [Note] done\n";
+    assert_eq!(
+        collapse_repeats(log),
+        vec![
+            "2026-12-06 22:14:26 0 [Note] start",
+            "2026-12-06 22:14:27 0 [Note] Member 0.0 (n1) requested",
+            "2026-12-06 22:14:27 0 [Note] Member 2.0 (n3) requested",
+            "    (3 more lines repeating the ones above)",
+            "2026-12-06 22:14:30 0 [Note] done",
+        ]
+    );
 }
 
 /// The single run directory of test `name` under `store`.
