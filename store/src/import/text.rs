@@ -222,12 +222,11 @@ struct Lines<'a> {
 
 impl<'a> Lines<'a> {
     fn new(bytes: &'a [u8], file: Option<&'a Path>) -> Lines<'a> {
-        let (start, n) = (0, 0);
         Lines {
             bytes,
             file,
-            start,
-            n,
+            start: 0,
+            n: 0,
         }
     }
 }
