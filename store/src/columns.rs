@@ -28,9 +28,11 @@ use crate::history::{Extra, F, MicroOp, Op, OpIndex, OpType, OpValue, Process, P
 use crate::pairing::{OpView, ValueView};
 
 mod builder;
+mod lists;
 mod open;
 pub use builder::HistoryBuilder;
 pub(crate) use builder::MAX_OPS;
+pub(crate) use lists::share_per_key;
 
 /// `time_ns` of an op without a time.
 const NO_TIME: i64 = i64::MIN;

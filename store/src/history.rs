@@ -692,6 +692,7 @@ impl History {
                 what: "ops",
             });
         }
+        crate::columns::share_per_key(&mut cols.mops);
         let mut partner = vec![NONE; n];
         let mut pairing = crate::pairing::Pairing::default();
         for pos in 0..n {
