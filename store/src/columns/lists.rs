@@ -19,40 +19,60 @@
 //! as its elements); a read that is not a prefix of its key's longest
 //! (an invalid history) keeps its own buffer.
 
-use crate::history::{Key, MicroOp, ReadValue, ValList};
+use crate::history::{Key, MicroOp, ReadValue, Val, ValList};
 use rustc_hash::FxHashMap;
 
+/// A key's longest read so far (walking back from the history's end), and
+/// the last other buffer found to hold a prefix of it.
+struct Target {
+    list: ValList,
+    /// The first element of that buffer, and how many of its elements
+    /// are known to be the target's (views of one buffer are prefixes of
+    /// each other, so a shorter view of it needs no comparison).
+    seen: *const Val,
+    seen_len: usize,
+}
+
 /// Makes the list reads in `mops` that are prefixes of their key's longest
-/// one views of its buffer (see the module doc).
+/// one views of its buffer (see the module doc). One pass, from the end
+/// (where a key's reads are longest), one lookup per read, and about one
+/// comparison per buffer rather than per read.
 pub(crate) fn share_per_key(mops: &mut [MicroOp]) {
-    let mut longest: FxHashMap<Key, ValList> = FxHashMap::default();
-    for m in mops.iter() {
-        let MicroOp::Read(k, ReadValue::List(l)) = m else {
-            continue;
-        };
-        match longest.get_mut(k) {
-            Some(cur) if cur.len() < l.len() => *cur = l.clone(),
-            Some(_) => {}
-            None if l.is_empty() => {}
-            None => {
-                longest.insert(k.clone(), l.clone());
-            }
-        }
-    }
-    if longest.is_empty() {
-        return;
-    }
-    for m in mops.iter_mut() {
+    let mut targets: FxHashMap<Key, Target> = FxHashMap::default();
+    for m in mops.iter_mut().rev() {
         let MicroOp::Read(k, ReadValue::List(l)) = m else {
             continue;
         };
         let n = l.len();
-        let Some(cur) = longest.get(k).filter(|_| n > 0) else {
+        if n == 0 {
+            continue;
+        }
+        let Some(t) = targets.get_mut(k) else {
+            let (seen, list) = (l.as_ptr(), l.clone());
+            targets.insert(
+                k.clone(),
+                Target {
+                    list,
+                    seen,
+                    seen_len: n,
+                },
+            );
             continue;
         };
-        // Views of one buffer: the shorter is a prefix of the longer.
-        if !l.shares(cur) && cur[..n] == l[..] {
-            *l = cur.prefix(n);
+        if n > t.list.len() {
+            // Reads already moved keep their (equal) views of the old one.
+            *t = Target {
+                list: l.clone(),
+                seen: l.as_ptr(),
+                seen_len: n,
+            };
+        } else if l.as_ptr() == t.list.as_ptr() {
+            // Already a view of the target's buffer.
+        } else if l.as_ptr() == t.seen && n <= t.seen_len {
+            *l = t.list.prefix(n);
+        } else if t.list[..n] == l[..] {
+            (t.seen, t.seen_len) = (l.as_ptr(), n);
+            *l = t.list.prefix(n);
         }
     }
 }
@@ -61,7 +81,6 @@ pub(crate) fn share_per_key(mops: &mut [MicroOp]) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::history::Val;
 
     fn read(k: i64, vals: &[i64]) -> MicroOp {
         let l: ValList = vals.iter().map(|&v| Val::int(v)).collect();
@@ -78,23 +97,38 @@ mod tests {
     #[test]
     fn prefixes_of_a_keys_longest_read_share_one_buffer_and_keep_their_elements() {
         let mut mops = vec![
+            read(1, &[1, 9]),
             read(1, &[1, 2]),
             MicroOp::Append(Key::int(1), Val::int(3)),
-            read(1, &[1, 2, 3]),
-            read(2, &[1, 2]),
             read(1, &[1]),
-            read(1, &[1, 9]),
+            read(2, &[1, 2]),
+            read(1, &[1, 2, 3]),
             read(1, &[]),
             MicroOp::Read(Key::int(1), ReadValue::Nil),
         ];
         let before = mops.clone();
         share_per_key(&mut mops);
         assert_eq!(mops, before, "every read holds what it held");
-        let (a, b, c) = (list(&mops[0]), list(&mops[2]), list(&mops[4]));
-        assert!(a.shares(b) && b.shares(c));
+        let (a, b, c) = (list(&mops[1]), list(&mops[3]), list(&mops[5]));
+        assert!(a.shares(c) && b.shares(c));
         // Another key, and a read that diverges, keep buffers of their own.
-        assert!(!list(&mops[3]).shares(b));
-        assert!(!list(&mops[5]).shares(b));
-        assert_eq!(list(&mops[5]).to_vec(), [Val::int(1), Val::int(9)]);
+        assert!(!list(&mops[4]).shares(c));
+        assert!(!list(&mops[0]).shares(c));
+        assert_eq!(list(&mops[0]).to_vec(), [Val::int(1), Val::int(9)]);
+    }
+
+    /// Views of one other buffer are compared once and moved together;
+    /// a longer view of it that is not a prefix stays.
+    #[test]
+    fn views_of_one_other_buffer_move_together() {
+        let other: ValList = [1, 2, 7].iter().map(|&v| Val::int(v)).collect();
+        let view = |n: usize| MicroOp::Read(Key::int(1), ReadValue::List(other.prefix(n)));
+        let mut mops = vec![view(3), view(1), view(2), read(1, &[1, 2, 3, 4])];
+        let before = mops.clone();
+        share_per_key(&mut mops);
+        assert_eq!(mops, before);
+        let target = list(&mops[3]);
+        assert!(list(&mops[1]).shares(target) && list(&mops[2]).shares(target));
+        assert!(list(&mops[0]).shares(&other) && !list(&mops[0]).shares(target));
     }
 }
