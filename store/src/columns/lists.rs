@@ -15,9 +15,14 @@
 //! threads') were not reused, and the 1M check's peak grew by 16 MB
 //! instead of shrinking (BENCHMARKS.md, h15-mem).
 //!
-//! Invariant: what every read holds is unchanged (a `ValList` compares
+//! Invariants: what every read holds is unchanged (a `ValList` compares
 //! as its elements); a read that is not a prefix of its key's longest
-//! (an invalid history) keeps its own buffer.
+//! (an invalid history) keeps its own buffer. "Longest" is the longest
+//! met walking back from the end (in a valid history, the key's longest;
+//! a longer read met later becomes the target, and the reads moved before
+//! keep their equal views). A buffer is known by its first element's
+//! address: the pass allocates no buffer, so no live one can take the
+//! address of one it frees.
 
 use crate::history::{Atom, Key, MicroOp, ReadValue, Val, ValList};
 use rustc_hash::FxHashMap;
