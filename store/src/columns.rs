@@ -1,15 +1,16 @@
 //! The storage behind [`crate::History`]: a fixed-size record per op, one
 //! arena of every op's micro-ops, and a side table for what is rare.
 //!
-//! Key decision: an op costs one 24-B [`OpRec`] plus its micro-ops in the
+//! Key decision: an op costs one 20-B [`OpRec`] plus its micro-ops in the
 //! shared arena — no allocation of its own — and, while the history is
 //! built, its 8-B index in a column of its own, dropped once the indices
 //! are found consecutive (Jepsen's and harness's: 16 MB at 1M
 //! transactions). Everything an op seldom has
 //! (an error, extra fields, a non-transaction value, an `F::Other` name, a
 //! process id too big for the record's `u32`, more than 65,534 micro-ops)
-//! lives in [`Rare`], reached by an index the record carries only when it
-//! needs one.
+//! lives in [`Rare`], found by the op's position in a sorted column the
+//! record points into with one flag bit (an index of its own cost every
+//! op 4 B: 8 MB at 1M transactions).
 //!
 //! Invariants:
 //! - `recs[pos].mop_start .. + mop_len` lies inside `mops`; ranges of
@@ -21,16 +22,20 @@
 //!   elides only a client invocation followed by its completion for the same
 //!   process — the pair `History`'s pairing makes of the same ops, or it
 //!   refuses the history.
-//! - `side` is [`NO_SIDE`] exactly when the op has nothing rare.
+//! - An op's record has [`RARE`] set exactly when `rare_pos` holds its
+//!   position; `rare_pos` is sorted, and `rare[i]` is the entry of the op
+//!   at `rare_pos[i]`.
 
 use crate::data::Data;
 use crate::history::{Extra, F, MicroOp, Op, OpIndex, OpType, OpValue, Process, ProcessId};
 use crate::pairing::{OpView, ValueView};
 
 mod builder;
+mod lists;
 mod open;
 pub use builder::HistoryBuilder;
 pub(crate) use builder::MAX_OPS;
+pub(crate) use lists::share_per_key;
 
 /// `time_ns` of an op without a time.
 const NO_TIME: i64 = i64::MIN;
@@ -40,8 +45,8 @@ const PROC_NONE: u32 = u32::MAX;
 const PROC_NEMESIS: u32 = u32::MAX - 1;
 /// `process` of a client whose id does not fit: it is in the side table.
 const PROC_RARE: u32 = u32::MAX - 2;
-/// `side` of an op with nothing rare.
-const NO_SIDE: u32 = u32::MAX;
+/// The bit of [`OpRec::type_kind`] set when the op has a [`Rare`] entry.
+const RARE: u8 = 1 << 4;
 /// `mop_len` of an op with more micro-ops than that: its count is in the
 /// side table.
 const LEN_RARE: u16 = u16::MAX;
@@ -86,21 +91,20 @@ pub(crate) enum Kind {
     Data,
 }
 
-/// One op's fixed-size part (24 B; its index is in [`Columns`]).
+/// One op's fixed-size part (20 B; its index is in [`Columns`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OpRec {
-    /// [`NO_TIME`] for none.
-    time_ns: i64,
+    /// The time as [`OpRec::time`] gives it, in two halves (so the record
+    /// is aligned to 4 bytes, not 8: no padding).
+    time_ns: [u32; 2],
     /// Where the micro-ops start in the arena (a history holds fewer than
     /// 2^32 micro-ops: 160 GiB of them).
     mop_start: u32,
     /// A client id, or [`PROC_NONE`] / [`PROC_NEMESIS`] / [`PROC_RARE`].
     process: u32,
-    /// Index into the side table, or [`NO_SIDE`].
-    side: u32,
     /// The number of micro-ops, or [`LEN_RARE`]: in the side table.
     mop_len: u16,
-    /// [`OpType`] in bits 0–1, [`Kind`] in bits 2–3.
+    /// [`OpType`] in bits 0–1, [`Kind`] in bits 2–3, [`RARE`].
     type_kind: u8,
     /// [`F_NONE`], a [`KNOWN_F`] position + 1, or [`F_OTHER`].
     f: u8,
@@ -115,11 +119,35 @@ impl OpRec {
     }
 
     pub(crate) fn kind(&self) -> Kind {
-        KINDS[usize::from(self.type_kind >> 2)]
+        KINDS[usize::from(self.type_kind >> 2 & 3)]
     }
 
+    /// Sets the type and kind (the [`RARE`] bit is kept).
     fn set(&mut self, op_type: OpType, kind: Kind) {
-        self.type_kind = op_type as u8 | (kind as u8) << 2;
+        self.type_kind = op_type as u8 | (kind as u8) << 2 | (self.type_kind & RARE);
+    }
+
+    /// A record of an op at `time_ns` ([`NO_TIME`] for none), by `process`,
+    /// with function code `f`, and no micro-ops, type or kind yet.
+    fn new(time_ns: i64, process: u32, f: u8) -> OpRec {
+        let t = time_ns as u64;
+        OpRec {
+            time_ns: [t as u32, (t >> 32) as u32],
+            mop_start: 0,
+            process,
+            mop_len: 0,
+            type_kind: 0,
+            f,
+        }
+    }
+
+    /// The time, or [`NO_TIME`].
+    fn time(&self) -> i64 {
+        (u64::from(self.time_ns[0]) | u64::from(self.time_ns[1]) << 32) as i64
+    }
+
+    fn has_rare(&self) -> bool {
+        self.type_kind & RARE != 0
     }
 }
 
@@ -144,6 +172,8 @@ pub(crate) struct Columns {
     pub(crate) recs: Vec<OpRec>,
     pub(crate) mops: Vec<MicroOp>,
     rare: Vec<Rare>,
+    /// The position of each `rare` entry's op, ascending.
+    rare_pos: Vec<u32>,
     /// Each op's index; empty once [`Columns::compact_indices`] found them
     /// consecutive from `first_index`.
     indices: Vec<u64>,
@@ -153,17 +183,25 @@ pub(crate) struct Columns {
 
 impl Columns {
     fn rare(&self, pos: usize) -> Option<&Rare> {
-        let side = self.recs[pos].side;
-        (side != NO_SIDE).then(|| &self.rare[side as usize])
+        if !self.recs[pos].has_rare() {
+            return None;
+        }
+        let i = self.rare_pos.binary_search(&(pos as u32)).ok()?;
+        self.rare.get(i)
     }
 
     /// The op's side-table entry, made if it has none.
     fn rare_mut(&mut self, pos: usize) -> &mut Rare {
-        if self.recs[pos].side == NO_SIDE {
-            self.recs[pos].side = self.rare.len() as u32;
-            self.rare.push(Rare::default());
-        }
-        &mut self.rare[self.recs[pos].side as usize]
+        let i = match self.rare_pos.binary_search(&(pos as u32)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.rare_pos.insert(i, pos as u32);
+                self.rare.insert(i, Rare::default());
+                self.recs[pos].type_kind |= RARE;
+                i
+            }
+        };
+        &mut self.rare[i]
     }
 
     pub(crate) fn op_type(&self, pos: usize) -> OpType {
@@ -233,7 +271,7 @@ impl Columns {
     }
 
     pub(crate) fn time_ns(&self, pos: usize) -> Option<i64> {
-        let t = self.recs[pos].time_ns;
+        let t = self.recs[pos].time();
         (t != NO_TIME).then_some(t)
     }
 
@@ -356,23 +394,15 @@ impl Columns {
                 (Kind::Data, Vec::new())
             }
         };
-        let side = if rare == Rare::default() {
-            NO_SIDE
-        } else {
-            self.rare.push(rare);
-            u32::try_from(self.rare.len() - 1).unwrap_or(NO_SIDE)
-        };
-        let mut rec = OpRec {
-            time_ns: time_ns.unwrap_or(NO_TIME),
-            mop_start: 0,
-            mop_len: 0,
-            process,
-            side,
-            type_kind: 0,
-            f,
-        };
+        let mut rec = OpRec::new(time_ns.unwrap_or(NO_TIME), process, f);
         rec.set(op_type, kind);
-        self.push_rec(index.0, rec);
+        let pos = self.push_rec(index.0, rec);
+        if rare != Rare::default() {
+            // Positions fit in `u32` (the builder refuses more ops first).
+            self.rare_pos.push(pos as u32);
+            self.rare.push(rare);
+            self.recs[pos].type_kind |= RARE;
+        }
         (kind, mops)
     }
 
@@ -415,6 +445,7 @@ impl Columns {
         out.reserve_ops(total(|c| c.recs.len()));
         out.mops.reserve(total(|c| c.mops.len()));
         out.rare.reserve(total(|c| c.rare.len()));
+        out.rare_pos.reserve(total(|c| c.rare.len()));
         assert!(
             u32::try_from(out.mops.len() + total(|c| c.mops.len())).is_ok(),
             "a history of more than 2^32 micro-ops"
@@ -426,12 +457,13 @@ impl Columns {
         let (mut mop_parts, mut rest) = (Vec::new(), Vec::new());
         for part in parts {
             mop_parts.push(part.mops);
-            rest.push((part.recs, part.indices, part.rare));
+            rest.push((part.recs, part.indices, part.rare, part.rare_pos));
         }
         let Columns {
             recs,
             mops,
             rare,
+            rare_pos,
             indices,
             ..
         } = &mut out;
@@ -450,17 +482,17 @@ impl Columns {
                     mops.extend(m);
                 }
             });
-            for ((part_recs, part_indices, part_rare), mop_base) in rest.into_iter().zip(bases) {
-                let rare_base = rare.len() as u32;
+            for ((part_recs, part_indices, part_rare, part_pos), mop_base) in
+                rest.into_iter().zip(bases)
+            {
+                let pos_base = recs.len() as u32;
                 recs.extend(part_recs.into_iter().map(|mut r| {
                     r.mop_start += mop_base;
-                    if r.side != NO_SIDE {
-                        r.side += rare_base;
-                    }
                     r
                 }));
                 indices.extend(part_indices);
                 rare.extend(part_rare);
+                rare_pos.extend(part_pos.into_iter().map(|p| p + pos_base));
             }
         });
         out
@@ -475,7 +507,40 @@ mod tests {
     /// every big check (BENCHMARKS.md).
     #[test]
     fn the_record_stays_compact() {
-        assert_eq!(std::mem::size_of::<OpRec>(), 24);
+        assert_eq!(std::mem::size_of::<OpRec>(), 20);
+    }
+
+    /// An op's rare entry made after a later op's (an invocation of more
+    /// micro-ops than the record counts, placed when its completion came)
+    /// goes in position order: every op reads back its own.
+    #[test]
+    fn rare_entries_made_out_of_order_stay_each_ops() {
+        use crate::history::{History, Key, MicroOp, ReadValue, Val};
+        let txn = |last: i64| {
+            let mut m: Vec<MicroOp> = (0..70_000)
+                .map(|v| MicroOp::Append(Key::int(1), Val::int(v)))
+                .collect();
+            let read = (5..=last).map(Val::int).collect();
+            m.push(MicroOp::Read(Key::int(2), ReadValue::List(read)));
+            m
+        };
+        let mut nemesis = Op::txn(1, OpType::Info, 0, vec![]);
+        nemesis.process = Some(Process::Nemesis);
+        nemesis.value = OpValue::Data(Box::new(Data::Int(7)));
+        let mut fail = Op::txn(3, OpType::Fail, 1, vec![]);
+        fail.error = Some(Box::new(Data::Int(9)));
+        let ops = vec![
+            Op::txn(0, OpType::Invoke, 0, txn(5)),
+            nemesis,
+            Op::txn(2, OpType::Ok, 0, txn(6)),
+            fail,
+        ];
+        let h = History::new(ops.clone()).unwrap_or_default();
+        assert_eq!(h.cols.rare_pos, [0, 1, 2, 3]);
+        assert_eq!(h.data(1), Some(&Data::Int(7)));
+        assert_eq!(h.error(3), Some(&Data::Int(9)));
+        assert_eq!(h.stored_txn(0).map(<[_]>::len), Some(70_001));
+        assert_eq!(h.to_ops(), ops);
     }
 
     /// Consecutive indices are computed, others kept; both answer the

@@ -9,9 +9,9 @@
 //!   because `["r", k, null]` means different things in different workloads
 //!   and op types; the checker interprets it, the store keeps it losslessly.
 //! - A `History` does not hold `Op`s: it holds columns (`crate::columns`) —
-//!   a 24-B record per op, one arena of every op's micro-ops, a side table
+//!   a 20-B record per op, one arena of every op's micro-ops, a side table
 //!   for what is rare — built op by op ([`HistoryBuilder`]) as a file is
-//!   read, so a loaded history costs ~24 B per op plus its micro-ops (and
+//!   read, so a loaded history costs ~20 B per op plus its micro-ops (and
 //!   8 B for the index when indices are not consecutive), with
 //!   no allocation per op. It is read by position; `Op`s are
 //!   materialised only where a whole op is wanted (writers, explanations).
@@ -692,6 +692,7 @@ impl History {
                 what: "ops",
             });
         }
+        crate::columns::share_per_key(&mut cols.mops);
         let mut partner = vec![NONE; n];
         let mut pairing = crate::pairing::Pairing::default();
         for pos in 0..n {

@@ -3,7 +3,7 @@
 //! of what one history holds (32-bit positions) checked on every op.
 
 use super::open::OpenCalls;
-use super::{Columns, F_TXN, Kind, NO_SIDE, NO_TIME, OpRec, PROC_RARE};
+use super::{Columns, F_TXN, Kind, NO_TIME, OpRec, PROC_RARE};
 use crate::format::UsualOp;
 use crate::history::{History, HistoryError, MicroOp, Op, OpIndex, OpType, OpValue, Process};
 
@@ -175,15 +175,7 @@ impl HistoryBuilder {
         if !self.admit(op.index, mops.len()) {
             return mops.clear();
         }
-        let mut rec = OpRec {
-            time_ns: op.time_ns.unwrap_or(NO_TIME),
-            mop_start: 0,
-            mop_len: 0,
-            process,
-            side: NO_SIDE,
-            type_kind: 0,
-            f: F_TXN,
-        };
+        let mut rec = OpRec::new(op.time_ns.unwrap_or(NO_TIME), process, F_TXN);
         rec.set(op.op_type, Kind::Txn);
         let pos = self.cols.push_rec(op.index, rec);
         let open = self.open.remove(op.process);

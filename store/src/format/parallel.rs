@@ -216,6 +216,26 @@ mod tests {
     }
 
     #[test]
+    fn ops_with_rare_fields_in_every_chunk_keep_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = big_history(120_000, true)
+            .lines()
+            .enumerate()
+            .map(|(i, l)| match i % 997 {
+                0 => format!("{},\"node\":\"n{i}\"}}\n", &l[..l.len() - 1]),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        let p = write(dir.path(), "h.jsonl", &text);
+        let b: crate::HistoryBuilder = read_jsonl_with(&p, 2).expect("read in parallel");
+        let h = b.finish().unwrap();
+        assert_eq!(h.extra(997)[0].1, crate::Data::Str("n997".into()));
+        assert_eq!(h.extra(239_280)[0].1, crate::Data::Str("n239280".into()));
+        assert!(h.extra(998).is_empty());
+        assert_eq!(h.into_ops(), sequential(&p).ops);
+    }
+
+    #[test]
     fn anything_unusual_falls_back_to_the_sequential_reader() {
         let dir = tempfile::tempdir().unwrap();
         // Positional indices: the second chunk cannot know its offset.
