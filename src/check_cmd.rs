@@ -355,27 +355,23 @@ fn what_was_checked(
     analyses: &[&str],
     elapsed: Duration,
 ) -> String {
-    use store::{MicroOp, OpType};
-    let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
-    // Fx, not SipHash: this visits every micro-op (it showed in the profile).
-    let mut keys = rustc_hash::FxHashSet::default();
-    for pos in (0..history.len()).filter(|&pos| history.is_client(pos)) {
-        match history.op_type(pos) {
-            OpType::Ok => ok += 1,
-            OpType::Fail => fail += 1,
-            OpType::Info => info += 1,
-            // Never completed: treated as info by the checker, so counted
-            // as info here (the counts add up to the transactions).
-            OpType::Invoke if history.completion(pos).is_none() => info += 1,
-            OpType::Invoke => {}
-        }
-        // An elided invocation's keys are its completion's, counted there.
-        for m in history.stored_txn(pos).into_iter().flatten() {
-            if let MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _) = m {
-                keys.insert(k);
-            }
-        }
-    }
+    // A big history in two halves of its ops, the second on a thread of
+    // its own (this visits every micro-op after the check).
+    let n = history.len();
+    let (ok, fail, info, keys) = if n < 4096 {
+        tally(history, 0..n)
+    } else {
+        std::thread::scope(|s| {
+            let later = s.spawn(|| tally(history, n / 2..n));
+            let (ok, fail, info, mut keys) = tally(history, 0..n / 2);
+            let (ok2, fail2, info2, keys2) = match later.join() {
+                Ok(t) => t,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            keys.extend(keys2);
+            (ok + ok2, fail + fail2, info + info2, keys)
+        })
+    };
     let models: Vec<&str> = how.models_or_default().iter().map(|m| m.name()).collect();
     format!(
         "checked: {} transactions ({ok} ok, {fail} fail, {info} info) on {} key{}, {}, against {} \
@@ -392,6 +388,36 @@ fn what_was_checked(
         analyses.join(", "),
         elapsed.as_secs_f64()
     )
+}
+
+/// The client transactions of the ops in `ops`: how many ok, fail and info,
+/// and their keys.
+fn tally(
+    history: &History,
+    ops: std::ops::Range<usize>,
+) -> (u64, u64, u64, rustc_hash::FxHashSet<&store::Key>) {
+    use store::{MicroOp, OpType};
+    let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
+    // Fx, not SipHash: this visits every micro-op (it showed in the profile).
+    let mut keys = rustc_hash::FxHashSet::default();
+    for pos in ops.filter(|&pos| history.is_client(pos)) {
+        match history.op_type(pos) {
+            OpType::Ok => ok += 1,
+            OpType::Fail => fail += 1,
+            OpType::Info => info += 1,
+            // Never completed: treated as info by the checker, so counted
+            // as info here (the counts add up to the transactions).
+            OpType::Invoke if history.completion(pos).is_none() => info += 1,
+            OpType::Invoke => {}
+        }
+        // An elided invocation's keys are its completion's, counted there.
+        for m in history.stored_txn(pos).into_iter().flatten() {
+            if let MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _) = m {
+                keys.insert(k);
+            }
+        }
+    }
+    (ok, fail, info, keys)
 }
 
 /// Warnings printed one by one, at most; the rest are counted.

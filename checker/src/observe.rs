@@ -18,6 +18,9 @@
 //! A [`Write`] or [`Read`] holds ids and flags only (12 and 16 B; one per
 //! micro-op of a history): keys and values are read back from `Txns`.
 
+mod reads;
+
+use crate::graph::{PARALLEL_FROM, halves};
 use crate::txn::{Status, Txns};
 use crate::workload::Workload;
 use crate::write_ids::WriteIds;
@@ -252,22 +255,20 @@ impl<'h> Observations<'h> {
     /// Observes `txns` as `workload` transactions.
     pub fn new(txns: &Txns<'h>, history: &'h History, workload: Workload) -> Observations<'h> {
         let list = workload == Workload::ListAppend;
+        let parallel = history.len() >= PARALLEL_FROM;
         let mut o = Observations {
-            ids: WriteIds::new(&int_ranges(txns, list)),
+            ids: WriteIds::new(&int_ranges(txns, list, parallel)),
             // Sized once: a doubling vector held the old and the new block
             // (tens of MB at 1M transactions) while it copied.
             writes: Vec::with_capacity(if list { txns.n_appends } else { 0 }),
-            // At most one per read micro-op (fewer: aborted transactions'
-            // and uninterpretable reads are left out).
-            reads: Vec::with_capacity(txns.n_reads),
             initial: history.initial_value(),
             ..Observations::default()
         };
         o.index_writes(txns, history, list);
         if list {
-            o.list_reads(txns);
+            o.list_reads(txns, parallel);
         } else {
-            o.register_reads(txns);
+            o.register_reads(txns, parallel);
         }
         o
     }
@@ -407,115 +408,29 @@ impl<'h> Observations<'h> {
         }
         self.longest_off.push(self.longest_ids.len());
     }
-
-    /// list-append reads: prefix of the longest read or not, the writer of
-    /// the last element, and whether a closer look is needed.
-    fn list_reads(&mut self, txns: &Txns<'h>) {
-        let nkeys = txns.keys.len();
-        // Raw position in each longest read from which reads need a careful
-        // look: a garbage element, one seen before, or an aborted one.
-        let mut suspicious_from: Vec<usize> = vec![usize::MAX; nkeys];
-        let mut placed = vec![false; self.writes.len()];
-        for (k, s) in suspicious_from.iter_mut().enumerate() {
-            for (raw, &id) in self.longest_ids(k as u32).iter().enumerate() {
-                let bad = id == NO
-                    || std::mem::replace(&mut placed[id as usize], true)
-                    || txns.status(self.writes[id as usize].txn) == Status::Fail;
-                if bad {
-                    *s = raw;
-                    break;
-                }
-            }
-        }
-        self.reads.reserve_exact(txns.n_reads);
-        for (t, tx) in txns.txns.iter().enumerate() {
-            let t = t as u32;
-            if tx.status == Status::Fail {
-                continue;
-            }
-            for (i, m) in txns.mops_of(tx).iter().enumerate() {
-                let MicroOp::Read(_, rv) = m else { continue };
-                let Some(r) = read_list(tx.status, rv) else {
-                    continue;
-                };
-                let k = txns.key_of(t, i);
-                let l = self.longest[k as usize];
-                // A read that shares the longest read's buffer (the store's
-                // `ValList`) starts where it starts: a prefix, no compare.
-                let prefix = r.len() <= l.len()
-                    && (std::ptr::eq(r.as_ptr(), l.as_ptr())
-                        || r.iter().zip(l).all(|(a, b)| a == b));
-                // The last element's write: from the longest read when this
-                // read is a prefix of it (no hashing), else looked up.
-                let from = match r.last() {
-                    None => ReadFrom::Initial,
-                    Some(_) if prefix => match self.longest_ids(k)[r.len() - 1] {
-                        NO => ReadFrom::Garbage,
-                        id => ReadFrom::Write(id),
-                    },
-                    Some(v) => self
-                        .write_of(k, v)
-                        .map_or(ReadFrom::Garbage, ReadFrom::Write),
-                };
-                let mut flags = around(txns, t, i, k, true) | Read::LIST;
-                if prefix {
-                    flags |= Read::PREFIX;
-                }
-                if !prefix || r.len() > suspicious_from[k as usize] {
-                    flags |= Read::CAREFUL;
-                }
-                self.reads.push(Read::new(t, i as u32, from, flags));
-            }
-        }
-    }
-
-    /// rw-register reads: the writer of the value read.
-    fn register_reads(&mut self, txns: &Txns<'h>) {
-        let mut bad_type = 0usize;
-        for (t, tx) in txns.txns.iter().enumerate() {
-            let t = t as u32;
-            if tx.status == Status::Fail {
-                continue;
-            }
-            for (i, m) in txns.mops_of(tx).iter().enumerate() {
-                let MicroOp::Read(_, rv) = m else { continue };
-                let k = txns.key_of(t, i);
-                let flags = around(txns, t, i, k, false);
-                let Some(v) = read_scalar(rv) else {
-                    // Counted where Elle looks: external reads of committed txns.
-                    if flags & Read::FIRST_ON_KEY != 0 && tx.status == Status::Ok {
-                        bad_type += 1;
-                    }
-                    continue;
-                };
-                let from = match v {
-                    None => ReadFrom::Initial,
-                    Some(v) if self.reads_initial(k, v) => ReadFrom::Initial,
-                    Some(v) => self
-                        .write_of(k, v)
-                        .map_or(ReadFrom::Garbage, ReadFrom::Write),
-                };
-                self.reads.push(Read::new(t, i as u32, from, flags));
-            }
-        }
-        if bad_type > 0 {
-            self.warnings.push(format!(
-                "{bad_type} reads returned a list rather than a single value; ignored by rw-register"
-            ));
-        }
-    }
 }
 
 /// Per key: the lowest and highest integer written (appended in
-/// list-append) and how many writes of an integer there are.
-fn int_ranges(txns: &Txns<'_>, list: bool) -> Vec<(i64, i64, usize)> {
-    let mut ranges = vec![(i64::MAX, i64::MIN, 0usize); txns.keys.len()];
-    for (t, tx) in txns.txns.iter().enumerate() {
-        for (i, m) in txns.mops_of(tx).iter().enumerate() {
-            if let Some(Val(Atom::Int(v))) = Observations::write_mop(m, list) {
-                let r = &mut ranges[txns.key_of(t as u32, i) as usize];
-                *r = (r.0.min(*v), r.1.max(*v), r.2 + 1);
+/// list-append) and how many writes of an integer there are (`parallel`:
+/// the transactions in two halves, one on a thread of its own).
+fn int_ranges(txns: &Txns<'_>, list: bool, parallel: bool) -> Vec<(i64, i64, usize)> {
+    let parts = halves(parallel, txns.len(), |part| {
+        let mut ranges = vec![(i64::MAX, i64::MIN, 0usize); txns.keys.len()];
+        for t in part {
+            for (i, m) in txns.mops(t as u32).iter().enumerate() {
+                if let Some(Val(Atom::Int(v))) = Observations::write_mop(m, list) {
+                    let r = &mut ranges[txns.key_of(t as u32, i) as usize];
+                    *r = (r.0.min(*v), r.1.max(*v), r.2 + 1);
+                }
             }
+        }
+        ranges
+    });
+    let mut parts = parts.into_iter();
+    let mut ranges = parts.next().unwrap_or_default();
+    for part in parts {
+        for (r, p) in ranges.iter_mut().zip(part) {
+            *r = (r.0.min(p.0), r.1.max(p.1), r.2 + p.2);
         }
     }
     ranges
