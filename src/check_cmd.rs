@@ -392,14 +392,10 @@ fn what_was_checked(
 
 /// The client transactions of the ops in `ops`: how many ok, fail and info,
 /// and their keys.
-fn tally(
-    history: &History,
-    ops: std::ops::Range<usize>,
-) -> (u64, u64, u64, rustc_hash::FxHashSet<&store::Key>) {
+fn tally(history: &History, ops: std::ops::Range<usize>) -> (u64, u64, u64, Keys<'_>) {
     use store::{MicroOp, OpType};
     let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
-    // Fx, not SipHash: this visits every micro-op (it showed in the profile).
-    let mut keys = rustc_hash::FxHashSet::default();
+    let mut keys = Keys::default();
     for pos in ops.filter(|&pos| history.is_client(pos)) {
         match history.op_type(pos) {
             OpType::Ok => ok += 1,
@@ -418,6 +414,54 @@ fn tally(
         }
     }
     (ok, fail, info, keys)
+}
+
+/// A set of keys: small non-negative integers (harness' own keys) as bits,
+/// the others hashed (Fx, not SipHash: every micro-op is added; it showed
+/// in the profile).
+#[derive(Default)]
+struct Keys<'h> {
+    small: Vec<u64>,
+    others: rustc_hash::FxHashSet<&'h store::Key>,
+}
+
+/// Integer keys below this are [`Keys::small`]'s bits (8 KB).
+const SMALL_KEYS: i64 = 1 << 16;
+
+impl<'h> Keys<'h> {
+    fn insert(&mut self, k: &'h store::Key) {
+        match k.0 {
+            store::Atom::Int(i) if (0..SMALL_KEYS).contains(&i) => {
+                if self.small.is_empty() {
+                    self.small = vec![0; SMALL_KEYS as usize / 64];
+                }
+                self.small[i as usize / 64] |= 1 << (i % 64);
+            }
+            _ => {
+                self.others.insert(k);
+            }
+        }
+    }
+
+    /// Adds `other`'s keys.
+    fn extend(&mut self, other: Keys<'h>) {
+        if self.small.is_empty() {
+            self.small = other.small;
+        } else {
+            for (a, b) in self.small.iter_mut().zip(other.small) {
+                *a |= b;
+            }
+        }
+        self.others.extend(other.others);
+    }
+
+    fn len(&self) -> usize {
+        self.small
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum::<usize>()
+            + self.others.len()
+    }
 }
 
 /// Warnings printed one by one, at most; the rest are counted.

@@ -54,6 +54,8 @@ pub struct Txns<'h> {
     pub n_appends: usize,
     /// Number of read micro-ops.
     pub n_reads: usize,
+    /// Number of range reads (predicate reads).
+    pub n_range_reads: usize,
     /// Each transaction's [`Txn::status`] again, 1 B apiece: looking up a
     /// writer's status by its id reads this small array instead of a
     /// history-sized one (a cache miss per read at 1M transactions).
@@ -122,6 +124,7 @@ impl<'h> Txns<'h> {
         );
         self.n_appends += later.n_appends;
         self.n_reads += later.n_reads;
+        self.n_range_reads += later.n_range_reads;
         self.warnings.extend(later.warnings);
     }
 
@@ -299,7 +302,8 @@ impl Part {
                 match m {
                     MicroOp::Append(..) => out.n_appends += 1,
                     MicroOp::Read(..) => out.n_reads += 1,
-                    MicroOp::Write(..) | MicroOp::ReadRange(_) => {}
+                    MicroOp::ReadRange(_) => out.n_range_reads += 1,
+                    MicroOp::Write(..) => {}
                 }
             }
             out.statuses.push(status);
@@ -401,5 +405,58 @@ mod tests {
             ]
         );
         assert_eq!(size_of::<Txn>(), 16);
+    }
+
+    /// A history big enough to be read in halves gives what one pass
+    /// gives: the same transactions, and keys first seen in the second
+    /// half numbered after the first half's in the order they appear.
+    #[test]
+    fn halves_read_as_one_pass() {
+        let key = |i: usize| match i % 5 {
+            0 => Key(Atom::Str(format!("s{}", i % 13).into())),
+            1 if i >= 2600 => Key::int(1000 + (i % 37) as i64),
+            _ => Key::int(((i * 7919) % 300) as i64),
+        };
+        let ops: Vec<Op> = (0..5000)
+            .map(|i| {
+                let process = if i % 999 == 0 {
+                    u64::MAX - i as u64
+                } else {
+                    i as u64 % 7
+                };
+                let ty = [OpType::Ok, OpType::Fail, OpType::Info][i % 3];
+                let mops = vec![
+                    MicroOp::Append(key(i), Val::int(i as i64)),
+                    MicroOp::Read(key(i * 3 + 1), ReadValue::Nil),
+                ];
+                Op::txn(
+                    i as u64,
+                    ty,
+                    process,
+                    if i % 11 == 0 { vec![] } else { mops },
+                )
+            })
+            .collect();
+        let h = History::new(ops).unwrap_or_default();
+        assert!(h.len() >= PARALLEL_FROM);
+        let two = Txns::new(&h);
+        let (one, _) = Part::read(&h, 0..h.len());
+        let view = |t: &Txns<'_>| {
+            format!(
+                "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {} {}",
+                t.txns,
+                t.mop_keys,
+                t.keys,
+                t.statuses,
+                t.processes,
+                t.rare_processes,
+                t.warnings,
+                t.n_appends,
+                t.n_reads,
+                t.n_range_reads
+            )
+        };
+        assert_eq!(view(&two), view(&one));
+        assert!(two.keys.len() > 250 && !two.rare_processes.is_empty());
     }
 }
