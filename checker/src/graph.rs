@@ -111,19 +111,30 @@ pub(crate) fn beside_if<I: Send, T: Send>(
     })
 }
 
-/// Runs `f` on `0..n` — when `parallel`, in two halves, the second on a
-/// thread of its own — and returns the results in order (one or two).
+/// Runs `f` on `0..n` — when `parallel`, in two halves side by side — and
+/// returns the results in order (one or two). The first half runs on a
+/// thread of its own, the second on this one: callers keep the first
+/// half's result and append the second's to it, so what is dropped after
+/// is allocated and freed by this thread, whose allocator reuses it (freed
+/// into a finished thread's heap, it stayed resident: +3 MB of peak at 1M
+/// transactions).
 pub(crate) fn halves<T: Send>(
     parallel: bool,
     n: usize,
     f: impl Fn(std::ops::Range<usize>) -> T + Sync,
 ) -> Vec<T> {
-    let ranges = if parallel {
-        vec![0..n / 2, n / 2..n]
-    } else {
-        vec![0..n]
-    };
-    beside_if(parallel, ranges, f)
+    if !parallel {
+        return vec![f(0..n)];
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let first = scope.spawn(move || f(0..n / 2));
+        let second = f(n / 2..n);
+        match first.join() {
+            Ok(first) => vec![first, second],
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
 }
 
 impl Graph {
@@ -153,8 +164,11 @@ impl Graph {
             .iter()
             .flat_map(|&s| (0..s.parts()).map(move |p| (s, p)))
             .collect();
-        let mut cursors = beside_if(parallel, parts.clone(), |(s, p)| {
-            let mut count = vec![0u32; n];
+        // Allocated and (below) freed on this thread, whose allocator
+        // reuses them for what comes next.
+        let counts: Vec<Vec<u32>> = parts.iter().map(|_| vec![0u32; n]).collect();
+        let work: Vec<_> = parts.iter().copied().zip(counts).collect();
+        let mut cursors = beside_if(parallel, work, |((s, p), mut count)| {
             s.each_of(p, &mut |a, b, _| {
                 if inside(a, b) {
                     count[a as usize] += 1;
@@ -176,7 +190,7 @@ impl Graph {
         let total = off[n];
         let dst: Vec<AtomicU32> = (0..total).map(|_| AtomicU32::new(0)).collect();
         let rels: Vec<AtomicU8> = (0..total).map(|_| AtomicU8::new(0)).collect();
-        beside_if(
+        let cursors = beside_if(
             parallel,
             parts.into_iter().zip(cursors).collect(),
             |((s, p), mut cur)| {
@@ -188,8 +202,10 @@ impl Graph {
                         rels[e].store(r.bits(), Ordering::Relaxed);
                     }
                 });
+                cur
             },
         );
+        drop(cursors);
         let mut g = Graph {
             off,
             dst: dst.into_iter().map(AtomicU32::into_inner).collect(),
