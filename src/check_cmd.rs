@@ -425,17 +425,18 @@ struct Keys<'h> {
     others: rustc_hash::FxHashSet<&'h store::Key>,
 }
 
-/// Integer keys below this are [`Keys::small`]'s bits (8 KB).
+/// Integer keys below this are [`Keys::small`]'s bits (at most 8 KB).
 const SMALL_KEYS: i64 = 1 << 16;
 
 impl<'h> Keys<'h> {
     fn insert(&mut self, k: &'h store::Key) {
         match k.0 {
             store::Atom::Int(i) if (0..SMALL_KEYS).contains(&i) => {
-                if self.small.is_empty() {
-                    self.small = vec![0; SMALL_KEYS as usize / 64];
+                let word = i as usize / 64;
+                if word >= self.small.len() {
+                    self.small.resize(word + 1, 0);
                 }
-                self.small[i as usize / 64] |= 1 << (i % 64);
+                self.small[word] |= 1 << (i % 64);
             }
             _ => {
                 self.others.insert(k);
@@ -445,12 +446,11 @@ impl<'h> Keys<'h> {
 
     /// Adds `other`'s keys.
     fn extend(&mut self, other: Keys<'h>) {
-        if self.small.is_empty() {
-            self.small = other.small;
-        } else {
-            for (a, b) in self.small.iter_mut().zip(other.small) {
-                *a |= b;
-            }
+        if other.small.len() > self.small.len() {
+            self.small.resize(other.small.len(), 0);
+        }
+        for (a, b) in self.small.iter_mut().zip(other.small) {
+            *a |= b;
         }
         self.others.extend(other.others);
     }
