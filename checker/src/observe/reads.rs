@@ -7,7 +7,7 @@ use super::{NO, Observations, Read, ReadFrom, around, read_list, read_scalar};
 use crate::graph::halves;
 use crate::txn::{Status, Txns};
 use std::ops::Range;
-use store::MicroOp;
+use store::{MicroOp, ReadValue};
 
 impl<'h> Observations<'h> {
     /// list-append reads: prefix of the longest read or not, the writer of
@@ -47,45 +47,36 @@ impl<'h> Observations<'h> {
         suspicious_from: &[usize],
         out: &mut Vec<Read>,
     ) {
-        for t in part {
-            let tx = &txns.txns[t];
-            let t = t as u32;
-            if tx.status == Status::Fail {
+        for (t, status, i, rv) in reads_of(txns, part) {
+            let Some(r) = read_list(status, rv) else {
                 continue;
+            };
+            let k = txns.key_of(t, i);
+            let l = self.longest[k as usize];
+            // A read that shares the longest read's buffer (the store's
+            // `ValList`) starts where it starts: a prefix, no compare.
+            let prefix = r.len() <= l.len()
+                && (std::ptr::eq(r.as_ptr(), l.as_ptr()) || r.iter().zip(l).all(|(a, b)| a == b));
+            // The last element's write: from the longest read when this
+            // read is a prefix of it (no hashing), else looked up.
+            let from = match r.last() {
+                None => ReadFrom::Initial,
+                Some(_) if prefix => match self.longest_ids(k)[r.len() - 1] {
+                    NO => ReadFrom::Garbage,
+                    id => ReadFrom::Write(id),
+                },
+                Some(v) => self
+                    .write_of(k, v)
+                    .map_or(ReadFrom::Garbage, ReadFrom::Write),
+            };
+            let mut flags = around(txns, t, i, k, true) | Read::LIST;
+            if prefix {
+                flags |= Read::PREFIX;
             }
-            for (i, m) in txns.mops_of(tx).iter().enumerate() {
-                let MicroOp::Read(_, rv) = m else { continue };
-                let Some(r) = read_list(tx.status, rv) else {
-                    continue;
-                };
-                let k = txns.key_of(t, i);
-                let l = self.longest[k as usize];
-                // A read that shares the longest read's buffer (the store's
-                // `ValList`) starts where it starts: a prefix, no compare.
-                let prefix = r.len() <= l.len()
-                    && (std::ptr::eq(r.as_ptr(), l.as_ptr())
-                        || r.iter().zip(l).all(|(a, b)| a == b));
-                // The last element's write: from the longest read when this
-                // read is a prefix of it (no hashing), else looked up.
-                let from = match r.last() {
-                    None => ReadFrom::Initial,
-                    Some(_) if prefix => match self.longest_ids(k)[r.len() - 1] {
-                        NO => ReadFrom::Garbage,
-                        id => ReadFrom::Write(id),
-                    },
-                    Some(v) => self
-                        .write_of(k, v)
-                        .map_or(ReadFrom::Garbage, ReadFrom::Write),
-                };
-                let mut flags = around(txns, t, i, k, true) | Read::LIST;
-                if prefix {
-                    flags |= Read::PREFIX;
-                }
-                if !prefix || r.len() > suspicious_from[k as usize] {
-                    flags |= Read::CAREFUL;
-                }
-                out.push(Read::new(t, i as u32, from, flags));
+            if !prefix || r.len() > suspicious_from[k as usize] {
+                flags |= Read::CAREFUL;
             }
+            out.push(Read::new(t, i as u32, from, flags));
         }
     }
 
@@ -111,35 +102,48 @@ impl<'h> Observations<'h> {
     /// returned a list.
     fn register_reads_of(&self, txns: &Txns<'h>, part: Range<usize>, out: &mut Vec<Read>) -> usize {
         let mut bad_type = 0usize;
-        for t in part {
-            let tx = &txns.txns[t];
-            let t = t as u32;
-            if tx.status == Status::Fail {
+        for (t, status, i, rv) in reads_of(txns, part) {
+            let k = txns.key_of(t, i);
+            let flags = around(txns, t, i, k, false);
+            let Some(v) = read_scalar(rv) else {
+                // Counted where Elle looks: external reads of committed txns.
+                if flags & Read::FIRST_ON_KEY != 0 && status == Status::Ok {
+                    bad_type += 1;
+                }
                 continue;
-            }
-            for (i, m) in txns.mops_of(tx).iter().enumerate() {
-                let MicroOp::Read(_, rv) = m else { continue };
-                let k = txns.key_of(t, i);
-                let flags = around(txns, t, i, k, false);
-                let Some(v) = read_scalar(rv) else {
-                    // Counted where Elle looks: external reads of committed txns.
-                    if flags & Read::FIRST_ON_KEY != 0 && tx.status == Status::Ok {
-                        bad_type += 1;
-                    }
-                    continue;
-                };
-                let from = match v {
-                    None => ReadFrom::Initial,
-                    Some(v) if self.reads_initial(k, v) => ReadFrom::Initial,
-                    Some(v) => self
-                        .write_of(k, v)
-                        .map_or(ReadFrom::Garbage, ReadFrom::Write),
-                };
-                out.push(Read::new(t, i as u32, from, flags));
-            }
+            };
+            let from = match v {
+                None => ReadFrom::Initial,
+                Some(v) if self.reads_initial(k, v) => ReadFrom::Initial,
+                Some(v) => self
+                    .write_of(k, v)
+                    .map_or(ReadFrom::Garbage, ReadFrom::Write),
+            };
+            out.push(Read::new(t, i as u32, from, flags));
         }
         bad_type
     }
+}
+
+/// The read micro-ops of the transactions `part` that did not abort: the
+/// transaction, its status, the micro-op's position, what it returned.
+fn reads_of<'t, 'h>(
+    txns: &'t Txns<'h>,
+    part: Range<usize>,
+) -> impl Iterator<Item = (u32, Status, usize, &'h ReadValue)> + 't {
+    txns.txns[part.clone()]
+        .iter()
+        .zip(part)
+        .filter(|(tx, _)| tx.status != Status::Fail)
+        .flat_map(move |(tx, t)| {
+            txns.mops_of(tx)
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, m)| match m {
+                    MicroOp::Read(_, rv) => Some((t as u32, tx.status, i, rv)),
+                    _ => None,
+                })
+        })
 }
 
 /// A list for the reads of the transactions `part`, sized once: the first
