@@ -47,9 +47,9 @@ impl<'h> Observations<'h> {
         suspicious_from: &[usize],
         out: &mut Vec<Read>,
     ) {
-        for (t, status, i, rv) in reads_of(txns, part) {
+        each_read(txns, part, |t, status, i, rv| {
             let Some(r) = read_list(status, rv) else {
-                continue;
+                return;
             };
             let k = txns.key_of(t, i);
             let l = self.longest[k as usize];
@@ -77,7 +77,7 @@ impl<'h> Observations<'h> {
                 flags |= Read::CAREFUL;
             }
             out.push(Read::new(t, i as u32, from, flags));
-        }
+        });
     }
 
     /// rw-register reads: the writer of the value read.
@@ -102,7 +102,7 @@ impl<'h> Observations<'h> {
     /// returned a list.
     fn register_reads_of(&self, txns: &Txns<'h>, part: Range<usize>, out: &mut Vec<Read>) -> usize {
         let mut bad_type = 0usize;
-        for (t, status, i, rv) in reads_of(txns, part) {
+        each_read(txns, part, |t, status, i, rv| {
             let k = txns.key_of(t, i);
             let flags = around(txns, t, i, k, false);
             let Some(v) = read_scalar(rv) else {
@@ -110,7 +110,7 @@ impl<'h> Observations<'h> {
                 if flags & Read::FIRST_ON_KEY != 0 && status == Status::Ok {
                     bad_type += 1;
                 }
-                continue;
+                return;
             };
             let from = match v {
                 None => ReadFrom::Initial,
@@ -120,30 +120,30 @@ impl<'h> Observations<'h> {
                     .map_or(ReadFrom::Garbage, ReadFrom::Write),
             };
             out.push(Read::new(t, i as u32, from, flags));
-        }
+        });
         bad_type
     }
 }
 
-/// The read micro-ops of the transactions `part` that did not abort: the
-/// transaction, its status, the micro-op's position, what it returned.
-fn reads_of<'t, 'h>(
-    txns: &'t Txns<'h>,
+/// Calls `f` with each read micro-op of the transactions `part` that did
+/// not abort: the transaction, its status, the micro-op's position, what
+/// it returned.
+fn each_read<'h>(
+    txns: &Txns<'h>,
     part: Range<usize>,
-) -> impl Iterator<Item = (u32, Status, usize, &'h ReadValue)> + 't {
-    txns.txns[part.clone()]
-        .iter()
-        .zip(part)
-        .filter(|(tx, _)| tx.status != Status::Fail)
-        .flat_map(move |(tx, t)| {
-            txns.mops_of(tx)
-                .iter()
-                .enumerate()
-                .filter_map(move |(i, m)| match m {
-                    MicroOp::Read(_, rv) => Some((t as u32, tx.status, i, rv)),
-                    _ => None,
-                })
-        })
+    mut f: impl FnMut(u32, Status, usize, &'h ReadValue),
+) {
+    for t in part {
+        let tx = &txns.txns[t];
+        if tx.status == Status::Fail {
+            continue;
+        }
+        for (i, m) in txns.mops_of(tx).iter().enumerate() {
+            if let MicroOp::Read(_, rv) = m {
+                f(t as u32, tx.status, i, rv);
+            }
+        }
+    }
 }
 
 /// A list for the reads of the transactions `part`, sized once: the first
