@@ -132,6 +132,7 @@ pub(super) fn sort_by_target(list: &mut Vec<u64>, scratch: &mut Vec<u64>, n: usi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::{EdgeList, Edges};
 
     /// Unsorted lists with duplicate targets: the two halves give the
     /// arrays one pass gives, wherever the split falls.
@@ -168,6 +169,52 @@ mod tests {
                 let r = one.range(u as u32);
                 assert!(one.dst[r].windows(2).all(|p| p[0] < p[1]));
             }
+        }
+    }
+
+    /// A source yielding its edges in parts builds the graph one list
+    /// of all its edges builds (parts side by side on a big graph).
+    #[test]
+    fn parts_build_what_one_list_builds() {
+        struct Halves(EdgeList);
+        impl Edges for Halves {
+            fn each(&self, add: &mut dyn FnMut(u32, u32, Rels)) {
+                self.0.each(add);
+            }
+            fn parts(&self) -> usize {
+                2
+            }
+            fn each_of(&self, part: usize, add: &mut dyn FnMut(u32, u32, Rels)) {
+                for (i, &(a, b, r)) in self.0.edges.iter().enumerate() {
+                    if i % 2 == part {
+                        add(a, b, r);
+                    }
+                }
+            }
+        }
+        let n = 5000u32;
+        let (mut data, mut order) = (EdgeList::default(), EdgeList::default());
+        for i in 0..4 * n {
+            data.add(
+                i % n,
+                (i * 7 + 3) % n,
+                [Rels::WW, Rels::WR, Rels::RW][(i % 3) as usize],
+            );
+            order.add(i % n, (i * 13 + 1) % n, Rels::REALTIME);
+        }
+        let mut all = data.clone();
+        all.edges.extend(order.edges.iter().copied());
+        let want = Graph::build(n as usize, &all);
+        let got = Graph::from_sources(n as usize, &[&Halves(data), &order]);
+        assert_eq!(got.edge_count(), want.edge_count());
+        for u in 0..n {
+            let (g, w): (Vec<_>, Vec<_>) = (got.succ(u).collect(), want.succ(u).collect());
+            assert_eq!(g.len(), w.len());
+            assert!(
+                g.iter()
+                    .zip(&w)
+                    .all(|(x, y)| x.0 == y.0 && x.1.bits() == y.1.bits())
+            );
         }
     }
 }
