@@ -79,9 +79,9 @@ const PROCESS_RARE: u32 = u32::MAX - 1;
 
 impl<'h> Txns<'h> {
     /// Extracts the client transactions of `history`. A big history is
-    /// read in two halves of its ops, the second on a thread of its own;
-    /// its keys are numbered after the first half's in the order they first
-    /// appear, as one pass numbers them.
+    /// read in two halves of its ops side by side (`graph::halves`); the
+    /// second half's keys are numbered after the first half's in the order
+    /// they first appear, as one pass numbers them.
     pub fn new(history: &'h History) -> Txns<'h> {
         let parallel = history.len() >= PARALLEL_FROM;
         let mut parts = halves(parallel, history.len(), |ops| Part::read(history, ops)).into_iter();

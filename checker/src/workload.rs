@@ -19,8 +19,8 @@ impl Workload {
     /// list-append, writes or scalar reads rw-register; `None` if the history
     /// has neither or both.
     pub fn detect(history: &History) -> Option<Workload> {
-        // A big history in two halves of its ops, the second on a thread
-        // of its own.
+        // A big history in two halves of its ops, side by side
+        // (`graph::halves`).
         let parallel = history.len() >= PARALLEL_FROM;
         let parts = halves(parallel, history.len(), |ops| kinds(history, ops));
         let (la, rw) = parts

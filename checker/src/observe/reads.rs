@@ -1,6 +1,6 @@
 //! The reads of [`Observations`]: what each read of a transaction that did
-//! not abort observed. A big history's transactions are read in two halves,
-//! the second on a thread of its own; the reads come back in one list in
+//! not abort observed. A big history's transactions are read in two halves
+//! side by side (`graph::halves`); the reads come back in one list in
 //! transaction order, as one pass makes it.
 
 use super::{NO, Observations, Read, ReadFrom, around, read_list, read_scalar};
