@@ -355,27 +355,23 @@ fn what_was_checked(
     analyses: &[&str],
     elapsed: Duration,
 ) -> String {
-    use store::{MicroOp, OpType};
-    let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
-    // Fx, not SipHash: this visits every micro-op (it showed in the profile).
-    let mut keys = rustc_hash::FxHashSet::default();
-    for pos in (0..history.len()).filter(|&pos| history.is_client(pos)) {
-        match history.op_type(pos) {
-            OpType::Ok => ok += 1,
-            OpType::Fail => fail += 1,
-            OpType::Info => info += 1,
-            // Never completed: treated as info by the checker, so counted
-            // as info here (the counts add up to the transactions).
-            OpType::Invoke if history.completion(pos).is_none() => info += 1,
-            OpType::Invoke => {}
-        }
-        // An elided invocation's keys are its completion's, counted there.
-        for m in history.stored_txn(pos).into_iter().flatten() {
-            if let MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _) = m {
-                keys.insert(k);
-            }
-        }
-    }
+    // A big history in two halves of its ops, the second on a thread of
+    // its own (this visits every micro-op after the check).
+    let n = history.len();
+    let (ok, fail, info, keys) = if n < 4096 {
+        tally(history, 0..n)
+    } else {
+        std::thread::scope(|s| {
+            let later = s.spawn(|| tally(history, n / 2..n));
+            let (ok, fail, info, mut keys) = tally(history, 0..n / 2);
+            let (ok2, fail2, info2, keys2) = match later.join() {
+                Ok(t) => t,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            keys.extend(keys2);
+            (ok + ok2, fail + fail2, info + info2, keys)
+        })
+    };
     let models: Vec<&str> = how.models_or_default().iter().map(|m| m.name()).collect();
     format!(
         "checked: {} transactions ({ok} ok, {fail} fail, {info} info) on {} key{}, {}, against {} \
@@ -392,6 +388,80 @@ fn what_was_checked(
         analyses.join(", "),
         elapsed.as_secs_f64()
     )
+}
+
+/// The client transactions of the ops in `ops`: how many ok, fail and info,
+/// and their keys.
+fn tally(history: &History, ops: std::ops::Range<usize>) -> (u64, u64, u64, Keys<'_>) {
+    use store::{MicroOp, OpType};
+    let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
+    let mut keys = Keys::default();
+    for pos in ops.filter(|&pos| history.is_client(pos)) {
+        match history.op_type(pos) {
+            OpType::Ok => ok += 1,
+            OpType::Fail => fail += 1,
+            OpType::Info => info += 1,
+            // Never completed: treated as info by the checker, so counted
+            // as info here (the counts add up to the transactions).
+            OpType::Invoke if history.completion(pos).is_none() => info += 1,
+            OpType::Invoke => {}
+        }
+        // An elided invocation's keys are its completion's, counted there.
+        for m in history.stored_txn(pos).into_iter().flatten() {
+            if let MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _) = m {
+                keys.insert(k);
+            }
+        }
+    }
+    (ok, fail, info, keys)
+}
+
+/// A set of keys: small non-negative integers (harness' own keys) as bits,
+/// the others hashed (Fx, not SipHash: every micro-op is added; it showed
+/// in the profile).
+#[derive(Default)]
+struct Keys<'h> {
+    small: Vec<u64>,
+    others: rustc_hash::FxHashSet<&'h store::Key>,
+}
+
+/// Integer keys below this are [`Keys::small`]'s bits (at most 8 KB).
+const SMALL_KEYS: i64 = 1 << 16;
+
+impl<'h> Keys<'h> {
+    fn insert(&mut self, k: &'h store::Key) {
+        match k.0 {
+            store::Atom::Int(i) if (0..SMALL_KEYS).contains(&i) => {
+                let word = i as usize / 64;
+                if word >= self.small.len() {
+                    self.small.resize(word + 1, 0);
+                }
+                self.small[word] |= 1 << (i % 64);
+            }
+            _ => {
+                self.others.insert(k);
+            }
+        }
+    }
+
+    /// Adds `other`'s keys.
+    fn extend(&mut self, other: Keys<'h>) {
+        if other.small.len() > self.small.len() {
+            self.small.resize(other.small.len(), 0);
+        }
+        for (a, b) in self.small.iter_mut().zip(other.small) {
+            *a |= b;
+        }
+        self.others.extend(other.others);
+    }
+
+    fn len(&self) -> usize {
+        self.small
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum::<usize>()
+            + self.others.len()
+    }
 }
 
 /// Warnings printed one by one, at most; the rest are counted.

@@ -10,7 +10,7 @@
 
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, Evidence, Site, Step};
-use crate::graph::Edges;
+use crate::graph::{Edges, PARALLEL_FROM};
 use crate::observe::{NO, Observations, Read, ReadFrom, Value, read_list};
 use crate::rels::{Rel, Rels};
 use crate::txn::{Status, Txns};
@@ -238,10 +238,46 @@ impl<'s, 'a, 'h> DataEdges<'s, 'a, 'h> {
 
 impl Edges for DataEdges<'_, '_, '_> {
     fn each(&self, add: &mut dyn FnMut(u32, u32, Rels)) {
+        for part in 0..self.parts() {
+            self.each_of(part, add);
+        }
+    }
+
+    /// A big history's in two: the keys whose versions come first, then
+    /// the others with the appends no read observed.
+    fn parts(&self) -> usize {
+        if self.txns.len() >= PARALLEL_FROM {
+            2
+        } else {
+            1
+        }
+    }
+
+    fn each_of(&self, part: usize, add: &mut dyn FnMut(u32, u32, Rels)) {
+        let nkeys = self.ver_base.len() - 1;
+        // The key where the second half of the versions starts.
+        let half = self.ver_base[nkeys] / 2;
+        let mid = match self.parts() {
+            1 => nkeys,
+            _ => self.ver_base[..nkeys].partition_point(|&b| b < half),
+        };
+        if part == 0 {
+            self.keys_each(0..mid, add);
+        }
+        if part + 1 == self.parts() {
+            self.keys_each(mid..nkeys, add);
+            self.unobserved_each(add);
+        }
+    }
+}
+
+impl DataEdges<'_, '_, '_> {
+    /// The `ww`, `wr`, `rw` edges of the observed versions of `keys`.
+    fn keys_each(&self, keys: std::ops::Range<usize>, add: &mut dyn FnMut(u32, u32, Rels)) {
         let (la, txns) = (self.order, self.txns);
         let live = |t: u32| txns.status(t) != Status::Fail;
         let w = |id: u32| la.obs.write(id).txn;
-        for k in 0..self.ver_base.len() as u32 - 1 {
+        for k in keys.start as u32..keys.end as u32 {
             let ord = la.order_of(k);
             for (p, &id) in ord.iter().enumerate() {
                 if id == NO {
@@ -265,7 +301,13 @@ impl Edges for DataEdges<'_, '_, '_> {
                 }
             }
         }
-        // Appends no read observed come after the last observed element.
+    }
+
+    /// Appends no read observed come after the last observed element.
+    fn unobserved_each(&self, add: &mut dyn FnMut(u32, u32, Rels)) {
+        let (la, txns) = (self.order, self.txns);
+        let live = |t: u32| txns.status(t) != Status::Fail;
+        let w = |id: u32| la.obs.write(id).txn;
         for (id, e) in la.obs.writes.iter().enumerate() {
             if la.pos[id] != NO || !live(e.txn) {
                 continue;

@@ -18,6 +18,9 @@
 //! A [`Write`] or [`Read`] holds ids and flags only (12 and 16 B; one per
 //! micro-op of a history): keys and values are read back from `Txns`.
 
+mod reads;
+
+use crate::graph::{PARALLEL_FROM, halves};
 use crate::txn::{Status, Txns};
 use crate::workload::Workload;
 use crate::write_ids::WriteIds;
@@ -251,25 +254,74 @@ pub fn read_scalar(rv: &ReadValue) -> Option<Option<&Val>> {
 impl<'h> Observations<'h> {
     /// Observes `txns` as `workload` transactions.
     pub fn new(txns: &Txns<'h>, history: &'h History, workload: Workload) -> Observations<'h> {
+        Self::build(txns, history, workload, history.len() >= PARALLEL_FROM)
+    }
+
+    /// As [`Observations::new`]; `parallel`: in two halves, side by side
+    /// (the same observations).
+    fn build(
+        txns: &Txns<'h>,
+        history: &'h History,
+        workload: Workload,
+        parallel: bool,
+    ) -> Observations<'h> {
         let list = workload == Workload::ListAppend;
         let mut o = Observations {
-            ids: WriteIds::new(&int_ranges(txns, list)),
+            ids: WriteIds::new(&int_ranges(txns, list, parallel)),
             // Sized once: a doubling vector held the old and the new block
             // (tens of MB at 1M transactions) while it copied.
             writes: Vec::with_capacity(if list { txns.n_appends } else { 0 }),
-            // At most one per read micro-op (fewer: aborted transactions'
-            // and uninterpretable reads are left out).
-            reads: Vec::with_capacity(txns.n_reads),
             initial: history.initial_value(),
             ..Observations::default()
         };
-        o.index_writes(txns, history, list);
+        o.index_writes(txns, history, list, parallel);
         if list {
-            o.list_reads(txns);
+            o.list_reads(txns, parallel);
         } else {
-            o.register_reads(txns);
+            o.register_reads(txns, parallel);
         }
         o
+    }
+
+    /// Indexes every write (a repeated (key, value) keeps its first
+    /// writer, said in a warning).
+    fn writes_of(&mut self, txns: &Txns<'h>, history: &History, list: bool) {
+        let opi = |t: u32| txns.op_index(history, t);
+        let key = |k: u32| Key(txns.keys[k as usize].clone());
+        let mut seen_keys: Vec<u32> = Vec::new();
+        for (t, tx) in txns.txns.iter().enumerate() {
+            seen_keys.clear();
+            for (i, m) in txns.mops_of(tx).iter().enumerate().rev() {
+                let Some(v) = Self::write_mop(m, list) else {
+                    continue;
+                };
+                let k = txns.key_of(t as u32, i);
+                let is_final = !seen_keys.contains(&k);
+                if is_final {
+                    seen_keys.push(k);
+                }
+                let id = self.writes.len() as u32;
+                match self.ids.insert(k, &v.0, id) {
+                    Some(existing) => {
+                        self.writes[existing as usize].repeated = true;
+                        let first = self.writes[existing as usize].txn;
+                        self.warnings.push(format!(
+                            "value {v} {} key {} more than once (ops {} and {}); values must be unique per key",
+                            if list { "appended to" } else { "written to" },
+                            key(k),
+                            opi(first),
+                            opi(t as u32)
+                        ));
+                    }
+                    None => self.writes.push(Write {
+                        txn: t as u32,
+                        mop: i as u32,
+                        is_final,
+                        repeated: false,
+                    }),
+                }
+            }
+        }
     }
 
     /// The write of `v` to key `k`, if any.
@@ -313,76 +365,31 @@ impl<'h> Observations<'h> {
     }
 
     /// Indexes every write; for list-append, also picks the longest read of
-    /// each key in the same pass.
-    fn index_writes(&mut self, txns: &Txns<'h>, history: &History, list: bool) {
+    /// each key (`parallel`: on a thread of its own, beside the writes).
+    fn index_writes(&mut self, txns: &Txns<'h>, history: &History, list: bool, parallel: bool) {
         let nkeys = txns.keys.len();
-        let opi = |t: u32| txns.op_index(history, t);
-        let key = |k: u32| Key(txns.keys[k as usize].clone());
-        let mut longest: Vec<(u32, u32)> = vec![(NO, 0); if list { nkeys } else { 0 }];
-        let mut longest_len: Vec<usize> = vec![0; longest.len()];
-        let mut bad_type = 0usize;
-        let mut seen_keys: Vec<u32> = Vec::new();
-        for (t, tx) in txns.txns.iter().enumerate() {
-            seen_keys.clear();
-            for (i, m) in txns.mops_of(tx).iter().enumerate().rev() {
-                if list
-                    && let MicroOp::Read(_, rv) = m
-                    && tx.status != Status::Fail
-                {
-                    if matches!(rv, ReadValue::Scalar(_)) {
-                        bad_type += 1;
-                        continue;
-                    }
-                    let Some(l) = read_list(tx.status, rv) else {
-                        continue;
-                    };
-                    let k = txns.key_of(t as u32, i) as usize;
-                    if longest[k].0 == NO
-                        || l.len() > longest_len[k]
-                        || (l.len() == longest_len[k] && longest[k].0 == t as u32)
-                    {
-                        longest[k] = (t as u32, i as u32);
-                        longest_len[k] = l.len();
-                    }
-                    continue;
-                }
-                let Some(v) = Self::write_mop(m, list) else {
-                    continue;
-                };
-                let k = txns.key_of(t as u32, i);
-                let is_final = !seen_keys.contains(&k);
-                if is_final {
-                    seen_keys.push(k);
-                }
-                let id = self.writes.len() as u32;
-                match self.ids.insert(k, &v.0, id) {
-                    Some(existing) => {
-                        self.writes[existing as usize].repeated = true;
-                        let first = self.writes[existing as usize].txn;
-                        self.warnings.push(format!(
-                            "value {v} {} key {} more than once (ops {} and {}); values must be unique per key",
-                            if list { "appended to" } else { "written to" },
-                            key(k),
-                            opi(first),
-                            opi(t as u32)
-                        ));
-                    }
-                    None => self.writes.push(Write {
-                        txn: t as u32,
-                        mop: i as u32,
-                        is_final,
-                        repeated: false,
-                    }),
-                }
+        let (longest, bad_type) = match (list, parallel) {
+            (false, _) => {
+                self.writes_of(txns, history, list);
+                return;
             }
-        }
+            (true, false) => {
+                self.writes_of(txns, history, list);
+                longest_reads(txns)
+            }
+            (true, true) => std::thread::scope(|s| {
+                let longest = s.spawn(|| longest_reads(txns));
+                self.writes_of(txns, history, list);
+                match longest.join() {
+                    Ok(l) => l,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }),
+        };
         if bad_type > 0 {
             self.warnings.push(format!(
                 "{bad_type} reads returned a single value rather than a list; ignored by list-append"
             ));
-        }
-        if !list {
-            return;
         }
         self.longest = longest
             .iter()
@@ -407,115 +414,64 @@ impl<'h> Observations<'h> {
         }
         self.longest_off.push(self.longest_ids.len());
     }
+}
 
-    /// list-append reads: prefix of the longest read or not, the writer of
-    /// the last element, and whether a closer look is needed.
-    fn list_reads(&mut self, txns: &Txns<'h>) {
-        let nkeys = txns.keys.len();
-        // Raw position in each longest read from which reads need a careful
-        // look: a garbage element, one seen before, or an aborted one.
-        let mut suspicious_from: Vec<usize> = vec![usize::MAX; nkeys];
-        let mut placed = vec![false; self.writes.len()];
-        for (k, s) in suspicious_from.iter_mut().enumerate() {
-            for (raw, &id) in self.longest_ids(k as u32).iter().enumerate() {
-                let bad = id == NO
-                    || std::mem::replace(&mut placed[id as usize], true)
-                    || txns.status(self.writes[id as usize].txn) == Status::Fail;
-                if bad {
-                    *s = raw;
-                    break;
-                }
-            }
+/// list-append: per key, the longest read of a transaction that did not
+/// abort — `(transaction, micro-op)`, `(NO, 0)` if none; ties go to the
+/// earliest transaction, inside one to its earliest micro-op — and how
+/// many reads returned a single value.
+fn longest_reads(txns: &Txns<'_>) -> (Vec<(u32, u32)>, usize) {
+    let nkeys = txns.keys.len();
+    let mut longest: Vec<(u32, u32)> = vec![(NO, 0); nkeys];
+    let mut longest_len: Vec<usize> = vec![0; nkeys];
+    let mut bad_type = 0usize;
+    for (t, tx) in txns.txns.iter().enumerate() {
+        if tx.status == Status::Fail {
+            continue;
         }
-        self.reads.reserve_exact(txns.n_reads);
-        for (t, tx) in txns.txns.iter().enumerate() {
-            let t = t as u32;
-            if tx.status == Status::Fail {
+        for (i, m) in txns.mops_of(tx).iter().enumerate().rev() {
+            let MicroOp::Read(_, rv) = m else { continue };
+            if matches!(rv, ReadValue::Scalar(_)) {
+                bad_type += 1;
                 continue;
             }
-            for (i, m) in txns.mops_of(tx).iter().enumerate() {
-                let MicroOp::Read(_, rv) = m else { continue };
-                let Some(r) = read_list(tx.status, rv) else {
-                    continue;
-                };
-                let k = txns.key_of(t, i);
-                let l = self.longest[k as usize];
-                // A read that shares the longest read's buffer (the store's
-                // `ValList`) starts where it starts: a prefix, no compare.
-                let prefix = r.len() <= l.len()
-                    && (std::ptr::eq(r.as_ptr(), l.as_ptr())
-                        || r.iter().zip(l).all(|(a, b)| a == b));
-                // The last element's write: from the longest read when this
-                // read is a prefix of it (no hashing), else looked up.
-                let from = match r.last() {
-                    None => ReadFrom::Initial,
-                    Some(_) if prefix => match self.longest_ids(k)[r.len() - 1] {
-                        NO => ReadFrom::Garbage,
-                        id => ReadFrom::Write(id),
-                    },
-                    Some(v) => self
-                        .write_of(k, v)
-                        .map_or(ReadFrom::Garbage, ReadFrom::Write),
-                };
-                let mut flags = around(txns, t, i, k, true) | Read::LIST;
-                if prefix {
-                    flags |= Read::PREFIX;
-                }
-                if !prefix || r.len() > suspicious_from[k as usize] {
-                    flags |= Read::CAREFUL;
-                }
-                self.reads.push(Read::new(t, i as u32, from, flags));
+            let Some(l) = read_list(tx.status, rv) else {
+                continue;
+            };
+            let k = txns.key_of(t as u32, i) as usize;
+            if longest[k].0 == NO
+                || l.len() > longest_len[k]
+                || (l.len() == longest_len[k] && longest[k].0 == t as u32)
+            {
+                longest[k] = (t as u32, i as u32);
+                longest_len[k] = l.len();
             }
         }
     }
-
-    /// rw-register reads: the writer of the value read.
-    fn register_reads(&mut self, txns: &Txns<'h>) {
-        let mut bad_type = 0usize;
-        for (t, tx) in txns.txns.iter().enumerate() {
-            let t = t as u32;
-            if tx.status == Status::Fail {
-                continue;
-            }
-            for (i, m) in txns.mops_of(tx).iter().enumerate() {
-                let MicroOp::Read(_, rv) = m else { continue };
-                let k = txns.key_of(t, i);
-                let flags = around(txns, t, i, k, false);
-                let Some(v) = read_scalar(rv) else {
-                    // Counted where Elle looks: external reads of committed txns.
-                    if flags & Read::FIRST_ON_KEY != 0 && tx.status == Status::Ok {
-                        bad_type += 1;
-                    }
-                    continue;
-                };
-                let from = match v {
-                    None => ReadFrom::Initial,
-                    Some(v) if self.reads_initial(k, v) => ReadFrom::Initial,
-                    Some(v) => self
-                        .write_of(k, v)
-                        .map_or(ReadFrom::Garbage, ReadFrom::Write),
-                };
-                self.reads.push(Read::new(t, i as u32, from, flags));
-            }
-        }
-        if bad_type > 0 {
-            self.warnings.push(format!(
-                "{bad_type} reads returned a list rather than a single value; ignored by rw-register"
-            ));
-        }
-    }
+    (longest, bad_type)
 }
 
 /// Per key: the lowest and highest integer written (appended in
-/// list-append) and how many writes of an integer there are.
-fn int_ranges(txns: &Txns<'_>, list: bool) -> Vec<(i64, i64, usize)> {
-    let mut ranges = vec![(i64::MAX, i64::MIN, 0usize); txns.keys.len()];
-    for (t, tx) in txns.txns.iter().enumerate() {
-        for (i, m) in txns.mops_of(tx).iter().enumerate() {
-            if let Some(Val(Atom::Int(v))) = Observations::write_mop(m, list) {
-                let r = &mut ranges[txns.key_of(t as u32, i) as usize];
-                *r = (r.0.min(*v), r.1.max(*v), r.2 + 1);
+/// list-append) and how many writes of an integer there are (`parallel`:
+/// the transactions in two halves, one on a thread of its own).
+fn int_ranges(txns: &Txns<'_>, list: bool, parallel: bool) -> Vec<(i64, i64, usize)> {
+    let parts = halves(parallel, txns.len(), |part| {
+        let mut ranges = vec![(i64::MAX, i64::MIN, 0usize); txns.keys.len()];
+        for t in part {
+            for (i, m) in txns.mops(t as u32).iter().enumerate() {
+                if let Some(Val(Atom::Int(v))) = Observations::write_mop(m, list) {
+                    let r = &mut ranges[txns.key_of(t as u32, i) as usize];
+                    *r = (r.0.min(*v), r.1.max(*v), r.2 + 1);
+                }
             }
+        }
+        ranges
+    });
+    let mut parts = parts.into_iter();
+    let mut ranges = parts.next().unwrap_or_default();
+    for part in parts {
+        for (r, p) in ranges.iter_mut().zip(part) {
+            *r = (r.0.min(p.0), r.1.max(p.1), r.2 + p.2);
         }
     }
     ranges
@@ -560,5 +516,58 @@ mod tests {
             Read::new(0, 0, ReadFrom::Garbage, 0).from(),
             ReadFrom::Garbage
         );
+    }
+
+    /// Both workloads' observations, one pass or in halves side by side,
+    /// are the same: writes (a repeated value among them), reads with
+    /// their writers and flags, longest reads, warnings.
+    #[test]
+    fn halves_observe_as_one_pass() {
+        use store::{Op, OpType};
+        for workload in [Workload::ListAppend, Workload::RwRegister] {
+            let mut lists: Vec<Vec<Val>> = vec![Vec::new(); 10];
+            let ops: Vec<Op> = (0..5000u64)
+                .map(|i| {
+                    let (k, r) = ((i % 10) as usize, ((i + 3) % 10) as usize);
+                    let v = Val::int(if i == 4000 { 10 } else { i as i64 });
+                    let mops = if workload == Workload::ListAppend {
+                        lists[k].push(v.clone());
+                        let mut seen = lists[r].clone();
+                        if i % 97 == 0 {
+                            seen.push(Val::int(-1));
+                        }
+                        let read = match i % 301 {
+                            0 => ReadValue::Scalar(Val::int(1)),
+                            _ => ReadValue::List(seen.into()),
+                        };
+                        vec![
+                            MicroOp::Read(Key::int(k as i64), ReadValue::Nil),
+                            MicroOp::Append(Key::int(k as i64), v),
+                            MicroOp::Read(Key::int(r as i64), read),
+                        ]
+                    } else {
+                        vec![
+                            MicroOp::Write(Key::int(k as i64), v),
+                            MicroOp::Read(
+                                Key::int(r as i64),
+                                ReadValue::Scalar(Val::int(i as i64 - 7)),
+                            ),
+                        ]
+                    };
+                    let ty = if i % 13 == 0 {
+                        OpType::Fail
+                    } else {
+                        OpType::Ok
+                    };
+                    Op::txn(i, ty, i % 5, mops)
+                })
+                .collect();
+            let h = History::new(ops).unwrap_or_default();
+            let txns = Txns::new(&h);
+            let one = Observations::build(&txns, &h, workload, false);
+            let two = Observations::build(&txns, &h, workload, true);
+            assert_eq!(format!("{two:?}"), format!("{one:?}"));
+            assert!(!one.warnings.is_empty() && one.reads.len() > 4000);
+        }
     }
 }

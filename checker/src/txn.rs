@@ -6,6 +6,7 @@
 //! = position in [`Txns::txns`], key = interned id) so hot loops index `Vec`s
 //! instead of hashing.
 
+use crate::graph::{PARALLEL_FROM, halves};
 use rustc_hash::FxHashMap;
 use store::{Atom, F, History, MicroOp, OpIndex, OpType, Process};
 
@@ -53,6 +54,8 @@ pub struct Txns<'h> {
     pub n_appends: usize,
     /// Number of read micro-ops.
     pub n_reads: usize,
+    /// Number of range reads (predicate reads).
+    pub n_range_reads: usize,
     /// Each transaction's [`Txn::status`] again, 1 B apiece: looking up a
     /// writer's status by its id reads this small array instead of a
     /// history-sized one (a cache miss per read at 1M transactions).
@@ -75,25 +78,160 @@ const PROCESS_NONE: u32 = u32::MAX;
 const PROCESS_RARE: u32 = u32::MAX - 1;
 
 impl<'h> Txns<'h> {
-    /// Extracts the client transactions of `history`.
+    /// Extracts the client transactions of `history`. A big history is
+    /// read in two halves of its ops side by side (`graph::halves`); the
+    /// second half's keys are numbered after the first half's in the order
+    /// they first appear, as one pass numbers them.
     pub fn new(history: &'h History) -> Txns<'h> {
-        // Sized once, from above: at most one transaction per op that is
-        // not a completed invocation, at most the stored micro-ops. A
-        // doubling vector copies (and faults in) each block again.
-        let most = (0..history.len())
+        let parallel = history.len() >= PARALLEL_FROM;
+        let mut parts = halves(parallel, history.len(), |ops| Part::read(history, ops)).into_iter();
+        let (mut out, ids) = parts.next().unwrap_or_default();
+        out.history = Some(history);
+        for (later, _) in parts {
+            out.append(later, &ids);
+        }
+        out
+    }
+
+    /// Adds `later`, read from the ops after this one's, whose keys are
+    /// numbered from 0 in its own order; `ids` are this one's keys' ids.
+    fn append(&mut self, later: Txns<'h>, ids: &KeyIds<'h>) {
+        let first = self.txns.len() as u32;
+        let mop_base = self.mop_keys.len() as u32;
+        let renumber: Vec<u32> = later
+            .keys
+            .iter()
+            .map(|&k| {
+                ids.get(k).unwrap_or_else(|| {
+                    self.keys.push(k);
+                    self.keys.len() as u32 - 1
+                })
+            })
+            .collect();
+        self.mop_keys
+            .extend(later.mop_keys.iter().map(|&k| renumber[k as usize]));
+        self.txns.extend(later.txns.into_iter().map(|mut t| {
+            t.mop_start += mop_base;
+            t
+        }));
+        self.statuses.extend(later.statuses);
+        self.processes.extend(later.processes);
+        self.rare_processes.extend(
+            later
+                .rare_processes
+                .into_iter()
+                .map(|(t, p)| (t + first, p)),
+        );
+        self.n_appends += later.n_appends;
+        self.n_reads += later.n_reads;
+        self.n_range_reads += later.n_range_reads;
+        self.warnings.extend(later.warnings);
+    }
+
+    /// The micro-ops of `tx` (one of [`Txns::txns`]): its completion's, or
+    /// its invocation's when the completion carries none.
+    #[inline]
+    pub fn mops_of(&self, tx: &Txn) -> &'h [MicroOp] {
+        let at = if tx.mops_at_inv { tx.inv } else { tx.pos };
+        self.history
+            .and_then(|h| h.stored_txn(at as usize))
+            .unwrap_or(&[])
+    }
+
+    /// The micro-ops of transaction `t` (none for an id out of range).
+    #[inline]
+    pub fn mops(&self, t: u32) -> &'h [MicroOp] {
+        self.txns.get(t as usize).map_or(&[], |tx| self.mops_of(tx))
+    }
+
+    /// The commit state of transaction `t` (as `txns[t].status`).
+    #[inline]
+    pub fn status(&self, t: u32) -> Status {
+        self.statuses[t as usize]
+    }
+
+    /// The client process of transaction `t`, if known.
+    #[inline]
+    pub fn process(&self, t: u32) -> Option<u64> {
+        match self.processes[t as usize] {
+            PROCESS_NONE => None,
+            PROCESS_RARE => self
+                .rare_processes
+                .binary_search_by_key(&t, |&(rt, _)| rt)
+                .ok()
+                .map(|i| self.rare_processes[i].1),
+            p => Some(u64::from(p)),
+        }
+    }
+
+    /// Key id of micro-op `i` of transaction `t`.
+    #[inline]
+    pub fn key_of(&self, t: u32, i: usize) -> u32 {
+        self.mop_keys[self.txns[t as usize].mop_start as usize + i]
+    }
+
+    /// The op index that stands for transaction `t`.
+    pub fn op_index(&self, history: &History, t: u32) -> OpIndex {
+        history.index(self.txns[t as usize].pos as usize)
+    }
+
+    /// Number of transactions.
+    pub fn len(&self) -> usize {
+        self.txns.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.txns.is_empty()
+    }
+}
+
+/// Key ids by key: integers by value (a probe never reads the history),
+/// other atoms by reference.
+#[derive(Default)]
+struct KeyIds<'h> {
+    ints: FxHashMap<i64, u32>,
+    others: FxHashMap<&'h Atom, u32>,
+}
+
+impl<'h> KeyIds<'h> {
+    fn get(&self, k: &'h Atom) -> Option<u32> {
+        match k {
+            Atom::Int(i) => self.ints.get(i).copied(),
+            other => self.others.get(other).copied(),
+        }
+    }
+}
+
+/// Reading the transactions of a run of a history's ops.
+struct Part;
+
+impl Part {
+    /// The client transactions of the ops in `range`, their keys numbered
+    /// from 0 in the order they first appear there (and those ids). Sized
+    /// for every op from `range.start` on, so that later ones can be
+    /// appended without growing (a doubling vector copies, and faults in,
+    /// each block again).
+    fn read<'h>(history: &'h History, range: std::ops::Range<usize>) -> (Txns<'h>, KeyIds<'h>) {
+        // At most one transaction per op that is not a completed
+        // invocation, at most the stored micro-ops.
+        let most = (range.start..history.len())
             .filter(|&p| history.op_type(p) != OpType::Invoke || history.partner(p).is_none())
             .count();
+        // The micro-ops of the ops from `range.start` on, by their share
+        // of the ops (a few more: the second half may hold more).
+        let mops = history.mop_count();
+        let share =
+            mops - (mops as u128 * range.start as u128 / history.len().max(1) as u128) as usize;
         let mut out = Txns {
-            history: Some(history),
             txns: Vec::with_capacity(most),
             statuses: Vec::with_capacity(most),
             processes: Vec::with_capacity(most),
-            mop_keys: Vec::with_capacity(history.mop_count()),
+            mop_keys: Vec::with_capacity((share + share / 16).min(mops)),
             ..Txns::default()
         };
-        let mut key_ids: FxHashMap<&'h Atom, u32> = FxHashMap::default();
-        let mut int_ids: FxHashMap<i64, u32> = FxHashMap::default();
-        for pos in 0..history.len() {
+        let mut ids = KeyIds::default();
+        for pos in range {
             if !is_client_txn(history, pos) {
                 continue;
             }
@@ -154,8 +292,8 @@ impl<'h> Txns<'h> {
                 let next = out.keys.len() as u32;
                 // Integer keys by value: a probe never reads the history.
                 let id = match k {
-                    Atom::Int(i) => *int_ids.entry(*i).or_insert(next),
-                    other => *key_ids.entry(other).or_insert(next),
+                    Atom::Int(i) => *ids.ints.entry(*i).or_insert(next),
+                    other => *ids.others.entry(other).or_insert(next),
                 };
                 if id == next {
                     out.keys.push(k);
@@ -164,7 +302,8 @@ impl<'h> Txns<'h> {
                 match m {
                     MicroOp::Append(..) => out.n_appends += 1,
                     MicroOp::Read(..) => out.n_reads += 1,
-                    MicroOp::Write(..) | MicroOp::ReadRange(_) => {}
+                    MicroOp::ReadRange(_) => out.n_range_reads += 1,
+                    MicroOp::Write(..) => {}
                 }
             }
             out.statuses.push(status);
@@ -177,64 +316,7 @@ impl<'h> Txns<'h> {
                 mop_start,
             });
         }
-        out
-    }
-
-    /// The micro-ops of `tx` (one of [`Txns::txns`]): its completion's, or
-    /// its invocation's when the completion carries none.
-    #[inline]
-    pub fn mops_of(&self, tx: &Txn) -> &'h [MicroOp] {
-        let at = if tx.mops_at_inv { tx.inv } else { tx.pos };
-        self.history
-            .and_then(|h| h.stored_txn(at as usize))
-            .unwrap_or(&[])
-    }
-
-    /// The micro-ops of transaction `t` (none for an id out of range).
-    #[inline]
-    pub fn mops(&self, t: u32) -> &'h [MicroOp] {
-        self.txns.get(t as usize).map_or(&[], |tx| self.mops_of(tx))
-    }
-
-    /// The commit state of transaction `t` (as `txns[t].status`).
-    #[inline]
-    pub fn status(&self, t: u32) -> Status {
-        self.statuses[t as usize]
-    }
-
-    /// The client process of transaction `t`, if known.
-    #[inline]
-    pub fn process(&self, t: u32) -> Option<u64> {
-        match self.processes[t as usize] {
-            PROCESS_NONE => None,
-            PROCESS_RARE => self
-                .rare_processes
-                .binary_search_by_key(&t, |&(rt, _)| rt)
-                .ok()
-                .map(|i| self.rare_processes[i].1),
-            p => Some(u64::from(p)),
-        }
-    }
-
-    /// Key id of micro-op `i` of transaction `t`.
-    #[inline]
-    pub fn key_of(&self, t: u32, i: usize) -> u32 {
-        self.mop_keys[self.txns[t as usize].mop_start as usize + i]
-    }
-
-    /// The op index that stands for transaction `t`.
-    pub fn op_index(&self, history: &History, t: u32) -> OpIndex {
-        history.index(self.txns[t as usize].pos as usize)
-    }
-
-    /// Number of transactions.
-    pub fn len(&self) -> usize {
-        self.txns.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.txns.is_empty()
+        (out, ids)
     }
 }
 
@@ -323,5 +405,58 @@ mod tests {
             ]
         );
         assert_eq!(size_of::<Txn>(), 16);
+    }
+
+    /// A history big enough to be read in halves gives what one pass
+    /// gives: the same transactions, and keys first seen in the second
+    /// half numbered after the first half's in the order they appear.
+    #[test]
+    fn halves_read_as_one_pass() {
+        let key = |i: usize| match i % 5 {
+            0 => Key(Atom::Str(format!("s{}", i % 13).into())),
+            1 if i >= 2600 => Key::int(1000 + (i % 37) as i64),
+            _ => Key::int(((i * 7919) % 300) as i64),
+        };
+        let ops: Vec<Op> = (0..5000)
+            .map(|i| {
+                let process = if i % 999 == 0 {
+                    u64::MAX - i as u64
+                } else {
+                    i as u64 % 7
+                };
+                let ty = [OpType::Ok, OpType::Fail, OpType::Info][i % 3];
+                let mops = vec![
+                    MicroOp::Append(key(i), Val::int(i as i64)),
+                    MicroOp::Read(key(i * 3 + 1), ReadValue::Nil),
+                ];
+                Op::txn(
+                    i as u64,
+                    ty,
+                    process,
+                    if i % 11 == 0 { vec![] } else { mops },
+                )
+            })
+            .collect();
+        let h = History::new(ops).unwrap_or_default();
+        assert!(h.len() >= PARALLEL_FROM);
+        let two = Txns::new(&h);
+        let (one, _) = Part::read(&h, 0..h.len());
+        let view = |t: &Txns<'_>| {
+            format!(
+                "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {} {}",
+                t.txns,
+                t.mop_keys,
+                t.keys,
+                t.statuses,
+                t.processes,
+                t.rare_processes,
+                t.warnings,
+                t.n_appends,
+                t.n_reads,
+                t.n_range_reads
+            )
+        };
+        assert_eq!(view(&two), view(&one));
+        assert!(two.keys.len() > 250 && !two.rare_processes.is_empty());
     }
 }

@@ -2,6 +2,7 @@
 //! part of the checker may name (observations, the weak levels, the
 //! analyses) without importing the analysis pipeline.
 
+use crate::graph::{PARALLEL_FROM, halves};
 use store::{History, MicroOp, ReadValue};
 
 /// Which kind of transactions a history holds.
@@ -18,23 +19,13 @@ impl Workload {
     /// list-append, writes or scalar reads rw-register; `None` if the history
     /// has neither or both.
     pub fn detect(history: &History) -> Option<Workload> {
-        let (mut la, mut rw) = (false, false);
-        for pos in 0..history.len() {
-            let Some(m) = history.stored_txn(pos) else {
-                continue;
-            };
-            for x in m {
-                match x {
-                    MicroOp::Append(..) | MicroOp::Read(_, ReadValue::List(_)) => la = true,
-                    MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => rw = true,
-                    MicroOp::ReadRange(_) => la = true,
-                    MicroOp::Read(_, ReadValue::Nil) => {}
-                }
-            }
-            if la && rw {
-                return None;
-            }
-        }
+        // A big history in two halves of its ops, side by side
+        // (`graph::halves`).
+        let parallel = history.len() >= PARALLEL_FROM;
+        let parts = halves(parallel, history.len(), |ops| kinds(history, ops));
+        let (la, rw) = parts
+            .into_iter()
+            .fold((false, false), |a, b| (a.0 || b.0, a.1 || b.1));
         match (la, rw) {
             (true, false) => Some(Workload::ListAppend),
             (false, true) => Some(Workload::RwRegister),
@@ -49,6 +40,29 @@ impl Workload {
             Workload::RwRegister => "rw-register",
         }
     }
+}
+
+/// Whether the ops in `ops` hold list-append micro-ops (appends, list
+/// reads), rw-register ones (writes, scalar reads); stops at both.
+fn kinds(history: &History, ops: std::ops::Range<usize>) -> (bool, bool) {
+    let (mut la, mut rw) = (false, false);
+    for pos in ops {
+        let Some(m) = history.stored_txn(pos) else {
+            continue;
+        };
+        for x in m {
+            match x {
+                MicroOp::Append(..) | MicroOp::Read(_, ReadValue::List(_)) => la = true,
+                MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => rw = true,
+                MicroOp::ReadRange(_) => la = true,
+                MicroOp::Read(_, ReadValue::Nil) => {}
+            }
+        }
+        if la && rw {
+            break;
+        }
+    }
+    (la, rw)
 }
 
 impl std::str::FromStr for Workload {

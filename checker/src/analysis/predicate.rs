@@ -70,12 +70,7 @@ impl Analysis for Predicate {
     }
 
     fn applies(&self, cx: &Context<'_, '_>) -> bool {
-        cx.txns.txns.iter().any(|t| {
-            cx.txns
-                .mops_of(t)
-                .iter()
-                .any(|m| matches!(m, MicroOp::ReadRange(_)))
-        })
+        cx.txns.n_range_reads > 0
     }
 
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
