@@ -405,6 +405,10 @@ fn galera_with_overlapping_fault_packages_heals_and_recovers() {
         dir.join("nodes/n1/mariadb-error.log").is_file(),
         "node logs collected"
     );
+    assert!(
+        dir.join("nodes/n1/mariadb-stdout.log").is_file(),
+        "mariadbd's own output collected (a start that fails early writes only there)"
+    );
     assert_clock_read_back(&ops, 0.15);
     assert_packets_dropped(&ops);
     let meta: serde_json::Value =

@@ -47,10 +47,13 @@ mod membership;
 /// How long a kill waits for mariadbd (and a joiner's rsync) to be gone.
 const KILL_WAIT_S: u64 = 30;
 
-/// The error log and the configuration of every node (the catalog's
-/// `log_files`).
+/// The error log, mariadbd's own stdout/stderr (where a start that fails
+/// before the error log is open writes: in one run a member restarted by
+/// the repair left no line in its error log) and the configuration of every
+/// node (the catalog's `log_files`).
 pub const LOGS: &[NodeLog] = &[
     NodeLog::every_node("error.log", "mariadb-error.log"),
+    NodeLog::every_node("stdout.log", "mariadb-stdout.log"),
     NodeLog::every_node("my.cnf", "my.cnf"),
 ];
 
