@@ -520,6 +520,43 @@ fn reproduce_scenario(args: &ReproduceArgs) -> anyhow::Result<u8> {
 mod tests {
     use super::*;
 
+    /// The Patroni loss needs the majority's failover to finish while the
+    /// old primary is still cut off: a promotion after the heal races the
+    /// old primary's restarted Patroni, which keeps its lock when it wins
+    /// (no loss). Measured: the promotion came 14.4-14.8 s into the fault
+    /// (ttl, the DCS reconnect, then a timed-out request to the isolated
+    /// member); a 14 s hold put it after the heal every time. The hold
+    /// (fixed schedule: the interval) must outlast the worst case Patroni's
+    /// settings allow, and the run must go on after the heal.
+    #[test]
+    fn the_patroni_loss_scenario_holds_its_fault_past_the_failover() {
+        let s = parse_scenario(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/patroni-async-loss.toml"),
+        )
+        .unwrap();
+        let secs = |flag: &str| {
+            humantime::parse_duration(flag_value(&s.flags, flag).unwrap())
+                .unwrap()
+                .as_secs()
+        };
+        assert_eq!(flag_value(&s.flags, "--nemesis-schedule"), Some("fixed"));
+        let conf: Vec<String> = s
+            .flags
+            .windows(2)
+            .filter(|w| w[0] == "--db-conf")
+            .map(|w| w[1].clone())
+            .collect();
+        let c = db_adapters::patroni::PatroniConf::parse(&conf).unwrap();
+        // The leader key's ttl, a loop blocked on the DCS, a member check.
+        let failover = u64::from(c.ttl_s + c.loop_wait_s + 2 * c.retry_timeout_s) + 2;
+        let hold = secs("--nemesis-interval");
+        assert!(
+            hold >= failover + 2,
+            "hold {hold} s, failover up to {failover} s"
+        );
+        assert!(secs("--time-limit") >= 2 * hold + 4, "time after the heal");
+    }
+
     /// The anomaly types two runs of the Galera coordinated-crash scenario
     /// reported, both with acknowledged writes lost in a crash window: the
     /// finding's run (checked as strict-serializable) and a 2026-11-27 run

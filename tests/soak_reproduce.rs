@@ -10,7 +10,9 @@
 mod run_common;
 
 use nemesis::testbed::TestbedLock;
-use run_common::{harness, history_text, run_dir, run_line, signal, wait_for};
+use run_common::{
+    harness, history_text, keep_store, run_dir, run_line, signal, stored_runs, wait_for,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -512,6 +514,23 @@ fn long() -> bool {
     std::env::var("HARNESS_LONG").is_ok_and(|v| v == "1")
 }
 
+/// A scenario that misses keeps its store: the runs outlive the test.
+#[test]
+fn a_kept_store_survives_its_tempdir_with_its_runs() {
+    let store = tempfile::tempdir().unwrap();
+    let run = store.path().join("runs/scenario-x/20261207T000000");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("history.jsonl.gz"), b"h").unwrap();
+    let kept = keep_store(store, "x");
+    let runs = stored_runs(&kept);
+    assert_eq!(runs, [kept.join("runs/scenario-x/20261207T000000")]);
+    assert_eq!(
+        std::fs::read(runs[0].join("history.jsonl.gz")).unwrap(),
+        b"h"
+    );
+    std::fs::remove_dir_all(&kept).unwrap();
+}
+
 #[test]
 #[ignore = "system test, needs PostgreSQL, MariaDB/Galera and root for the testbed; .ci/run runs it"]
 fn every_scenario_this_machine_can_run_reproduces() {
@@ -558,11 +577,15 @@ fn every_scenario_this_machine_can_run_reproduces() {
                 .collect::<Vec<_>>()
                 .join("\n")
         );
-        if out.status.code() != Some(0) {
+        if out.status.code() != Some(0) || !stdout.contains("reproduced: yes") {
             eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+            // The runs that missed stay, to be checked again.
+            let kept = stored_runs(&keep_store(store, &name));
+            panic!(
+                "{name} did not reproduce ({:?}); its runs are kept: {kept:?}",
+                out.status.code()
+            );
         }
-        assert_eq!(out.status.code(), Some(0), "{name} reproduces");
-        assert!(stdout.contains("reproduced: yes"), "{name}");
         ran.push(name);
     }
     let want = if long() {

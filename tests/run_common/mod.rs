@@ -239,6 +239,50 @@ pub fn counts(dir: &Path) -> (usize, usize, usize, usize) {
     c
 }
 
+/// Keeps a failed test's temporary store instead of deleting it: moved to
+/// `kept/<what>-<pid>-<secs>` under Cargo's temporary directory for
+/// integration tests (`target/tmp`), or left where it is when it cannot
+/// move there. Returns the kept directory, for the failure message: a
+/// run that missed can be checked again afterwards (once, a scenario that
+/// did not reproduce in CI took its history with it).
+pub fn keep_store(store: tempfile::TempDir, what: &str) -> PathBuf {
+    let at = store.keep();
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let kept = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("kept")
+        .join(format!("{what}-{}-{secs}", std::process::id()));
+    let moved = std::fs::create_dir_all(kept.parent().unwrap_or(Path::new(".")))
+        .and_then(|()| std::fs::rename(&at, &kept));
+    match moved {
+        Ok(()) => kept,
+        Err(_) => at,
+    }
+}
+
+/// The run directories under a store (`runs/<name>/<time>`), sorted.
+pub fn stored_runs(store: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for name in std::fs::read_dir(store.join("runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for run in std::fs::read_dir(name.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if run.path().is_dir() {
+                dirs.push(run.path());
+            }
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
 /// Sends `sig` (e.g. `INT`, `KILL`) to `pid`.
 pub fn signal(pid: u32, sig: &str) {
     let ok = Command::new("kill")
