@@ -70,6 +70,71 @@ impl<'g> Components<'g> {
     }
 }
 
+/// Longest-path levels of the condensation of a graph over some relations
+/// (its components as [`tarjan`] numbers them): `depth` is the longest path
+/// from a source component, `height` the longest path to a sink one. A
+/// path from component `a` to a different component `b` makes
+/// `depth[b] > depth[a]` and `height[a] > height[b]` (each step between
+/// components adds one to both), so two components failing either cannot
+/// reach one another: a necessary condition for reachability, linear to
+/// compute, and much sharper than the topological order alone (which
+/// orders components that share no path).
+pub struct Levels {
+    depth: Vec<u32>,
+    height: Vec<u32>,
+}
+
+impl Levels {
+    /// The levels of `comps`, Tarjan's components of `g` over `rels`.
+    pub fn new(g: &Graph, rels: Rels, comps: &Sccs) -> Levels {
+        let nc = comps.size.len();
+        // Nodes by component id (a counting sort): Tarjan's ids put a
+        // component after every component it reaches.
+        let mut at: Vec<u32> = Vec::with_capacity(nc);
+        let mut sum = 0u32;
+        for &s in &comps.size {
+            at.push(sum);
+            sum += s;
+        }
+        let mut order = vec![0u32; comps.comp.len()];
+        for (x, &c) in comps.comp.iter().enumerate() {
+            order[at[c as usize] as usize] = x as u32;
+            at[c as usize] += 1;
+        }
+        // Each edge between components, from its source's component.
+        let steps = |x: u32| {
+            let cx = comps.comp[x as usize];
+            g.range(x)
+                .filter(move |&e| g.rels_at(e).intersects(rels))
+                .map(move |e| comps.comp[g.target(e) as usize])
+                .filter(move |&cy| cy != cx)
+        };
+        // Ascending ids: a successor's height is final before it is read.
+        let mut height = vec![0u32; nc];
+        for &x in &order {
+            let cx = comps.comp[x as usize] as usize;
+            for cy in steps(x) {
+                height[cx] = height[cx].max(height[cy as usize] + 1);
+            }
+        }
+        // Descending ids: a component's depth is final before it is pushed.
+        let mut depth = vec![0u32; nc];
+        for &x in order.iter().rev() {
+            let d = depth[comps.comp[x as usize] as usize] + 1;
+            for cy in steps(x) {
+                depth[cy as usize] = depth[cy as usize].max(d);
+            }
+        }
+        Levels { depth, height }
+    }
+
+    /// Whether component `a` may reach component `b` (false: it cannot).
+    pub fn may_reach(&self, a: u32, b: u32) -> bool {
+        let (a, b) = (a as usize, b as usize);
+        a == b || (self.depth[a] < self.depth[b] && self.height[a] > self.height[b])
+    }
+}
+
 /// The components of `g`'s two-state graph, computed without building it:
 /// state `2x` is "at x, the last step not `rw`", `2x + 1` "at x, the last
 /// step `rw`"; an edge x → y whose relations meet `step` leads from both
@@ -135,6 +200,90 @@ mod tests {
             let m = c.get(rels);
             assert_eq!((&m.comp, &m.size), (&t.comp, &t.size), "{rels:?}");
         }
+    }
+
+    /// The levels never rule out a path that exists (checked against a
+    /// search from every node, on a random graph with cycles, for two
+    /// relation sets), and they do rule out pairs the topological order
+    /// alone admits.
+    #[test]
+    fn levels_never_rule_out_a_reachable_pair_and_sharpen_the_order() {
+        let mut el = EdgeList::default();
+        let kinds = [Rels::WW, Rels::WR, Rels::RW, Rels::WW | Rels::RW];
+        let mut x = 11u32;
+        for _ in 0..90 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let (a, b) = ((x >> 8) % 60, (x >> 16) % 60);
+            el.add(a, b, kinds[(x >> 24) as usize % kinds.len()]);
+        }
+        let g = Graph::build(60, &el);
+        for rels in [Rels::WW | Rels::WR, Rels::DATA] {
+            let c = tarjan(&g, rels);
+            let l = Levels::new(&g, rels, &c);
+            let (mut sharper, mut cyclic) = (0, false);
+            for a in 0..60u32 {
+                let mut seen = [false; 60];
+                let mut todo = vec![a];
+                while let Some(v) = todo.pop() {
+                    for (y, r) in g.succ(v) {
+                        if r.intersects(rels) && !seen[y as usize] {
+                            seen[y as usize] = true;
+                            todo.push(y);
+                        }
+                    }
+                }
+                cyclic |= seen[a as usize];
+                for b in 0..60u32 {
+                    let (ca, cb) = (c.comp[a as usize], c.comp[b as usize]);
+                    if seen[b as usize] {
+                        assert!(l.may_reach(ca, cb), "{rels:?}: {a} reaches {b}");
+                    } else if ca > cb && !l.may_reach(ca, cb) {
+                        sharper += 1;
+                    }
+                }
+            }
+            assert!(sharper > 0, "{rels:?}: no pair ruled out beyond the order");
+            assert!(
+                cyclic,
+                "{rels:?}: the case has a component of several nodes"
+            );
+        }
+    }
+
+    /// The cycle search past the candidates that compute the levels: two
+    /// `ww` chains A (0..150) and B (150..300), 100 `rw` edges A i → B
+    /// 150 + i that the topological order admits but no path closes (the
+    /// levels rule out the last 36 of them), `rw` edges joining the chains
+    /// into one component, and one `G-single` cycle, A 140 -rw-> A 10 -ww->
+    /// … A 140, whose candidate comes after them all: it is the one found.
+    #[test]
+    fn the_search_finds_the_same_cycle_after_the_levels_prune_candidates() {
+        use crate::anomaly::{AnomalyType, Variant};
+        use crate::budget::Budget;
+        let mut el = EdgeList::default();
+        for i in 0..149 {
+            el.add(i, i + 1, Rels::WW);
+            el.add(150 + i, 151 + i, Rels::WW);
+        }
+        for i in 0..100 {
+            el.add(i, 150 + i, Rels::RW);
+        }
+        el.add(149, 150, Rels::RW);
+        el.add(299, 0, Rels::RW);
+        el.add(140, 10, Rels::RW);
+        let g = Graph::build(300, &el);
+        let sccs = tarjan(&g, Rels::DATA).nontrivial();
+        assert_eq!(sccs.len(), 1);
+        let wanted = [AnomalyType::GSingleItem].into_iter().collect();
+        let budget = Budget::unlimited();
+        let (cycles, timeouts) =
+            crate::cycle::search(&g, Rels::DATA, &sccs, &wanted, &[Variant::Plain], &budget);
+        assert!(timeouts.is_empty());
+        let mut want = vec![(140, Rel::Rw)];
+        want.extend((10..140).map(|i| (i, Rel::Ww)));
+        assert_eq!(cycles.len(), 1);
+        assert_eq!(cycles[0].kind, AnomalyType::GSingleItem);
+        assert_eq!(cycles[0].steps, want);
     }
 
     /// The implicit two-state components are Tarjan's over the built
