@@ -436,7 +436,9 @@ impl Searcher {
                 if let (RwMode::Exactly1, None, Some(c)) = (spec.rw, &self.levels, comp)
                     && self.searched >= LEVELS_AFTER
                 {
-                    self.levels = Some(Levels::new(sub, spec.legal.minus(Rels::RW), c));
+                    // The BFS's parents are scratch between searches.
+                    let rels = spec.legal.minus(Rels::RW);
+                    self.levels = Some(Levels::new(sub, rels, c, &mut self.parent));
                 }
             }
         }

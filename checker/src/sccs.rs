@@ -80,23 +80,29 @@ impl<'g> Components<'g> {
 /// compute, and much sharper than the topological order alone (which
 /// orders components that share no path).
 pub struct Levels {
-    depth: Vec<u32>,
-    height: Vec<u32>,
+    /// (depth, height) per component, side by side: a candidate's test
+    /// reads both of two components.
+    of: Vec<(u32, u32)>,
 }
 
 impl Levels {
-    /// The levels of `comps`, Tarjan's components of `g` over `rels`.
-    pub fn new(g: &Graph, rels: Rels, comps: &Sccs) -> Levels {
-        let nc = comps.size.len();
+    /// The levels of `comps`, Tarjan's components of `g` over `rels`;
+    /// `scratch` (grown to a node and a component each, its contents
+    /// left undefined) holds the nodes' order, so that only the levels
+    /// themselves are allocated.
+    pub fn new(g: &Graph, rels: Rels, comps: &Sccs, scratch: &mut Vec<u32>) -> Levels {
+        let (n, nc) = (comps.comp.len(), comps.size.len());
+        if scratch.len() < n + nc {
+            scratch.resize(n + nc, 0);
+        }
         // Nodes by component id (a counting sort): Tarjan's ids put a
         // component after every component it reaches.
-        let mut at: Vec<u32> = Vec::with_capacity(nc);
+        let (order, at) = scratch.split_at_mut(n);
         let mut sum = 0u32;
-        for &s in &comps.size {
-            at.push(sum);
+        for (a, &s) in at.iter_mut().zip(&comps.size) {
+            *a = sum;
             sum += s;
         }
-        let mut order = vec![0u32; comps.comp.len()];
         for (x, &c) in comps.comp.iter().enumerate() {
             order[at[c as usize] as usize] = x as u32;
             at[c as usize] += 1;
@@ -109,29 +115,28 @@ impl Levels {
                 .map(move |e| comps.comp[g.target(e) as usize])
                 .filter(move |&cy| cy != cx)
         };
+        let mut of = vec![(0u32, 0u32); nc];
         // Ascending ids: a successor's height is final before it is read.
-        let mut height = vec![0u32; nc];
-        for &x in &order {
+        for &x in order.iter() {
             let cx = comps.comp[x as usize] as usize;
             for cy in steps(x) {
-                height[cx] = height[cx].max(height[cy as usize] + 1);
+                of[cx].1 = of[cx].1.max(of[cy as usize].1 + 1);
             }
         }
         // Descending ids: a component's depth is final before it is pushed.
-        let mut depth = vec![0u32; nc];
         for &x in order.iter().rev() {
-            let d = depth[comps.comp[x as usize] as usize] + 1;
+            let d = of[comps.comp[x as usize] as usize].0 + 1;
             for cy in steps(x) {
-                depth[cy as usize] = depth[cy as usize].max(d);
+                of[cy as usize].0 = of[cy as usize].0.max(d);
             }
         }
-        Levels { depth, height }
+        Levels { of }
     }
 
     /// Whether component `a` may reach component `b` (false: it cannot).
     pub fn may_reach(&self, a: u32, b: u32) -> bool {
-        let (a, b) = (a as usize, b as usize);
-        a == b || (self.depth[a] < self.depth[b] && self.height[a] > self.height[b])
+        let ((da, ha), (db, hb)) = (self.of[a as usize], self.of[b as usize]);
+        a == b || (da < db && ha > hb)
     }
 }
 
@@ -173,6 +178,19 @@ mod tests {
     use super::*;
     use crate::graph::EdgeList;
 
+    /// A pseudo-random graph of `n` nodes and `edges` edges from `seed`,
+    /// each edge of one of `kinds`.
+    fn random_graph(n: u32, edges: usize, seed: u32, kinds: &[Rels]) -> Graph {
+        let mut el = EdgeList::default();
+        let mut x = seed;
+        for _ in 0..edges {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let (a, b) = ((x >> 8) % n, (x >> 16) % n);
+            el.add(a, b, kinds[(x >> 24) as usize % kinds.len()]);
+        }
+        Graph::build(n as usize, &el)
+    }
+
     /// 0 -ww-> 1 -wr-> 2 -rw-> 0: one component over data, none over
     /// ww ∪ wr.
     fn triangle() -> Graph {
@@ -208,18 +226,11 @@ mod tests {
     /// alone admits.
     #[test]
     fn levels_never_rule_out_a_reachable_pair_and_sharpen_the_order() {
-        let mut el = EdgeList::default();
         let kinds = [Rels::WW, Rels::WR, Rels::RW, Rels::WW | Rels::RW];
-        let mut x = 11u32;
-        for _ in 0..90 {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-            let (a, b) = ((x >> 8) % 60, (x >> 16) % 60);
-            el.add(a, b, kinds[(x >> 24) as usize % kinds.len()]);
-        }
-        let g = Graph::build(60, &el);
+        let g = random_graph(60, 90, 11, &kinds);
         for rels in [Rels::WW | Rels::WR, Rels::DATA] {
             let c = tarjan(&g, rels);
-            let l = Levels::new(&g, rels, &c);
+            let l = Levels::new(&g, rels, &c, &mut Vec::new());
             let (mut sharper, mut cyclic) = (0, false);
             for a in 0..60u32 {
                 let mut seen = [false; 60];
@@ -291,7 +302,6 @@ mod tests {
     /// both step sets the callers use.
     #[test]
     fn two_state_matches_tarjan_over_the_built_state_graph() {
-        let mut el = EdgeList::default();
         let rels = [
             Rels::WW,
             Rels::WR,
@@ -299,14 +309,7 @@ mod tests {
             Rels::PROCESS,
             Rels::RW | Rels::WR,
         ];
-        // A pseudo-random graph of 40 nodes, 160 edges.
-        let mut x = 7u32;
-        for _ in 0..160 {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-            let (a, b) = ((x >> 8) % 40, (x >> 16) % 40);
-            el.add(a, b, rels[(x >> 24) as usize % rels.len()]);
-        }
-        let g = Graph::build(40, &el);
+        let g = random_graph(40, 160, 7, &rels);
         for step in [Rels::WW | Rels::WR, Rels::WW | Rels::WR | Rels::PROCESS] {
             let mut built = EdgeList::default();
             for v in 0..40u32 {
