@@ -70,6 +70,76 @@ impl<'g> Components<'g> {
     }
 }
 
+/// Longest-path levels of the condensation of a graph over some relations
+/// (its components as [`tarjan`] numbers them): `depth` is the longest path
+/// from a source component, `height` the longest path to a sink one. A
+/// path from component `a` to a different component `b` makes
+/// `depth[b] > depth[a]` and `height[a] > height[b]` (each step between
+/// components adds one to both), so two components failing either cannot
+/// reach one another: a necessary condition for reachability, linear to
+/// compute, and much sharper than the topological order alone (which
+/// orders components that share no path).
+pub struct Levels {
+    /// (depth, height) per component, side by side: a candidate's test
+    /// reads both of two components.
+    of: Vec<(u32, u32)>,
+}
+
+impl Levels {
+    /// The levels of `comps`, Tarjan's components of `g` over `rels`;
+    /// `scratch` (grown to a node and a component each, its contents
+    /// left undefined) holds the nodes' order, so that only the levels
+    /// themselves are allocated.
+    pub fn new(g: &Graph, rels: Rels, comps: &Sccs, scratch: &mut Vec<u32>) -> Levels {
+        let (n, nc) = (comps.comp.len(), comps.size.len());
+        if scratch.len() < n + nc {
+            scratch.resize(n + nc, 0);
+        }
+        // Nodes by component id (a counting sort): Tarjan's ids put a
+        // component after every component it reaches.
+        let (order, at) = scratch.split_at_mut(n);
+        let mut sum = 0u32;
+        for (a, &s) in at.iter_mut().zip(&comps.size) {
+            *a = sum;
+            sum += s;
+        }
+        for (x, &c) in comps.comp.iter().enumerate() {
+            order[at[c as usize] as usize] = x as u32;
+            at[c as usize] += 1;
+        }
+        // Each edge between components, from its source's component.
+        let steps = |x: u32| {
+            let cx = comps.comp[x as usize];
+            g.range(x)
+                .filter(move |&e| g.rels_at(e).intersects(rels))
+                .map(move |e| comps.comp[g.target(e) as usize])
+                .filter(move |&cy| cy != cx)
+        };
+        let mut of = vec![(0u32, 0u32); nc];
+        // Ascending ids: a successor's height is final before it is read.
+        for &x in order.iter() {
+            let cx = comps.comp[x as usize] as usize;
+            for cy in steps(x) {
+                of[cx].1 = of[cx].1.max(of[cy as usize].1 + 1);
+            }
+        }
+        // Descending ids: a component's depth is final before it is pushed.
+        for &x in order.iter().rev() {
+            let d = of[comps.comp[x as usize] as usize].0 + 1;
+            for cy in steps(x) {
+                of[cy as usize].0 = of[cy as usize].0.max(d);
+            }
+        }
+        Levels { of }
+    }
+
+    /// Whether component `a` may reach component `b` (false: it cannot).
+    pub fn may_reach(&self, a: u32, b: u32) -> bool {
+        let ((da, ha), (db, hb)) = (self.of[a as usize], self.of[b as usize]);
+        a == b || (da < db && ha > hb)
+    }
+}
+
 /// The components of `g`'s two-state graph, computed without building it:
 /// state `2x` is "at x, the last step not `rw`", `2x + 1` "at x, the last
 /// step `rw`"; an edge x → y whose relations meet `step` leads from both
@@ -108,6 +178,19 @@ mod tests {
     use super::*;
     use crate::graph::EdgeList;
 
+    /// A pseudo-random graph of `n` nodes and `edges` edges from `seed`,
+    /// each edge of one of `kinds`.
+    fn random_graph(n: u32, edges: usize, seed: u32, kinds: &[Rels]) -> Graph {
+        let mut el = EdgeList::default();
+        let mut x = seed;
+        for _ in 0..edges {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let (a, b) = ((x >> 8) % n, (x >> 16) % n);
+            el.add(a, b, kinds[(x >> 24) as usize % kinds.len()]);
+        }
+        Graph::build(n as usize, &el)
+    }
+
     /// 0 -ww-> 1 -wr-> 2 -rw-> 0: one component over data, none over
     /// ww ∪ wr.
     fn triangle() -> Graph {
@@ -137,12 +220,52 @@ mod tests {
         }
     }
 
+    /// The levels never rule out a path that exists (checked against a
+    /// search from every node, on a random graph with cycles, for two
+    /// relation sets), and they do rule out pairs the topological order
+    /// alone admits.
+    #[test]
+    fn levels_never_rule_out_a_reachable_pair_and_sharpen_the_order() {
+        let kinds = [Rels::WW, Rels::WR, Rels::RW, Rels::WW | Rels::RW];
+        let g = random_graph(60, 90, 11, &kinds);
+        for rels in [Rels::WW | Rels::WR, Rels::DATA] {
+            let c = tarjan(&g, rels);
+            let l = Levels::new(&g, rels, &c, &mut Vec::new());
+            let (mut sharper, mut cyclic) = (0, false);
+            for a in 0..60u32 {
+                let mut seen = [false; 60];
+                let mut todo = vec![a];
+                while let Some(v) = todo.pop() {
+                    for (y, r) in g.succ(v) {
+                        if r.intersects(rels) && !seen[y as usize] {
+                            seen[y as usize] = true;
+                            todo.push(y);
+                        }
+                    }
+                }
+                cyclic |= seen[a as usize];
+                for b in 0..60u32 {
+                    let (ca, cb) = (c.comp[a as usize], c.comp[b as usize]);
+                    if seen[b as usize] {
+                        assert!(l.may_reach(ca, cb), "{rels:?}: {a} reaches {b}");
+                    } else if ca > cb && !l.may_reach(ca, cb) {
+                        sharper += 1;
+                    }
+                }
+            }
+            assert!(sharper > 0, "{rels:?}: no pair ruled out beyond the order");
+            assert!(
+                cyclic,
+                "{rels:?}: the case has a component of several nodes"
+            );
+        }
+    }
+
     /// The implicit two-state components are Tarjan's over the built
     /// two-state graph, ids included, on a graph with every relation and
     /// both step sets the callers use.
     #[test]
     fn two_state_matches_tarjan_over_the_built_state_graph() {
-        let mut el = EdgeList::default();
         let rels = [
             Rels::WW,
             Rels::WR,
@@ -150,14 +273,7 @@ mod tests {
             Rels::PROCESS,
             Rels::RW | Rels::WR,
         ];
-        // A pseudo-random graph of 40 nodes, 160 edges.
-        let mut x = 7u32;
-        for _ in 0..160 {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-            let (a, b) = ((x >> 8) % 40, (x >> 16) % 40);
-            el.add(a, b, rels[(x >> 24) as usize % rels.len()]);
-        }
-        let g = Graph::build(40, &el);
+        let g = random_graph(40, 160, 7, &rels);
         for step in [Rels::WW | Rels::WR, Rels::WW | Rels::WR | Rels::PROCESS] {
             let mut built = EdgeList::default();
             for v in 0..40u32 {

@@ -152,6 +152,10 @@ impl Observations {
                 }
             }
             let mine = &mut out.write_list[start..];
+            if mine.len() < 2 {
+                out.write_off.push(out.write_list.len() as u32);
+                continue;
+            }
             mine.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
             let mut kept = start;
             for j in start..out.write_list.len() {

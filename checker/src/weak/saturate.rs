@@ -51,6 +51,42 @@ pub struct Inferred {
     pub key: u32,
 }
 
+/// Where the saturation puts the edges it infers.
+pub trait Sink {
+    /// Takes one edge.
+    fn edge(&mut self, e: Inferred);
+}
+
+impl Sink for Vec<Inferred> {
+    #[inline]
+    fn edge(&mut self, e: Inferred) {
+        self.push(e);
+    }
+}
+
+/// The ends of the inferred edges alone, 8 B an edge instead of 20, for
+/// the acyclicity test of a level whose edges all count (read committed's
+/// alone): an edge into the initial state is only flagged, a self-loop
+/// (none is made) left out. What a report needs is inferred again.
+#[derive(Debug, Default)]
+pub struct Ends {
+    /// `(from, to)` of each edge between transactions.
+    pub pairs: Vec<(u32, u32)>,
+    /// Whether an edge went into the initial state.
+    pub into_init: bool,
+}
+
+impl Sink for Ends {
+    #[inline]
+    fn edge(&mut self, e: Inferred) {
+        if e.to == INIT {
+            self.into_init = true;
+        } else if e.from != e.to {
+            self.pairs.push((e.from, e.to));
+        }
+    }
+}
+
 /// Per-reader buckets of writers by key, reused from reader to reader: a
 /// cleared bucket keeps its allocation (a map of `Vec`s would free and
 /// allocate one per key and reader), and keys (dense interned ids) find
@@ -152,7 +188,7 @@ impl Seen {
 }
 
 /// Read committed edges.
-pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
+pub fn read_committed(obs: &Observations, out: &mut impl Sink) {
     let mut pending = Buckets::default();
     let mut seen = Seen::new(obs.n);
     let mut heavy: Vec<u32> = Vec::new();
@@ -168,7 +204,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
             let (x, w) = (r.key, r.writer);
             for &t2 in &heavy {
                 if t2 != w && obs.writes_key(t2, x) {
-                    out.push(Inferred {
+                    out.edge(Inferred {
                         from: t2,
                         to: w,
                         cat: Cat::Rc,
@@ -180,7 +216,7 @@ pub fn read_committed(obs: &Observations, out: &mut Vec<Inferred>) {
             if let Some(p) = pending.get_mut(x) {
                 for &t2 in p.iter() {
                     if t2 != w {
-                        out.push(Inferred {
+                        out.edge(Inferred {
                             from: t2,
                             to: w,
                             cat: Cat::Rc,
@@ -502,9 +538,10 @@ pub fn causal(obs: &Observations, out: &mut Vec<Inferred>) -> CausalReport {
 /// enters once all its predecessors have. Nodes on or behind a cycle never
 /// enter, so the order is shorter than the graph by exactly those.
 pub(super) fn kahn_order(off: &[u32], succ: &[u32], mut indeg: Vec<u32>) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..indeg.len() as u32)
-        .filter(|&u| indeg[u as usize] == 0)
-        .collect();
+    // Sized once for every node (a filtered `collect` grows by doubling,
+    // each copy faulting in fresh pages on a big history).
+    let mut order: Vec<u32> = Vec::with_capacity(indeg.len());
+    order.extend((0..indeg.len() as u32).filter(|&u| indeg[u as usize] == 0));
     let mut head = 0;
     while let Some(&u) = order.get(head) {
         head += 1;

@@ -114,39 +114,61 @@ fn parse_line(l: &[u8]) -> Result<Line, (usize, String)> {
     Ok((write, fields[0], fields[1], fields[2], fields[3]))
 }
 
-/// [`parse_line`] of the usual line, `r(` or `w(` then four integers of
-/// at most 18 digits (no overflow), each maybe negative, separated by `,`
-/// and closed by `)` at the line's end, without spaces: one pass, no
-/// checked arithmetic. `None` for any other line, which [`parse_line`]
-/// then reads (or rejects, with its column).
-fn parse_usual(l: &[u8]) -> Option<Line> {
-    let write = match l {
-        [b'r', b'(', .., b')'] => false,
-        [b'w', b'(', .., b')'] => true,
+/// [`parse_line`] of the usual line at the start of `rest`, `r(` or `w(`
+/// then four integers of at most 18 digits (no overflow), each maybe
+/// negative, separated by `,` and closed by `)` at the line's end, without
+/// spaces: one pass that also finds the line's end (no search for the
+/// newline first, no checked arithmetic). The line and its length
+/// (without the newline); `None` for any other line, which the caller
+/// cuts at its newline and [`parse_line`] reads (or rejects, with its
+/// column).
+#[inline(always)]
+fn scan_usual(rest: &[u8]) -> Option<(Line, usize)> {
+    let write = match rest {
+        [b'r', b'(', ..] => false,
+        [b'w', b'(', ..] => true,
         _ => return None,
     };
-    let mut fields = [0i64; 4];
-    let (mut n, mut v, mut digits, mut negative) = (0, 0i64, 0u32, false);
-    // One byte at a time between the parentheses; a field ends at `,`.
-    for &c in &l[2..l.len() - 1] {
-        match c {
-            b'0'..=b'9' if digits < 18 => {
-                v = v * 10 + i64::from(c - b'0');
-                digits += 1;
-            }
-            b',' if digits > 0 && n < 3 => {
-                fields[n] = if negative { -v } else { v };
-                (n, v, digits, negative) = (n + 1, 0, 0, false);
-            }
-            b'-' if digits == 0 && !negative => negative = true,
-            _ => return None,
-        }
+    let mut it = rest[2..].iter();
+    let k = usual_int(&mut it, b',')?;
+    let v = usual_int(&mut it, b',')?;
+    let s = usual_int(&mut it, b',')?;
+    let t = usual_int(&mut it, b')')?;
+    let len = rest.len() - it.as_slice().len();
+    match it.next() {
+        None | Some(b'\n') => Some(((write, k, v, s, t), len)),
+        Some(_) => None,
     }
-    if digits == 0 || n != 3 {
+}
+
+/// One field of [`scan_usual`] from `it`: maybe `-`, then 1 to 18
+/// digits, then `end`, which it takes too. (Wrapping arithmetic: a longer
+/// number is refused after its digits.)
+#[inline(always)]
+fn usual_int(it: &mut std::slice::Iter<'_, u8>, end: u8) -> Option<i64> {
+    let mut c = *it.next()?;
+    let negative = c == b'-';
+    if negative {
+        c = *it.next()?;
+    }
+    let mut d = c.wrapping_sub(b'0');
+    if d > 9 {
         return None;
     }
-    fields[3] = if negative { -v } else { v };
-    Some((write, fields[0], fields[1], fields[2], fields[3]))
+    let (mut v, mut digits) = (i64::from(d), 1u32);
+    loop {
+        c = *it.next()?;
+        d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(i64::from(d));
+        digits += 1;
+    }
+    if c != end || digits > 18 {
+        return None;
+    }
+    Some(if negative { -v } else { v })
 }
 
 /// Transaction ids → (position in the transactions, line of first use).
@@ -237,44 +259,74 @@ impl Iterator for Lines<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         while self.start <= self.bytes.len() {
             let rest = &self.bytes[self.start..];
-            let raw = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
-            self.start += raw.len() + 1;
             self.n += 1;
             let line = self.n;
-            let (write, k, v, s, txn) = match parse_usual(raw) {
-                Some(p) => p,
-                None => {
-                    let trimmed = raw.trim_ascii();
-                    if trimmed.is_empty() || trimmed.starts_with(b"#") {
-                        continue;
-                    }
-                    match parse_line(raw) {
-                        Ok(p) => p,
-                        Err((col, reason)) => return Some(Err(err(self.file, line, col, reason))),
-                    }
-                }
+            if let Some((p, len)) = scan_usual(rest) {
+                self.start += len + 1;
+                return Some(self.parsed(line, p));
+            }
+            let raw = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+            self.start += raw.len() + 1;
+            let trimmed = raw.trim_ascii();
+            if trimmed.is_empty() || trimmed.starts_with(b"#") {
+                continue;
+            }
+            let p = match parse_line(raw) {
+                Ok(p) => p,
+                Err((col, reason)) => return Some(Err(err(self.file, line, col, reason))),
             };
-            let Ok(session) = u64::try_from(s) else {
-                return Some(Err(err(
-                    self.file,
-                    line,
-                    0,
-                    format!("session id {s} is negative; sessions are numbered from 0"),
-                )));
-            };
-            let mop = if write {
-                MicroOp::Write(Key::int(k), Val::int(v))
-            } else {
-                MicroOp::Read(Key::int(k), ReadValue::Scalar(Val::int(v)))
-            };
-            return Some(Ok(Parsed {
-                line,
-                session,
-                txn,
-                mop,
-            }));
+            return Some(self.parsed(line, p));
         }
         None
+    }
+}
+
+impl Lines<'_> {
+    /// The next line if it is the usual one ([`scan_usual`]) of a session
+    /// numbered from 0; `None` leaves the line to [`Lines::next`] (any
+    /// other line, the end, an error).
+    #[inline(always)]
+    fn usual(&mut self) -> Option<Parsed> {
+        let rest = self.bytes.get(self.start..)?;
+        let ((write, k, v, s, txn), len) = scan_usual(rest)?;
+        let session = u64::try_from(s).ok()?;
+        self.start += len + 1;
+        self.n += 1;
+        Some(Parsed {
+            line: self.n,
+            session,
+            txn,
+            mop: mop(write, k, v),
+        })
+    }
+
+    /// Line `line`'s micro-op, or the error of its negative session.
+    #[inline]
+    fn parsed(&self, line: u64, (write, k, v, s, txn): Line) -> Result<Parsed, FormatError> {
+        let Ok(session) = u64::try_from(s) else {
+            return Err(err(
+                self.file,
+                line,
+                0,
+                format!("session id {s} is negative; sessions are numbered from 0"),
+            ));
+        };
+        Ok(Parsed {
+            line,
+            session,
+            txn,
+            mop: mop(write, k, v),
+        })
+    }
+}
+
+/// The micro-op of a line: a write of `v` to `k`, or a read of it.
+#[inline(always)]
+fn mop(write: bool, k: i64, v: i64) -> MicroOp {
+    if write {
+        MicroOp::Write(Key::int(k), Val::int(v))
+    } else {
+        MicroOp::Read(Key::int(k), ReadValue::Scalar(Val::int(v)))
     }
 }
 
@@ -451,8 +503,16 @@ fn stream(bytes: &[u8], file: Option<&Path>) -> Result<Option<HistoryBuilder>, F
         };
         b.push_usual(op, mops);
     };
-    for parsed in Lines::new(bytes, file) {
-        let p = parsed?;
+    let mut lines = Lines::new(bytes, file);
+    loop {
+        // The usual line inline; any other (and the end) by `next`.
+        let p = match lines.usual() {
+            Some(p) => p,
+            None => match lines.next() {
+                Some(p) => p?,
+                None => break,
+            },
+        };
         let (line, session, t) = (p.line, p.session, p.txn);
         match &open {
             Some(o) if o.txn == t && (t != -1 || o.session == session) => {
@@ -536,61 +596,4 @@ pub(crate) fn write(txns: &[PTxn]) -> Result<String, String> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-
-    /// The general path's ops: [`read`], then one op per transaction.
-    fn general(text: &str) -> Vec<crate::history::Op> {
-        let txns = read(text.as_bytes(), None).unwrap();
-        History::new(to_ops(txns)).unwrap().to_ops()
-    }
-
-    /// [`stream`] reads the usual files (adjacent lines, `-1` runs, ids
-    /// below -1, ids beyond the bit table, lines the fast parser leaves to
-    /// [`parse_line`]) into the ops the general path makes.
-    #[test]
-    fn streamed_ops_are_the_general_paths() {
-        let cases = [
-            "w(1,1,0,0)\nr(1,1,0,1)\nw(2,2,0,1)\nr(2,2,1,2)\n",
-            "w(1,1,0,-1)\nw(2,1,0,-1)\nw(3,1,1,-1)\nr(1,0,0,4)\nw(1,5,0,-1)\n",
-            "w(1,1,0,-7)\nw(2,1,0,-7)\nw(3,1,0,-8)\nr(3,0,2,900000000000)\n",
-            "# c\n\n w(1, 1,0,3) \r\nr(1,1,0,3)\r\nr(-2,-5,1,4)",
-        ];
-        for text in cases {
-            let b = stream(text.as_bytes(), None).unwrap().unwrap();
-            assert_eq!(b.finish().unwrap().to_ops(), general(text), "{text}");
-        }
-    }
-
-    /// A transaction whose lines are not adjacent (after another one, or
-    /// after a `-1` run) is left to [`read`]; [`build`] still groups it.
-    #[test]
-    fn interleaved_transactions_take_the_general_path() {
-        for text in [
-            "w(1,1,0,1)\nw(2,1,0,2)\nr(2,1,0,1)\n",
-            "w(1,1,0,1)\nw(2,1,0,-1)\nr(2,0,0,1)",
-        ] {
-            assert!(stream(text.as_bytes(), None).unwrap().is_none(), "{text}");
-            let built = build(text.as_bytes(), None).unwrap().unwrap();
-            assert_eq!(built.to_ops(), general(text));
-        }
-    }
-
-    /// The fast parser reads what [`parse_line`] reads, and leaves it the
-    /// rest (spaces, overflow, missing fields, trailing text).
-    #[test]
-    fn the_usual_line_parser_agrees_with_the_general_one() {
-        for l in ["w(1,2,3,4)", "r(-1,0,9,-1)", "r(123456789012345678,1,2,3)"] {
-            assert_eq!(
-                parse_usual(l.as_bytes()),
-                parse_line(l.as_bytes()).ok(),
-                "{l}"
-            );
-        }
-        let others = "w(1,2,3) w(_1,2,3,4) r(1234567890123456789,1,2,3) w(1,2,3,4)x w(1,2,3,4 \
-            r(99999999999999999999999,1,2,3) x(1,2,3,4) w(-,2,3,4) w(1,2,3,4,5) w(1-2,3,4,5)";
-        for l in others.split_whitespace().map(|l| l.replace('_', " ")) {
-            assert_eq!(parse_usual(l.as_bytes()), None, "{l}");
-        }
-    }
-}
+mod tests;
