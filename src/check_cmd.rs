@@ -355,23 +355,17 @@ fn what_was_checked(
     analyses: &[&str],
     elapsed: Duration,
 ) -> String {
-    // A big history in two halves of its ops, the second on a thread of
-    // its own (this visits every micro-op after the check).
+    // A big history in two halves of its ops, as the checker's phases
+    // (this visits every micro-op after the check).
     let n = history.len();
-    let (ok, fail, info, keys) = if n < 4096 {
-        tally(history, 0..n)
-    } else {
-        std::thread::scope(|s| {
-            let later = s.spawn(|| tally(history, n / 2..n));
-            let (ok, fail, info, mut keys) = tally(history, 0..n / 2);
-            let (ok2, fail2, info2, keys2) = match later.join() {
-                Ok(t) => t,
-                Err(panic) => std::panic::resume_unwind(panic),
-            };
-            keys.extend(keys2);
-            (ok + ok2, fail + fail2, info + info2, keys)
-        })
-    };
+    let parts = checker::graph::halves(n >= checker::graph::PARALLEL_FROM, n, |ops| {
+        tally(history, ops)
+    });
+    let (mut ok, mut fail, mut info, mut keys) = (0, 0, 0, Keys::default());
+    for (o, f, i, k) in parts {
+        (ok, fail, info) = (ok + o, fail + f, info + i);
+        keys.extend(k);
+    }
     let models: Vec<&str> = how.models_or_default().iter().map(|m| m.name()).collect();
     format!(
         "checked: {} transactions ({ok} ok, {fail} fail, {info} info) on {} key{}, {}, against {} \

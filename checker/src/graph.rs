@@ -80,7 +80,7 @@ impl Edges for EdgeList {
 /// Histories (or graphs) smaller than this many ops (nodes) are analysed
 /// on the calling thread alone: starting and joining a thread costs more
 /// than such work (part of the fixed cost of a small `harness check`).
-pub(crate) const PARALLEL_FROM: usize = 4096;
+pub const PARALLEL_FROM: usize = 4096;
 
 /// Runs `f` on each item and returns the results in the items' order:
 /// when `parallel`, the first on this thread and the others on a thread
@@ -118,7 +118,7 @@ pub(crate) fn beside_if<I: Send, T: Send>(
 /// is allocated and freed by this thread, whose allocator reuses it (freed
 /// into a finished thread's heap, it stayed resident: +3 MB of peak at 1M
 /// transactions).
-pub(crate) fn halves<T: Send>(
+pub fn halves<T: Send>(
     parallel: bool,
     n: usize,
     f: impl Fn(std::ops::Range<usize>) -> T + Sync,
