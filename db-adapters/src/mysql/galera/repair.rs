@@ -380,7 +380,7 @@ pub fn repair_plan(seen: &[(Node, Seen)], restarted: &[String]) -> Repair {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::panic)]
 mod tests {
     use super::*;
 
