@@ -103,7 +103,7 @@ pub fn dump_node_logs(dir: &Path) {
 
 /// The last five server starts (MariaDB's "Starting MariaDB … as process
 /// N", PostgreSQL's "starting PostgreSQL") among `lines` before `from`, each
-/// with how far above it lies: a restart just above the tail looked like no
+/// with how far above it lies: a restart above the tail looked like no
 /// restart at all in one CI dump (a Galera member the repair restarted).
 fn starts_above(lines: &[String], from: usize) -> Vec<String> {
     const MARKERS: [&str; 2] = ["Starting MariaDB", "starting PostgreSQL"];
