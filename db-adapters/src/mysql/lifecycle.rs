@@ -287,18 +287,12 @@ impl Servers<MariaDbConfig> {
     }
 
     pub(super) async fn start_node(&self, node: &Node, new_cluster: bool) -> Result<(), DbError> {
+        let r = self.remote(node)?;
         let extra = if new_cluster {
             " --wsrep-new-cluster"
         } else {
             ""
         };
-        self.start_with(node, extra).await
-    }
-
-    /// Starts `node`'s mariadbd (unless it runs) with `extra` options
-    /// after `--defaults-file`.
-    pub(super) async fn start_with(&self, node: &Node, extra: &str) -> Result<(), DbError> {
-        let r = self.remote(node)?;
         let dir = self.node_dir(node);
         let cmd = format!(
             "cd /tmp; if pgrep -f {pat} >/dev/null; then exit 0; fi; \
