@@ -278,14 +278,16 @@ const DISCONNECTED: &str = "Disconnected";
 ///
 /// A member restarted rejoins by a full SST ([`Rejoin::FullSst`]) when its
 /// Galera is `Disconnected`, or when an earlier round (`restarted`)
-/// restarted it already. In one CI run and one testbed rerun a member
-/// killed and started again got an SST and then failed the IST after it
+/// restarted it already. In two testbed runs of CI's overlapping-faults
+/// test (1 of 3 in the last session, 1 of 16 in this one) a member
+/// killed and started again failed the IST of its state transfer
 /// ("Unsupported CC action version" while reading the IST stream, "node
 /// restart required"), each time on the configuration change of the view
-/// its SST's data recorded (the member in it under its previous identity),
-/// and stayed `Disconnected` with its mariadbd up. In CI the plain restart
-/// kept the position, asked for the same IST and failed the same way; on
-/// the testbed the full SST brought it back (then `Synced`, size 3).
+/// its data recorded at its last SST (the member in it under its previous
+/// identity: "Recovered view from SST"),
+/// and stayed `Disconnected` with its mariadbd up. In the first the plain
+/// restart kept the position, asked for the same IST and failed the same
+/// way; in the second the full SST brought it back and the run passed.
 pub fn repair_plan(seen: &[(Node, Seen)], restarted: &[String]) -> Repair {
     let status = |s: &Seen| match s {
         Seen::Status(w, sst) => Some((w.clone(), *sst)),
@@ -417,7 +419,7 @@ mod tests {
 
     #[test]
     fn a_member_whose_ist_failed_rejoins_by_a_full_sst() {
-        // The CI run: n1's IST from n3 failed ("Unsupported CC action
+        // The testbed run: n1's IST from n3 failed ("Unsupported CC action
         // version", "node restart required"); its mariadbd stayed up,
         // `Disconnected / Initialized`, cluster size 0; n2 and n3 served.
         let mut gone = st(DISCONNECTED, "Initialized");
