@@ -279,16 +279,16 @@ const DISCONNECTED: &str = "Disconnected";
 /// A member restarted rejoins by a full SST ([`Rejoin::FullSst`]) when its
 /// Galera is `Disconnected`, or when an earlier round (`restarted`)
 /// restarted it already. In testbed runs of CI's overlapping-faults test
-/// (1 of 3 in the last session, 3 of 24 in this one) a member
+/// (1 of 3 in one session, 4 of 33 in the next) a member
 /// killed and started again failed the IST of its state transfer
 /// ("Unsupported CC action version" while reading the IST stream, "node
 /// restart required"), each time on the configuration change of the view
 /// its data recorded at its last SST (the member in it under its previous
 /// identity: "Recovered view from SST"),
-/// and stayed `Disconnected` with its mariadbd up. In the first the plain
-/// restart kept the position, asked for the same IST and failed the same
-/// way; in the three others the full SST brought it back and the run
-/// passed.
+/// and stayed `Disconnected` with its mariadbd up. Each of the two times
+/// the repair restarted it plainly, it kept its position, asked for the
+/// same IST, failed the same way and the run failed; each of the three
+/// times it gave it a full SST, it rejoined and the run passed.
 pub fn repair_plan(seen: &[(Node, Seen)], restarted: &[String]) -> Repair {
     let status = |s: &Seen| match s {
         Seen::Status(w, sst) => Some((w.clone(), *sst)),
