@@ -81,7 +81,16 @@ pub fn dump_node_logs(dir: &Path) {
             // printed nothing at all in one CI run.
             let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap_or_default()).into_owned();
             let lines = collapse_repeats(&text);
-            let tail = &lines[lines.len().saturating_sub(120)..];
+            let from = lines.len().saturating_sub(120);
+            let tail = &lines[from..];
+            let starts = starts_above(&lines, from);
+            if !starts.is_empty() {
+                eprintln!(
+                    "--- {} (server starts above the tail)\n{}",
+                    p.display(),
+                    starts.join("\n")
+                );
+            }
             eprintln!(
                 "--- {} (last {} lines, repeats folded)\n{}",
                 p.display(),
@@ -90,6 +99,42 @@ pub fn dump_node_logs(dir: &Path) {
             );
         }
     }
+}
+
+/// The last five server starts (MariaDB's "Starting MariaDB … as process
+/// N", PostgreSQL's "starting PostgreSQL") among `lines` before `from`, each
+/// with how far above it lies: a restart above the tail looked like no
+/// restart at all in one CI dump (a Galera member the repair restarted).
+fn starts_above(lines: &[String], from: usize) -> Vec<String> {
+    const MARKERS: [&str; 2] = ["Starting MariaDB", "starting PostgreSQL"];
+    let starts: Vec<String> = lines[..from.min(lines.len())]
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| MARKERS.iter().any(|m| l.contains(m)))
+        .map(|(i, l)| format!("    ({} lines above the tail) {l}", from - i))
+        .collect();
+    starts[starts.len().saturating_sub(5)..].to_vec()
+}
+
+#[test]
+fn server_starts_above_the_tail_are_named() {
+    let lines: Vec<String> = [
+        "01:06:20 0 [Note] Starting MariaDB 10.11.19 as process 90",
+        "01:06:21 0 [Note] InnoDB: ready",
+        "01:07:40 0 [Note] Starting MariaDB 10.11.19 as process 850",
+        "01:07:45 0 [Note] InnoDB: To recover: 5 pages",
+        "01:07:45 0 [Note] Starting MariaDB 10.11.19 as process 900",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(
+        starts_above(&lines, 3),
+        [
+            "    (3 lines above the tail) 01:06:20 0 [Note] Starting MariaDB 10.11.19 as process 90",
+            "    (1 lines above the tail) 01:07:40 0 [Note] Starting MariaDB 10.11.19 as process 850",
+        ]
+    );
+    assert!(starts_above(&lines, 0).is_empty());
 }
 
 /// The lines of `text`, a line whose body (the line without its leading

@@ -19,16 +19,18 @@
 //!   lock, so exactly one of them decides; the others find the primary
 //!   component it made.
 //!
-//! The end-of-run heal ([`Servers::galera_repair`], [`repair_plan`]) uses
-//! the same bootstrap when no member is in a primary component, or when
-//! the only members in it are donors that Galera left desynced after a
-//! partition cut their donation.
+//! The end-of-run heal ([`repair`]) uses the same bootstrap when no member
+//! is in a primary component, or when the only members in it are donors
+//! that Galera left desynced after a partition cut their donation.
 
 use super::lifecycle::MariaDbConfig;
 use crate::db::{DbError, Servers, poll};
 use nemesis::Node;
 use nemesis::remote::shell_quote;
 use std::time::Duration;
+
+pub mod repair;
+pub use repair::{Rejoin, Repair, Seen, repair_plan};
 
 /// What a node's `grastate.dat` and `--wsrep-recover` say about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,117 +203,6 @@ impl Servers<MariaDbConfig> {
         .await
         .is_ok_and(|o| o.success())
     }
-
-    /// Galera did not come back by itself after the heal: reads each
-    /// member's state and acts on [`repair_plan`].
-    pub(super) async fn galera_repair(&self, members: &[Node]) -> Result<(), DbError> {
-        let _one = self.cfg.restart.lock().await;
-        let mut seen = Vec::new();
-        for n in members {
-            let state = match self.wsrep_status(n).await {
-                Ok(s) if s.state == DONOR => {
-                    let sst = self.sst_running(n).await;
-                    Seen::Status(s, sst)
-                }
-                Ok(s) => Seen::Status(s, false),
-                Err(e) => Seen::Silent(e.to_string()),
-            };
-            seen.push((n.clone(), state));
-        }
-        match repair_plan(&seen) {
-            Repair::Bootstrap(why) => {
-                tracing::warn!("galera: {why}; bootstrapping from the most advanced node");
-                self.bootstrap_recovery().await
-            }
-            Repair::Restart(nodes) => {
-                for (n, why) in nodes {
-                    tracing::warn!(node = %n.name, %why, "galera: restarting the member to rejoin");
-                    self.kill_node(&n, "KILL").await?;
-                    self.start_node(&n, false).await?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-/// `wsrep_local_state_comment` of a donor.
-const DONOR: &str = "Donor/Desynced";
-
-/// What the repair read of a member.
-#[derive(Clone, Debug)]
-pub enum Seen {
-    /// Its Galera status, and whether an SST script runs for it.
-    Status(super::lifecycle::WsrepStatus, bool),
-    /// It did not answer (down, or a joiner waiting for its SST).
-    Silent(String),
-}
-
-/// What the repair does.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Repair {
-    /// Bootstrap a new cluster from the most advanced node (why).
-    Bootstrap(String),
-    /// Restart these members, each with why (none: wait).
-    Restart(Vec<(Node, String)>),
-}
-
-/// The end-of-run repair, from what each member showed (after waiting a
-/// third of the heal's time for the cluster to come back by itself):
-///
-/// * No member in a primary component (a full-cluster crash that
-///   `pc.recovery` did not resolve): bootstrap.
-/// * While a donor's SST runs, it and its joiner are left alone and only
-///   the members outside the primary component are restarted (in one CI
-///   run the only primary member was such a donor; restarting it left a
-///   member that could never rejoin).
-/// * Else, when a member serves, every member that does not is restarted,
-///   to rejoin by IST or SST from it. Waiting alone is not enough: in one
-///   CI run a member that answered queries stayed out of
-///   `Primary`/`Synced` for 120 s; on the testbed, after a partition cut
-///   a donation, its joiner stayed `Primary / Joining` for good.
-/// * Else nobody can give the others an SST: bootstrap. This is the CI
-///   failure where a partition cut n2's donation: Galera dropped its end
-///   ("sst sent called when not SST donor, state CONNECTED"), n2's desync
-///   count stayed 1, and every later primary component restored it as
-///   `Donor/Desynced`, the others logging "No donor candidates temporarily
-///   available".
-pub fn repair_plan(seen: &[(Node, Seen)]) -> Repair {
-    let status = |s: &Seen| match s {
-        Seen::Status(w, sst) => Some((w.clone(), *sst)),
-        Seen::Silent(_) => None,
-    };
-    let in_primary = |s: &Seen| status(s).is_some_and(|(w, _)| w.in_primary());
-    let serves = |s: &Seen| status(s).is_some_and(|(w, _)| w.serving());
-    let donating =
-        |s: &Seen| status(s).is_some_and(|(w, sst)| w.in_primary() && w.state == DONOR && sst);
-    if !seen.iter().any(|(_, s)| in_primary(s)) {
-        return Repair::Bootstrap("no primary component".to_string());
-    }
-    let any_serves = seen.iter().any(|(_, s)| serves(s));
-    let any_donating = seen.iter().any(|(_, s)| donating(s));
-    if !any_serves && !any_donating {
-        return Repair::Bootstrap("no member serves and no SST runs".to_string());
-    }
-    let restart = seen
-        .iter()
-        .filter(|(_, s)| {
-            if any_donating {
-                !in_primary(s)
-            } else {
-                !serves(s)
-            }
-        })
-        .map(|(n, s)| {
-            let why = match s {
-                Seen::Status(w, sst) if w.state == DONOR && !sst => format!("{w}, no SST running"),
-                Seen::Status(w, _) => w.to_string(),
-                Seen::Silent(e) => e.clone(),
-            };
-            (n.clone(), why)
-        })
-        .collect();
-    Repair::Restart(restart)
 }
 
 #[cfg(test)]
@@ -321,69 +212,6 @@ mod tests {
 
     fn node(name: &str) -> Node {
         Node::new(name, name)
-    }
-
-    fn st(status: &str, state: &str) -> super::super::lifecycle::WsrepStatus {
-        super::super::lifecycle::WsrepStatus {
-            size: 3,
-            status: status.into(),
-            state: state.into(),
-            ready: true,
-        }
-    }
-
-    fn restarted(r: Repair) -> Vec<String> {
-        match r {
-            Repair::Restart(v) => v.into_iter().map(|(n, _)| n.name).collect(),
-            Repair::Bootstrap(why) => vec![format!("bootstrap: {why}")],
-        }
-    }
-
-    #[test]
-    fn the_repair_waits_only_for_a_donation_in_progress() {
-        // The CI run and a testbed rerun: after a partition cut n2's
-        // donation, n2 was the only member in the primary component,
-        // Donor/Desynced with no SST script; n1 and n3 waited for a donor.
-        let ci = vec![
-            (node("n1"), Seen::Silent("no socket".into())),
-            (node("n2"), Seen::Status(st("Primary", DONOR), false)),
-            (
-                node("n3"),
-                Seen::Status(st("non-Primary", "Initialized"), false),
-            ),
-        ];
-        assert_eq!(
-            repair_plan(&ci),
-            Repair::Bootstrap("no member serves and no SST runs".into())
-        );
-        // The same donor with its SST running is on its way: left alone.
-        let mut donating = ci.clone();
-        donating[1].1 = Seen::Status(st("Primary", DONOR), true);
-        assert_eq!(restarted(repair_plan(&donating)), ["n1", "n3"]);
-        // Testbed reruns that cut a donation: n3 serving, n2 stuck, n1
-        // joining for good; both are restarted, n3 left alone. While the
-        // donor's SST runs, it and its joiner are left alone.
-        let synced = vec![
-            (node("n1"), Seen::Status(st("Primary", "Joining"), false)),
-            (node("n2"), Seen::Status(st("Primary", DONOR), false)),
-            (node("n3"), Seen::Status(st("Primary", "Synced"), false)),
-        ];
-        assert_eq!(restarted(repair_plan(&synced)), ["n1", "n2"]);
-        let mut sending = synced.clone();
-        sending[1].1 = Seen::Status(st("Primary", DONOR), true);
-        assert_eq!(restarted(repair_plan(&sending)), Vec::<String>::new());
-        // No primary component anywhere: bootstrap, as before.
-        let none = vec![
-            (node("n1"), Seen::Silent("down".into())),
-            (
-                node("n2"),
-                Seen::Status(st("non-Primary", "Initialized"), false),
-            ),
-        ];
-        assert_eq!(
-            repair_plan(&none),
-            Repair::Bootstrap("no primary component".into())
-        );
     }
 
     #[test]
@@ -406,6 +234,16 @@ mod tests {
         );
         // A file the lossy filesystem emptied.
         assert_eq!(parse_grastate("").seqno, -1);
+        // The state the repair writes before a full SST: never chosen
+        // over a node that knows its position.
+        let reset = parse_grastate(repair::UNDEFINED_GRASTATE);
+        assert_eq!(
+            reset,
+            Position {
+                seqno: -1,
+                safe_to_bootstrap: false
+            }
+        );
     }
 
     #[test]

@@ -535,27 +535,12 @@ impl ServerSteps for Servers<MariaDbConfig> {
             for n in &members {
                 self.start_node(n, false).await?;
             }
-            let all = || async {
-                for n in &members {
-                    if !self.serving(n).await? {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            };
-            let first_try = if self.cfg.galera { limit / 3 } else { limit };
-            if poll(first_try, Duration::from_millis(250), all)
-                .await
-                .is_ok()
-            {
-                return Ok(());
-            }
             if self.cfg.galera {
-                self.galera_repair(&members).await?;
+                return self.galera_await_ready(&members, limit).await;
             }
             let mut errs = Vec::new();
             for n in &members {
-                if let Err(e) = self.wait_serving(n, limit - first_try).await {
+                if let Err(e) = self.wait_serving(n, limit).await {
                     errs.push(e);
                 }
             }
