@@ -15,7 +15,7 @@ use crate::anomaly::{AnomalyType, Variant, all_implied};
 use crate::budget::Budget;
 use crate::graph::{Graph, NO_NODE, Sccs, induced};
 use crate::rels::{Rel, Rels};
-use crate::sccs::{Components, Levels, two_state};
+use crate::sccs::{Components, Levels, Reach};
 use std::collections::{BTreeSet, VecDeque};
 
 /// A cycle found: `steps[i] = (node, rel)` means an edge `node → next node`
@@ -290,12 +290,37 @@ struct Searcher {
     /// Candidate edges (by edge index) whose capped search ended without
     /// reaching its cap: searched completely, no cycle through them.
     done: Vec<u64>,
-    /// For a `G-single` class, once [`LEVELS_AFTER`] candidates closed no
-    /// cycle: the levels of its components, which skip candidates whose
-    /// target cannot reach their source.
-    levels: Option<Levels>,
+    /// For a `G-single` class, once the searches of candidates that
+    /// closed no cycle cost enough ([`Filter`]): what skips candidates
+    /// whose target cannot reach their source.
+    levels: Option<Filter>,
     /// Candidates searched without a cycle in this class's search.
     searched: u32,
+    /// Edges those searches visited.
+    spent: u64,
+}
+
+/// What tells a `G-single` class's search that a candidate's target
+/// cannot reach its source over the other relations: for a component of
+/// at most [`Reach::MAX_COMPONENTS`] components, [`Reach`] (exact),
+/// computed once the fruitless searches visited about as many edges as it
+/// reads (the component's edges, once more per eight words of a row); for
+/// a larger one, [`Levels`] (a necessary condition, two passes over the
+/// edges) after [`LEVELS_AFTER`] fruitless searches. Either way a search
+/// that finds its cycle among the first candidates never pays for it.
+enum Filter {
+    Levels(Levels),
+    Reach(Reach),
+}
+
+impl Filter {
+    /// Whether component `a` may reach component `b` (false: it cannot).
+    fn may_reach(&self, a: u32, b: u32) -> bool {
+        match self {
+            Filter::Levels(l) => l.may_reach(a, b),
+            Filter::Reach(r) => r.reaches(a, b),
+        }
+    }
 }
 
 const S: u32 = 4; // states per node: bit0 = wanted relation seen, bit1 = rw flag
@@ -353,19 +378,16 @@ impl Searcher {
             return Ok(None);
         }
         // Pre-check: component ids limiting candidates and the BFS.
-        let state;
         let (comp, state_comp): (Option<&Sccs>, Option<&Sccs>) = match spec.rw {
             RwMode::Forbid | RwMode::Any => (Some(comps.get(spec.legal)), None),
             RwMode::Exactly1 => (Some(comps.get(spec.legal.minus(Rels::RW))), None),
-            RwMode::NonAdjacent => {
-                state = two_state(sub, spec.legal.minus(Rels::RW));
-                (None, Some(&state))
-            }
+            RwMode::NonAdjacent => (None, Some(comps.two_state(spec.legal.minus(Rels::RW)))),
         };
         self.done.clear();
         self.done.resize(sub.edge_count().div_ceil(64), 0);
         self.levels = None;
         self.searched = 0;
+        self.spent = 0;
         for cap in [FIRST_PASS_STATES, u32::MAX] {
             let mut capped = false;
             if let Some(path) =
@@ -410,8 +432,9 @@ impl Searcher {
                     }
                     // A cycle through `u → v` with no other `rw` step is a
                     // path from v to u over the other relations (the BFS
-                    // seeks one), so one whose components' levels rule
-                    // that path out has none: skipping it changes no
+                    // seeks one), so one whose components' levels or
+                    // reachability rule that path out has none: skipping
+                    // it (the BFS would end with no cycle) changes no
                     // result (the first candidate in this order whose
                     // search closes a cycle is still the one reported;
                     // each other candidate's search ends as before; only
@@ -433,12 +456,20 @@ impl Searcher {
                     Bfs::Capped => *capped = true,
                 }
                 self.searched += 1;
-                if let (RwMode::Exactly1, None, Some(c)) = (spec.rw, &self.levels, comp)
-                    && self.searched >= LEVELS_AFTER
-                {
+                if let (RwMode::Exactly1, None, Some(c)) = (spec.rw, &self.levels, comp) {
                     // The BFS's parents are scratch between searches.
                     let rels = spec.legal.minus(Rels::RW);
-                    self.levels = Some(Levels::new(sub, rels, c, &mut self.parent));
+                    let nc = c.size.len();
+                    if nc <= Reach::MAX_COMPONENTS {
+                        let reads = sub.edge_count() as u64 * (1 + nc.div_ceil(64) as u64 / 8);
+                        if self.spent >= reads {
+                            let r = Reach::new(sub, rels, c, &mut self.parent);
+                            self.levels = Some(Filter::Reach(r));
+                        }
+                    } else if self.searched >= LEVELS_AFTER {
+                        let l = Levels::new(sub, rels, c, &mut self.parent);
+                        self.levels = Some(Filter::Levels(l));
+                    }
                 }
             }
         }
@@ -530,6 +561,7 @@ impl Searcher {
             let bits = s % S;
             if x == u {
                 if goal(bits) {
+                    self.spent += work;
                     let _ = budget.charge(work);
                     return Ok(Bfs::Found(self.path(u, first, s)));
                 }
@@ -551,6 +583,7 @@ impl Searcher {
                         continue;
                     }
                     if visited >= cap {
+                        self.spent += work;
                         let _ = budget.charge(work);
                         return Ok(Bfs::Capped);
                     }
@@ -562,12 +595,14 @@ impl Searcher {
                 }
             }
             if work >= 4096 {
+                self.spent += work;
                 if budget.charge(work) {
                     return Err(Exhausted);
                 }
                 work = 0;
             }
         }
+        self.spent += work;
         if budget.charge(work) {
             return Err(Exhausted);
         }

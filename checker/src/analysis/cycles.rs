@@ -12,7 +12,7 @@ use crate::explain::{Anomaly, Evidence, Step};
 use crate::graph::{EdgeList, Edges, Graph, induced, tarjan};
 use crate::order;
 use crate::rels::{Rel, Rels};
-use crate::sccs::{Components, two_state};
+use crate::sccs::Components;
 
 /// Graph → SCCs → cycle search → explanations.
 pub struct Cycles;
@@ -238,8 +238,9 @@ fn cycle_exists_in(
         let within = if ext_acyclic {
             Vec::new()
         } else if ext {
-            // Two states per node: rw steps may not follow each other.
-            let s = two_state(graph, rels);
+            // Two states per node: rw steps may not follow each other
+            // (the `G-nonadjacent` search may have asked for them).
+            let s = comps.two_state(rels);
             let mut v: Vec<Vec<u32>> = s
                 .nontrivial()
                 .into_iter()
