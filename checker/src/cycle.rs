@@ -15,7 +15,7 @@ use crate::anomaly::{AnomalyType, Variant, all_implied};
 use crate::budget::Budget;
 use crate::graph::{Graph, NO_NODE, Sccs, induced};
 use crate::rels::{Rel, Rels};
-use crate::sccs::{Components, Levels, Reach};
+use crate::sccs::{Components, Filter, Levels, Reach};
 use std::collections::{BTreeSet, VecDeque};
 
 /// A cycle found: `steps[i] = (node, rel)` means an edge `node → next node`
@@ -291,36 +291,13 @@ struct Searcher {
     /// reaching its cap: searched completely, no cycle through them.
     done: Vec<u64>,
     /// For a `G-single` class, once the searches of candidates that
-    /// closed no cycle cost enough ([`Filter`]): what skips candidates
-    /// whose target cannot reach their source.
+    /// closed no cycle cost enough: what skips candidates whose target
+    /// cannot reach their source ([`Filter`], which says when).
     levels: Option<Filter>,
-    /// Candidates searched without a cycle in this class's search.
+    /// Candidates searched without a cycle in this class's search, and
+    /// the edges those searches visited.
     searched: u32,
-    /// Edges those searches visited.
     spent: u64,
-}
-
-/// What tells a `G-single` class's search that a candidate's target
-/// cannot reach its source over the other relations: for a component of
-/// at most [`Reach::MAX_COMPONENTS`] components, [`Reach`] (exact),
-/// computed once the fruitless searches visited about as many edges as it
-/// reads (the component's edges, once more per eight words of a row); for
-/// a larger one, [`Levels`] (a necessary condition, two passes over the
-/// edges) after [`LEVELS_AFTER`] fruitless searches. Either way a search
-/// that finds its cycle among the first candidates never pays for it.
-enum Filter {
-    Levels(Levels),
-    Reach(Reach),
-}
-
-impl Filter {
-    /// Whether component `a` may reach component `b` (false: it cannot).
-    fn may_reach(&self, a: u32, b: u32) -> bool {
-        match self {
-            Filter::Levels(l) => l.may_reach(a, b),
-            Filter::Reach(r) => r.reaches(a, b),
-        }
-    }
 }
 
 const S: u32 = 4; // states per node: bit0 = wanted relation seen, bit1 = rw flag
@@ -460,13 +437,11 @@ impl Searcher {
                     // The BFS's parents are scratch between searches.
                     let rels = spec.legal.minus(Rels::RW);
                     let nc = c.size.len();
-                    if nc <= Reach::MAX_COMPONENTS {
-                        let reads = sub.edge_count() as u64 * (1 + nc.div_ceil(64) as u64 / 8);
-                        if self.spent >= reads {
-                            let r = Reach::new(sub, rels, c, &mut self.parent);
-                            self.levels = Some(Filter::Reach(r));
-                        }
-                    } else if self.searched >= LEVELS_AFTER {
+                    let reads = sub.edge_count() as u64 * (1 + nc.div_ceil(64) as u64 / 8);
+                    if nc <= Reach::MAX_COMPONENTS && self.spent >= reads {
+                        let r = Reach::new(sub, rels, c, &mut self.parent);
+                        self.levels = Some(Filter::Reach(r));
+                    } else if nc > Reach::MAX_COMPONENTS && self.searched >= LEVELS_AFTER {
                         let l = Levels::new(sub, rels, c, &mut self.parent);
                         self.levels = Some(Filter::Levels(l));
                     }

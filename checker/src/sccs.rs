@@ -146,6 +146,32 @@ impl Levels {
     }
 }
 
+/// What tells a `G-single` class's search that a candidate's target
+/// cannot reach its source over the other relations: for a component of
+/// at most [`Reach::MAX_COMPONENTS`] components, [`Reach`] (exact),
+/// computed once the fruitless searches visited about as many edges as it
+/// reads (the component's edges, once more per eight words of a row); for
+/// a larger one, [`Levels`] (a necessary condition, two passes over the
+/// edges) after 64 fruitless searches (the cycle search's `LEVELS_AFTER`).
+/// Either way a search that finds its cycle among the first candidates
+/// never pays for it.
+pub enum Filter {
+    /// [`Levels`] (large components).
+    Levels(Levels),
+    /// [`Reach`] (small components).
+    Reach(Reach),
+}
+
+impl Filter {
+    /// Whether component `a` may reach component `b` (false: it cannot).
+    pub fn may_reach(&self, a: u32, b: u32) -> bool {
+        match self {
+            Filter::Levels(l) => l.may_reach(a, b),
+            Filter::Reach(r) => r.reaches(a, b),
+        }
+    }
+}
+
 /// `comps`' nodes by component id (a counting sort), in `scratch`
 /// (grown to a node and a component each, its contents left undefined):
 /// Tarjan's ids put a component after every component it reaches.
