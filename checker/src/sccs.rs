@@ -146,32 +146,6 @@ impl Levels {
     }
 }
 
-/// What tells a `G-single` class's search that a candidate's target
-/// cannot reach its source over the other relations: for a component of
-/// at most [`Reach::MAX_COMPONENTS`] components, [`Reach`] (exact),
-/// computed once the fruitless searches visited about as many edges as it
-/// reads (the component's edges, once more per eight words of a row); for
-/// a larger one, [`Levels`] (a necessary condition, two passes over the
-/// edges) after 64 fruitless searches (the cycle search's `LEVELS_AFTER`).
-/// Either way a search that finds its cycle among the first candidates
-/// never pays for it.
-pub enum Filter {
-    /// [`Levels`] (large components).
-    Levels(Levels),
-    /// [`Reach`] (small components).
-    Reach(Reach),
-}
-
-impl Filter {
-    /// Whether component `a` may reach component `b` (false: it cannot).
-    pub fn may_reach(&self, a: u32, b: u32) -> bool {
-        match self {
-            Filter::Levels(l) => l.may_reach(a, b),
-            Filter::Reach(r) => r.reaches(a, b),
-        }
-    }
-}
-
 /// `comps`' nodes by component id (a counting sort), in `scratch`
 /// (grown to a node and a component each, its contents left undefined):
 /// Tarjan's ids put a component after every component it reaches.
@@ -197,11 +171,17 @@ fn by_component<'s>(comps: &Sccs, scratch: &'s mut Vec<u32>) -> &'s [u32] {
 /// relations (Tarjan's, as for [`Levels`]): one bit row per component,
 /// the components it reaches (itself included). A row is the union of its
 /// successors' rows, each final before it is read (ascending ids), and
-/// holds no bit above its own id, so a union reads only that prefix. For
-/// a component of few components ([`Reach::MAX_COMPONENTS`]) it costs
-/// about as much as a few searches that find no cycle, and answers every
-/// candidate of a `G-single` class exactly where [`Levels`] only rules
-/// some out.
+/// holds no bit above its own id, so a union reads only that prefix.
+///
+/// What tells a `G-single` class's search that a candidate's target
+/// cannot reach its source over the other relations: for a component of
+/// at most [`Reach::MAX_COMPONENTS`] components, this (exact), computed
+/// once the fruitless searches visited about as many edges as it reads
+/// (the component's edges, once more per eight words of a row); for a
+/// larger one, [`Levels`] (a necessary condition, two passes over the
+/// edges) after 64 fruitless searches (the cycle search's
+/// `LEVELS_AFTER`). Either way a search that finds its cycle among the
+/// first candidates never pays for it.
 pub struct Reach {
     /// Words a row.
     words: usize,
