@@ -15,7 +15,7 @@ use crate::anomaly::{AnomalyType, Variant, all_implied};
 use crate::budget::Budget;
 use crate::graph::{Graph, NO_NODE, Sccs, induced};
 use crate::rels::{Rel, Rels};
-use crate::sccs::{Components, Levels, two_state};
+use crate::sccs::{Components, Levels, Reach};
 use std::collections::{BTreeSet, VecDeque};
 
 /// A cycle found: `steps[i] = (node, rel)` means an edge `node → next node`
@@ -290,12 +290,13 @@ struct Searcher {
     /// Candidate edges (by edge index) whose capped search ended without
     /// reaching its cap: searched completely, no cycle through them.
     done: Vec<u64>,
-    /// For a `G-single` class, once [`LEVELS_AFTER`] candidates closed no
-    /// cycle: the levels of its components, which skip candidates whose
-    /// target cannot reach their source.
+    /// For a `G-single` class, what skips candidates (see [`Reach`]).
     levels: Option<Levels>,
-    /// Candidates searched without a cycle in this class's search.
+    reach: Option<Reach>,
+    /// Candidates searched without a cycle in this class's search, and
+    /// the edges those searches visited.
     searched: u32,
+    spent: u64,
 }
 
 const S: u32 = 4; // states per node: bit0 = wanted relation seen, bit1 = rw flag
@@ -315,15 +316,10 @@ const START: u32 = u32::MAX;
 /// found, complete as before; which one is reported first may differ.
 const FIRST_PASS_STATES: u32 = 256;
 
-/// Candidates of a `G-single` class searched without a cycle before the
-/// levels of its components ([`Levels`], two passes over the edges) are
-/// computed: a search that finds its cycle among the first candidates
-/// never pays for them. The topological order alone admits any `rw` edge
-/// between two unrelated transactions whose ids fall the right way, and
-/// each admitted one's search visits up to [`FIRST_PASS_STATES`] states:
-/// in AWDIT's 2M-event read-committed history at `-c RC` those searches
-/// were 13.6 % of the check's time before the first cycle was reached, 5.8
-/// % (+ 2.9 % for the levels) with them (BENCHMARKS.md, "h15-rc2").
+/// Candidates of a `G-single` class in a large component searched without
+/// a cycle before its levels ([`Levels`]) are computed: at `-c RC` on
+/// AWDIT's 2M-event history their searches were 13.6 % of the check's
+/// time, 5.8 % (+ 2.9 % for the levels) with them (BENCHMARKS.md, "h15-rc2").
 const LEVELS_AFTER: u32 = 64;
 
 /// How one candidate's search ended.
@@ -353,19 +349,16 @@ impl Searcher {
             return Ok(None);
         }
         // Pre-check: component ids limiting candidates and the BFS.
-        let state;
         let (comp, state_comp): (Option<&Sccs>, Option<&Sccs>) = match spec.rw {
             RwMode::Forbid | RwMode::Any => (Some(comps.get(spec.legal)), None),
             RwMode::Exactly1 => (Some(comps.get(spec.legal.minus(Rels::RW))), None),
-            RwMode::NonAdjacent => {
-                state = two_state(sub, spec.legal.minus(Rels::RW));
-                (None, Some(&state))
-            }
+            RwMode::NonAdjacent => (None, Some(comps.two_state(spec.legal.minus(Rels::RW)))),
         };
         self.done.clear();
         self.done.resize(sub.edge_count().div_ceil(64), 0);
-        self.levels = None;
+        (self.levels, self.reach) = (None, None);
         self.searched = 0;
+        self.spent = 0;
         for cap in [FIRST_PASS_STATES, u32::MAX] {
             let mut capped = false;
             if let Some(path) =
@@ -410,15 +403,21 @@ impl Searcher {
                     }
                     // A cycle through `u → v` with no other `rw` step is a
                     // path from v to u over the other relations (the BFS
-                    // seeks one), so one whose components' levels rule
-                    // that path out has none: skipping it changes no
+                    // seeks one), so one whose components' levels or
+                    // reachability rule that path out has none: skipping
+                    // it (the BFS would end with no cycle) changes no
                     // result (the first candidate in this order whose
                     // search closes a cycle is still the one reported;
                     // each other candidate's search ends as before; only
                     // less work is charged to the budget).
                     RwMode::Exactly1 => comp.is_some_and(|c| {
                         let (cu, cv) = (c.comp[u as usize], c.comp[v as usize]);
-                        cv >= cu && self.levels.as_ref().is_none_or(|l| l.may_reach(cv, cu))
+                        let reach = || self.reach.as_ref().is_none_or(|r| r.reaches(cv, cu));
+                        cv >= cu
+                            && self
+                                .levels
+                                .as_ref()
+                                .map_or_else(reach, |l| l.may_reach(cv, cu))
                     }),
                     RwMode::NonAdjacent => state_comp
                         .is_some_and(|c| c.comp[2 * u as usize] == c.comp[2 * v as usize + 1]),
@@ -433,12 +432,19 @@ impl Searcher {
                     Bfs::Capped => *capped = true,
                 }
                 self.searched += 1;
-                if let (RwMode::Exactly1, None, Some(c)) = (spec.rw, &self.levels, comp)
-                    && self.searched >= LEVELS_AFTER
-                {
+                let unfiltered = self.levels.is_none() && self.reach.is_none();
+                if let (RwMode::Exactly1, true, Some(c)) = (spec.rw, unfiltered, comp) {
                     // The BFS's parents are scratch between searches.
                     let rels = spec.legal.minus(Rels::RW);
-                    self.levels = Some(Levels::new(sub, rels, c, &mut self.parent));
+                    let nc = c.size.len();
+                    let reads = sub.edge_count() as u64 * (1 + nc.div_ceil(64) as u64 / 8);
+                    if nc <= Reach::MAX_COMPONENTS && self.spent >= reads {
+                        let r = Reach::new(sub, rels, c, &mut self.parent);
+                        self.reach = Some(r);
+                    } else if nc > Reach::MAX_COMPONENTS && self.searched >= LEVELS_AFTER {
+                        let l = Levels::new(sub, rels, c, &mut self.parent);
+                        self.levels = Some(l);
+                    }
                 }
             }
         }
@@ -530,6 +536,7 @@ impl Searcher {
             let bits = s % S;
             if x == u {
                 if goal(bits) {
+                    self.spent += work;
                     let _ = budget.charge(work);
                     return Ok(Bfs::Found(self.path(u, first, s)));
                 }
@@ -551,6 +558,7 @@ impl Searcher {
                         continue;
                     }
                     if visited >= cap {
+                        self.spent += work;
                         let _ = budget.charge(work);
                         return Ok(Bfs::Capped);
                     }
@@ -562,12 +570,14 @@ impl Searcher {
                 }
             }
             if work >= 4096 {
+                self.spent += work;
                 if budget.charge(work) {
                     return Err(Exhausted);
                 }
                 work = 0;
             }
         }
+        self.spent += work;
         if budget.charge(work) {
             return Err(Exhausted);
         }

@@ -19,6 +19,10 @@ pub struct Components<'g> {
     graph: &'g Graph,
     /// (relations, their components, whether any component is nontrivial).
     done: Vec<(Rels, Sccs, bool)>,
+    /// (step relations, the components of the two-state graph over them):
+    /// the `G-nonadjacent` search and the `PL-SI` cycle-exists pass both
+    /// ask for `ww ∪ wr`'s (one pass each before).
+    two: Vec<(Rels, Sccs)>,
 }
 
 impl<'g> Components<'g> {
@@ -33,6 +37,7 @@ impl<'g> Components<'g> {
         Components {
             graph,
             done: vec![(whole, one, n > 1)],
+            two: Vec::new(),
         }
     }
 
@@ -70,6 +75,21 @@ impl<'g> Components<'g> {
     }
 }
 
+impl Components<'_> {
+    /// The components of the two-state graph over `step` ([`two_state`]),
+    /// computed once.
+    pub fn two_state(&mut self, step: Rels) -> &Sccs {
+        let i = match self.two.iter().position(|(r, _)| *r == step) {
+            Some(i) => i,
+            None => {
+                self.two.push((step, two_state(self.graph, step)));
+                self.two.len() - 1
+            }
+        };
+        &self.two[i].1
+    }
+}
+
 /// Longest-path levels of the condensation of a graph over some relations
 /// (its components as [`tarjan`] numbers them): `depth` is the longest path
 /// from a source component, `height` the longest path to a sink one. A
@@ -91,22 +111,8 @@ impl Levels {
     /// left undefined) holds the nodes' order, so that only the levels
     /// themselves are allocated.
     pub fn new(g: &Graph, rels: Rels, comps: &Sccs, scratch: &mut Vec<u32>) -> Levels {
-        let (n, nc) = (comps.comp.len(), comps.size.len());
-        if scratch.len() < n + nc {
-            scratch.resize(n + nc, 0);
-        }
-        // Nodes by component id (a counting sort): Tarjan's ids put a
-        // component after every component it reaches.
-        let (order, at) = scratch.split_at_mut(n);
-        let mut sum = 0u32;
-        for (a, &s) in at.iter_mut().zip(&comps.size) {
-            *a = sum;
-            sum += s;
-        }
-        for (x, &c) in comps.comp.iter().enumerate() {
-            order[at[c as usize] as usize] = x as u32;
-            at[c as usize] += 1;
-        }
+        let nc = comps.size.len();
+        let order = by_component(comps, scratch);
         // Each edge between components, from its source's component.
         let steps = |x: u32| {
             let cx = comps.comp[x as usize];
@@ -137,6 +143,88 @@ impl Levels {
     pub fn may_reach(&self, a: u32, b: u32) -> bool {
         let ((da, ha), (db, hb)) = (self.of[a as usize], self.of[b as usize]);
         a == b || (da < db && ha > hb)
+    }
+}
+
+/// `comps`' nodes by component id (a counting sort), in `scratch`
+/// (grown to a node and a component each, its contents left undefined):
+/// Tarjan's ids put a component after every component it reaches.
+fn by_component<'s>(comps: &Sccs, scratch: &'s mut Vec<u32>) -> &'s [u32] {
+    let (n, nc) = (comps.comp.len(), comps.size.len());
+    if scratch.len() < n + nc {
+        scratch.resize(n + nc, 0);
+    }
+    let (order, at) = scratch.split_at_mut(n);
+    let mut sum = 0u32;
+    for (a, &s) in at.iter_mut().zip(&comps.size) {
+        *a = sum;
+        sum += s;
+    }
+    for (x, &c) in comps.comp.iter().enumerate() {
+        order[at[c as usize] as usize] = x as u32;
+        at[c as usize] += 1;
+    }
+    order
+}
+
+/// Exact reachability between the components of a graph over some
+/// relations (Tarjan's, as for [`Levels`]): one bit row per component,
+/// the components it reaches (itself included). A row is the union of its
+/// successors' rows, each final before it is read (ascending ids), and
+/// holds no bit above its own id, so a union reads only that prefix.
+///
+/// What tells a `G-single` class's search that a candidate's target
+/// cannot reach its source over the other relations: for a component of
+/// at most [`Reach::MAX_COMPONENTS`] components, this (exact), computed
+/// once the fruitless searches visited about as many edges as it reads
+/// (the component's edges, once more per eight words of a row); for a
+/// larger one, [`Levels`] (a necessary condition, two passes over the
+/// edges) after 64 fruitless searches (the cycle search's
+/// `LEVELS_AFTER`). Either way a search that finds its cycle among the
+/// first candidates never pays for it.
+pub struct Reach {
+    /// Words a row.
+    words: usize,
+    rows: Vec<u64>,
+}
+
+impl Reach {
+    /// The most components whose rows are computed: 512 KB of rows.
+    pub const MAX_COMPONENTS: usize = 2048;
+
+    /// The reachability of `comps`, Tarjan's components of `g` over
+    /// `rels` (at most [`Reach::MAX_COMPONENTS`] of them); `scratch` as
+    /// for [`Levels::new`].
+    pub fn new(g: &Graph, rels: Rels, comps: &Sccs, scratch: &mut Vec<u32>) -> Reach {
+        let nc = comps.size.len();
+        let words = nc.div_ceil(64);
+        let mut rows = vec![0u64; nc * words];
+        for &x in by_component(comps, scratch).iter() {
+            let cx = comps.comp[x as usize] as usize;
+            let (done, row) = rows.split_at_mut(cx * words);
+            row[cx / 64] |= 1 << (cx % 64);
+            for e in g.range(x) {
+                if !g.rels_at(e).intersects(rels) {
+                    continue;
+                }
+                let cy = comps.comp[g.target(e) as usize] as usize;
+                if cy == cx {
+                    continue;
+                }
+                // Tarjan's ids: a successor component's id is lower.
+                let from = &done[cy * words..cy * words + cy / 64 + 1];
+                for (d, s) in row.iter_mut().zip(from) {
+                    *d |= *s;
+                }
+            }
+        }
+        Reach { words, rows }
+    }
+
+    /// Whether component `a` reaches component `b`.
+    pub fn reaches(&self, a: u32, b: u32) -> bool {
+        let (a, b) = (a as usize, b as usize);
+        self.rows[a * self.words + b / 64] >> (b % 64) & 1 != 0
     }
 }
 
@@ -223,17 +311,25 @@ mod tests {
     /// The levels never rule out a path that exists (checked against a
     /// search from every node, on a random graph with cycles, for two
     /// relation sets), and they do rule out pairs the topological order
-    /// alone admits.
+    /// alone admits; the reachability rows say exactly which components
+    /// reach which (60 and 130 nodes: rows of one and of three words).
     #[test]
-    fn levels_never_rule_out_a_reachable_pair_and_sharpen_the_order() {
+    fn levels_never_rule_out_a_reachable_pair_and_reach_is_exact() {
+        for (n, edges) in [(60u32, 90), (130, 190)] {
+            levels_and_reach_against_a_search(n, edges);
+        }
+    }
+
+    fn levels_and_reach_against_a_search(n: u32, edges: usize) {
         let kinds = [Rels::WW, Rels::WR, Rels::RW, Rels::WW | Rels::RW];
-        let g = random_graph(60, 90, 11, &kinds);
+        let g = random_graph(n, edges, 11, &kinds);
         for rels in [Rels::WW | Rels::WR, Rels::DATA] {
             let c = tarjan(&g, rels);
             let l = Levels::new(&g, rels, &c, &mut Vec::new());
+            let r = Reach::new(&g, rels, &c, &mut Vec::new());
             let (mut sharper, mut cyclic) = (0, false);
-            for a in 0..60u32 {
-                let mut seen = [false; 60];
+            for a in 0..n {
+                let mut seen = vec![false; n as usize];
                 let mut todo = vec![a];
                 while let Some(v) = todo.pop() {
                     for (y, r) in g.succ(v) {
@@ -244,8 +340,10 @@ mod tests {
                     }
                 }
                 cyclic |= seen[a as usize];
-                for b in 0..60u32 {
+                for b in 0..n {
                     let (ca, cb) = (c.comp[a as usize], c.comp[b as usize]);
+                    let exact = ca == cb || seen[b as usize];
+                    assert_eq!(r.reaches(ca, cb), exact, "{rels:?}: {a} → {b}");
                     if seen[b as usize] {
                         assert!(l.may_reach(ca, cb), "{rels:?}: {a} reaches {b}");
                     } else if ca > cb && !l.may_reach(ca, cb) {
