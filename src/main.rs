@@ -9,8 +9,8 @@
 
 /// mimalloc: loading and checking a big history allocates millions of small
 /// vectors, which it serves faster than the system allocator (measured in
-/// BENCHMARKS.md, weak isolation vs AWDIT); blocks of a MiB and more are
-/// the kernel's mappings, grown by `mremap` ([`allocator`]).
+/// BENCHMARKS.md, weak isolation vs AWDIT); blocks over a MiB are the
+/// kernel's mappings, grown by `mremap` ([`allocator`]).
 #[global_allocator]
 static ALLOC: allocator::Allocator = allocator::Allocator;
 
