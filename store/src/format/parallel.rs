@@ -53,7 +53,7 @@ fn read_jsonl_with<S: OpSink>(path: &Path, threads: usize) -> Option<S> {
     let pieces = Pieces::new(bounds.len() - 1);
     let pieces = &pieces;
     let bounds = &bounds;
-    let (front, back): (Option<S>, Vec<Option<Vec<(usize, S)>>>) = std::thread::scope(|s| {
+    let (front, back): (Option<S>, Vec<Option<Taken<S>>>) = std::thread::scope(|s| {
         let handles: Vec<_> = (1..threads)
             .map(|_| s.spawn(move || parse_from_back(path, bounds, pieces)))
             .collect();
@@ -89,6 +89,9 @@ fn read_jsonl_with<S: OpSink>(path: &Path, threads: usize) -> Option<S> {
     }
     S::join(parts)
 }
+
+/// The pieces a thread parsed from the end, each with its number.
+type Taken<S> = Vec<(usize, S)>;
 
 /// The pieces not yet taken: `front..back`, taken from either end.
 struct Pieces {
@@ -186,9 +189,10 @@ fn parse_from_back<S: OpSink>(
     pieces: &Pieces,
 ) -> Option<Vec<(usize, S)>> {
     let mut done = Vec::new();
+    let mut buf = Vec::new();
     while let Some(i) = pieces.take_back() {
         let (start, end) = (bounds[i], bounds[i + 1]);
-        match parse_chunk(path, start, end, end - start) {
+        match parse_chunk(path, start, end, end - start, &mut buf) {
             Some(part) => done.push((i, part)),
             None => {
                 pieces.stop();
@@ -253,8 +257,14 @@ fn chunk_bounds(path: &Path, len: u64, parts: usize) -> Option<Vec<u64>> {
 }
 
 /// The ops of `[start, end)` in a sink sized for `room` bytes, or `None`
-/// on any error or warning.
-fn parse_chunk<S: OpSink>(path: &Path, start: u64, end: u64, room: u64) -> Option<S> {
+/// on any error or warning; read through `buf` (left for the next piece).
+fn parse_chunk<S: OpSink>(
+    path: &Path,
+    start: u64,
+    end: u64,
+    room: u64,
+    buf: &mut Vec<u8>,
+) -> Option<S> {
     let mut f = File::open(path).ok()?;
     f.seek(SeekFrom::Start(start)).ok()?;
     let r = OpReader::new(
@@ -262,10 +272,12 @@ fn parse_chunk<S: OpSink>(path: &Path, start: u64, end: u64, room: u64) -> Optio
         Format::JsonLines,
         Some(path.to_path_buf()),
     );
-    let mut r = r.sharing_lists();
+    let mut r = r.sharing_lists().with_buffer(std::mem::take(buf));
     let mut sink = S::for_bytes(room);
-    r.read_into(&mut sink).ok()?;
-    r.warnings().is_empty().then_some(sink)
+    let read = r.read_into(&mut sink);
+    let clean = read.is_ok() && r.warnings().is_empty();
+    *buf = r.into_buffer();
+    clean.then_some(sink)
 }
 
 #[cfg(test)]

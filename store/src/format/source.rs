@@ -57,6 +57,19 @@ impl<R: Read> Source<R> {
         }
     }
 
+    /// Reads into `buf` from now on (before the first read): its bytes
+    /// are room, whatever they hold.
+    pub fn reuse(&mut self, buf: Vec<u8>) {
+        if self.end == 0 && buf.len() > self.buf.len() {
+            self.buf = buf;
+        }
+    }
+
+    /// The buffer, for another source to [`Source::reuse`].
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
+    }
+
     pub fn avail(&self) -> &[u8] {
         self.buf.get(self.start..self.end).unwrap_or(&[])
     }
