@@ -27,7 +27,10 @@ pub struct Allocator;
 
 /// Whether a block of layout `l` is mapped by the kernel. Decided by the
 /// layout alone, so `dealloc` and `realloc` (given the layout `alloc` was)
-/// agree with the `alloc` that made the block.
+/// agree with the `alloc` that made the block. Always inlined, as are the
+/// methods below: every allocation passes here, and the test profile
+/// builds this crate unoptimised (the performance guard counts it there).
+#[inline(always)]
 fn is_big(l: Layout) -> bool {
     l.size() > BIG_BYTES && l.align() <= PAGE
 }
@@ -66,6 +69,7 @@ fn map(bytes: usize) -> *mut u8 {
 // back says.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Allocator {
+    #[inline(always)]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         if is_big(l) {
             map(l.size())
@@ -75,6 +79,7 @@ unsafe impl GlobalAlloc for Allocator {
         }
     }
 
+    #[inline(always)]
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         if is_big(l) {
             // A fresh mapping reads as zeros: no pass that writes them (and
@@ -86,6 +91,7 @@ unsafe impl GlobalAlloc for Allocator {
         }
     }
 
+    #[inline(always)]
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         if is_big(l) {
             // SAFETY: `p` is a mapping of `pages(l.size())` bytes (the
@@ -98,6 +104,7 @@ unsafe impl GlobalAlloc for Allocator {
         }
     }
 
+    #[inline(always)]
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller guarantees `new_size`, rounded up to the
         // alignment, does not overflow `isize`.
