@@ -9,9 +9,10 @@
 
 /// mimalloc: loading and checking a big history allocates millions of small
 /// vectors, which it serves faster than the system allocator (measured in
-/// BENCHMARKS.md, weak isolation vs AWDIT).
+/// BENCHMARKS.md, weak isolation vs AWDIT); blocks over a MiB are the
+/// kernel's mappings, grown by `mremap` ([`allocator`]).
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: allocator::Allocator = allocator::Allocator;
 
 /// mimalloc v3 returns freed memory to the OS only after `purge_delay`
 /// (default 1000 ms), so memory a check frees (the parser's batches, an
@@ -82,6 +83,7 @@ fn no_transparent_huge_pages() {
     }
 }
 
+mod allocator;
 mod analyze_cmd;
 mod check_args_fast;
 mod check_cmd;

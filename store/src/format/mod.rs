@@ -312,6 +312,18 @@ impl<R: Read> OpReader<R> {
         }
     }
 
+    /// Reads into `buf` (another reader's, see [`OpReader::into_buffer`]).
+    pub(crate) fn with_buffer(mut self, buf: Vec<u8>) -> OpReader<R> {
+        self.src.reuse(buf);
+        self
+    }
+
+    /// The read buffer, for the next reader of a thread that reads many
+    /// pieces of a file: one zeroed buffer per thread, not one per piece.
+    pub(crate) fn into_buffer(self) -> Vec<u8> {
+        self.src.into_buffer()
+    }
+
     /// Builds the list reads of JSON Lines ops in per-key shared buffers
     /// (`crate::list`): for a reader whose ops are all kept (a whole
     /// history in memory), not for streaming one op at a time, where each
