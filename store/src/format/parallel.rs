@@ -190,9 +190,10 @@ fn parse_from_back<S: OpSink>(
 ) -> Option<Vec<(usize, S)>> {
     let mut done = Vec::new();
     let mut buf = Vec::new();
+    // One open file per thread, positioned anew for each piece.
+    let f = File::open(path).ok()?;
     while let Some(i) = pieces.take_back() {
-        let (start, end) = (bounds[i], bounds[i + 1]);
-        match parse_chunk(path, start, end, end - start, &mut buf) {
+        match parse_chunk(&f, path, bounds[i], bounds[i + 1], &mut buf) {
             Some(part) => done.push((i, part)),
             None => {
                 pieces.stop();
@@ -256,16 +257,16 @@ fn chunk_bounds(path: &Path, len: u64, parts: usize) -> Option<Vec<u64>> {
     (bounds.len() > 2).then_some(bounds)
 }
 
-/// The ops of `[start, end)` in a sink sized for `room` bytes, or `None`
-/// on any error or warning; read through `buf` (left for the next piece).
+/// The ops of `[start, end)` of `f` (the file at `path`, named in errors)
+/// in a sink sized for the piece, or `None` on any error or warning; read
+/// through `buf` (left for the next piece).
 fn parse_chunk<S: OpSink>(
+    mut f: &File,
     path: &Path,
     start: u64,
     end: u64,
-    room: u64,
     buf: &mut Vec<u8>,
 ) -> Option<S> {
-    let mut f = File::open(path).ok()?;
     f.seek(SeekFrom::Start(start)).ok()?;
     let r = OpReader::new(
         f.take(end - start),
@@ -273,7 +274,7 @@ fn parse_chunk<S: OpSink>(
         Some(path.to_path_buf()),
     );
     let mut r = r.sharing_lists().with_buffer(std::mem::take(buf));
-    let mut sink = S::for_bytes(room);
+    let mut sink = S::for_bytes(end - start);
     let read = r.read_into(&mut sink);
     let clean = read.is_ok() && r.warnings().is_empty();
     *buf = r.into_buffer();
