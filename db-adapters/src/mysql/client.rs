@@ -348,7 +348,11 @@ impl<S: MysqlConnSource> MysqlTxnClient<S> {
                         .exec_first(crate::predicate::mysql_count_sql(&tables), params)
                         .await
                         .map_err(before)?;
-                    crate::predicate::complete_count(r, n.unwrap_or(0))
+                    // count(*) always answers one row: none is no count.
+                    let n = n.ok_or_else(|| {
+                        ClientError::indefinite("unparseable-read", "count(*) returned no row")
+                    });
+                    n.and_then(|n| crate::predicate::complete_count(r, n))
                 } else {
                     let rows: Vec<(i64, Option<String>)> = conn
                         .exec(crate::predicate::mysql_range_sql(&tables), params)

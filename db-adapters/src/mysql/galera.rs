@@ -30,6 +30,7 @@ use nemesis::remote::shell_quote;
 use std::time::Duration;
 
 pub mod repair;
+pub mod status;
 pub use repair::{Rejoin, Repair, Seen, repair_plan};
 
 /// What a node's `grastate.dat` and `--wsrep-recover` say about it.

@@ -129,41 +129,7 @@ pub struct MariaDb {
     inner: Arc<MariaDbServers>,
 }
 
-/// A node's state as Galera reports it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WsrepStatus {
-    /// `wsrep_cluster_size`.
-    pub size: u32,
-    /// `wsrep_cluster_status` (`Primary`, `non-Primary`, …).
-    pub status: String,
-    /// `wsrep_local_state_comment` (`Synced`, `Donor/Desynced`, …).
-    pub state: String,
-    /// `wsrep_ready`.
-    pub ready: bool,
-}
-
-impl WsrepStatus {
-    /// Serving: in the primary component, synced and ready.
-    pub fn serving(&self) -> bool {
-        self.in_primary() && self.state == "Synced" && self.ready
-    }
-
-    /// In the primary component, serving or on its way there (a donor, a
-    /// joiner catching up): a member the heal's repair must not restart.
-    pub fn in_primary(&self) -> bool {
-        self.status == "Primary"
-    }
-}
-
-impl std::fmt::Display for WsrepStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} / {}, cluster size {}, ready {}",
-            self.status, self.state, self.size, self.ready
-        )
-    }
-}
+pub use super::galera::status::WsrepStatus;
 
 impl Servers<MariaDbConfig> {
     pub(super) fn cnf(&self, node: &Node) -> String {
@@ -353,28 +319,16 @@ impl Servers<MariaDbConfig> {
             .stdout_str())
     }
 
-    /// Galera status of `node` (error when the server does not answer).
+    /// Galera status of `node` (error when the server does not answer or
+    /// a variable is missing: see [`super::galera::status`]).
     pub(super) async fn wsrep_status(&self, node: &Node) -> Result<WsrepStatus, DbError> {
         let out = self
-            .sql_root(
-                node,
-                "select variable_value from information_schema.global_status where variable_name in \
-                 ('WSREP_CLUSTER_SIZE','WSREP_CLUSTER_STATUS','WSREP_LOCAL_STATE_COMMENT','WSREP_READY') order by variable_name",
-            )
+            .sql_root(node, super::galera::status::STATUS_SQL)
             .await?;
-        let v: Vec<&str> = out.lines().map(str::trim).collect();
-        if v.len() != 4 {
-            return Err(DbError::Step {
-                node: node.name.clone(),
-                step: "wsrep status".to_string(),
-                detail: format!("unexpected output {out:?}"),
-            });
-        }
-        Ok(WsrepStatus {
-            size: v[0].parse().unwrap_or(0),
-            status: v[1].to_string(),
-            state: v[2].to_string(),
-            ready: v[3] == "ON",
+        super::galera::status::parse_status(&out).map_err(|detail| DbError::Step {
+            node: node.name.clone(),
+            step: "wsrep status".to_string(),
+            detail,
         })
     }
 
@@ -792,12 +746,7 @@ mod tests {
     use super::WsrepStatus;
 
     fn status(status: &str, state: &str) -> WsrepStatus {
-        WsrepStatus {
-            size: 2,
-            status: status.into(),
-            state: state.into(),
-            ready: true,
-        }
+        WsrepStatus::new(2, status, state, true)
     }
 
     #[test]

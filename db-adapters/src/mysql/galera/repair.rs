@@ -75,8 +75,9 @@ impl Servers<MariaDbConfig> {
     }
 
     /// Whether each of `nodes` is `Primary` / `Synced` / ready in a
-    /// cluster of `size` (`wsrep_cluster_size`); else the state of the
-    /// first that is not (the detail a timeout reports).
+    /// component of `size` members (the provider's count: see
+    /// [`super::status`]); else the state of the first that is not (the
+    /// detail a timeout reports).
     async fn galera_whole(&self, nodes: &[Node], size: usize) -> Result<bool, String> {
         for n in nodes {
             let s = self.wsrep_status(n).await.map_err(|e| e.to_string())?;
@@ -349,12 +350,7 @@ mod tests {
     }
 
     fn st(status: &str, state: &str) -> crate::mysql::lifecycle::WsrepStatus {
-        crate::mysql::lifecycle::WsrepStatus {
-            size: 3,
-            status: status.into(),
-            state: state.into(),
-            ready: true,
-        }
+        crate::mysql::lifecycle::WsrepStatus::new(3, status, state, true)
     }
 
     fn restarted(r: Repair) -> Vec<String> {
@@ -425,6 +421,7 @@ mod tests {
         // `Disconnected / Initialized`, cluster size 0; n2 and n3 served.
         let mut gone = st(DISCONNECTED, "Initialized");
         gone.size = 0;
+        gone.server_size = 0;
         gone.ready = false;
         let ci = vec![
             (node("n1"), Seen::Status(gone, false)),
