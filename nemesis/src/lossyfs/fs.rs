@@ -17,7 +17,9 @@
 //! Whatever changes file contents or sizes behind the kernel's back drops
 //! its pages and attributes through a FUSE notification
 //! ([`Shared::invalidate`]): `lose` for every file that had un-synced
-//! state, and a corruption for its file.
+//! state and every file its journal brought back (an unlink forgets the
+//! file's un-synced bytes in the cache, while an open handle can keep the
+//! kernel's inode and pages of them), and a corruption for its file.
 //!
 //! Files and directories created through the mount are chowned to the
 //! caller (the daemon runs as root, the database as its own user).

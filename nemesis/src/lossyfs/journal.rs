@@ -178,19 +178,30 @@ impl Journal {
         self.commit_through(n.checked_sub(1))
     }
 
-    /// Undoes every un-committed entry, newest first; returns how many.
+    /// Undoes every un-committed entry, newest first; returns how many,
+    /// and pushes onto `back` every name (relative) it put a file back at
+    /// (out of the trash, or renamed back): the kernel may still hold
+    /// pages of those inodes from before (an unlink drops the file's
+    /// un-synced bytes from the cache, not from the kernel's pages).
     /// A step that fails is logged and skipped (the rest still run).
     ///
     /// # Errors
     /// The first step that failed (after all were tried).
-    pub fn lose(&mut self) -> io::Result<usize> {
+    pub fn lose(&mut self, back: &mut Vec<PathBuf>) -> io::Result<usize> {
         let n = self.entries.len();
         let mut first_err = None;
         while let Some(e) = self.entries.pop() {
             for u in e.undo.iter().rev() {
-                if let Err(err) = self.undo(u) {
-                    tracing::warn!("lossyfs: undo {u:?}: {err}");
-                    first_err.get_or_insert(err);
+                match self.undo(u) {
+                    Ok(()) => {
+                        if let Undo::Restore { to, .. } | Undo::Move { to, .. } = u {
+                            back.push(to.clone());
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!("lossyfs: undo {u:?}: {err}");
+                        first_err.get_or_insert(err);
+                    }
                 }
             }
         }
@@ -255,7 +266,8 @@ mod tests {
         });
         assert_eq!(j.commit_file(7), 2, "the create and the mkdir before it");
         assert_eq!(j.commit_dir(Path::new("nothing")), 0);
-        assert_eq!(j.lose().unwrap(), 2);
+        let mut back = Vec::new();
+        assert_eq!(j.lose(&mut back).unwrap(), 2);
         assert_eq!(fs::read(root.join("old")).unwrap(), b"durable");
         assert!(root.join("d/x").exists(), "committed create, rename undone");
         assert!(!root.join("y").exists());
@@ -270,7 +282,7 @@ mod tests {
         });
         assert_eq!(j.commit_dir(Path::new("")), 1);
         assert_eq!(fs::read_dir(j.trash_dir()).unwrap().count(), 0);
-        assert_eq!(j.lose().unwrap(), 0);
+        assert_eq!(j.lose(&mut Vec::new()).unwrap(), 0);
         assert!(!root.join("old").exists());
     }
 }

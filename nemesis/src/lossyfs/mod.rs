@@ -73,13 +73,23 @@ pub fn apply(shared: &fs::Shared, snapshots: &Path, cmd: &Command) -> Reply {
     };
     let r: io::Result<String> = (|| match cmd {
         Command::Lose => {
-            let inos = shared.cache().inodes();
+            let mut inos = shared.cache().inodes();
             let lost = shared.cache().lose();
-            // The kernel's pages of those files hold the lost bytes.
+            let mut back = Vec::new();
+            let undone = shared.journal().map(|mut j| j.lose(&mut back));
+            // The kernel's pages of those files hold the lost bytes, and
+            // so may its pages of a file the journal brought back (written
+            // before its unlink, through a handle that kept the kernel's
+            // inode). Invalidated with no lock held.
+            for p in &back {
+                if let Ok(m) = std::fs::symlink_metadata(shared.root.join(p)) {
+                    inos.push(shared.fuse_ino(m.ino()));
+                }
+            }
             shared.invalidate(&inos);
             reply.files = lost?;
-            let undone = match shared.journal() {
-                Some(mut j) => format!("; undid {} namespace operations", j.lose()?),
+            let undone = match undone {
+                Some(n) => format!("; undid {} namespace operations", n?),
                 None => String::new(),
             };
             Ok(format!(
