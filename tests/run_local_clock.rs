@@ -473,7 +473,17 @@ fn local_postgres_survives_hour_jumps_of_its_clock_under_load() {
     eprintln!("ops slower than 1 s, by start second: {slow:?}");
     let lat = &r["stats"]["latency-ms"]["txn"];
     eprintln!("latency (ms) under ±1 h jumps: {lat}");
-    assert_eq!(status.code(), Some(0), "valid: {:?}", anomaly_types(&r));
+    if status.code() != Some(0) {
+        // Once in CI this run said G2-item (PostgreSQL at serializable);
+        // its history went with the temporary store. Keep it next time.
+        let types = anomaly_types(&r);
+        let kept = keep_store(store, name);
+        panic!(
+            "not valid (exit {:?}): {types:?}; the run is kept in {} (`harness analyze` checks it again)",
+            status.code(),
+            kept.display()
+        );
+    }
     // Measured: a forward jump stalls the open sessions until the 5 s op
     // timeout, in both monotonic modes: timers that expire while a backend
     // waits fire late by the offset under libfaketime (deadlock_timeout
