@@ -21,7 +21,9 @@ mod run_common;
 use nemesis::fault::Nemesis;
 use nemesis::remote::Remote;
 use nemesis::testbed::{Testbed, TestbedLock};
-use run_common::{Down, assert_complete, history_text, results, run, run_dir, testbed_up};
+use run_common::{
+    Down, assert_complete, history_text, lossyfs_mounts_under, results, run, run_dir, testbed_up,
+};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -134,8 +136,8 @@ fn assert_recovered_and_healed(dir: &Path, code: Option<i32>) {
         .block_on(Nemesis::new(remotes, None).harness_rules())
         .unwrap();
     assert_eq!(rules.values().map(Vec::len).sum::<usize>(), 0, "{rules:?}");
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
-    assert!(!mounts.contains("lossyfs"), "mounts left: {mounts}");
+    let left = lossyfs_mounts_under("/var/lib/harness/");
+    assert!(left.is_empty(), "mounts left: {left:?}");
 }
 
 #[test]

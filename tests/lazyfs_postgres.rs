@@ -16,7 +16,7 @@
 mod run_common;
 
 use nemesis::testbed::TestbedLock;
-use run_common::{Down, history_text, run, run_dir, testbed_up};
+use run_common::{Down, history_text, lossyfs_mounts_under, run, run_dir, testbed_up};
 use std::path::Path;
 
 fn long() -> bool {
@@ -79,8 +79,8 @@ fn losses(dir: &Path) -> Vec<(String, String, i64)> {
 
 /// Nothing of the filesystem is left: no mount, no daemon, no state dir.
 fn assert_nothing_left() {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
-    assert!(!mounts.contains("lossyfs"), "mounts left: {mounts}");
+    let left = lossyfs_mounts_under("/var/lib/harness/");
+    assert!(left.is_empty(), "mounts left: {left:?}");
     let ps = std::process::Command::new("pgrep")
         .args(["-f", "harness lossyfs mount"])
         .output()

@@ -372,3 +372,37 @@ pub fn testbed_up() {
     );
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// The lossy filesystem's mounts whose mount point is under `base` (a
+/// run's nodes: `/var/lib/harness/`), as `/proc/mounts` lines. Only those:
+/// the tests running beside (`.ci/run`'s other stream) mount their own
+/// lossyfs under temporary directories, and CI once saw one of those in
+/// a whole-machine check.
+pub fn lossyfs_mounts_under(base: &str) -> Vec<String> {
+    lossyfs_mounts_in(
+        &std::fs::read_to_string("/proc/mounts").unwrap_or_default(),
+        base,
+    )
+}
+
+fn lossyfs_mounts_in(mounts: &str, base: &str) -> Vec<String> {
+    mounts
+        .lines()
+        .filter(|l| {
+            let mut f = l.split(' ');
+            f.next() == Some("lossyfs") && f.next().is_some_and(|m| m.starts_with(base))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_runs_lossy_mounts_are_told_from_the_neighbours() {
+    let mounts = "lossyfs /tmp/.tmpUYy6cK/mnt fuse rw,nosuid 0 0\n\
+                  lossyfs /var/lib/harness/mariadb/n1/data fuse rw,nosuid 0 0\n\
+                  /dev/vda /var/lib/harness ext4 rw 0 0\n";
+    let left = lossyfs_mounts_in(mounts, "/var/lib/harness/");
+    assert_eq!(left.len(), 1);
+    assert!(left[0].contains("mariadb/n1/data"), "{left:?}");
+    assert!(lossyfs_mounts_in("lossyfs /tmp/x/mnt fuse rw 0 0\n", "/var/lib/harness/").is_empty());
+}
