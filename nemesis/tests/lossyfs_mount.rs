@@ -87,6 +87,19 @@ impl Mounted {
     }
 }
 
+/// A test that fails before [`Mounted::unmount`] still unmounts (lazily):
+/// a mount left behind fails the suite's whole-machine checks after it.
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if self.thread.is_some() && is_mounted(&self.mnt) {
+            let _ = std::process::Command::new("fusermount3")
+                .args(["-u", "-z"])
+                .arg(&self.mnt)
+                .status();
+        }
+    }
+}
+
 fn exists(p: &Path) -> bool {
     fs::symlink_metadata(p).is_ok()
 }
