@@ -136,7 +136,8 @@ async fn repeatable_read_range_reads_show_phantoms() {
     // table it failed to create (`Create_tmp_table::cleanup_on_failure` →
     // `ha_maria::drop_table`) for the range read's `UNION ALL … ORDER BY id`;
     // why the creation failed, its log does not say (not reproduced in 8
-    // local runs).
+    // local runs). Since then the range read has no ORDER BY and needs no
+    // such table (`db_adapters::predicate`).
     let mut client = match f.open(&node).await {
         Ok(c) => c,
         Err(e) => {

@@ -376,8 +376,8 @@ pub fn testbed_up() {
 /// The lossy filesystem's mounts whose mount point is under `base` (a
 /// run's nodes: `/var/lib/harness/`), as `/proc/mounts` lines. Only those:
 /// the tests running beside (`.ci/run`'s other stream) mount their own
-/// lossyfs under temporary directories, and CI once saw one of those in
-/// a whole-machine check.
+/// lossyfs under temporary directories for seconds at a time, which a
+/// whole-machine check could meet.
 pub fn lossyfs_mounts_under(base: &str) -> Vec<String> {
     lossyfs_mounts_in(
         &std::fs::read_to_string("/proc/mounts").unwrap_or_default(),

@@ -268,6 +268,8 @@ mod tests {
         assert_eq!(j.commit_dir(Path::new("nothing")), 0);
         let mut back = Vec::new();
         assert_eq!(j.lose(&mut back).unwrap(), 2);
+        // Newest first: the rename moved back, then the unlinked file.
+        assert_eq!(back, vec![PathBuf::from("d/x"), PathBuf::from("old")]);
         assert_eq!(fs::read(root.join("old")).unwrap(), b"durable");
         assert!(root.join("d/x").exists(), "committed create, rename undone");
         assert!(!root.join("y").exists());

@@ -88,7 +88,9 @@ impl std::fmt::Display for WsrepStatus {
 pub fn parse_status(out: &str) -> Result<WsrepStatus, String> {
     let mut vars: Vec<(String, &str)> = Vec::new();
     for line in out.lines().filter(|l| !l.trim().is_empty()) {
-        let (name, value) = line.split_once('\t').unwrap_or((line, ""));
+        let (name, value) = line
+            .split_once('\t')
+            .ok_or_else(|| format!("not a name and a value: {line:?}"))?;
         vars.push((name.trim().to_ascii_uppercase(), value.trim()));
     }
     let get = |name: &str| {
@@ -102,10 +104,11 @@ pub fn parse_status(out: &str) -> Result<WsrepStatus, String> {
         .parse()
         .map_err(|_| format!("WSREP_CLUSTER_SIZE is {server_size:?}, not a count"))?;
     let addresses = get("WSREP_INCOMING_ADDRESSES")?;
-    let size = addresses
-        .split(',')
-        .filter(|a| !a.trim().is_empty())
-        .count();
+    // One entry per member, `AUTO` for a member that set none (read back).
+    let size = match addresses.trim() {
+        "" => 0,
+        list => list.split(',').count(),
+    };
     Ok(WsrepStatus {
         size: u32::try_from(size).map_err(|_| format!("{size} incoming addresses"))?,
         server_size,
@@ -140,6 +143,10 @@ mod tests {
             "Primary / Synced, cluster size 3 (the server's wsrep_cluster_size: 0), ready true"
         );
         let agree = parse_status(&rows("3", "Primary", "Synced", "ON", three)).unwrap();
+        assert_eq!(
+            agree.to_string(),
+            "Primary / Synced, cluster size 3, ready true"
+        );
         // A member without wsrep_node_incoming_address is listed as AUTO;
         // the server's count read 1 there (its last non-primary view).
         let auto = parse_status(&rows(
@@ -150,10 +157,6 @@ mod tests {
             "10.99.0.11:3306,AUTO,10.99.0.12:3306",
         ));
         assert_eq!(auto.unwrap().size, 3);
-        assert_eq!(
-            agree.to_string(),
-            "Primary / Synced, cluster size 3, ready true"
-        );
     }
 
     #[test]
@@ -178,5 +181,7 @@ mod tests {
         assert!(e.contains("WSREP_INCOMING_ADDRESSES"), "{e}");
         let e = parse_status(&rows("x", "Primary", "Synced", "ON", "a")).unwrap_err();
         assert!(e.contains("WSREP_CLUSTER_SIZE is \"x\""), "{e}");
+        let e = parse_status("WSREP_READY ON\n").unwrap_err();
+        assert!(e.contains("not a name and a value"), "{e}");
     }
 }
