@@ -31,8 +31,17 @@ fn main() {
     // PIE carries to apply and no relocated read-only data to copy, which
     // was over a third of a small check's instructions (BENCHMARKS.md,
     // "Fixed cost"). The libraries it loads keep their random addresses.
+    // Linked statically (`cargo build-static`, `+crt-static`), rustc would
+    // make a static PIE, which relocates itself at start: 0.52M
+    // instructions, more than the dynamic loader it replaces. `-static`
+    // after `-no-pie` makes it a plain static executable (BENCHMARKS.md,
+    // "h18-static").
     if std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux") {
         println!("cargo:rustc-link-arg-bin=harness=-no-pie");
+        let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+        if features.split(',').any(|f| f == "crt-static") {
+            println!("cargo:rustc-link-arg-bin=harness=-static");
+        }
     }
     static_unwinder();
     for file in ["HEAD", "index"] {
