@@ -36,14 +36,19 @@ fn main() {
     // instructions, more than the dynamic loader it replaces. `-static`
     // after `-no-pie` makes it a plain static executable (BENCHMARKS.md,
     // "h18-static").
+    let crt_static = std::env::var("CARGO_CFG_TARGET_FEATURE")
+        .is_ok_and(|f| f.split(',').any(|f| f == "crt-static"));
     if std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux") {
         println!("cargo:rustc-link-arg-bin=harness=-no-pie");
-        let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
-        if features.split(',').any(|f| f == "crt-static") {
+        if crt_static {
             println!("cargo:rustc-link-arg-bin=harness=-static");
         }
     }
-    static_unwinder();
+    // A static build links the unwinder statically already (std's own
+    // `gcc_eh` under `crt-static`).
+    if !crt_static {
+        static_unwinder();
+    }
     for file in ["HEAD", "index"] {
         let path = git(&["rev-parse", "--path-format=absolute", "--git-path", file])
             .and_then(|o| String::from_utf8(o.stdout).ok())
