@@ -184,3 +184,44 @@ fn a_closed_stdout_does_not_stop_a_run() {
     assert_complete(&dir);
     assert!(!anomaly_types(&results(&dir)).is_empty());
 }
+
+/// What a failing test prints of a run (`run_common::evidence`): the
+/// explanation of its anomalies, then the invocation and completion of
+/// every transaction the explanation names.
+#[test]
+fn the_evidence_of_an_invalid_run_names_its_transactions_records() {
+    let store = tempfile::tempdir().unwrap();
+    let args = [
+        "--db",
+        "sim",
+        "--test-name",
+        "ev",
+        "--isolation",
+        "snapshot-isolation",
+        "--expected-consistency-model",
+        "serializable",
+        "--ops",
+        "2000",
+        "--seed",
+        "7",
+    ];
+    assert_eq!(run(store.path(), &args).status.code(), Some(1));
+    let text = evidence(&run_dir(store.path(), "ev"), 4_000);
+    assert!(
+        text.contains("G2-item") && text.contains("\nThen:\n"),
+        "{text}"
+    );
+    let (explained, records) = text.split_once("history records").unwrap();
+    let named: Vec<&str> = explained
+        .split(":index ")
+        .skip(1)
+        .filter_map(|t| t.split(',').next())
+        .collect();
+    assert!(named.len() >= 2, "{explained}");
+    for i in named {
+        assert!(
+            records.contains(&format!("\"index\":{i},")),
+            "transaction {i}'s completion is among the records:\n{records}"
+        );
+    }
+}
