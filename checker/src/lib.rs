@@ -43,6 +43,7 @@ pub use budget::Budget;
 pub use model::ConsistencyModel;
 pub use result::{CheckResult, Valid};
 
+use std::collections::BTreeMap;
 use store::History;
 
 /// What to check a history against.
@@ -101,8 +102,11 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckResult {
 /// was decided (empty unless the complete register check was asked for).
 #[derive(Debug)]
 pub struct Checked {
-    /// The verdict, exactly as [`check`] returns it.
+    /// The verdict, exactly as [`check`] returns it (its lists cut to the
+    /// cap of [`check_capped`]).
     pub result: CheckResult,
+    /// Per reported type, the cases the cap left out of `result`'s lists.
+    pub omitted: BTreeMap<AnomalyType, usize>,
     /// Per level: Elle's inference, the complete check, who decided.
     pub engines: Vec<engines::LevelReport>,
     /// The analyses that ran (`analysis::ANALYSES` names), in order.
@@ -113,6 +117,18 @@ pub struct Checked {
 
 /// As [`check`], also saying which engine decided each level.
 pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
+    check_capped(history, opts, None)
+}
+
+/// As [`check_with_engines`], keeping at most `max_per_type` cases of each
+/// anomaly type (the first ones found; `None` keeps all): the rest are
+/// counted in [`Checked::omitted`] and never held, and the verdict is the
+/// same as with every case kept.
+pub fn check_capped(
+    history: &History,
+    opts: &CheckOptions,
+    max_per_type: Option<usize>,
+) -> Checked {
     let search = model::anomalies_to_search(&opts.models, &opts.anomalies);
     let analyze_opts = AnalyzeOptions {
         workload: opts.workload,
@@ -124,6 +140,7 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
         models: &opts.models,
         anomalies: &opts.anomalies,
         complete: opts.complete,
+        max_per_type,
     };
     // One pass over every micro-op, beside the analysis' single-threaded
     // preprocessing rather than after it.
@@ -146,6 +163,7 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
     let analyses = analysis.ran;
     let timings = analysis.timings;
     let mut found = analysis.anomalies;
+    let mut left = analysis.left;
     let mut warnings = analysis.warnings;
     // An empty dependency graph leaves Elle's inference undecided, not a
     // complete check: when one decided every model asked for, the graph
@@ -154,6 +172,7 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
         && let Some(how) = decided_by_complete_checks(opts, analysis.weak_decided, &engines)
     {
         found.remove(&AnomalyType::EmptyTransactionGraph);
+        left.remove(&AnomalyType::EmptyTransactionGraph);
         warnings.push(format!(
             "no dependency between transactions could be inferred (empty-transaction-graph), \
              but complete checks decided every model asked for ({how}); the verdict is theirs"
@@ -165,8 +184,19 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
         .filter(|r| r.complete == engines::Outcome::Invalid)
         .map(|r| r.model)
         .collect();
-    let mut result =
-        CheckResult::from_found_refuted(found, &refuted, &opts.models, &opts.anomalies, warnings);
+    let mut result = CheckResult::from_found_refuted(
+        found,
+        &left,
+        &refuted,
+        &opts.models,
+        &opts.anomalies,
+        warnings,
+    );
+    let omitted = left
+        .into_iter()
+        .filter(|(t, l)| l.count > 0 && result.anomaly_types.contains(t))
+        .map(|(t, l)| (t, l.count))
+        .collect();
     // Like Elle (`unexpected-txn-micro-op-types`), a history the workload
     // cannot fully read is never valid: `-m rw-register` on a list-append
     // history must not pass by ignoring every list read.
@@ -185,6 +215,7 @@ pub fn check_with_engines(history: &History, opts: &CheckOptions) -> Checked {
     }
     Checked {
         result,
+        omitted,
         engines,
         analyses,
         timings,

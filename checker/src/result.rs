@@ -269,7 +269,7 @@ impl CheckResult {
         extra: &[AnomalyType],
         warnings: Vec<String>,
     ) -> CheckResult {
-        CheckResult::from_found_refuted(found, &[], models, extra, warnings)
+        CheckResult::from_found_refuted(found, &BTreeMap::new(), &[], models, extra, warnings)
     }
 
     /// As [`CheckResult::from_found`], where a complete check refuted the
@@ -278,20 +278,28 @@ impl CheckResult {
     /// out only such a level and the models implying it: a weaker model
     /// may allow the other order. So `not`/`also-not` come from the types
     /// with at least one case that chose nothing, plus each refuted
-    /// level's `<model>-cycle-exists`.
+    /// level's `<model>-cycle-exists`. `left` holds what a cap left out of
+    /// `found` (`analysis::Found`): those cases count as found too.
     pub fn from_found_refuted(
         mut found: BTreeMap<AnomalyType, Vec<Anomaly>>,
+        left: &BTreeMap<AnomalyType, crate::analysis::Left>,
         refuted: &[ConsistencyModel],
         models: &[ConsistencyModel],
         extra: &[AnomalyType],
         warnings: Vec<String>,
     ) -> CheckResult {
         found.retain(|_, cases| !cases.is_empty());
-        let found_types: BTreeSet<AnomalyType> = found.keys().copied().collect();
+        let left_out = left.iter().filter(|(_, l)| l.count > 0);
+        let found_types: BTreeSet<AnomalyType> = found
+            .keys()
+            .copied()
+            .chain(left_out.clone().map(|(t, _)| *t))
+            .collect();
         let mut ruling_out: BTreeSet<AnomalyType> = found
             .iter()
             .filter(|(_, cases)| cases.iter().any(|a| !chose_an_order(a)))
             .map(|(t, _)| *t)
+            .chain(left_out.filter(|(_, l)| l.chose_no_order).map(|(t, _)| *t))
             .collect();
         ruling_out.extend(refuted.iter().filter_map(|m| m.cycle_exists_anomaly()));
         let v = verdict_ruling_out(&found_types, &ruling_out, models, extra);
@@ -311,7 +319,7 @@ impl CheckResult {
 }
 
 /// Whether `a` is a cycle with a step whose order a complete check chose.
-fn chose_an_order(a: &Anomaly) -> bool {
+pub(crate) fn chose_an_order(a: &Anomaly) -> bool {
     match &a.evidence {
         crate::explain::Evidence::Cycle { steps, .. } => {
             steps.iter().any(|s| s.derived().is_some())

@@ -479,3 +479,69 @@ fn conformance_corpus() {
         failures.join("\n")
     );
 }
+
+/// A cap on the cases kept (`check_capped`) changes nothing but the
+/// lists: on every corpus entry, with and without the complete checks, the
+/// verdict, types, `not` and `also-not` are those of the uncapped check,
+/// each list is its first cases, and the rest are counted exactly.
+#[test]
+fn a_cap_keeps_the_first_cases_and_decides_the_same() {
+    let text = std::fs::read_to_string(corpus().join("MANIFEST.json")).unwrap_or_default();
+    let manifest: Value = serde_json::from_str(&text).unwrap_or_default();
+    let entries = manifest.as_array().map(Vec::as_slice).unwrap_or_default();
+    assert!(
+        entries.len() >= 58,
+        "manifest has {} entries",
+        entries.len()
+    );
+    let mut cut = 0;
+    let mut failures = Vec::new();
+    for raw in entries {
+        let id = raw["id"].as_str().unwrap_or("<no id>");
+        let e = Entry { raw };
+        let (Ok(mut opts), Some(file)) = (options(&e), raw["history"].as_str()) else {
+            failures.push(format!("{id}: no options or history"));
+            continue;
+        };
+        let Ok((history, _)) = store::format::load_history(&corpus().join(file)) else {
+            failures.push(format!("{id}: history does not load"));
+            continue;
+        };
+        for complete in [false, true] {
+            opts.complete = complete;
+            let all = checker::check_with_engines(&history, &opts).result;
+            for cap in [1, 2] {
+                let capped = checker::check_capped(&history, &opts, Some(cap));
+                let r = &capped.result;
+                let same = r.valid == all.valid
+                    && r.anomaly_types == all.anomaly_types
+                    && r.not == all.not
+                    && r.also_not == all.also_not
+                    && r.found_types == all.found_types;
+                if !same {
+                    failures.push(format!(
+                        "{id} complete={complete} cap={cap}: verdict differs"
+                    ));
+                }
+                for (t, cases) in &all.anomalies {
+                    let kept = r.anomalies.get(t).map(Vec::as_slice).unwrap_or_default();
+                    let omitted = capped.omitted.get(t).copied().unwrap_or(0);
+                    if kept != &cases[..cases.len().min(cap)] || kept.len() + omitted != cases.len()
+                    {
+                        failures.push(format!(
+                            "{id} complete={complete} cap={cap} {}: kept {} + omitted {omitted} of {}",
+                            t.name(),
+                            kept.len(),
+                            cases.len()
+                        ));
+                    }
+                    cut += usize::from(omitted > 0);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    // A few entries have several cases of a type (`tests/capped.rs` cuts
+    // many more, on arbitrary histories).
+    assert!(cut >= 4, "only {cut} lists were cut");
+}

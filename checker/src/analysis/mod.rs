@@ -71,6 +71,9 @@ pub struct AnalyzeOptions<'a> {
     /// rw-register: decide serializable / snapshot-isolation models
     /// completely with `sat` (`CheckOptions::complete`).
     pub complete: bool,
+    /// Cases of one anomaly type [`Found`] keeps (the first ones found);
+    /// the rest are only counted. `None` keeps every one.
+    pub max_per_type: Option<usize>,
 }
 
 impl<'a> AnalyzeOptions<'a> {
@@ -92,15 +95,26 @@ impl<'a> AnalyzeOptions<'a> {
             models: &[],
             anomalies: &[],
             complete: false,
+            max_per_type: None,
         }
     }
 }
 
 /// What the analyses found.
+///
+/// Key decision: with a cap (`AnalyzeOptions::max_per_type`) each type
+/// keeps its first cases as they are found and only counts the rest
+/// ([`Left`]): a history with a million lost updates never holds a million
+/// cases. What the verdict reads of the cases left out — that one chose no
+/// order — is kept with the count.
 #[derive(Debug, Default)]
 pub struct Found {
     /// Anomalies by type (only non-empty entries).
     pub anomalies: BTreeMap<AnomalyType, Vec<Anomaly>>,
+    /// Per type, the cases left out by the cap.
+    pub left: BTreeMap<AnomalyType, Left>,
+    /// Cases of one type kept (`None`: all).
+    pub cap: Option<usize>,
     /// Oddities in the input that did not stop the analysis.
     pub warnings: Vec<String>,
     /// How each serializable / snapshot-isolation level was decided (the
@@ -115,22 +129,76 @@ pub struct Found {
     pub weak_decided: Option<crate::weak::Level>,
 }
 
+/// The cases of one type a cap left out of [`Found`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Left {
+    /// How many.
+    pub count: usize,
+    /// Whether one of them is not a cycle whose order a complete check
+    /// chose (`CheckResult::from_found_refuted`).
+    pub chose_no_order: bool,
+}
+
+impl Left {
+    fn add(&mut self, a: &Anomaly) {
+        self.count += 1;
+        self.chose_no_order |= !crate::result::chose_an_order(a);
+    }
+}
+
 impl Found {
-    /// Records one anomaly (after the others of its type).
-    pub fn push(&mut self, a: Anomaly) {
-        self.anomalies.entry(a.kind).or_default().push(a);
+    /// Nothing found yet; each type keeps at most `cap` cases.
+    pub fn capped(cap: Option<usize>) -> Found {
+        Found {
+            cap,
+            ..Found::default()
+        }
     }
 
-    /// Adds what another analysis found after what this one holds.
+    /// Records one anomaly (after the others of its type), or counts it
+    /// when its type holds as many as the cap.
+    pub fn push(&mut self, a: Anomaly) {
+        let list = self.anomalies.entry(a.kind).or_default();
+        if self.cap.is_some_and(|cap| list.len() >= cap) {
+            self.left.entry(a.kind).or_default().add(&a);
+        } else {
+            list.push(a);
+        }
+    }
+
+    /// Adds what another analysis found after what this one holds (the
+    /// same first cases as finding them one after the other).
     pub fn merge(&mut self, other: Found) {
-        for (kind, list) in other.anomalies {
-            self.anomalies.entry(kind).or_default().extend(list);
+        for list in other.anomalies.into_values() {
+            for a in list {
+                self.push(a);
+            }
+        }
+        for (kind, l) in other.left {
+            let mine = self.left.entry(kind).or_default();
+            mine.count += l.count;
+            mine.chose_no_order |= l.chose_no_order;
         }
         self.warnings.extend(other.warnings);
         self.engines.extend(other.engines);
         self.ran.extend(other.ran);
         self.timings.extend(other.timings);
         self.weak_decided = self.weak_decided.max(other.weak_decided);
+    }
+
+    /// Cuts lists an analysis filled without [`Found::push`] to the cap.
+    fn enforce_cap(&mut self) {
+        let Some(cap) = self.cap else {
+            return;
+        };
+        for (kind, list) in &mut self.anomalies {
+            if list.len() > cap {
+                let left = self.left.entry(*kind).or_default();
+                for a in list.drain(cap..) {
+                    left.add(&a);
+                }
+            }
+        }
     }
 }
 
@@ -207,7 +275,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
     let obs = Observations::new(&txns, history, opts.workload);
     let mut out = Found {
         warnings: txns.warnings.clone(),
-        ..Found::default()
+        ..Found::capped(opts.max_per_type)
     };
     out.warnings.extend(obs.warnings.iter().cloned());
     let sources = Sources {
@@ -257,6 +325,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
         out.timings
             .push((a.name(), started.elapsed().as_secs_f64()));
     }
+    out.enforce_cap();
     out.anomalies.retain(|_, v| !v.is_empty());
     out
 }
@@ -268,7 +337,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
 /// them, so its scratch never adds up with theirs.
 fn run_each(cx: &Context<'_, '_>, analyses: &[&dyn Analysis]) -> Vec<Found> {
     let run = |a: &dyn Analysis| {
-        let mut found = Found::default();
+        let mut found = Found::capped(cx.opts.max_per_type);
         let started = std::time::Instant::now();
         a.run(cx, &mut found);
         found
@@ -356,5 +425,74 @@ mod tests {
             assert!(ANALYSES[i..].iter().all(|a| a.reads_earlier_findings()));
         }
         assert_eq!(first_reader, Some(ANALYSES.len() - 1), "sat reads them");
+    }
+
+    /// A G1c cycle whose ww step a complete check chose (`derived`) or not.
+    fn g1c(chose: bool) -> Anomaly {
+        use crate::explain::{Derived, Evidence, Step};
+        use crate::rels::Rel;
+        use store::OpIndex;
+        let (a, b) = (OpIndex(1), OpIndex(3));
+        let mut ww = Step::bare(Rel::Ww, a, b);
+        if chose && let Step::Ww(d) = &mut ww {
+            d.derived = Some(Box::new(Derived {
+                refuted: Step::bare(Rel::Ww, b, a),
+                cycle: vec![],
+                rels: vec![],
+                assumed: true,
+            }));
+        }
+        Anomaly {
+            kind: AnomalyType::G1c,
+            evidence: Evidence::Cycle {
+                cycle: vec![a, b, a],
+                steps: vec![ww, Step::bare(Rel::Wr, b, a)],
+            },
+        }
+    }
+
+    /// What the cap leaves out still counts for the verdict: a case that
+    /// chose no order rules out every model proscribing its type even when
+    /// the kept case chose one.
+    #[test]
+    fn a_case_the_cap_left_out_still_rules_out_models() {
+        use crate::model::ConsistencyModel;
+        use crate::result::CheckResult;
+        let decide = |cases: &[bool], cap| {
+            let mut f = Found::capped(cap);
+            for &c in cases {
+                f.push(g1c(c));
+            }
+            f.enforce_cap();
+            let kept = f.anomalies.get(&AnomalyType::G1c).map_or(0, Vec::len);
+            let r = CheckResult::from_found_refuted(
+                f.anomalies,
+                &f.left,
+                &[],
+                &[ConsistencyModel::ReadCommitted],
+                &[],
+                vec![],
+            );
+            (kept, f.left.get(&AnomalyType::G1c).copied(), r.not)
+        };
+        let rc = vec![
+            ConsistencyModel::CursorStability,
+            ConsistencyModel::ReadCommitted,
+        ];
+        let (kept, left, not) = decide(&[true, false], Some(1));
+        let left_out = Left {
+            count: 1,
+            chose_no_order: true,
+        };
+        assert_eq!((kept, left, &not), (1, Some(left_out), &rc));
+        assert_eq!(decide(&[true, false], None).2, rc);
+        // Every case chose an order: G1c rules nothing out, capped or not.
+        let (kept, left, not) = decide(&[true, true, true], Some(1));
+        let chose = Left {
+            count: 2,
+            chose_no_order: false,
+        };
+        assert_eq!((kept, left, not), (1, Some(chose), vec![]));
+        assert_eq!(decide(&[true, true, true], None).2, vec![]);
     }
 }

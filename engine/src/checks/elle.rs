@@ -217,22 +217,22 @@ pub fn check_history(
     cap: bool,
 ) -> CheckedHistory {
     let started = std::time::Instant::now();
+    let per_type = cap.then_some(crate::report::caps::MAX_ANOMALIES_PER_TYPE);
+    // The checker keeps no more than the cap of each type in the first
+    // place (a million lost updates are counted, never held).
     let checker::Checked {
         mut result,
+        omitted,
         engines,
         analyses,
         timings,
-    } = checker::check_with_engines(history, opts);
+    } = checker::check_capped(history, opts, per_type);
     let elapsed_s = started.elapsed().as_secs_f64();
     nothing_proscribed(opts, &mut result);
-    let counts = if cap {
-        crate::report::caps::cap(
-            &mut result,
-            Some(crate::report::caps::MAX_ANOMALIES_PER_TYPE),
-        )
-    } else {
-        AnomalyCounts::of(&result)
-    };
+    let mut counts = crate::report::caps::cap(&mut result, per_type);
+    for (t, n) in omitted {
+        *counts.found.entry(t).or_default() += n;
+    }
     CheckedHistory {
         result,
         counts,

@@ -4,10 +4,12 @@
 //! always written next to them (`anomaly-counts`) and how many were left
 //! out (`anomalies-omitted`).
 //!
-//! Key decision: the cap is applied to the `CheckResult` itself, before
-//! anything is serialised, so no writer ever holds (or renders) a million
-//! anomalies; the verdict, `anomaly-types`, `not` and `also-not` are
-//! decided before the cap and do not change. Elle bounds its cycle
+//! Key decision: the cap is applied inside the checker, as anomalies are
+//! found (`checker::check_capped`: each type keeps its first cases and
+//! counts the rest, with what the verdict needs of them), so neither the
+//! check nor any writer ever holds a million anomalies; the verdict,
+//! `anomaly-types`, `not` and `also-not` are those of the uncapped check
+//! (`checker/tests/capped.rs`). Elle bounds its cycle
 //! anomalies by construction (one cycle of each type per strongly connected
 //! component, plots skipped above `:max-plot-bytes`) but lists every
 //! non-cycle case (`lost-update`, `G1a`, …) in full; a history with a

@@ -1,0 +1,79 @@
+//! A cap on the anomalies kept (`checker::check_capped`) changes nothing
+//! but the lists: the verdict, the types, `not` and `also-not` are those of
+//! the uncapped check; each list is the uncapped list's first cases; the
+//! cases left out are counted exactly. On arbitrary histories (every
+//! anomaly type the analyses find, many cases of each), both workloads,
+//! with and without the complete checks, for strong and weak models.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "common/register_gen.rs"]
+mod register_gen;
+
+#[path = "common/arbitrary.rs"]
+mod arbitrary;
+
+use checker::model::ConsistencyModel;
+use checker::{CheckOptions, Workload};
+
+#[test]
+fn a_cap_keeps_the_first_cases_and_decides_the_same() {
+    let model_sets = [
+        vec![ConsistencyModel::StrictSerializable],
+        vec![ConsistencyModel::SnapshotIsolation],
+        vec![ConsistencyModel::ReadCommitted],
+        vec![ConsistencyModel::CausalCerone],
+    ];
+    let mut cut = 0;
+    let mut checked = 0;
+    for seed in 0..150 {
+        let Some(history) = arbitrary::arbitrary_history(seed, 60) else {
+            continue;
+        };
+        for workload in [Workload::ListAppend, Workload::RwRegister] {
+            for models in &model_sets {
+                for complete in [false, true] {
+                    let opts = CheckOptions {
+                        models: models.clone(),
+                        complete,
+                        ..CheckOptions::new(workload)
+                    };
+                    let all = checker::check_with_engines(&history, &opts).result;
+                    for cap in [1, 3] {
+                        let capped = checker::check_capped(&history, &opts, Some(cap));
+                        let r = &capped.result;
+                        let what = format!(
+                            "seed {seed} {workload:?} {models:?} complete={complete} cap={cap}"
+                        );
+                        assert_eq!(r.valid, all.valid, "{what}");
+                        assert_eq!(r.anomaly_types, all.anomaly_types, "{what}");
+                        assert_eq!(r.not, all.not, "{what}");
+                        assert_eq!(r.also_not, all.also_not, "{what}");
+                        assert_eq!(r.found_types, all.found_types, "{what}");
+                        assert_eq!(r.warnings, all.warnings, "{what}");
+                        assert_eq!(
+                            r.anomalies.keys().collect::<Vec<_>>(),
+                            all.anomalies.keys().collect::<Vec<_>>(),
+                            "{what}"
+                        );
+                        for (t, cases) in &all.anomalies {
+                            let kept = &r.anomalies[t];
+                            let omitted = capped.omitted.get(t).copied().unwrap_or(0);
+                            assert_eq!(kept[..], cases[..cases.len().min(cap)], "{what} {t:?}");
+                            assert_eq!(kept.len() + omitted, cases.len(), "{what} {t:?}");
+                            cut += usize::from(omitted > 0);
+                        }
+                        assert!(
+                            capped.omitted.keys().all(|t| all.anomalies.contains_key(t)),
+                            "{what}: omitted counts only reported types"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked >= 1000, "{checked} checks");
+    // Many lists were long enough to be cut.
+    assert!(cut >= 500, "only {cut} lists were cut");
+}
