@@ -75,13 +75,13 @@ impl Servers<MariaDbConfig> {
     }
 
     /// Whether each of `nodes` is `Primary` / `Synced` / ready in a
-    /// component of `size` members (the provider's count: see
+    /// component of `size` members ([`super::status::WsrepStatus::members`]: see
     /// [`super::status`]); else the state of the first that is not (the
     /// detail a timeout reports).
     async fn galera_whole(&self, nodes: &[Node], size: usize) -> Result<bool, String> {
         for n in nodes {
             let s = self.wsrep_status(n).await.map_err(|e| e.to_string())?;
-            if !s.serving() || s.size as usize != size {
+            if !s.serving() || s.members() as usize != size {
                 return Err(if nodes.len() > 1 {
                     format!("node {}: {s}", n.name)
                 } else {
