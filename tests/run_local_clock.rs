@@ -433,8 +433,6 @@ fn local_postgres_survives_hour_jumps_of_its_clock_under_load() {
     }
     let status = load.wait().unwrap();
     let alive = db_adapters::postgres::local::process::postmaster_pid(&cluster.data_dir());
-    let log = cluster.data_dir().with_file_name("postgresql.log"); // kept with the store
-    let _ = std::fs::copy(log, store.path().join("postgresql.log"));
     rt.block_on(cluster.stop()).unwrap();
     for (asked, got) in &seen {
         assert!((asked - got).abs() < TOLERANCE_S, "{seen:?}");
@@ -451,6 +449,11 @@ fn local_postgres_survives_hour_jumps_of_its_clock_under_load() {
     // snapshot isolation). Anything else: its evidence, and the run kept.
     if let Err(e) = postgres_serializable_outcome(&dir, status.code()) {
         eprintln!("{}", evidence(&dir, 16_000));
+        // `stop` copied the server's log beside the cluster: keep it too.
+        let _ = std::fs::copy(
+            pgdir.path().join("postgresql.log"),
+            dir.join("postgresql.log"),
+        );
         let kept = keep_store(store, name);
         panic!(
             "{e}; the run is kept in {} (`harness analyze`)",

@@ -407,11 +407,36 @@ fn a_runs_lossy_mounts_are_told_from_the_neighbours() {
     assert!(lossyfs_mounts_in("lossyfs /tmp/x/mnt fuse rw 0 0\n", "/var/lib/harness/").is_empty());
 }
 
+/// The client ops of a run's history, in invocation order: each op's
+/// invocation and completion records (an op still open at the end is left
+/// out). One pass, pairing by process.
+pub fn client_ops(dir: &Path) -> Vec<(serde_json::Value, serde_json::Value)> {
+    let mut ops: Vec<(serde_json::Value, Option<serde_json::Value>)> = Vec::new();
+    let mut open = std::collections::HashMap::new();
+    for l in history_text(dir).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
+            continue;
+        };
+        let Some(p) = v["process"].as_i64() else {
+            continue;
+        };
+        if v["type"] == "invoke" {
+            open.insert(p, ops.len());
+            ops.push((v, None));
+        } else if let Some(i) = open.remove(&p) {
+            ops[i].1 = Some(v);
+        }
+    }
+    ops.into_iter()
+        .filter_map(|(inv, done)| Some((inv, done?)))
+        .collect()
+}
+
 /// What a failing test prints so that a run which went with its machine
 /// can still be read: `harness analyze`'s explanation of each anomaly (up
-/// to `max` bytes), then the history's records of every transaction it
-/// names (`:index N`) and of every `info` op (invocation and completion,
-/// with times and errors).
+/// to `max` bytes), then the invocation and completion records of every
+/// client op it names (`:index N`) and of every one that ended `info`
+/// (with times and errors; at most 200).
 pub fn evidence(dir: &Path, max: usize) -> String {
     let out = harness().arg("analyze").arg(dir).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -424,55 +449,26 @@ pub fn evidence(dir: &Path, max: usize) -> String {
         .skip(1)
         .filter_map(|t| t.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
         .collect();
-    let records: Vec<serde_json::Value> = history_text(dir)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let completion_of = |i: usize| {
-        let p = &records[i]["process"];
-        records[i + 1..]
-            .iter()
-            .find(|r| &r["process"] == p && r["type"] != "invoke")
-    };
     s.push_str("\nhistory records (invocation → completion):\n");
-    let mut shown = 0;
-    for (i, r) in records.iter().enumerate() {
-        if r["type"] != "invoke" {
-            continue;
-        }
-        let done = completion_of(i);
-        let index = done.and_then(|d| d["index"].as_u64());
-        let info = done.is_some_and(|d| d["type"] == "info");
-        if (index.is_some_and(|x| named.contains(&x)) || info) && shown < 200 {
-            s.push_str(&format!(
-                "  {r}\n  → {}\n",
-                done.unwrap_or(&serde_json::Value::Null)
-            ));
-            shown += 1;
-        }
+    let shown = client_ops(dir).into_iter().filter(|(_, done)| {
+        done["type"] == "info" || done["index"].as_u64().is_some_and(|x| named.contains(&x))
+    });
+    for (inv, done) in shown.take(200) {
+        s.push_str(&format!("  {inv}\n  → {done}\n"));
     }
     s
 }
 
-/// Client ops slower than `secs`: (start second since the first op,
-/// count), by start second.
+/// Client ops slower than `secs`: (start second since the first
+/// invocation, count), by start second.
 pub fn slow_ops(dir: &Path, secs: f64) -> std::collections::BTreeMap<i64, usize> {
-    let mut open = std::collections::HashMap::new();
-    let mut t0 = None;
+    let ops = client_ops(dir);
+    let time = |v: &serde_json::Value| v["time"].as_i64().unwrap_or(0);
+    let t0 = ops.first().map_or(0, |(inv, _)| time(inv));
     let mut out = std::collections::BTreeMap::new();
-    for l in history_text(dir).lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
-            continue;
-        };
-        let (Some(t), Some(p)) = (v["time"].as_i64(), v["process"].as_i64()) else {
-            continue;
-        };
-        let t0 = *t0.get_or_insert(t);
-        if v["type"] == "invoke" {
-            open.insert(p, t);
-        } else if let Some(start) = open.remove(&p)
-            && (t - start) as f64 / 1e9 > secs
-        {
+    for (inv, done) in &ops {
+        let (start, end) = (time(inv), time(done));
+        if (end - start) as f64 / 1e9 > secs {
             *out.entry((start - t0) / 1_000_000_000).or_default() += 1;
         }
     }

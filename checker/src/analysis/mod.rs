@@ -142,7 +142,8 @@ pub struct Left {
 impl Left {
     fn add(&mut self, a: &Anomaly) {
         self.count += 1;
-        self.chose_no_order |= !crate::result::chose_an_order(a);
+        // Once one chose no order, the rest need not be looked at.
+        self.chose_no_order = self.chose_no_order || !crate::result::chose_an_order(a);
     }
 }
 
