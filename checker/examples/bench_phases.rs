@@ -14,7 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use checker::analysis::Workload;
-use checker::graph::{Edges, Graph, tarjan};
+use checker::graph::{Edges, Graph, acyclic, tarjan};
 use checker::list_append::ListAppend;
 use checker::model::{ConsistencyModel, Level, weak_level_needed};
 use checker::observe::Observations;
@@ -114,6 +114,10 @@ fn list_phases(history: &store::History, txns: &Txns<'_>, obs: &Observations<'_>
         graph.node_count(),
         graph.edge_count()
     );
+    let ok = phase("kahn (acyclic?)", || {
+        acyclic(&graph, Rels::DATA | Rels::REALTIME)
+    });
+    println!("acyclic: {ok}");
     let sccs = phase("tarjan", || tarjan(&graph, Rels::DATA | Rels::REALTIME));
     println!("nontrivial sccs: {}", sccs.nontrivial().len());
     println!(

@@ -235,6 +235,58 @@ fn explanations_read_like_elles() {
     assert!(t.contains("read key :x = nil"), "{t}");
 }
 
+/// A write-read step names the micro-ops of the write and of the read —
+/// not the first of either transaction (the check keeps only a read's key
+/// and writer; the report finds where it was again).
+#[test]
+fn a_write_read_step_names_the_write_and_the_read() {
+    use checker::explain::Step;
+    let hist = h("ok 0 [w x 1]
+                  ok 1 [w z 5] [r x 1] [w x 2] [w y 2]
+                  ok 2 [r q nil] [r y 2] [r x 1]");
+    let r = weak_check(&hist, Workload::RwRegister, Level::ReadCommitted);
+    let sites: Vec<(String, usize, usize)> = r
+        .anomalies
+        .iter()
+        .flat_map(|a| match &a.evidence {
+            Evidence::Cycle { steps, .. } => steps.clone(),
+            _ => Vec::new(),
+        })
+        .filter_map(|s| match s {
+            Step::Wr(d) => d.site.map(|s| (s.key.to_string(), s.a_mop, s.b_mop)),
+            _ => None,
+        })
+        .collect();
+    assert!(!sites.is_empty(), "{:?}", r.anomalies);
+    for (key, a, b) in &sites {
+        // T1 writes y at 3 and reads x at 1; T2 reads y at 1, x at 2.
+        let ok = matches!(
+            (key.as_str(), a, b),
+            (":y", 3, 1) | (":x", 0, 2) | (":x", 0, 1)
+        );
+        assert!(ok, "{key} {a} {b}: {sites:?}");
+    }
+    // A read atomic edge's ww step names each side's last write of the key.
+    let hist = h("ok 0 [w x 0] [w z 9] [w x 1] [w y 1]
+                  ok 1 [w x 2] [w y 2]
+                  ok 2 [r z 9] [r x 1] [r y 2]");
+    let r = weak_check(&hist, Workload::RwRegister, Level::ReadAtomic);
+    let mut ww: Vec<(String, usize, usize)> = r
+        .anomalies
+        .iter()
+        .flat_map(|a| match &a.evidence {
+            Evidence::Cycle { steps, .. } => steps.clone(),
+            _ => Vec::new(),
+        })
+        .filter_map(|s| match s {
+            Step::Ww(d) => d.site.map(|s| (s.key.to_string(), s.a_mop, s.b_mop)),
+            _ => None,
+        })
+        .collect();
+    ww.sort();
+    assert_eq!(ww, [(":x".to_string(), 0, 2), (":y".to_string(), 3, 1)]);
+}
+
 // ---------------------------------------------------------------------------
 // Differential: brute force over commit orders.
 

@@ -9,7 +9,7 @@ use super::{Analysis, AnalyzeOptions, Context, Found};
 use crate::anomaly::{AnomalyType, Variant};
 use crate::cycle::{self, Cycle};
 use crate::explain::{Anomaly, Evidence, Step};
-use crate::graph::{EdgeList, Edges, Graph, induced, tarjan};
+use crate::graph::{EdgeList, Edges, Graph, acyclic, induced, tarjan};
 use crate::order;
 use crate::rels::{Rel, Rels};
 use crate::sccs::Components;
@@ -66,7 +66,13 @@ impl Analysis for Cycles {
             Variant::Process => &[Variant::Plain, Variant::Process],
             Variant::Plain => &[Variant::Plain],
         };
-        let sccs = tarjan(&graph, mask).nontrivial();
+        // Kahn's pass first: an acyclic graph (every valid history's) never
+        // pays for Tarjan's arrays (`graph::acyclic`).
+        let sccs = if acyclic(&graph, mask) {
+            Vec::new()
+        } else {
+            tarjan(&graph, mask).nontrivial()
+        };
         // Per component: one induced graph and one memo of its components
         // per relation set for the cycle search and the cycle-exists pass.
         let mut search = cycle::Search::new(&opts.search, variants, opts.budget);

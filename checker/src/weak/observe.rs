@@ -27,17 +27,116 @@ pub const INIT: u32 = u32::MAX;
 /// No session (a transaction without a client process).
 pub const NO_SESSION: u32 = u32::MAX;
 
-/// One external read of a participating transaction.
+/// One external read of a participating transaction: 8 B, what the
+/// saturation reads (where it was, in the reader and the writer, only a
+/// report needs: [`Sites`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Read {
     /// Interned key.
     pub key: u32,
     /// The writing transaction, or [`INIT`].
     pub writer: u32,
-    /// Micro-op index of the read in its transaction.
-    pub mop: u32,
-    /// Micro-op index of the write in the writer (0 for [`INIT`]).
-    pub wmop: u32,
+}
+
+/// Where each of [`Observations`]' reads is: `(mop, wmop)`, the micro-op of
+/// the read in its transaction and of the write in the writer (0 for
+/// [`INIT`]), in the order of [`Observations::reads`]. Made only for a
+/// report (a history the level's check found invalid), from the same
+/// observations, by the same selection of reads.
+#[derive(Debug, Default)]
+pub struct Sites(Vec<(u32, u32)>);
+
+impl Sites {
+    /// The sites of `obs`'s reads, from the observations it was made of.
+    pub fn new(txns: &Txns<'_>, seen: &crate::observe::Observations<'_>) -> Sites {
+        let mut sites = Vec::with_capacity(seen.reads.len());
+        each_external_read(txns, seen, |m| {
+            if let Met::Read(_, mop, wmop) = m {
+                sites.push((mop, wmop));
+            }
+        });
+        Sites(sites)
+    }
+
+    /// The sites of `t`'s reads in `obs` (one per [`Observations::reads`]).
+    pub fn of(&self, obs: &Observations, t: u32) -> &[(u32, u32)] {
+        let t = t as usize;
+        &self.0[obs.read_off[t] as usize..obs.read_off[t + 1] as usize]
+    }
+}
+
+/// Whether `m` is a write of `workload` (a register write, an append).
+fn is_write(workload: Workload, m: &MicroOp) -> bool {
+    matches!(
+        (workload, m),
+        (Workload::RwRegister, MicroOp::Write(..)) | (Workload::ListAppend, MicroOp::Append(..))
+    )
+}
+
+/// The micro-op of `t`'s last write of `key`, if it writes it (a failed
+/// transaction writes nothing; nor does [`INIT`]).
+pub fn last_write(txns: &Txns<'_>, workload: Workload, t: u32, key: u32) -> Option<u32> {
+    let txn = txns.txns.get(t as usize)?;
+    if txn.status == Status::Fail {
+        return None;
+    }
+    let mops = txns.mops_of(txn);
+    (0..mops.len())
+        .rev()
+        .find(|&i| is_write(workload, &mops[i]) && txns.key_of(t, i) == key)
+        .map(|i| i as u32)
+}
+
+/// What [`each_external_read`] meets.
+enum Met {
+    /// An external read of a committed transaction whose writer is named
+    /// uniquely, with its micro-op and its writer's (`mop`, `wmop`).
+    Read(Read, u32, u32),
+    /// A read left out for want of a uniquely named writer.
+    Skipped,
+    /// The end of a transaction's reads.
+    Done,
+}
+
+/// Calls `on` for each external read of each committed transaction, in
+/// transaction order, whose writer is named uniquely — the initial state,
+/// or a committed or indeterminate transaction's final write of the value,
+/// not its own ([`Met::Read`]), for each read left out for want of one
+/// ([`Met::Skipped`]), and after each transaction ([`Met::Done`]).
+fn each_external_read(
+    txns: &Txns<'_>,
+    seen: &crate::observe::Observations<'_>,
+    mut on: impl FnMut(Met),
+) {
+    let mut reads = seen.reads.iter().peekable();
+    for (t, txn) in txns.txns.iter().enumerate() {
+        let t = t as u32;
+        let committed = txn.status == Status::Ok;
+        while let Some(r) = reads.next_if(|r| r.txn == t) {
+            if !committed || r.after_own_write() {
+                continue; // internal reads: `internal` checks them
+            }
+            let (writer, wmop) = match r.from() {
+                ReadFrom::Initial => (INIT, 0),
+                ReadFrom::Write(id) => {
+                    let w = seen.write(id);
+                    let named = w.is_final && !w.repeated && w.txn != t;
+                    if !named || txns.status(w.txn) == Status::Fail {
+                        on(Met::Skipped);
+                        continue;
+                    }
+                    (w.txn, w.mop)
+                }
+                ReadFrom::Garbage => {
+                    on(Met::Skipped);
+                    continue;
+                }
+            };
+            let key = r.key(txns);
+            on(Met::Read(Read { key, writer }, r.mop, wmop));
+        }
+        on(Met::Done);
+    }
 }
 
 /// Per-transaction observations, as flat arrays indexed by transaction id
@@ -52,9 +151,9 @@ pub struct Observations {
     /// External reads, grouped by transaction (see [`Observations::reads`]).
     read_list: Vec<Read>,
     read_off: Vec<u32>,
-    /// Keys written (sorted, distinct) with the micro-op of the last write
-    /// of each, grouped by transaction.
-    write_list: Vec<(u32, u32)>,
+    /// Keys written (sorted, distinct), grouped by transaction (where the
+    /// last write of each is, only a report asks: [`last_write`]).
+    write_list: Vec<u32>,
     write_off: Vec<u32>,
     /// Session of each transaction ([`NO_SESSION`] when it has none).
     pub session: Vec<u32>,
@@ -80,8 +179,8 @@ impl Observations {
         self.read_list.len()
     }
 
-    /// The keys `t` writes, sorted, each with the micro-op of its last write.
-    pub fn writes(&self, t: u32) -> &[(u32, u32)] {
+    /// The keys `t` writes, sorted.
+    pub fn writes(&self, t: u32) -> &[u32] {
         let t = t as usize;
         &self.write_list[self.write_off[t] as usize..self.write_off[t + 1] as usize]
     }
@@ -96,21 +195,10 @@ impl Observations {
         k >= 2 && k * k >= self.write_list.len() as u64
     }
 
-    /// The micro-op of `t`'s last write of `key`, if it writes it.
-    pub fn write_of(&self, t: u32, key: u32) -> Option<u32> {
-        if t == INIT {
-            return None;
-        }
-        let w = self.writes(t);
-        w.binary_search_by_key(&key, |&(k, _)| k)
-            .ok()
-            .map(|i| w[i].1)
-    }
-
     /// Whether `t` writes `key`.
     #[inline]
     pub fn writes_key(&self, t: u32, key: u32) -> bool {
-        self.write_of(t, key).is_some()
+        t != INIT && self.writes(t).binary_search(&key).is_ok()
     }
 
     /// Collects what the saturation needs from `txns` and what the shared
@@ -134,78 +222,44 @@ impl Observations {
             write_off: Vec::with_capacity(n + 1),
             ..Observations::default()
         };
-        // Keys each transaction writes, with the micro-op of its last write:
-        // its writes sorted by key, the last of each key first, then one per
-        // key (no hash map: transactions are mostly a few micro-ops).
+        // Keys each transaction writes: its written keys sorted, then one
+        // of each (no hash map: transactions are mostly a few micro-ops).
         out.write_off.push(0);
         for (t, txn) in txns.txns.iter().enumerate() {
             let start = out.write_list.len();
             if txn.status != Status::Fail {
                 for (i, m) in txns.mops_of(txn).iter().enumerate() {
-                    if matches!(
-                        (workload, m),
-                        (Workload::RwRegister, MicroOp::Write(..))
-                            | (Workload::ListAppend, MicroOp::Append(..))
-                    ) {
-                        out.write_list.push((txns.key_of(t as u32, i), i as u32));
+                    if is_write(workload, m) {
+                        out.write_list.push(txns.key_of(t as u32, i));
                     }
                 }
             }
             let mine = &mut out.write_list[start..];
-            if mine.len() < 2 {
-                out.write_off.push(out.write_list.len() as u32);
-                continue;
-            }
-            mine.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-            let mut kept = start;
-            for j in start..out.write_list.len() {
-                if kept == start || out.write_list[kept - 1].0 != out.write_list[j].0 {
-                    out.write_list[kept] = out.write_list[j];
-                    kept += 1;
+            if mine.len() >= 2 {
+                mine.sort_unstable();
+                let mut kept = start;
+                for j in start..out.write_list.len() {
+                    if kept == start || out.write_list[kept - 1] != out.write_list[j] {
+                        out.write_list[kept] = out.write_list[j];
+                        kept += 1;
+                    }
                 }
+                out.write_list.truncate(kept);
             }
-            out.write_list.truncate(kept);
             out.write_off.push(out.write_list.len() as u32);
         }
 
         // External reads of committed transactions whose writer is named
-        // uniquely: the initial state, or a committed or indeterminate
-        // transaction's final write of the value, not its own.
-        let mut reads = seen.reads.iter().peekable();
+        // uniquely (`each_external_read`).
         out.read_off.push(0);
         for (t, txn) in txns.txns.iter().enumerate() {
-            let t = t as u32;
-            let committed = txn.status == Status::Ok;
-            out.included[t as usize] |= committed;
-            while let Some(r) = reads.next_if(|r| r.txn == t) {
-                if !committed || r.after_own_write() {
-                    continue; // internal reads: `internal` checks them
-                }
-                let (writer, wmop) = match r.from() {
-                    ReadFrom::Initial => (INIT, 0),
-                    ReadFrom::Write(id) => {
-                        let w = seen.write(id);
-                        let named = w.is_final && !w.repeated && w.txn != t;
-                        if !named || txns.status(w.txn) == Status::Fail {
-                            out.skipped_reads += 1;
-                            continue;
-                        }
-                        (w.txn, w.mop)
-                    }
-                    ReadFrom::Garbage => {
-                        out.skipped_reads += 1;
-                        continue;
-                    }
-                };
-                out.read_list.push(Read {
-                    key: r.key(txns),
-                    writer,
-                    mop: r.mop,
-                    wmop,
-                });
-            }
-            out.read_off.push(out.read_list.len() as u32);
+            out.included[t] = txn.status == Status::Ok;
         }
+        each_external_read(txns, seen, |m| match m {
+            Met::Read(r, _, _) => out.read_list.push(r),
+            Met::Skipped => out.skipped_reads += 1,
+            Met::Done => out.read_off.push(out.read_list.len() as u32),
+        });
         for r in &out.read_list {
             if r.writer != INIT {
                 out.included[r.writer as usize] = true;

@@ -10,13 +10,14 @@
 //! the level allows); a read of the initial state that some visible writer
 //! overwrote is explained as the visibility path plus an `rw` step.
 
-use super::observe::{INIT, Observations};
+use super::observe::{INIT, Observations, Sites};
 use super::saturate::{Cat, Inferred};
 use crate::anomaly::AnomalyType;
 use crate::explain::{Anomaly, Evidence, ProcessStep, Site, Step};
 use crate::graph::{EdgeList, Edges, Graph, tarjan};
 use crate::rels::{Rel, Rels};
 use crate::txn::Txns;
+use crate::workload::Workload;
 use std::collections::VecDeque;
 use store::{History, Key, MicroOp, ReadValue, Val};
 
@@ -152,6 +153,8 @@ pub struct Ctx<'a, 'h> {
     pub txns: &'a Txns<'h>,
     /// The observations.
     pub obs: &'a Observations,
+    /// Where each of their reads is.
+    pub sites: &'a Sites,
     /// Whether data steps concern lists.
     pub list: bool,
 }
@@ -168,6 +171,16 @@ fn written(m: &MicroOp) -> Option<Val> {
 impl Ctx<'_, '_> {
     fn key(&self, k: u32) -> Key {
         Key(self.txns.keys[k as usize].clone())
+    }
+
+    /// The micro-op of `t`'s last write of `key`, if it writes it.
+    fn last_write(&self, t: u32, key: u32) -> Option<u32> {
+        let workload = if self.list {
+            Workload::ListAppend
+        } else {
+            Workload::RwRegister
+        };
+        super::observe::last_write(self.txns, workload, t, key)
     }
 
     fn mop(&self, t: u32, i: u32) -> Option<&MicroOp> {
@@ -199,8 +212,8 @@ impl Ctx<'_, '_> {
                 Step::data(Rel::Wr, a, b, self.list, site, value, None)
             }
             Kind::Inf(_) => {
-                let wa = self.obs.write_of(e.from, e.c);
-                let wb = self.obs.write_of(e.to, e.c);
+                let wa = self.last_write(e.from, e.c);
+                let wb = self.last_write(e.to, e.c);
                 let value = wa.and_then(|i| self.mop(e.from, i)).and_then(written);
                 let value2 = wb.and_then(|i| self.mop(e.to, i)).and_then(written);
                 let site = site(self.key(e.c), wa, wb);
@@ -275,7 +288,7 @@ fn init_kind(cat: Cat) -> AnomalyType {
 }
 
 /// The base edges: session order and write-read.
-pub fn base_edges(obs: &Observations) -> Vec<Edge> {
+pub fn base_edges(obs: &Observations, sites: &Sites) -> Vec<Edge> {
     let mut edges = Vec::new();
     for (si, s) in obs.sessions.iter().enumerate() {
         for w in s.windows(2) {
@@ -289,14 +302,14 @@ pub fn base_edges(obs: &Observations) -> Vec<Edge> {
         }
     }
     for t in 0..obs.n as u32 {
-        for r in obs.reads(t) {
+        for (r, &(mop, wmop)) in obs.reads(t).iter().zip(sites.of(obs, t)) {
             if r.writer != INIT {
                 edges.push(Edge {
                     from: r.writer,
                     to: t,
                     kind: Kind::Wr,
-                    b: r.mop,
-                    c: r.wmop,
+                    b: mop,
+                    c: wmop,
                 });
             }
         }
@@ -343,9 +356,10 @@ pub fn report(
                 .obs
                 .reads(e.reader)
                 .iter()
-                .find(|r| r.key == e.key && r.writer == INIT)
-                .map(|r| r.mop);
-            let wb = ctx.obs.write_of(e.from, e.key);
+                .zip(ctx.sites.of(ctx.obs, e.reader))
+                .find(|(r, _)| r.key == e.key && r.writer == INIT)
+                .map(|(_, &(mop, _))| mop);
+            let wb = ctx.last_write(e.from, e.key);
             let value2 = wb.and_then(|i| ctx.mop(e.from, i)).and_then(written);
             let site = site(ctx.key(e.key), a_mop, wb);
             let rw = Step::data(Rel::Rw, a, b, ctx.list, site, None, value2);
@@ -525,17 +539,18 @@ fn bfs(
 fn visibility(ctx: &Ctx<'_, '_>, edges: &[Edge], base: &Csr, e: &Inferred) -> Option<Vec<Edge>> {
     match e.cat {
         Cat::Rc | Cat::RaWr | Cat::Nr => {
-            let r = ctx
+            let (_, &(mop, wmop)) = ctx
                 .obs
                 .reads(e.reader)
                 .iter()
-                .find(|r| r.writer == e.from)?;
+                .zip(ctx.sites.of(ctx.obs, e.reader))
+                .find(|(r, _)| r.writer == e.from)?;
             Some(vec![Edge {
                 from: e.from,
                 to: e.reader,
                 kind: Kind::Wr,
-                b: r.mop,
-                c: r.wmop,
+                b: mop,
+                c: wmop,
             }])
         }
         Cat::RaSo => Some(vec![Edge {

@@ -239,7 +239,7 @@ pub fn read_committed(obs: &Observations, out: &mut impl Sink) {
                     heavy.push(w);
                     continue;
                 }
-                for &(y, _) in obs.writes(w) {
+                for &y in obs.writes(w) {
                     if y != x {
                         // w is new to this reader: not in any bucket yet.
                         pending.entry(y).push(w);
@@ -263,7 +263,7 @@ fn new_writer(reads: &[super::observe::Read], i: usize, seen: &mut Seen) -> bool
 }
 
 /// Read atomic edges (those of read committed are not repeated).
-pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
+pub fn read_atomic(obs: &Observations, out: &mut impl Sink) {
     let mut bucket = Buckets::default();
     let mut read_from: FxHashSet<(u32, u32)> = FxHashSet::default();
     let mut seen = Seen::new(obs.n);
@@ -287,7 +287,7 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
                     heavy.push(r.writer);
                     continue;
                 }
-                for &(y, _) in obs.writes(r.writer) {
+                for &y in obs.writes(r.writer) {
                     bucket.entry(y).push(r.writer);
                 }
             }
@@ -302,7 +302,7 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
                     } else {
                         Cat::RaWr
                     };
-                    out.push(Inferred {
+                    out.edge(Inferred {
                         from: t2,
                         to: t1,
                         cat,
@@ -335,7 +335,7 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
                     && t2 != NONE
                     && t2 != r.writer
                 {
-                    out.push(Inferred {
+                    out.edge(Inferred {
                         from: t2,
                         to: r.writer,
                         cat: Cat::RaSo,
@@ -344,7 +344,7 @@ pub fn read_atomic(obs: &Observations, out: &mut Vec<Inferred>) {
                     });
                 }
             }
-            for &(y, _) in obs.writes(t3) {
+            for &y in obs.writes(t3) {
                 let y = y as usize;
                 if y >= last.len() {
                     last.resize(y + 1, NONE);
@@ -472,7 +472,7 @@ pub fn causal(obs: &Observations, out: &mut Vec<Inferred>) -> CausalReport {
     let mut writers: FxHashMap<(u32, u32), Vec<u32>> = FxHashMap::default();
     for (si, s) in obs.sessions.iter().enumerate() {
         for (p, &t) in s.iter().enumerate() {
-            for &(y, _) in obs.writes(t) {
+            for &y in obs.writes(t) {
                 writers.entry((si as u32, y)).or_default().push(p as u32);
             }
         }
