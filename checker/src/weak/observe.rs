@@ -185,6 +185,12 @@ impl Observations {
         &self.write_list[self.write_off[t] as usize..self.write_off[t + 1] as usize]
     }
 
+    /// The keys written, grouped by transaction, and each group's end
+    /// (as [`keys_written`] gives them).
+    pub fn written_keys(&self) -> (&[u32], &[u32]) {
+        (&self.write_list, &self.write_off)
+    }
+
     /// Whether `t` writes so many keys (at least √ of all keys written, over
     /// all transactions) that readers look its keys up one by one instead
     /// of bucketing them: at most √ of the writers are heavy, which keeps
@@ -222,31 +228,25 @@ impl Observations {
             write_off: Vec::with_capacity(n + 1),
             ..Observations::default()
         };
-        // Keys each transaction writes: its written keys sorted, then one
-        // of each (no hash map: transactions are mostly a few micro-ops).
-        out.write_off.push(0);
-        for (t, txn) in txns.txns.iter().enumerate() {
-            let start = out.write_list.len();
-            if txn.status != Status::Fail {
-                for (i, m) in txns.mops_of(txn).iter().enumerate() {
-                    if is_write(workload, m) {
-                        out.write_list.push(txns.key_of(t as u32, i));
+        // Keys each transaction writes, sorted. list-append: one per final
+        // write of the shared observations (by transaction, each key's last
+        // write marked), when they hold every append (a value appended
+        // twice keeps its first writer only); else from the micro-ops.
+        if workload == Workload::ListAppend && seen.writes.len() == txns.n_appends {
+            out.write_off.push(0);
+            let mut ws = seen.writes.iter().peekable();
+            for (t, txn) in txns.txns.iter().enumerate() {
+                let start = out.write_list.len();
+                while let Some(w) = ws.next_if(|w| w.txn == t as u32) {
+                    if w.is_final && txn.status != Status::Fail {
+                        out.write_list.push(w.key(txns));
                     }
                 }
+                out.write_list[start..].sort_unstable();
+                out.write_off.push(out.write_list.len() as u32);
             }
-            let mine = &mut out.write_list[start..];
-            if mine.len() >= 2 {
-                mine.sort_unstable();
-                let mut kept = start;
-                for j in start..out.write_list.len() {
-                    if kept == start || out.write_list[kept - 1] != out.write_list[j] {
-                        out.write_list[kept] = out.write_list[j];
-                        kept += 1;
-                    }
-                }
-                out.write_list.truncate(kept);
-            }
-            out.write_off.push(out.write_list.len() as u32);
+        } else {
+            (out.write_list, out.write_off) = keys_written(txns, workload);
         }
 
         // External reads of committed transactions whose writer is named
@@ -297,6 +297,38 @@ impl Observations {
         }
         out
     }
+}
+
+/// The keys each transaction writes, from its micro-ops, as
+/// ([`Observations::written_keys`]) a list grouped by transaction (each
+/// group sorted, distinct) and the groups' ends: what [`Observations::new`]
+/// takes from the shared observations of a list-append history, and the
+/// reference it is tested against. No hash map: transactions are mostly a
+/// few micro-ops.
+pub fn keys_written(txns: &Txns<'_>, workload: Workload) -> (Vec<u32>, Vec<u32>) {
+    let (mut list, mut off) = (Vec::new(), Vec::with_capacity(txns.len() + 1));
+    off.push(0);
+    for (t, txn) in txns.txns.iter().enumerate() {
+        let start = list.len();
+        if txn.status != Status::Fail {
+            for (i, m) in txns.mops_of(txn).iter().enumerate() {
+                if is_write(workload, m) {
+                    list.push(txns.key_of(t as u32, i));
+                }
+            }
+        }
+        list[start..].sort_unstable();
+        let mut kept = start;
+        for j in start..list.len() {
+            if kept == start || list[kept - 1] != list[j] {
+                list[kept] = list[j];
+                kept += 1;
+            }
+        }
+        list.truncate(kept);
+        off.push(list.len() as u32);
+    }
+    (list, off)
 }
 
 #[cfg(test)]
