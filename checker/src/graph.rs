@@ -9,7 +9,7 @@
 mod kahn;
 mod merge;
 
-pub use kahn::acyclic;
+pub use kahn::{acyclic, left_by_kahn, tarjan_among};
 
 use crate::rels::Rels;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};

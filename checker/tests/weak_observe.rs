@@ -25,7 +25,7 @@ fn the_keys_written_are_the_micro_ops_keys_on_any_history() {
         for w in [Workload::ListAppend, Workload::RwRegister] {
             let seen = checker::observe::Observations::new(&txns, &h, w);
             let obs = Observations::new(&txns, &seen, w);
-            let (list, off) = keys_written(&txns, w);
+            let (list, off) = keys_written(&txns, w, 0);
             assert_eq!(
                 obs.written_keys(),
                 (&list[..], &off[..]),

@@ -9,7 +9,7 @@ use super::{Analysis, AnalyzeOptions, Context, Found};
 use crate::anomaly::{AnomalyType, Variant};
 use crate::cycle::{self, Cycle};
 use crate::explain::{Anomaly, Evidence, Step};
-use crate::graph::{EdgeList, Edges, Graph, acyclic, induced, tarjan};
+use crate::graph::{EdgeList, Edges, Graph, induced, left_by_kahn, tarjan_among};
 use crate::order;
 use crate::rels::{Rel, Rels};
 use crate::sccs::Components;
@@ -67,11 +67,11 @@ impl Analysis for Cycles {
             Variant::Plain => &[Variant::Plain],
         };
         // Kahn's pass first: an acyclic graph (every valid history's) never
-        // pays for Tarjan's arrays (`graph::acyclic`).
-        let sccs = if acyclic(&graph, mask) {
-            Vec::new()
-        } else {
-            tarjan(&graph, mask).nontrivial()
+        // pays for Tarjan's arrays, and Tarjan walks only the nodes Kahn
+        // could not order (`graph/kahn.rs`).
+        let sccs = match left_by_kahn(&graph, mask) {
+            None => Vec::new(),
+            Some(left) => tarjan_among(&graph, mask, &left).nontrivial(),
         };
         // Per component: one induced graph and one memo of its components
         // per relation set for the cycle search and the cycle-exists pass.

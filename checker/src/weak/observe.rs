@@ -224,8 +224,6 @@ impl Observations {
             included: vec![false; n],
             read_list: Vec::with_capacity(seen.reads.len()),
             read_off: Vec::with_capacity(n + 1),
-            write_list: Vec::with_capacity(seen.writes.len()),
-            write_off: Vec::with_capacity(n + 1),
             ..Observations::default()
         };
         // Keys each transaction writes, sorted. list-append: one per final
@@ -233,6 +231,8 @@ impl Observations {
         // write marked), when they hold every append (a value appended
         // twice keeps its first writer only); else from the micro-ops.
         if workload == Workload::ListAppend && seen.writes.len() == txns.n_appends {
+            out.write_list.reserve_exact(seen.writes.len());
+            out.write_off.reserve_exact(n + 1);
             out.write_off.push(0);
             let mut ws = seen.writes.iter().peekable();
             for (t, txn) in txns.txns.iter().enumerate() {
@@ -246,7 +246,7 @@ impl Observations {
                 out.write_off.push(out.write_list.len() as u32);
             }
         } else {
-            (out.write_list, out.write_off) = keys_written(txns, workload);
+            (out.write_list, out.write_off) = keys_written(txns, workload, seen.writes.len());
         }
 
         // External reads of committed transactions whose writer is named
@@ -304,9 +304,10 @@ impl Observations {
 /// group sorted, distinct) and the groups' ends: what [`Observations::new`]
 /// takes from the shared observations of a list-append history, and the
 /// reference it is tested against. No hash map: transactions are mostly a
-/// few micro-ops.
-pub fn keys_written(txns: &Txns<'_>, workload: Workload) -> (Vec<u32>, Vec<u32>) {
-    let (mut list, mut off) = (Vec::new(), Vec::with_capacity(txns.len() + 1));
+/// few micro-ops. `room`: the writes expected (the list is sized once).
+pub fn keys_written(txns: &Txns<'_>, workload: Workload, room: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut list = Vec::with_capacity(room);
+    let mut off = Vec::with_capacity(txns.len() + 1);
     off.push(0);
     for (t, txn) in txns.txns.iter().enumerate() {
         let start = list.len();

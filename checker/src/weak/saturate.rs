@@ -18,8 +18,11 @@
 //! it in session order), so causal costs O(reads · sessions · log) with one
 //! vector clock per transaction.
 
-use super::observe::{INIT, NO_SESSION, Observations};
-use rustc_hash::{FxHashMap, FxHashSet};
+use super::observe::{INIT, Observations};
+use rustc_hash::FxHashSet;
+
+mod causal;
+pub use causal::{CausalReport, MAX_CLOCK_ENTRIES, causal};
 
 /// Why an edge was inferred, weakest level first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -377,160 +380,6 @@ fn repeats_earlier(
 
 /// Reads per transaction up to which [`repeats_earlier`] scans.
 const SCAN_READS: usize = 16;
-
-/// What [`causal`] could not do.
-#[derive(Debug, Default)]
-pub struct CausalReport {
-    /// Transactions left out because (so ∪ wr) is cyclic through them
-    /// (reported as cycles at the weaker levels).
-    pub cyclic: usize,
-    /// The vector clocks would exceed the memory limit: nothing was done.
-    pub too_large: Option<usize>,
-}
-
-/// Vector-clock entries above which the causal check gives up (4 bytes
-/// each: 1 GiB).
-pub const MAX_CLOCK_ENTRIES: usize = 1 << 28;
-
-/// Causal edges (those of the weaker levels may be repeated as `Cc`).
-pub fn causal(obs: &Observations, out: &mut Vec<Inferred>) -> CausalReport {
-    let mut report = CausalReport::default();
-    let k = obs.sessions.len();
-    let n = obs.n;
-    // Dense ids of participating transactions.
-    let mut dense = vec![u32::MAX; n];
-    let mut ids: Vec<u32> = Vec::new();
-    for (t, d) in dense.iter_mut().enumerate() {
-        if obs.included[t] {
-            *d = ids.len() as u32;
-            ids.push(t as u32);
-        }
-    }
-    let m = ids.len();
-    let entries = m.saturating_mul(k.max(1));
-    if entries > MAX_CLOCK_ENTRIES {
-        report.too_large = Some(entries);
-        return report;
-    }
-    // Kahn's topological order of so ∪ wr.
-    let mut indeg = vec![0u32; m];
-    let mut succ_off = vec![0u32; m + 1];
-    let mut pairs: Vec<(u32, u32)> = Vec::new();
-    for &t in &ids {
-        let d = dense[t as usize];
-        for r in obs.reads(t) {
-            if r.writer != INIT && r.writer != t {
-                pairs.push((dense[r.writer as usize], d));
-            }
-        }
-    }
-    for s in &obs.sessions {
-        for w in s.windows(2) {
-            pairs.push((dense[w[0] as usize], dense[w[1] as usize]));
-        }
-    }
-    pairs.sort_unstable();
-    pairs.dedup();
-    for &(a, b) in &pairs {
-        succ_off[a as usize + 1] += 1;
-        indeg[b as usize] += 1;
-    }
-    for i in 0..m {
-        succ_off[i + 1] += succ_off[i];
-    }
-    let succ: Vec<u32> = pairs.iter().map(|&(_, b)| b).collect();
-    let order = kahn_order(&succ_off, &succ, indeg);
-    report.cyclic = m - order.len();
-
-    // Vector clocks: vc[d][s] = how many of session s's transactions happen
-    // before or are d.
-    let mut vc = vec![0u32; entries];
-    let kk = k.max(1);
-    // Predecessors are visited through successor lists: push clocks forward.
-    for &u in &order {
-        let ui = u as usize;
-        let t = ids[ui];
-        let s = obs.session[t as usize];
-        if s != NO_SESSION {
-            let e = &mut vc[ui * kk + s as usize];
-            *e = (*e).max(obs.pos[t as usize] + 1);
-        }
-        for &v in &succ[succ_off[ui] as usize..succ_off[ui + 1] as usize] {
-            let vi = v as usize;
-            for j in 0..kk {
-                let a = vc[ui * kk + j];
-                let b = &mut vc[vi * kk + j];
-                if a > *b {
-                    *b = a;
-                }
-            }
-        }
-    }
-    drop(succ);
-
-    // Per (session, key): positions of the session's writers of the key.
-    let mut writers: FxHashMap<(u32, u32), Vec<u32>> = FxHashMap::default();
-    for (si, s) in obs.sessions.iter().enumerate() {
-        for (p, &t) in s.iter().enumerate() {
-            for &y in obs.writes(t) {
-                writers.entry((si as u32, y)).or_default().push(p as u32);
-            }
-        }
-    }
-    let mut ordered = vec![false; m];
-    for &u in &order {
-        ordered[u as usize] = true;
-    }
-    let mut done: FxHashSet<(u32, u32)> = FxHashSet::default();
-    for &t3 in &ids {
-        let d = dense[t3 as usize] as usize;
-        if !ordered[d] {
-            continue;
-        }
-        done.clear();
-        for r in obs.reads(t3) {
-            if !done.insert((r.key, r.writer)) {
-                continue;
-            }
-            for si in 0..k {
-                let mut limit = vc[d * kk + si];
-                if obs.session[t3 as usize] == si as u32 {
-                    limit = obs.pos[t3 as usize]; // strictly before t3
-                }
-                if limit == 0 {
-                    continue;
-                }
-                let Some(ps) = writers.get(&(si as u32, r.key)) else {
-                    continue;
-                };
-                // The latest writer at a position < limit.
-                let i = ps.partition_point(|&p| p < limit);
-                if i == 0 {
-                    continue;
-                }
-                let p2 = ps[i - 1];
-                let t2 = obs.sessions[si][p2 as usize];
-                // Already implied when t2 happens before the writer (so ∪ wr
-                // are edges of the causal graph): most edges of a valid
-                // history, so skipping them bounds the edge list in practice.
-                let implied = r.writer != INIT && {
-                    let dw = dense[r.writer as usize] as usize;
-                    ordered[dw] && vc[dw * kk + si] > p2
-                };
-                if t2 != r.writer && t2 != t3 && !implied {
-                    out.push(Inferred {
-                        from: t2,
-                        to: r.writer,
-                        cat: Cat::Cc,
-                        reader: t3,
-                        key: r.key,
-                    });
-                }
-            }
-        }
-    }
-    report
-}
 
 /// Kahn's topological order (also the weak check's acyclicity fast path,
 /// `acyclic.rs`) of the graph whose successors of `u` are
