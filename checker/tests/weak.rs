@@ -235,28 +235,37 @@ fn explanations_read_like_elles() {
     assert!(t.contains("read key :x = nil"), "{t}");
 }
 
-/// A write-read step names the micro-ops of the write and of the read —
-/// not the first of either transaction (the check keeps only a read's key
-/// and writer; the report finds where it was again).
-#[test]
-fn a_write_read_step_names_the_write_and_the_read() {
+/// The sites `(key, a_mop, b_mop)` of the write-read (`ww`: false) or
+/// write-write (`ww`: true) steps of `r`'s cycles, sorted.
+fn data_sites(r: &checker::weak::WeakAnalysis, ww: bool) -> Vec<(String, usize, usize)> {
     use checker::explain::Step;
-    let hist = h("ok 0 [w x 1]
-                  ok 1 [w z 5] [r x 1] [w x 2] [w y 2]
-                  ok 2 [r q nil] [r y 2] [r x 1]");
-    let r = weak_check(&hist, Workload::RwRegister, Level::ReadCommitted);
-    let sites: Vec<(String, usize, usize)> = r
+    let mut sites: Vec<(String, usize, usize)> = r
         .anomalies
         .iter()
         .flat_map(|a| match &a.evidence {
             Evidence::Cycle { steps, .. } => steps.clone(),
             _ => Vec::new(),
         })
-        .filter_map(|s| match s {
-            Step::Wr(d) => d.site.map(|s| (s.key.to_string(), s.a_mop, s.b_mop)),
+        .filter_map(|s| match (s, ww) {
+            (Step::Wr(d), false) | (Step::Ww(d), true) => d.site,
             _ => None,
         })
+        .map(|s| (s.key.to_string(), s.a_mop, s.b_mop))
         .collect();
+    sites.sort();
+    sites
+}
+
+/// A write-read step names the micro-ops of the write and of the read —
+/// not the first of either transaction (the check keeps only a read's key
+/// and writer; the report finds where it was again).
+#[test]
+fn a_write_read_step_names_the_write_and_the_read() {
+    let hist = h("ok 0 [w x 1]
+                  ok 1 [w z 5] [r x 1] [w x 2] [w y 2]
+                  ok 2 [r q nil] [r y 2] [r x 1]");
+    let r = weak_check(&hist, Workload::RwRegister, Level::ReadCommitted);
+    let sites = data_sites(&r, false);
     assert!(!sites.is_empty(), "{:?}", r.anomalies);
     for (key, a, b) in &sites {
         // T1 writes y at 3 and reads x at 1; T2 reads y at 1, x at 2.
@@ -271,19 +280,7 @@ fn a_write_read_step_names_the_write_and_the_read() {
                   ok 1 [w x 2] [w y 2]
                   ok 2 [r z 9] [r x 1] [r y 2]");
     let r = weak_check(&hist, Workload::RwRegister, Level::ReadAtomic);
-    let mut ww: Vec<(String, usize, usize)> = r
-        .anomalies
-        .iter()
-        .flat_map(|a| match &a.evidence {
-            Evidence::Cycle { steps, .. } => steps.clone(),
-            _ => Vec::new(),
-        })
-        .filter_map(|s| match s {
-            Step::Ww(d) => d.site.map(|s| (s.key.to_string(), s.a_mop, s.b_mop)),
-            _ => None,
-        })
-        .collect();
-    ww.sort();
+    let ww = data_sites(&r, true);
     assert_eq!(ww, [(":x".to_string(), 0, 2), (":y".to_string(), 3, 1)]);
 }
 
