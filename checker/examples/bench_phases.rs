@@ -14,7 +14,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use checker::analysis::Workload;
-use checker::graph::{Edges, Graph, acyclic, tarjan};
+use checker::graph::kahn::acyclic;
+use checker::graph::{Edges, Graph, tarjan};
 use checker::list_append::ListAppend;
 use checker::model::{ConsistencyModel, Level, weak_level_needed};
 use checker::observe::Observations;
@@ -154,7 +155,7 @@ fn weak_phases(
     }
     if level >= Level::Causal {
         phase("weak cc saturation", || {
-            weak::saturate::causal(&obs, &mut inferred)
+            weak::saturate::causal::causal(&obs, &mut inferred)
         });
     }
     println!("weak: {} inferred edges", inferred.len());

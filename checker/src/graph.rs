@@ -6,10 +6,8 @@
 //! edges on every call, in two passes (count per node, then write in place),
 //! so a history's edges exist once, in the graph — never also as lists.
 
-mod kahn;
+pub mod kahn;
 mod merge;
-
-pub use kahn::{acyclic, left_by_kahn, tarjan_among};
 
 use crate::rels::Rels;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};

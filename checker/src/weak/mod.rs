@@ -141,7 +141,7 @@ pub fn check_observed(
         saturate::read_atomic(&obs, &mut inferred);
     }
     if level >= Level::Causal {
-        let r = saturate::causal(&obs, &mut inferred);
+        let r = saturate::causal::causal(&obs, &mut inferred);
         if r.cyclic > 0 {
             out.warnings.push(format!(
                 "causal: {} transaction(s) lie on session/write-read cycles and were not checked for causality",
@@ -151,7 +151,7 @@ pub fn check_observed(
         if let Some(entries) = r.too_large {
             out.warnings.push(format!(
                 "causal: {entries} vector-clock entries exceed the limit of {}; causality was not checked",
-                saturate::MAX_CLOCK_ENTRIES
+                saturate::causal::MAX_CLOCK_ENTRIES
             ));
             out.anomalies.push(Anomaly {
                 kind: AnomalyType::CycleSearchTimeout,

@@ -21,8 +21,7 @@
 use super::observe::{INIT, Observations};
 use rustc_hash::FxHashSet;
 
-mod causal;
-pub use causal::{CausalReport, MAX_CLOCK_ENTRIES, causal};
+pub mod causal;
 
 /// Why an edge was inferred, weakest level first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
