@@ -357,7 +357,7 @@ impl<'h> Observations<'h> {
 
     /// The transaction's micro-op writes (appends in list-append, writes in
     /// rw-register), as their key and value.
-    fn write_mop(m: &MicroOp, list: bool) -> Option<&Val> {
+    pub(crate) fn write_mop(m: &MicroOp, list: bool) -> Option<&Val> {
         match (m, list) {
             (MicroOp::Append(_, v), true) | (MicroOp::Write(_, v), false) => Some(v),
             _ => None,

@@ -65,17 +65,15 @@ impl Sites {
     }
 }
 
-/// Whether `m` is a write of `workload` (a register write, an append).
-fn is_write(workload: Workload, m: &MicroOp) -> bool {
-    matches!(
-        (workload, m),
-        (Workload::RwRegister, MicroOp::Write(..)) | (Workload::ListAppend, MicroOp::Append(..))
-    )
+/// Whether `m` is a write of the workload (`list`: an append, else a
+/// register write), as the shared observations index them.
+fn is_write(list: bool, m: &MicroOp) -> bool {
+    crate::observe::Observations::write_mop(m, list).is_some()
 }
 
 /// The micro-op of `t`'s last write of `key`, if it writes it (a failed
-/// transaction writes nothing; nor does [`INIT`]).
-pub fn last_write(txns: &Txns<'_>, workload: Workload, t: u32, key: u32) -> Option<u32> {
+/// transaction writes nothing; nor does [`INIT`]); `list`: list-append.
+pub fn last_write(txns: &Txns<'_>, list: bool, t: u32, key: u32) -> Option<u32> {
     let txn = txns.txns.get(t as usize)?;
     if txn.status == Status::Fail {
         return None;
@@ -83,7 +81,7 @@ pub fn last_write(txns: &Txns<'_>, workload: Workload, t: u32, key: u32) -> Opti
     let mops = txns.mops_of(txn);
     (0..mops.len())
         .rev()
-        .find(|&i| is_write(workload, &mops[i]) && txns.key_of(t, i) == key)
+        .find(|&i| is_write(list, &mops[i]) && txns.key_of(t, i) == key)
         .map(|i| i as u32)
 }
 
@@ -306,6 +304,7 @@ impl Observations {
 /// reference it is tested against. No hash map: transactions are mostly a
 /// few micro-ops. `room`: the writes expected (the list is sized once).
 pub fn keys_written(txns: &Txns<'_>, workload: Workload, room: usize) -> (Vec<u32>, Vec<u32>) {
+    let is_list = workload == Workload::ListAppend;
     let mut list = Vec::with_capacity(room);
     let mut off = Vec::with_capacity(txns.len() + 1);
     off.push(0);
@@ -313,7 +312,7 @@ pub fn keys_written(txns: &Txns<'_>, workload: Workload, room: usize) -> (Vec<u3
         let start = list.len();
         if txn.status != Status::Fail {
             for (i, m) in txns.mops_of(txn).iter().enumerate() {
-                if is_write(workload, m) {
+                if is_write(is_list, m) {
                     list.push(txns.key_of(t as u32, i));
                 }
             }

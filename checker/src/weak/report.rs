@@ -17,7 +17,6 @@ use crate::explain::{Anomaly, Evidence, ProcessStep, Site, Step};
 use crate::graph::{EdgeList, Edges, Graph, tarjan};
 use crate::rels::{Rel, Rels};
 use crate::txn::Txns;
-use crate::workload::Workload;
 use std::collections::VecDeque;
 use store::{History, Key, MicroOp, ReadValue, Val};
 
@@ -175,12 +174,7 @@ impl Ctx<'_, '_> {
 
     /// The micro-op of `t`'s last write of `key`, if it writes it.
     fn last_write(&self, t: u32, key: u32) -> Option<u32> {
-        let workload = if self.list {
-            Workload::ListAppend
-        } else {
-            Workload::RwRegister
-        };
-        super::observe::last_write(self.txns, workload, t, key)
+        super::observe::last_write(self.txns, self.list, t, key)
     }
 
     fn mop(&self, t: u32, i: u32) -> Option<&MicroOp> {
