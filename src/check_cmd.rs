@@ -244,7 +244,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
             };
             engine::say_raw!("{}\n", store::format::data_to_edn(&data));
         }
-        Format::Text => print_text(&verdict, &history, &how),
+        Format::Text => print_text(&verdict, &how),
     }
     if let Some(target) = &args.witness {
         let engines = verdict.elle.as_ref().map_or(&[][..], |e| &e.engines[..]);
@@ -264,7 +264,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
 /// The text report: Elle's map (valid?, anomaly types, the models ruled
 /// out) for transactions, the explanations, what was checked, and the one
 /// verdict line every family ends with.
-fn print_text(v: &Verdict, history: &History, how: &CheckHow) {
+fn print_text(v: &Verdict, how: &CheckHow) {
     match &v.elle {
         Some(e) => {
             engine::say_raw!("{}", render_head(&e.result));
@@ -272,7 +272,7 @@ fn print_text(v: &Verdict, history: &History, how: &CheckHow) {
             let elapsed = Duration::from_secs_f64(v.elapsed_s);
             engine::say!(
                 "{}",
-                what_was_checked(history, v.workload, how, &e.analyses, elapsed)
+                what_was_checked(&e.census, v.workload, how, &e.analyses, elapsed)
             );
             for r in &e.engines {
                 engine::say!("engine: {}", r.line());
@@ -346,33 +346,29 @@ fn join_names<T: std::fmt::Display>(xs: &[T]) -> String {
 }
 
 /// One line (to stdout after the verdict, in text output only) saying what
-/// was checked: transactions by outcome, keys, workload, models, the
-/// analyses that ran (their names in `checker::analysis::ANALYSES`), time.
+/// was checked: transactions by outcome, keys (the checker's census of the
+/// transactions it read: no pass over the history here), workload, models,
+/// the analyses that ran (their names in `checker::analysis::ANALYSES`),
+/// time.
 fn what_was_checked(
-    history: &History,
+    census: &checker::txn::Census,
     workload: WorkloadKind,
     how: &CheckHow,
     analyses: &[&str],
     elapsed: Duration,
 ) -> String {
-    // A big history in two halves of its ops, as the checker's phases
-    // (this visits every micro-op after the check).
-    let n = history.len();
-    let parts = checker::graph::halves(n >= checker::graph::PARALLEL_FROM, n, |ops| {
-        tally(history, ops)
-    });
-    let (mut ok, mut fail, mut info, mut keys) = (0, 0, 0, Keys::default());
-    for (o, f, i, k) in parts {
-        (ok, fail, info) = (ok + o, fail + f, info + i);
-        keys.extend(k);
-    }
+    let checker::txn::Census {
+        ok,
+        fail,
+        info,
+        keys,
+    } = *census;
     let models: Vec<&str> = how.models_or_default().iter().map(|m| m.name()).collect();
     format!(
-        "checked: {} transactions ({ok} ok, {fail} fail, {info} info) on {} key{}, {}, against {} \
-         (analyses: {}), in {:.2} s",
+        "checked: {} transactions ({ok} ok, {fail} fail, {info} info) on {keys} key{}, {}, \
+         against {} (analyses: {}), in {:.2} s",
         ok + fail + info,
-        keys.len(),
-        if keys.len() == 1 { "" } else { "s" },
+        if keys == 1 { "" } else { "s" },
         workload.name(),
         if models.is_empty() {
             "the given anomalies only".to_string()
@@ -382,80 +378,6 @@ fn what_was_checked(
         analyses.join(", "),
         elapsed.as_secs_f64()
     )
-}
-
-/// The client transactions of the ops in `ops`: how many ok, fail and info,
-/// and their keys.
-fn tally(history: &History, ops: std::ops::Range<usize>) -> (u64, u64, u64, Keys<'_>) {
-    use store::{MicroOp, OpType};
-    let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
-    let mut keys = Keys::default();
-    for pos in ops.filter(|&pos| history.is_client(pos)) {
-        match history.op_type(pos) {
-            OpType::Ok => ok += 1,
-            OpType::Fail => fail += 1,
-            OpType::Info => info += 1,
-            // Never completed: treated as info by the checker, so counted
-            // as info here (the counts add up to the transactions).
-            OpType::Invoke if history.completion(pos).is_none() => info += 1,
-            OpType::Invoke => {}
-        }
-        // An elided invocation's keys are its completion's, counted there.
-        for m in history.stored_txn(pos).into_iter().flatten() {
-            if let MicroOp::Append(k, _) | MicroOp::Write(k, _) | MicroOp::Read(k, _) = m {
-                keys.insert(k);
-            }
-        }
-    }
-    (ok, fail, info, keys)
-}
-
-/// A set of keys: small non-negative integers (harness' own keys) as bits,
-/// the others hashed (Fx, not SipHash: every micro-op is added; it showed
-/// in the profile).
-#[derive(Default)]
-struct Keys<'h> {
-    small: Vec<u64>,
-    others: rustc_hash::FxHashSet<&'h store::Key>,
-}
-
-/// Integer keys below this are [`Keys::small`]'s bits (at most 8 KB).
-const SMALL_KEYS: i64 = 1 << 16;
-
-impl<'h> Keys<'h> {
-    fn insert(&mut self, k: &'h store::Key) {
-        match k.0 {
-            store::Atom::Int(i) if (0..SMALL_KEYS).contains(&i) => {
-                let word = i as usize / 64;
-                if word >= self.small.len() {
-                    self.small.resize(word + 1, 0);
-                }
-                self.small[word] |= 1 << (i % 64);
-            }
-            _ => {
-                self.others.insert(k);
-            }
-        }
-    }
-
-    /// Adds `other`'s keys.
-    fn extend(&mut self, other: Keys<'h>) {
-        if other.small.len() > self.small.len() {
-            self.small.resize(other.small.len(), 0);
-        }
-        for (a, b) in self.small.iter_mut().zip(other.small) {
-            *a |= b;
-        }
-        self.others.extend(other.others);
-    }
-
-    fn len(&self) -> usize {
-        self.small
-            .iter()
-            .map(|w| w.count_ones() as usize)
-            .sum::<usize>()
-            + self.others.len()
-    }
 }
 
 /// Warnings printed one by one, at most; the rest are counted.

@@ -113,6 +113,8 @@ pub struct Checked {
     pub analyses: Vec<&'static str>,
     /// Wall time of each analysis, seconds, in the order they ran.
     pub timings: Vec<(&'static str, f64)>,
+    /// The transactions checked by outcome, and their keys.
+    pub census: txn::Census,
 }
 
 /// As [`check`], also saying which engine decided each level.
@@ -160,6 +162,7 @@ pub fn check_capped(
         })
     };
     let engines = analysis.engines;
+    let census = analysis.census;
     let analyses = analysis.ran;
     let timings = analysis.timings;
     let mut found = analysis.anomalies;
@@ -219,6 +222,7 @@ pub fn check_capped(
         engines,
         analyses,
         timings,
+        census,
     }
 }
 

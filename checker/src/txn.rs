@@ -72,6 +72,24 @@ pub struct Txns<'h> {
     pub warnings: Vec<String>,
 }
 
+/// What a check covered, in numbers: its transactions by outcome and the
+/// keys their micro-ops touch ([`Txns::census`]). Counted from the
+/// transactions the analyses read, so it says what was checked: an `ok`
+/// without micro-ops of its own counts as `info` (as it is checked), a
+/// completion without any is not a transaction, and a range read's bounds
+/// are not keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Committed transactions.
+    pub ok: u64,
+    /// Aborted ones.
+    pub fail: u64,
+    /// Indeterminate ones (`info`, or never completed).
+    pub info: u64,
+    /// Distinct keys.
+    pub keys: usize,
+}
+
 /// [`Txns::processes`]: no client process.
 const PROCESS_NONE: u32 = u32::MAX;
 /// [`Txns::processes`]: a client id too big for 4 B, in `rare_processes`.
@@ -173,6 +191,32 @@ impl<'h> Txns<'h> {
     /// The op index that stands for transaction `t`.
     pub fn op_index(&self, history: &History, t: u32) -> OpIndex {
         history.index(self.txns[t as usize].pos as usize)
+    }
+
+    /// The transactions by outcome and their keys ([`Census`]).
+    pub fn census(&self) -> Census {
+        let mut c = Census::default();
+        for s in &self.statuses {
+            match s {
+                Status::Ok => c.ok += 1,
+                Status::Fail => c.fail += 1,
+                Status::Info => c.info += 1,
+            }
+        }
+        c.keys = if self.n_range_reads == 0 {
+            self.keys.len()
+        } else {
+            // A key only a range read names (its bound) is not counted.
+            let mut named = vec![false; self.keys.len()];
+            for tx in &self.txns {
+                let keys = &self.mop_keys[tx.mop_start as usize..];
+                for (m, &k) in self.mops_of(tx).iter().zip(keys) {
+                    named[k as usize] |= !matches!(m, MicroOp::ReadRange(_));
+                }
+            }
+            named.iter().filter(|&&n| n).count()
+        };
+        c
     }
 
     /// Number of transactions.
@@ -338,6 +382,28 @@ pub fn is_client_txn(history: &History, pos: usize) -> bool {
 mod tests {
     use super::*;
     use store::{Key, Op, ReadValue, Val};
+
+    /// The census counts transactions by the outcome they are checked
+    /// with, and the keys their micro-ops name (a range read's bounds are
+    /// not keys).
+    #[test]
+    fn the_census_counts_outcomes_and_keys() {
+        let a = |k, v| MicroOp::Append(Key::int(k), Val::int(v));
+        let range = || MicroOp::ReadRange(Box::new(store::RangeRead::new(5, 9)));
+        let ops = vec![
+            Op::txn(0, OpType::Invoke, 0, vec![a(1, 1)]),
+            Op::txn(1, OpType::Invoke, 1, vec![a(2, 1)]),
+            Op::txn(2, OpType::Invoke, 2, vec![a(3, 1)]),
+            Op::txn(3, OpType::Invoke, 3, vec![a(1, 2), range()]),
+            Op::txn(4, OpType::Ok, 0, vec![a(1, 1)]),
+            Op::txn(5, OpType::Fail, 1, vec![a(2, 1)]),
+            Op::txn(6, OpType::Info, 2, vec![a(3, 1)]),
+        ];
+        let h = History::new(ops).unwrap();
+        let c = Txns::new(&h).census();
+        assert_eq!((c.ok, c.fail, c.info), (1, 1, 2), "the open one is info");
+        assert_eq!(c.keys, 3, "key 5 is only a range read's bound");
+    }
 
     #[test]
     fn statuses_and_unmatched_invocations() {

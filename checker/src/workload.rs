@@ -2,8 +2,7 @@
 //! part of the checker may name (observations, the weak levels, the
 //! analyses) without importing the analysis pipeline.
 
-use crate::graph::{PARALLEL_FROM, halves};
-use store::{History, MicroOp, ReadValue};
+use store::{History, MopKinds};
 
 /// Which kind of transactions a history holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -19,13 +18,11 @@ impl Workload {
     /// list-append, writes or scalar reads rw-register; `None` if the history
     /// has neither or both.
     pub fn detect(history: &History) -> Option<Workload> {
-        // A big history in two halves of its ops, side by side
-        // (`graph::halves`).
-        let parallel = history.len() >= PARALLEL_FROM;
-        let parts = halves(parallel, history.len(), |ops| kinds(history, ops));
-        let (la, rw) = parts
-            .into_iter()
-            .fold((false, false), |a, b| (a.0 || b.0, a.1 || b.1));
+        // The history's census of micro-op kinds, taken as it was loaded:
+        // no micro-op is read again.
+        let kinds = history.mop_kinds();
+        let la = kinds.any_of(MopKinds::APPEND | MopKinds::READ_LIST | MopKinds::READ_RANGE);
+        let rw = kinds.any_of(MopKinds::WRITE | MopKinds::READ_SCALAR);
         match (la, rw) {
             (true, false) => Some(Workload::ListAppend),
             (false, true) => Some(Workload::RwRegister),
@@ -40,29 +37,6 @@ impl Workload {
             Workload::RwRegister => "rw-register",
         }
     }
-}
-
-/// Whether the ops in `ops` hold list-append micro-ops (appends, list
-/// reads), rw-register ones (writes, scalar reads); stops at both.
-fn kinds(history: &History, ops: std::ops::Range<usize>) -> (bool, bool) {
-    let (mut la, mut rw) = (false, false);
-    for pos in ops {
-        let Some(m) = history.stored_txn(pos) else {
-            continue;
-        };
-        for x in m {
-            match x {
-                MicroOp::Append(..) | MicroOp::Read(_, ReadValue::List(_)) => la = true,
-                MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => rw = true,
-                MicroOp::ReadRange(_) => la = true,
-                MicroOp::Read(_, ReadValue::Nil) => {}
-            }
-        }
-        if la && rw {
-            break;
-        }
-    }
-    (la, rw)
 }
 
 impl std::str::FromStr for Workload {
@@ -82,5 +56,55 @@ impl std::str::FromStr for Workload {
                 "unknown workload {other:?}; known workloads: list-append (append), rw-register (wr)"
             )),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use store::{Key, MicroOp, Op, OpType, ReadValue, Val};
+
+    /// `n` appends and `extra`, each an ok transaction of its own
+    /// process; `extra` at position `at`.
+    fn history(n: usize, extra: MicroOp, at: usize) -> History {
+        let mut mops: Vec<MicroOp> = (0..n)
+            .map(|i| MicroOp::Append(Key::int(1), Val::int(i as i64)))
+            .collect();
+        mops.insert(at, extra);
+        let ops = mops.into_iter().enumerate();
+        let ops = ops.map(|(i, m)| Op::txn(i as u64, OpType::Ok, i as u64, vec![m]));
+        History::new(ops.collect()).unwrap()
+    }
+
+    /// The census decides as the micro-ops do, on a small history and on
+    /// one whose arena is walked in halves (the odd micro-op in either).
+    #[test]
+    fn the_workload_is_the_kinds_of_every_micro_op() {
+        let k = || Key::int(2);
+        let list = ReadValue::List([Val::int(1)].into_iter().collect());
+        for (n, at) in [(1, 1), (100_000, 0), (100_000, 100_000)] {
+            let history = |m| history(n, m, at);
+            let la = Some(Workload::ListAppend);
+            assert_eq!(
+                Workload::detect(&history(MicroOp::Read(k(), list.clone()))),
+                la
+            );
+            assert_eq!(
+                Workload::detect(&history(MicroOp::Read(k(), ReadValue::Nil))),
+                la
+            );
+            let write = MicroOp::Write(k(), Val::int(1));
+            assert_eq!(Workload::detect(&history(write)), None, "{n} at {at}");
+            let scalar = MicroOp::Read(k(), ReadValue::Scalar(Val::int(1)));
+            assert_eq!(Workload::detect(&history(scalar)), None, "{n} at {at}");
+        }
+        let only = |m: MicroOp| History::new(vec![Op::txn(0, OpType::Ok, 0, vec![m])]).unwrap();
+        let scalar = MicroOp::Read(k(), ReadValue::Scalar(Val::int(1)));
+        assert_eq!(Workload::detect(&only(scalar)), Some(Workload::RwRegister));
+        assert_eq!(
+            Workload::detect(&only(MicroOp::Read(k(), ReadValue::Nil))),
+            None
+        );
     }
 }

@@ -272,6 +272,65 @@ impl MicroOp {
     }
 }
 
+/// Which kinds of micro-op a history's arena holds: one bit per kind
+/// ([`History::mop_kinds`]). Taken once, in the pass that shares the
+/// loaded history's list reads, so asking what a history holds (which
+/// workload it is) reads no micro-op again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MopKinds(u8);
+
+impl MopKinds {
+    /// `append`.
+    pub const APPEND: MopKinds = MopKinds(1);
+    /// `w`.
+    pub const WRITE: MopKinds = MopKinds(1 << 1);
+    /// `r` of `nil`.
+    pub const READ_NIL: MopKinds = MopKinds(1 << 2);
+    /// `r` of a list.
+    pub const READ_LIST: MopKinds = MopKinds(1 << 3);
+    /// `r` of a single value.
+    pub const READ_SCALAR: MopKinds = MopKinds(1 << 4);
+    /// A predicate read (`rr`, `rc`).
+    pub const READ_RANGE: MopKinds = MopKinds(1 << 5);
+
+    /// The kind of `m`.
+    #[inline]
+    pub fn of(m: &MicroOp) -> MopKinds {
+        match m {
+            MicroOp::Append(..) => MopKinds::APPEND,
+            MicroOp::Write(..) => MopKinds::WRITE,
+            MicroOp::Read(_, ReadValue::Nil) => MopKinds::READ_NIL,
+            MicroOp::Read(_, ReadValue::List(_)) => MopKinds::READ_LIST,
+            MicroOp::Read(_, ReadValue::Scalar(_)) => MopKinds::READ_SCALAR,
+            MicroOp::ReadRange(_) => MopKinds::READ_RANGE,
+        }
+    }
+
+    /// The kinds of every micro-op of `mops`.
+    pub fn of_all(mops: &[MicroOp]) -> MopKinds {
+        mops.iter()
+            .fold(MopKinds::default(), |k, m| k | MopKinds::of(m))
+    }
+
+    /// Whether any kind of `other` is among these.
+    pub fn any_of(self, other: MopKinds) -> bool {
+        self.0 & other.0 != 0
+    }
+}
+
+impl std::ops::BitOr for MopKinds {
+    type Output = MopKinds;
+    fn bitor(self, other: MopKinds) -> MopKinds {
+        MopKinds(self.0 | other.0)
+    }
+}
+
+impl std::ops::BitOrAssign for MopKinds {
+    fn bitor_assign(&mut self, other: MopKinds) {
+        self.0 |= other.0;
+    }
+}
+
 /// An op's function (`:f`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum F {
@@ -665,6 +724,8 @@ pub struct History {
     /// Whether op order says nothing about real time between processes
     /// (histories from tools that record only sessions, no clock).
     session_order_only: bool,
+    /// The kinds of micro-op in the arena.
+    mop_kinds: MopKinds,
 }
 
 impl History {
@@ -692,7 +753,7 @@ impl History {
                 what: "ops",
             });
         }
-        crate::columns::share_per_key(&mut cols.mops);
+        let mop_kinds = crate::columns::share_per_key(&mut cols.mops);
         let mut partner = vec![NONE; n];
         let mut pairing = crate::pairing::Pairing::default();
         for pos in 0..n {
@@ -709,6 +770,7 @@ impl History {
             warnings,
             initial_value: None,
             session_order_only: false,
+            mop_kinds,
         })
     }
 
@@ -845,6 +907,14 @@ impl History {
     /// one is better read field by field).
     pub fn to_ops(&self) -> Vec<Op> {
         self.iter_ops().collect()
+    }
+
+    /// The kinds of micro-op stored in the arena: every op's, but for an
+    /// elided invocation's `nil` reads (it is its completion with every
+    /// read `nil`, `crate::elide`), which may be missing as
+    /// [`MopKinds::READ_NIL`].
+    pub fn mop_kinds(&self) -> MopKinds {
+        self.mop_kinds
     }
 
     /// Number of micro-ops stored in the arena (elided invocations' not

@@ -23,8 +23,8 @@ pub mod run;
 pub use data::Data;
 pub use format::{Format, FormatError, ReadOutcome, load_history, read_path, read_str, write_path};
 pub use history::{
-    Atom, Extra, F, History, HistoryBuilder, HistoryError, HistoryWarning, Key, MicroOp, Op,
-    OpIndex, OpType, OpValue, Process, ProcessId, ReadValue, Text, Val,
+    Atom, Extra, F, History, HistoryBuilder, HistoryError, HistoryWarning, Key, MicroOp, MopKinds,
+    Op, OpIndex, OpType, OpValue, Process, ProcessId, ReadValue, Text, Val,
 };
 pub use list::{ListSharer, ValList};
 pub use predicate::{RangeKind, RangeRead};

@@ -127,6 +127,10 @@ pub struct Found {
     /// The level the complete weak-isolation check decided (it ran to the
     /// end); `None` when it did not run or ran out of its limits.
     pub weak_decided: Option<crate::weak::Level>,
+    /// What was checked: the transactions by outcome, their keys (set by
+    /// [`analyze`] from the transactions it read; [`Found::merge`] keeps
+    /// this one's).
+    pub census: crate::txn::Census,
 }
 
 /// The cases of one type a cap left out of [`Found`].
@@ -276,6 +280,7 @@ pub fn analyze(history: &History, opts: &AnalyzeOptions<'_>) -> Found {
     let obs = Observations::new(&txns, history, opts.workload);
     let mut out = Found {
         warnings: txns.warnings.clone(),
+        census: txns.census(),
         ..Found::capped(opts.max_per_type)
     };
     out.warnings.extend(obs.warnings.iter().cloned());

@@ -73,6 +73,7 @@ impl Check for Elle {
             analyses,
             timings,
             elapsed_s,
+            census,
         } = check_history(history, &opts, !how.all);
         if let Some(note) = how.causal_note() {
             result.warnings.push(note);
@@ -133,6 +134,7 @@ impl Check for Elle {
                 counts,
                 engines,
                 analyses,
+                census,
             }),
             timings,
             elapsed_s,
@@ -205,6 +207,8 @@ pub struct CheckedHistory {
     pub timings: Vec<(&'static str, f64)>,
     /// Wall time of the whole check, seconds.
     pub elapsed_s: f64,
+    /// The transactions checked by outcome, and their keys.
+    pub census: checker::txn::Census,
 }
 
 /// Checks `history` — the one call of the checker that `run`, `analyze`
@@ -226,6 +230,7 @@ pub fn check_history(
         engines,
         analyses,
         timings,
+        census,
     } = checker::check_capped(history, opts, per_type);
     let elapsed_s = started.elapsed().as_secs_f64();
     nothing_proscribed(opts, &mut result);
@@ -240,5 +245,6 @@ pub fn check_history(
         analyses,
         timings,
         elapsed_s,
+        census,
     }
 }

@@ -127,6 +127,8 @@ pub struct ElleParts {
     pub engines: Vec<checker::engines::LevelReport>,
     /// The analyses that ran.
     pub analyses: Vec<&'static str>,
+    /// The transactions checked by outcome, and their keys.
+    pub census: checker::txn::Census,
 }
 
 /// One check's answer, the same shape for every family.

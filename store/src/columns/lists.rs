@@ -24,7 +24,7 @@
 //! address: the pass allocates no buffer, so no live one can take the
 //! address of one it frees.
 
-use crate::history::{Atom, Key, MicroOp, ReadValue, Val, ValList};
+use crate::history::{Atom, Key, MicroOp, MopKinds, ReadValue, Val, ValList};
 use rustc_hash::FxHashMap;
 
 /// A key's longest read so far (walking back from the history's end), and
@@ -79,13 +79,39 @@ impl Targets {
     }
 }
 
+/// Micro-ops from which [`share_per_key`] walks the arena in two halves,
+/// side by side.
+const PARALLEL_MOPS: usize = 1 << 16;
+
 /// Makes the list reads in `mops` that are prefixes of their key's longest
-/// one views of its buffer (see the module doc). One pass, from the end
+/// one views of its buffer (see the module doc), and returns the kinds of
+/// micro-op it walked past (the history's census: this pass visits every
+/// micro-op anyway). A big arena is walked in two halves side by side, each
+/// sharing within itself: a key whose reads straddle the middle keeps one
+/// buffer per half (a few keys; the reads hold the same elements).
+pub(crate) fn share_per_key(mops: &mut [MicroOp]) -> MopKinds {
+    if mops.len() < PARALLEL_MOPS {
+        return share_run(mops);
+    }
+    let (front, back) = mops.split_at_mut(mops.len() / 2);
+    std::thread::scope(|s| {
+        let front = s.spawn(|| share_run(front));
+        let back = share_run(back);
+        match front.join() {
+            Ok(front) => front | back,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+/// [`share_per_key`] on one run of the arena: one pass, from the end
 /// (where a key's reads are longest), one lookup per read, and about one
 /// comparison per buffer rather than per read.
-pub(crate) fn share_per_key(mops: &mut [MicroOp]) {
+fn share_run(mops: &mut [MicroOp]) -> MopKinds {
     let mut targets = Targets::default();
+    let mut kinds = MopKinds::default();
     for m in mops.iter_mut().rev() {
+        kinds |= MopKinds::of(m);
         let MicroOp::Read(k, ReadValue::List(l)) = m else {
             continue;
         };
@@ -121,6 +147,7 @@ pub(crate) fn share_per_key(mops: &mut [MicroOp]) {
             *l = t.list.prefix(n);
         }
     }
+    kinds
 }
 
 #[cfg(test)]
@@ -153,8 +180,12 @@ mod tests {
             MicroOp::Read(Key::int(1), ReadValue::Nil),
         ];
         let before = mops.clone();
-        share_per_key(&mut mops);
+        let kinds = share_per_key(&mut mops);
         assert_eq!(mops, before, "every read holds what it held");
+        assert_eq!(
+            kinds,
+            MopKinds::APPEND | MopKinds::READ_LIST | MopKinds::READ_NIL
+        );
         let (a, b, c) = (list(&mops[1]), list(&mops[3]), list(&mops[5]));
         assert!(a.shares(c) && b.shares(c));
         // Another key, and a read that diverges, keep buffers of their own.
@@ -185,5 +216,44 @@ mod tests {
         assert!(list(&mops[0]).shares(&other) && !list(&mops[0]).shares(target));
         assert!(list(&mops[4]).shares(list(&mops[5])) && list(&mops[6]).shares(list(&mops[7])));
         assert!(!list(&mops[4]).shares(list(&mops[6])));
+    }
+
+    /// An arena walked in two halves: what every read holds is unchanged,
+    /// a key whose reads lie in one half shares one buffer, and the kinds
+    /// are both halves'.
+    #[test]
+    fn a_big_arena_is_shared_in_halves() {
+        let keys = 2 * PARALLEL_MOPS as i64 / 10;
+        let mut mops = Vec::new();
+        let vals: Vec<i64> = (0..8).collect();
+        for k in 0..keys {
+            for n in 1..=8 {
+                // Each read its own buffer, as two parsing threads' may be.
+                mops.push(read(k, &vals[..n]));
+            }
+            mops.push(MicroOp::Append(Key::int(k), Val::int(8)));
+            mops.push(MicroOp::Write(Key::int(k), Val::int(9)));
+        }
+        assert!(mops.len() >= PARALLEL_MOPS);
+        let before = mops.clone();
+        let kinds = share_per_key(&mut mops);
+        assert_eq!(mops, before, "every read holds what it held");
+        assert_eq!(
+            kinds,
+            MopKinds::APPEND | MopKinds::WRITE | MopKinds::READ_LIST,
+            "the kinds of both halves"
+        );
+        let mid = mops.len() / 2;
+        for k in 0..keys as usize {
+            let at = k * 10;
+            if at < mid && at + 10 > mid {
+                continue; // straddles the halves
+            }
+            let longest = list(&mops[at + 7]);
+            assert!(
+                (at..at + 7).all(|i| list(&mops[i]).shares(longest)),
+                "key {k}: every read a view of its longest"
+            );
+        }
     }
 }
