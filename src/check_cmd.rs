@@ -362,6 +362,7 @@ fn what_was_checked(
         fail,
         info,
         keys,
+        ..
     } = *census;
     let models: Vec<&str> = how.models_or_default().iter().map(|m| m.name()).collect();
     format!(

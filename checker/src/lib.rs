@@ -144,23 +144,8 @@ pub fn check_capped(
         complete: opts.complete,
         max_per_type,
     };
-    // One pass over every micro-op, beside the analysis' single-threaded
-    // preprocessing rather than after it.
-    let (analysis, foreign) = if history.len() < graph::PARALLEL_FROM {
-        (
-            analysis::analyze(history, &analyze_opts),
-            foreign_micro_ops(history, opts.workload),
-        )
-    } else {
-        std::thread::scope(|s| {
-            let foreign = s.spawn(|| foreign_micro_ops(history, opts.workload));
-            let analysis = analysis::analyze(history, &analyze_opts);
-            match foreign.join() {
-                Ok(n) => (analysis, n),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        })
-    };
+    let analysis = analysis::analyze(history, &analyze_opts);
+    let foreign = analysis.census.foreign(opts.workload);
     let engines = analysis.engines;
     let census = analysis.census;
     let analyses = analysis.ran;
@@ -264,32 +249,4 @@ fn decided_by_complete_checks(
         return None;
     }
     Some(how.join("; "))
-}
-
-/// How many micro-ops of completed client transactions `workload` cannot
-/// interpret (a write or scalar read in list-append, an append or list read
-/// in rw-register).
-fn foreign_micro_ops(history: &History, workload: Workload) -> usize {
-    use store::{MicroOp, OpType, ReadValue};
-    (0..history.len())
-        .filter(|&pos| history.op_type(pos) != OpType::Invoke && txn::is_client_txn(history, pos))
-        .filter_map(|pos| history.stored_txn(pos))
-        .flatten()
-        .filter(|m| {
-            !matches!(
-                (workload, m),
-                (
-                    Workload::ListAppend,
-                    MicroOp::Append(..) | MicroOp::ReadRange(_)
-                ) | (
-                    Workload::ListAppend,
-                    MicroOp::Read(_, ReadValue::Nil | ReadValue::List(_))
-                ) | (Workload::RwRegister, MicroOp::Write(..))
-                    | (
-                        Workload::RwRegister,
-                        MicroOp::Read(_, ReadValue::Nil | ReadValue::Scalar(_))
-                    )
-            )
-        })
-        .count()
 }

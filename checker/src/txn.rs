@@ -7,8 +7,9 @@
 //! instead of hashing.
 
 use crate::graph::{PARALLEL_FROM, halves};
+use crate::workload::Workload;
 use rustc_hash::FxHashMap;
-use store::{Atom, F, History, MicroOp, OpIndex, OpType, Process};
+use store::{Atom, F, History, MicroOp, OpIndex, OpType, Process, ReadValue};
 
 /// Commit state of an observed transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +57,10 @@ pub struct Txns<'h> {
     pub n_reads: usize,
     /// Number of range reads (predicate reads).
     pub n_range_reads: usize,
+    /// [`Census::not_list_append`].
+    not_list_append: u64,
+    /// [`Census::not_rw_register`].
+    not_rw_register: u64,
     /// Each transaction's [`Txn::status`] again, 1 B apiece: looking up a
     /// writer's status by its id reads this small array instead of a
     /// history-sized one (a cache miss per read at 1M transactions).
@@ -88,6 +93,23 @@ pub struct Census {
     pub info: u64,
     /// Distinct keys.
     pub keys: usize,
+    /// Micro-ops of completed transactions that a list-append check cannot
+    /// read (writes, single-value reads).
+    pub not_list_append: u64,
+    /// Micro-ops of completed transactions that an rw-register check
+    /// cannot read (appends, list reads, range reads).
+    pub not_rw_register: u64,
+}
+
+impl Census {
+    /// How many micro-ops of completed transactions `workload` cannot
+    /// interpret (Elle's `unexpected-txn-micro-op-types`).
+    pub fn foreign(&self, workload: Workload) -> u64 {
+        match workload {
+            Workload::ListAppend => self.not_list_append,
+            Workload::RwRegister => self.not_rw_register,
+        }
+    }
 }
 
 /// [`Txns::processes`]: no client process.
@@ -143,6 +165,8 @@ impl<'h> Txns<'h> {
         self.n_appends += later.n_appends;
         self.n_reads += later.n_reads;
         self.n_range_reads += later.n_range_reads;
+        self.not_list_append += later.not_list_append;
+        self.not_rw_register += later.not_rw_register;
         self.warnings.extend(later.warnings);
     }
 
@@ -195,7 +219,11 @@ impl<'h> Txns<'h> {
 
     /// The transactions by outcome and their keys ([`Census`]).
     pub fn census(&self) -> Census {
-        let mut c = Census::default();
+        let mut c = Census {
+            not_list_append: self.not_list_append,
+            not_rw_register: self.not_rw_register,
+            ..Census::default()
+        };
         for s in &self.statuses {
             match s {
                 Status::Ok => c.ok += 1,
@@ -331,6 +359,8 @@ impl Part {
                 _ => PROCESS_NONE,
             };
             let mop_start = out.mop_keys.len() as u32;
+            // A completion's own micro-ops: what it says happened.
+            let completed = op_type != OpType::Invoke && !mops_at_inv;
             for m in mops {
                 let k = &m.key().0;
                 let next = out.keys.len() as u32;
@@ -348,6 +378,17 @@ impl Part {
                     MicroOp::Read(..) => out.n_reads += 1,
                     MicroOp::ReadRange(_) => out.n_range_reads += 1,
                     MicroOp::Write(..) => {}
+                }
+                if completed {
+                    match m {
+                        MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => {
+                            out.not_list_append += 1;
+                        }
+                        MicroOp::Append(..)
+                        | MicroOp::ReadRange(_)
+                        | MicroOp::Read(_, ReadValue::List(_)) => out.not_rw_register += 1,
+                        MicroOp::Read(_, ReadValue::Nil) => {}
+                    }
                 }
             }
             out.statuses.push(status);
@@ -379,6 +420,7 @@ pub fn is_client_txn(history: &History, pos: usize) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
     use store::{Key, Op, ReadValue, Val};
@@ -390,6 +432,9 @@ mod tests {
     fn the_census_counts_outcomes_and_keys() {
         let a = |k, v| MicroOp::Append(Key::int(k), Val::int(v));
         let range = || MicroOp::ReadRange(Box::new(store::RangeRead::new(5, 9)));
+        let w = |k, v| MicroOp::Write(Key::int(k), Val::int(v));
+        let r = |k, v| MicroOp::Read(Key::int(k), v);
+        let scalar = |v| ReadValue::Scalar(Val::int(v));
         let ops = vec![
             Op::txn(0, OpType::Invoke, 0, vec![a(1, 1)]),
             Op::txn(1, OpType::Invoke, 1, vec![a(2, 1)]),
@@ -398,11 +443,16 @@ mod tests {
             Op::txn(4, OpType::Ok, 0, vec![a(1, 1)]),
             Op::txn(5, OpType::Fail, 1, vec![a(2, 1)]),
             Op::txn(6, OpType::Info, 2, vec![a(3, 1)]),
+            Op::txn(7, OpType::Invoke, 4, vec![w(4, 1), r(4, ReadValue::Nil)]),
+            Op::txn(8, OpType::Ok, 4, vec![w(4, 1), r(4, scalar(1))]),
         ];
-        let h = History::new(ops).unwrap();
+        let h = History::new(ops).expect("a valid history");
         let c = Txns::new(&h).census();
-        assert_eq!((c.ok, c.fail, c.info), (1, 1, 2), "the open one is info");
-        assert_eq!(c.keys, 3, "key 5 is only a range read's bound");
+        assert_eq!((c.ok, c.fail, c.info), (2, 1, 2), "the open one is info");
+        assert_eq!(c.keys, 4, "key 5 is only a range read's bound");
+        // Only completions' own micro-ops: not the open invocation's.
+        assert_eq!((c.not_rw_register, c.not_list_append), (3, 2));
+        assert_eq!(c.foreign(Workload::ListAppend), 2);
     }
 
     #[test]
