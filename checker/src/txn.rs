@@ -9,7 +9,7 @@
 use crate::graph::{PARALLEL_FROM, halves};
 use crate::workload::Workload;
 use rustc_hash::FxHashMap;
-use store::{Atom, F, History, MicroOp, OpIndex, OpType, Process, ReadValue};
+use store::{Atom, F, History, MicroOp, MopKinds, OpIndex, OpType, Process};
 
 /// Commit state of an observed transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,10 +94,10 @@ pub struct Census {
     /// Distinct keys.
     pub keys: usize,
     /// Micro-ops of completed transactions that a list-append check cannot
-    /// read (writes, single-value reads).
+    /// read ([`Workload::unreadable`]).
     pub not_list_append: u64,
     /// Micro-ops of completed transactions that an rw-register check
-    /// cannot read (appends, list reads, range reads).
+    /// cannot read ([`Workload::unreadable`]).
     pub not_rw_register: u64,
 }
 
@@ -380,15 +380,11 @@ impl Part {
                     MicroOp::Write(..) => {}
                 }
                 if completed {
-                    match m {
-                        MicroOp::Write(..) | MicroOp::Read(_, ReadValue::Scalar(_)) => {
-                            out.not_list_append += 1;
-                        }
-                        MicroOp::Append(..)
-                        | MicroOp::ReadRange(_)
-                        | MicroOp::Read(_, ReadValue::List(_)) => out.not_rw_register += 1,
-                        MicroOp::Read(_, ReadValue::Nil) => {}
-                    }
+                    let kind = MopKinds::of(m);
+                    out.not_list_append +=
+                        u64::from(kind.any_of(Workload::ListAppend.unreadable()));
+                    out.not_rw_register +=
+                        u64::from(kind.any_of(Workload::RwRegister.unreadable()));
                 }
             }
             out.statuses.push(status);

@@ -19,14 +19,26 @@ impl Workload {
     /// has neither or both.
     pub fn detect(history: &History) -> Option<Workload> {
         // The history's census of micro-op kinds, taken as it was loaded:
-        // no micro-op is read again.
+        // no micro-op is read again. A list-append micro-op is one an
+        // rw-register check cannot read, and the other way round.
         let kinds = history.mop_kinds();
-        let la = kinds.any_of(MopKinds::APPEND | MopKinds::READ_LIST | MopKinds::READ_RANGE);
-        let rw = kinds.any_of(MopKinds::WRITE | MopKinds::READ_SCALAR);
+        let la = kinds.any_of(Workload::RwRegister.unreadable());
+        let rw = kinds.any_of(Workload::ListAppend.unreadable());
         match (la, rw) {
             (true, false) => Some(Workload::ListAppend),
             (false, true) => Some(Workload::RwRegister),
             _ => None,
+        }
+    }
+
+    /// The kinds of micro-op a check of this workload cannot interpret
+    /// (Elle's `unexpected-txn-micro-op-types`): writes and single-value
+    /// reads in list-append; appends, list reads and range reads in
+    /// rw-register. A `nil` read is either's.
+    pub fn unreadable(self) -> MopKinds {
+        match self {
+            Workload::ListAppend => MopKinds::WRITE | MopKinds::READ_SCALAR,
+            Workload::RwRegister => MopKinds::APPEND | MopKinds::READ_LIST | MopKinds::READ_RANGE,
         }
     }
 

@@ -306,12 +306,6 @@ impl MopKinds {
         }
     }
 
-    /// The kinds of every micro-op of `mops`.
-    pub fn of_all(mops: &[MicroOp]) -> MopKinds {
-        mops.iter()
-            .fold(MopKinds::default(), |k, m| k | MopKinds::of(m))
-    }
-
     /// Whether any kind of `other` is among these.
     pub fn any_of(self, other: MopKinds) -> bool {
         self.0 & other.0 != 0
