@@ -9,7 +9,7 @@ use super::{Analysis, AnalyzeOptions, Context, Found};
 use crate::anomaly::{AnomalyType, Variant};
 use crate::cycle::{self, Cycle};
 use crate::explain::{Anomaly, Evidence, Step};
-use crate::graph::kahn::{left_by_kahn, tarjan_among};
+use crate::graph::kahn::{Open, Successors, tarjan_among};
 use crate::graph::{EdgeList, Edges, Graph, induced};
 use crate::order;
 use crate::rels::{Rel, Rels};
@@ -19,10 +19,11 @@ use crate::sccs::Components;
 pub struct Cycles;
 
 /// From this many transactions the cycle analysis runs alone, after the
-/// others, so its scratch never adds to theirs: at 1M transactions that
-/// keeps ~9 MB off the peak for ~0.04 s. Below it, memory is no concern
-/// and running beside the others is the faster choice (~0.01 s of a
-/// 0.17-s check at 100k; BENCHMARKS.md, "Both memory branches merged").
+/// others, so its scratch never adds to theirs: at 1M transactions,
+/// even with Kahn's pass on an unbuilt graph, running beside them took
+/// 0.1–0.25 s off the check and added 23–48 MB to its peak (BENCHMARKS.md,
+/// "h22"). Below it, memory is no concern and running beside the others
+/// is the faster choice.
 pub const ALONE_FROM_TXNS: usize = 250_000;
 
 impl Analysis for Cycles {
@@ -35,25 +36,18 @@ impl Analysis for Cycles {
         true
     }
 
-    /// From [`ALONE_FROM_TXNS`] transactions: the graph, its sources'
-    /// indices and Tarjan's arrays (~80 MB at 1M transactions), which the
-    /// other analyses' scratch would add to.
+    /// From [`ALONE_FROM_TXNS`] transactions: the data edges' index, the
+    /// successors and Kahn's arrays (and, with a cycle, the graph and
+    /// Tarjan's), which the other analyses' scratch would add to.
     fn heavy(&self, cx: &Context<'_, '_>) -> bool {
         cx.txns.len() >= ALONE_FROM_TXNS
     }
 
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
         let (txns, history, opts) = (cx.txns, cx.history, cx.opts);
-        let OrderEdges {
-            variant,
-            mask,
-            edges: order,
-        } = order_edges(cx);
-        let data = cx.versions.edges(txns);
-        let graph = Graph::from_sources(txns.len(), &[&*data, &*order]);
-        // The sources' indices are dead once the graph holds their edges.
-        drop((data, order));
-        if graph.edge_count() == 0 {
+        let variant = order_variant(cx);
+        let (left, has_edges) = kahn_first(cx, variant);
+        if !has_edges {
             out.anomalies.insert(
                 AnomalyType::EmptyTransactionGraph,
                 vec![Anomaly {
@@ -67,12 +61,21 @@ impl Analysis for Cycles {
             Variant::Process => &[Variant::Plain, Variant::Process],
             Variant::Plain => &[Variant::Plain],
         };
-        // Kahn's pass first: an acyclic graph (every valid history's) never
-        // pays for Tarjan's arrays, and Tarjan walks only the nodes Kahn
-        // could not order (`graph/kahn.rs`).
-        let sccs = match left_by_kahn(&graph, mask) {
-            None => Vec::new(),
-            Some(left) => tarjan_among(&graph, mask, &left).nontrivial(),
+        // Only a graph with a cycle is built, and Tarjan walks only the
+        // nodes Kahn could not order (`graph/kahn.rs`).
+        let (graph, mask, sccs) = match left {
+            None => (Graph::default(), Rels::NONE, Vec::new()),
+            Some(left) => {
+                let OrderEdges {
+                    mask, edges: order, ..
+                } = order_edges(cx);
+                let data = cx.versions.edges(txns);
+                let graph = Graph::from_sources(txns.len(), &[&*data, &*order]);
+                // The sources' indices are dead once the graph holds their edges.
+                drop((data, order));
+                let sccs = tarjan_among(&graph, mask, &left).nontrivial();
+                (graph, mask, sccs)
+            }
         };
         // Per component: one induced graph and one memo of its components
         // per relation set for the cycle search and the cycle-exists pass.
@@ -134,6 +137,33 @@ impl Analysis for Cycles {
     }
 }
 
+/// Kahn's order over the graph before it is built: the data edges and
+/// the order edges of `variant` (real time as a gate, when the history
+/// has a clock), as `graph/kahn.rs` says. Returns the nodes it could not
+/// order (`None`: the graph is acyclic) and whether the graph has an edge.
+fn kahn_first(cx: &Context<'_, '_>, variant: Variant) -> (Option<Vec<bool>>, bool) {
+    let (txns, n) = (cx.txns, cx.txns.len());
+    let data = cx.versions.edges(txns);
+    let gate = match variant {
+        Variant::Realtime => order::realtime_gate(txns, cx.history),
+        _ => None,
+    };
+    match gate {
+        Some(mut gate) => {
+            let succ = Successors::of(n, &[&*data]);
+            drop(data);
+            let left = succ.left_by_kahn(&mut gate);
+            (left, !succ.is_empty() || gate.any_edge())
+        }
+        None => {
+            let order = order_edges(cx).edges;
+            let succ = Successors::of(n, &[&*data, &*order]);
+            drop((data, order));
+            (succ.left_by_kahn(&mut Open(n)), !succ.is_empty())
+        }
+    }
+}
+
 /// The order edges Elle adds for the classes searched: realtime if a
 /// `*-realtime` class is searched, else process if a `*-process` one is.
 pub(super) struct OrderEdges<'a> {
@@ -148,25 +178,40 @@ pub(super) struct OrderEdges<'a> {
 /// The order edges of `cx`'s history for `cx.opts.search` (shared with the
 /// predicate analysis, so both add the same ones).
 pub(super) fn order_edges<'a>(cx: &Context<'a, '_>) -> OrderEdges<'a> {
+    let variant = order_variant(cx);
+    let (mask, edges): (_, Box<dyn Edges>) = match variant {
+        Variant::Realtime => (
+            Rels::DATA | Rels::REALTIME,
+            order::realtime(cx.txns, cx.history),
+        ),
+        Variant::Process => (
+            Rels::DATA | Rels::PROCESS,
+            Box::new(order::process_edges(cx.txns)),
+        ),
+        Variant::Plain => (Rels::DATA, Box::new(EdgeList::default())),
+    };
+    OrderEdges {
+        variant,
+        mask,
+        edges,
+    }
+}
+
+/// Which order edges Elle adds for `cx.opts.search`: realtime if a
+/// `*-realtime` class is searched, else process if a `*-process` one is.
+fn order_variant(cx: &Context<'_, '_>) -> Variant {
     let has = |v: Variant| {
         cx.opts
             .search
             .iter()
             .any(|a| a.cycle_parts().is_some_and(|p| p.1 == v))
     };
-    let (variant, mask, edges): (_, _, Box<dyn Edges>) = if has(Variant::Realtime) {
-        let e = order::realtime(cx.txns, cx.history);
-        (Variant::Realtime, Rels::DATA | Rels::REALTIME, e)
+    if has(Variant::Realtime) {
+        Variant::Realtime
     } else if has(Variant::Process) {
-        let e = order::process_edges(cx.txns);
-        (Variant::Process, Rels::DATA | Rels::PROCESS, Box::new(e))
+        Variant::Process
     } else {
-        (Variant::Plain, Rels::DATA, Box::new(EdgeList::default()))
-    };
-    OrderEdges {
-        variant,
-        mask,
-        edges,
+        Variant::Plain
     }
 }
 

@@ -1,16 +1,20 @@
-//! Whether a [`Graph`] restricted to some relations has no cycle, by Kahn's
+//! Whether a graph restricted to some relations has no cycle, by Kahn's
 //! algorithm: the cycle analysis asks this first, and runs Tarjan only on a
 //! graph that has one.
 //!
 //! Key decision: every history that satisfies its model has an acyclic
-//! graph, so that case pays for an in-degree and a queue per node (8 B),
-//! not Tarjan's index, low-link, component, stack and call frames (up to
-//! 40 B, most of it while the graph is alive at its biggest): at 1M
-//! transactions that is the difference between the check's second memory
-//! peak and a smaller one. A graph with a cycle pays both, and gets the
-//! same components as before.
+//! graph, so that case should pay for no more than Kahn needs. It never
+//! builds the [`Graph`]: Kahn runs on [`Successors`], the data and order
+//! edges as their sources yield them (unsorted, duplicates kept, no
+//! relations: 4 B an edge), and real time is not edges at all but a
+//! [`Gate`] — a rule of when a node may leave (`order::RealtimeGate`). At
+//! 1M transactions real time is half the edges. Only a graph with a cycle
+//! is built, and Tarjan walks only the nodes Kahn could not order: a node
+//! Kahn took lies on no cycle, and which nodes Kahn takes depends only on
+//! which nodes reach which, so the nodes left over are the same with real
+//! time as a gate or as edges.
 
-use super::{Graph, Sccs, tarjan_by};
+use super::{Edges, Graph, Sccs, tarjan_by};
 use crate::rels::Rels;
 
 /// Whether the edges of `g` whose relations intersect `mask` form no
@@ -24,31 +28,139 @@ pub fn acyclic(g: &Graph, mask: Rels) -> bool {
 /// [`tarjan_among`] needs to walk only the others.
 pub fn left_by_kahn(g: &Graph, mask: Rels) -> Option<Vec<bool>> {
     let n = g.node_count();
-    let mut indeg = vec![0u32; n];
-    for (e, &d) in g.dst.iter().enumerate() {
-        if g.rels[e].intersects(mask) {
-            indeg[d as usize] += 1;
-        }
+    let mut kahn = Kahn::new(
+        n,
+        (0..g.dst.len())
+            .filter(|&e| g.rels[e].intersects(mask))
+            .map(|e| g.dst[e]),
+    );
+    for u in 0..n as u32 {
+        kahn.pass(u);
     }
-    // The queue holds each node once, in the order it leaves.
-    let mut queue: Vec<u32> = Vec::with_capacity(n);
-    queue.extend((0..n as u32).filter(|&u| indeg[u as usize] == 0));
-    let mut head = 0;
-    while let Some(&u) = queue.get(head) {
-        head += 1;
+    kahn.run(|u, kahn| {
         for e in g.range(u) {
             if g.rels[e].intersects(mask) {
-                let d = &mut indeg[g.dst[e] as usize];
-                *d -= 1;
-                if *d == 0 {
-                    queue.push(g.dst[e]);
-                }
+                kahn.arrive(g.dst[e]);
             }
         }
+    })
+}
+
+/// What holds a node back in Kahn's order besides its in-edges: an order
+/// kept as a rule instead of as edges. A node leaves once the gate has
+/// passed it and every node with an edge into it has left.
+pub trait Gate {
+    /// Calls `pass` with each node the gate lets through before any left.
+    fn open(&mut self, pass: &mut dyn FnMut(u32));
+    /// Node `u` left the order: calls `pass` with each node that lets through.
+    fn left(&mut self, u: u32, pass: &mut dyn FnMut(u32));
+}
+
+/// No gate: nodes `0..n` all pass at once.
+pub struct Open(pub usize);
+
+impl Gate for Open {
+    fn open(&mut self, pass: &mut dyn FnMut(u32)) {
+        (0..self.0 as u32).for_each(pass);
     }
-    // A node leaves the moment its in-degree reaches 0: those left are
-    // the ones still above it.
-    (queue.len() < n).then(|| indeg.iter().map(|&d| d > 0).collect())
+
+    fn left(&mut self, _: u32, _: &mut dyn FnMut(u32)) {}
+}
+
+/// The out-edges of every node as the sources yielded them: unsorted, a
+/// duplicate once per time it came, no relations. What Kahn's order
+/// needs, in less than a [`Graph`] and without its sort.
+pub struct Successors {
+    off: Vec<usize>,
+    dst: Vec<u32>,
+}
+
+impl Successors {
+    /// The edges of `sources` over nodes `0..n` (self-edges and edges
+    /// naming nodes ≥ n dropped, as [`Graph::from_sources`] drops them).
+    pub fn of(n: usize, sources: &[&dyn Edges]) -> Successors {
+        let Graph { off, dst, .. } = Graph::filled(n, sources, false);
+        Successors { off, dst }
+    }
+
+    /// Whether there is no edge.
+    pub fn is_empty(&self) -> bool {
+        self.dst.is_empty()
+    }
+
+    /// The nodes Kahn's order could not take, by these edges and `gate`
+    /// (`None`: it took them all, there is no cycle).
+    pub fn left_by_kahn(&self, gate: &mut dyn Gate) -> Option<Vec<bool>> {
+        let n = self.off.len() - 1;
+        let mut kahn = Kahn::new(n, self.dst.iter().copied());
+        gate.open(&mut |u| kahn.pass(u));
+        kahn.run(|u, kahn| {
+            for &v in &self.dst[self.off[u as usize]..self.off[u as usize + 1]] {
+                kahn.arrive(v);
+            }
+            gate.left(u, &mut |v| kahn.pass(v));
+        })
+    }
+}
+
+/// Kahn's order in progress: a node joins the queue when its last
+/// in-edge has arrived and it has passed (the [`Gate`]'s say), whichever
+/// comes second.
+struct Kahn {
+    indeg: Vec<u32>,
+    passed: Vec<bool>,
+    /// Each node once, in the order it leaves.
+    queue: Vec<u32>,
+}
+
+impl Kahn {
+    /// Nodes `0..n`, counting the in-edges whose targets `targets` yields.
+    fn new(n: usize, targets: impl Iterator<Item = u32>) -> Kahn {
+        let mut indeg = vec![0u32; n];
+        for d in targets {
+            indeg[d as usize] += 1;
+        }
+        Kahn {
+            indeg,
+            passed: vec![false; n],
+            queue: Vec::with_capacity(n),
+        }
+    }
+
+    /// The gate let `u` through.
+    fn pass(&mut self, u: u32) {
+        self.passed[u as usize] = true;
+        if self.indeg[u as usize] == 0 {
+            self.queue.push(u);
+        }
+    }
+
+    /// One in-edge of `v` arrived (its source left).
+    fn arrive(&mut self, v: u32) {
+        let d = &mut self.indeg[v as usize];
+        *d -= 1;
+        if *d == 0 && self.passed[v as usize] {
+            self.queue.push(v);
+        }
+    }
+
+    /// Takes the queue in order, `leave(u)` sending `u`'s edges on; the
+    /// nodes never queued, as a flag per node (`None`: there are none).
+    fn run(mut self, mut leave: impl FnMut(u32, &mut Kahn)) -> Option<Vec<bool>> {
+        let mut head = 0;
+        while let Some(&u) = self.queue.get(head) {
+            head += 1;
+            leave(u, &mut self);
+        }
+        let n = self.indeg.len();
+        (self.queue.len() < n).then(|| {
+            let mut left = vec![true; n];
+            for &u in &self.queue {
+                left[u as usize] = false;
+            }
+            left
+        })
+    }
 }
 
 /// Tarjan's components over the nodes `left` flags and the edges between
