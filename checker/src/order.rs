@@ -407,7 +407,7 @@ mod tests {
             let want = left_by_kahn(&graph, Rels::DATA | Rels::REALTIME);
             let mut gate = realtime_gate(&txns, &h).expect("a history with a clock has a gate");
             assert_eq!(gate.any_edge(), !rt.edges.is_empty(), "{steps:?}");
-            let got = Successors::of(n, &[&data]).left_by_kahn(&mut gate);
+            let got = Successors::of(n, &[&data], false).left_by_kahn(&mut gate);
             assert_eq!(got, want, "{steps:?} {:?}", data.edges);
             match want {
                 Some(_) => cyclic += 1,

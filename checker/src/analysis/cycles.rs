@@ -46,7 +46,11 @@ impl Analysis for Cycles {
     fn run(&self, cx: &Context<'_, '_>, out: &mut Found) {
         let (txns, history, opts) = (cx.txns, cx.history, cx.opts);
         let variant = order_variant(cx);
-        let (left, has_edges) = kahn_first(cx, variant);
+        let KahnFirst {
+            left,
+            has_edges,
+            graph,
+        } = kahn_first(cx, variant);
         if !has_edges {
             out.anomalies.insert(
                 AnomalyType::EmptyTransactionGraph,
@@ -63,18 +67,19 @@ impl Analysis for Cycles {
         };
         // Only a graph with a cycle is built, and Tarjan walks only the
         // nodes Kahn could not order (`graph/kahn.rs`).
-        let (graph, mask, sccs) = match left {
-            None => (Graph::default(), Rels::NONE, Vec::new()),
+        let mask = mask_of(variant);
+        let (graph, sccs) = match left {
+            None => (Graph::default(), Vec::new()),
             Some(left) => {
-                let OrderEdges {
-                    mask, edges: order, ..
-                } = order_edges(cx);
-                let data = cx.versions.edges(txns);
-                let graph = Graph::from_sources(txns.len(), &[&*data, &*order]);
-                // The sources' indices are dead once the graph holds their edges.
-                drop((data, order));
+                let graph = graph.unwrap_or_else(|| {
+                    let order = order_edges(cx).edges;
+                    let data = cx.versions.edges(txns);
+                    // Only edges between nodes Kahn left can be on a cycle.
+                    let among = |inner| Among { inner, left: &left };
+                    Graph::from_sources(txns.len(), &[&among(&*data), &among(&*order)])
+                });
                 let sccs = tarjan_among(&graph, mask, &left).nontrivial();
-                (graph, mask, sccs)
+                (graph, sccs)
             }
         };
         // Per component: one induced graph and one memo of its components
@@ -139,9 +144,18 @@ impl Analysis for Cycles {
 
 /// Kahn's order over the graph before it is built: the data edges and
 /// the order edges of `variant` (real time as a gate, when the history
-/// has a clock), as `graph/kahn.rs` says. Returns the nodes it could not
-/// order (`None`: the graph is acyclic) and whether the graph has an edge.
-fn kahn_first(cx: &Context<'_, '_>, variant: Variant) -> (Option<Vec<bool>>, bool) {
+/// has a clock), as `graph/kahn.rs` says.
+struct KahnFirst {
+    /// The nodes Kahn could not order (`None`: the graph is acyclic).
+    left: Option<Vec<bool>>,
+    /// Whether the graph has an edge.
+    has_edges: bool,
+    /// The graph, when it has a cycle and Kahn ran on all its edges (not
+    /// with real time as a gate): sorting them makes it.
+    graph: Option<Graph>,
+}
+
+fn kahn_first(cx: &Context<'_, '_>, variant: Variant) -> KahnFirst {
     let (txns, n) = (cx.txns, cx.txns.len());
     let data = cx.versions.edges(txns);
     let gate = match variant {
@@ -150,17 +164,65 @@ fn kahn_first(cx: &Context<'_, '_>, variant: Variant) -> (Option<Vec<bool>>, boo
     };
     match gate {
         Some(mut gate) => {
-            let succ = Successors::of(n, &[&*data]);
+            let succ = Successors::of(n, &[&*data], false);
             drop(data);
             let left = succ.left_by_kahn(&mut gate);
-            (left, !succ.is_empty() || gate.any_edge())
+            KahnFirst {
+                left,
+                has_edges: !succ.is_empty() || gate.any_edge(),
+                graph: None,
+            }
         }
         None => {
+            // With their relations (1 B an edge more): a cycle makes
+            // them the graph without a second pass over the sources.
             let order = order_edges(cx).edges;
-            let succ = Successors::of(n, &[&*data, &*order]);
+            let succ = Successors::of(n, &[&*data, &*order], true);
             drop((data, order));
-            (succ.left_by_kahn(&mut Open(n)), !succ.is_empty())
+            let left = succ.left_by_kahn(&mut Open(n));
+            let has_edges = !succ.is_empty();
+            let graph = left.as_ref().and_then(|_| succ.into_graph());
+            KahnFirst {
+                left,
+                has_edges,
+                graph,
+            }
         }
+    }
+}
+
+/// The edges of `inner` between nodes `left` flags.
+struct Among<'a> {
+    inner: &'a dyn Edges,
+    left: &'a [bool],
+}
+
+impl Among<'_> {
+    fn keeps(&self, a: u32, b: u32) -> bool {
+        let left = |v: u32| self.left.get(v as usize).copied().unwrap_or(false);
+        left(a) && left(b)
+    }
+}
+
+impl Edges for Among<'_> {
+    fn each(&self, add: &mut dyn FnMut(u32, u32, Rels)) {
+        self.inner.each(&mut |a, b, r| {
+            if self.keeps(a, b) {
+                add(a, b, r);
+            }
+        });
+    }
+
+    fn parts(&self) -> usize {
+        self.inner.parts()
+    }
+
+    fn each_of(&self, part: usize, add: &mut dyn FnMut(u32, u32, Rels)) {
+        self.inner.each_of(part, &mut |a, b, r| {
+            if self.keeps(a, b) {
+                add(a, b, r);
+            }
+        });
     }
 }
 
@@ -179,21 +241,25 @@ pub(super) struct OrderEdges<'a> {
 /// predicate analysis, so both add the same ones).
 pub(super) fn order_edges<'a>(cx: &Context<'a, '_>) -> OrderEdges<'a> {
     let variant = order_variant(cx);
-    let (mask, edges): (_, Box<dyn Edges>) = match variant {
-        Variant::Realtime => (
-            Rels::DATA | Rels::REALTIME,
-            order::realtime(cx.txns, cx.history),
-        ),
-        Variant::Process => (
-            Rels::DATA | Rels::PROCESS,
-            Box::new(order::process_edges(cx.txns)),
-        ),
-        Variant::Plain => (Rels::DATA, Box::new(EdgeList::default())),
+    let edges: Box<dyn Edges> = match variant {
+        Variant::Realtime => order::realtime(cx.txns, cx.history),
+        Variant::Process => Box::new(order::process_edges(cx.txns)),
+        Variant::Plain => Box::new(EdgeList::default()),
     };
     OrderEdges {
         variant,
-        mask,
+        mask: mask_of(variant),
         edges,
+    }
+}
+
+/// The relations of a graph with `variant`'s order edges: data and that
+/// order.
+fn mask_of(variant: Variant) -> Rels {
+    match variant {
+        Variant::Realtime => Rels::DATA | Rels::REALTIME,
+        Variant::Process => Rels::DATA | Rels::PROCESS,
+        Variant::Plain => Rels::DATA,
     }
 }
 

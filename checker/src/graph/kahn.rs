@@ -68,34 +68,50 @@ impl Gate for Open {
 }
 
 /// The out-edges of every node as the sources yielded them: unsorted, a
-/// duplicate once per time it came, no relations. What Kahn's order
-/// needs, in less than a [`Graph`] and without its sort.
+/// duplicate once per time it came, and without relations unless asked
+/// for. What Kahn's order needs, in less than a [`Graph`] and without its
+/// sort; with relations, it becomes the graph ([`Successors::into_graph`]).
 pub struct Successors {
-    off: Vec<usize>,
-    dst: Vec<u32>,
+    graph: Graph,
+    with_rels: bool,
 }
 
 impl Successors {
     /// The edges of `sources` over nodes `0..n` (self-edges and edges
-    /// naming nodes ≥ n dropped, as [`Graph::from_sources`] drops them).
-    pub fn of(n: usize, sources: &[&dyn Edges]) -> Successors {
-        let Graph { off, dst, .. } = Graph::filled(n, sources, false);
-        Successors { off, dst }
+    /// naming nodes ≥ n dropped, as [`Graph::from_sources`] drops them),
+    /// with their relations when `with_rels`.
+    pub fn of(n: usize, sources: &[&dyn Edges], with_rels: bool) -> Successors {
+        Successors {
+            graph: Graph::filled(n, sources, with_rels),
+            with_rels,
+        }
+    }
+
+    /// The graph of these edges: what [`Graph::from_sources`] builds of
+    /// the same sources. `None` when made without relations.
+    pub fn into_graph(self) -> Option<Graph> {
+        if !self.with_rels {
+            return None;
+        }
+        let mut g = self.graph;
+        let parallel = g.node_count() >= super::PARALLEL_FROM;
+        g.sort_and_merge(parallel);
+        Some(g)
     }
 
     /// Whether there is no edge.
     pub fn is_empty(&self) -> bool {
-        self.dst.is_empty()
+        self.graph.dst.is_empty()
     }
 
     /// The nodes Kahn's order could not take, by these edges and `gate`
     /// (`None`: it took them all, there is no cycle).
     pub fn left_by_kahn(&self, gate: &mut dyn Gate) -> Option<Vec<bool>> {
-        let n = self.off.len() - 1;
-        let mut kahn = Kahn::new(n, self.dst.iter().copied());
+        let g = &self.graph;
+        let mut kahn = Kahn::new(g.node_count(), g.dst.iter().copied());
         gate.open(&mut |u| kahn.pass(u));
         kahn.run(|u, kahn| {
-            for &v in &self.dst[self.off[u as usize]..self.off[u as usize + 1]] {
+            for &v in &g.dst[g.range(u)] {
                 kahn.arrive(v);
             }
             gate.left(u, &mut |v| kahn.pass(v));
@@ -182,6 +198,7 @@ pub fn tarjan_among(g: &Graph, mask: Rels, left: &[bool]) -> Sccs {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::graph::{EdgeList, tarjan};
@@ -198,7 +215,8 @@ mod tests {
     /// A cycle counts only through the relations asked for, Kahn's answer
     /// is Tarjan's (no component of more than one node), and Tarjan among
     /// the nodes Kahn left finds Tarjan's components, on every small graph
-    /// of three relations.
+    /// of three relations; Kahn on the unbuilt graph agrees, and the
+    /// unbuilt edges with their relations become the same graph.
     #[test]
     fn kahn_agrees_with_tarjan_under_every_mask() {
         let ring = graph(
@@ -229,6 +247,27 @@ mod tests {
                     let among = tarjan_among(&g, m, &left).nontrivial();
                     assert_eq!(among, sccs, "{edges:?} {m:?}");
                 }
+            }
+            // Kahn on the unbuilt graph (every relation counts there) leaves
+            // what Kahn on the graph leaves, and its edges with their
+            // relations sort into that graph.
+            let mut el = EdgeList::default();
+            for &(a, b, r) in &edges {
+                el.add(a, b, Rels::of(r));
+            }
+            let plain = Successors::of(4, &[&el], false);
+            assert_eq!(plain.left_by_kahn(&mut Open(4)), left_by_kahn(&g, all));
+            assert!(plain.into_graph().is_none());
+            let built = Successors::of(4, &[&el], true).into_graph();
+            let built = built.expect("made with relations");
+            for u in 0..4 {
+                let (a, b): (Vec<_>, Vec<_>) = (built.succ(u).collect(), g.succ(u).collect());
+                assert_eq!(a.len(), b.len(), "{edges:?}");
+                assert!(
+                    a.iter()
+                        .zip(&b)
+                        .all(|(x, y)| x.0 == y.0 && x.1.bits() == y.1.bits())
+                );
             }
         }
     }
