@@ -28,15 +28,10 @@ pub fn acyclic(g: &Graph, mask: Rels) -> bool {
 /// [`tarjan_among`] needs to walk only the others.
 pub fn left_by_kahn(g: &Graph, mask: Rels) -> Option<Vec<bool>> {
     let n = g.node_count();
-    let mut kahn = Kahn::new(
-        n,
-        (0..g.dst.len())
-            .filter(|&e| g.rels[e].intersects(mask))
-            .map(|e| g.dst[e]),
-    );
-    for u in 0..n as u32 {
-        kahn.pass(u);
-    }
+    let targets = (0..g.dst.len())
+        .filter(|&e| g.rels[e].intersects(mask))
+        .map(|e| g.dst[e]);
+    let kahn = Kahn::new(n, targets, true);
     kahn.run(|u, kahn| {
         for e in g.range(u) {
             if g.rels[e].intersects(mask) {
@@ -54,6 +49,12 @@ pub trait Gate {
     fn open(&mut self, pass: &mut dyn FnMut(u32));
     /// Node `u` left the order: calls `pass` with each node that lets through.
     fn left(&mut self, u: u32, pass: &mut dyn FnMut(u32));
+
+    /// Whether [`Gate::open`] passes every node and [`Gate::left`] none
+    /// (no gate at all: Kahn skips the calls).
+    fn all_pass(&self) -> bool {
+        false
+    }
 }
 
 /// No gate: nodes `0..n` all pass at once.
@@ -65,6 +66,10 @@ impl Gate for Open {
     }
 
     fn left(&mut self, _: u32, _: &mut dyn FnMut(u32)) {}
+
+    fn all_pass(&self) -> bool {
+        true
+    }
 }
 
 /// The out-edges of every node as the sources yielded them: unsorted, a
@@ -108,13 +113,18 @@ impl Successors {
     /// (`None`: it took them all, there is no cycle).
     pub fn left_by_kahn(&self, gate: &mut dyn Gate) -> Option<Vec<bool>> {
         let g = &self.graph;
-        let mut kahn = Kahn::new(g.node_count(), g.dst.iter().copied());
-        gate.open(&mut |u| kahn.pass(u));
+        let all = gate.all_pass();
+        let mut kahn = Kahn::new(g.node_count(), g.dst.iter().copied(), all);
+        if !all {
+            gate.open(&mut |u| kahn.pass(u));
+        }
         kahn.run(|u, kahn| {
             for &v in &g.dst[g.range(u)] {
                 kahn.arrive(v);
             }
-            gate.left(u, &mut |v| kahn.pass(v));
+            if !all {
+                gate.left(u, &mut |v| kahn.pass(v));
+            }
         })
     }
 }
@@ -130,16 +140,21 @@ struct Kahn {
 }
 
 impl Kahn {
-    /// Nodes `0..n`, counting the in-edges whose targets `targets` yields.
-    fn new(n: usize, targets: impl Iterator<Item = u32>) -> Kahn {
+    /// Nodes `0..n`, counting the in-edges whose targets `targets` yields;
+    /// `all_passed`: as if the gate had passed every node.
+    fn new(n: usize, targets: impl Iterator<Item = u32>, all_passed: bool) -> Kahn {
         let mut indeg = vec![0u32; n];
         for d in targets {
             indeg[d as usize] += 1;
         }
+        let mut queue = Vec::with_capacity(n);
+        if all_passed {
+            queue.extend((0..n as u32).filter(|&u| indeg[u as usize] == 0));
+        }
         Kahn {
             indeg,
-            passed: vec![false; n],
-            queue: Vec::with_capacity(n),
+            passed: vec![all_passed; n],
+            queue,
         }
     }
 
