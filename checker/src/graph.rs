@@ -155,7 +155,7 @@ impl Graph {
     /// (`graph/merge.rs`).
     pub fn from_sources(n: usize, sources: &[&dyn Edges]) -> Graph {
         let parallel = n >= PARALLEL_FROM;
-        let mut g = Graph::filled(n, sources, true);
+        let mut g = Graph::filled::<true>(n, sources);
         g.sort_and_merge(parallel);
         g
     }

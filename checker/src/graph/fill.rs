@@ -11,7 +11,7 @@ impl Graph {
     /// The edges over nodes `0..n` of every source (self-edges and edges
     /// naming nodes ≥ n dropped) as the sources yielded them: node `a`'s
     /// edges at `off[a]..off[a + 1]` of `dst`, and of `rels` when
-    /// `with_rels` (else `rels` is empty) — not yet a graph's sorted,
+    /// `WITH_RELS` (else `rels` is empty) — not yet a graph's sorted,
     /// merged lists (`merge.rs` makes them that). Two
     /// passes, the sources' parts ([`Edges::parts`]) side by side in each (a
     /// thread per part on a big graph): count each part's out-edges per node,
@@ -19,7 +19,7 @@ impl Graph {
     /// part, so the parts never write the same slot. Beside the lists only a
     /// `u32` cursor per node and part is held (at 1M transactions and three
     /// parts 12 MB, where the two edge lists were 75 MB).
-    pub(super) fn filled(n: usize, sources: &[&dyn Edges], with_rels: bool) -> Graph {
+    pub(super) fn filled<const WITH_RELS: bool>(n: usize, sources: &[&dyn Edges]) -> Graph {
         let inside = |a: u32, b: u32| a != b && (a as usize) < n && (b as usize) < n;
         let parallel = n >= PARALLEL_FROM;
         // Each part of each source on its own (a thread each).
@@ -52,7 +52,7 @@ impl Graph {
         }
         let total = off[n];
         let dst: Vec<AtomicU32> = (0..total).map(|_| AtomicU32::new(0)).collect();
-        let rels: Vec<AtomicU8> = (0..if with_rels { total } else { 0 })
+        let rels: Vec<AtomicU8> = (0..if WITH_RELS { total } else { 0 })
             .map(|_| AtomicU8::new(0))
             .collect();
         let cursors = beside_if(
@@ -64,7 +64,7 @@ impl Graph {
                         let e = off[a as usize] + cur[a as usize] as usize;
                         cur[a as usize] += 1;
                         dst[e].store(b, Ordering::Relaxed);
-                        if with_rels {
+                        if WITH_RELS {
                             rels[e].store(r.bits(), Ordering::Relaxed);
                         }
                     }

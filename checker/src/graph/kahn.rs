@@ -87,7 +87,11 @@ impl Successors {
     /// with their relations when `with_rels`.
     pub fn of(n: usize, sources: &[&dyn Edges], with_rels: bool) -> Successors {
         Successors {
-            graph: Graph::filled(n, sources, with_rels),
+            graph: if with_rels {
+                Graph::filled::<true>(n, sources)
+            } else {
+                Graph::filled::<false>(n, sources)
+            },
             with_rels,
         }
     }
