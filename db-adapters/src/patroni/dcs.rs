@@ -14,6 +14,16 @@
 //! the isolated member off and an isolated primary's Patroni loses its
 //! lease as in production. Faults leave it alone: the DCS is
 //! infrastructure, and partitions reach it anyway.
+//!
+//! Its members run with `--pre-vote` (etcd 3.5's default; 3.4, Debian's,
+//! has it off). Without it a member cut off by a partition raises its
+//! term with every election it tries alone, and when the partition heals
+//! it makes the leader step down: the DCS had no leader for 2.3 s right
+//! after a heal, the new primary's Patroni could not renew its key, and
+//! the old primary — its `pg_rewind` cut short — took the key and kept
+//! it while its PostgreSQL could not start (a CI run of the
+//! `patroni-async-loss` scenario, 2026-12-07). The run records it among
+//! the cluster's settings (`dcs_pre_vote`).
 
 use crate::etcd::{EtcdNodes, EtcdNodesConfig};
 use nemesis::remote::Remote;
@@ -28,12 +38,13 @@ pub const CLIENT_PORT: u16 = 2479;
 pub const PEER_PORT: u16 = 2480;
 
 /// The DCS's settings: etcd's defaults (binary, snapshot count, a fresh
-/// token) with [`BASE_DIR`] and the DCS ports.
+/// token) with [`BASE_DIR`], the DCS ports and `--pre-vote`.
 pub fn config() -> EtcdNodesConfig {
     let mut c = EtcdNodesConfig::new();
     c.base_dir = BASE_DIR.to_string();
     c.client_port = CLIENT_PORT;
     c.peer_port = PEER_PORT;
+    c.pre_vote = true;
     c
 }
 
@@ -86,5 +97,26 @@ mod tests {
             "/var/lib/harness/patroni-etcd/n2/etcd.log"
         );
         assert_eq!(dcs.client_addr(&n2), "10.99.0.2:2479");
+    }
+
+    /// The DCS's members vote before they campaign; an etcd under test
+    /// runs with etcd's own default (off in 3.4), and the run records the
+    /// DCS's setting.
+    #[test]
+    fn only_the_dcs_members_pre_vote_and_the_record_says_so() {
+        let n2 = Node::new("n2", "10.99.0.2");
+        let line = |c: &EtcdNodesConfig| {
+            c.daemon(&n2, "n2=http://10.99.0.2:2480", ClusterState::New)
+                .command_line()
+        };
+        assert!(
+            line(&config()).ends_with(" --pre-vote"),
+            "{}",
+            line(&config())
+        );
+        let tested = EtcdNodesConfig::new();
+        assert!(!line(&tested).contains("--pre-vote"), "{}", line(&tested));
+        let recorded = super::super::settings::settings(&Default::default());
+        assert!(recorded.contains(&("dcs_pre_vote".to_string(), "true".to_string())));
     }
 }

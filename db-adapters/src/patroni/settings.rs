@@ -217,7 +217,8 @@ pub fn pg_parameters(c: &PatroniConf) -> Vec<(String, String)> {
 }
 
 /// What [`crate::db::Db::settings`] records of a Patroni cluster: the DCS
-/// settings that decide what a failover may lose, then the parameters.
+/// settings that decide what a failover may lose (and the DCS members'
+/// `--pre-vote`), then the parameters.
 pub fn settings(c: &PatroniConf) -> Vec<(String, String)> {
     let mut s: Vec<(String, String)> = [
         ("synchronous_mode", c.synchronous_mode.to_string()),
@@ -236,6 +237,8 @@ pub fn settings(c: &PatroniConf) -> Vec<(String, String)> {
             "primary_start_timeout",
             c.primary_start_timeout_s.to_string(),
         ),
+        // The DCS's members (`dcs.rs`): imposed by harness, always on.
+        ("dcs_pre_vote", super::dcs::config().pre_vote.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
