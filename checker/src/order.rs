@@ -49,6 +49,14 @@ impl Events {
         self.with_alone().map(|(t, inv, _)| (t, inv))
     }
 
+    /// The transaction invoked at position `pos`, if an invocation is there.
+    fn invocation_at(&self, pos: usize) -> Option<u32> {
+        self.0
+            .get(pos)
+            .filter(|&&e| e != NO && e & INV != 0)
+            .map(|&e| e & !(INV | ALONE))
+    }
+
     /// Per position: `(txn, is_invocation, stands_alone)`, txn [`NO`] for
     /// other ops — without reading the transactions themselves.
     fn with_alone(&self) -> impl Iterator<Item = (u32, bool, bool)> + '_ {
@@ -179,9 +187,9 @@ impl RealtimeGate<'_> {
             return false;
         };
         let commit = txns.txns[first as usize].pos as usize;
-        self.slot.0[commit + 1..]
-            .iter()
-            .any(|&e| e != NO && e & INV != 0 && txns.status(e & !(INV | ALONE)) != Status::Fail)
+        (commit + 1..self.slot.0.len())
+            .filter_map(|pos| self.slot.invocation_at(pos))
+            .any(|t| txns.status(t) != Status::Fail)
     }
 
     /// Passes the invocations up to the earliest commit not left.
@@ -197,14 +205,13 @@ impl RealtimeGate<'_> {
             .txns
             .get(self.first)
             .map_or(usize::MAX, |t| t.pos as usize);
-        while let Some(&e) = self.slot.0.get(self.scan).filter(|_| self.scan <= until) {
-            self.scan += 1;
-            if e != NO && e & INV != 0 {
-                let t = e & !(INV | ALONE);
-                if txns.status(t) != Status::Fail {
-                    pass(t);
-                }
+        while self.scan < self.slot.0.len() && self.scan <= until {
+            if let Some(t) = self.slot.invocation_at(self.scan)
+                && txns.status(t) != Status::Fail
+            {
+                pass(t);
             }
+            self.scan += 1;
         }
     }
 }
