@@ -51,19 +51,24 @@ impl Events {
 
     /// The transaction invoked at position `pos`, if an invocation is there.
     fn invocation_at(&self, pos: usize) -> Option<u32> {
-        self.0
-            .get(pos)
-            .filter(|&&e| e != NO && e & INV != 0)
-            .map(|&e| e & !(INV | ALONE))
+        let (t, inv, _) = decode(*self.0.get(pos)?);
+        inv.then_some(t)
     }
 
     /// Per position: `(txn, is_invocation, stands_alone)`, txn [`NO`] for
     /// other ops — without reading the transactions themselves.
     fn with_alone(&self) -> impl Iterator<Item = (u32, bool, bool)> + '_ {
-        self.0.iter().map(|&e| match e {
-            NO => (NO, false, false),
-            e => (e & !(INV | ALONE), e & INV != 0, e & ALONE != 0),
-        })
+        self.0.iter().map(|&e| decode(e))
+    }
+}
+
+/// An [`Events`] slot as `(txn, is_invocation, stands_alone)`: the one
+/// reading of its bits.
+#[inline]
+fn decode(e: u32) -> (u32, bool, bool) {
+    match e {
+        NO => (NO, false, false),
+        e => (e & !(INV | ALONE), e & INV != 0, e & ALONE != 0),
     }
 }
 

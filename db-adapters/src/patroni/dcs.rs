@@ -37,6 +37,10 @@ pub const CLIENT_PORT: u16 = 2479;
 /// The DCS's peer port (not etcd's default 2380).
 pub const PEER_PORT: u16 = 2480;
 
+/// Whether the DCS's members run with `--pre-vote` (see the module's
+/// header); the run's settings record it (`dcs_pre_vote`).
+pub const PRE_VOTE: bool = true;
+
 /// The DCS's settings: etcd's defaults (binary, snapshot count, a fresh
 /// token) with [`BASE_DIR`], the DCS ports and `--pre-vote`.
 pub fn config() -> EtcdNodesConfig {
@@ -44,7 +48,7 @@ pub fn config() -> EtcdNodesConfig {
     c.base_dir = BASE_DIR.to_string();
     c.client_port = CLIENT_PORT;
     c.peer_port = PEER_PORT;
-    c.pre_vote = true;
+    c.pre_vote = PRE_VOTE;
     c
 }
 

@@ -238,7 +238,7 @@ pub fn settings(c: &PatroniConf) -> Vec<(String, String)> {
             c.primary_start_timeout_s.to_string(),
         ),
         // The DCS's members (`dcs.rs`): imposed by harness, always on.
-        ("dcs_pre_vote", super::dcs::config().pre_vote.to_string()),
+        ("dcs_pre_vote", super::dcs::PRE_VOTE.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

@@ -947,20 +947,11 @@ impl<'a> Json<'a> {
         if self.peek() != Some(b'"') {
             return None;
         }
-        let rest = self.b.get(self.pos..)?;
-        let kind = if rest.starts_with(MOP_NAMES[0]) {
-            self.pos += MOP_NAMES[0].len();
-            0
-        } else if rest.starts_with(MOP_NAMES[1]) {
-            self.pos += MOP_NAMES[1].len();
-            2
-        } else {
-            match self.usual(&MOP_NAMES).ok()?? {
-                b"append" => 0,
-                b"w" => 1,
-                b"r" => 2,
-                _ => return None,
-            }
+        let kind = match self.usual(&MOP_NAMES).ok()?? {
+            b"append" => 0,
+            b"w" => 1,
+            b"r" => 2,
+            _ => return None,
         };
         self.ws();
         self.eat(b',')?;
